@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one table of configuration keys. The loader validates against it, the
+ * example INI files and the README's option reference are generated from it
+ * (`pps-config-doc`), and a test checks that both match.
+ */
+#include "pps-config.h"
+
+#include <string.h>
+
+#define SERVER PPS_CONFIG_PROGRAM_SERVER
+#define CLIENT PPS_CONFIG_PROGRAM_CLIENT
+#define BOTH PPS_CONFIG_PROGRAM_ALL
+
+#define INT(sec, name, def, lo, hi, prog, text)                                                    \
+	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_INT, .default_value = def,          \
+	  .min = lo, .max = hi, .programs = prog, .help = text }
+#define BOOL(sec, name, def, prog, text)                                                           \
+	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_BOOL, .default_value = def,         \
+	  .programs = prog, .help = text }
+#define STRING(sec, name, def, prog, text)                                                         \
+	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_STRING, .default_value = def,       \
+	  .programs = prog, .help = text }
+#define ENUM(sec, name, def, list, prog, text)                                                     \
+	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_ENUM, .default_value = def,         \
+	  .choices = list, .programs = prog, .help = text }
+
+static const char *const source_types[] = { "test", "camera", "file", "pipeline", NULL };
+static const char *const test_patterns[] = { "ball", "smpte", "snow", "bar", "pinwheel", NULL };
+static const char *const x264_presets[] = { "ultrafast", "superfast", "veryfast", "faster",
+					    "fast", "medium", NULL };
+static const char *const priority_policies[] = { "temporal-first", "quality-first", "balanced",
+						 NULL };
+static const char *const transport_modes[] = { "tcp", "minbuf", NULL };
+static const char *const congestion_controls[] = { "default", "cubic", "reno", "bbr", NULL };
+static const char *const playout_policies[] = { "fixed", "asap", "adaptive", NULL };
+static const char *const display_modes[] = { "auto", "sdl", "none", NULL };
+
+static const pps_config_key_t keys[] = {
+	/* [server] */
+	STRING("server", "listen", "127.0.0.1:7400", SERVER,
+	       "address and TCP port to listen on (host:port; [v6addr]:port for IPv6)"),
+	INT("server", "max_clients", "16", 1, 1024, SERVER,
+	    "clients served at once; more are refused with BYE"),
+	INT("server", "status_interval_s", "5", 1, 3600, SERVER,
+	    "seconds between status lines on stderr"),
+
+	/* [source] */
+	ENUM("source", "type", "test", source_types, SERVER,
+	     "video source: test (built-in moving pattern), camera, file or pipeline"),
+	STRING("source", "device", "/dev/video0", SERVER, "V4L2 device for type=camera"),
+	STRING("source", "file", "", SERVER,
+	       "media file for type=file, played in real time and looped"),
+	STRING("source", "pipeline", "", SERVER,
+	       "gst-launch description for type=pipeline; ppstream appends its own sink"),
+	ENUM("source", "pattern", "ball", test_patterns, SERVER,
+	     "videotestsrc pattern for type=test"),
+	INT("source", "width", "640", 64, 3840, SERVER, "frame width in pixels (even)"),
+	INT("source", "height", "480", 64, 2160, SERVER, "frame height in pixels (even)"),
+	INT("source", "fps", "30", 1, 120, SERVER, "frames per second"),
+	BOOL("source", "timecode", "true", SERVER,
+	     "stamp capture time and frame index into the picture (pixel timecode)"),
+	INT("source", "queue_frames", "8", 1, 256, SERVER,
+	    "raw frames held between capture and encoder; the oldest is dropped when full"),
+
+	/* [encoder] */
+	INT("encoder", "temporal_layers", "3", 1, 3, SERVER,
+	    "temporal layers: 1 (I/P), 2 (I/P + b), 3 (I/P + B-ref + b)"),
+	INT("encoder", "quality_layers", "2", 1, 3, SERVER,
+	    "quality layers: base + residual enhancement layers"),
+	INT("encoder", "base_scale", "2", 1, 4, SERVER,
+	    "base layer is encoded at 1/base_scale of the width and height"),
+	INT("encoder", "gop_frames", "60", 4, 1200, SERVER,
+	    "frames between forced IDR pictures (rounded to a whole number of windows)"),
+	ENUM("encoder", "preset", "veryfast", x264_presets, SERVER, "x264 speed preset"),
+	INT("encoder", "threads", "0", 0, 64, SERVER, "x264 threads per layer; 0 = automatic"),
+	INT("encoder", "base_crf", "26", 0, 51, SERVER, "constant rate factor of the base layer"),
+	INT("encoder", "base_vbv_kbps", "1000", 0, 100000, SERVER,
+	    "VBV cap of the base layer in kbit/s; 0 = uncapped"),
+	INT("encoder", "enhancement_crf", "24", 0, 51, SERVER,
+	    "constant rate factor of each enhancement layer"),
+	INT("encoder", "enhancement_vbv_kbps", "3000", 0, 100000, SERVER,
+	    "VBV cap of each enhancement layer in kbit/s; 0 = uncapped"),
+
+	/* [pps] */
+	INT("pps", "window_frames", "2", 1, 64, SERVER,
+	    "frames per adaptation window (the papers use 2 and 4 at 30 frames/s)"),
+	INT("pps", "latency_budget_ms", "250", 10, 10000, SERVER,
+	    "a window's send deadline is its first frame's capture time plus this"),
+	ENUM("pps", "priority_policy", "temporal-first", priority_policies, SERVER,
+	     "what to drop first: temporal-first keeps frame rate, quality-first keeps quality"),
+	INT("pps", "max_windows", "64", 2, 1024, SERVER,
+	    "windows queued per client; past it the oldest is dropped and counted"),
+
+	/* [transport] */
+	ENUM("transport", "mode", "minbuf", transport_modes, SERVER,
+	     "tcp (kernel send buffer) or minbuf (at most A*cwnd + min(B, cwnd) packets in the kernel)"),
+	INT("transport", "minbuf_a", "1", 1, 16, SERVER, "MIN_BUF A: multiple of cwnd kept in the kernel"),
+	INT("transport", "minbuf_b", "3", 0, 64, SERVER, "MIN_BUF B: extra packets kept in the kernel"),
+	BOOL("transport", "ecn", "false", SERVER, "negotiate ECN on each connection"),
+	ENUM("transport", "congestion", "default", congestion_controls, SERVER,
+	     "TCP congestion control per connection; default = the system's"),
+	BOOL("transport", "thin_linear_timeouts", "false", SERVER,
+	     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+
+	/* [client] */
+	STRING("client", "server", "127.0.0.1:7400", CLIENT, "server to connect to (host:port)"),
+	STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
+	BOOL("client", "reconnect", "false", CLIENT,
+	     "reconnect with backoff when the server goes away"),
+	INT("client", "max_record_bytes", "16384", 256, 65535, CLIENT,
+	    "largest wire record accepted from the server"),
+	INT("client", "clock_ping_interval_ms", "1000", 100, 60000, CLIENT,
+	    "interval between CLOCK_PING records for the clock offset estimate"),
+
+	/* [playout] */
+	ENUM("playout", "policy", "fixed", playout_policies, CLIENT,
+	     "fixed (capture time + tolerance), asap (on window arrival) or adaptive"),
+	INT("playout", "tolerance_ms", "300", 0, 10000, CLIENT,
+	    "fixed policy: display at capture time + this; later data is late"),
+
+	/* [display] */
+	ENUM("display", "mode", "auto", display_modes, CLIENT,
+	     "auto (SDL window if a display is available), sdl or none"),
+	STRING("display", "output", "", CLIENT, "write shown frames to this .y4m file"),
+
+	/* [log] */
+	STRING("log", "file", "", CLIENT, "write JSON Lines events (frames, windows, summary) here"),
+};
+
+const pps_config_key_t *
+pps_config_keys(size_t *n_keys)
+{
+	*n_keys = sizeof(keys) / sizeof(keys[0]);
+	return keys;
+}
+
+const pps_config_key_t *
+pps_config_key_find(const char *section, const char *key)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].key, key) == 0)
+			return &keys[i];
+	}
+	return NULL;
+}
