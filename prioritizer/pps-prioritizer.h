@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The priority-progress streaming (PPS) core: adaptation windows, priority
+ * mapping, and the per-client progress regulator that turns windows into
+ * MSS-sized packets of wire records. Pure logic: no I/O, and no clock reads
+ * (every call that needs the time takes `now_us`).
+ *
+ * From Goel, Krasic, Walpole, "Low-Latency Adaptive Streaming over TCP"
+ * (TOMCCAP 2008), section 7: inside an adaptation window the sender sends in
+ * priority order, base layers first; at the window's deadline whatever is
+ * unsent is dropped; a window of which nothing was sent is a dropped window.
+ *
+ * Threading: a windower and each scheduler belong to one thread (the event
+ * loop). Closed windows are immutable and reference counted, so one window is
+ * shared by every client's scheduler.
+ */
+#ifndef PPS_PRIORITIZER_H
+#define PPS_PRIORITIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pps-adu.h"
+#include "pps-wire.h"
+
+/* ---- priority policies ------------------------------------------------- */
+
+typedef enum {
+	PPS_PRIORITY_TEMPORAL_FIRST = 0, /* keep frame rate: drop quality layers first */
+	PPS_PRIORITY_QUALITY_FIRST = 1,  /* keep picture quality: drop frames first */
+	PPS_PRIORITY_BALANCED = 2,       /* alternate: layer sum t + q, then t */
+} pps_priority_policy_t;
+
+/* "temporal-first", "quality-first", "balanced" (the config spelling). */
+const char *pps_priority_policy_name(pps_priority_policy_t policy);
+/* The policy for a name, or -EINVAL. */
+int pps_priority_policy_from_name(const char *name);
+
+/*
+ * Sorts @adus (of one window, in decode order) into send order under
+ * @policy. Guarantees: no ADU comes before an ADU of the window it depends on;
+ * ADUs of one layer that do not depend on each other are spread evenly in
+ * time (bit-reversed order), so that dropping the tail of a layer removes
+ * every other frame rather than the window's last frames. Returns 0 or
+ * -ENOMEM. The priority of an ADU is its index in the result.
+ */
+int pps_priority_sort(pps_adu_t **adus, size_t n, pps_priority_policy_t policy);
+
+/* ---- windows ----------------------------------------------------------- */
+
+/*
+ * The window a frame belongs to: window 0 holds frame 0 (the first IDR) and
+ * window k >= 1 holds frames (k-1)W+1 .. kW, so that a mini-GOP whose anchor
+ * is the window's last frame stays inside one window (codec/ aligns its GOP
+ * to this).
+ */
+uint32_t pps_window_index_of_frame(uint32_t frame_index, unsigned window_frames);
+
+typedef struct pps_window pps_window_t;
+
+pps_window_t *pps_window_ref(pps_window_t *window);
+void pps_window_unref(pps_window_t *window);
+
+uint32_t pps_window_id(const pps_window_t *window);
+int64_t pps_window_first_capture_us(const pps_window_t *window);
+unsigned pps_window_frames(const pps_window_t *window);
+size_t pps_window_adu_count(const pps_window_t *window);
+/* The @i-th ADU in send (priority) order; owned by the window. */
+const pps_adu_t *pps_window_adu(const pps_window_t *window, size_t i);
+size_t pps_window_bytes(const pps_window_t *window);
+
+/*
+ * Groups ADUs, arriving in decode order, into windows. A window closes when
+ * the producer says its frames are done (pps_windower_frames_done) or when an
+ * ADU of a later window arrives; closed windows get their send order and are
+ * handed to @window_cb, which takes the reference.
+ */
+typedef void (*pps_windower_window_cb)(void *user, pps_window_t *window);
+
+typedef struct pps_windower pps_windower_t;
+
+pps_windower_t *pps_windower_new(unsigned window_frames, pps_priority_policy_t policy,
+				 pps_windower_window_cb window_cb, void *user);
+void pps_windower_free(pps_windower_t *windower);
+
+/*
+ * Adds an ADU (the windower takes the reference). An ADU of a window older
+ * than the open one is refused with -ESTALE (and unreferenced); a window
+ * holding more than PPS_WINDOW_MAX_ADUS ADUs refuses more with -ENOSPC.
+ */
+#define PPS_WINDOW_MAX_ADUS 1024
+int pps_windower_add(pps_windower_t *windower, pps_adu_t *adu);
+
+/* Every ADU of frames <= @last_frame has been added: close those windows. */
+int pps_windower_frames_done(pps_windower_t *windower, uint32_t last_frame);
+
+/* Closes the open window, whatever it holds (end of stream). */
+int pps_windower_flush(pps_windower_t *windower);
+
+/* ---- the per-client scheduler (progress regulator) --------------------- */
+
+typedef struct {
+	int64_t latency_budget_us; /* deadline = first capture time + budget */
+	unsigned max_windows;      /* queued windows; the oldest is dropped past it */
+} pps_sched_params_t;
+
+#define PPS_DEFAULT_MAX_WINDOWS 64
+#define PPS_SCHED_MAX_CONTROL 32 /* control records (PONG, BYE) waiting */
+/* A fragment carries at least this much payload unless the ADU's rest is smaller. */
+#define PPS_SCHED_MIN_FRAGMENT_BYTES 64
+
+typedef struct {
+	uint64_t adus_sent, adus_dropped;   /* dropped = at the deadline or undecodable */
+	uint64_t bytes_sent, bytes_dropped; /* ADU payload bytes */
+} pps_sched_layer_stats_t;
+
+typedef struct {
+	uint64_t windows_complete; /* every ADU sent */
+	uint64_t windows_partial;  /* some sent, some dropped */
+	uint64_t windows_dropped;  /* nothing sent (deadline passed first) */
+	uint64_t windows_overflow; /* dropped because max_windows were queued */
+	uint64_t adus_undecodable; /* skipped: something they depend on was dropped */
+	uint64_t packets, packet_bytes;
+	uint64_t control_overflow; /* control records refused: queue full */
+	pps_sched_layer_stats_t layer[PPS_ADU_MAX_TEMPORAL_LAYERS][PPS_ADU_MAX_QUALITY_LAYERS];
+} pps_sched_stats_t;
+
+typedef struct pps_sched pps_sched_t;
+
+/* NULL with errno (EINVAL for a budget <= 0 or max_windows < 1, ENOMEM). */
+pps_sched_t *pps_sched_new(const pps_sched_params_t *params);
+void pps_sched_free(pps_sched_t *sched);
+
+/*
+ * Queues a window for this client (takes a new reference of its own). Past
+ * max_windows the oldest queued window is dropped and counted.
+ */
+int pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
+
+/*
+ * Queues a control record (CLOCK_PONG, BYE, STREAM_INFO) to go out before
+ * more window data. -ENOSPC past PPS_SCHED_MAX_CONTROL (counted).
+ */
+int pps_sched_push_control(pps_sched_t *sched, const pps_wire_record_t *record);
+
+/*
+ * Drops what is unsent of every window whose deadline is <= @now_us. Called
+ * by pps_sched_next_packet() too; the owner also calls it from a timer armed
+ * at pps_sched_next_deadline_us(), so drops are accounted on time even while
+ * the socket accepts nothing. Returns the number of windows it ended.
+ */
+int pps_sched_expire(pps_sched_t *sched, int64_t now_us);
+
+/* The earliest deadline of a window not yet ended, or INT64_MAX. */
+int64_t pps_sched_next_deadline_us(const pps_sched_t *sched);
+
+/* True if a call to pps_sched_next_packet() now would produce a packet. */
+bool pps_sched_has_data(const pps_sched_t *sched);
+
+/*
+ * Builds the next packet into @buf: whole records only, at most @mss bytes
+ * (@mss >= 128; it may differ on every call). Control records first, then the
+ * head window's records in priority order; ADUs are split into fragments and
+ * small fragments packed together. A packet never holds data of a window
+ * whose deadline is <= @now_us, nor an ADU this client cannot decode.
+ * Returns 1 with *len set, and *push true when the packet ends a window or
+ * nothing more is queued (the writer flushes it now); 0 when there is nothing
+ * to send; -EINVAL for an mss below 128.
+ */
+int pps_sched_next_packet(pps_sched_t *sched, int64_t now_us, size_t mss, uint8_t *buf,
+			  size_t *len, bool *push);
+
+void pps_sched_get_stats(const pps_sched_t *sched, pps_sched_stats_t *out);
+
+/* ---- synthetic ADU source (tests, benchmarks, until codec/ is wired) --- */
+
+typedef struct {
+	unsigned fps;
+	unsigned window_frames;
+	unsigned temporal_layers; /* 1..3 */
+	unsigned quality_layers;  /* 1..3 */
+	unsigned gop_frames;      /* IDR period, rounded up to whole windows */
+	uint32_t seed;
+	double size_scale; /* 1.0 = about 1.5 Mbit/s at 30 frames/s for 2 layers */
+} pps_synth_params_t;
+
+typedef void (*pps_synth_adu_cb)(void *user, pps_adu_t *adu);
+
+typedef struct pps_synth pps_synth_t;
+
+pps_synth_t *pps_synth_new(const pps_synth_params_t *params);
+void pps_synth_free(pps_synth_t *synth);
+
+/*
+ * Feeds one captured frame. Emits, in decode order, the ADUs that an encoder
+ * with the GOP of codec/ would emit after this frame (an anchor releases the
+ * B frames before it); @adu_cb takes each reference. Returns the highest
+ * frame index all of whose ADUs have now been emitted, or -1 if none yet.
+ */
+int64_t pps_synth_frame(pps_synth_t *synth, uint32_t frame_index, int64_t capture_us,
+			pps_synth_adu_cb adu_cb, void *user);
+
+#endif /* PPS_PRIORITIZER_H */

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-client progress regulator (TOMCCAP 2008 section 7; Krasic's
+ * priority-progress streaming). Windows are served strictly in order; inside
+ * the head window ADUs go in the window's priority order; at a window's
+ * deadline whatever is unsent is dropped and a WINDOW_END tells the client
+ * what it will not get.
+ *
+ * Decodability is tracked per client: an ADU is sent only if every ADU it
+ * depends on was sent whole to this client. A ring of recent ADU ids holds
+ * that state; an id that fell out of the ring, or that this client never saw
+ * (it joined later), counts as not sent, so the client waits for the next
+ * intra picture of that layer instead of receiving something it cannot use.
+ */
+#include "pps-prioritizer.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ADU_RING 8192 /* recent ADU ids whose sent/dropped state we remember */
+
+typedef enum {
+	ENTRY_PENDING, /* nothing of it written yet */
+	ENTRY_ACTIVE,  /* WINDOW_BEGIN written, data going out */
+	ENTRY_ENDED,   /* all sent or deadline passed: only its WINDOW_END is left */
+} entry_state_t;
+
+typedef struct {
+	pps_window_t *window; /* released once the entry ends */
+	uint32_t window_id;
+	int64_t deadline_us;
+	entry_state_t state;
+	bool begin_sent;
+	size_t next_adu;      /* index in send order of the ADU being sent */
+	uint32_t next_offset; /* bytes of it already sent */
+	uint16_t adus_sent, adus_dropped;
+	uint32_t bytes_sent, bytes_dropped;
+} entry_t;
+
+typedef struct {
+	uint32_t id;
+	uint8_t state; /* 0 unknown, 1 sent, 2 dropped */
+} ring_slot_t;
+
+enum { ADU_UNKNOWN = 0, ADU_SENT = 1, ADU_DROPPED = 2 };
+
+struct pps_sched {
+	pps_sched_params_t params;
+	entry_t *entries; /* ring of max_windows */
+	size_t head, count;
+	pps_wire_record_t control[PPS_SCHED_MAX_CONTROL];
+	size_t control_head, control_count;
+	ring_slot_t ring[ADU_RING];
+	pps_sched_stats_t stats;
+};
+
+pps_sched_t *
+pps_sched_new(const pps_sched_params_t *params)
+{
+	pps_sched_t *s;
+
+	if (params->latency_budget_us <= 0 || params->max_windows < 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto err_alloc;
+	s->params = *params;
+	s->entries = calloc(params->max_windows, sizeof(*s->entries));
+	if (!s->entries)
+		goto err_entries;
+	return s;
+
+err_entries:
+	free(s);
+err_alloc:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+pps_sched_free(pps_sched_t *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->count; i++)
+		pps_window_unref(s->entries[(s->head + i) % s->params.max_windows].window);
+	free(s->entries);
+	free(s);
+}
+
+static entry_t *
+entry_at(pps_sched_t *s, size_t i)
+{
+	return &s->entries[(s->head + i) % s->params.max_windows];
+}
+
+static void
+ring_set(pps_sched_t *s, uint32_t id, uint8_t state)
+{
+	s->ring[id % ADU_RING].id = id;
+	s->ring[id % ADU_RING].state = state;
+}
+
+static uint8_t
+ring_get(const pps_sched_t *s, uint32_t id)
+{
+	const ring_slot_t *slot = &s->ring[id % ADU_RING];
+
+	return slot->id == id ? slot->state : ADU_UNKNOWN;
+}
+
+static bool
+decodable(const pps_sched_t *s, const pps_adu_t *adu)
+{
+	const pps_adu_info_t *info = pps_adu_info(adu);
+
+	for (unsigned i = 0; i < info->dep_count; i++) {
+		if (ring_get(s, info->deps[i]) != ADU_SENT)
+			return false;
+	}
+	return true;
+}
+
+static pps_sched_layer_stats_t *
+layer_stats(pps_sched_t *s, const pps_adu_t *adu)
+{
+	const pps_adu_info_t *info = pps_adu_info(adu);
+
+	return &s->stats.layer[info->temporal_layer][info->quality_layer];
+}
+
+static void
+drop_adu(pps_sched_t *s, entry_t *e, const pps_adu_t *adu)
+{
+	pps_sched_layer_stats_t *ls = layer_stats(s, adu);
+
+	ring_set(s, pps_adu_info(adu)->id, ADU_DROPPED);
+	e->adus_dropped++;
+	e->bytes_dropped += (uint32_t)pps_adu_size(adu);
+	ls->adus_dropped++;
+	ls->bytes_dropped += pps_adu_size(adu);
+}
+
+/* Ends an entry: what is left is dropped; counts the window's outcome. */
+static void
+end_entry(pps_sched_t *s, entry_t *e)
+{
+	if (e->state == ENTRY_ENDED)
+		return;
+	for (size_t i = e->next_adu; i < pps_window_adu_count(e->window); i++)
+		drop_adu(s, e, pps_window_adu(e->window, i));
+	e->next_adu = pps_window_adu_count(e->window);
+	e->next_offset = 0;
+	if (e->adus_sent == 0)
+		s->stats.windows_dropped++;
+	else if (e->adus_dropped == 0)
+		s->stats.windows_complete++;
+	else
+		s->stats.windows_partial++;
+	e->state = ENTRY_ENDED;
+	pps_window_unref(e->window);
+	e->window = NULL;
+}
+
+int
+pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
+{
+	entry_t *e;
+
+	if (s->count == s->params.max_windows) {
+		/* Bounded: the oldest window goes, unsent data and its WINDOW_END
+		 * with it; the client sees the gap in window ids. */
+		entry_t *old = entry_at(s, 0);
+
+		if (old->state != ENTRY_ENDED) {
+			end_entry(s, old);
+		}
+		s->stats.windows_overflow++;
+		s->head = (s->head + 1) % s->params.max_windows;
+		s->count--;
+	}
+	e = entry_at(s, s->count);
+	memset(e, 0, sizeof(*e));
+	e->window = pps_window_ref(window);
+	e->window_id = pps_window_id(window);
+	e->deadline_us = pps_window_first_capture_us(window) + s->params.latency_budget_us;
+	e->state = ENTRY_PENDING;
+	s->count++;
+	return 0;
+}
+
+int
+pps_sched_push_control(pps_sched_t *s, const pps_wire_record_t *record)
+{
+	if (s->control_count == PPS_SCHED_MAX_CONTROL) {
+		s->stats.control_overflow++;
+		return -ENOSPC;
+	}
+	s->control[(s->control_head + s->control_count) % PPS_SCHED_MAX_CONTROL] = *record;
+	s->control_count++;
+	return 0;
+}
+
+int
+pps_sched_expire(pps_sched_t *s, int64_t now_us)
+{
+	int ended = 0;
+
+	for (size_t i = 0; i < s->count; i++) {
+		entry_t *e = entry_at(s, i);
+
+		if (e->state != ENTRY_ENDED && e->deadline_us <= now_us) {
+			end_entry(s, e);
+			ended++;
+		}
+	}
+	return ended;
+}
+
+int64_t
+pps_sched_next_deadline_us(const pps_sched_t *s)
+{
+	int64_t next = INT64_MAX;
+
+	for (size_t i = 0; i < s->count; i++) {
+		const entry_t *e = &s->entries[(s->head + i) % s->params.max_windows];
+
+		if (e->state != ENTRY_ENDED && e->deadline_us < next)
+			next = e->deadline_us;
+	}
+	return next;
+}
+
+bool
+pps_sched_has_data(const pps_sched_t *s)
+{
+	return s->control_count > 0 || s->count > 0;
+}
+
+/* Appends a record if it fits; returns false (writing nothing) if not. */
+static bool
+append(uint8_t *buf, size_t mss, size_t *pos, const pps_wire_record_t *r)
+{
+	long n = pps_wire_encode(r, buf + *pos, mss - *pos);
+
+	if (n < 0)
+		return false;
+	*pos += (size_t)n;
+	return true;
+}
+
+static void
+pop_head(pps_sched_t *s)
+{
+	assert(s->count > 0 && entry_at(s, 0)->state == ENTRY_ENDED);
+	s->head = (s->head + 1) % s->params.max_windows;
+	s->count--;
+}
+
+/*
+ * Appends fragments of the head window's ADUs. Returns true if the window ran
+ * out of ADUs (it can end), false if the packet is full.
+ */
+static bool
+append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *pos)
+{
+	size_t n = pps_window_adu_count(e->window);
+
+	while (e->next_adu < n) {
+		const pps_adu_t *adu = pps_window_adu(e->window, e->next_adu);
+		const pps_adu_info_t *info = pps_adu_info(adu);
+		size_t size = pps_adu_size(adu);
+		size_t overhead, room, rest, take;
+		pps_wire_record_t r;
+
+		if (e->next_offset == 0 && !decodable(s, adu)) {
+			drop_adu(s, e, adu);
+			s->stats.adus_undecodable++;
+			e->next_adu++;
+			continue;
+		}
+		overhead = pps_wire_fragment_overhead(info->dep_count);
+		rest = size - e->next_offset;
+		room = mss - *pos;
+		if (room <= overhead)
+			return false;
+		take = room - overhead;
+		if (take > 65535 - (overhead - PPS_WIRE_HEADER_BYTES))
+			take = 65535 - (overhead - PPS_WIRE_HEADER_BYTES);
+		if (take < rest && take < PPS_SCHED_MIN_FRAGMENT_BYTES)
+			return false; /* not worth a fragment: next packet */
+		if (take > rest)
+			take = rest;
+
+		memset(&r, 0, sizeof(r));
+		r.kind = PPS_WIRE_ADU_FRAGMENT;
+		r.u.adu_fragment.window_id = e->window_id;
+		r.u.adu_fragment.adu_id = info->id;
+		r.u.adu_fragment.frame_index = info->frame_index;
+		r.u.adu_fragment.capture_us = info->capture_us;
+		r.u.adu_fragment.decode_order = info->decode_order;
+		r.u.adu_fragment.frame_type = info->frame_type;
+		r.u.adu_fragment.temporal_layer = info->temporal_layer;
+		r.u.adu_fragment.quality_layer = info->quality_layer;
+		r.u.adu_fragment.dep_count = info->dep_count;
+		r.u.adu_fragment.priority = (uint16_t)e->next_adu;
+		memcpy(r.u.adu_fragment.deps, info->deps, sizeof(info->deps));
+		r.u.adu_fragment.offset = e->next_offset;
+		r.u.adu_fragment.total_bytes = (uint32_t)size;
+		r.u.adu_fragment.payload_len = (uint16_t)take;
+		r.u.adu_fragment.payload = pps_adu_data(adu) + e->next_offset;
+		if (!append(buf, mss, pos, &r))
+			return false;
+		e->next_offset += (uint32_t)take;
+		if (e->next_offset == size) {
+			pps_sched_layer_stats_t *ls = layer_stats(s, adu);
+
+			ring_set(s, info->id, ADU_SENT);
+			e->adus_sent++;
+			e->bytes_sent += (uint32_t)size;
+			ls->adus_sent++;
+			ls->bytes_sent += size;
+			e->next_adu++;
+			e->next_offset = 0;
+		}
+	}
+	return true;
+}
+
+int
+pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, size_t *len,
+		      bool *push)
+{
+	size_t pos = 0;
+	bool full = false;
+
+	if (mss < 128)
+		return -EINVAL;
+	pps_sched_expire(s, now_us);
+	*push = false;
+
+	while (s->control_count > 0) {
+		if (!append(buf, mss, &pos, &s->control[s->control_head])) {
+			full = true;
+			break;
+		}
+		s->control_head = (s->control_head + 1) % PPS_SCHED_MAX_CONTROL;
+		s->control_count--;
+	}
+
+	while (!full && s->count > 0) {
+		entry_t *e = entry_at(s, 0);
+		pps_wire_record_t r;
+
+		if (e->state == ENTRY_PENDING) {
+			memset(&r, 0, sizeof(r));
+			r.kind = PPS_WIRE_WINDOW_BEGIN;
+			r.u.window_begin.window_id = e->window_id;
+			r.u.window_begin.first_capture_us = pps_window_first_capture_us(e->window);
+			r.u.window_begin.deadline_us = e->deadline_us;
+			r.u.window_begin.frames = (uint16_t)pps_window_frames(e->window);
+			r.u.window_begin.adus = (uint16_t)pps_window_adu_count(e->window);
+			r.u.window_begin.bytes = (uint32_t)pps_window_bytes(e->window);
+			if (!append(buf, mss, &pos, &r)) {
+				full = true;
+				break;
+			}
+			e->state = ENTRY_ACTIVE;
+			e->begin_sent = true;
+		}
+		if (e->state == ENTRY_ACTIVE) {
+			if (!append_fragments(s, e, buf, mss, &pos)) {
+				full = true;
+				break;
+			}
+			end_entry(s, e); /* every ADU was sent or skipped */
+		}
+		/* ENTRY_ENDED: its WINDOW_END is all that is left. */
+		memset(&r, 0, sizeof(r));
+		r.kind = PPS_WIRE_WINDOW_END;
+		r.u.window_end.window_id = e->window_id;
+		r.u.window_end.adus_sent = e->adus_sent;
+		r.u.window_end.adus_dropped = e->adus_dropped;
+		r.u.window_end.bytes_sent = e->bytes_sent;
+		r.u.window_end.bytes_dropped = e->bytes_dropped;
+		r.u.window_end.flags = e->adus_sent ? 0 : PPS_WIRE_WINDOW_END_DROPPED;
+		if (!append(buf, mss, &pos, &r)) {
+			full = true;
+			break;
+		}
+		pop_head(s);
+		if (e->begin_sent) {
+			/* The end of a window that carried data: flush it now rather
+			 * than fill the packet from the next window (TOMCCAP 2008,
+			 * section 4: uncork at the window's last partial packet). */
+			*push = true;
+			break;
+		}
+	}
+	if (pos == 0)
+		return 0;
+	if (!full && !pps_sched_has_data(s))
+		*push = true;
+	*len = pos;
+	s->stats.packets++;
+	s->stats.packet_bytes += pos;
+	return 1;
+}
+
+void
+pps_sched_get_stats(const pps_sched_t *s, pps_sched_stats_t *out)
+{
+	*out = s->stats;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ppstream wire format (see wire/PROTOCOL.md): length-prefixed records
+ * over TCP, every record small enough to fit one MSS-sized packet.
+ *
+ * Record header, 4 bytes, then `length` body bytes (all integers big-endian):
+ *
+ *   u8 version (PPS_WIRE_VERSION)  u8 kind  u16 length
+ *
+ * Encoding: pps_wire_encode() writes one record into a caller's buffer.
+ * Decoding: a pps_wire_parser_t is fed arbitrary byte chunks (one byte at a
+ * time works) and yields whole, validated records. It never holds more than
+ * one record and never allocates more than its configured maximum, whatever
+ * the peer sends. After an error it stays failed: a byte stream cannot be
+ * resynchronised, the connection must go.
+ *
+ * Threading: none; a parser belongs to one connection.
+ */
+#ifndef PPS_WIRE_H
+#define PPS_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PPS_WIRE_VERSION 1
+#define PPS_WIRE_HEADER_BYTES 4
+/* Largest record the format can express (header + 65535 body bytes). */
+#define PPS_WIRE_MAX_RECORD_BYTES (PPS_WIRE_HEADER_BYTES + 65535)
+#define PPS_WIRE_MAX_NAME_BYTES 64
+#define PPS_WIRE_MAX_AUTH_BYTES 64
+#define PPS_WIRE_MAX_REASON_BYTES 200
+#define PPS_WIRE_MAX_DEPS 4
+
+typedef enum {
+	PPS_WIRE_HELLO = 1,        /* client -> server, first record */
+	PPS_WIRE_STREAM_INFO = 2,  /* server -> client, first record */
+	PPS_WIRE_WINDOW_BEGIN = 3, /* server -> client */
+	PPS_WIRE_ADU_FRAGMENT = 4, /* server -> client */
+	PPS_WIRE_WINDOW_END = 5,   /* server -> client */
+	PPS_WIRE_CLOCK_PING = 6,   /* client -> server */
+	PPS_WIRE_CLOCK_PONG = 7,   /* server -> client */
+	PPS_WIRE_BYE = 8,          /* either way, last record */
+} pps_wire_kind_t;
+
+/* Reasons carried by BYE. */
+typedef enum {
+	PPS_WIRE_BYE_NORMAL = 0,        /* shutting down */
+	PPS_WIRE_BYE_SERVER_FULL = 1,   /* max_clients reached */
+	PPS_WIRE_BYE_PROTOCOL = 2,      /* malformed or unexpected record */
+	PPS_WIRE_BYE_VERSION = 3,       /* unsupported protocol version */
+	PPS_WIRE_BYE_INTERNAL = 4,      /* the sender failed */
+} pps_wire_bye_reason_t;
+
+typedef struct {
+	uint16_t protocol_version;
+	uint16_t flags; /* reserved, 0 */
+	uint8_t name_len;
+	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* NUL-terminated copy */
+	uint8_t auth_len;                       /* reserved: opaque bytes, unused in version 1 */
+	uint8_t auth[PPS_WIRE_MAX_AUTH_BYTES];
+} pps_wire_hello_t;
+
+typedef struct {
+	uint16_t protocol_version;
+	uint8_t codec;           /* 1 = H.264 layered (base + residual enhancement) */
+	uint8_t upscale_filter;  /* id of the base-layer upscaler both ends share */
+	uint16_t width, height;
+	uint16_t base_width, base_height;
+	uint16_t fps_num, fps_den;
+	uint8_t window_frames;
+	uint8_t temporal_layers;
+	uint8_t quality_layers;
+	uint8_t priority_policy;
+	uint32_t latency_budget_ms;
+	uint32_t gop_frames;
+} pps_wire_stream_info_t;
+
+typedef struct {
+	uint32_t window_id;
+	int64_t first_capture_us; /* CLOCK_REALTIME of the window's first frame */
+	int64_t deadline_us;      /* the sender drops what is unsent at this time */
+	uint16_t frames;
+	uint16_t adus;
+	uint32_t bytes;
+} pps_wire_window_begin_t;
+
+typedef struct {
+	uint32_t window_id;
+	uint32_t adu_id;
+	uint32_t frame_index;
+	int64_t capture_us;
+	uint32_t decode_order;
+	uint8_t frame_type;
+	uint8_t temporal_layer;
+	uint8_t quality_layer;
+	uint8_t dep_count;
+	uint16_t priority; /* 0 = most important, sent first */
+	uint32_t deps[PPS_WIRE_MAX_DEPS];
+	uint32_t offset;       /* of this fragment's payload in the ADU */
+	uint32_t total_bytes;  /* of the whole ADU */
+	uint16_t payload_len;
+	const uint8_t *payload; /* decode: points into the parser, valid until its next call */
+} pps_wire_adu_fragment_t;
+
+#define PPS_WIRE_WINDOW_END_DROPPED 0x01 /* nothing of the window was sent */
+
+typedef struct {
+	uint32_t window_id;
+	uint16_t adus_sent;
+	uint16_t adus_dropped;
+	uint32_t bytes_sent;
+	uint32_t bytes_dropped;
+	uint8_t flags;
+} pps_wire_window_end_t;
+
+typedef struct {
+	uint32_t seq;
+	int64_t client_send_us;
+} pps_wire_clock_ping_t;
+
+typedef struct {
+	uint32_t seq;
+	int64_t client_send_us; /* echoed */
+	int64_t server_recv_us;
+	int64_t server_send_us;
+} pps_wire_clock_pong_t;
+
+typedef struct {
+	uint16_t reason; /* pps_wire_bye_reason_t */
+	uint8_t text_len;
+	char text[PPS_WIRE_MAX_REASON_BYTES + 1]; /* NUL-terminated copy */
+} pps_wire_bye_t;
+
+typedef struct {
+	pps_wire_kind_t kind;
+	union {
+		pps_wire_hello_t hello;
+		pps_wire_stream_info_t stream_info;
+		pps_wire_window_begin_t window_begin;
+		pps_wire_adu_fragment_t adu_fragment;
+		pps_wire_window_end_t window_end;
+		pps_wire_clock_ping_t clock_ping;
+		pps_wire_clock_pong_t clock_pong;
+		pps_wire_bye_t bye;
+	} u;
+} pps_wire_record_t;
+
+/* Name of a record kind for logs ("HELLO"), or "unknown". */
+const char *pps_wire_kind_name(unsigned kind);
+
+/* Name of a BYE reason ("server-full"), or "unknown". */
+const char *pps_wire_bye_reason_name(unsigned reason);
+
+/*
+ * Bytes @record needs on the wire, header included, or a negative errno if
+ * the record cannot be encoded (a length field out of range: -EINVAL).
+ */
+long pps_wire_record_size(const pps_wire_record_t *record);
+
+/* Bytes an ADU_FRAGMENT record needs besides its payload, for @dep_count deps. */
+size_t pps_wire_fragment_overhead(unsigned dep_count);
+
+/*
+ * Encodes @record into @buf (@capacity bytes). Returns the bytes written, or
+ * -ENOSPC if it does not fit, -EINVAL if a field is out of range.
+ */
+long pps_wire_encode(const pps_wire_record_t *record, uint8_t *buf, size_t capacity);
+
+/* Parser errors, returned negated by pps_wire_parser_next(). */
+typedef enum {
+	PPS_WIRE_OK = 0,
+	PPS_WIRE_ERR_VERSION,   /* header version is not PPS_WIRE_VERSION */
+	PPS_WIRE_ERR_KIND,      /* unknown record kind */
+	PPS_WIRE_ERR_TOO_LONG,  /* length over the configured maximum */
+	PPS_WIRE_ERR_SHORT,     /* body shorter than its kind's fields */
+	PPS_WIRE_ERR_TRAILING,  /* body longer than its kind's fields */
+	PPS_WIRE_ERR_FIELD,     /* a field out of range (names it in the message) */
+} pps_wire_error_t;
+
+typedef struct pps_wire_parser pps_wire_parser_t;
+
+/*
+ * A parser that accepts records of at most @max_record_bytes (header
+ * included, PPS_WIRE_HEADER_BYTES + 1 .. PPS_WIRE_MAX_RECORD_BYTES). Its
+ * buffer is allocated once, here. NULL with errno (EINVAL, ENOMEM).
+ */
+pps_wire_parser_t *pps_wire_parser_new(size_t max_record_bytes);
+void pps_wire_parser_free(pps_wire_parser_t *parser);
+
+/*
+ * Consumes bytes from *data (advancing *data and decreasing *len) until one
+ * record is complete. Returns 1 with the record in @out (pointers in it valid
+ * until the next call), 0 when all input was consumed without completing a
+ * record, or a negative pps_wire_error_t; the message is then in
+ * pps_wire_parser_error(). After an error every call fails the same way.
+ */
+int pps_wire_parser_next(pps_wire_parser_t *parser, const uint8_t **data, size_t *len,
+			 pps_wire_record_t *out);
+
+/* The last error as one line naming the record and field, or "". */
+const char *pps_wire_parser_error(const pps_wire_parser_t *parser);
+
+/* Bytes of a partial record held (0 between records): trailing bytes at EOF. */
+size_t pps_wire_parser_pending(const pps_wire_parser_t *parser);
+
+#endif /* PPS_WIRE_H */
