@@ -128,7 +128,7 @@ typedef struct {
 
 typedef struct pps_sched pps_sched_t;
 
-/* NULL with errno (EINVAL for a budget <= 0 or max_windows < 1, ENOMEM). */
+/* NULL with errno (EINVAL for a budget <= 0 or max_windows < 2, ENOMEM). */
 pps_sched_t *pps_sched_new(const pps_sched_params_t *params);
 void pps_sched_free(pps_sched_t *sched);
 

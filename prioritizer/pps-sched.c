@@ -61,7 +61,7 @@ pps_sched_new(const pps_sched_params_t *params)
 {
 	pps_sched_t *s;
 
-	if (params->latency_budget_us <= 0 || params->max_windows < 1) {
+	if (params->latency_budget_us <= 0 || params->max_windows < 2) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -172,13 +172,17 @@ pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 	entry_t *e;
 
 	if (s->count == s->params.max_windows) {
-		/* Bounded: the oldest window goes, unsent data and its WINDOW_END
-		 * with it; the client sees the gap in window ids. */
-		entry_t *old = entry_at(s, 0);
+		/* Bounded: the oldest window goes, with its unsent data and its
+		 * WINDOW_END; the client sees a gap in window ids. A head window
+		 * whose WINDOW_BEGIN is out keeps its place (the client must see it
+		 * end), and the one after it goes instead (max_windows >= 2). */
+		entry_t *head = entry_at(s, 0);
+		size_t victim = head->begin_sent && s->count > 1 ? 1 : 0;
+		entry_t *old = entry_at(s, victim);
 
-		if (old->state != ENTRY_ENDED) {
-			end_entry(s, old);
-		}
+		end_entry(s, old);
+		if (victim == 1)
+			*old = *head;
 		s->stats.windows_overflow++;
 		s->head = (s->head + 1) % s->params.max_windows;
 		s->count--;

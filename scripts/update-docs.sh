@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Regenerates config/server.ini, config/client.ini and the README's option
+# reference from the configuration key table (config/pps-config-keys.c).
+# The unit suite fails until this has been run after a key changes.
+set -eu
+cd "$(dirname "$0")/.."
+[ -f build/build.ninja ] || meson setup build
+ninja -C build config/pps-config-doc
+doc=build/config/pps-config-doc
+$doc server > config/server.ini
+$doc client > config/client.ini
+$doc reference > build/options.md
+/usr/bin/python3 - <<'PY'
+import re
+readme = open("README.md").read()
+ref = open("build/options.md").read()
+begin, end = "<!-- options:begin -->\n", "<!-- options:end -->"
+head, rest = readme.split(begin, 1)
+_, tail = rest.split(end, 1)
+open("README.md", "w").write(head + begin + ref + end + tail)
+PY
+echo "updated config/server.ini config/client.ini README.md"

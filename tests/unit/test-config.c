@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/* Configuration: defaults, files, --set precedence, every kind of error with
+ * its message, and the shipped examples and README reference against the
+ * loader's table. argv[1] is the source root. */
+#include "pps-config.h"
+#include "pps-test.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *source_root = ".";
+
+static char *
+write_temp(const char *name, const char *text)
+{
+	static char dir[256], path[512];
+	FILE *f;
+
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "%s/pps-test-XXXXXX", P_tmpdir);
+		REQUIRE(mkdtemp(dir));
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	REQUIRE(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static char *
+read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	long size;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	text = calloc(1, (size_t)size + 1);
+	REQUIRE(text);
+	REQUIRE(fread(text, 1, (size_t)size, f) == (size_t)size);
+	fclose(f);
+	return text;
+}
+
+static void
+test_defaults(void)
+{
+	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+
+	REQUIRE(c);
+	CHECK_EQ_INT(pps_config_get_int(c, "pps", "window_frames"), 2);
+	CHECK(strcmp(pps_config_get_string(c, "server", "listen"), "127.0.0.1:7400") == 0);
+	CHECK_EQ_INT(pps_config_get_enum(c, "transport", "mode"), 1); /* minbuf */
+	CHECK(!pps_config_get_bool(c, "transport", "ecn"));
+	CHECK(strcmp(pps_config_get_origin(c, "pps", "window_frames"), "default") == 0);
+	pps_config_free(c);
+}
+
+static void
+test_file_and_set_precedence(void)
+{
+	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	char err[256];
+	char *path = write_temp("server.ini", "# comment\n[pps]\nwindow_frames = 4\n"
+					      "latency_budget_ms=300\n[transport]\nmode = tcp\n"
+					      "[source]\nfile = /tmp/a b.mkv\n");
+	char *argv[] = { "prog", "--set", "pps.window_frames=8", "--config", path, "-q",
+			 "--set=transport.ecn=true", "--", "--set", NULL };
+	int argc = 9;
+
+	REQUIRE(c);
+	CHECK_EQ_INT(pps_config_parse_args(c, &argc, argv, err, sizeof(err)), 0);
+	/* The file applies first wherever it stands; --set after it, in order. */
+	CHECK_EQ_INT(pps_config_get_int(c, "pps", "window_frames"), 8);
+	CHECK_EQ_INT(pps_config_get_int(c, "pps", "latency_budget_ms"), 300);
+	CHECK_EQ_INT(pps_config_get_enum(c, "transport", "mode"), 0);
+	CHECK(pps_config_get_bool(c, "transport", "ecn"));
+	CHECK(strcmp(pps_config_get_string(c, "source", "file"), "/tmp/a b.mkv") == 0);
+	CHECK(strcmp(pps_config_get_origin(c, "pps", "window_frames"), "--set") == 0);
+	CHECK(strcmp(pps_config_get_origin(c, "pps", "latency_budget_ms"), path) == 0);
+	/* What is not ours stays, in order, and "--" ends our options. */
+	CHECK_EQ_INT(argc, 4);
+	CHECK(strcmp(argv[1], "-q") == 0 && strcmp(argv[2], "--") == 0 &&
+	      strcmp(argv[3], "--set") == 0 && argv[4] == NULL);
+	unlink(path);
+	pps_config_free(c);
+}
+
+static void
+expect_file_error(const char *text, const char *message)
+{
+	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	char err[256] = "";
+	char *path = write_temp("server.ini", text);
+
+	REQUIRE(c);
+	CHECK(pps_config_load_file(c, path, err, sizeof(err)) < 0);
+	if (strcmp(err, message) != 0) {
+		fprintf(stderr, "  got:      %s\n  expected: %s\n", err, message);
+		CHECK(!"error message");
+	}
+	unlink(path);
+	pps_config_free(c);
+}
+
+static void
+test_file_errors(void)
+{
+	expect_file_error("[pps]\nwindow_frames = 0\n",
+			  "server.ini: [pps] window_frames = 0: must be 1..64");
+	expect_file_error("[pps]\nwindow_frames = two\n",
+			  "server.ini: [pps] window_frames = two: must be 1..64");
+	expect_file_error("[pps]\nwindow_frames = 99999999999999999999\n",
+			  "server.ini: [pps] window_frames = 99999999999999999999: must be 1..64");
+	expect_file_error("[pps]\nwindw_frames = 2\n", "server.ini: [pps] windw_frames: unknown key");
+	expect_file_error("[ppz]\nwindow_frames = 2\n", "server.ini: [ppz]: unknown section");
+	expect_file_error("[ppz]\n", "server.ini: [ppz]: unknown section");
+	expect_file_error("[transport]\necn = maybe\n",
+			  "server.ini: [transport] ecn = maybe: must be true or false");
+	expect_file_error("[transport]\nmode = fast\n",
+			  "server.ini: [transport] mode = fast: must be one of tcp, minbuf");
+	expect_file_error("[playout]\npolicy = fixed\n",
+			  "server.ini: [playout] policy: not used by this program (it is a client key)");
+	{
+		pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+		char err[256];
+
+		CHECK_EQ_INT(pps_config_load_file(c, "/nonexistent/server.ini", err, sizeof(err)),
+			     -ENOENT);
+		CHECK(strstr(err, "/nonexistent/server.ini") != NULL);
+		pps_config_free(c);
+	}
+	/* Not an INI file at all. */
+	{
+		pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+		char err[256];
+		char *path = write_temp("client.ini", "this is not = an ini file\n");
+
+		CHECK(pps_config_load_file(c, path, err, sizeof(err)) < 0);
+		CHECK(strstr(err, path) != NULL);
+		unlink(path);
+		pps_config_free(c);
+	}
+}
+
+static void
+test_set_errors(void)
+{
+	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+	char err[256];
+
+	REQUIRE(c);
+	CHECK(pps_config_set(c, "playout.tolerance_ms=-1", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--set: [playout] tolerance_ms = -1: must be 0..10000") == 0);
+	CHECK(pps_config_set(c, "playout=3", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--set playout=3: expected section.key=value") == 0);
+	CHECK(pps_config_set(c, "playout.tolerance_ms", err, sizeof(err)) < 0);
+	CHECK(pps_config_set(c, ".x=1", err, sizeof(err)) < 0);
+	CHECK(pps_config_set(c, "playout.=1", err, sizeof(err)) < 0);
+	CHECK(pps_config_set(c, "playout.tolerance_ms=", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--set: [playout] tolerance_ms = (empty): must be 0..10000") == 0);
+	/* A failed --set changes nothing. */
+	CHECK_EQ_INT(pps_config_get_int(c, "playout", "tolerance_ms"), 300);
+	CHECK_EQ_INT(pps_config_set(c, "playout.policy=adaptive", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_config_get_enum(c, "playout", "policy"), 2);
+	{
+		char *argv[] = { "prog", "--set", NULL };
+		int argc = 2;
+
+		CHECK(pps_config_parse_args(c, &argc, argv, err, sizeof(err)) < 0);
+		CHECK(strcmp(err, "--set: missing value") == 0);
+	}
+	{
+		char *argv[] = { "prog", "--config", "a", "--config", "b", NULL };
+		int argc = 5;
+
+		CHECK(pps_config_parse_args(c, &argc, argv, err, sizeof(err)) < 0);
+	}
+	pps_config_free(c);
+}
+
+/* Every key's default passes its own validation, and names are sane. */
+static void
+test_table(void)
+{
+	size_t n;
+	const pps_config_key_t *keys = pps_config_keys(&n);
+
+	CHECK(n > 20);
+	for (size_t i = 0; i < n; i++) {
+		pps_config_t *c = pps_config_new(keys[i].programs);
+		char assignment[512], err[256];
+
+		REQUIRE(c);
+		snprintf(assignment, sizeof(assignment), "%s.%s=%s", keys[i].section, keys[i].key,
+			 keys[i].default_value);
+		CHECK_EQ_INT(pps_config_set(c, assignment, err, sizeof(err)), 0);
+		CHECK(keys[i].help && keys[i].help[0] && keys[i].programs);
+		CHECK(pps_config_key_find(keys[i].section, keys[i].key) == &keys[i]);
+		pps_config_free(c);
+	}
+}
+
+/* The shipped example files are exactly what the table generates, and each
+ * loads cleanly into its program. */
+static void
+test_examples_match_table(void)
+{
+	static const struct {
+		pps_config_program_t program;
+		const char *name;
+	} files[] = { { PPS_CONFIG_PROGRAM_SERVER, "server" },
+		      { PPS_CONFIG_PROGRAM_CLIENT, "client" } };
+
+	for (size_t i = 0; i < 2; i++) {
+		char path[512], err[256];
+		char *buf = NULL, *shipped;
+		size_t size = 0;
+		FILE *mem = open_memstream(&buf, &size);
+		pps_config_t *c = pps_config_new(files[i].program);
+
+		REQUIRE(mem && c);
+		pps_config_write_example(files[i].program, files[i].name, mem);
+		fclose(mem);
+		snprintf(path, sizeof(path), "%s/config/%s.ini", source_root, files[i].name);
+		shipped = read_file(path);
+		CHECK(shipped != NULL);
+		if (shipped && strcmp(shipped, buf) != 0) {
+			fprintf(stderr, "%s differs from the key table: regenerate it with "
+					"`build/config/pps-config-doc %s > config/%s.ini`\n",
+				path, files[i].name, files[i].name);
+			CHECK(!"example file up to date");
+		}
+		CHECK_EQ_INT(pps_config_load_file(c, path, err, sizeof(err)), 0);
+		free(shipped);
+		free(buf);
+		pps_config_free(c);
+	}
+}
+
+/* The README's option reference is the table's, and names every key. */
+static void
+test_readme_reference(void)
+{
+	char path[512];
+	char *readme, *begin, *end, *buf = NULL;
+	size_t size = 0, n;
+	FILE *mem = open_memstream(&buf, &size);
+	const pps_config_key_t *keys = pps_config_keys(&n);
+
+	snprintf(path, sizeof(path), "%s/README.md", source_root);
+	readme = read_file(path);
+	REQUIRE(readme && mem);
+	pps_config_write_reference(mem);
+	fclose(mem);
+	begin = strstr(readme, "<!-- options:begin -->\n");
+	end = strstr(readme, "<!-- options:end -->");
+	CHECK(begin && end && end > begin);
+	if (begin && end) {
+		begin += strlen("<!-- options:begin -->\n");
+		*end = '\0';
+		for (size_t i = 0; i < n; i++) {
+			char needle[128];
+
+			snprintf(needle, sizeof(needle), "| `%s` | `", keys[i].key);
+			if (!strstr(begin, needle)) {
+				fprintf(stderr, "README.md option reference lacks [%s] %s\n",
+					keys[i].section, keys[i].key);
+				CHECK(!"key in README");
+			}
+		}
+		if (strcmp(begin, buf) != 0) {
+			fprintf(stderr, "README.md option reference differs from the key table: "
+					"regenerate it with `scripts/update-docs.sh`\n");
+			CHECK(!"README reference up to date");
+		}
+	}
+	free(readme);
+	free(buf);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc > 1)
+		source_root = argv[1];
+	test_defaults();
+	test_file_and_set_precedence();
+	test_file_errors();
+	test_set_errors();
+	test_table();
+	test_examples_match_table();
+	test_readme_reference();
+	{
+		char dir[512];
+
+		snprintf(dir, sizeof(dir), "%s", write_temp("x", ""));
+		unlink(dir);
+		*strrchr(dir, '/') = '\0';
+		rmdir(dir);
+	}
+	return pps_test_result();
+}

@@ -1,0 +1,701 @@
+/* SPDX-License-Identifier: MIT */
+/* The PPS core with a fake clock: windows, priority order, and the progress
+ * regulator's rules (deadlines, decodability, MSS, packing, bounds). */
+#include "pps-prioritizer.h"
+#include "pps-test.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define FRAME_US 33333
+#define MAX_WINDOWS 256
+
+typedef struct {
+	pps_window_t *windows[MAX_WINDOWS];
+	size_t n;
+} window_list_t;
+
+static void
+collect_window_cb(void *user, pps_window_t *window)
+{
+	window_list_t *list = user;
+
+	REQUIRE(list->n < MAX_WINDOWS);
+	list->windows[list->n++] = window;
+}
+
+static void
+add_adu_cb(void *user, pps_adu_t *adu)
+{
+	CHECK_EQ_INT(pps_windower_add(user, adu), 0);
+}
+
+/* Runs the synthetic stream for @frames frames into windows. */
+static void
+make_windows(window_list_t *list, unsigned frames, unsigned window_frames, unsigned t_layers,
+	     unsigned q_layers, unsigned gop, pps_priority_policy_t policy, uint32_t seed,
+	     double scale)
+{
+	pps_synth_params_t sp = { .fps = 30,
+				  .window_frames = window_frames,
+				  .temporal_layers = t_layers,
+				  .quality_layers = q_layers,
+				  .gop_frames = gop,
+				  .seed = seed,
+				  .size_scale = scale };
+	pps_synth_t *synth = pps_synth_new(&sp);
+	pps_windower_t *wr = pps_windower_new(window_frames, policy, collect_window_cb, list);
+
+	REQUIRE(synth && wr);
+	list->n = 0;
+	for (uint32_t f = 0; f < frames; f++) {
+		int64_t done = pps_synth_frame(synth, f, 1000000 + (int64_t)f * FRAME_US,
+					       add_adu_cb, wr);
+		if (done >= 0)
+			CHECK_EQ_INT(pps_windower_frames_done(wr, (uint32_t)done), 0);
+	}
+	pps_windower_flush(wr);
+	pps_windower_free(wr);
+	pps_synth_free(synth);
+}
+
+static void
+free_windows(window_list_t *list)
+{
+	for (size_t i = 0; i < list->n; i++)
+		pps_window_unref(list->windows[i]);
+	list->n = 0;
+}
+
+static void
+test_policy_names(void)
+{
+	for (int p = 0; p < 3; p++)
+		CHECK_EQ_INT(pps_priority_policy_from_name(pps_priority_policy_name(p)), p);
+	CHECK_EQ_INT(pps_priority_policy_from_name("fastest"), -EINVAL);
+}
+
+static void
+test_window_index(void)
+{
+	CHECK_EQ_INT(pps_window_index_of_frame(0, 2), 0);
+	CHECK_EQ_INT(pps_window_index_of_frame(1, 2), 1);
+	CHECK_EQ_INT(pps_window_index_of_frame(2, 2), 1);
+	CHECK_EQ_INT(pps_window_index_of_frame(3, 2), 2);
+	CHECK_EQ_INT(pps_window_index_of_frame(4, 4), 1);
+	CHECK_EQ_INT(pps_window_index_of_frame(5, 4), 2);
+	CHECK_EQ_INT(pps_window_index_of_frame(7, 1), 7);
+}
+
+/* Windows close on frames_done without waiting for the next window, hold
+ * their frames, and every ADU of the window is in it. */
+static void
+test_windower(void)
+{
+	window_list_t list;
+
+	make_windows(&list, 61, 4, 3, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 1, 1.0);
+	/* Frames 0..60: window 0 = {0}, windows 1..15 = 4 frames each. */
+	CHECK_EQ_INT(list.n, 16);
+	CHECK_EQ_INT(pps_window_frames(list.windows[0]), 1);
+	CHECK_EQ_INT(pps_window_adu_count(list.windows[0]), 2);
+	for (size_t i = 1; i < list.n; i++) {
+		const pps_window_t *w = list.windows[i];
+		size_t bytes = 0;
+
+		CHECK_EQ_INT(pps_window_id(w), i);
+		CHECK_EQ_INT(pps_window_frames(w), 4);
+		CHECK_EQ_INT(pps_window_adu_count(w), 8);
+		CHECK_EQ_INT(pps_window_first_capture_us(w),
+			     1000000 + (int64_t)((i - 1) * 4 + 1) * FRAME_US);
+		for (size_t a = 0; a < pps_window_adu_count(w); a++) {
+			const pps_adu_info_t *info = pps_adu_info(pps_window_adu(w, a));
+
+			CHECK_EQ_INT(pps_window_index_of_frame(info->frame_index, 4), i);
+			bytes += pps_adu_size(pps_window_adu(w, a));
+		}
+		CHECK_EQ_INT(pps_window_bytes(w), bytes);
+	}
+	free_windows(&list);
+}
+
+static bool
+order_respects_deps(const pps_window_t *w)
+{
+	size_t n = pps_window_adu_count(w);
+
+	for (size_t i = 0; i < n; i++) {
+		const pps_adu_info_t *info = pps_adu_info(pps_window_adu(w, i));
+
+		/* Nothing at or after position i may be a dependency of i. */
+		for (size_t j = i; j < n; j++) {
+			uint32_t id = pps_adu_info(pps_window_adu(w, j))->id;
+
+			for (unsigned d = 0; d < info->dep_count; d++) {
+				if (info->deps[d] == id)
+					return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* Property: over random windows and every policy, no ADU outranks an ADU it
+ * depends on. Random windows come from the synthetic GOP with random layer
+ * counts and windows, and from random dependency graphs whose edges point to
+ * lower-or-equal layers, as the codec's do. */
+static void
+test_priority_property(void)
+{
+	uint32_t rng = 12345;
+
+	for (int round = 0; round < 60; round++) {
+		unsigned wf = (unsigned[]){ 1, 2, 4, 8 }[round % 4];
+		window_list_t list;
+
+		make_windows(&list, 40, wf, 1 + round % 3, 1 + (round / 3) % 3, 8 * wf,
+			     (pps_priority_policy_t)(round % 3), (uint32_t)round + 1, 1.0);
+		for (size_t i = 0; i < list.n; i++)
+			CHECK(order_respects_deps(list.windows[i]));
+		free_windows(&list);
+	}
+	for (int round = 0; round < 500; round++) {
+		pps_adu_t *adus[40];
+		size_t n = 2 + round % 38;
+
+		for (size_t i = 0; i < n; i++) {
+			pps_adu_info_t info;
+			uint8_t byte = 0;
+
+			memset(&info, 0, sizeof(info));
+			rng = rng * 1103515245u + 12345u;
+			info.id = (uint32_t)i;
+			info.frame_index = (uint32_t)(rng >> 8) % 16;
+			info.temporal_layer = (uint8_t)((rng >> 16) % 3);
+			info.quality_layer = (uint8_t)((rng >> 20) % 3);
+			/* Dependencies: earlier ADUs of lower-or-equal layers. */
+			for (size_t j = 0; j < i && info.dep_count < PPS_ADU_MAX_DEPS; j++) {
+				const pps_adu_info_t *d = pps_adu_info(adus[j]);
+
+				rng = rng * 1103515245u + 12345u;
+				if (d->temporal_layer <= info.temporal_layer &&
+				    d->quality_layer <= info.quality_layer && (rng >> 16) % 3 == 0)
+					info.deps[info.dep_count++] = d->id;
+			}
+			adus[i] = pps_adu_new(&info, &byte, 1);
+			REQUIRE(adus[i]);
+		}
+		CHECK_EQ_INT(pps_priority_sort(adus, n, (pps_priority_policy_t)(round % 3)), 0);
+		for (size_t i = 0; i < n; i++) {
+			const pps_adu_info_t *info = pps_adu_info(adus[i]);
+
+			for (size_t j = i; j < n; j++)
+				CHECK(!pps_adu_depends_on(adus[i], pps_adu_info(adus[j])->id));
+			(void)info;
+		}
+		for (size_t i = 0; i < n; i++)
+			pps_adu_unref(adus[i]);
+	}
+}
+
+/* Policies order layers as their names say, and drops within one layer are
+ * spread evenly in time. */
+static void
+test_priority_policies(void)
+{
+	window_list_t list;
+	const pps_window_t *w;
+
+	/* Window of 8 frames, 1 B frame per mini-GOP: b frames at 1,3,5,7. */
+	make_windows(&list, 9, 8, 2, 2, 64, PPS_PRIORITY_TEMPORAL_FIRST, 3, 1.0);
+	REQUIRE(list.n == 2);
+	w = list.windows[1];
+	REQUIRE(pps_window_adu_count(w) == 16);
+	{
+		/* temporal-first: all base quality (t0 then t1), then enhancement. */
+		unsigned expect_q[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1 };
+		uint32_t b_frames[4];
+		size_t nb = 0;
+
+		for (size_t i = 0; i < 16; i++) {
+			const pps_adu_info_t *info = pps_adu_info(pps_window_adu(w, i));
+
+			CHECK_EQ_INT(info->quality_layer, expect_q[i]);
+			if (info->quality_layer == 0 && info->temporal_layer == 1)
+				b_frames[nb++] = info->frame_index;
+		}
+		REQUIRE(nb == 4);
+		/* Even spread: the first half of the b frames is every other one. */
+		CHECK_EQ_INT(b_frames[0], 1);
+		CHECK_EQ_INT(b_frames[1], 5);
+		CHECK_EQ_INT(b_frames[2], 3);
+		CHECK_EQ_INT(b_frames[3], 7);
+		/* P chain in decode order: anchors 2,4,6,8 come first. */
+		for (size_t i = 0; i < 4; i++)
+			CHECK_EQ_INT(pps_adu_info(pps_window_adu(w, i))->frame_index, 2 + 2 * i);
+	}
+	free_windows(&list);
+
+	make_windows(&list, 9, 8, 2, 2, 64, PPS_PRIORITY_QUALITY_FIRST, 3, 1.0);
+	w = list.windows[1];
+	/* quality-first: all temporal layer 0 (both qualities) before any b. */
+	for (size_t i = 0; i < 16; i++)
+		CHECK_EQ_INT(pps_adu_info(pps_window_adu(w, i))->temporal_layer, i < 8 ? 0 : 1);
+	free_windows(&list);
+
+	make_windows(&list, 9, 8, 2, 2, 64, PPS_PRIORITY_BALANCED, 3, 1.0);
+	w = list.windows[1];
+	/* balanced: t0q0 first, t1q1 last, the two mixed classes between. */
+	for (size_t i = 0; i < 4; i++) {
+		const pps_adu_info_t *first = pps_adu_info(pps_window_adu(w, i));
+		const pps_adu_info_t *last = pps_adu_info(pps_window_adu(w, 12 + i));
+
+		CHECK(first->temporal_layer == 0 && first->quality_layer == 0);
+		CHECK(last->temporal_layer == 1 && last->quality_layer == 1);
+	}
+	free_windows(&list);
+}
+
+/* ---- scheduler --------------------------------------------------------- */
+
+typedef struct {
+	uint8_t *data[4096];
+	uint32_t size[4096];
+	uint32_t got[4096];
+	unsigned begins, ends, fragments, dropped_windows;
+	pps_wire_window_end_t last_end;
+	uint32_t last_window;
+	bool in_window;
+} receiver_t;
+
+static void
+receiver_free(receiver_t *r)
+{
+	for (size_t i = 0; i < 4096; i++)
+		free(r->data[i]);
+}
+
+/* Parses one packet: it must be whole records, and fragments must belong to
+ * the open window. */
+static void
+receive_packet(receiver_t *rx, const uint8_t *pkt, size_t len, int64_t now_us)
+{
+	pps_wire_parser_t *p = pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES);
+	pps_wire_record_t r;
+	const uint8_t *data = pkt;
+	int ret;
+
+	REQUIRE(p);
+	while ((ret = pps_wire_parser_next(p, &data, &len, &r)) == 1) {
+		switch (r.kind) {
+		case PPS_WIRE_WINDOW_BEGIN:
+			CHECK(!rx->in_window);
+			rx->in_window = true;
+			rx->last_window = r.u.window_begin.window_id;
+			rx->begins++;
+			/* Nothing of a window goes out at or after its deadline. */
+			CHECK(now_us < r.u.window_begin.deadline_us);
+			break;
+		case PPS_WIRE_ADU_FRAGMENT: {
+			const pps_wire_adu_fragment_t *f = &r.u.adu_fragment;
+			uint32_t id = f->adu_id % 4096;
+
+			CHECK(rx->in_window && f->window_id == rx->last_window);
+			if (!rx->data[id]) {
+				rx->data[id] = calloc(1, f->total_bytes);
+				rx->size[id] = f->total_bytes;
+				rx->got[id] = 0;
+			}
+			CHECK(f->offset == rx->got[id]); /* fragments in order */
+			memcpy(rx->data[id] + f->offset, f->payload, f->payload_len);
+			rx->got[id] += f->payload_len;
+			rx->fragments++;
+			break;
+		}
+		case PPS_WIRE_WINDOW_END:
+			if (r.u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED)
+				rx->dropped_windows++;
+			else
+				CHECK(rx->in_window && r.u.window_end.window_id == rx->last_window);
+			rx->in_window = false;
+			rx->last_end = r.u.window_end;
+			rx->ends++;
+			break;
+		default:
+			break;
+		}
+	}
+	CHECK_EQ_INT(ret, 0);
+	CHECK_EQ_INT(pps_wire_parser_pending(p), 0); /* no record straddles packets */
+	pps_wire_parser_free(p);
+}
+
+/* Checks a fully received ADU's bytes against the synthetic pattern. */
+static bool
+adu_intact(const receiver_t *rx, uint32_t adu_id)
+{
+	uint32_t id = adu_id % 4096;
+
+	if (!rx->data[id] || rx->got[id] != rx->size[id])
+		return false;
+	for (uint32_t i = 0; i < rx->size[id]; i++) {
+		if (rx->data[id][i] != (uint8_t)(adu_id * 31 + i))
+			return false;
+	}
+	return true;
+}
+
+static pps_sched_t *
+new_sched(int64_t budget_us, unsigned max_windows)
+{
+	pps_sched_params_t params = { .latency_budget_us = budget_us, .max_windows = max_windows };
+	pps_sched_t *s = pps_sched_new(&params);
+
+	REQUIRE(s);
+	return s;
+}
+
+/* Drains everything with unlimited time: every window complete, packets at
+ * most MSS, a push at each window end. */
+static void
+test_sched_complete(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(1000000, 64);
+	receiver_t rx;
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	unsigned pushes = 0, packets = 0;
+	pps_sched_stats_t st;
+
+	memset(&rx, 0, sizeof(rx));
+	make_windows(&list, 21, 4, 3, 2, 20, PPS_PRIORITY_TEMPORAL_FIRST, 7, 1.0);
+	for (size_t i = 0; i < list.n; i++)
+		CHECK_EQ_INT(pps_sched_push_window(s, list.windows[i]), 0);
+	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1) {
+		CHECK(len <= 1448);
+		receive_packet(&rx, buf, len, 1000000);
+		pushes += push;
+		packets++;
+		if (push)
+			CHECK(!rx.in_window);
+	}
+	CHECK(!pps_sched_has_data(s));
+	CHECK_EQ_INT(rx.begins, list.n);
+	CHECK_EQ_INT(rx.ends, list.n);
+	CHECK_EQ_INT(pushes, list.n);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_complete, list.n);
+	CHECK_EQ_INT(st.windows_dropped + st.windows_partial, 0);
+	CHECK_EQ_INT(st.packets, packets);
+	for (size_t i = 0; i < list.n; i++) {
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
+			CHECK(adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+	}
+	/* Packing: full packets except at window ends. */
+	CHECK(st.packet_bytes > (uint64_t)(packets - pushes) * (1448 - 200));
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
+/* MSS changes on every call: every packet fits its own MSS and ADUs arrive
+ * byte for byte. */
+static void
+test_sched_mss_changes(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(1000000, 64);
+	receiver_t rx;
+	uint8_t buf[9000];
+	static const size_t mss_cycle[] = { 1448, 536, 8948, 1200, 128, 1448, 2000 };
+	size_t len, k = 0;
+	bool push;
+
+	memset(&rx, 0, sizeof(rx));
+	make_windows(&list, 13, 4, 3, 2, 60, PPS_PRIORITY_BALANCED, 9, 1.0);
+	for (size_t i = 0; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	for (;;) {
+		size_t mss = mss_cycle[k++ % 7];
+
+		if (pps_sched_next_packet(s, 1000000, mss, buf, &len, &push) != 1)
+			break;
+		CHECK(len <= mss);
+		receive_packet(&rx, buf, len, 1000000);
+	}
+	for (size_t i = 0; i < list.n; i++) {
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
+			CHECK(adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+	}
+	CHECK_EQ_INT(pps_sched_next_packet(s, 0, 100, buf, &len, &push), -EINVAL);
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
+/* At the deadline the rest of the window is dropped and reported; a window
+ * not started by its deadline is a dropped window. */
+static void
+test_sched_deadline(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(100000, 64); /* 100 ms budget */
+	receiver_t rx;
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	pps_sched_stats_t st;
+	int64_t deadline1, now;
+
+	memset(&rx, 0, sizeof(rx));
+	make_windows(&list, 9, 4, 3, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 11, 1.0);
+	REQUIRE(list.n == 3);
+	for (size_t i = 0; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	/* Window 0 (the IDR) whole; then two packets of window 1. */
+	now = pps_window_first_capture_us(list.windows[0]);
+	do {
+		REQUIRE(pps_sched_next_packet(s, now, 1448, buf, &len, &push) == 1);
+		receive_packet(&rx, buf, len, now);
+	} while (!push);
+	for (int i = 0; i < 2; i++) {
+		REQUIRE(pps_sched_next_packet(s, now, 1448, buf, &len, &push) == 1);
+		receive_packet(&rx, buf, len, now);
+	}
+	deadline1 = pps_window_first_capture_us(list.windows[1]) + 100000;
+	CHECK_EQ_INT(pps_sched_next_deadline_us(s), deadline1);
+	/* Window 2's deadline passes too: it was never started. */
+	now = pps_window_first_capture_us(list.windows[2]) + 100000;
+	CHECK_EQ_INT(pps_sched_expire(s, now), 2);
+	CHECK_EQ_INT(pps_sched_next_deadline_us(s), INT64_MAX);
+	while (pps_sched_next_packet(s, now, 1448, buf, &len, &push) == 1)
+		receive_packet(&rx, buf, len, now);
+	CHECK_EQ_INT(rx.ends, 3);
+	CHECK_EQ_INT(rx.dropped_windows, 1);
+	CHECK_EQ_INT(rx.begins, 2);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_complete, 1);
+	CHECK_EQ_INT(st.windows_partial, 1);
+	CHECK_EQ_INT(st.windows_dropped, 1);
+	{
+		uint64_t sent = 0, dropped = 0;
+
+		for (int t = 0; t < PPS_ADU_MAX_TEMPORAL_LAYERS; t++) {
+			for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++) {
+				sent += st.layer[t][q].adus_sent;
+				dropped += st.layer[t][q].adus_dropped;
+			}
+		}
+		CHECK_EQ_INT(sent + dropped, 2 + 8 + 8);
+		CHECK(st.layer[0][0].adus_sent >= 2); /* IDR + window 1's anchor went first */
+	}
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
+/* An ADU is never sent when something it depends on was dropped for this
+ * client; sending resumes at the next IDR. */
+static void
+test_sched_decodability(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(100000, 64);
+	receiver_t rx;
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	pps_sched_stats_t st;
+	int64_t now;
+	size_t idr_window = 0;
+
+	memset(&rx, 0, sizeof(rx));
+	/* GOP of 8 frames, windows of 2, P only (temporal_layers 1), 2 qualities. */
+	make_windows(&list, 17, 2, 1, 2, 8, PPS_PRIORITY_TEMPORAL_FIRST, 5, 1.0);
+	REQUIRE(list.n == 9);
+	for (size_t i = 0; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	/* Window 0 sent whole; window 1 expires unsent (its P frames dropped). */
+	now = pps_window_first_capture_us(list.windows[0]);
+	do {
+		REQUIRE(pps_sched_next_packet(s, now, 1448, buf, &len, &push) == 1);
+		receive_packet(&rx, buf, len, now);
+	} while (!push);
+	now = pps_window_first_capture_us(list.windows[1]) + 100000;
+	/* From here on time stands still before window 2's deadline. */
+	while (pps_sched_next_packet(s, now, 1448, buf, &len, &push) == 1)
+		receive_packet(&rx, buf, len, now);
+	for (size_t i = 0; i < list.n; i++) {
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
+			const pps_adu_info_t *info =
+				pps_adu_info(pps_window_adu(list.windows[i], a));
+
+			if (info->frame_index == 8 && info->frame_type == PPS_ADU_FRAME_IDR)
+				idr_window = i;
+		}
+	}
+	REQUIRE(idr_window == 4);
+	for (size_t i = 1; i < list.n; i++) {
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
+			const pps_adu_info_t *info =
+				pps_adu_info(pps_window_adu(list.windows[i], a));
+			bool got = rx.data[info->id % 4096] != NULL;
+
+			/* Frames 3..7 follow the dropped P chain: nothing of them
+			 * may go out. From the IDR (frame 8) on, everything does. */
+			CHECK_EQ_INT(got, info->frame_index >= 8);
+		}
+	}
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.adus_undecodable, 5 * 2); /* frames 3..7 x 2 layers */
+	CHECK_EQ_INT(st.windows_dropped, 3);
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
+/* An enhancement whose base was dropped is not sent either. */
+static void
+test_sched_enhancement_needs_base(void)
+{
+	pps_sched_t *s = new_sched(1000000, 8);
+	pps_adu_t *adus[2];
+	pps_window_t *w;
+	window_list_t list = { .n = 0 };
+	pps_windower_t *wr = pps_windower_new(1, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb,
+					      &list);
+	pps_adu_info_t base = { .id = 100, .frame_index = 5, .capture_us = 1000000,
+				.frame_type = PPS_ADU_FRAME_P, .dep_count = 1, .deps = { 99 } };
+	pps_adu_info_t enh = { .id = 101, .frame_index = 5, .capture_us = 1000000,
+			       .frame_type = PPS_ADU_FRAME_P, .quality_layer = 1,
+			       .dep_count = 1, .deps = { 100 } };
+	uint8_t bytes[10] = { 0 }, buf[1500];
+	size_t len;
+	bool push;
+	pps_sched_stats_t st;
+
+	REQUIRE(wr);
+	adus[0] = pps_adu_new(&base, bytes, sizeof(bytes));
+	adus[1] = pps_adu_new(&enh, bytes, sizeof(bytes));
+	CHECK_EQ_INT(pps_windower_add(wr, adus[0]), 0);
+	CHECK_EQ_INT(pps_windower_add(wr, adus[1]), 0);
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 5), 0);
+	REQUIRE(list.n == 1);
+	w = list.windows[0];
+	pps_sched_push_window(s, w);
+	/* The base depends on ADU 99, which this client never got. */
+	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1)
+		;
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.adus_undecodable, 2);
+	CHECK_EQ_INT(st.layer[0][1].adus_sent, 0);
+	CHECK_EQ_INT(st.windows_dropped, 1);
+	/* A late ADU of a closed window is refused. */
+	adus[0] = pps_adu_new(&base, bytes, sizeof(bytes));
+	CHECK_EQ_INT(pps_windower_add(wr, adus[0]), -ESTALE);
+	free_windows(&list);
+	pps_windower_free(wr);
+	pps_sched_free(s);
+}
+
+/* Windows arrive faster than the link drains them: the queue stays bounded,
+ * nothing goes out after its deadline, and every window is accounted for. */
+static void
+test_sched_overload(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(300000, 4);
+	receiver_t rx;
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	pps_sched_stats_t st;
+
+	memset(&rx, 0, sizeof(rx));
+	/* About 1 Mbit/s of link for a stream of about 1.6: 6 packets a window. */
+	make_windows(&list, 121, 2, 2, 2, 30, PPS_PRIORITY_TEMPORAL_FIRST, 13, 1.0);
+	for (size_t i = 0; i < list.n; i++) {
+		int64_t now = pps_window_first_capture_us(list.windows[i]) + 2 * FRAME_US;
+
+		pps_sched_push_window(s, list.windows[i]);
+		for (int k = 0; k < 6; k++) {
+			if (pps_sched_next_packet(s, now, 1448, buf, &len, &push) != 1)
+				break;
+			receive_packet(&rx, buf, len, now);
+			now += FRAME_US / 3;
+		}
+	}
+	pps_sched_expire(s, INT64_MAX / 2);
+	while (pps_sched_next_packet(s, INT64_MAX / 2, 1448, buf, &len, &push) == 1)
+		receive_packet(&rx, buf, len, INT64_MAX / 4);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_complete + st.windows_partial + st.windows_dropped, list.n);
+	CHECK(st.windows_partial + st.windows_dropped > 0);
+	/* Base layer first: the base temporal layer got through more often. */
+	fprintf(stderr, "overload: base %llu/%llu enhancement %llu/%llu sent/dropped\n",
+		(unsigned long long)st.layer[0][0].adus_sent,
+		(unsigned long long)st.layer[0][0].adus_dropped,
+		(unsigned long long)st.layer[0][1].adus_sent,
+		(unsigned long long)st.layer[0][1].adus_dropped);
+	CHECK(st.layer[0][0].adus_sent > st.layer[0][1].adus_sent);
+	CHECK_EQ_INT(rx.ends + st.windows_overflow, list.n);
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
+/* Control records go out before window data; the control queue is bounded. */
+static void
+test_sched_control(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(1000000, 8);
+	pps_wire_record_t pong = { .kind = PPS_WIRE_CLOCK_PONG };
+	pps_wire_parser_t *p = pps_wire_parser_new(4096);
+	pps_wire_record_t r;
+	uint8_t buf[1500];
+	const uint8_t *data = buf;
+	size_t len;
+	bool push;
+	int accepted = 0;
+
+	make_windows(&list, 3, 2, 2, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 1, 1.0);
+	pps_sched_push_window(s, list.windows[0]);
+	for (int i = 0; i < PPS_SCHED_MAX_CONTROL + 3; i++) {
+		pong.u.clock_pong.seq = (uint32_t)i;
+		accepted += pps_sched_push_control(s, &pong) == 0;
+	}
+	CHECK_EQ_INT(accepted, PPS_SCHED_MAX_CONTROL);
+	REQUIRE(pps_sched_next_packet(s, 0, 1448, buf, &len, &push) == 1);
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &r), 1);
+	CHECK(r.kind == PPS_WIRE_CLOCK_PONG && r.u.clock_pong.seq == 0);
+	{
+		pps_sched_stats_t st;
+
+		pps_sched_get_stats(s, &st);
+		CHECK_EQ_INT(st.control_overflow, 3);
+	}
+	pps_wire_parser_free(p);
+	free_windows(&list);
+	pps_sched_free(s);
+}
+
+int
+main(void)
+{
+	test_policy_names();
+	test_window_index();
+	test_windower();
+	test_priority_property();
+	test_priority_policies();
+	test_sched_complete();
+	test_sched_mss_changes();
+	test_sched_deadline();
+	test_sched_decodability();
+	test_sched_enhancement_needs_base();
+	test_sched_overload();
+	test_sched_control();
+	return pps_test_result();
+}

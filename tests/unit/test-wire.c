@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/* Wire format: round trip of every record kind, any split of the byte stream,
+ * and each rejection with its error code. */
+#include "pps-test.h"
+#include "pps-wire.h"
+
+#include <errno.h>
+#include <string.h>
+
+static uint8_t payload[1200];
+
+static size_t
+make_records(pps_wire_record_t *r)
+{
+	size_t n = 0;
+
+	memset(r, 0, 9 * sizeof(*r));
+	r[n].kind = PPS_WIRE_HELLO;
+	r[n].u.hello.protocol_version = PPS_WIRE_VERSION;
+	r[n].u.hello.name_len = 7;
+	memcpy(r[n].u.hello.name, "viewer1", 8);
+	r[n].u.hello.auth_len = 3;
+	memcpy(r[n].u.hello.auth, "\x01\x02\x03", 3);
+	n++;
+	r[n].kind = PPS_WIRE_STREAM_INFO;
+	r[n].u.stream_info = (pps_wire_stream_info_t){ .protocol_version = PPS_WIRE_VERSION,
+						       .codec = 1,
+						       .upscale_filter = 1,
+						       .width = 640,
+						       .height = 480,
+						       .base_width = 320,
+						       .base_height = 240,
+						       .fps_num = 30,
+						       .fps_den = 1,
+						       .window_frames = 2,
+						       .temporal_layers = 3,
+						       .quality_layers = 2,
+						       .priority_policy = 0,
+						       .latency_budget_ms = 250,
+						       .gop_frames = 60 };
+	n++;
+	r[n].kind = PPS_WIRE_WINDOW_BEGIN;
+	r[n].u.window_begin = (pps_wire_window_begin_t){ .window_id = 77,
+							 .first_capture_us = 1700000000123456LL,
+							 .deadline_us = 1700000000373456LL,
+							 .frames = 2,
+							 .adus = 4,
+							 .bytes = 12345 };
+	n++;
+	r[n].kind = PPS_WIRE_ADU_FRAGMENT;
+	r[n].u.adu_fragment = (pps_wire_adu_fragment_t){ .window_id = 77,
+							 .adu_id = 1001,
+							 .frame_index = 153,
+							 .capture_us = 1700000000123456LL,
+							 .decode_order = 99,
+							 .frame_type = 2,
+							 .temporal_layer = 1,
+							 .quality_layer = 1,
+							 .dep_count = 3,
+							 .priority = 5,
+							 .deps = { 990, 995, 1000 },
+							 .offset = 100,
+							 .total_bytes = 5000,
+							 .payload_len = sizeof(payload),
+							 .payload = payload };
+	n++;
+	r[n].kind = PPS_WIRE_WINDOW_END;
+	r[n].u.window_end = (pps_wire_window_end_t){ .window_id = 77,
+						     .adus_sent = 3,
+						     .adus_dropped = 1,
+						     .bytes_sent = 9000,
+						     .bytes_dropped = 3345 };
+	n++;
+	r[n].kind = PPS_WIRE_CLOCK_PING;
+	r[n].u.clock_ping = (pps_wire_clock_ping_t){ .seq = 9, .client_send_us = -5 };
+	n++;
+	r[n].kind = PPS_WIRE_CLOCK_PONG;
+	r[n].u.clock_pong = (pps_wire_clock_pong_t){ .seq = 9,
+						     .client_send_us = -5,
+						     .server_recv_us = 1700000000000001LL,
+						     .server_send_us = 1700000000000002LL };
+	n++;
+	r[n].kind = PPS_WIRE_BYE;
+	r[n].u.bye.reason = PPS_WIRE_BYE_SERVER_FULL;
+	r[n].u.bye.text_len = 11;
+	memcpy(r[n].u.bye.text, "server full", 12);
+	n++;
+	return n;
+}
+
+static bool
+same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case PPS_WIRE_HELLO:
+		return a->u.hello.protocol_version == b->u.hello.protocol_version &&
+		       a->u.hello.name_len == b->u.hello.name_len &&
+		       strcmp(a->u.hello.name, b->u.hello.name) == 0 &&
+		       a->u.hello.auth_len == b->u.hello.auth_len &&
+		       memcmp(a->u.hello.auth, b->u.hello.auth, a->u.hello.auth_len) == 0;
+	case PPS_WIRE_STREAM_INFO:
+		return memcmp(&a->u.stream_info, &b->u.stream_info, sizeof(a->u.stream_info)) == 0;
+	case PPS_WIRE_WINDOW_BEGIN:
+		return memcmp(&a->u.window_begin, &b->u.window_begin,
+			      sizeof(a->u.window_begin)) == 0;
+	case PPS_WIRE_ADU_FRAGMENT: {
+		const pps_wire_adu_fragment_t *x = &a->u.adu_fragment, *y = &b->u.adu_fragment;
+
+		return x->window_id == y->window_id && x->adu_id == y->adu_id &&
+		       x->frame_index == y->frame_index && x->capture_us == y->capture_us &&
+		       x->decode_order == y->decode_order && x->frame_type == y->frame_type &&
+		       x->temporal_layer == y->temporal_layer &&
+		       x->quality_layer == y->quality_layer && x->dep_count == y->dep_count &&
+		       x->priority == y->priority &&
+		       memcmp(x->deps, y->deps, x->dep_count * sizeof(x->deps[0])) == 0 &&
+		       x->offset == y->offset && x->total_bytes == y->total_bytes &&
+		       x->payload_len == y->payload_len &&
+		       memcmp(x->payload, y->payload, x->payload_len) == 0;
+	}
+	case PPS_WIRE_WINDOW_END:
+		return memcmp(&a->u.window_end, &b->u.window_end, sizeof(a->u.window_end)) == 0;
+	case PPS_WIRE_CLOCK_PING:
+		return memcmp(&a->u.clock_ping, &b->u.clock_ping, sizeof(a->u.clock_ping)) == 0;
+	case PPS_WIRE_CLOCK_PONG:
+		return memcmp(&a->u.clock_pong, &b->u.clock_pong, sizeof(a->u.clock_pong)) == 0;
+	case PPS_WIRE_BYE:
+		return a->u.bye.reason == b->u.bye.reason &&
+		       strcmp(a->u.bye.text, b->u.bye.text) == 0;
+	}
+	return false;
+}
+
+/* Feeds @stream to a fresh parser split at @split (and in 1-byte steps when
+ * @bytewise); checks the records come back equal. */
+static void
+check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect, size_t n,
+	     size_t split, bool bytewise)
+{
+	pps_wire_parser_t *p = pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES);
+	size_t got = 0, offset = 0;
+
+	REQUIRE(p);
+	while (offset < size) {
+		size_t chunk = bytewise ? 1 : (offset < split ? split - offset : size - offset);
+		const uint8_t *data = stream + offset;
+		size_t len = chunk;
+		pps_wire_record_t out;
+		int ret;
+
+		while ((ret = pps_wire_parser_next(p, &data, &len, &out)) == 1) {
+			CHECK(got < n && same_record(&out, &expect[got]));
+			got++;
+		}
+		CHECK_EQ_INT(ret, 0);
+		CHECK_EQ_INT(len, 0);
+		offset += chunk;
+	}
+	CHECK_EQ_INT(got, n);
+	CHECK_EQ_INT(pps_wire_parser_pending(p), 0);
+	pps_wire_parser_free(p);
+}
+
+static void
+test_round_trip(void)
+{
+	pps_wire_record_t records[9];
+	size_t n = make_records(records);
+	uint8_t stream[4096];
+	size_t size = 0;
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + 3);
+	for (size_t i = 0; i < n; i++) {
+		long len = pps_wire_encode(&records[i], stream + size, sizeof(stream) - size);
+
+		CHECK(len > 0);
+		CHECK_EQ_INT(len, pps_wire_record_size(&records[i]));
+		CHECK(strcmp(pps_wire_kind_name(records[i].kind), "unknown") != 0);
+		size += (size_t)len;
+	}
+	/* Every split point, and byte by byte. */
+	for (size_t split = 0; split <= size; split++)
+		check_stream(stream, size, records, n, split, false);
+	check_stream(stream, size, records, n, 0, true);
+
+	/* Each record alone, byte by byte, also returns it with nothing left. */
+	for (size_t i = 0; i < n; i++) {
+		uint8_t one[2048];
+		long len = pps_wire_encode(&records[i], one, sizeof(one));
+
+		check_stream(one, (size_t)len, &records[i], 1, 0, true);
+	}
+}
+
+static void
+test_encode_limits(void)
+{
+	pps_wire_record_t r[9];
+	uint8_t small[16];
+
+	make_records(r);
+	CHECK_EQ_INT(pps_wire_encode(&r[3], small, sizeof(small)), -ENOSPC);
+	r[0].u.hello.name_len = PPS_WIRE_MAX_NAME_BYTES + 1;
+	CHECK_EQ_INT(pps_wire_record_size(&r[0]), -EINVAL);
+	r[3].u.adu_fragment.dep_count = PPS_WIRE_MAX_DEPS + 1;
+	CHECK_EQ_INT(pps_wire_encode(&r[3], small, sizeof(small)), -EINVAL);
+	CHECK_EQ_INT(pps_wire_fragment_overhead(0), 42);
+}
+
+/* Parses @bytes in one chunk; returns the parser's result. */
+static int
+parse_one(const uint8_t *bytes, size_t size, size_t max, char *message, size_t message_size)
+{
+	pps_wire_parser_t *p = pps_wire_parser_new(max);
+	pps_wire_record_t out;
+	const uint8_t *data = bytes;
+	size_t len = size;
+	int ret;
+
+	REQUIRE(p);
+	ret = pps_wire_parser_next(p, &data, &len, &out);
+	snprintf(message, message_size, "%s", pps_wire_parser_error(p));
+	/* A failed parser stays failed. */
+	if (ret < 0) {
+		uint8_t more[1] = { 0 };
+		const uint8_t *m = more;
+		size_t mlen = 1;
+
+		CHECK_EQ_INT(pps_wire_parser_next(p, &m, &mlen, &out), ret);
+	}
+	pps_wire_parser_free(p);
+	return ret;
+}
+
+static long
+encode_into(pps_wire_record_t *r, uint8_t *buf)
+{
+	long n = pps_wire_encode(r, buf, 2048);
+
+	REQUIRE(n > 0);
+	return n;
+}
+
+static void
+test_rejections(void)
+{
+	pps_wire_record_t r[9];
+	uint8_t buf[2048];
+	char msg[256];
+	long n;
+
+	make_records(r);
+
+	/* Unknown version in the header. */
+	n = encode_into(&r[5], buf);
+	buf[0] = 2;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_VERSION);
+	CHECK(strstr(msg, "version 2") != NULL);
+
+	/* Unknown version inside STREAM_INFO. */
+	r[1].u.stream_info.protocol_version = 9;
+	n = encode_into(&r[1], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_VERSION);
+	CHECK(strstr(msg, "protocol_version 9") != NULL);
+	r[1].u.stream_info.protocol_version = PPS_WIRE_VERSION;
+
+	/* Unknown kind. */
+	n = encode_into(&r[5], buf);
+	buf[1] = 42;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);
+
+	/* Length over the configured maximum: refused from the header alone. */
+	n = encode_into(&r[3], buf);
+	CHECK_EQ_INT(parse_one(buf, PPS_WIRE_HEADER_BYTES, 512, msg, sizeof(msg)),
+		     -PPS_WIRE_ERR_TOO_LONG);
+	CHECK(strstr(msg, "ADU_FRAGMENT") && strstr(msg, "maximum"));
+
+	/* A huge length claimed by garbage does not make the parser allocate. */
+	{
+		uint8_t evil[4] = { PPS_WIRE_VERSION, PPS_WIRE_ADU_FRAGMENT, 0xff, 0xff };
+
+		CHECK_EQ_INT(parse_one(evil, 4, 1500, msg, sizeof(msg)), -PPS_WIRE_ERR_TOO_LONG);
+	}
+
+	/* Fragment whose offset + length exceeds the ADU's total. */
+	r[3].u.adu_fragment.offset = 4000;
+	n = encode_into(&r[3], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "offset 4000") && strstr(msg, "total_bytes 5000"));
+	r[3].u.adu_fragment.offset = 100;
+
+	/* Offset near 2^32 must not wrap around the check. */
+	r[3].u.adu_fragment.offset = 0xffffff00u;
+	r[3].u.adu_fragment.total_bytes = 0xffffffffu;
+	n = encode_into(&r[3], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	r[3].u.adu_fragment.offset = 100;
+	r[3].u.adu_fragment.total_bytes = 5000;
+
+	/* Trailing garbage: a fixed-size record with extra body bytes. */
+	n = encode_into(&r[5], buf);
+	buf[3] += 2; /* body length 12 -> 14 */
+	buf[n] = 0xaa;
+	buf[n + 1] = 0xbb;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n + 2, 4096, msg, sizeof(msg)),
+		     -PPS_WIRE_ERR_TRAILING);
+	CHECK(strstr(msg, "CLOCK_PING") && strstr(msg, "2 bytes"));
+
+	/* Short body. */
+	n = encode_into(&r[4], buf);
+	buf[3] -= 3;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n - 3, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_SHORT);
+
+	/* HELLO name longer than allowed, and a NUL inside it. */
+	n = encode_into(&r[0], buf);
+	buf[4 + 4] = PPS_WIRE_MAX_NAME_BYTES + 1;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	n = encode_into(&r[0], buf);
+	buf[4 + 5 + 2] = 0;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+
+	/* Layers and dependency counts out of range. */
+	r[3].u.adu_fragment.dep_count = 1;
+	n = encode_into(&r[3], buf);
+	buf[4 + 27] = 5; /* dep_count */
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	n = encode_into(&r[3], buf);
+	buf[4 + 25] = 7; /* temporal_layer */
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+
+	/* WINDOW_END: dropped flag with ADUs sent, unknown flags. */
+	r[4].u.window_end.flags = PPS_WIRE_WINDOW_END_DROPPED;
+	n = encode_into(&r[4], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	r[4].u.window_end.flags = 0x80;
+	n = encode_into(&r[4], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+
+	/* STREAM_INFO with a zero frame rate or window. */
+	r[1].u.stream_info.fps_den = 0;
+	n = encode_into(&r[1], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	r[1].u.stream_info.fps_den = 1;
+	r[1].u.stream_info.window_frames = 0;
+	n = encode_into(&r[1], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+
+	/* Trailing bytes at the end of a stream stay visible as pending. */
+	{
+		pps_wire_parser_t *p = pps_wire_parser_new(4096);
+		pps_wire_record_t out;
+		const uint8_t *data;
+		size_t len;
+
+		make_records(r);
+		n = encode_into(&r[5], buf);
+		buf[n] = PPS_WIRE_VERSION;
+		data = buf;
+		len = (size_t)n + 1;
+		CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), 1);
+		CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), 0);
+		CHECK_EQ_INT(pps_wire_parser_pending(p), 1);
+		pps_wire_parser_free(p);
+	}
+
+	/* Parser size limits. */
+	CHECK(pps_wire_parser_new(PPS_WIRE_HEADER_BYTES) == NULL && errno == EINVAL);
+	CHECK(pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES + 1) == NULL);
+}
+
+int
+main(void)
+{
+	test_round_trip();
+	test_encode_limits();
+	test_rejections();
+	return pps_test_result();
+}
