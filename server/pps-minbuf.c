@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MIN_BUF socket writer. The rule, the wake-up mechanism and their limits are
+ * documented in pps-minbuf.h; this file comments the kernel details they rest on.
+ */
+#include "pps-minbuf.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+/* linux/tcp.h, not netinet/tcp.h: glibc's struct tcp_info stops before
+ * tcpi_notsent_bytes, which the rule needs. */
+#include <linux/tcp.h>
+#include <linux/sock_diag.h>
+
+#include <event2/event.h>
+
+#include "pps-config.h"
+
+/* "Open" values for the two wake-up thresholds: large enough never to gate. */
+#define LOWAT_OPEN_BYTES INT_MAX
+#define SNDBUF_OPEN_REQ (INT_MAX / 2) /* the kernel clamps it to net.core.wmem_max */
+#define BUF_MIN_BYTES (256u * 1024u)
+
+/*
+ * Fields of struct tcp_info newer than Debian 12's uapi header, read by byte
+ * offset from the end of tcpi_snd_wnd when the running kernel returns them:
+ * tcpi_rcv_wnd (+0, 6.2), tcpi_rehash (+4, 6.2), tcpi_total_rto (+8, 6.7).
+ */
+#define TCPI_EXT_OFFSET (offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(uint32_t))
+#define TCPI_TOTAL_RTO_OFFSET (TCPI_EXT_OFFSET + 8)
+
+typedef enum {
+	STATE_IDLE,         /* producer had nothing: the next kick runs */
+	STATE_WAIT_KERNEL,  /* EV_WRITE armed: the kernel wakes us */
+	STATE_FAILED,
+} state_t;
+
+struct pps_minbuf {
+	struct event_base *base;
+	int fd;
+	pps_minbuf_params_t params;
+	pps_minbuf_fill_cb fill;
+	pps_minbuf_error_cb error;
+	void *user;
+	pps_minbuf_sample_cb sample_cb;
+	void *sample_user;
+
+	struct event *ev_write;
+	bool armed;
+	state_t state;
+	bool running;
+	bool rerun;
+
+	/* One batch of packets; [pend_off, pend_len) not yet taken by the kernel. */
+	uint8_t *buf;
+	size_t buf_cap;
+	size_t pend_off;
+	size_t pend_len;
+	bool pend_push;
+
+	int lowat_bytes; /* current TCP_NOTSENT_LOWAT we set */
+	int64_t gate_wq_bytes; /* wmem_queued when the SO_SNDBUF gate was armed */
+	int sndbuf_req;  /* current SO_SNDBUF request we set */
+	int sndbuf_min_bytes;
+	uint32_t mss_bytes;
+
+	uint32_t total_retrans0;
+	uint32_t total_rto0;
+	bool have_total_rto;
+	uint32_t last_backoff;
+
+	pps_minbuf_stats_t stats;
+};
+
+typedef struct {
+	pps_minbuf_sample_t s;
+	uint32_t backoff;
+	uint32_t total_retrans;
+	uint32_t total_rto;
+	bool have_total_rto;
+	uint8_t options;
+} info_t;
+
+static const char *const mode_names[] = { "tcp", "minbuf" };
+static const char *const congestion_names[] = { "default", "cubic", "reno", "bbr" };
+
+void pps_minbuf_params_init(pps_minbuf_params_t *params)
+{
+	memset(params, 0, sizeof(*params));
+	params->mode = PPS_MINBUF_MODE_MINBUF;
+	params->a = PPS_DEFAULT_MINBUF_A;
+	params->b = PPS_DEFAULT_MINBUF_B;
+	params->congestion = PPS_MINBUF_CONGESTION_DEFAULT;
+	params->batch_pkts = PPS_DEFAULT_MINBUF_BATCH_PKTS;
+}
+
+const char *pps_minbuf_mode_name(pps_minbuf_mode_t mode)
+{
+	return (unsigned)mode < 2 ? mode_names[mode] : "?";
+}
+
+int pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		if (strcmp(name, mode_names[i]) == 0) {
+			*out = (pps_minbuf_mode_t)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *pps_minbuf_congestion_name(pps_minbuf_congestion_t cc)
+{
+	return (unsigned)cc < 4 ? congestion_names[cc] : "?";
+}
+
+int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
+{
+	for (unsigned i = 0; i < 4; i++) {
+		if (strcmp(name, congestion_names[i]) == 0) {
+			*out = (pps_minbuf_congestion_t)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out)
+{
+	if (!config || !out)
+		return -EINVAL;
+	pps_minbuf_params_init(out);
+	/* The config's choice lists are in the enums' order ("tcp", "minbuf";
+	 * "default", "cubic", "reno", "bbr"): see config/pps-config-keys.c. */
+	out->mode = (pps_minbuf_mode_t)pps_config_get_enum(config, "transport", "mode");
+	out->a = (unsigned)pps_config_get_int(config, "transport", "minbuf_a");
+	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
+	out->ecn = pps_config_get_bool(config, "transport", "ecn");
+	out->congestion =
+		(pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
+	out->thin_linear_timeouts = pps_config_get_bool(config, "transport", "thin_linear_timeouts");
+	return 0;
+}
+
+static int set_int_opt(int fd, int level, int name, int val)
+{
+	if (setsockopt(fd, level, name, &val, sizeof(val)) < 0)
+		return -errno;
+	return 0;
+}
+
+static void hist_add(uint64_t *hist, uint32_t v)
+{
+	hist[v < PPS_MINBUF_HIST_PKTS - 1 ? v : PPS_MINBUF_HIST_PKTS - 1]++;
+}
+
+static int read_info(pps_minbuf_t *w, info_t *out)
+{
+	uint8_t raw[sizeof(struct tcp_info) + 128];
+	struct tcp_info ti;
+	socklen_t len = sizeof(raw);
+
+	if (getsockopt(w->fd, IPPROTO_TCP, TCP_INFO, raw, &len) < 0)
+		return -errno;
+	memset(&ti, 0, sizeof(ti));
+	memcpy(&ti, raw, len < sizeof(ti) ? len : sizeof(ti));
+
+	memset(out, 0, sizeof(*out));
+	pps_minbuf_sample_t *s = &out->s;
+	s->cwnd_pkts = ti.tcpi_snd_cwnd;
+	s->mss_bytes = ti.tcpi_snd_mss ? ti.tcpi_snd_mss : 536;
+	s->unacked_pkts = ti.tcpi_unacked;
+	s->sacked_pkts = ti.tcpi_sacked;
+	s->lost_pkts = ti.tcpi_lost;
+	s->retrans_pkts = ti.tcpi_retrans;
+	s->notsent_bytes = ti.tcpi_notsent_bytes;
+	s->srtt_us = ti.tcpi_rtt;
+	s->held_pkts = ti.tcpi_unacked + (ti.tcpi_notsent_bytes + s->mss_bytes - 1) / s->mss_bytes;
+	uint32_t cw = ti.tcpi_snd_cwnd;
+	uint32_t b = w->params.b < cw ? w->params.b : cw;
+	s->bound_pkts = w->params.a * cw + b + ti.tcpi_sacked;
+	out->backoff = ti.tcpi_backoff;
+	out->total_retrans = ti.tcpi_total_retrans;
+	out->options = ti.tcpi_options;
+	if (len >= TCPI_TOTAL_RTO_OFFSET + sizeof(uint16_t)) {
+		uint16_t rto;
+		memcpy(&rto, raw + TCPI_TOTAL_RTO_OFFSET, sizeof(rto));
+		out->total_rto = rto;
+		out->have_total_rto = true;
+	}
+	return 0;
+}
+
+/* Folds one reading into the counters (cwnd, srtt, loss recovery, MSS). */
+static void account_info(pps_minbuf_t *w, const info_t *in)
+{
+	pps_minbuf_stats_t *st = &w->stats;
+	const pps_minbuf_sample_t *s = &in->s;
+
+	if (st->samples == 0) {
+		st->cwnd_min_pkts = st->cwnd_max_pkts = s->cwnd_pkts;
+		st->srtt_min_us = st->srtt_max_us = s->srtt_us;
+	}
+	st->samples++;
+	st->cwnd_last_pkts = s->cwnd_pkts;
+	st->cwnd_sum_pkts += s->cwnd_pkts;
+	if (s->cwnd_pkts < st->cwnd_min_pkts)
+		st->cwnd_min_pkts = s->cwnd_pkts;
+	if (s->cwnd_pkts > st->cwnd_max_pkts)
+		st->cwnd_max_pkts = s->cwnd_pkts;
+	st->srtt_last_us = s->srtt_us;
+	st->srtt_sum_us += s->srtt_us;
+	if (s->srtt_us < st->srtt_min_us)
+		st->srtt_min_us = s->srtt_us;
+	if (s->srtt_us > st->srtt_max_us)
+		st->srtt_max_us = s->srtt_us;
+
+	st->retrans_pkts = in->total_retrans - w->total_retrans0;
+	if (in->have_total_rto && w->have_total_rto) {
+		st->rto_events = (uint16_t)(in->total_rto - w->total_rto0);
+	} else if (in->backoff > w->last_backoff) {
+		/* Older kernels: each RTO doubles the timer (icsk_backoff++); an
+		 * RTO that fires and recovers between two readings is missed. */
+		st->rto_events += in->backoff - w->last_backoff;
+	}
+	w->last_backoff = in->backoff;
+	if (in->backoff > st->max_backoff)
+		st->max_backoff = in->backoff;
+	if (in->options & TCPI_OPT_ECN)
+		st->ecn_negotiated = true;
+}
+
+static int set_lowat(pps_minbuf_t *w, int val)
+{
+	if (val == w->lowat_bytes)
+		return 0;
+	int r = set_int_opt(w->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, val);
+	if (r == 0)
+		w->lowat_bytes = val;
+	return r;
+}
+
+static int set_sndbuf(pps_minbuf_t *w, int req)
+{
+	if (req == w->sndbuf_req)
+		return 0;
+	int r = set_int_opt(w->fd, SOL_SOCKET, SO_SNDBUF, req);
+	if (r == 0)
+		w->sndbuf_req = req;
+	return r;
+}
+
+static int open_gates(pps_minbuf_t *w)
+{
+	int r = set_lowat(w, LOWAT_OPEN_BYTES);
+	if (r == 0 && w->params.mode == PPS_MINBUF_MODE_MINBUF)
+		r = set_sndbuf(w, SNDBUF_OPEN_REQ);
+	return r;
+}
+
+static int arm(pps_minbuf_t *w)
+{
+	w->state = STATE_WAIT_KERNEL;
+	if (w->armed)
+		return 0;
+	/* epoll_ctl runs tcp_poll(), which sets SOCK_NOSPACE when the socket is
+	 * not writable: that flag is what makes the ACK path call
+	 * sk_stream_write_space() and wake us. */
+	if (event_add(w->ev_write, NULL) < 0)
+		return -EIO;
+	w->armed = true;
+	return 0;
+}
+
+static void disarm(pps_minbuf_t *w)
+{
+	if (w->armed) {
+		event_del(w->ev_write);
+		w->armed = false;
+	}
+	w->state = STATE_IDLE;
+}
+
+static int cork_push(pps_minbuf_t *w)
+{
+	/* Uncorking pushes the partial tail (IWQoS 2002 section 2.3); corking
+	 * again keeps the next packets whole. */
+	int r = set_int_opt(w->fd, IPPROTO_TCP, TCP_CORK, 0);
+	if (r == 0)
+		r = set_int_opt(w->fd, IPPROTO_TCP, TCP_CORK, 1);
+	if (r == 0)
+		w->stats.pushes++;
+	return r;
+}
+
+/*
+ * Arms the wake-up for "one packet of room" when the bound is reached (see the
+ * header). Returns 0 when armed, 1 when nothing can express the wait (all held
+ * data in flight and too little of it for SO_SNDBUF's minimum): the caller then
+ * writes one more packet, which stays unsent and lets NOTSENT_LOWAT gate.
+ */
+static int arm_wait(pps_minbuf_t *w, const info_t *in)
+{
+	const uint32_t mss = in->s.mss_bytes;
+	const pps_minbuf_sample_t *s = &in->s;
+	int r;
+
+	/* Unsent data leaves the kernel only when cwnd has room, and cwnd room
+	 * comes from ACKs and SACKs: exactly the events that create MIN_BUF room.
+	 * When the flow is not cwnd-limited (receive window, pacing), unsent
+	 * data leaves without room appearing, so wait for acked bytes instead. */
+	int64_t in_flight = (int64_t)s->unacked_pkts - s->sacked_pkts - s->lost_pkts + s->retrans_pkts;
+	if (s->notsent_bytes > 0 && in_flight >= (int64_t)s->cwnd_pkts) {
+		int64_t v = 2 * (int64_t)in->s.notsent_bytes - (int64_t)mss + 1;
+		if (v < 1)
+			v = 1;
+		if (v > LOWAT_OPEN_BYTES - 1)
+			v = LOWAT_OPEN_BYTES - 1;
+		r = set_sndbuf(w, SNDBUF_OPEN_REQ);
+		if (r == 0)
+			r = set_lowat(w, (int)v);
+		if (r < 0)
+			return r;
+		w->stats.gate_lowat++;
+		return arm(w);
+	}
+
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+	memset(mi, 0, sizeof(mi));
+	if (getsockopt(w->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+		return -errno;
+	int64_t wq = mi[SK_MEMINFO_WMEM_QUEUED];
+	w->gate_wq_bytes = wq;
+	/* Writable iff sndbuf - wq >= wq / 2 (sk_stream_wspace vs
+	 * sk_stream_min_wspace). sndbuf = 1.5 * (wq - mss/2) is not writable now
+	 * and turns writable once an ACK frees mss/2 bytes; the kernel doubles
+	 * the request, hence the /2. */
+	int64_t target = 3 * (wq - (int64_t)mss / 2) / 2;
+	if (target <= w->sndbuf_min_bytes + 2 || target / 2 > SNDBUF_OPEN_REQ)
+		return 1;
+	r = set_lowat(w, LOWAT_OPEN_BYTES);
+	if (r == 0)
+		r = set_sndbuf(w, (int)(target / 2));
+	if (r < 0)
+		return r;
+	w->stats.gate_sndbuf++;
+	return arm(w);
+}
+
+/* Pulls up to @max_pkts packets of at most @mss bytes into the batch buffer. */
+static int pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
+{
+	size_t off = 0;
+	uint32_t n = 0;
+
+	if (w->buf_cap < mss) {
+		uint8_t *nb = realloc(w->buf, mss);
+		if (!nb)
+			return -ENOMEM;
+		w->buf = nb;
+		w->buf_cap = mss;
+	}
+	if (max_pkts > w->buf_cap / mss)
+		max_pkts = (uint32_t)(w->buf_cap / mss);
+	w->pend_push = false;
+	while (n < max_pkts) {
+		size_t len = 0;
+		bool push = false;
+		int r = w->fill(w->user, mss, w->buf + off, &len, &push);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+		if (len == 0 || len > mss)
+			return -EMSGSIZE; /* producer bug: a packet must fit one MSS */
+		off += len;
+		n++;
+		/* A short packet left corked would merge with the next one on the
+		 * wire, so it is pushed even if the producer did not ask. */
+		if (push || len < mss) {
+			w->pend_push = true;
+			break;
+		}
+	}
+	w->pend_off = 0;
+	w->pend_len = off;
+	w->stats.packets += n;
+	*got = n;
+	return 0;
+}
+
+/*
+ * A write the kernel refuses part-way is worse than a wasted syscall: on
+ * refusal tcp_sendmsg() pushes the partial tail (TCP_NAGLE_PUSH) despite the
+ * cork, which splits a packet on the wire. tcp_sendmsg() refuses a new skb
+ * while notsent >= lowat or wmem_queued >= sndbuf, so open a gate left from
+ * the last wait when this batch could reach it. wmem_queued only fell since the
+ * gate was armed (ACKs), so the arming value bounds it; each packet may cost a
+ * new skb (its overhead is under SKB_OVERHEAD_BYTES).
+ */
+#define SKB_OVERHEAD_BYTES 1024
+static int prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, uint32_t pkts)
+{
+	int r = 0;
+	if (w->lowat_bytes != LOWAT_OPEN_BYTES &&
+	    (int64_t)in->s.notsent_bytes + (int64_t)len_bytes >= w->lowat_bytes)
+		r = set_lowat(w, LOWAT_OPEN_BYTES);
+	if (r == 0 && w->sndbuf_req != SNDBUF_OPEN_REQ &&
+	    w->gate_wq_bytes + (int64_t)len_bytes + (int64_t)pkts * SKB_OVERHEAD_BYTES >=
+		    2 * (int64_t)w->sndbuf_req)
+		r = set_sndbuf(w, SNDBUF_OPEN_REQ);
+	return r;
+}
+
+/* Writes the pending batch. 0 when all of it is in the kernel, -EAGAIN when
+ * the kernel refused the rest (EV_WRITE armed), or a negative errno. */
+static int flush(pps_minbuf_t *w)
+{
+	bool reopened = false;
+
+	while (w->pend_off < w->pend_len) {
+		ssize_t k = write(w->fd, w->buf + w->pend_off, w->pend_len - w->pend_off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -errno;
+			k = 0;
+		}
+		if (k > 0) {
+			w->stats.writes++;
+			w->stats.bytes += (uint64_t)k;
+			w->pend_off += (size_t)k;
+		}
+		if (w->pend_off == w->pend_len)
+			break;
+		w->stats.partial_writes++;
+		/* tcp_sendmsg() refuses a new skb while notsent >= lowat or
+		 * wmem_queued >= sndbuf: a threshold we set for the last wait can
+		 * be tighter than the room TCP_INFO shows now. */
+		if (w->params.mode == PPS_MINBUF_MODE_MINBUF && !reopened &&
+		    (w->lowat_bytes != LOWAT_OPEN_BYTES || w->sndbuf_req != SNDBUF_OPEN_REQ)) {
+			int r = open_gates(w);
+			if (r < 0)
+				return r;
+			w->stats.gate_reopens++;
+			reopened = true;
+			continue;
+		}
+		int r = arm(w);
+		return r < 0 ? r : -EAGAIN;
+	}
+	w->pend_off = w->pend_len = 0;
+	if (w->pend_push) {
+		w->pend_push = false;
+		return cork_push(w);
+	}
+	return 0;
+}
+
+/* Runs until the producer is empty or the kernel has no room. */
+static int run_once(pps_minbuf_t *w, bool woken)
+{
+	bool first = true;
+
+	for (;;) {
+		if (w->pend_off < w->pend_len) {
+			int r = flush(w);
+			if (r == -EAGAIN)
+				return 0;
+			if (r < 0)
+				return r;
+			first = false;
+		}
+
+		info_t in;
+		int r = read_info(w, &in);
+		if (r < 0)
+			return r;
+		account_info(w, &in);
+		const uint32_t mss = in.s.mss_bytes;
+		if (w->mss_bytes && mss != w->mss_bytes) {
+			w->stats.mss_changes++;
+			/* Data queued at the old MSS is re-segmented; with the cork on,
+			 * a sub-MSS tail would wait for the next write. */
+			if (in.s.notsent_bytes > 0) {
+				r = cork_push(w);
+				if (r < 0)
+					return r;
+			}
+		}
+		w->mss_bytes = mss;
+		w->stats.mss_bytes = mss;
+
+		uint32_t max_pkts = w->params.batch_pkts;
+		bool overshoot = false;
+		if (w->params.mode == PPS_MINBUF_MODE_MINBUF) {
+			if (in.s.held_pkts >= in.s.bound_pkts) {
+				r = arm_wait(w, &in);
+				if (r < 0)
+					return r;
+				if (r == 0) {
+					if (woken && first)
+						w->stats.wakeups_idle++;
+					if (w->sample_cb)
+						w->sample_cb(w->sample_user, &in.s);
+					return 0;
+				}
+				overshoot = true;
+				max_pkts = 1;
+			} else if (in.s.bound_pkts - in.s.held_pkts < max_pkts) {
+				max_pkts = in.s.bound_pkts - in.s.held_pkts;
+			}
+		}
+		first = false;
+
+		uint32_t got = 0;
+		r = pull(w, max_pkts, mss, &got);
+		if (r < 0)
+			return r;
+		in.s.written_pkts = got;
+		if (w->sample_cb)
+			w->sample_cb(w->sample_user, &in.s);
+		if (got == 0) {
+			disarm(w);
+			return 0;
+		}
+		if (overshoot)
+			w->stats.overshoot_pkts += got;
+		if (w->params.mode == PPS_MINBUF_MODE_MINBUF) {
+			r = prepare_write(w, &in, w->pend_len, got);
+			if (r < 0)
+				return r;
+		}
+		hist_add(w->stats.held_hist, in.s.held_pkts);
+		hist_add(w->stats.unsent_hist,
+			 (in.s.notsent_bytes + mss - 1) / mss);
+		uint32_t after = in.s.held_pkts + got;
+		if (after > w->stats.max_held_after_pkts)
+			w->stats.max_held_after_pkts = after;
+		if (w->params.mode == PPS_MINBUF_MODE_MINBUF) {
+			int32_t over = (int32_t)after - (int32_t)in.s.bound_pkts;
+			if (over > w->stats.max_over_bound_pkts)
+				w->stats.max_over_bound_pkts = over;
+		}
+	}
+}
+
+static void fail(pps_minbuf_t *w, int err)
+{
+	disarm(w);
+	w->state = STATE_FAILED;
+	w->running = false;
+	if (w->error)
+		w->error(w->user, err); /* may free w */
+}
+
+static void run(pps_minbuf_t *w, bool woken)
+{
+	if (w->state == STATE_FAILED)
+		return;
+	if (w->running) {
+		w->rerun = true; /* kicked from inside fill: loop once more */
+		return;
+	}
+	w->running = true;
+	do {
+		w->rerun = false;
+		int r = run_once(w, woken);
+		if (r < 0) {
+			fail(w, r);
+			return;
+		}
+		woken = false;
+	} while (w->rerun);
+	w->running = false;
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+	pps_minbuf_t *w = arg;
+	(void)fd;
+	(void)what;
+	w->stats.wakeups++;
+	run(w, true);
+}
+
+void pps_minbuf_kick(pps_minbuf_t *w)
+{
+	if (!w)
+		return;
+	w->stats.kicks++;
+	/* While waiting for room the kernel's wake-up will pull the new data. */
+	if (w->state == STATE_WAIT_KERNEL && !w->running)
+		return;
+	run(w, false);
+}
+
+pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *params,
+			     pps_minbuf_fill_cb fill, pps_minbuf_error_cb error, void *user)
+{
+	pps_minbuf_t *w;
+	int r;
+
+	if (!base || fd < 0 || !params || !fill || params->a < 1 || params->a > 1024 ||
+	    params->b > 1u << 20 ||
+	    (params->mode != PPS_MINBUF_MODE_TCP && params->mode != PPS_MINBUF_MODE_MINBUF) ||
+	    (unsigned)params->congestion > PPS_MINBUF_CONGESTION_BBR) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->base = base;
+	w->fd = fd;
+	w->params = *params;
+	if (w->params.batch_pkts == 0)
+		w->params.batch_pkts = PPS_DEFAULT_MINBUF_BATCH_PKTS;
+	w->fill = fill;
+	w->error = error;
+	w->user = user;
+	w->state = STATE_IDLE;
+	w->lowat_bytes = -1;
+	w->sndbuf_req = -1;
+	w->stats.max_over_bound_pkts = INT32_MIN;
+
+	w->buf_cap = BUF_MIN_BYTES;
+	w->buf = malloc(w->buf_cap);
+	if (!w->buf) {
+		r = -ENOMEM;
+		goto err_free;
+	}
+
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		r = -errno;
+		goto err_buf;
+	}
+	if ((r = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 0)) < 0 ||
+	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_CORK, 1)) < 0)
+		goto err_buf;
+	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT) {
+		const char *name = congestion_names[params->congestion];
+		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0) {
+			r = -errno;
+			goto err_buf;
+		}
+	}
+	if (params->thin_linear_timeouts &&
+	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1)) < 0)
+		goto err_buf;
+
+	if (params->mode == PPS_MINBUF_MODE_MINBUF) {
+		/* Learn the kernel's SO_SNDBUF floor (SOCK_MIN_SNDBUF), below which
+		 * the SO_SNDBUF wake-up cannot be armed, then open the buffer. */
+		int v = 0;
+		socklen_t vl = sizeof(v);
+		if ((r = set_int_opt(fd, SOL_SOCKET, SO_SNDBUF, 1)) < 0)
+			goto err_buf;
+		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &vl) < 0) {
+			r = -errno;
+			goto err_buf;
+		}
+		w->sndbuf_min_bytes = v;
+		if ((r = open_gates(w)) < 0)
+			goto err_buf;
+	}
+
+	info_t in;
+	if ((r = read_info(w, &in)) < 0)
+		goto err_buf;
+	w->total_retrans0 = in.total_retrans;
+	w->total_rto0 = in.total_rto;
+	w->have_total_rto = in.have_total_rto;
+	w->last_backoff = in.backoff;
+	w->stats.ecn_negotiated = (in.options & TCPI_OPT_ECN) != 0;
+	w->mss_bytes = in.s.mss_bytes;
+	w->stats.mss_bytes = in.s.mss_bytes;
+
+	w->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, w);
+	if (!w->ev_write) {
+		r = -ENOMEM;
+		goto err_buf;
+	}
+	return w;
+
+err_buf:
+	free(w->buf);
+err_free:
+	free(w);
+	errno = -r;
+	return NULL;
+}
+
+void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user)
+{
+	if (!w)
+		return;
+	w->sample_cb = cb;
+	w->sample_user = user;
+}
+
+int pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
+{
+	if (!w || !out)
+		return -EINVAL;
+	*out = w->stats;
+	return 0;
+}
+
+size_t pps_minbuf_pending_bytes(const pps_minbuf_t *w)
+{
+	return w ? w->pend_len - w->pend_off : 0;
+}
+
+void pps_minbuf_free(pps_minbuf_t *w)
+{
+	if (!w)
+		return;
+	if (w->ev_write)
+		event_free(w->ev_write);
+	free(w->buf);
+	free(w);
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MIN_BUF TCP socket writer: keeps at most A*cwnd + min(B, cwnd) + sacked_out
+ * packets in the kernel (IWQoS 2002 section 2.2, TOMCCAP 2008 sections 4-6),
+ * from user space on stock Linux.
+ *
+ * Why: a kernel send buffer larger than the congestion window holds packets
+ * that are already late. MIN_BUF keeps unsent data in the application, where
+ * the prioritizer can still reorder or drop it. The writer therefore PULLS
+ * packets from a producer callback only when the kernel has room.
+ *
+ * The exact rule (mode minbuf). Before each write(2) the writer reads TCP_INFO
+ * once and computes, in packets of the current MSS (tcpi_snd_mss):
+ *
+ *     held  = tcpi_unacked + ceil(tcpi_notsent_bytes / mss)
+ *     bound = A * tcpi_snd_cwnd + min(B, tcpi_snd_cwnd) + tcpi_sacked
+ *     room  = bound - held
+ *
+ * tcpi_unacked (packets_out) counts every sent, not cumulatively acked packet,
+ * including SACKed and lost ones; tcpi_notsent_bytes is the same quantity as
+ * SIOCOUTQNSD (write_seq - snd_nxt), so one getsockopt replaces the two
+ * ioctls. If room > 0 the writer pulls up to min(room, batch cap) packets and
+ * hands them to the kernel in ONE write(2) (each exactly one MSS; the batch is
+ * cut after a packet flagged push), so after every write held <= bound as read
+ * by that TCP_INFO. The only exception is counted in stats.overshoot_pkts: when
+ * cwnd is so small that nothing can arm a wake-up (see below), one packet more
+ * than the bound is written.
+ *
+ * How close this is to the kernel patch: the bound is evaluated when the
+ * writer runs, not at every ACK inside the kernel. ACKs that arrive between the
+ * TCP_INFO read and the write only lower held or raise bound (the writer is
+ * then conservative); a cwnd reduction (loss, ECN) in that window of a few
+ * microseconds can leave held above the new bound by the packets of that one
+ * write. Nothing is ever dropped from the kernel afterwards: after a cwnd
+ * reduction the excess drains as it would in the patched kernel, and no new
+ * packet is pulled until held < bound again. Measured adherence is reported by
+ * the tests and the benchmark (stats.max_over_bound_pkts).
+ *
+ * Wake-ups. The writer keeps EV_WRITE registered (level-triggered epoll) only
+ * while the producer has data, and makes the kernel's own writability test
+ * coincide with "one packet of room appeared" instead of polling:
+ *  - unsent data in the kernel (notsent > 0): TCP_NOTSENT_LOWAT = 2*notsent -
+ *    mss + 1. Since Linux 5.0 both tcp_poll() and the ACK-path wake-up
+ *    (tcp_check_space -> sk_stream_write_space) report writable only when
+ *    2*notsent < lowat, i.e. once the kernel has transmitted one more MSS of
+ *    the unsent data. That happens exactly when an ACK or a SACK opens cwnd
+ *    (the sack correction's case included), or when cwnd grows.
+ *  - everything held is in flight (notsent == 0, the MIN_BUF(1,0) steady
+ *    state): NOTSENT_LOWAT cannot express "wait" here, so the writer lowers
+ *    SO_SNDBUF to 1.5 * (wmem_queued - mss/2) (wmem_queued from SO_MEMINFO):
+ *    the kernel's sk_stream_wspace test then turns writable as soon as an ACK
+ *    frees half an MSS of acknowledged data. A SACK alone does not free memory,
+ *    so in this state room created by SACKs is used at the next cumulative ACK.
+ *    When the required SO_SNDBUF is below the kernel's minimum (cwnd of one
+ *    packet) the writer writes one packet beyond the bound and waits with the
+ *    NOTSENT_LOWAT rule instead (stats.overshoot_pkts).
+ * Setting either option calls the kernel's sk_write_space, so no wake-up is
+ * lost to an ACK that lands between the TCP_INFO read and the setsockopt. A
+ * write refused by a stale threshold reopens both options and retries once.
+ * There is no timer and no busy loop; stats.wakeups_idle counts wake-ups that
+ * found no room (the tests require them to stay a small fraction of writes).
+ *
+ * Framing: TCP_CORK is on for the connection's life, TCP_NODELAY off, and
+ * every packet the producer returns is at most one MSS (re-read before every
+ * write; it changes with the path MTU). A packet flagged push, or shorter than
+ * the MSS, ends its batch and is pushed by uncorking and corking again
+ * (IWQoS 2002 section 2.3), so it never merges with the next packet.
+ *
+ * Mode tcp: the baseline. The same framing and cork, but packets are written
+ * whenever the socket is writable with the kernel's default (autotuned)
+ * buffering; TCP_INFO is read once per batch for the MSS only.
+ *
+ * Options: TCP_CONGESTION (cubic, reno, bbr; default leaves the system's),
+ * TCP_THIN_LINEAR_TIMEOUTS. ECN is not a per-socket option on stock Linux: it
+ * is negotiated in the handshake under net.ipv4.tcp_ecn of the namespace (or
+ * an `ip route ... features ecn` route) of the side that connects; a listener
+ * accepts ECN whenever net.ipv4.tcp_ecn >= 1, and the default 2 already
+ * accepts it. The writer, bound to an established connection, can only report
+ * the outcome: stats.ecn_negotiated.
+ *
+ * Threading: a writer belongs to the thread that runs its event_base; every
+ * function below must be called on that thread.
+ */
+#ifndef PPS_MINBUF_H
+#define PPS_MINBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+typedef struct pps_config pps_config_t;
+
+typedef enum {
+	PPS_MINBUF_MODE_TCP = 0, /* "tcp": kernel default buffering (baseline) */
+	PPS_MINBUF_MODE_MINBUF,  /* "minbuf": A*cwnd + min(B, cwnd) + sacked */
+} pps_minbuf_mode_t;
+
+typedef enum {
+	PPS_MINBUF_CONGESTION_DEFAULT = 0, /* leave the namespace's default */
+	PPS_MINBUF_CONGESTION_CUBIC,
+	PPS_MINBUF_CONGESTION_RENO,
+	PPS_MINBUF_CONGESTION_BBR,
+} pps_minbuf_congestion_t;
+
+#define PPS_DEFAULT_MINBUF_A 1
+#define PPS_DEFAULT_MINBUF_B 3
+
+typedef struct {
+	pps_minbuf_mode_t mode;
+	unsigned a; /* >= 1 */
+	unsigned b; /* >= 0 */
+	bool ecn;   /* ECN wanted: only reported, see above */
+	pps_minbuf_congestion_t congestion;
+	bool thin_linear_timeouts;
+	/* Most packets per write(2); 0 = PPS_DEFAULT_MINBUF_BATCH_PKTS. */
+	unsigned batch_pkts;
+} pps_minbuf_params_t;
+
+#define PPS_DEFAULT_MINBUF_BATCH_PKTS 64
+
+/* Fills @params with the defaults: minbuf, A=1, B=3, no ECN, default cc. */
+void pps_minbuf_params_init(pps_minbuf_params_t *params);
+
+/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts. */
+int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
+
+/* Names shared by config, CLI and logs: "tcp"/"minbuf", "default"/"cubic"/... */
+const char *pps_minbuf_mode_name(pps_minbuf_mode_t mode);
+int pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out);
+const char *pps_minbuf_congestion_name(pps_minbuf_congestion_t cc);
+int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out);
+
+/*
+ * Producer callback. Fills @buf with one packet of whole wire records, at most
+ * @mss_bytes bytes (exactly @mss_bytes unless it ends a window). Returns 1 and
+ * sets *len_bytes (and *push when the packet ends a window and must go out
+ * now), 0 if there is nothing to send now (call pps_minbuf_kick() when there
+ * is), or a negative errno (reported through the error callback). It may be
+ * called several times in a row for one write. It must not free the writer.
+ */
+typedef int (*pps_minbuf_fill_cb)(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes,
+				  bool *push);
+
+/* The socket (or the producer) failed with @err (negative errno); the writer
+ * has stopped. The owner removes the connection; it may free the writer here. */
+typedef void (*pps_minbuf_error_cb)(void *user, int err);
+
+/* One TCP_INFO reading, as seen before a write decision (minbuf mode). */
+typedef struct {
+	uint32_t cwnd_pkts;
+	uint32_t mss_bytes;
+	uint32_t unacked_pkts;
+	uint32_t sacked_pkts;
+	uint32_t lost_pkts;
+	uint32_t retrans_pkts;
+	uint32_t notsent_bytes;
+	uint32_t held_pkts;  /* unacked + ceil(notsent / mss) */
+	uint32_t bound_pkts; /* A*cwnd + min(B, cwnd) + sacked */
+	uint32_t srtt_us;
+	uint32_t written_pkts; /* packets written on this reading (0 = waited) */
+} pps_minbuf_sample_t;
+
+/* Optional observer of every reading (benchmarks, tests). Must not call the writer. */
+typedef void (*pps_minbuf_sample_cb)(void *user, const pps_minbuf_sample_t *sample);
+
+#define PPS_MINBUF_HIST_PKTS 64 /* buckets 0..62 exact, 63 = 63 or more */
+
+typedef struct {
+	uint64_t writes;         /* write(2) calls that moved data */
+	uint64_t packets;        /* packets pulled from the producer */
+	uint64_t bytes;          /* bytes accepted by the kernel */
+	uint64_t wakeups;        /* EV_WRITE callbacks */
+	uint64_t wakeups_idle;   /* callbacks that found no room and nothing pending */
+	uint64_t kicks;          /* pps_minbuf_kick() calls */
+	uint64_t pushes;         /* uncork + cork pairs */
+	uint64_t partial_writes; /* writes the kernel took only in part */
+	uint64_t gate_lowat;     /* waits armed with TCP_NOTSENT_LOWAT */
+	uint64_t gate_sndbuf;    /* waits armed with SO_SNDBUF */
+	uint64_t gate_reopens;   /* writes refused by a stale threshold */
+	uint64_t overshoot_pkts; /* packets written beyond the bound (cwnd too small to arm) */
+	uint64_t mss_changes;
+	uint32_t mss_bytes;           /* last MSS read */
+	uint32_t max_held_after_pkts; /* largest held + written right after a write */
+	int32_t max_over_bound_pkts;  /* largest (held + written) - bound; <= 0 in bound;
+				       * INT32_MIN before the first write */
+	/* At write time (the reading the write was decided on), in packets. */
+	uint64_t held_hist[PPS_MINBUF_HIST_PKTS];
+	uint64_t unsent_hist[PPS_MINBUF_HIST_PKTS];
+	/* cwnd and smoothed RTT over all readings. */
+	uint64_t samples;
+	uint32_t cwnd_min_pkts, cwnd_max_pkts, cwnd_last_pkts;
+	uint64_t cwnd_sum_pkts;
+	uint32_t srtt_min_us, srtt_max_us, srtt_last_us;
+	uint64_t srtt_sum_us;
+	/* Loss recovery since the writer was created (tcpi_total_retrans delta),
+	 * RTO events (tcpi_total_rto delta on kernels >= 6.7, otherwise counted
+	 * from increases of tcpi_backoff between readings) and the largest backoff. */
+	uint64_t retrans_pkts;
+	uint64_t rto_events;
+	uint32_t max_backoff;
+	bool ecn_negotiated;
+} pps_minbuf_stats_t;
+
+typedef struct pps_minbuf pps_minbuf_t;
+
+/*
+ * Binds a writer to @fd, a connected TCP socket (made non-blocking here; the
+ * caller keeps ownership and closes it after pps_minbuf_free()). Sets TCP_CORK,
+ * clears TCP_NODELAY, applies congestion control and thin linear timeouts.
+ * Nothing is written until the first pps_minbuf_kick(). Returns NULL with
+ * errno set: EINVAL (bad params), ENOENT (congestion control not available),
+ * ENOMEM, or the setsockopt error.
+ */
+pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *params,
+			     pps_minbuf_fill_cb fill, pps_minbuf_error_cb error, void *user);
+
+/* The producer has new data: write now if there is room, else when room appears. */
+void pps_minbuf_kick(pps_minbuf_t *w);
+
+void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user);
+
+/* Copies the counters. Returns 0 or -EINVAL. */
+int pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out);
+
+/* Packets waiting in the writer (a partly written batch), in bytes. */
+size_t pps_minbuf_pending_bytes(const pps_minbuf_t *w);
+
+/* Stops and frees; bytes of a partly written batch are dropped. NULL is a no-op. */
+void pps_minbuf_free(pps_minbuf_t *w);
+
+#endif /* PPS_MINBUF_H */
