@@ -405,8 +405,9 @@ static int pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
  * cork, which splits a packet on the wire. tcp_sendmsg() refuses a new skb
  * while notsent >= lowat or wmem_queued >= sndbuf, so open a gate left from
  * the last wait when this batch could reach it. wmem_queued only fell since the
- * gate was armed (ACKs), so the arming value bounds it; each packet may cost a
- * new skb (its overhead is under SKB_OVERHEAD_BYTES).
+ * gate was armed (ACKs) except when the kernel splits an skb it transmits in
+ * part, so the arming value bounds it loosely; each packet may cost a new skb
+ * (overhead under SKB_OVERHEAD_BYTES). The margin is doubled for that slack.
  */
 #define SKB_OVERHEAD_BYTES 1024
 static int prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, uint32_t pkts)
@@ -416,7 +417,7 @@ static int prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, ui
 	    (int64_t)in->s.notsent_bytes + (int64_t)len_bytes >= w->lowat_bytes)
 		r = set_lowat(w, LOWAT_OPEN_BYTES);
 	if (r == 0 && w->sndbuf_req != SNDBUF_OPEN_REQ &&
-	    w->gate_wq_bytes + (int64_t)len_bytes + (int64_t)pkts * SKB_OVERHEAD_BYTES >=
+	    w->gate_wq_bytes + 2 * ((int64_t)len_bytes + (int64_t)pkts * SKB_OVERHEAD_BYTES) >=
 		    2 * (int64_t)w->sndbuf_req)
 		r = set_sndbuf(w, SNDBUF_OPEN_REQ);
 	return r;

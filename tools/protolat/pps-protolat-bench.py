@@ -1,0 +1,528 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""pps-protolat-bench: the protocol-latency experiments of IWQoS 2002 section 4
+(and TOMCCAP 2008 sections 4.1 and 5.1) in ppstream's network lab.
+
+For every bandwidth x RTT x ECN setting it brings up a lab (drop-tail queue
+without ECN, DRD with ECN on both ends), and for every repetition runs each
+stream configuration (tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)) in a random
+order, each against the papers' cross-traffic schedule scaled to the run
+length: 15 elephants from 1/16 to 3/4 of the run, mice (20 KB flows, about 30%
+of the link) from 1/4 to 15/16, CBR UDP at 10% of the link from 1/2 to 15/16.
+
+Outputs in --out: runs.csv (one row per run), summary.csv and summary.json
+(one entry per configuration), table.md (laid out like IWQoS Tables 1-3 with
+the paper's numbers beside ours), and PNG plots: cdf-*.png (latency CDF, log
+axis, like Fig. 5) and timeline-*.png (latency over receive time, like Fig. 3).
+
+Run as root with /usr/bin/python3 (Debian's, with numpy and matplotlib).
+This is a benchmark: it prints figures, it does not pass or fail on them.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CONFIGS = {
+    # name: (mode, A, B, paper label)
+    "tcp": ("tcp", 1, 0, "std"),
+    "m10": ("minbuf", 1, 0, "m10"),
+    "m13": ("minbuf", 1, 3, "m13"),
+    "m20": ("minbuf", 2, 0, "m20"),
+}
+LABELS = {"tcp": "TCP", "m10": "MIN_BUF(1,0)", "m13": "MIN_BUF(1,3)", "m20": "MIN_BUF(2,0)"}
+
+# IWQoS 2002 Tables 1-3 (forward path, no ECN): [rate_mbit][rtt_ms][config]
+PAPER_D200 = {
+    30: {100: dict(tcp=0.73, m10=0.99, m13=0.98, m20=0.91), 50: dict(tcp=0.72, m10=0.99, m13=0.99, m20=0.97),
+         25: dict(tcp=0.84, m10=1.00, m13=0.99, m20=0.99)},
+    12: {100: dict(tcp=0.53, m10=0.98, m13=0.95, m20=0.86), 50: dict(tcp=0.62, m10=0.99, m13=0.99, m20=0.97),
+         25: dict(tcp=0.60, m10=0.99, m13=0.98, m20=0.98)},
+}
+PAPER_D500 = {
+    30: {100: dict(tcp=0.91, m10=1.00, m13=1.00, m20=0.99), 50: dict(tcp=0.92, m10=1.00, m13=0.99, m20=0.99),
+         25: dict(tcp=0.94, m10=1.00, m13=1.00, m20=1.00)},
+    12: {100: dict(tcp=0.80, m10=1.00, m13=0.99, m20=0.99), 50: dict(tcp=0.88, m10=1.00, m13=1.00, m20=0.99),
+         25: dict(tcp=0.86, m10=1.00, m13=1.00, m20=0.99)},
+}
+PAPER_MEAN_MS = {
+    30: {100: dict(tcp=226.31, m10=62.91, m13=76.19, m20=152.14), 50: dict(tcp=218.84, m10=37.09, m13=51.54, m20=89.74),
+         25: dict(tcp=138.61, m10=19.71, m13=28.29, m20=48.21)},
+    12: {100: dict(tcp=369.22, m10=69.73, m13=91.42, m20=162.26), 50: dict(tcp=260.27, m10=38.50, m13=49.17, m20=87.90),
+         25: dict(tcp=296.25, m10=25.94, m13=39.08, m20=61.31)},
+}
+PAPER_NT = {
+    30: {100: dict(tcp=1.00, m10=0.66, m13=0.96, m20=1.02), 50: dict(tcp=1.00, m10=0.71, m13=0.87, m20=1.13),
+         25: dict(tcp=1.00, m10=0.76, m13=0.92, m20=0.91)},
+    12: {100: dict(tcp=1.00, m10=0.67, m13=0.92, m20=1.13), 50: dict(tcp=1.00, m10=0.76, m13=1.06, m20=1.08),
+         25: dict(tcp=1.00, m10=0.89, m13=1.08, m20=1.12)},
+}
+
+# Cross-traffic schedule of IWQoS 2002 section 4.1 as fractions of its 80 s.
+SCHEDULE = {"elephants": (5 / 80, 60 / 80), "mice": (20 / 80, 75 / 80), "cbr": (40 / 80, 75 / 80)}
+
+
+def log(*a):
+    print(time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+
+
+def parse_rate_mbit(text):
+    t = text.lower().replace("bit", "").replace("bps", "")
+    mult = {"k": 1e-3, "m": 1.0, "g": 1e3}
+    if t and t[-1] in mult:
+        return float(t[:-1]) * mult[t[-1]]
+    return float(t) / 1e6
+
+
+class Lab:
+    """Thin wrapper over pps-netlab's command line (tools/netlab)."""
+
+    def __init__(self, netlab, name, keep_going=False):
+        self.netlab = netlab
+        self.name = name
+        self.procs = []
+
+    def run(self, *args, check=True, capture=False, timeout=120):
+        cmd = [self.netlab] + [str(a) for a in args]
+        r = subprocess.run(cmd, check=False, timeout=timeout, text=True,
+                           stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        if check and r.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s" % (shlex.join(cmd), r.returncode, r.stderr.strip()))
+        return r
+
+    def up(self, rate, delay_ms, aqm, extra):
+        self.run("down", "--name", self.name, check=False)
+        self.run("up", "--name", self.name, "--rate", rate, "--delay", "%gms" % delay_ms,
+                 "--aqm", aqm, *extra)
+
+    def down(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+        self.run("down", "--name", self.name, check=False)
+
+    def addr(self, side):
+        return self.run("addr", "--name", self.name, side, capture=True).stdout.strip()
+
+    def exec_argv(self, side, argv):
+        return [self.netlab, "exec", "--name", self.name, side, "--"] + [str(a) for a in argv]
+
+    def sysctl(self, side, key, value):
+        self.run("exec", "--name", self.name, side, "--", "sysctl", "-q", "-w", "%s=%s" % (key, value))
+
+    def popen(self, side, argv, **kw):
+        p = subprocess.Popen(self.exec_argv(side, argv), **kw)
+        self.procs.append(p)
+        return p
+
+    def traffic(self, duration_s, elephants=0, mice=0, cbr=None, reverse=False):
+        args = ["traffic", "--name", self.name, "--duration", "%gs" % duration_s]
+        if elephants:
+            args += ["--elephants", elephants]
+        if mice:
+            args += ["--mice", mice]
+        if cbr:
+            args += ["--cbr", cbr]
+        if reverse:
+            args += ["--reverse"]
+        p = subprocess.Popen([self.netlab] + [str(a) for a in args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+
+def start_cross_traffic(lab, args, rate_mbit, duration_s):
+    """Launches the schedule; returns a list of (start_s, callable) to fire."""
+    cbr = "%.3fmbit" % (0.10 * rate_mbit)
+    events = []
+    if args.elephants:
+        s, e = SCHEDULE["elephants"]
+        events.append((s * duration_s, lambda: lab.traffic((e - s) * duration_s, elephants=args.elephants,
+                                                           reverse=args.reverse)))
+    if args.mice:
+        s, e = SCHEDULE["mice"]
+        events.append((s * duration_s, lambda: lab.traffic((e - s) * duration_s, mice=args.mice,
+                                                           reverse=args.reverse)))
+    if args.cbr:
+        s, e = SCHEDULE["cbr"]
+        events.append((s * duration_s, lambda: lab.traffic((e - s) * duration_s, cbr=cbr, reverse=args.reverse)))
+    return sorted(events, key=lambda x: x[0])
+
+
+def one_run(lab, args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
+    mode, a, b, _ = CONFIGS[cfg]
+    os.makedirs(rundir, exist_ok=True)
+    stats = os.path.join(rundir, "sender.json")
+    rlog = os.path.join(rundir, "recv.csv")
+    samples = os.path.join(rundir, "samples.csv")
+    snd_addr = lab.addr("snd")
+    port = 5400 + (rep % 50)
+    sender_argv = [args.protolat, "send", "--port", port, "--mode", mode, "--a", a, "--b", b,
+                   "--congestion", args.congestion, "--duration-s", args.duration, "--stats", stats]
+    if args.samples:
+        sender_argv += ["--samples", samples]
+    if ecn:
+        sender_argv.append("--ecn")
+    if args.thin:
+        sender_argv.append("--thin")
+    snd = lab.popen("snd", sender_argv, stdout=subprocess.PIPE, text=True)
+    line = snd.stdout.readline()  # "ready PORT": no sleeping to wait for the listener
+    if not line.startswith("ready"):
+        raise RuntimeError("sender did not start: %r" % line)
+    rcv = lab.popen("rcv", [args.protolat, "recv", "--connect", "%s:%d" % (snd_addr, port), "--log", rlog],
+                    stdout=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    events = start_cross_traffic(lab, args, rate_mbit, args.duration)
+    for start, fire in events:
+        delay = start - (time.monotonic() - t0)
+        if delay > 0:
+            time.sleep(delay)  # the cross-traffic schedule itself, not synchronisation
+        fire()
+    snd.wait(timeout=args.duration + 60)
+    rcv.wait(timeout=60)
+    for p in list(lab.procs):
+        if p not in (snd, rcv) and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    lab.procs = []
+    return analyse_run(args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir)
+
+
+def analyse_run(args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
+    import numpy as np
+    data = np.genfromtxt(os.path.join(rundir, "recv.csv"), delimiter=",", skip_header=1, dtype=np.int64)
+    if data.size == 0:
+        data = np.zeros((0, 4), dtype=np.int64)
+    data = data.reshape(-1, 4)
+    with open(os.path.join(rundir, "sender.json")) as f:
+        snd = json.load(f)
+    lat_ms = (data[:, 2] - data[:, 1]) / 1e6
+    t_recv = (data[:, 2] - data[0, 2]) / 1e9 if len(data) else np.zeros(0)
+    np.save(os.path.join(rundir, "lat_ms.npy"), lat_ms.astype(np.float32))
+    np.save(os.path.join(rundir, "t_recv_s.npy"), t_recv.astype(np.float32))
+    bytes_rx = int(data[:, 3].sum()) if len(data) else 0
+    thr_mbit = bytes_rx * 8 / 1e6 / float(snd["duration_s"])
+    mb_sent = snd["bytes"] / 1e6
+    row = dict(rate_mbit=rate_mbit, rtt_ms=rtt_ms, ecn=int(ecn), rep=rep, config=cfg, packets=len(lat_ms),
+               within160=float((lat_ms <= 160).mean()) if len(lat_ms) else float("nan"),
+               within200=float((lat_ms <= 200).mean()) if len(lat_ms) else float("nan"),
+               within500=float((lat_ms <= 500).mean()) if len(lat_ms) else float("nan"),
+               mean_ms=float(lat_ms.mean()) if len(lat_ms) else float("nan"),
+               p50_ms=float(np.percentile(lat_ms, 50)) if len(lat_ms) else float("nan"),
+               p95_ms=float(np.percentile(lat_ms, 95)) if len(lat_ms) else float("nan"),
+               p99_ms=float(np.percentile(lat_ms, 99)) if len(lat_ms) else float("nan"),
+               throughput_mbit=thr_mbit,
+               cpu_s=snd["user_s"] + snd["sys_s"],
+               cpu_s_per_mb=(snd["user_s"] + snd["sys_s"]) / mb_sent if mb_sent > 0 else float("nan"),
+               writes=snd["writes"], wakeups=snd["wakeups"], wakeups_idle=snd["wakeups_idle"],
+               retrans_pkts=snd["retrans_pkts"], rto_events=snd["rto_events"], max_backoff=snd["max_backoff"],
+               ecn_negotiated=int(snd["ecn_negotiated"]), max_over_bound_pkts=snd["max_over_bound_pkts"],
+               overshoot_pkts=snd["overshoot_pkts"], cwnd_mean_pkts=snd["cwnd_mean_pkts"],
+               srtt_mean_ms=snd["srtt_mean_us"] / 1000.0, partial_writes=snd["partial_writes"],
+               dir=rundir)
+    row["held_hist"] = snd["held_hist"]
+    return row
+
+
+def ci95(values):
+    vals = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return float("nan"), float("nan")
+    m = sum(vals) / len(vals)
+    if len(vals) < 2:
+        return m, 0.0
+    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
+    t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}.get(len(vals), 1.96)
+    return m, t * sd / math.sqrt(len(vals))
+
+
+def summarise(rows, out):
+    import numpy as np
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["rate_mbit"], r["rtt_ms"], r["ecn"], r["config"]), []).append(r)
+    tcp_thr = {(r["rate_mbit"], r["rtt_ms"], r["ecn"], r["rep"]): r["throughput_mbit"]
+               for r in rows if r["config"] == "tcp"}
+    summary = []
+    for key in sorted(groups):
+        rate, rtt, ecn, cfg = key
+        rs = groups[key]
+        lat = np.concatenate([np.load(os.path.join(r["dir"], "lat_ms.npy")) for r in rs]) if rs else np.zeros(0)
+        nts = [r["throughput_mbit"] / tcp_thr[(rate, rtt, ecn, r["rep"])]
+               for r in rs if tcp_thr.get((rate, rtt, ecn, r["rep"]))]
+        cpu_tcp = [x["cpu_s_per_mb"] for x in rows if x["config"] == "tcp" and x["rate_mbit"] == rate
+                   and x["rtt_ms"] == rtt and x["ecn"] == ecn]
+        mean_m, mean_ci = ci95([r["mean_ms"] for r in rs])
+        nt_m, nt_ci = ci95(nts)
+        cpu_m, _ = ci95([r["cpu_s_per_mb"] for r in rs])
+        held = np.sum([r["held_hist"] for r in rs], axis=0).tolist()
+        s = dict(rate_mbit=rate, rtt_ms=rtt, ecn=ecn, config=cfg, label=LABELS[cfg], runs=len(rs),
+                 packets=int(len(lat)),
+                 within160=float((lat <= 160).mean()) if len(lat) else None,
+                 within200=float((lat <= 200).mean()) if len(lat) else None,
+                 within500=float((lat <= 500).mean()) if len(lat) else None,
+                 mean_ms=mean_m, mean_ms_ci95=mean_ci,
+                 p50_ms=float(np.percentile(lat, 50)) if len(lat) else None,
+                 p95_ms=float(np.percentile(lat, 95)) if len(lat) else None,
+                 p99_ms=float(np.percentile(lat, 99)) if len(lat) else None,
+                 throughput_mbit=ci95([r["throughput_mbit"] for r in rs])[0],
+                 normalized_throughput=nt_m, normalized_throughput_ci95=nt_ci,
+                 cpu_s_per_mb=cpu_m,
+                 cpu_vs_tcp=(cpu_m / ci95(cpu_tcp)[0]) if cpu_tcp else None,
+                 retrans_pkts=sum(r["retrans_pkts"] for r in rs), rto_events=sum(r["rto_events"] for r in rs),
+                 max_over_bound_pkts=max(r["max_over_bound_pkts"] for r in rs),
+                 overshoot_pkts=sum(r["overshoot_pkts"] for r in rs),
+                 wakeups_per_write=(sum(r["wakeups"] for r in rs) / max(1, sum(r["writes"] for r in rs))),
+                 ecn_negotiated_runs=sum(r["ecn_negotiated"] for r in rs),
+                 held_hist_pkts=held,
+                 paper_d200=PAPER_D200.get(int(rate), {}).get(int(rtt), {}).get(cfg) if not ecn else None,
+                 paper_d500=PAPER_D500.get(int(rate), {}).get(int(rtt), {}).get(cfg) if not ecn else None,
+                 paper_mean_ms=PAPER_MEAN_MS.get(int(rate), {}).get(int(rtt), {}).get(cfg) if not ecn else None,
+                 paper_nt=PAPER_NT.get(int(rate), {}).get(int(rtt), {}).get(cfg) if not ecn else None)
+        summary.append(s)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    keys = [k for k in summary[0] if k != "held_hist_pkts"] if summary else []
+    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys + ["held_p50_pkts", "held_p99_pkts"])
+        w.writeheader()
+        for s in summary:
+            h = np.array(s["held_hist_pkts"], dtype=float)
+            c = np.cumsum(h) / h.sum() if h.sum() else np.zeros_like(h)
+            row = {k: s[k] for k in keys}
+            row["held_p50_pkts"] = int(np.searchsorted(c, 0.5)) if h.sum() else ""
+            row["held_p99_pkts"] = int(np.searchsorted(c, 0.99)) if h.sum() else ""
+            w.writerow(row)
+    return summary
+
+
+def fmt(v, spec):
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def write_table(summary, out, cmdline):
+    lines = ["# Protocol latency (IWQoS 2002 Tables 1-3 layout)", "",
+             "Command: `%s`" % cmdline, "",
+             "ours / paper. D160/D200/D500: fraction of packets within 160/200/500 ms (pooled over runs); "
+             "mean: mean of per-run means +- 95%% CI; NT: throughput normalized to tcp in the same repetition "
+             "(mean +- 95%% CI); CPU/MB: sender user+sys seconds per MB written; held p50/p99: packets in the "
+             "kernel at write time. The paper has no ECN tables (its Figures 8-10), hence '-'.", ""]
+    hdr = ("| Mbit/s | RTT ms | ECN | type | D160 | D200 (paper) | D500 (paper) | mean ms (paper) | p50 | p95 | p99 "
+           "| NT (paper) | CPU s/MB (x tcp) | retrans | RTOs | held p50/p99 |")
+    lines += [hdr, "|" + "---|" * hdr.count("|")[:-1] if False else "|" + "---|" * (hdr.count("|") - 1)]
+    import numpy as np
+    for s in sorted(summary, key=lambda s: (-s["rate_mbit"], -s["rtt_ms"], s["ecn"], list(CONFIGS).index(s["config"]))):
+        h = np.array(s["held_hist_pkts"], dtype=float)
+        c = np.cumsum(h) / h.sum() if h.sum() else None
+        held = "%d/%d" % (np.searchsorted(c, 0.5), np.searchsorted(c, 0.99)) if c is not None else "-"
+        lines.append("| %g | %g | %s | %s | %s | %s (%s) | %s (%s) | %s+-%s (%s) | %s | %s | %s | %s+-%s (%s) | %s (%s) | %d | %d | %s |" % (
+            s["rate_mbit"], s["rtt_ms"], "on" if s["ecn"] else "off", CONFIGS[s["config"]][3],
+            fmt(s["within160"], ".3f"), fmt(s["within200"], ".3f"), fmt(s["paper_d200"], ".2f"),
+            fmt(s["within500"], ".3f"), fmt(s["paper_d500"], ".2f"),
+            fmt(s["mean_ms"], ".1f"), fmt(s["mean_ms_ci95"], ".1f"), fmt(s["paper_mean_ms"], ".1f"),
+            fmt(s["p50_ms"], ".0f"), fmt(s["p95_ms"], ".0f"), fmt(s["p99_ms"], ".0f"),
+            fmt(s["normalized_throughput"], ".2f"), fmt(s["normalized_throughput_ci95"], ".2f"),
+            fmt(s["paper_nt"], ".2f"), fmt(s["cpu_s_per_mb"], ".4f"), fmt(s["cpu_vs_tcp"], ".2f"),
+            s["retrans_pkts"], s["rto_events"], held))
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def plot(rows, summary, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    settings = sorted({(s["rate_mbit"], s["rtt_ms"], s["ecn"]) for s in summary})
+    for rate, rtt, ecn in settings:
+        tag = "%gmbit-%gms-%s" % (rate, rtt, "ecn" if ecn else "noecn")
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for cfg in CONFIGS:
+            rs = [r for r in rows if (r["rate_mbit"], r["rtt_ms"], r["ecn"], r["config"]) == (rate, rtt, ecn, cfg)]
+            if not rs:
+                continue
+            lat = np.sort(np.concatenate([np.load(os.path.join(r["dir"], "lat_ms.npy")) for r in rs]))
+            if not len(lat):
+                continue
+            y = np.arange(1, len(lat) + 1) / len(lat)
+            step = max(1, len(lat) // 4000)
+            ax.plot(np.maximum(lat[::step], 1.0), y[::step], label=LABELS[cfg])
+        for x in (160, 200, 500):
+            ax.axvline(x, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_xlabel("protocol latency (ms)")
+        ax.set_ylabel("fraction of packets")
+        ax.set_title("Latency CDF, %g Mbit/s, RTT %g ms, %s" % (rate, rtt, "ECN + DRD" if ecn else "drop-tail"))
+        ax.legend(loc="lower right")
+        ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "cdf-%s.png" % tag), dpi=110)
+        plt.close(fig)
+
+        fig, axes = plt.subplots(len(CONFIGS), 1, figsize=(8, 2.2 * len(CONFIGS)), sharex=True)
+        for ax, cfg in zip(axes, CONFIGS):
+            rs = [r for r in rows if (r["rate_mbit"], r["rtt_ms"], r["ecn"], r["config"], r["rep"]) ==
+                  (rate, rtt, ecn, cfg, 0)]
+            if rs:
+                lat = np.load(os.path.join(rs[0]["dir"], "lat_ms.npy"))
+                t = np.load(os.path.join(rs[0]["dir"], "t_recv_s.npy"))
+                ax.plot(t, lat, ",", ms=1)
+            for y in (160, 500):
+                ax.axhline(y, color="grey", lw=0.8, ls="--")
+            ax.set_ylim(0, 2000)
+            ax.set_ylabel("ms")
+            ax.set_title(LABELS[cfg], fontsize=9)
+        axes[-1].set_xlabel("receive time (s)")
+        fig.suptitle("Protocol latency over time, %g Mbit/s, RTT %g ms, %s (repetition 0)" %
+                     (rate, rtt, "ECN + DRD" if ecn else "drop-tail"), fontsize=10)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "timeline-%s.png" % tag), dpi=110)
+        plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="12 Mbit/s, 100 ms RTT, 1 repetition of 30 s (the issue's target scenario)")
+    ap.add_argument("--rates", default="12mbit,30mbit")
+    ap.add_argument("--rtts", default="25,50,100", help="round-trip times in ms")
+    ap.add_argument("--ecn", default="both", choices=["both", "on", "off"])
+    ap.add_argument("--configs", default="tcp,m10,m13,m20")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--duration", type=float, default=40.0, help="seconds per run")
+    ap.add_argument("--elephants", type=int, default=15)
+    ap.add_argument("--mice", type=int, default=None, help="parallel mouse flows (default: ~30%% of the link)")
+    ap.add_argument("--cbr", type=int, default=1, help="1 = CBR UDP at 10%% of the link, 0 = none")
+    ap.add_argument("--reverse", action="store_true", help="cross traffic also on the reverse path")
+    ap.add_argument("--congestion", default="default", choices=["default", "cubic", "reno", "bbr"])
+    ap.add_argument("--thin", action="store_true", help="TCP_THIN_LINEAR_TIMEOUTS on the latency stream")
+    ap.add_argument("--queue-bdp", type=float, default=2.0,
+                    help="bottleneck queue in bandwidth-delay products (DRD: min 1, max 2, congest 2 BDP)")
+    ap.add_argument("--samples", action="store_true", help="log every writer reading (cwnd, held, bound)")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--build", default=None, help="meson build directory (default: the one holding this script)")
+    ap.add_argument("--netlab", default=None)
+    ap.add_argument("--protolat", default=None)
+    ap.add_argument("--lab-name", default="protolat")
+    ap.add_argument("--lab-arg", action="append", default=[], help="extra argument for pps-netlab up")
+    ap.add_argument("--analyse-only", metavar="DIR", help="recompute tables and plots from DIR/runs.json")
+    args = ap.parse_args()
+    cmdline = "pps-protolat-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+    if args.analyse_only:
+        out = args.analyse_only
+        with open(os.path.join(out, "runs.json")) as f:
+            rows = json.load(f)
+        summary = summarise(rows, out)
+        print(write_table(summary, out, cmdline))
+        plot(rows, summary, out)
+        return 0
+
+    if args.quick:
+        args.rates, args.rtts, args.reps, args.duration = "12mbit", "100", 1, 30.0
+    build = args.build or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    args.protolat = args.protolat or os.path.join(build, "protolat", "pps-protolat")
+    args.netlab = args.netlab or os.path.join(build, "netlab", "pps-netlab")
+    for exe in (args.protolat, args.netlab):
+        if not os.access(exe, os.X_OK):
+            print("missing %s (build first, or pass --protolat/--netlab)" % exe, file=sys.stderr)
+            return 77
+    if os.geteuid() != 0:
+        print("the lab needs root (network namespaces)", file=sys.stderr)
+        return 77
+    seed = args.seed if args.seed is not None else int(time.time())
+    rng = random.Random(seed)
+    out = args.out or os.path.join(os.getcwd(), "protolat-%s" % time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    configs = [c.strip() for c in args.configs.split(",")]
+    ecns = {"both": [False, True], "on": [True], "off": [False]}[args.ecn]
+    settings = [(r, float(t), e) for r in args.rates.split(",") for t in args.rtts.split(",") for e in ecns]
+    rng.shuffle(settings)
+    log("seed %d, %d settings x %d reps x %d configs x %gs -> %s" % (seed, len(settings), args.reps, len(configs),
+                                                                     args.duration, out))
+    rows = []
+    lab = Lab(args.netlab, args.lab_name)
+
+    def cleanup(*_):
+        lab.down()
+        sys.exit(130)
+    signal.signal(signal.SIGINT, cleanup)
+    signal.signal(signal.SIGTERM, cleanup)
+    try:
+        for rate, rtt, ecn in settings:
+            rate_mbit = parse_rate_mbit(rate)
+            bdp_pkts = max(4, int(rate_mbit * 1e6 * rtt / 1e3 / 8 / 1500))
+            queue = max(8, int(args.queue_bdp * bdp_pkts))
+            extra = ["--queue", "%dp" % queue] + args.lab_arg
+            if ecn:
+                extra += ["--drd-min", "%dp" % bdp_pkts, "--drd-max", "%dp" % (2 * bdp_pkts),
+                          "--drd-congest", "%dp" % (2 * bdp_pkts)]
+            log("lab: %s, RTT %g ms, %s, queue %d packets" % (rate, rtt, "DRD+ECN" if ecn else "drop-tail", queue))
+            lab.up(rate, rtt / 2, "drd" if ecn else "droptail", extra)
+            for side in ("snd", "rcv"):
+                lab.sysctl(side, "net.ipv4.tcp_ecn", 1 if ecn else 0)
+            mice = args.mice
+            if mice is None:
+                # 20 KB mice, each about one flow per (handshake + transfer) ~ 3 RTT:
+                # K flows carry K * 20 KB / (3 RTT); aim at 30% of the link.
+                mice = max(1, int(round(0.30 * rate_mbit * 1e6 / 8 * (3 * rtt / 1e3) / 20e3)))
+            args.mice_effective = mice
+            for rep in range(args.reps):
+                order = list(configs)
+                rng.shuffle(order)
+                for cfg in order:
+                    rundir = os.path.join(out, "runs", "%s-%gms-%s-r%d-%s" % (rate, rtt, "ecn" if ecn else "noecn",
+                                                                              rep, cfg))
+                    log("run %s rep %d %s" % (cfg, rep, rundir))
+                    saved_mice = args.mice
+                    args.mice = mice
+                    try:
+                        row = one_run(lab, args, cfg, rate_mbit, rtt, ecn, rep, rundir)
+                    finally:
+                        args.mice = saved_mice
+                    rows.append(row)
+                    log("  %s: D200 %.3f mean %.1f ms p99 %.0f ms %.2f Mbit/s cpu %.4f s/MB retrans %d rto %d" % (
+                        cfg, row["within200"], row["mean_ms"], row["p99_ms"], row["throughput_mbit"],
+                        row["cpu_s_per_mb"], row["retrans_pkts"], row["rto_events"]))
+                    with open(os.path.join(out, "runs.json"), "w") as f:
+                        json.dump(rows, f)
+            lab.down()
+    finally:
+        lab.down()
+    keys = [k for k in rows[0] if k != "held_hist"] if rows else []
+    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    summary = summarise(rows, out)
+    print(write_table(summary, out, cmdline))
+    plot(rows, summary, out)
+    log("results in %s" % out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
