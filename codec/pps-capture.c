@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capture: a GStreamer pipeline ending in ppstream's appsink.
+ *
+ * Threads: GStreamer's streaming thread copies each frame into a bounded
+ * queue (appsink callback, never blocks: when the queue is full the oldest
+ * frame is dropped and counted); the capture's own delivery thread pops
+ * frames, numbers them, stamps the pixel timecode and calls frame_cb. Bus
+ * messages are handled synchronously (errors and end of file wake the
+ * delivery thread), so there is no GLib main loop to run.
+ */
+#include "pps-codec.h"
+
+#include <errno.h>
+#include <gst/app/gstappsink.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define START_TIMEOUT_S 10
+
+enum { SOURCE_TEST, SOURCE_CAMERA, SOURCE_FILE, SOURCE_PIPELINE };
+
+struct pps_capture {
+	GstElement *pipeline;
+	GstElement *appsink;
+	pps_capture_frame_cb frame_cb;
+	void *user;
+	int type;
+	int width, height;
+	bool timecode;
+	char source_name[256]; /* "file '/x.mp4'": for messages */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pps_frame_t **queue; /* ring of queue_frames entries */
+	int queue_frames, queue_head, queue_count;
+	pps_frame_t **free_frames;
+	int free_count;
+	bool stopping, failed, eos, got_frame, thread_started;
+	char error[512];
+	pps_capture_stats_t stats;
+	uint32_t next_index;
+	pthread_t thread;
+};
+
+
+static int64_t
+realtime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+fail_locked(pps_capture_t *c, const char *reason, const char *detail)
+{
+	if (c->failed)
+		return; /* the first error is the one that explains */
+	c->failed = true;
+	snprintf(c->error, sizeof(c->error), "%s: %s%s%s%s", c->source_name, reason,
+		 detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
+	pthread_cond_broadcast(&c->cond);
+}
+
+static GstBusSyncReply
+on_bus_message(GstBus *bus, GstMessage *msg, gpointer data)
+{
+	pps_capture_t *c = data;
+
+	(void)bus;
+	if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+		GError *error = NULL;
+		char *debug = NULL;
+
+		gst_message_parse_error(msg, &error, &debug);
+		pthread_mutex_lock(&c->lock);
+		fail_locked(c, error ? error->message : "GStreamer error", debug);
+		pthread_mutex_unlock(&c->lock);
+		g_clear_error(&error);
+		g_free(debug);
+	}
+	/* Nobody pops the bus: drop everything so it cannot grow. */
+	return GST_BUS_DROP;
+}
+
+/* When the frame left the source, in CLOCK_REALTIME: now minus the time the
+ * buffer spent in the pipeline, from its running time. */
+static int64_t
+capture_time_us(pps_capture_t *c, GstSample *sample, GstBuffer *buffer)
+{
+	int64_t now_us = realtime_us();
+	GstClock *clock = gst_element_get_clock(c->pipeline);
+	const GstSegment *segment = gst_sample_get_segment(sample);
+	int64_t age_ns;
+	GstClockTime running;
+
+	if (!clock)
+		return now_us;
+	running = segment ? gst_segment_to_running_time(segment, GST_FORMAT_TIME,
+							GST_BUFFER_PTS(buffer))
+			  : GST_CLOCK_TIME_NONE;
+	age_ns = GST_CLOCK_TIME_IS_VALID(running)
+			 ? (int64_t)gst_clock_get_time(clock) -
+				   (int64_t)(gst_element_get_base_time(c->pipeline) + running)
+			 : 0;
+	gst_object_unref(clock);
+	if (age_ns < 0 || age_ns > GST_SECOND)
+		return now_us; /* not a live timeline: now is the best we know */
+	return now_us - age_ns / 1000;
+}
+
+static GstFlowReturn
+on_new_sample(GstAppSink *sink, gpointer data)
+{
+	pps_capture_t *c = data;
+	GstSample *sample = gst_app_sink_pull_sample(sink);
+	GstVideoInfo info;
+	GstVideoFrame vframe;
+	GstBuffer *buffer;
+	pps_frame_t *frame;
+
+	if (!sample)
+		return GST_FLOW_OK;
+	buffer = gst_sample_get_buffer(sample);
+	if (!buffer || !gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) ||
+	    GST_VIDEO_INFO_WIDTH(&info) != c->width || GST_VIDEO_INFO_HEIGHT(&info) != c->height ||
+	    !gst_video_frame_map(&vframe, &info, buffer, GST_MAP_READ)) {
+		gst_sample_unref(sample);
+		return GST_FLOW_OK;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->stats.frames_captured++;
+	if (c->free_count > 0) {
+		frame = c->free_frames[--c->free_count];
+	} else {
+		/* Full: the encoder is behind. Drop the oldest raw frame. */
+		frame = c->queue[c->queue_head];
+		c->queue_head = (c->queue_head + 1) % c->queue_frames;
+		c->queue_count--;
+		c->stats.frames_dropped++;
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	for (int p = 0; p < 3; p++) {
+		int w = p ? c->width / 2 : c->width;
+		int h = p ? c->height / 2 : c->height;
+		const uint8_t *src = GST_VIDEO_FRAME_PLANE_DATA(&vframe, p);
+		int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&vframe, p);
+
+		for (int y = 0; y < h; y++)
+			memcpy(frame->planes[p] + (size_t)y * frame->strides[p],
+			       src + (size_t)y * stride, (size_t)w);
+	}
+	frame->capture_us = capture_time_us(c, sample, buffer);
+	gst_video_frame_unmap(&vframe);
+	gst_sample_unref(sample);
+
+	pthread_mutex_lock(&c->lock);
+	c->queue[(c->queue_head + c->queue_count) % c->queue_frames] = frame;
+	c->queue_count++;
+	c->got_frame = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return GST_FLOW_OK;
+}
+
+static void
+on_eos(GstAppSink *sink, gpointer data)
+{
+	pps_capture_t *c = data;
+
+	(void)sink;
+	pthread_mutex_lock(&c->lock);
+	if (c->type == SOURCE_FILE)
+		c->eos = true; /* the delivery thread seeks back to the start */
+	else
+		fail_locked(c, "end of stream", NULL);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void *
+delivery_thread(void *data)
+{
+	pps_capture_t *c = data;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		pps_frame_t *frame;
+
+		while (!c->stopping && !c->queue_count && !c->failed && !c->eos)
+			pthread_cond_wait(&c->cond, &c->lock);
+		if (c->stopping)
+			break;
+		if (c->eos) {
+			c->eos = false;
+			c->stats.file_loops++;
+			pthread_mutex_unlock(&c->lock);
+			if (!gst_element_seek_simple(c->pipeline, GST_FORMAT_TIME,
+						     GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_KEY_UNIT, 0)) {
+				pthread_mutex_lock(&c->lock);
+				fail_locked(c, "cannot loop: seeking to the start failed", NULL);
+				continue;
+			}
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		if (!c->queue_count) { /* failed, queue drained */
+			pthread_mutex_unlock(&c->lock);
+			c->frame_cb(NULL, c->user);
+			pthread_mutex_lock(&c->lock);
+			break;
+		}
+		frame = c->queue[c->queue_head];
+		c->queue_head = (c->queue_head + 1) % c->queue_frames;
+		c->queue_count--;
+		frame->frame_index = c->next_index++;
+		c->stats.frames_delivered++;
+		pthread_mutex_unlock(&c->lock);
+
+		if (c->timecode)
+			pps_timecode_stamp(frame->planes[0], frame->strides[0], frame->width,
+					   frame->height, frame->frame_index, frame->capture_us);
+		c->frame_cb(frame, c->user);
+
+		pthread_mutex_lock(&c->lock);
+		c->free_frames[c->free_count++] = frame;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static char *
+describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps)
+{
+	const char *pattern = pps_config_get_string(config, "source", "pattern");
+	char caps[160];
+
+	snprintf(caps, sizeof(caps),
+		 "video/x-raw,format=I420,width=%d,height=%d,framerate=%d/1,"
+		 "pixel-aspect-ratio=1/1",
+		 c->width, c->height, fps);
+	switch (c->type) {
+	case SOURCE_TEST:
+		/* Static patterns scroll, so that the encoder has motion to code. */
+		return g_strdup_printf(
+			"videotestsrc is-live=true pattern=%s%s ! %s ! appsink name=pps_sink",
+			pattern,
+			strcmp(pattern, "ball") && strcmp(pattern, "snow") ? " horizontal-speed=2"
+									   : "",
+			caps);
+	case SOURCE_CAMERA:
+		return g_strdup_printf("v4l2src name=pps_src ! videoconvert ! videoscale ! "
+				       "videorate ! %s ! appsink name=pps_sink",
+				       caps);
+	case SOURCE_FILE:
+		/* identity sync=true paces the decoded file in real time. */
+		return g_strdup_printf("filesrc name=pps_src ! decodebin ! identity sync=true ! "
+				       "videoconvert ! videoscale ! videorate ! %s ! "
+				       "appsink name=pps_sink",
+				       caps);
+	default:
+		return g_strdup_printf("%s ! videoconvert ! videoscale ! videorate ! %s ! "
+				       "appsink name=pps_sink",
+				       pps_config_get_string(config, "source", "pipeline"), caps);
+	}
+}
+
+void
+pps_capture_free(pps_capture_t *c)
+{
+	if (!c)
+		return;
+	pps_capture_stop(c);
+	if (c->pipeline) {
+		GstBus *bus = gst_element_get_bus(c->pipeline);
+
+		gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
+		gst_object_unref(bus);
+		gst_object_unref(c->appsink);
+		gst_object_unref(c->pipeline);
+	}
+	for (int i = 0; i < c->queue_count; i++)
+		pps_frame_free(c->queue[(c->queue_head + i) % c->queue_frames]);
+	for (int i = 0; i < c->free_count; i++)
+		pps_frame_free(c->free_frames[i]);
+	free(c->queue);
+	free(c->free_frames);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+pps_capture_t *
+pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
+		char *err, size_t err_size)
+{
+	GstAppSinkCallbacks callbacks = { 0 };
+	pps_capture_t *c;
+	GError *error = NULL;
+	GstElement *src;
+	GstBus *bus;
+	char *description;
+
+	if (!gst_is_initialized())
+		gst_init(NULL, NULL);
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, err_size, "capture: out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->frame_cb = frame_cb;
+	c->user = user;
+	c->type = pps_config_get_enum(config, "source", "type");
+	c->width = (int)pps_config_get_int(config, "source", "width");
+	c->height = (int)pps_config_get_int(config, "source", "height");
+	c->timecode = pps_config_get_bool(config, "source", "timecode");
+	c->queue_frames = (int)pps_config_get_int(config, "source", "queue_frames");
+	switch (c->type) {
+	case SOURCE_CAMERA:
+		snprintf(c->source_name, sizeof(c->source_name), "source camera '%s'",
+			 pps_config_get_string(config, "source", "device"));
+		break;
+	case SOURCE_FILE:
+		snprintf(c->source_name, sizeof(c->source_name), "source file '%s'",
+			 pps_config_get_string(config, "source", "file"));
+		break;
+	case SOURCE_PIPELINE:
+		snprintf(c->source_name, sizeof(c->source_name), "source pipeline '%s'",
+			 pps_config_get_string(config, "source", "pipeline"));
+		break;
+	default:
+		snprintf(c->source_name, sizeof(c->source_name), "source test (videotestsrc %s)",
+			 pps_config_get_string(config, "source", "pattern"));
+	}
+	if ((c->width | c->height) & 1) {
+		snprintf(err, err_size, "%s: width and height must be even", c->source_name);
+		errno = EINVAL;
+		goto err_free;
+	}
+	if (c->type == SOURCE_FILE && !*pps_config_get_string(config, "source", "file")) {
+		snprintf(err, err_size, "%s: [source] file is not set", c->source_name);
+		errno = EINVAL;
+		goto err_free;
+	}
+	if (c->type == SOURCE_PIPELINE && !*pps_config_get_string(config, "source", "pipeline")) {
+		snprintf(err, err_size, "%s: [source] pipeline is not set", c->source_name);
+		errno = EINVAL;
+		goto err_free;
+	}
+
+	/* queue_frames waiting plus the one being delivered. */
+	c->queue = calloc((size_t)c->queue_frames, sizeof(*c->queue));
+	c->free_frames = calloc((size_t)c->queue_frames + 1, sizeof(*c->free_frames));
+	if (!c->queue || !c->free_frames)
+		goto err_nomem;
+	for (int i = 0; i <= c->queue_frames; i++) {
+		pps_frame_t *f = pps_frame_new(c->width, c->height);
+
+		if (!f)
+			goto err_nomem;
+		c->free_frames[c->free_count++] = f;
+	}
+
+	description = describe_pipeline(c, config,
+					(int)pps_config_get_int(config, "source", "fps"));
+	c->pipeline = gst_parse_launch(description, &error);
+	g_free(description);
+	if (!c->pipeline || error) {
+		snprintf(err, err_size, "%s: cannot build the GStreamer pipeline: %s",
+			 c->source_name, error ? error->message : "unknown error");
+		g_clear_error(&error);
+		if (c->pipeline) {
+			gst_object_unref(c->pipeline);
+			c->pipeline = NULL;
+		}
+		errno = EINVAL;
+		goto err_free;
+	}
+	c->appsink = gst_bin_get_by_name(GST_BIN(c->pipeline), "pps_sink");
+	if (!c->appsink) {
+		snprintf(err, err_size, "%s: the pipeline has no appsink", c->source_name);
+		gst_object_unref(c->pipeline);
+		c->pipeline = NULL;
+		errno = EINVAL;
+		goto err_free;
+	}
+	src = gst_bin_get_by_name(GST_BIN(c->pipeline), "pps_src");
+	if (src) {
+		if (c->type == SOURCE_CAMERA)
+			g_object_set(src, "device", pps_config_get_string(config, "source", "device"),
+				     NULL);
+		else
+			g_object_set(src, "location", pps_config_get_string(config, "source", "file"),
+				     NULL);
+		gst_object_unref(src);
+	}
+	/* The copy is immediate; GStreamer itself need not hold frames. */
+	g_object_set(c->appsink, "max-buffers", 2, "drop", TRUE, "sync", FALSE, NULL);
+	callbacks.new_sample = on_new_sample;
+	callbacks.eos = on_eos;
+	gst_app_sink_set_callbacks(GST_APP_SINK(c->appsink), &callbacks, c, NULL);
+	bus = gst_element_get_bus(c->pipeline);
+	gst_bus_set_sync_handler(bus, on_bus_message, c, NULL);
+	gst_object_unref(bus);
+	return c;
+
+err_nomem:
+	snprintf(err, err_size, "%s: out of memory", c->source_name);
+	errno = ENOMEM;
+err_free:
+	{
+		int saved = errno;
+
+		pps_capture_free(c);
+		errno = saved;
+	}
+	return NULL;
+}
+
+int
+pps_capture_start(pps_capture_t *c, char *err, size_t err_size)
+{
+	struct timespec deadline;
+	int r = 0;
+
+	if (gst_element_set_state(c->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+		pthread_mutex_lock(&c->lock);
+		fail_locked(c, "cannot start", NULL);
+		pthread_mutex_unlock(&c->lock);
+	}
+	/* Wait for the first frame: it proves the source exists and negotiates. */
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += START_TIMEOUT_S;
+	pthread_mutex_lock(&c->lock);
+	while (!c->got_frame && !c->failed && r == 0)
+		r = pthread_cond_timedwait(&c->cond, &c->lock, &deadline);
+	if (!c->failed && !c->got_frame)
+		fail_locked(c, "no frame within 10 s", NULL);
+	if (c->failed) {
+		snprintf(err, err_size, "%s", c->error);
+		pthread_mutex_unlock(&c->lock);
+		gst_element_set_state(c->pipeline, GST_STATE_NULL);
+		return -EIO;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (pthread_create(&c->thread, NULL, delivery_thread, c) != 0) {
+		snprintf(err, err_size, "%s: cannot start the delivery thread", c->source_name);
+		gst_element_set_state(c->pipeline, GST_STATE_NULL);
+		return -EAGAIN;
+	}
+	c->thread_started = true;
+	return 0;
+}
+
+void
+pps_capture_stop(pps_capture_t *c)
+{
+	if (c->pipeline)
+		gst_element_set_state(c->pipeline, GST_STATE_NULL);
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (c->thread_started) {
+		pthread_join(c->thread, NULL);
+		c->thread_started = false;
+	}
+}
+
+void
+pps_capture_get_stats(pps_capture_t *c, pps_capture_stats_t *stats)
+{
+	pthread_mutex_lock(&c->lock);
+	*stats = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}
+
+const char *
+pps_capture_error(pps_capture_t *c)
+{
+	return c->error;
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codec/: live capture (GStreamer), layered encoding (x264), layered decoding
+ * (libavcodec) and pixel timecodes.
+ *
+ * Data flow on the server:
+ *
+ *   pps_capture_t --frame_cb(frame)--> pps_encoder_encode() --adu_cb(adu)--> prioritizer
+ *
+ * and on the client:
+ *
+ *   ADUs (decode order, any dependency-closed subset) --> pps_decoder_push()
+ *        --frame_cb(decoded frame, display order)--> playout
+ *
+ * Layers. Temporal: a hierarchical GOP of mini-GOPs of S = 1, 2 or 4 frames
+ * (0, 1 or 3 B frames) whose anchor (P) is the last frame of the mini-GOP, so
+ * mini-GOPs nest inside the adaptation windows and decode order never crosses
+ * a window boundary. Quality: a base at 1/base_scale resolution and residual
+ * enhancement layers at full resolution (LCEVC-like), each its own x264.
+ *
+ * Nothing here knows about sockets or windows beyond the window size needed to
+ * align the GOP. Errors: functions return 0 or a negative errno; constructors
+ * return NULL with errno set.
+ */
+#ifndef PPS_CODEC_H
+#define PPS_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pps-adu.h"
+#include "pps-config.h"
+
+/* ---------------------------------------------------------------- frames */
+
+/*
+ * A borrowed view of one I420 picture. Whoever passes it to a callback owns
+ * the pixels; they are valid only for the duration of the call.
+ */
+typedef struct {
+	int width;           /* luma width in pixels, even */
+	int height;          /* luma height in pixels, even */
+	uint8_t *planes[3];  /* Y, U, V */
+	int strides[3];      /* bytes per row of each plane */
+	uint32_t frame_index; /* display order, consecutive from 0 */
+	int64_t capture_us;  /* CLOCK_REALTIME at capture, microseconds */
+} pps_frame_t;
+
+/* Allocates a tightly packed I420 picture (one malloc). NULL + errno on failure. */
+pps_frame_t *pps_frame_new(int width, int height);
+void pps_frame_free(pps_frame_t *frame);
+/* Copies pixels (sizes must match) and the index/time fields. */
+void pps_frame_copy(pps_frame_t *dst, const pps_frame_t *src);
+
+/* -------------------------------------------------------------- capture */
+
+typedef struct pps_capture pps_capture_t;
+
+/*
+ * Called on the capture's delivery thread (one thread, owned by the capture,
+ * never GStreamer's streaming thread) for each frame in order. Frames carry
+ * consecutive frame_index values (0, 1, 2, ...) counted after queue drops, so
+ * the encoder can use them as display order. A NULL @frame means the source
+ * failed at run time (pps_capture_error() has the message); no frame follows.
+ * The server's encoder runs inside this callback: a slow callback makes the
+ * bounded queue drop the oldest raw frames, counted in frames_dropped.
+ */
+typedef void (*pps_capture_frame_cb)(const pps_frame_t *frame, void *user);
+
+typedef struct {
+	uint64_t frames_captured;  /* frames handed over by GStreamer */
+	uint64_t frames_dropped;   /* oldest raw frames dropped because the queue was full */
+	uint64_t frames_delivered; /* frames passed to frame_cb */
+	uint64_t file_loops;       /* type=file: times the file was restarted */
+} pps_capture_stats_t;
+
+/*
+ * Builds the pipeline for [source] of @config (type, device, file, pipeline,
+ * pattern, width, height, fps, timecode, queue_frames). A pipeline that does
+ * not parse fails here: NULL, errno set, and a one-line message naming the
+ * source and GStreamer's reason in @err. Calls gst_init() if needed.
+ */
+pps_capture_t *pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb,
+			       void *user, char *err, size_t err_size);
+
+/*
+ * Starts capturing and waits (up to 10 s) for the first frame, so a missing
+ * device, a missing file or a pipeline that does not negotiate is reported
+ * here: a negative errno and the message in @err. Main thread.
+ */
+int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
+
+/* Stops the pipeline and the delivery thread; frame_cb is not called after
+ * this returns. Idempotent. Never call from inside frame_cb. */
+void pps_capture_stop(pps_capture_t *capture);
+void pps_capture_free(pps_capture_t *capture);
+
+/* Counters; safe from any thread. */
+void pps_capture_get_stats(pps_capture_t *capture, pps_capture_stats_t *stats);
+/* Last run-time error message, "" if none. Owned by the capture. */
+const char *pps_capture_error(pps_capture_t *capture);
+
+/* -------------------------------------------------------------- encoder */
+
+/* Deterministic upscale filters (server and client must use the same). */
+#define PPS_CODEC_UPSCALE_BILINEAR_Q8 1
+
+/* Everything a decoder needs to know about a stream (the STREAM_INFO record). */
+typedef struct {
+	int width, height;           /* full resolution */
+	int fps;
+	int base_width, base_height; /* base layer resolution */
+	int temporal_layers;         /* effective: 1, 2 or 3 */
+	int quality_layers;          /* 1..3 */
+	int minigop_frames;          /* S: 1, 2 or 4 */
+	int window_frames;           /* W, multiple of S */
+	int gop_frames;              /* G: IDR period, multiple of W */
+	int upscale_filter;          /* PPS_CODEC_UPSCALE_* */
+} pps_stream_params_t;
+
+typedef struct {
+	int width, height, fps;
+	int temporal_layers;  /* wanted 1..3; reduced so the mini-GOP divides window_frames */
+	int quality_layers;   /* 1..3 */
+	int base_scale;       /* 1..4; 1 with quality_layers > 1 is allowed (SNR layers) */
+	int gop_frames;       /* rounded up to a multiple of window_frames */
+	int window_frames;    /* adaptation window W ([pps] window_frames) */
+	const char *preset;   /* x264 preset name */
+	int threads;          /* x264 slice threads per layer, 0 = automatic */
+	int base_crf, base_vbv_kbps;               /* vbv 0 = uncapped */
+	int enhancement_crf, enhancement_vbv_kbps; /* layer q uses crf - 6 * (q - 1) */
+} pps_encoder_params_t;
+
+/* Fills @params from [source], [encoder] and [pps] window_frames. */
+void pps_encoder_params_from_config(pps_encoder_params_t *params, const pps_config_t *config);
+
+typedef struct pps_encoder pps_encoder_t;
+
+/* Takes ownership of @adu (one reference). Called on the encoding thread. */
+typedef void (*pps_encoder_adu_cb)(pps_adu_t *adu, void *user);
+
+/* NULL + errno (EINVAL for bad parameters, ENOMEM, EIO if x264 refuses them). */
+pps_encoder_t *pps_encoder_new(const pps_encoder_params_t *params);
+void pps_encoder_free(pps_encoder_t *encoder);
+
+/*
+ * Encodes the next frame (display order; the encoder numbers frames itself,
+ * 0, 1, 2, ..., and ignores @frame->frame_index; capture_us is kept). ADUs
+ * come out through @adu_cb in decode order with increasing ids, all layers of
+ * a picture together (base first). B frames are held until their anchor is
+ * input; then the whole mini-GOP comes out inside this call (no extra x264
+ * delay, see pps-encoder.c). Returns 0 or a negative errno.
+ * Single-threaded: call from one thread at a time.
+ */
+int pps_encoder_encode(pps_encoder_t *encoder, const pps_frame_t *frame,
+		       pps_encoder_adu_cb adu_cb, void *user);
+
+/*
+ * Window-complete signal: every ADU of frames 0 .. N-1 has been emitted, where
+ * N is the value returned. A window [a, b] is complete once N > b.
+ */
+uint32_t pps_encoder_frames_complete(const pps_encoder_t *encoder);
+
+/* The next anchor becomes an IDR if it starts a window (otherwise the first
+ * frame of the next window). For a joining client or loss recovery. */
+void pps_encoder_request_idr(pps_encoder_t *encoder);
+
+void pps_encoder_get_stream_params(const pps_encoder_t *encoder, pps_stream_params_t *params);
+
+typedef struct {
+	uint64_t frames;          /* frames encoded */
+	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];     /* ADU payload bytes per quality layer */
+	uint64_t cpu_us[PPS_ADU_MAX_QUALITY_LAYERS];    /* thread CPU time per quality layer */
+	uint64_t filler_pictures; /* x264 flush pictures (see pps-encoder.c), all layers */
+} pps_encoder_stats_t;
+void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
+
+/* -------------------------------------------------------------- decoder */
+
+enum {
+	/* The base of this frame could not be decoded; the picture is the last
+	 * good one repeated (or absent if there was none). */
+	PPS_DECODER_FRAME_REPEATED = 1u << 0,
+	/* Some ADU pushed for this frame could not be decoded (missing reference). */
+	PPS_DECODER_FRAME_UNDECODABLE = 1u << 1,
+};
+
+typedef struct {
+	pps_frame_t picture;      /* full resolution I420; planes NULL if nothing to show */
+	uint32_t frame_index;
+	int64_t capture_us;
+	uint8_t temporal_layer;   /* of this frame */
+	uint8_t quality_layers;   /* layers used: 1 = base only, 0 = none (repeated) */
+	uint32_t flags;           /* PPS_DECODER_FRAME_* */
+} pps_decoded_frame_t;
+
+/* Called inside pps_decoder_push()/pps_decoder_drain(), frames in display order. */
+typedef void (*pps_decoder_frame_cb)(const pps_decoded_frame_t *frame, void *user);
+
+typedef struct pps_decoder pps_decoder_t;
+
+pps_decoder_t *pps_decoder_new(const pps_stream_params_t *params, pps_decoder_frame_cb frame_cb,
+			       void *user);
+void pps_decoder_free(pps_decoder_t *decoder);
+
+/*
+ * Pushes one ADU (borrowed). ADUs must come in increasing id (decode order);
+ * any subset may be pushed: an ADU whose dependencies were not all decoded is
+ * not fed to libavcodec (which would conceal silently) and its frame is
+ * reported as undecodable; its layer recovers at the layer's next IDR.
+ * Returns 0, -EINVAL for a malformed ADU, or a libavcodec error.
+ *
+ * Latency: libavcodec holds back up to num_reorder_frames pictures (1 with
+ * 2 temporal layers, 2 with 3) until later pictures arrive; the first ADU of
+ * the next window releases them, pps_decoder_drain() releases everything.
+ */
+int pps_decoder_push(pps_decoder_t *decoder, const pps_adu_t *adu);
+
+/* End of stream: outputs every frame still held. The decoder stays usable
+ * (the next ADU must then be an IDR). */
+int pps_decoder_drain(pps_decoder_t *decoder);
+
+typedef struct {
+	uint64_t adus_decoded;
+	uint64_t adus_undecodable;   /* dependencies missing: not fed */
+	uint64_t frames_output;
+	uint64_t frames_repeated;
+	uint64_t frames_late;        /* came out of order and were dropped */
+} pps_decoder_stats_t;
+void pps_decoder_get_stats(const pps_decoder_t *decoder, pps_decoder_stats_t *stats);
+
+/* ------------------------------------------------------- pixel timecodes */
+
+/*
+ * Stamps @frame_index and @capture_us into the top-left of the luma plane as
+ * a 14 x 8 grid of black/white blocks (16 px squares when the picture is at
+ * least 224 x 128, smaller otherwise) with a CRC-16, robust to coding at the
+ * base layer's coarse quantizer.
+ */
+void pps_timecode_stamp(uint8_t *y_plane, int stride, int width, int height,
+			uint32_t frame_index, int64_t capture_us);
+/* Reads a stamp back: 0, or -ENOENT if there is none or the CRC fails. */
+int pps_timecode_read(const uint8_t *y_plane, int stride, int width, int height,
+		      uint32_t *frame_index, int64_t *capture_us);
+
+#endif /* PPS_CODEC_H */

@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layered encoder: one x264 per quality layer, all with the same forced GOP.
+ *
+ * Zero-delay B frames. x264 outputs at most one picture per
+ * x264_encoder_encode() call and decides a mini-GOP's types only when its
+ * queue of decided pictures is empty, so in steady state the B frames of a
+ * mini-GOP come out only as the next mini-GOP's frames are input: M frames
+ * (up to 100 ms at 30 frames/s) of delay, and twice that for a residual layer
+ * that needs the base's reconstruction first. Flushing with a NULL picture
+ * cannot be undone. Instead, right after each anchor (P or IDR) we feed x264
+ * "filler" pictures (copies of the anchor, forced P at QP 51, so every
+ * macroblock is skipped: about 20 bytes each) until every real picture is
+ * out. Fillers are reference pictures, so they are sent, prepended to the next
+ * anchor's ADU (that is where x264 codes them). The B frames of the next
+ * mini-GOP therefore reference a filler (an exact copy of the previous anchor)
+ * that lives in their own anchor's ADU; their ADU dependencies say so. Fillers
+ * before an IDR are discarded (the IDR resets every reference).
+ * Measured (tests/bench): every ADU of a mini-GOP is emitted inside the call
+ * that inputs its anchor, i.e. zero frames of encoder delay.
+ *
+ * Quality layers: the base is coded at 1/base_scale; its exact reconstruction
+ * (b_full_recon, equal to libavcodec's output) is upscaled with the shared
+ * integer filter and the residual (source - prediction + 128) is coded by the
+ * next x264; layer q >= 2 codes the residual against layer q - 1's result.
+ */
+#include "pps-codec-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <x264.h>
+
+#define FILLER_QP 51
+/* More pictures than x264 could ever hold back (bframes + threads). */
+#define MAX_FLUSH_CALLS 64
+
+typedef struct {
+	uint32_t frame_index;
+	int64_t capture_us;
+	pps_adu_frame_type_t type;
+	pps_frame_t *source;    /* full resolution */
+	pps_frame_t *base;      /* base resolution input (== source when scale 1) */
+	pps_frame_t *base_recon; /* base reconstruction */
+	pps_frame_t *prediction; /* full-res prediction for the next layer, then its recon */
+	uint8_t *payload[PPS_ADU_MAX_QUALITY_LAYERS];
+	size_t payload_size[PPS_ADU_MAX_QUALITY_LAYERS];
+	uint32_t adu_id[PPS_ADU_MAX_QUALITY_LAYERS];
+} slot_t;
+
+typedef struct {
+	x264_t *x264;
+	int width, height;
+	int64_t pts;
+	/* Filler pictures coded before the next real one. */
+	uint8_t *filler;
+	size_t filler_size, filler_capacity;
+	uint32_t filler_sizes[PPS_CODEC_MAX_PICTURES_PER_ADU];
+	int filler_count;
+	uint32_t real_in, real_out;
+	/* Slots in the order x264 coded them, this round. */
+	int order[4];
+	int order_count;
+} layer_t;
+
+struct pps_encoder {
+	pps_encoder_params_t params;
+	pps_stream_params_t stream;
+	pps_gop_t gop;
+	int layers;
+	layer_t layer[PPS_ADU_MAX_QUALITY_LAYERS];
+	slot_t slot[4];
+	pps_frame_t *residual; /* scratch: the picture fed to an enhancement x264 */
+	uint32_t next_frame;
+	uint32_t round_start;   /* first frame of the current mini-GOP */
+	uint32_t next_id;
+	uint32_t decode_count; /* pictures per layer so far */
+	uint32_t frames_complete;
+	bool have_anchor;
+	uint32_t anchor_id[PPS_ADU_MAX_QUALITY_LAYERS]; /* ADUs of the last anchor */
+	uint32_t anchor_frame;
+	bool idr_requested;
+	pps_encoder_stats_t stats;
+};
+
+static uint64_t
+thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void
+pps_encoder_params_from_config(pps_encoder_params_t *p, const pps_config_t *c)
+{
+	static const char *const presets[] = { "ultrafast", "superfast", "veryfast",
+					       "faster", "fast", "medium" };
+	int preset = pps_config_get_enum(c, "encoder", "preset");
+
+	memset(p, 0, sizeof(*p));
+	p->width = (int)pps_config_get_int(c, "source", "width");
+	p->height = (int)pps_config_get_int(c, "source", "height");
+	p->fps = (int)pps_config_get_int(c, "source", "fps");
+	p->temporal_layers = (int)pps_config_get_int(c, "encoder", "temporal_layers");
+	p->quality_layers = (int)pps_config_get_int(c, "encoder", "quality_layers");
+	p->base_scale = (int)pps_config_get_int(c, "encoder", "base_scale");
+	p->gop_frames = (int)pps_config_get_int(c, "encoder", "gop_frames");
+	p->window_frames = (int)pps_config_get_int(c, "pps", "window_frames");
+	p->preset = preset >= 0 && preset < 6 ? presets[preset] : "veryfast";
+	p->threads = (int)pps_config_get_int(c, "encoder", "threads");
+	p->base_crf = (int)pps_config_get_int(c, "encoder", "base_crf");
+	p->base_vbv_kbps = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
+	p->enhancement_crf = (int)pps_config_get_int(c, "encoder", "enhancement_crf");
+	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
+}
+
+static int
+layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int crf,
+	   int vbv_kbps, int bframes, bool residual)
+{
+	x264_param_t xp;
+
+	if (x264_param_default_preset(&xp, p->preset, NULL) < 0)
+		return -EINVAL;
+	xp.i_width = width;
+	xp.i_height = height;
+	xp.i_csp = X264_CSP_I420;
+	xp.i_fps_num = (uint32_t)p->fps;
+	xp.i_fps_den = 1;
+	xp.i_timebase_num = 1;
+	xp.i_timebase_den = (uint32_t)p->fps;
+	xp.b_vfr_input = 0;
+	/* Low latency: no lookahead, no frame threads (they hold frames). */
+	xp.i_threads = p->threads > 0 ? p->threads : X264_THREADS_AUTO;
+	xp.b_sliced_threads = 1;
+	xp.i_sync_lookahead = 0;
+	xp.rc.i_lookahead = 0;
+	xp.rc.b_mb_tree = 0;
+	/* The GOP is ours: forced types, no adaptive B, no scenecut, closed. */
+	xp.i_bframe = bframes;
+	xp.i_bframe_adaptive = X264_B_ADAPT_NONE;
+	xp.i_bframe_pyramid = bframes > 1 ? X264_B_PYRAMID_STRICT : X264_B_PYRAMID_NONE;
+	xp.i_scenecut_threshold = 0;
+	xp.i_keyint_max = X264_KEYINT_MAX_INFINITE;
+	xp.b_open_gop = 0;
+	xp.b_intra_refresh = 0;
+	/* One reference: a P must never lean on a droppable BREF. */
+	xp.i_frame_reference = 1;
+	xp.b_full_recon = 1;
+	xp.b_repeat_headers = 1;
+	xp.b_annexb = 1;
+	xp.b_aud = 0;
+	xp.i_log_level = X264_LOG_ERROR;
+	xp.rc.i_rc_method = X264_RC_CRF;
+	xp.rc.f_rf_constant = (float)crf;
+	if (vbv_kbps > 0) {
+		xp.rc.i_vbv_max_bitrate = vbv_kbps;
+		xp.rc.i_vbv_buffer_size = vbv_kbps / 2; /* half a second */
+	}
+	if (residual) {
+		/* Residuals are judged by PSNR, not by eye: no psy tuning. */
+		xp.analyse.b_psy = 0;
+	}
+	l->x264 = x264_encoder_open(&xp);
+	if (!l->x264)
+		return -EIO;
+	l->width = width;
+	l->height = height;
+	return 0;
+}
+
+static int
+filler_append(layer_t *l, const uint8_t *data, size_t size)
+{
+	if (l->filler_count >= PPS_CODEC_MAX_PICTURES_PER_ADU - 1)
+		return -ENOSPC;
+	if (l->filler_size + size > l->filler_capacity) {
+		size_t cap = (l->filler_size + size) * 2;
+		uint8_t *n = realloc(l->filler, cap);
+
+		if (!n)
+			return -ENOMEM;
+		l->filler = n;
+		l->filler_capacity = cap;
+	}
+	memcpy(l->filler + l->filler_size, data, size);
+	l->filler_size += size;
+	l->filler_sizes[l->filler_count++] = (uint32_t)size;
+	return 0;
+}
+
+/* Copies an x264 NV12 reconstruction into an I420 frame. */
+static void
+recon_copy(pps_frame_t *dst, const x264_image_t *img)
+{
+	for (int y = 0; y < dst->height; y++)
+		memcpy(dst->planes[0] + (size_t)y * dst->strides[0],
+		       img->plane[0] + (size_t)y * img->i_stride[0], (size_t)dst->width);
+	for (int y = 0; y < dst->height / 2; y++) {
+		const uint8_t *uv = img->plane[1] + (size_t)y * img->i_stride[1];
+		uint8_t *u = dst->planes[1] + (size_t)y * dst->strides[1];
+		uint8_t *v = dst->planes[2] + (size_t)y * dst->strides[2];
+
+		for (int x = 0; x < dst->width / 2; x++) {
+			u[x] = uv[2 * x];
+			v[x] = uv[2 * x + 1];
+		}
+	}
+}
+
+/* recon = clip(prediction + residual - 128), in place in slot->prediction. */
+static void
+add_residual(pps_frame_t *prediction, const x264_image_t *img)
+{
+	for (int p = 0; p < 3; p++) {
+		int w = p ? prediction->width / 2 : prediction->width;
+		int h = p ? prediction->height / 2 : prediction->height;
+
+		for (int y = 0; y < h; y++) {
+			uint8_t *d = prediction->planes[p] + (size_t)y * prediction->strides[p];
+			const uint8_t *r = p ? img->plane[1] + (size_t)y * img->i_stride[1]
+					     : img->plane[0] + (size_t)y * img->i_stride[0];
+			int step = p ? 2 : 1, off = p == 2 ? 1 : 0;
+
+			for (int x = 0; x < w; x++) {
+				int v = d[x] + r[x * step + off] - 128;
+
+				d[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+			}
+		}
+	}
+}
+
+static int
+layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size,
+	     x264_picture_t *out)
+{
+	layer_t *l = &e->layer[q];
+	intptr_t tag = (intptr_t)out->opaque;
+	slot_t *s;
+	uint8_t *payload;
+	size_t header;
+	int n;
+
+	(void)nal_count;
+	if (size <= 0)
+		return 0;
+	if (tag == 0) {
+		e->stats.filler_pictures++;
+		return filler_append(l, nal[0].p_payload, (size_t)size);
+	}
+	s = &e->slot[tag - 1];
+	if (s->type == PPS_ADU_FRAME_IDR)
+		l->filler_count = 0, l->filler_size = 0; /* the IDR resets the references */
+	n = l->filler_count + 1;
+	header = 1 + 4 * (size_t)n;
+	payload = malloc(header + l->filler_size + (size_t)size);
+	if (!payload)
+		return -ENOMEM;
+	payload[0] = (uint8_t)n;
+	for (int i = 0; i < n; i++) {
+		uint32_t sz = i < l->filler_count ? l->filler_sizes[i] : (uint32_t)size;
+
+		for (int b = 0; b < 4; b++)
+			payload[1 + 4 * i + b] = (uint8_t)(sz >> (8 * b));
+	}
+	memcpy(payload + header, l->filler, l->filler_size);
+	memcpy(payload + header + l->filler_size, nal[0].p_payload, (size_t)size);
+	s->payload[q] = payload;
+	s->payload_size[q] = header + l->filler_size + (size_t)size;
+	l->filler_count = 0;
+	l->filler_size = 0;
+	l->real_out++;
+	if (l->order_count < 4)
+		l->order[l->order_count++] = (int)(tag - 1);
+	/* The next layer predicts from this one's reconstruction. */
+	if (q + 1 < e->layers) {
+		if (q == 0) {
+			recon_copy(s->base_recon, &out->img);
+			for (int p = 0; p < 3; p++)
+				pps_upscale_plane(s->base_recon->planes[p], s->base_recon->strides[p],
+						  p ? s->base_recon->width / 2 : s->base_recon->width,
+						  p ? s->base_recon->height / 2 : s->base_recon->height,
+						  s->prediction->planes[p], s->prediction->strides[p],
+						  p ? s->prediction->width / 2 : s->prediction->width,
+						  p ? s->prediction->height / 2 : s->prediction->height);
+		} else {
+			add_residual(s->prediction, &out->img);
+		}
+	}
+	return 0;
+}
+
+static int
+layer_feed(pps_encoder_t *e, int q, const pps_frame_t *picture, int x264_type, int qp,
+	   intptr_t tag)
+{
+	layer_t *l = &e->layer[q];
+	x264_picture_t in, out;
+	x264_nal_t *nal;
+	int nal_count, size;
+
+	x264_picture_init(&in);
+	in.img.i_csp = X264_CSP_I420;
+	in.img.i_plane = 3;
+	for (int p = 0; p < 3; p++) {
+		in.img.plane[p] = picture->planes[p];
+		in.img.i_stride[p] = picture->strides[p];
+	}
+	in.i_type = x264_type;
+	in.i_qpplus1 = qp ? qp + 1 : X264_QP_AUTO;
+	in.i_pts = l->pts++;
+	in.opaque = (void *)tag;
+	if (tag)
+		l->real_in++;
+	size = x264_encoder_encode(l->x264, &nal, &nal_count, &in, &out);
+	if (size < 0)
+		return -EIO;
+	return layer_output(e, q, nal, nal_count, size, &out);
+}
+
+/* Feeds fillers until every real picture fed so far is out. */
+static int
+layer_flush(pps_encoder_t *e, int q, const pps_frame_t *anchor)
+{
+	layer_t *l = &e->layer[q];
+
+	for (int i = 0; l->real_out < l->real_in; i++) {
+		int r;
+
+		if (i == MAX_FLUSH_CALLS)
+			return -EIO;
+		r = layer_feed(e, q, anchor, X264_TYPE_P, FILLER_QP, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int
+x264_type_of(pps_adu_frame_type_t t)
+{
+	switch (t) {
+	case PPS_ADU_FRAME_IDR:
+		return X264_TYPE_IDR;
+	case PPS_ADU_FRAME_P:
+		return X264_TYPE_P;
+	case PPS_ADU_FRAME_BREF:
+		return X264_TYPE_BREF;
+	default:
+		return X264_TYPE_B;
+	}
+}
+
+/* Box filter: encoder side only, need not match anything. */
+static void
+downscale(pps_frame_t *dst, const pps_frame_t *src, int scale)
+{
+	int area = scale * scale;
+
+	for (int p = 0; p < 3; p++) {
+		int w = p ? dst->width / 2 : dst->width;
+		int h = p ? dst->height / 2 : dst->height;
+
+		for (int y = 0; y < h; y++) {
+			uint8_t *d = dst->planes[p] + (size_t)y * dst->strides[p];
+
+			for (int x = 0; x < w; x++) {
+				int sum = 0;
+
+				for (int j = 0; j < scale; j++) {
+					const uint8_t *s = src->planes[p] +
+							   (size_t)(y * scale + j) * src->strides[p] +
+							   x * scale;
+					for (int i = 0; i < scale; i++)
+						sum += s[i];
+				}
+				d[x] = (uint8_t)((sum + area / 2) / area);
+			}
+		}
+	}
+}
+
+static void
+make_residual(pps_frame_t *res, const pps_frame_t *src, const pps_frame_t *pred)
+{
+	for (int p = 0; p < 3; p++) {
+		int w = p ? src->width / 2 : src->width;
+		int h = p ? src->height / 2 : src->height;
+
+		for (int y = 0; y < h; y++) {
+			const uint8_t *s = src->planes[p] + (size_t)y * src->strides[p];
+			const uint8_t *r = pred->planes[p] + (size_t)y * pred->strides[p];
+			uint8_t *d = res->planes[p] + (size_t)y * res->strides[p];
+
+			for (int x = 0; x < w; x++) {
+				int v = s[x] - r[x] + 128;
+
+				d[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+			}
+		}
+	}
+}
+
+void
+pps_encoder_free(pps_encoder_t *e)
+{
+	if (!e)
+		return;
+	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++) {
+		if (e->layer[q].x264)
+			x264_encoder_close(e->layer[q].x264);
+		free(e->layer[q].filler);
+	}
+	for (int i = 0; i < 4; i++) {
+		slot_t *s = &e->slot[i];
+
+		if (s->base != s->source)
+			pps_frame_free(s->base);
+		pps_frame_free(s->source);
+		pps_frame_free(s->base_recon);
+		pps_frame_free(s->prediction);
+		for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
+			free(s->payload[q]);
+	}
+	pps_frame_free(e->residual);
+	free(e);
+}
+
+pps_encoder_t *
+pps_encoder_new(const pps_encoder_params_t *params)
+{
+	pps_encoder_t *e;
+	int base_w, base_h, bframes, err;
+
+	if (params->width < 16 || params->height < 16 || (params->width | params->height) & 1 ||
+	    params->fps < 1 || params->quality_layers < 1 ||
+	    params->quality_layers > 3 || params->base_scale < 1 || params->base_scale > 4 ||
+	    params->window_frames < 1 || params->temporal_layers < 1 || !params->preset) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->params = *params;
+	e->layers = params->quality_layers;
+	if (e->layers == 1)
+		e->params.base_scale = 1; /* a lone base is the full picture */
+	base_w = params->width / e->params.base_scale & ~1;
+	base_h = params->height / e->params.base_scale & ~1;
+	e->stream.width = params->width;
+	e->stream.height = params->height;
+	e->stream.fps = params->fps;
+	e->stream.base_width = base_w;
+	e->stream.base_height = base_h;
+	e->stream.temporal_layers =
+		pps_gop_init(&e->gop, params->temporal_layers, params->window_frames,
+			     params->gop_frames);
+	e->stream.quality_layers = e->layers;
+	e->stream.minigop_frames = e->gop.minigop_frames;
+	e->stream.window_frames = params->window_frames;
+	e->stream.gop_frames = e->gop.gop_frames;
+	e->stream.upscale_filter = PPS_CODEC_UPSCALE_BILINEAR_Q8;
+	bframes = e->gop.minigop_frames - 1;
+
+	err = layer_open(&e->layer[0], &e->params, base_w, base_h, params->base_crf,
+			 params->base_vbv_kbps, bframes, false);
+	for (int q = 1; q < e->layers && !err; q++) {
+		int crf = params->enhancement_crf - 6 * (q - 1);
+
+		err = layer_open(&e->layer[q], &e->params, params->width, params->height,
+				 crf < 0 ? 0 : crf, params->enhancement_vbv_kbps, bframes, true);
+	}
+	if (err)
+		goto err_free;
+	for (int i = 0; i < e->gop.minigop_frames; i++) {
+		slot_t *s = &e->slot[i];
+
+		s->source = pps_frame_new(params->width, params->height);
+		s->base = e->params.base_scale > 1 ? pps_frame_new(base_w, base_h) : s->source;
+		if (!s->source || !s->base)
+			goto err_nomem;
+		if (e->layers > 1) {
+			s->base_recon = pps_frame_new(base_w, base_h);
+			s->prediction = pps_frame_new(params->width, params->height);
+			if (!s->base_recon || !s->prediction)
+				goto err_nomem;
+		}
+	}
+	if (e->layers > 1 && !(e->residual = pps_frame_new(params->width, params->height)))
+		goto err_nomem;
+	return e;
+
+err_nomem:
+	err = -ENOMEM;
+err_free:
+	pps_encoder_free(e);
+	errno = -err;
+	return NULL;
+}
+
+/* Emits the ADUs of the finished round in x264's (decode) order. */
+static int
+emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
+{
+	layer_t *base = &e->layer[0];
+
+	if (base->order_count != slots)
+		return -EIO; /* x264 did not honour the forced types */
+	for (int k = 0; k < slots; k++) {
+		slot_t *s = &e->slot[base->order[k]];
+		uint32_t refs[2];
+		int nrefs = pps_gop_ref_frames(&e->gop, s->frame_index, refs);
+
+		for (int q = 0; q < e->layers; q++) {
+			pps_adu_info_t info = { 0 };
+			pps_adu_t *adu;
+
+			info.id = e->next_id++;
+			info.frame_index = s->frame_index;
+			info.capture_us = s->capture_us;
+			info.decode_order = e->decode_count;
+			info.frame_type = (uint8_t)s->type;
+			info.temporal_layer = pps_gop_temporal_layer(&e->gop, s->frame_index);
+			info.quality_layer = (uint8_t)q;
+			for (int r = 0; r < nrefs; r++) {
+				uint32_t f = refs[r];
+
+				if (f >= e->round_start)
+					info.deps[info.dep_count++] =
+						e->slot[f - e->round_start].adu_id[q];
+				else if (e->have_anchor && f == e->anchor_frame)
+					info.deps[info.dep_count++] = e->anchor_id[q];
+			}
+			if (q > 0)
+				info.deps[info.dep_count++] = s->adu_id[q - 1];
+			s->adu_id[q] = info.id;
+			adu = pps_adu_new_take(&info, s->payload[q], s->payload_size[q]);
+			if (!adu)
+				return -errno;
+			s->payload[q] = NULL;
+			e->stats.bytes[q] += s->payload_size[q];
+			cb(adu, user);
+		}
+		e->decode_count++;
+	}
+	/* The anchor is the round's last frame in display order. */
+	{
+		slot_t *a = &e->slot[slots - 1];
+
+		e->have_anchor = true;
+		e->anchor_frame = a->frame_index;
+		for (int q = 0; q < e->layers; q++)
+			e->anchor_id[q] = a->adu_id[q];
+	}
+	return 0;
+}
+
+int
+pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_cb cb,
+		   void *user)
+{
+	uint32_t n = e->next_frame;
+	int idx = (int)(n - e->round_start);
+	slot_t *s;
+	uint64_t t0;
+	int r;
+
+	if (frame->width != e->params.width || frame->height != e->params.height)
+		return -EINVAL;
+	if (idx >= e->gop.minigop_frames)
+		return -EIO;
+	if (e->idr_requested) {
+		/* The end of the first window none of whose frames was input yet:
+		 * its frames before the IDR can still be forced to P. */
+		uint32_t w = (uint32_t)e->gop.window_frames;
+		uint32_t origin = (n + w - 1 + w - 1) / w * w;
+
+		if (origin > e->gop.origin) {
+			e->gop.previous_origin = e->gop.origin;
+			e->gop.origin = origin;
+		}
+		e->idr_requested = false;
+	}
+	s = &e->slot[idx];
+	t0 = thread_cpu_us();
+	pps_frame_copy(s->source, frame);
+	s->frame_index = n;
+	s->capture_us = frame->capture_us;
+	s->type = pps_gop_frame_type(&e->gop, n);
+	if (s->base != s->source)
+		downscale(s->base, s->source, e->params.base_scale);
+	if (idx == 0)
+		e->layer[0].order_count = 0;
+	r = layer_feed(e, 0, s->base, x264_type_of(s->type), 0, idx + 1);
+	if (r == 0 && (s->type == PPS_ADU_FRAME_IDR || s->type == PPS_ADU_FRAME_P))
+		r = layer_flush(e, 0, s->base);
+	e->stats.cpu_us[0] += thread_cpu_us() - t0;
+	e->next_frame++;
+	e->stats.frames++;
+	if (r < 0)
+		return r;
+	if (s->type != PPS_ADU_FRAME_IDR && s->type != PPS_ADU_FRAME_P)
+		return 0; /* B frames wait for their anchor */
+
+	for (int q = 1; q < e->layers && r == 0; q++) {
+		t0 = thread_cpu_us();
+		e->layer[q].order_count = 0;
+		for (int i = 0; i <= idx && r == 0; i++) {
+			make_residual(e->residual, e->slot[i].source, e->slot[i].prediction);
+			r = layer_feed(e, q, e->residual, x264_type_of(e->slot[i].type), 0, i + 1);
+		}
+		/* e->residual now holds the anchor's residual: the filler source. */
+		if (r == 0)
+			r = layer_flush(e, q, e->residual);
+		e->stats.cpu_us[q] += thread_cpu_us() - t0;
+	}
+	if (r == 0)
+		r = emit_round(e, idx + 1, cb, user);
+	e->round_start = n + 1;
+	e->frames_complete = n + 1;
+	return r;
+}
+
+uint32_t
+pps_encoder_frames_complete(const pps_encoder_t *e)
+{
+	return e->frames_complete;
+}
+
+void
+pps_encoder_request_idr(pps_encoder_t *e)
+{
+	e->idr_requested = true;
+}
+
+void
+pps_encoder_get_stream_params(const pps_encoder_t *e, pps_stream_params_t *params)
+{
+	*params = e->stream;
+}
+
+void
+pps_encoder_get_stats(const pps_encoder_t *e, pps_encoder_stats_t *stats)
+{
+	*stats = e->stats;
+}

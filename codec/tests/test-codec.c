@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codec suite: encode a generated 320x240 sequence (3 temporal x 2 quality
+ * layers, windows of 4, IDR every 32 frames), drop each droppable class of
+ * ADUs and check what the decoder shows. Usage: test-codec CASE.
+ *
+ * Stated bound: a frame decoded from a reduced set of layers is within
+ * MARGIN_DB of the same frame decoded from the base alone (never worse than
+ * the base by more than that), so it is never garbage.
+ */
+#include "pps-codec-testutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W 320
+#define H 240
+#define FRAMES 64
+#define MARGIN_DB 0.5
+#define T0_US 1700000000000000LL
+
+static pps_adu_t *adus[FRAMES * 4];
+static int adu_count;
+static int emitted_in_call[FRAMES * 4]; /* encode call (frame) that emitted each ADU */
+static int current_call;
+static pps_stream_params_t stream;
+static pps_frame_t *source[FRAMES];
+
+static int failures;
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fprintf(stderr, "\n");                                             \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+static void
+on_adu(pps_adu_t *adu, void *user)
+{
+	(void)user;
+	emitted_in_call[adu_count] = current_call;
+	adus[adu_count++] = adu;
+}
+
+static void
+encode_sequence(void)
+{
+	pps_encoder_params_t p = {
+		.width = W, .height = H, .fps = 30, .temporal_layers = 3, .quality_layers = 2,
+		.base_scale = 2, .gop_frames = 32, .window_frames = 4, .preset = "veryfast",
+		.threads = 1, .base_crf = 30, .base_vbv_kbps = 0, .enhancement_crf = 26,
+		.enhancement_vbv_kbps = 0,
+	};
+	pps_encoder_t *e = pps_encoder_new(&p);
+
+	if (!e) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int n = 0; n < FRAMES; n++) {
+		source[n] = pps_frame_new(W, H);
+		pps_testutil_generate(source[n], (uint32_t)n, T0_US + n * 33333LL);
+		current_call = n;
+		if (pps_encoder_encode(e, source[n], on_adu, NULL) < 0) {
+			fprintf(stderr, "encode failed at %d\n", n);
+			exit(1);
+		}
+		/* Zero delay: after an anchor every frame so far is complete. */
+		if (n % 4 == 0 || n % 32 >= 29) /* anchors, and the P run before an IDR */
+			CHECK(pps_encoder_frames_complete(e) == (uint32_t)n + 1,
+			      "frame %d: complete %u", n, pps_encoder_frames_complete(e));
+		else
+			CHECK(pps_encoder_frames_complete(e) <= (uint32_t)n, "frame %d early", n);
+	}
+	pps_encoder_get_stream_params(e, &stream);
+	pps_encoder_free(e);
+}
+
+typedef struct {
+	bool shown[FRAMES];
+	bool reported[FRAMES];
+	uint32_t flags[FRAMES];
+	int layers[FRAMES];
+	double psnr[FRAMES];
+	bool timecode_ok[FRAMES];
+	int count;
+	int64_t last_index;
+	bool order_ok;
+} result_t;
+
+static void
+on_frame(const pps_decoded_frame_t *f, void *user)
+{
+	result_t *r = user;
+	uint32_t n = f->frame_index;
+	uint32_t tc_index;
+	int64_t tc_us;
+
+	if (n >= FRAMES)
+		return;
+	if ((int64_t)n <= r->last_index)
+		r->order_ok = false;
+	r->last_index = n;
+	r->count++;
+	r->reported[n] = true;
+	r->flags[n] = f->flags;
+	r->layers[n] = f->quality_layers;
+	if (!(f->flags & PPS_DECODER_FRAME_REPEATED)) {
+		r->shown[n] = true;
+		r->psnr[n] = pps_testutil_psnr_y(&f->picture, source[n]);
+		r->timecode_ok[n] = pps_timecode_read(f->picture.planes[0], f->picture.strides[0],
+						      W, H, &tc_index, &tc_us) == 0 &&
+				    tc_index == n && tc_us == T0_US + n * 33333LL;
+	}
+}
+
+typedef bool (*keep_fn)(const pps_adu_info_t *info);
+
+static void
+decode(keep_fn keep, result_t *r)
+{
+	pps_decoder_t *d;
+
+	memset(r, 0, sizeof(*r));
+	r->last_index = -1;
+	r->order_ok = true;
+	d = pps_decoder_new(&stream, on_frame, r);
+	if (!d) {
+		fprintf(stderr, "pps_decoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < adu_count; i++)
+		if (keep(pps_adu_info(adus[i])))
+			CHECK(pps_decoder_push(d, adus[i]) == 0, "push %d", i);
+	pps_decoder_drain(d);
+	pps_decoder_free(d);
+	CHECK(r->order_ok, "frames out of display order");
+}
+
+static bool keep_all(const pps_adu_info_t *i) { (void)i; return true; }
+static bool keep_base(const pps_adu_info_t *i) { return i->quality_layer == 0; }
+static bool keep_no_top(const pps_adu_info_t *i) { return i->temporal_layer < 2; }
+static bool keep_no_b(const pps_adu_info_t *i) { return i->temporal_layer == 0; }
+static bool keep_enh_until_30(const pps_adu_info_t *i)
+{
+	return i->quality_layer == 0 || i->frame_index < 30;
+}
+/* A base P in the middle of the first GOP, and an enhancement P in the second. */
+static bool keep_no_base_p12(const pps_adu_info_t *i)
+{
+	return !(i->frame_index == 12 && i->quality_layer == 0);
+}
+static bool keep_no_enh_p44(const pps_adu_info_t *i)
+{
+	return !(i->frame_index == 44 && i->quality_layer == 1);
+}
+
+static result_t base_ref;
+
+/* Every shown frame is within MARGIN_DB of the base-only decode of it. */
+static void
+check_not_worse_than_base(const result_t *r, const char *what)
+{
+	for (int n = 0; n < FRAMES; n++)
+		if (r->shown[n])
+			CHECK(r->psnr[n] >= base_ref.psnr[n] - MARGIN_DB,
+			      "%s: frame %d %.2f dB vs base %.2f dB", what, n, r->psnr[n],
+			      base_ref.psnr[n]);
+}
+
+static int
+case_structure(void)
+{
+	int last_window = 0;
+
+	for (int i = 0; i < adu_count; i++) {
+		const pps_adu_info_t *a = pps_adu_info(adus[i]);
+		int window = (int)((a->frame_index + 3) / 4);
+
+		CHECK(i == 0 || a->id > pps_adu_info(adus[i - 1])->id, "ids not increasing");
+		CHECK(window >= last_window, "ADU %u of window %d after window %d", a->id, window,
+		      last_window);
+		last_window = window;
+		/* Emitted in the call that input the frame's anchor: no extra delay. */
+		CHECK(emitted_in_call[i] == (a->frame_type <= PPS_ADU_FRAME_P
+						     ? (int)a->frame_index
+						     : (int)((a->frame_index + 3) / 4 * 4)),
+		      "frame %u emitted at call %d", a->frame_index, emitted_in_call[i]);
+		for (int d = 0; d < a->dep_count; d++) {
+			bool found = false;
+
+			for (int j = 0; j < i; j++)
+				if (pps_adu_info(adus[j])->id == a->deps[d]) {
+					const pps_adu_info_t *b = pps_adu_info(adus[j]);
+
+					found = true;
+					CHECK((b->frame_index + 3) / 4 == (uint32_t)window ||
+						      b->frame_type <= PPS_ADU_FRAME_P,
+					      "dependency into another window's B frame");
+					CHECK(b->quality_layer <= a->quality_layer, "dep on a higher layer");
+				}
+			CHECK(found, "ADU %u depends on %u, not emitted before", a->id, a->deps[d]);
+		}
+		if (a->frame_index % 32 == 0)
+			CHECK(a->frame_type == PPS_ADU_FRAME_IDR, "frame %u not IDR", a->frame_index);
+		if (a->frame_index % 32 >= 29)
+			CHECK(a->frame_type == PPS_ADU_FRAME_P, "frame %u before IDR not P",
+			      a->frame_index);
+	}
+	CHECK(adu_count == FRAMES * 2, "%d ADUs", adu_count);
+	CHECK(stream.temporal_layers == 3 && stream.minigop_frames == 4, "layers");
+	return 0;
+}
+
+static int
+case_full(void)
+{
+	result_t r;
+	double full = 0, base = 0;
+
+	decode(keep_all, &r);
+	for (int n = 0; n < FRAMES; n++) {
+		CHECK(r.shown[n] && r.flags[n] == 0 && r.layers[n] == 2, "frame %d", n);
+		full += r.psnr[n];
+		base += base_ref.psnr[n];
+	}
+	fprintf(stderr, "full %.2f dB, base only %.2f dB\n", full / FRAMES, base / FRAMES);
+	CHECK(full / FRAMES >= base / FRAMES + 3.0, "enhancement adds less than 3 dB");
+	return 0;
+}
+
+static int
+case_base_only(void)
+{
+	for (int n = 0; n < FRAMES; n++) {
+		CHECK(base_ref.shown[n] && base_ref.flags[n] == 0 && base_ref.layers[n] == 1,
+		      "frame %d", n);
+		/* Half resolution loses the 4 px texture: ~25 dB; garbage is < 15. */
+		CHECK(base_ref.psnr[n] > 20.0, "frame %d base %.2f dB: garbage", n,
+		      base_ref.psnr[n]);
+	}
+	return 0;
+}
+
+static int
+case_timecode(void)
+{
+	int ok = 0;
+
+	for (int n = 0; n < FRAMES; n++)
+		ok += base_ref.timecode_ok[n];
+	CHECK(ok == FRAMES, "timecodes read from %d of %d base-only frames", ok, FRAMES);
+	return 0;
+}
+
+static int
+case_temporal(keep_fn keep, int max_layer, const char *what)
+{
+	result_t r;
+
+	decode(keep, &r);
+	for (int n = 0; n < FRAMES; n++) {
+		int t = n % 4 == 0 || n % 32 >= 29 ? 0 : n % 2 == 0 ? 1 : 2;
+
+		CHECK(r.shown[n] == (t <= max_layer), "%s: frame %d shown %d", what, n, r.shown[n]);
+		CHECK(r.flags[n] == 0, "%s: frame %d flags %x", what, n, r.flags[n]);
+	}
+	check_not_worse_than_base(&r, what);
+	return 0;
+}
+
+static int
+case_enh_from(void)
+{
+	result_t r;
+
+	decode(keep_enh_until_30, &r);
+	for (int n = 0; n < FRAMES; n++) {
+		CHECK(r.shown[n] && r.flags[n] == 0, "frame %d", n);
+		CHECK(r.layers[n] == (n < 30 ? 2 : 1), "frame %d used %d layers", n, r.layers[n]);
+	}
+	check_not_worse_than_base(&r, "enhancement until 30");
+	return 0;
+}
+
+static int
+case_ref_mid_gop(void)
+{
+	result_t r;
+
+	/* Base P12 lost: 9..31 depend on it (9..11 are its B frames) until IDR 32. */
+	decode(keep_no_base_p12, &r);
+	for (int n = 0; n < FRAMES; n++) {
+		bool lost = n >= 9 && n < 32;
+
+		CHECK(r.reported[n] || n == 12, "frame %d not reported", n);
+		if (lost && n != 12)
+			CHECK(!r.shown[n] && (r.flags[n] & PPS_DECODER_FRAME_UNDECODABLE) &&
+				      (r.flags[n] & PPS_DECODER_FRAME_REPEATED),
+			      "frame %d: shown %d flags %x", n, r.shown[n], r.flags[n]);
+		else if (!lost)
+			CHECK(r.shown[n] && r.flags[n] == 0 && r.layers[n] == 2, "frame %d", n);
+	}
+	check_not_worse_than_base(&r, "base P12 lost");
+
+	/* Enhancement P44 lost: 41..63 fall back to the base, flagged. */
+	decode(keep_no_enh_p44, &r);
+	for (int n = 0; n < FRAMES; n++) {
+		if (n >= 41)
+			CHECK(r.shown[n] && r.layers[n] == 1 &&
+				      (n == 44 || (r.flags[n] & PPS_DECODER_FRAME_UNDECODABLE)),
+			      "frame %d: layers %d flags %x", n, r.layers[n], r.flags[n]);
+		else
+			CHECK(r.shown[n] && r.layers[n] == 2, "frame %d", n);
+	}
+	check_not_worse_than_base(&r, "enhancement P44 lost");
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "all";
+	bool all = !strcmp(what, "all");
+
+	encode_sequence();
+	decode(keep_base, &base_ref);
+	if (all || !strcmp(what, "structure"))
+		case_structure();
+	if (all || !strcmp(what, "full"))
+		case_full();
+	if (all || !strcmp(what, "base-only"))
+		case_base_only();
+	if (all || !strcmp(what, "timecode"))
+		case_timecode();
+	if (all || !strcmp(what, "drop-top-temporal"))
+		case_temporal(keep_no_top, 1, "no top temporal layer");
+	if (all || !strcmp(what, "drop-all-b"))
+		case_temporal(keep_no_b, 0, "no B frames");
+	if (all || !strcmp(what, "drop-enh-from"))
+		case_enh_from();
+	if (all || !strcmp(what, "drop-ref-mid-gop"))
+		case_ref_mid_gop();
+	for (int i = 0; i < adu_count; i++)
+		pps_adu_unref(adus[i]);
+	for (int n = 0; n < FRAMES; n++)
+		pps_frame_free(source[n]);
+	if (failures)
+		fprintf(stderr, "%s: %d failures\n", what, failures);
+	return failures ? 1 : 0;
+}
