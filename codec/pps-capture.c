@@ -81,7 +81,10 @@ on_bus_message(GstBus *bus, GstMessage *msg, gpointer data)
 
 		gst_message_parse_error(msg, &error, &debug);
 		pthread_mutex_lock(&c->lock);
-		fail_locked(c, error ? error->message : "GStreamer error", debug);
+		/* The debug string is "file(line): function: element path:\nreason";
+		 * the reason alone keeps the message to one line. */
+		fail_locked(c, error ? error->message : "GStreamer error",
+			    debug && strrchr(debug, '\n') ? strrchr(debug, '\n') + 1 : debug);
 		pthread_mutex_unlock(&c->lock);
 		g_clear_error(&error);
 		g_free(debug);
@@ -237,10 +240,18 @@ delivery_thread(void *data)
 	return NULL;
 }
 
+static const char *
+enum_name(const pps_config_t *config, const char *section, const char *key)
+{
+	const pps_config_key_t *k = pps_config_key_find(section, key);
+
+	return k->choices[pps_config_get_enum(config, section, key)];
+}
+
 static char *
 describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps)
 {
-	const char *pattern = pps_config_get_string(config, "source", "pattern");
+	const char *pattern = enum_name(config, "source", "pattern");
 	char caps[160];
 
 	snprintf(caps, sizeof(caps),
@@ -341,7 +352,7 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 		break;
 	default:
 		snprintf(c->source_name, sizeof(c->source_name), "source test (videotestsrc %s)",
-			 pps_config_get_string(config, "source", "pattern"));
+			 enum_name(config, "source", "pattern"));
 	}
 	if ((c->width | c->height) & 1) {
 		snprintf(err, err_size, "%s: width and height must be even", c->source_name);

@@ -96,9 +96,7 @@ thread_cpu_us(void)
 void
 pps_encoder_params_from_config(pps_encoder_params_t *p, const pps_config_t *c)
 {
-	static const char *const presets[] = { "ultrafast", "superfast", "veryfast",
-					       "faster", "fast", "medium" };
-	int preset = pps_config_get_enum(c, "encoder", "preset");
+	const pps_config_key_t *preset = pps_config_key_find("encoder", "preset");
 
 	memset(p, 0, sizeof(*p));
 	p->width = (int)pps_config_get_int(c, "source", "width");
@@ -109,7 +107,7 @@ pps_encoder_params_from_config(pps_encoder_params_t *p, const pps_config_t *c)
 	p->base_scale = (int)pps_config_get_int(c, "encoder", "base_scale");
 	p->gop_frames = (int)pps_config_get_int(c, "encoder", "gop_frames");
 	p->window_frames = (int)pps_config_get_int(c, "pps", "window_frames");
-	p->preset = preset >= 0 && preset < 6 ? presets[preset] : "veryfast";
+	p->preset = preset->choices[pps_config_get_enum(c, "encoder", "preset")];
 	p->threads = (int)pps_config_get_int(c, "encoder", "threads");
 	p->base_crf = (int)pps_config_get_int(c, "encoder", "base_crf");
 	p->base_vbv_kbps = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
