@@ -35,6 +35,7 @@ static const char *const transport_modes[] = { "tcp", "minbuf", NULL };
 static const char *const congestion_controls[] = { "default", "cubic", "reno", "bbr", NULL };
 static const char *const playout_policies[] = { "fixed", "asap", "adaptive", NULL };
 static const char *const display_modes[] = { "auto", "sdl", "none", NULL };
+static const char *const clock_modes[] = { "auto", "shared", "estimate", NULL };
 
 static const pps_config_key_t keys[] = {
 	/* [server] */
@@ -112,11 +113,14 @@ static const pps_config_key_t keys[] = {
 	    "largest wire record accepted from the server"),
 	INT("client", "clock_ping_interval_ms", "1000", 100, 60000, CLIENT,
 	    "interval between CLOCK_PING records for the clock offset estimate"),
+	ENUM("client", "clock", "auto", clock_modes, CLIENT,
+	     "shared (same host), estimate (apply the PING/PONG offset), or auto (apply it "
+	     "only if it exceeds its uncertainty)"),
 
 	/* [playout] */
 	ENUM("playout", "policy", "fixed", playout_policies, CLIENT,
 	     "fixed (capture time + tolerance), asap (on window arrival) or adaptive"),
-	INT("playout", "tolerance_ms", "300", 0, 10000, CLIENT,
+	INT("playout", "tolerance_ms", "200", 0, 10000, CLIENT,
 	    "fixed policy: display at capture time + this; later data is late"),
 
 	/* [display] */

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the client measured: the JSON Lines log (one object per event), the
+ * rolling figures of the status line, and the summary at exit.
+ *
+ * Memory is bounded: per-frame and per-window samples are kept up to
+ * MAX_SAMPLES each (over a day of video at 30 frames/s); past that, samples
+ * are still logged and counted but no longer enter the percentiles, and the
+ * summary says so.
+ */
+#include "pps-client-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_SAMPLES (4u << 20)
+
+const int pps_stats_tolerances_ms[6] = { 100, 160, 200, 300, 500, 1000 };
+
+typedef struct {
+	uint32_t frame;
+	int64_t capture_us;
+	int64_t display_us; /* 0 = not shown */
+} frame_sample_t;
+
+struct pps_stats {
+	FILE *log;
+	double fps;
+	int64_t first_event_us, last_event_us;
+	frame_sample_t *frames;
+	size_t n_frames, cap_frames;
+	uint64_t frames_total, frames_shown, frames_unsampled;
+	float *window_latency_ms; /* transmitted windows */
+	size_t n_windows, cap_windows;
+	uint64_t windows_total, windows_dropped, windows_late, windows_transmitted;
+	uint64_t within[6];
+	uint64_t bytes;
+	int64_t first_byte_us, last_byte_us;
+	/* rolling */
+	float roll_latency_ms[256];
+	size_t roll_n;
+	uint64_t roll_shown, roll_bytes;
+	int64_t roll_start_us;
+	unsigned roll_max_t, roll_max_q;
+};
+
+static int64_t
+now_realtime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+pps_stats_t *
+pps_stats_new(FILE *log, double fps)
+{
+	pps_stats_t *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->log = log;
+	s->fps = fps > 0 ? fps : 30;
+	s->roll_start_us = now_realtime_us();
+	return s;
+}
+
+void
+pps_stats_free(pps_stats_t *s)
+{
+	if (!s)
+		return;
+	free(s->frames);
+	free(s->window_latency_ms);
+	free(s);
+}
+
+static bool
+grow(void **array, size_t *cap, size_t n, size_t elem)
+{
+	size_t new_cap;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	if (*cap >= MAX_SAMPLES)
+		return false;
+	new_cap = *cap ? *cap * 2 : 1024;
+	if (new_cap > MAX_SAMPLES)
+		new_cap = MAX_SAMPLES;
+	p = realloc(*array, new_cap * elem);
+	if (!p)
+		return false;
+	*array = p;
+	*cap = new_cap;
+	return true;
+}
+
+void
+pps_stats_frame(pps_stats_t *s, const pps_stats_frame_t *f)
+{
+	double latency_ms = f->shown ? (double)(f->display_us - f->capture_us) / 1000.0 : 0;
+	/* Frames still waiting for their display time when the client stops
+	 * are logged, but are neither shown nor lost. */
+	bool in_flight = f->reason && strcmp(f->reason, "stopped") == 0;
+
+	if (in_flight)
+		goto log;
+	s->frames_total++;
+	if (f->shown) {
+		s->frames_shown++;
+		s->roll_shown++;
+		if (s->roll_n < sizeof(s->roll_latency_ms) / sizeof(s->roll_latency_ms[0]))
+			s->roll_latency_ms[s->roll_n++] = (float)latency_ms;
+		if (f->temporal_layers > s->roll_max_t)
+			s->roll_max_t = f->temporal_layers;
+		if (f->quality_layers > s->roll_max_q)
+			s->roll_max_q = f->quality_layers;
+	}
+	if (grow((void **)&s->frames, &s->cap_frames, s->n_frames, sizeof(*s->frames)))
+		s->frames[s->n_frames++] = (frame_sample_t){ .frame = f->frame,
+							     .capture_us = f->capture_us,
+							     .display_us = f->shown ? f->display_us : 0 };
+	else
+		s->frames_unsampled++;
+log:
+	if (!s->log)
+		return;
+	fprintf(s->log,
+		"{\"type\":\"frame\",\"window\":%" PRIu32 ",\"frame\":%" PRIu32
+		",\"capture_us\":%" PRId64,
+		f->window, f->frame, f->capture_us);
+	if (f->shown)
+		fprintf(s->log, ",\"display_us\":%" PRId64 ",\"latency_ms\":%.3f", f->display_us,
+			latency_ms);
+	else
+		fprintf(s->log, ",\"display_us\":null,\"latency_ms\":null");
+	fprintf(s->log, ",\"temporal_layers\":%u,\"quality_layers\":%u,\"shown\":%s",
+		f->temporal_layers, f->quality_layers, f->shown ? "true" : "false");
+	if (f->reason)
+		fprintf(s->log, ",\"reason\":\"%s\"", f->reason);
+	fprintf(s->log, "}\n");
+}
+
+void
+pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
+{
+	bool dropped = strcmp(w->status, "dropped") == 0;
+	double latency_ms = w->complete_us ? (double)(w->complete_us - w->first_capture_us) / 1000.0
+					   : 0;
+
+	s->windows_total++;
+	if (dropped) {
+		s->windows_dropped++;
+	} else {
+		s->windows_transmitted++;
+		if (strcmp(w->status, "late") == 0)
+			s->windows_late++;
+		for (int i = 0; i < 6; i++)
+			s->within[i] += latency_ms <= pps_stats_tolerances_ms[i];
+		if (grow((void **)&s->window_latency_ms, &s->cap_windows, s->n_windows,
+			 sizeof(float)))
+			s->window_latency_ms[s->n_windows++] = (float)latency_ms;
+	}
+	if (!s->log)
+		return;
+	fprintf(s->log,
+		"{\"type\":\"window\",\"window\":%" PRIu32 ",\"first_capture_us\":%" PRId64
+		",\"complete_us\":%" PRId64 ",",
+		w->window, w->first_capture_us, w->complete_us);
+	if (dropped)
+		fprintf(s->log, "\"latency_ms\":null,");
+	else
+		fprintf(s->log, "\"latency_ms\":%.3f,", latency_ms);
+	fprintf(s->log,
+		"\"status\":\"%s\",\"adus_received\":%u,\"adus_sent\":%u,\"adus_total\":%u"
+		",\"bytes\":%" PRIu64 "}\n",
+		w->status, w->adus_received, w->adus_sent, w->adus_total, w->bytes);
+}
+
+void
+pps_stats_bytes(pps_stats_t *s, size_t bytes, int64_t now_us)
+{
+	if (!s->first_byte_us)
+		s->first_byte_us = now_us;
+	s->last_byte_us = now_us;
+	s->bytes += bytes;
+	s->roll_bytes += bytes;
+}
+
+void
+pps_stats_event(pps_stats_t *s, const char *json_fields)
+{
+	if (s->log)
+		fprintf(s->log, "{%s}\n", json_fields);
+}
+
+static int
+compare_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double
+percentile(const float *sorted, size_t n, double p)
+{
+	size_t rank;
+
+	if (n == 0)
+		return NAN;
+	rank = (size_t)ceil(p / 100.0 * (double)n);
+	if (rank < 1)
+		rank = 1;
+	return sorted[rank - 1];
+}
+
+static int
+compare_frame(const void *a, const void *b)
+{
+	const frame_sample_t *x = a, *y = b;
+
+	return (x->frame > y->frame) - (x->frame < y->frame);
+}
+
+/*
+ * Signal delay (Salsify): for every captured frame, the time from its capture
+ * until it or a newer frame is on screen. Frames never shown count against
+ * us until something newer is shown.
+ */
+static double
+signal_delay_p95(pps_stats_t *s)
+{
+	frame_sample_t *f = s->frames;
+	size_t n = s->n_frames, m = 0;
+	float *delays;
+	int64_t next_shown = INT64_MAX;
+	double p95;
+
+	if (n == 0)
+		return NAN;
+	qsort(f, n, sizeof(*f), compare_frame);
+	delays = malloc(n * sizeof(*delays));
+	if (!delays)
+		return NAN;
+	/* Walk from the newest frame back, keeping the earliest display time of
+	 * any frame at or after this one. */
+	for (size_t i = n; i-- > 0;) {
+		if (f[i].display_us && f[i].display_us < next_shown)
+			next_shown = f[i].display_us;
+		if (next_shown != INT64_MAX)
+			delays[m++] = (float)((double)(next_shown - f[i].capture_us) / 1000.0);
+	}
+	qsort(delays, m, sizeof(*delays), compare_float);
+	p95 = percentile(delays, m, 95);
+	free(delays);
+	return p95;
+}
+
+void
+pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
+{
+	float *lat = NULL;
+	size_t n = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->windows_total = s->windows_total;
+	o->windows_transmitted = s->windows_transmitted;
+	o->windows_dropped = s->windows_dropped;
+	o->windows_late = s->windows_late;
+	for (int i = 0; i < 6; i++)
+		o->within_pct[i] = s->windows_transmitted
+					   ? 100.0 * (double)s->within[i] / (double)s->windows_transmitted
+					   : 0;
+	o->dropped_windows_pct =
+		s->windows_total ? 100.0 * (double)s->windows_dropped / (double)s->windows_total : 0;
+	o->frames_total = s->frames_total;
+	o->frames_shown = s->frames_shown;
+	o->frames_shown_pct =
+		s->frames_total ? 100.0 * (double)s->frames_shown / (double)s->frames_total : 0;
+	if (s->n_frames)
+		lat = malloc(s->n_frames * sizeof(*lat));
+	for (size_t i = 0; lat && i < s->n_frames; i++) {
+		if (s->frames[i].display_us)
+			lat[n++] = (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
+					   1000.0);
+	}
+	if (lat)
+		qsort(lat, n, sizeof(*lat), compare_float);
+	o->frame_latency_p50_ms = percentile(lat, n, 50);
+	o->frame_latency_p95_ms = percentile(lat, n, 95);
+	o->frame_latency_p99_ms = percentile(lat, n, 99);
+	free(lat);
+	if (s->n_windows) {
+		float *w = malloc(s->n_windows * sizeof(*w));
+
+		if (w) {
+			memcpy(w, s->window_latency_ms, s->n_windows * sizeof(*w));
+			qsort(w, s->n_windows, sizeof(*w), compare_float);
+			o->window_latency_p50_ms = percentile(w, s->n_windows, 50);
+			o->window_latency_p95_ms = percentile(w, s->n_windows, 95);
+			free(w);
+		}
+	} else {
+		o->window_latency_p50_ms = o->window_latency_p95_ms = NAN;
+	}
+	o->signal_delay_p95_ms = signal_delay_p95(s);
+	o->seconds = s->last_byte_us > s->first_byte_us
+			     ? (double)(s->last_byte_us - s->first_byte_us) / 1e6
+			     : 0;
+	o->bits_per_second = o->seconds > 0 ? 8.0 * (double)s->bytes / o->seconds : 0;
+}
+
+static void
+json_number(FILE *f, const char *name, double v)
+{
+	if (isnan(v))
+		fprintf(f, ",\"%s\":null", name);
+	else
+		fprintf(f, ",\"%s\":%.3f", name, v);
+}
+
+void
+pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *table)
+{
+	if (s->log) {
+		fprintf(s->log,
+			"{\"type\":\"summary\",\"windows_total\":%" PRIu64
+			",\"windows_transmitted\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
+			",\"windows_late\":%" PRIu64,
+			o->windows_total, o->windows_transmitted, o->windows_dropped, o->windows_late);
+		for (int i = 0; i < 6; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "within_%dms_pct", pps_stats_tolerances_ms[i]);
+			json_number(s->log, name, o->within_pct[i]);
+		}
+		json_number(s->log, "dropped_windows_pct", o->dropped_windows_pct);
+		fprintf(s->log, ",\"frames_total\":%" PRIu64 ",\"frames_shown\":%" PRIu64,
+			o->frames_total, o->frames_shown);
+		json_number(s->log, "frames_shown_pct", o->frames_shown_pct);
+		json_number(s->log, "frame_latency_p50_ms", o->frame_latency_p50_ms);
+		json_number(s->log, "frame_latency_p95_ms", o->frame_latency_p95_ms);
+		json_number(s->log, "frame_latency_p99_ms", o->frame_latency_p99_ms);
+		json_number(s->log, "window_latency_p50_ms", o->window_latency_p50_ms);
+		json_number(s->log, "window_latency_p95_ms", o->window_latency_p95_ms);
+		json_number(s->log, "signal_delay_p95_ms", o->signal_delay_p95_ms);
+		json_number(s->log, "bits_per_second", o->bits_per_second);
+		json_number(s->log, "seconds", o->seconds);
+		fprintf(s->log, ",\"samples_capped\":%" PRIu64 "}\n", s->frames_unsampled);
+		fflush(s->log);
+	}
+	if (!table)
+		return;
+	fprintf(table,
+		"\n"
+		"  pps-client summary (%.1f s)\n"
+		"  -----------------------------------------------\n"
+		"  windows                  %8" PRIu64 " (%" PRIu64 " transmitted, %" PRIu64
+		" dropped by the sender = %.1f%%)\n",
+		o->seconds, o->windows_total, o->windows_transmitted, o->windows_dropped,
+		o->dropped_windows_pct);
+	for (int i = 0; i < 6; i++)
+		fprintf(table, "  windows within %4d ms   %7.1f%%\n", pps_stats_tolerances_ms[i],
+			o->within_pct[i]);
+	fprintf(table,
+		"  window latency p50/p95   %7.1f / %.1f ms\n"
+		"  frames shown             %8" PRIu64 " of %" PRIu64 " (%.1f%%)\n"
+		"  frame latency p50        %7.1f ms\n"
+		"  frame latency p95        %7.1f ms\n"
+		"  frame latency p99        %7.1f ms\n"
+		"  signal delay p95         %7.1f ms\n"
+		"  received                 %7.2f Mbit/s\n",
+		o->window_latency_p50_ms, o->window_latency_p95_ms, o->frames_shown,
+		o->frames_total, o->frames_shown_pct, o->frame_latency_p50_ms,
+		o->frame_latency_p95_ms, o->frame_latency_p99_ms, o->signal_delay_p95_ms,
+		o->bits_per_second / 1e6);
+}
+
+void
+pps_stats_rolling(pps_stats_t *s, int64_t now_us, pps_stats_rolling_t *out)
+{
+	double dt = (double)(now_us - s->roll_start_us) / 1e6;
+
+	memset(out, 0, sizeof(*out));
+	if (dt <= 0)
+		dt = 1;
+	qsort(s->roll_latency_ms, s->roll_n, sizeof(float), compare_float);
+	out->latency_p50_ms = percentile(s->roll_latency_ms, s->roll_n, 50);
+	out->latency_p95_ms = percentile(s->roll_latency_ms, s->roll_n, 95);
+	out->fps_shown = (double)s->roll_shown / dt;
+	out->bits_per_second = 8.0 * (double)s->roll_bytes / dt;
+	out->max_temporal_layers = s->roll_max_t;
+	out->max_quality_layers = s->roll_max_q;
+	out->windows_late = s->windows_late;
+	out->windows_dropped = s->windows_dropped;
+	s->roll_n = 0;
+	s->roll_shown = 0;
+	s->roll_bytes = 0;
+	s->roll_max_t = s->roll_max_q = 0;
+	s->roll_start_us = now_us;
+}

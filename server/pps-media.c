@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capture and encoding off the main thread, handed to the loop.
+ *
+ * The capture's delivery thread runs the encoder (codec/ owns that thread);
+ * each ADU and each "frames complete" mark goes into a bounded queue, and an
+ * eventfd wakes the loop, which feeds the windower on its own thread (the way
+ * Weston's remoting plugin hands GStreamer's messages to its loop through a
+ * pipe). The loop never blocks on the encoder; the encoder waits only when
+ * the loop is PPS_MEDIA_QUEUE_ITEMS items behind.
+ */
+#include "pps-server-internal.h"
+
+#include "pps-codec.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+typedef struct {
+	pps_adu_t *adu;            /* NULL: a frames-complete mark */
+	uint32_t frames_complete;  /* frames 0 .. n-1 are out */
+} item_t;
+
+struct pps_media {
+	struct event_base *base;
+	pps_media_window_cb window_cb;
+	void *user;
+	pps_capture_t *capture;
+	pps_encoder_t *encoder;
+	pps_windower_t *windower;
+	pps_stream_params_t stream;
+	pps_wire_stream_info_t info;
+	int wake_fd;
+	struct event *wake_event;
+	atomic_bool idr_requested;
+
+	pthread_mutex_t lock;
+	pthread_cond_t room;
+	item_t items[PPS_MEDIA_QUEUE_ITEMS];
+	size_t head, count;
+	bool stopping;
+	bool failed;
+	char error[256];
+	pps_media_stats_t stats; /* under lock */
+};
+
+static void
+wake_loop(pps_media_t *m)
+{
+	uint64_t one = 1;
+
+	/* An eventfd counter never blocks here short of 2^64 wake-ups. */
+	if (write(m->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		perror("pps-server: eventfd");
+}
+
+/* Encoder thread: queue one item, waiting while the queue is full. */
+static void
+push_item(pps_media_t *m, item_t item)
+{
+	pthread_mutex_lock(&m->lock);
+	while (m->count == PPS_MEDIA_QUEUE_ITEMS && !m->stopping) {
+		m->stats.queue_waits++;
+		pthread_cond_wait(&m->room, &m->lock);
+	}
+	if (m->stopping) {
+		pthread_mutex_unlock(&m->lock);
+		pps_adu_unref(item.adu);
+		return;
+	}
+	m->items[(m->head + m->count) % PPS_MEDIA_QUEUE_ITEMS] = item;
+	m->count++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void
+encoder_adu_cb(pps_adu_t *adu, void *user)
+{
+	push_item(user, (item_t){ .adu = adu });
+}
+
+/* Capture delivery thread. */
+static void
+capture_frame_cb(const pps_frame_t *frame, void *user)
+{
+	pps_media_t *m = user;
+	int ret;
+
+	if (!frame) {
+		pthread_mutex_lock(&m->lock);
+		m->failed = true;
+		snprintf(m->error, sizeof(m->error), "%s", pps_capture_error(m->capture));
+		pthread_mutex_unlock(&m->lock);
+		wake_loop(m);
+		return;
+	}
+	if (atomic_exchange(&m->idr_requested, false))
+		pps_encoder_request_idr(m->encoder);
+	ret = pps_encoder_encode(m->encoder, frame, encoder_adu_cb, m);
+	if (ret < 0) {
+		pthread_mutex_lock(&m->lock);
+		m->failed = true;
+		snprintf(m->error, sizeof(m->error), "encoder: %s", strerror(-ret));
+		pthread_mutex_unlock(&m->lock);
+	} else {
+		push_item(m, (item_t){ .frames_complete =
+					       pps_encoder_frames_complete(m->encoder) });
+	}
+	wake_loop(m);
+}
+
+static void
+windower_window_cb(void *user, pps_window_t *window)
+{
+	pps_media_t *m = user;
+
+	pthread_mutex_lock(&m->lock);
+	m->stats.windows++;
+	pthread_mutex_unlock(&m->lock);
+	m->window_cb(m->user, window);
+}
+
+/* Loop thread: drain the queue into the windower. */
+static void
+wake_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_media_t *m = user;
+	uint64_t counter;
+	item_t batch[64];
+	size_t n;
+
+	if (read(fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+		perror("pps-server: eventfd");
+	do {
+		pthread_mutex_lock(&m->lock);
+		n = m->count < 64 ? m->count : 64;
+		for (size_t i = 0; i < n; i++) {
+			batch[i] = m->items[m->head];
+			m->head = (m->head + 1) % PPS_MEDIA_QUEUE_ITEMS;
+			if (batch[i].adu) {
+				const pps_adu_info_t *info = pps_adu_info(batch[i].adu);
+
+				m->stats.adus++;
+				m->stats.bytes[info->quality_layer] += pps_adu_size(batch[i].adu);
+			} else {
+				m->stats.frames_encoded = batch[i].frames_complete;
+			}
+		}
+		m->count -= n;
+		pthread_cond_signal(&m->room);
+		pthread_mutex_unlock(&m->lock);
+		for (size_t i = 0; i < n; i++) {
+			int ret;
+
+			if (batch[i].adu)
+				ret = pps_windower_add(m->windower, batch[i].adu);
+			else if (batch[i].frames_complete > 0)
+				ret = pps_windower_frames_done(m->windower,
+							       batch[i].frames_complete - 1);
+			else
+				ret = 0;
+			if (ret < 0)
+				fprintf(stderr, "pps-server: windower: %s\n", strerror(-ret));
+		}
+	} while (n == 64);
+}
+
+pps_media_t *
+pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_window_cb window_cb,
+	      void *user, char *err, size_t err_size)
+{
+	pps_media_t *m = calloc(1, sizeof(*m));
+	pps_encoder_params_t ep;
+
+	if (!m) {
+		snprintf(err, err_size, "out of memory");
+		return NULL;
+	}
+	m->base = base;
+	m->window_cb = window_cb;
+	m->user = user;
+	m->wake_fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->room, NULL);
+
+	pps_encoder_params_from_config(&ep, config);
+	m->encoder = pps_encoder_new(&ep);
+	if (!m->encoder) {
+		snprintf(err, err_size, "encoder: cannot create the x264 encoders for %dx%d: %s",
+			 ep.width, ep.height, strerror(errno));
+		goto err;
+	}
+	pps_encoder_get_stream_params(m->encoder, &m->stream);
+	m->windower = pps_windower_new((unsigned)m->stream.window_frames,
+				       (pps_priority_policy_t)pps_config_get_enum(
+					       config, "pps", "priority_policy"),
+				       windower_window_cb, m);
+	if (!m->windower) {
+		snprintf(err, err_size, "windower: %s", strerror(errno));
+		goto err;
+	}
+	m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (m->wake_fd < 0) {
+		snprintf(err, err_size, "eventfd: %s", strerror(errno));
+		goto err;
+	}
+	m->wake_event = event_new(base, m->wake_fd, EV_READ | EV_PERSIST, wake_cb, m);
+	if (!m->wake_event || event_add(m->wake_event, NULL) < 0) {
+		snprintf(err, err_size, "event loop: cannot watch the encoder's eventfd");
+		goto err;
+	}
+	m->capture = pps_capture_new(config, capture_frame_cb, m, err, err_size);
+	if (!m->capture)
+		goto err;
+
+	m->info = (pps_wire_stream_info_t){
+		.protocol_version = PPS_WIRE_VERSION,
+		.codec = 1,
+		.upscale_filter = (uint8_t)m->stream.upscale_filter,
+		.width = (uint16_t)m->stream.width,
+		.height = (uint16_t)m->stream.height,
+		.base_width = (uint16_t)m->stream.base_width,
+		.base_height = (uint16_t)m->stream.base_height,
+		.fps_num = (uint16_t)m->stream.fps,
+		.fps_den = 1,
+		.window_frames = (uint8_t)m->stream.window_frames,
+		.temporal_layers = (uint8_t)m->stream.temporal_layers,
+		.quality_layers = (uint8_t)m->stream.quality_layers,
+		.priority_policy = (uint8_t)pps_config_get_enum(config, "pps", "priority_policy"),
+		.latency_budget_ms = (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"),
+		.gop_frames = (uint32_t)m->stream.gop_frames,
+	};
+	return m;
+
+err:
+	pps_media_free(m);
+	return NULL;
+}
+
+int
+pps_media_start(pps_media_t *m, char *err, size_t err_size)
+{
+	return pps_capture_start(m->capture, err, err_size);
+}
+
+void
+pps_media_stop(pps_media_t *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->room);
+	pthread_mutex_unlock(&m->lock);
+	if (m->capture)
+		pps_capture_stop(m->capture);
+}
+
+void
+pps_media_free(pps_media_t *m)
+{
+	if (!m)
+		return;
+	pps_media_stop(m);
+	pps_capture_free(m->capture);
+	for (size_t i = 0; i < m->count; i++)
+		pps_adu_unref(m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS].adu);
+	if (m->wake_event)
+		event_free(m->wake_event);
+	if (m->wake_fd >= 0)
+		close(m->wake_fd);
+	pps_windower_free(m->windower);
+	pps_encoder_free(m->encoder);
+	pthread_cond_destroy(&m->room);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void
+pps_media_request_idr(pps_media_t *m)
+{
+	atomic_store(&m->idr_requested, true);
+}
+
+void
+pps_media_stream_info(const pps_media_t *m, pps_wire_stream_info_t *info)
+{
+	*info = m->info;
+}
+
+void
+pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
+{
+	pps_capture_stats_t cs;
+
+	pthread_mutex_lock(&m->lock);
+	*stats = m->stats;
+	pthread_mutex_unlock(&m->lock);
+	pps_capture_get_stats(m->capture, &cs);
+	stats->capture_frames = cs.frames_captured;
+	stats->capture_dropped = cs.frames_dropped;
+}
+
+const char *
+pps_media_error(pps_media_t *m)
+{
+	const char *error;
+
+	pthread_mutex_lock(&m->lock);
+	error = m->failed ? m->error : "";
+	pthread_mutex_unlock(&m->lock);
+	return error;
+}

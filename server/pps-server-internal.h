@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pps-server's parts, shared inside server/ only.
+ *
+ *   media:   capture + encoder threads -> bounded ADU queue + eventfd -> the
+ *            loop's windower -> windows handed to the server
+ *   session: one client: its parser, its progress regulator (pps_sched_t),
+ *            its MIN_BUF writer, its deadline timer
+ *
+ * Everything here except the media thread side runs on the main thread, which
+ * owns the event_base.
+ */
+#ifndef PPS_SERVER_INTERNAL_H
+#define PPS_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "pps-config.h"
+#include "pps-minbuf.h"
+#include "pps-prioritizer.h"
+#include "pps-wire.h"
+
+struct event_base;
+
+int64_t pps_server_now_us(void); /* CLOCK_REALTIME, the clock of capture times */
+
+/* ---- media ------------------------------------------------------------- */
+
+/* Bounded hand-over between the encoder thread and the loop. Past it the
+ * encoder thread waits, and the capture's own bounded queue drops the oldest
+ * raw frames (counted there). */
+#define PPS_MEDIA_QUEUE_ITEMS 1024
+
+typedef struct pps_media pps_media_t;
+
+/* A closed window, on the loop thread; the callee takes the reference. */
+typedef void (*pps_media_window_cb)(void *user, pps_window_t *window);
+
+typedef struct {
+	uint64_t frames_encoded;
+	uint64_t adus;
+	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];
+	uint64_t windows;
+	uint64_t queue_waits;     /* encoder thread waited: the loop fell behind */
+	uint64_t capture_dropped; /* raw frames the capture queue dropped */
+	uint64_t capture_frames;
+} pps_media_stats_t;
+
+pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
+			   pps_media_window_cb window_cb, void *user, char *err, size_t err_size);
+/* Starts capture; errors (missing device, bad pipeline) come back with a message. */
+int pps_media_start(pps_media_t *media, char *err, size_t err_size);
+void pps_media_stop(pps_media_t *media);
+void pps_media_free(pps_media_t *media);
+/* Thread-safe: the next window starts with an IDR (a client joined). */
+void pps_media_request_idr(pps_media_t *media);
+void pps_media_stream_info(const pps_media_t *media, pps_wire_stream_info_t *info);
+void pps_media_get_stats(pps_media_t *media, pps_media_stats_t *stats);
+/* Non-empty once the source failed at run time. */
+const char *pps_media_error(pps_media_t *media);
+
+/* ---- sessions ---------------------------------------------------------- */
+
+typedef struct pps_session pps_session_t;
+typedef struct pps_server pps_server_t;
+
+typedef enum {
+	PPS_SESSION_AWAIT_HELLO,
+	PPS_SESSION_STREAMING,
+} pps_session_state_t;
+
+typedef struct {
+	const pps_config_t *config;
+	pps_minbuf_params_t transport;
+	pps_sched_params_t sched;
+	pps_wire_stream_info_t stream_info;
+	int64_t hello_timeout_us;
+} pps_session_params_t;
+
+/* Called when the session is gone for good (its socket failed, the peer left
+ * or misbehaved); the server unlinks and frees it. */
+typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
+/* Called once the client's HELLO was accepted. */
+typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
+
+pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
+			       socklen_t addr_len, unsigned id, const pps_session_params_t *params,
+			       pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,
+			       void *user);
+void pps_session_free(pps_session_t *session);
+pps_session_state_t pps_session_state(const pps_session_t *session);
+/* Queues a window for this client (takes its own reference). */
+void pps_session_push_window(pps_session_t *session, pps_window_t *window);
+/* Best-effort BYE written now (server shutdown), then the socket is shut. */
+void pps_session_say_bye(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
+const char *pps_session_peer(const pps_session_t *session); /* "addr:port name" */
+unsigned pps_session_id(const pps_session_t *session);
+void pps_session_get_sched_stats(const pps_session_t *session, pps_sched_stats_t *stats);
+int pps_session_get_transport_stats(const pps_session_t *session, pps_minbuf_stats_t *stats);
+
+/* Writes one record to @fd right away, uncorked (refusals, shutdown). */
+int pps_server_write_record_now(int fd, const pps_wire_record_t *record);
+
+#endif /* PPS_SERVER_INTERNAL_H */

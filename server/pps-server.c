@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pps-server: captures a live source, encodes it once in layers, and streams
+ * it to every client with its own priority-progress session over its own
+ * MIN_BUF (or tcp) connection. One libevent loop on the main thread owns every
+ * socket; capture and encoding run on their own threads (server/pps-media.c).
+ */
+#include "pps-server-internal.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define HELLO_TIMEOUT_US (5 * 1000000)
+
+typedef struct session_link {
+	pps_session_t *session;
+	struct session_link *next;
+} session_link_t;
+
+struct pps_server {
+	pps_config_t *config;
+	struct event_base *base;
+	struct evconnlistener *listener;
+	pps_media_t *media;
+	pps_session_params_t session_params;
+	session_link_t *sessions;
+	unsigned n_sessions;
+	unsigned max_clients;
+	unsigned next_id;
+	uint64_t clients_total, clients_refused;
+	bool quiet;
+	int exit_status;
+	struct event *status_timer;
+	struct event *sigint_event, *sigterm_event;
+	struct event *duration_timer;
+	/* for rates between status lines */
+	int64_t last_status_us;
+	pps_media_stats_t last_media;
+	int64_t start_us;
+	const char *stats_json;
+};
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: pps-server [OPTION]...\n"
+		"Stream a live source to pps-client over TCP with priority-progress streaming.\n"
+		"\n"
+		"  --listen HOST:PORT       address to listen on (same as --set server.listen=...)\n"
+		"  --port-file FILE         write the port actually bound (for --listen HOST:0)\n"
+		"  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
+		"  --stats-json FILE        write final counters as JSON here on exit\n"
+		"  -q, --quiet              no status line\n"
+		"  -h, --help               this help\n");
+	pps_config_print_usage(out);
+	fprintf(out,
+		"\n"
+		"Settings are in config/server.ini (every key, with its default) and the README.\n"
+		"Examples:\n"
+		"  pps-server                                   test pattern on 127.0.0.1:7400\n"
+		"  pps-server --set transport.mode=tcp          the kernel's buffering, for comparison\n"
+		"  pps-server --set source.type=camera --set source.device=/dev/video0\n"
+		"Exit status: 0 stopped cleanly, 1 runtime error (source, socket), 2 usage/config.\n");
+}
+
+static void
+format_rate(char *buf, size_t size, double bps)
+{
+	if (bps >= 1e6)
+		snprintf(buf, size, "%.2f Mbit/s", bps / 1e6);
+	else
+		snprintf(buf, size, "%.0f kbit/s", bps / 1e3);
+}
+
+static void
+print_status(pps_server_t *srv, bool final)
+{
+	pps_media_stats_t ms;
+	int64_t now = pps_server_now_us();
+	double dt = (double)(now - srv->last_status_us) / 1e6;
+	char line[2048];
+	size_t len = 0;
+
+	pps_media_get_stats(srv->media, &ms);
+	if (dt <= 0)
+		dt = 1;
+	len += (size_t)snprintf(line + len, sizeof(line) - len, "pps-server: %u client%s | %.1f fps",
+				srv->n_sessions, srv->n_sessions == 1 ? "" : "s",
+				(double)(ms.frames_encoded - srv->last_media.frames_encoded) / dt);
+	for (int q = 0; q < srv->session_params.stream_info.quality_layers; q++) {
+		char rate[32];
+
+		format_rate(rate, sizeof(rate),
+			    8.0 * (double)(ms.bytes[q] - srv->last_media.bytes[q]) / dt);
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " | q%d %s", q, rate);
+	}
+	if (ms.capture_dropped)
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " | raw drops %" PRIu64,
+					ms.capture_dropped);
+	for (session_link_t *l = srv->sessions; l && len < sizeof(line) - 128; l = l->next) {
+		pps_sched_stats_t st;
+
+		if (pps_session_state(l->session) != PPS_SESSION_STREAMING)
+			continue;
+		pps_session_get_sched_stats(l->session, &st);
+		len += (size_t)snprintf(line + len, sizeof(line) - len,
+					" | #%u windows %" PRIu64 "/%" PRIu64 "/%" PRIu64,
+					pps_session_id(l->session), st.windows_complete,
+					st.windows_partial, st.windows_dropped);
+	}
+	if (srv->n_sessions && len < sizeof(line) - 64)
+		snprintf(line + len, sizeof(line) - len, " (complete/partial/dropped)");
+	fprintf(stderr, "%s\n", line);
+	if (!final) {
+		srv->last_media = ms;
+		srv->last_status_us = now;
+	}
+}
+
+static void
+status_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_server_t *srv = user;
+	const char *error = pps_media_error(srv->media);
+
+	if (error[0]) {
+		fprintf(stderr, "pps-server: source failed: %s\n", error);
+		srv->exit_status = 1;
+		event_base_loopbreak(srv->base);
+		return;
+	}
+	if (!srv->quiet)
+		print_status(srv, false);
+}
+
+static void
+free_session_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_free(user);
+}
+
+static void
+session_closed_cb(void *user, pps_session_t *session)
+{
+	pps_server_t *srv = user;
+	struct timeval now = { 0, 0 };
+
+	for (session_link_t **l = &srv->sessions; *l; l = &(*l)->next) {
+		if ((*l)->session == session) {
+			session_link_t *dead = *l;
+
+			*l = dead->next;
+			free(dead);
+			srv->n_sessions--;
+			break;
+		}
+	}
+	/* Freed from the loop, outside the session's own callbacks. */
+	if (event_base_once(srv->base, -1, EV_TIMEOUT, free_session_cb, session, &now) < 0)
+		pps_session_free(session);
+}
+
+static void
+session_ready_cb(void *user, pps_session_t *session)
+{
+	pps_server_t *srv = user;
+
+	/* A joining client can decode nothing until an IDR: ask for one. */
+	pps_media_request_idr(srv->media);
+}
+
+static void
+window_cb(void *user, pps_window_t *window)
+{
+	pps_server_t *srv = user;
+
+	for (session_link_t *l = srv->sessions, *next; l; l = next) {
+		next = l->next; /* a push may close (and unlink) this session */
+		pps_session_push_window(l->session, window);
+	}
+	pps_window_unref(window);
+}
+
+static void
+accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *addr, int len,
+	  void *user)
+{
+	pps_server_t *srv = user;
+	session_link_t *link;
+	pps_session_t *session;
+
+	evutil_make_socket_closeonexec(fd);
+	if (srv->n_sessions >= srv->max_clients) {
+		pps_wire_record_t bye = { .kind = PPS_WIRE_BYE };
+		char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
+
+		getnameinfo(addr, (socklen_t)len, host, sizeof(host), port, sizeof(port),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+		bye.u.bye.reason = PPS_WIRE_BYE_SERVER_FULL;
+		bye.u.bye.text_len = (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text),
+						       "server full (%u clients)", srv->max_clients);
+		pps_server_write_record_now(fd, &bye);
+		fprintf(stderr, "pps-server: refused %s:%s: server full (max_clients %u)\n", host,
+			port, srv->max_clients);
+		srv->clients_refused++;
+		evutil_closesocket(fd);
+		return;
+	}
+	link = calloc(1, sizeof(*link));
+	session = link ? pps_session_new(srv->base, fd, addr, (socklen_t)len, ++srv->next_id,
+					 &srv->session_params, session_ready_cb, session_closed_cb,
+					 srv)
+		       : NULL;
+	if (!session) {
+		fprintf(stderr, "pps-server: cannot accept a client: out of memory\n");
+		free(link);
+		evutil_closesocket(fd);
+		return;
+	}
+	link->session = session;
+	link->next = srv->sessions;
+	srv->sessions = link;
+	srv->n_sessions++;
+	srv->clients_total++;
+}
+
+static void
+accept_error_cb(struct evconnlistener *listener, void *user)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+
+	/* EMFILE and friends pass; the listener keeps going. */
+	fprintf(stderr, "pps-server: accept: %s\n", evutil_socket_error_to_string(err));
+}
+
+static void
+stop_cb(evutil_socket_t sig, short what, void *user)
+{
+	pps_server_t *srv = user;
+
+	if (sig >= 0 && !srv->quiet)
+		fprintf(stderr, "pps-server: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	event_base_loopbreak(srv->base);
+}
+
+/* Parses "host:port" or "[v6]:port" and listens. */
+static int
+start_listening(pps_server_t *srv, const char *listen_at, const char *port_file)
+{
+	char host[256];
+	const char *port;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	struct sockaddr_storage bound;
+	socklen_t bound_len = sizeof(bound);
+	char bhost[NI_MAXHOST], bport[NI_MAXSERV];
+	int ret;
+
+	if (listen_at[0] == '[') {
+		const char *close = strchr(listen_at, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - listen_at) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen_at + 1, (size_t)(close - listen_at - 1));
+		host[close - listen_at - 1] = '\0';
+		port = close + 2;
+	} else {
+		const char *colon = strrchr(listen_at, ':');
+
+		if (!colon || (size_t)(colon - listen_at) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen_at, (size_t)(colon - listen_at));
+		host[colon - listen_at] = '\0';
+		port = colon + 1;
+	}
+	if (!*port)
+		goto bad;
+	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (ret != 0) {
+		fprintf(stderr, "pps-server: [server] listen = %s: %s\n", listen_at,
+			gai_strerror(ret));
+		return -EINVAL;
+	}
+	srv->listener = evconnlistener_new_bind(
+		srv->base, accept_cb, srv,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 64, res->ai_addr,
+		(int)res->ai_addrlen);
+	freeaddrinfo(res);
+	if (!srv->listener) {
+		fprintf(stderr, "pps-server: cannot listen on %s: %s\n", listen_at, strerror(errno));
+		return -errno;
+	}
+	evconnlistener_set_error_cb(srv->listener, accept_error_cb);
+	getsockname(evconnlistener_get_fd(srv->listener), (struct sockaddr *)&bound, &bound_len);
+	getnameinfo((struct sockaddr *)&bound, bound_len, bhost, sizeof(bhost), bport,
+		    sizeof(bport), NI_NUMERICHOST | NI_NUMERICSERV);
+	if (port_file) {
+		FILE *f = fopen(port_file, "w");
+
+		if (!f || fprintf(f, "%s\n", bport) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "pps-server: --port-file %s: %s\n", port_file,
+				strerror(errno));
+			return -EIO;
+		}
+	}
+	fprintf(stderr, "pps-server: listening on %s%s%s:%s\n", strchr(bhost, ':') ? "[" : "",
+		bhost, strchr(bhost, ':') ? "]" : "", bport);
+	return 0;
+bad:
+	fprintf(stderr, "pps-server: [server] listen = %s: expected HOST:PORT or [V6ADDR]:PORT\n",
+		listen_at);
+	return -EINVAL;
+}
+
+static void
+print_final(pps_server_t *srv)
+{
+	pps_media_stats_t ms;
+	FILE *json = NULL;
+	struct rusage ru;
+	double secs = (double)(pps_server_now_us() - srv->start_us) / 1e6;
+
+	pps_media_get_stats(srv->media, &ms);
+	getrusage(RUSAGE_SELF, &ru);
+	if (!srv->quiet) {
+		fprintf(stderr,
+			"pps-server: ran %.1f s: %" PRIu64 " frames encoded (%" PRIu64
+			" raw frames dropped before the encoder), %" PRIu64 " windows, %" PRIu64
+			" clients served, %" PRIu64 " refused\n",
+			secs, ms.frames_encoded, ms.capture_dropped, ms.windows,
+			srv->clients_total, srv->clients_refused);
+	}
+	if (srv->stats_json) {
+		json = fopen(srv->stats_json, "w");
+		if (!json)
+			fprintf(stderr, "pps-server: --stats-json %s: %s\n", srv->stats_json,
+				strerror(errno));
+	}
+	if (json) {
+		fprintf(json,
+			"{\"seconds\":%.3f,\"frames_encoded\":%" PRIu64 ",\"raw_frames_dropped\":%" PRIu64
+			",\"windows\":%" PRIu64 ",\"clients_total\":%" PRIu64
+			",\"clients_refused\":%" PRIu64 ",\"cpu_user_s\":%.3f,\"cpu_system_s\":%.3f"
+			",\"layer_bytes\":[",
+			secs, ms.frames_encoded, ms.capture_dropped, ms.windows, srv->clients_total,
+			srv->clients_refused,
+			(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+			(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+		for (int q = 0; q < srv->session_params.stream_info.quality_layers; q++)
+			fprintf(json, "%s%" PRIu64, q ? "," : "", ms.bytes[q]);
+		fprintf(json, "],\"clients\":[");
+	}
+	for (session_link_t *l = srv->sessions; l; l = l->next) {
+		pps_sched_stats_t st;
+		pps_minbuf_stats_t ts;
+		uint64_t bytes = 0;
+
+		pps_session_get_sched_stats(l->session, &st);
+		pps_session_get_transport_stats(l->session, &ts);
+		for (int t = 0; t < PPS_ADU_MAX_TEMPORAL_LAYERS; t++)
+			for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
+				bytes += st.layer[t][q].bytes_sent;
+		if (!srv->quiet)
+			fprintf(stderr,
+				"pps-server: client #%u %s: windows %" PRIu64 " complete, %" PRIu64
+				" partial, %" PRIu64 " dropped; %" PRIu64
+				" ADU bytes sent; %" PRIu64 " writes, %" PRIu64
+				" retransmitted packets, %" PRIu64 " RTOs\n",
+				pps_session_id(l->session), pps_session_peer(l->session),
+				st.windows_complete, st.windows_partial, st.windows_dropped, bytes,
+				ts.writes, ts.retrans_pkts, ts.rto_events);
+		if (json)
+			fprintf(json,
+				"%s{\"id\":%u,\"windows_complete\":%" PRIu64
+				",\"windows_partial\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
+				",\"windows_overflow\":%" PRIu64 ",\"adu_bytes_sent\":%" PRIu64
+				",\"writes\":%" PRIu64 ",\"wakeups\":%" PRIu64
+				",\"retrans_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 "}",
+				l == srv->sessions ? "" : ",", pps_session_id(l->session),
+				st.windows_complete, st.windows_partial, st.windows_dropped,
+				st.windows_overflow, bytes, ts.writes, ts.wakeups, ts.retrans_pkts,
+				ts.rto_events);
+	}
+	if (json) {
+		fprintf(json, "]}\n");
+		fclose(json);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "port-file", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "stats-json", required_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	pps_server_t srv = { .exit_status = 0 };
+	char err[512];
+	const char *port_file = NULL;
+	double duration_s = 0;
+	int opt, ret;
+	struct timeval status_tv;
+
+	signal(SIGPIPE, SIG_IGN);
+	srv.config = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	if (!srv.config) {
+		fprintf(stderr, "pps-server: out of memory\n");
+		return 1;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			pps_config_free(srv.config);
+			return 0;
+		}
+	}
+	if (pps_config_parse_args(srv.config, &argc, argv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pps-server: %s\n", err);
+		pps_config_free(srv.config);
+		return PPS_EXIT_USAGE;
+	}
+	while ((opt = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
+		char *end;
+
+		switch (opt) {
+		case 'l': {
+			char assignment[300];
+
+			snprintf(assignment, sizeof(assignment), "server.listen=%s", optarg);
+			if (pps_config_set(srv.config, assignment, err, sizeof(err)) < 0) {
+				fprintf(stderr, "pps-server: %s\n", err);
+				return PPS_EXIT_USAGE;
+			}
+			break;
+		}
+		case 'p':
+			port_file = optarg;
+			break;
+		case 'd':
+			duration_s = strtod(optarg, &end);
+			if (*end || duration_s <= 0) {
+				fprintf(stderr, "pps-server: --duration %s: expected seconds > 0\n",
+					optarg);
+				return PPS_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			srv.stats_json = optarg;
+			break;
+		case 'q':
+			srv.quiet = true;
+			break;
+		default:
+			usage(stderr);
+			return PPS_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pps-server: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return PPS_EXIT_USAGE;
+	}
+
+	srv.max_clients = (unsigned)pps_config_get_int(srv.config, "server", "max_clients");
+	srv.session_params.config = srv.config;
+	srv.session_params.hello_timeout_us = HELLO_TIMEOUT_US;
+	srv.session_params.sched.latency_budget_us =
+		pps_config_get_int(srv.config, "pps", "latency_budget_ms") * 1000;
+	srv.session_params.sched.max_windows =
+		(unsigned)pps_config_get_int(srv.config, "pps", "max_windows");
+	ret = pps_minbuf_params_from_config(srv.config, &srv.session_params.transport);
+	if (ret < 0) {
+		fprintf(stderr, "pps-server: [transport]: %s\n", strerror(-ret));
+		return PPS_EXIT_USAGE;
+	}
+
+	srv.base = event_base_new();
+	if (!srv.base) {
+		fprintf(stderr, "pps-server: cannot create the event loop\n");
+		return 1;
+	}
+	srv.media = pps_media_new(srv.base, srv.config, window_cb, &srv, err, sizeof(err));
+	if (!srv.media) {
+		fprintf(stderr, "pps-server: %s\n", err);
+		srv.exit_status = 1;
+		goto out;
+	}
+	pps_media_stream_info(srv.media, &srv.session_params.stream_info);
+	if (start_listening(&srv, pps_config_get_string(srv.config, "server", "listen"),
+			    port_file) < 0) {
+		srv.exit_status = 1;
+		goto out;
+	}
+	if (pps_media_start(srv.media, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pps-server: %s\n", err);
+		srv.exit_status = 1;
+		goto out;
+	}
+	if (!srv.quiet) {
+		const pps_wire_stream_info_t *si = &srv.session_params.stream_info;
+
+		fprintf(stderr,
+			"pps-server: %s source %ux%u@%u, %u temporal x %u quality layers, "
+			"window %u frames, budget %u ms, %s transport\n",
+			pps_config_key_find("source", "type")
+				->choices[pps_config_get_enum(srv.config, "source", "type")],
+			si->width, si->height, si->fps_num, si->temporal_layers, si->quality_layers,
+			si->window_frames, si->latency_budget_ms,
+			pps_minbuf_mode_name(srv.session_params.transport.mode));
+	}
+
+	srv.start_us = srv.last_status_us = pps_server_now_us();
+	srv.status_timer = event_new(srv.base, -1, EV_PERSIST, status_cb, &srv);
+	status_tv.tv_sec = (time_t)pps_config_get_int(srv.config, "server", "status_interval_s");
+	status_tv.tv_usec = 0;
+	event_add(srv.status_timer, &status_tv);
+	srv.sigint_event = evsignal_new(srv.base, SIGINT, stop_cb, &srv);
+	srv.sigterm_event = evsignal_new(srv.base, SIGTERM, stop_cb, &srv);
+	event_add(srv.sigint_event, NULL);
+	event_add(srv.sigterm_event, NULL);
+	if (duration_s > 0) {
+		struct timeval tv = { .tv_sec = (time_t)duration_s,
+				      .tv_usec = (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6) };
+
+		srv.duration_timer = evtimer_new(srv.base, stop_cb, &srv);
+		event_add(srv.duration_timer, &tv);
+	}
+
+	event_base_dispatch(srv.base);
+
+	pps_media_stop(srv.media);
+	print_final(&srv);
+	for (session_link_t *l = srv.sessions; l; l = l->next)
+		pps_session_say_bye(l->session, PPS_WIRE_BYE_NORMAL, "server shutting down");
+out:
+	while (srv.sessions) {
+		session_link_t *l = srv.sessions;
+
+		srv.sessions = l->next;
+		pps_session_free(l->session);
+		free(l);
+	}
+	/* Sessions closed just before the loop stopped are freed by their pending
+	 * one-shot events: run them. */
+	if (srv.base)
+		event_base_loop(srv.base, EVLOOP_NONBLOCK);
+	if (srv.listener)
+		evconnlistener_free(srv.listener);
+	if (srv.status_timer)
+		event_free(srv.status_timer);
+	if (srv.duration_timer)
+		event_free(srv.duration_timer);
+	if (srv.sigint_event)
+		event_free(srv.sigint_event);
+	if (srv.sigterm_event)
+		event_free(srv.sigterm_event);
+	pps_media_free(srv.media);
+	if (srv.base)
+		event_base_free(srv.base);
+	pps_config_free(srv.config);
+	return srv.exit_status;
+}

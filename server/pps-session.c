@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One client of pps-server: HELLO handshake, CLOCK_PING answers, and its own
+ * progress regulator feeding its own MIN_BUF (or tcp) writer. A session only
+ * ever touches its own state: a client that stops reading loses its own
+ * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
+ */
+#include "pps-server-internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Records a client may send are small; anything longer is refused. */
+#define CLIENT_MAX_RECORD_BYTES 512
+
+struct pps_session {
+	struct event_base *base;
+	int fd;
+	unsigned id;
+	char peer[160];
+	pps_session_params_t params;
+	pps_session_state_t state;
+	pps_wire_parser_t *parser;
+	struct event *read_event;
+	struct event *deadline_timer;
+	struct event *hello_timer;
+	pps_minbuf_t *writer;
+	pps_sched_t *sched;
+	pps_session_ready_cb ready_cb;
+	pps_session_closed_cb closed_cb;
+	void *user;
+	bool closing;
+	uint64_t pings;
+};
+
+int64_t
+pps_server_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int
+pps_server_write_record_now(int fd, const pps_wire_record_t *record)
+{
+	uint8_t buf[512];
+	long n = pps_wire_encode(record, buf, sizeof(buf));
+	int off = 0;
+
+	if (n < 0)
+		return (int)n;
+	/* Uncork so the record leaves now; it is the last thing we say. */
+	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		return -errno;
+	return 0;
+}
+
+static void
+session_close(pps_session_t *s)
+{
+	if (s->closing)
+		return;
+	/* The server frees the session later, from the loop: we may be deep in
+	 * one of its callbacks now. Until then it stays silent. */
+	s->closing = true;
+	event_del(s->read_event);
+	event_del(s->deadline_timer);
+	event_del(s->hello_timer);
+	s->closed_cb(s->user, s);
+}
+
+static void
+refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
+{
+	fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+	pps_session_say_bye(s, reason, why);
+	session_close(s);
+}
+
+static void
+arm_deadline_timer(pps_session_t *s)
+{
+	int64_t deadline = pps_sched_next_deadline_us(s->sched);
+	int64_t wait_us;
+	struct timeval tv;
+
+	if (deadline == INT64_MAX) {
+		event_del(s->deadline_timer);
+		return;
+	}
+	wait_us = deadline - pps_server_now_us();
+	if (wait_us < 0)
+		wait_us = 0;
+	tv.tv_sec = (time_t)(wait_us / 1000000);
+	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	event_add(s->deadline_timer, &tv);
+}
+
+/* A window's deadline passed: account the drop now, even if the socket is
+ * blocked, and let the writer send the WINDOW_END when it can. */
+static void
+deadline_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+
+	if (pps_sched_expire(s->sched, pps_server_now_us()) > 0)
+		pps_minbuf_kick(s->writer);
+	arm_deadline_timer(s);
+}
+
+static int
+fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push)
+{
+	pps_session_t *s = user;
+
+	if (s->closing)
+		return 0;
+	return pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes, buf, len_bytes,
+				     push);
+}
+
+static void
+writer_error_cb(void *user, int err)
+{
+	pps_session_t *s = user;
+
+	fprintf(stderr, "pps-server: client %s: socket error: %s; removed\n", s->peer,
+		strerror(-err));
+	session_close(s);
+}
+
+static void
+handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
+{
+	pps_wire_record_t info = { .kind = PPS_WIRE_STREAM_INFO };
+	char why[96];
+
+	if (hello->protocol_version != PPS_WIRE_VERSION) {
+		snprintf(why, sizeof(why), "protocol version %u not supported (this server speaks %d)",
+			 hello->protocol_version, PPS_WIRE_VERSION);
+		refuse(s, PPS_WIRE_BYE_VERSION, why);
+		return;
+	}
+	if (hello->name_len) {
+		size_t len = strlen(s->peer);
+
+		/* Names go to logs: keep printable ASCII only. */
+		snprintf(s->peer + len, sizeof(s->peer) - len, " \"");
+		len = strlen(s->peer);
+		for (unsigned i = 0; i < hello->name_len && len + 2 < sizeof(s->peer); i++)
+			s->peer[len++] = (hello->name[i] >= 0x20 && hello->name[i] < 0x7f)
+						 ? hello->name[i]
+						 : '?';
+		s->peer[len++] = '"';
+		s->peer[len] = '\0';
+	}
+	s->sched = pps_sched_new(&s->params.sched);
+	if (!s->sched) {
+		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");
+		return;
+	}
+	s->writer = pps_minbuf_new(s->base, s->fd, &s->params.transport, fill_cb, writer_error_cb,
+				   s);
+	if (!s->writer) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "cannot set up the %s transport: %s",
+			 pps_minbuf_mode_name(s->params.transport.mode), strerror(errno));
+		refuse(s, PPS_WIRE_BYE_INTERNAL, msg);
+		return;
+	}
+	info.u.stream_info = s->params.stream_info;
+	pps_sched_push_control(s->sched, &info);
+	s->state = PPS_SESSION_STREAMING;
+	event_del(s->hello_timer);
+	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
+		pps_minbuf_mode_name(s->params.transport.mode));
+	pps_minbuf_kick(s->writer);
+	s->ready_cb(s->user, s);
+}
+
+static void
+handle_record(pps_session_t *s, const pps_wire_record_t *r)
+{
+	char why[128];
+
+	switch (r->kind) {
+	case PPS_WIRE_HELLO:
+		if (s->state != PPS_SESSION_AWAIT_HELLO) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, "second HELLO");
+			return;
+		}
+		handle_hello(s, &r->u.hello);
+		return;
+	case PPS_WIRE_CLOCK_PING: {
+		pps_wire_record_t pong = { .kind = PPS_WIRE_CLOCK_PONG };
+		int64_t now = pps_server_now_us();
+
+		if (s->state != PPS_SESSION_STREAMING) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, "CLOCK_PING before HELLO");
+			return;
+		}
+		pong.u.clock_pong.seq = r->u.clock_ping.seq;
+		pong.u.clock_pong.client_send_us = r->u.clock_ping.client_send_us;
+		pong.u.clock_pong.server_recv_us = now;
+		pong.u.clock_pong.server_send_us = now;
+		s->pings++;
+		/* A full control queue means the client pings faster than it reads:
+		 * dropping a PONG only costs it one clock sample. */
+		if (pps_sched_push_control(s->sched, &pong) == 0)
+			pps_minbuf_kick(s->writer);
+		return;
+	}
+	case PPS_WIRE_BYE:
+		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
+			pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
+			r->u.bye.text);
+		session_close(s);
+		return;
+	default:
+		snprintf(why, sizeof(why), "protocol error: %s is a server record",
+			 pps_wire_kind_name(r->kind));
+		refuse(s, PPS_WIRE_BYE_PROTOCOL, why);
+		return;
+	}
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+	uint8_t buf[4096];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	const uint8_t *data = buf;
+	size_t len;
+
+	if (n == 0) {
+		fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
+		session_close(s);
+		return;
+	}
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n", s->peer,
+			strerror(errno));
+		session_close(s);
+		return;
+	}
+	len = (size_t)n;
+	while (!s->closing) {
+		pps_wire_record_t record;
+		int ret = pps_wire_parser_next(s->parser, &data, &len, &record);
+
+		if (ret == 0)
+			break;
+		if (ret < 0) {
+			char why[224];
+
+			snprintf(why, sizeof(why), "protocol error: %s",
+				 pps_wire_parser_error(s->parser));
+			refuse(s, ret == -PPS_WIRE_ERR_VERSION ? PPS_WIRE_BYE_VERSION
+							       : PPS_WIRE_BYE_PROTOCOL,
+			       why);
+			return;
+		}
+		handle_record(s, &record);
+	}
+}
+
+static void
+hello_timeout_cb(evutil_socket_t fd, short what, void *user)
+{
+	refuse(user, PPS_WIRE_BYE_PROTOCOL, "no HELLO in time");
+}
+
+static void
+format_peer(const struct sockaddr *addr, socklen_t len, char *out, size_t size)
+{
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+
+	if (getnameinfo(addr, len, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		snprintf(out, size, "?");
+		return;
+	}
+	snprintf(out, size, addr->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+pps_session_t *
+pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, socklen_t addr_len,
+		unsigned id, const pps_session_params_t *params, pps_session_ready_cb ready_cb,
+		pps_session_closed_cb closed_cb, void *user)
+{
+	pps_session_t *s = calloc(1, sizeof(*s));
+	struct timeval hello_tv;
+
+	if (!s)
+		goto err;
+	s->base = base;
+	s->fd = fd;
+	s->id = id;
+	s->params = *params;
+	s->ready_cb = ready_cb;
+	s->closed_cb = closed_cb;
+	s->user = user;
+	s->state = PPS_SESSION_AWAIT_HELLO;
+	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
+	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
+	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
+	s->deadline_timer = evtimer_new(base, deadline_cb, s);
+	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
+	if (!s->parser || !s->read_event || !s->deadline_timer || !s->hello_timer)
+		goto err_free;
+	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
+	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
+	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0)
+		goto err_free;
+	return s;
+
+err_free:
+	pps_session_free(s);
+	s = NULL;
+err:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+pps_session_free(pps_session_t *s)
+{
+	if (!s)
+		return;
+	pps_minbuf_free(s->writer);
+	if (s->read_event)
+		event_free(s->read_event);
+	if (s->deadline_timer)
+		event_free(s->deadline_timer);
+	if (s->hello_timer)
+		event_free(s->hello_timer);
+	pps_sched_free(s->sched);
+	pps_wire_parser_free(s->parser);
+	close(s->fd);
+	free(s);
+}
+
+pps_session_state_t
+pps_session_state(const pps_session_t *s)
+{
+	return s->state;
+}
+
+void
+pps_session_push_window(pps_session_t *s, pps_window_t *window)
+{
+	if (s->state != PPS_SESSION_STREAMING || s->closing)
+		return;
+	pps_sched_push_window(s->sched, window);
+	pps_minbuf_kick(s->writer);
+	if (!s->closing)
+		arm_deadline_timer(s);
+}
+
+void
+pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *text)
+{
+	pps_wire_record_t bye = { .kind = PPS_WIRE_BYE };
+	size_t len = strlen(text);
+
+	if (len > PPS_WIRE_MAX_REASON_BYTES)
+		len = PPS_WIRE_MAX_REASON_BYTES;
+	bye.u.bye.reason = (uint16_t)reason;
+	bye.u.bye.text_len = (uint8_t)len;
+	memcpy(bye.u.bye.text, text, len);
+	/* Only between records: a batch the kernel took in part would have the
+	 * BYE land inside a record. */
+	if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
+		pps_server_write_record_now(s->fd, &bye);
+	shutdown(s->fd, SHUT_WR);
+}
+
+const char *
+pps_session_peer(const pps_session_t *s)
+{
+	return s->peer;
+}
+
+unsigned
+pps_session_id(const pps_session_t *s)
+{
+	return s->id;
+}
+
+void
+pps_session_get_sched_stats(const pps_session_t *s, pps_sched_stats_t *stats)
+{
+	if (s->sched)
+		pps_sched_get_stats(s->sched, stats);
+	else
+		memset(stats, 0, sizeof(*stats));
+}
+
+int
+pps_session_get_transport_stats(const pps_session_t *s, pps_minbuf_stats_t *stats)
+{
+	if (!s->writer) {
+		memset(stats, 0, sizeof(*stats));
+		return -ENOENT;
+	}
+	return pps_minbuf_stats(s->writer, stats);
+}
