@@ -153,7 +153,14 @@ record_find(pps_decoder_t *d, uint32_t frame_index, bool create)
 	}
 	if (!create || !free_slot)
 		return NULL;
-	memset(free_slot, 0, sizeof(*free_slot));
+	{
+		/* Pictures of a released record are reused: same sizes per layer. */
+		pps_frame_t *pictures[PPS_ADU_MAX_QUALITY_LAYERS];
+
+		memcpy(pictures, free_slot->picture, sizeof(pictures));
+		memset(free_slot, 0, sizeof(*free_slot));
+		memcpy(free_slot->picture, pictures, sizeof(pictures));
+	}
 	free_slot->used = true;
 	free_slot->frame_index = frame_index;
 	return free_slot;
