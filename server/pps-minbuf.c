@@ -68,6 +68,9 @@ struct pps_minbuf {
 
 	int lowat_bytes; /* current TCP_NOTSENT_LOWAT we set */
 	int64_t gate_wq_bytes; /* wmem_queued when the SO_SNDBUF gate was armed */
+	uint32_t gate_bound_pkts; /* bound when the last gate was armed */
+	bool gate_kept;            /* the armed gate was kept by the steady-state path */
+	uint32_t keep_suppress;    /* arms left before keeping a gate is tried again */
 	int sndbuf_req;  /* current SO_SNDBUF request we set */
 	int sndbuf_min_bytes;
 	uint32_t mss_bytes;
@@ -314,6 +317,9 @@ static int arm_wait(pps_minbuf_t *w, const info_t *in)
 	const pps_minbuf_sample_t *s = &in->s;
 	int r;
 
+	w->gate_bound_pkts = s->bound_pkts;
+	if (w->keep_suppress > 0)
+		w->keep_suppress--;
 	/* Unsent data leaves the kernel only when cwnd has room, and cwnd room
 	 * comes from ACKs and SACKs: exactly the events that create MIN_BUF room.
 	 * When the flow is not cwnd-limited (receive window, pacing), unsent
@@ -473,6 +479,7 @@ static int flush(pps_minbuf_t *w)
 static int run_once(pps_minbuf_t *w, bool woken)
 {
 	bool first = true;
+	bool keep_gate = false;
 
 	for (;;) {
 		if (w->pend_off < w->pend_len) {
@@ -482,6 +489,12 @@ static int run_once(pps_minbuf_t *w, bool woken)
 			if (r < 0)
 				return r;
 			first = false;
+			if (keep_gate && w->armed) {
+				w->stats.gates_kept++;
+				w->gate_kept = true;
+				w->state = STATE_WAIT_KERNEL;
+				return 0;
+			}
 		}
 
 		info_t in;
@@ -511,8 +524,15 @@ static int run_once(pps_minbuf_t *w, bool woken)
 				if (r < 0)
 					return r;
 				if (r == 0) {
-					if (woken && first)
+					if (woken && first) {
 						w->stats.wakeups_idle++;
+						/* A kept gate that fires without room means
+						 * the state drifts (receive-window limited,
+						 * pacing): re-arm exactly for a while. */
+						if (w->gate_kept)
+							w->keep_suppress = 64;
+					}
+					w->gate_kept = false;
 					if (w->sample_cb)
 						w->sample_cb(w->sample_user, &in.s);
 					return 0;
@@ -539,9 +559,24 @@ static int run_once(pps_minbuf_t *w, bool woken)
 		if (overshoot)
 			w->stats.overshoot_pkts += got;
 		if (w->params.mode == PPS_MINBUF_MODE_MINBUF) {
+			int lowat = w->lowat_bytes, sndbuf = w->sndbuf_req;
 			r = prepare_write(w, &in, w->pend_len, got);
 			if (r < 0)
 				return r;
+			/*
+			 * Steady state: woken with the same bound the gate was armed
+			 * for, and this write refills the kernel exactly to it, so the
+			 * kernel returns to the state the gate was computed for (same
+			 * packets held, about the same unsent and queued bytes). Keep
+			 * the gate and skip the second TCP_INFO. If the state drifted,
+			 * the gate fires early and the next wake-up (counted idle) re-arms.
+			 */
+			keep_gate = woken && !overshoot && w->armed && !w->pend_push &&
+				    w->keep_suppress == 0 &&
+				    in.s.bound_pkts == w->gate_bound_pkts &&
+				    in.s.held_pkts + got == in.s.bound_pkts &&
+				    lowat == w->lowat_bytes && sndbuf == w->sndbuf_req &&
+				    (lowat != LOWAT_OPEN_BYTES || sndbuf != SNDBUF_OPEN_REQ);
 		}
 		hist_add(w->stats.held_hist, in.s.held_pkts);
 		hist_add(w->stats.unsent_hist,

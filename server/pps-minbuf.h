@@ -55,8 +55,14 @@
  *    packet) the writer writes one packet beyond the bound and waits with the
  *    NOTSENT_LOWAT rule instead (stats.overshoot_pkts).
  * Setting either option calls the kernel's sk_write_space, so no wake-up is
- * lost to an ACK that lands between the TCP_INFO read and the setsockopt. A
- * write refused by a stale threshold reopens both options and retries once.
+ * lost to an ACK that lands between the TCP_INFO read and the setsockopt.
+ * Before a write that could reach a threshold left from the last wait, that
+ * threshold is reopened: tcp_sendmsg() refusing part of a write would push the
+ * partial packet despite the cork. A refused write still reopens and retries.
+ * Steady state: when a wake-up finds the same bound the gate was armed for and
+ * the write refills the kernel exactly to it, the gate is kept as armed and
+ * the second TCP_INFO skipped (stats.gates_kept); if a kept gate then fires
+ * without room, keeping is suspended for the next 64 waits.
  * There is no timer and no busy loop; stats.wakeups_idle counts wake-ups that
  * found no room (the tests require them to stay a small fraction of writes).
  *
@@ -164,7 +170,7 @@ typedef struct {
 /* Optional observer of every reading (benchmarks, tests). Must not call the writer. */
 typedef void (*pps_minbuf_sample_cb)(void *user, const pps_minbuf_sample_t *sample);
 
-#define PPS_MINBUF_HIST_PKTS 64 /* buckets 0..62 exact, 63 = 63 or more */
+#define PPS_MINBUF_HIST_PKTS 256 /* buckets 0..254 exact, 255 = 255 or more */
 
 typedef struct {
 	uint64_t writes;         /* write(2) calls that moved data */
@@ -178,6 +184,7 @@ typedef struct {
 	uint64_t gate_lowat;     /* waits armed with TCP_NOTSENT_LOWAT */
 	uint64_t gate_sndbuf;    /* waits armed with SO_SNDBUF */
 	uint64_t gate_reopens;   /* writes refused by a stale threshold */
+	uint64_t gates_kept;     /* steady-state refills that kept the armed gate */
 	uint64_t overshoot_pkts; /* packets written beyond the bound (cwnd too small to arm) */
 	uint64_t mss_changes;
 	uint32_t mss_bytes;           /* last MSS read */

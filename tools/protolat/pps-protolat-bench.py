@@ -91,7 +91,7 @@ class Lab:
         self.name = name
         self.procs = []
 
-    def run(self, *args, check=True, capture=False, timeout=120):
+    def run(self, *args, check=True, capture=False, timeout=180):
         cmd = [self.netlab] + [str(a) for a in args]
         r = subprocess.run(cmd, check=False, timeout=timeout, text=True,
                            stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
@@ -100,10 +100,10 @@ class Lab:
             raise RuntimeError("%s failed (%d): %s" % (shlex.join(cmd), r.returncode, r.stderr.strip()))
         return r
 
-    def up(self, rate, delay_ms, aqm, extra):
-        self.run("down", "--name", self.name, check=False)
+    def up(self, rate, delay_ms, aqm, ecn, duration_s, extra):
+        self.run("down", self.name, check=False)
         self.run("up", "--name", self.name, "--rate", rate, "--delay", "%gms" % delay_ms,
-                 "--aqm", aqm, *extra)
+                 "--aqm", aqm, "--ecn", "on" if ecn else "off", "--duration", "%ds" % duration_s, *extra)
 
     def down(self):
         for p in self.procs:
@@ -116,54 +116,43 @@ class Lab:
                 p.kill()
                 p.wait()
         self.procs = []
-        self.run("down", "--name", self.name, check=False)
+        self.run("down", self.name, check=False)
 
     def addr(self, side):
-        return self.run("addr", "--name", self.name, side, capture=True).stdout.strip()
+        return self.run("addr", self.name, side, capture=True).stdout.strip()
 
     def exec_argv(self, side, argv):
-        return [self.netlab, "exec", "--name", self.name, side, "--"] + [str(a) for a in argv]
-
-    def sysctl(self, side, key, value):
-        self.run("exec", "--name", self.name, side, "--", "sysctl", "-q", "-w", "%s=%s" % (key, value))
+        return [self.netlab, "exec", self.name, side] + [str(a) for a in argv]
 
     def popen(self, side, argv, **kw):
         p = subprocess.Popen(self.exec_argv(side, argv), **kw)
         self.procs.append(p)
         return p
 
-    def traffic(self, duration_s, elephants=0, mice=0, cbr=None, reverse=False):
-        args = ["traffic", "--name", self.name, "--duration", "%gs" % duration_s]
-        if elephants:
-            args += ["--elephants", elephants]
-        if mice:
-            args += ["--mice", mice]
-        if cbr:
-            args += ["--cbr", cbr]
+    def traffic(self, duration_s, flows, reverse=False):
+        """One `traffic --wait` for the whole schedule; returns its Popen."""
+        args = ["traffic", self.name, "--duration", "%gs" % duration_s, "--wait"] + flows
         if reverse:
             args += ["--reverse"]
-        p = subprocess.Popen([self.netlab] + [str(a) for a in args], stdout=subprocess.DEVNULL,
+        p = subprocess.Popen([self.netlab] + [str(a) for a in args], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         self.procs.append(p)
         return p
 
 
-def start_cross_traffic(lab, args, rate_mbit, duration_s):
-    """Launches the schedule; returns a list of (start_s, callable) to fire."""
-    cbr = "%.3fmbit" % (0.10 * rate_mbit)
-    events = []
+def cross_traffic_flows(args, rate_mbit, duration_s):
+    """The IWQoS 2002 section 4.1 schedule scaled to the run, as pps-netlab traffic options."""
+    def when(kind):
+        s, e = SCHEDULE[kind]
+        return "@%.1f-%.1f" % (s * duration_s, e * duration_s)
+    flows = []
     if args.elephants:
-        s, e = SCHEDULE["elephants"]
-        events.append((s * duration_s, lambda: lab.traffic((e - s) * duration_s, elephants=args.elephants,
-                                                           reverse=args.reverse)))
-    if args.mice:
-        s, e = SCHEDULE["mice"]
-        events.append((s * duration_s, lambda: lab.traffic((e - s) * duration_s, mice=args.mice,
-                                                           reverse=args.reverse)))
+        flows += ["--elephants", "%d%s" % (args.elephants, when("elephants"))]
+    if args.mice_effective:
+        flows += ["--mice", "%d%s" % (args.mice_effective, when("mice"))]
     if args.cbr:
-        s, e = SCHEDULE["cbr"]
-        events.append((s * duration_s, lambda: lab.traffic((e - s) * duration_s, cbr=cbr, reverse=args.reverse)))
-    return sorted(events, key=lambda x: x[0])
+        flows += ["--cbr", "%.3fmbit%s" % (0.10 * rate_mbit, when("cbr"))]
+    return flows
 
 
 def one_run(lab, args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
@@ -175,7 +164,8 @@ def one_run(lab, args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
     snd_addr = lab.addr("snd")
     port = 5400 + (rep % 50)
     sender_argv = [args.protolat, "send", "--port", port, "--mode", mode, "--a", a, "--b", b,
-                   "--congestion", args.congestion, "--duration-s", args.duration, "--stats", stats]
+                   "--congestion", args.congestion, "--batch", args.batch, "--duration-s", args.duration,
+                   "--stats", stats]
     if args.samples:
         sender_argv += ["--samples", samples]
     if ecn:
@@ -188,22 +178,15 @@ def one_run(lab, args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
         raise RuntimeError("sender did not start: %r" % line)
     rcv = lab.popen("rcv", [args.protolat, "recv", "--connect", "%s:%d" % (snd_addr, port), "--log", rlog],
                     stdout=subprocess.PIPE, text=True)
-    t0 = time.monotonic()
-    events = start_cross_traffic(lab, args, rate_mbit, args.duration)
-    for start, fire in events:
-        delay = start - (time.monotonic() - t0)
-        if delay > 0:
-            time.sleep(delay)  # the cross-traffic schedule itself, not synchronisation
-        fire()
+    flows = cross_traffic_flows(args, rate_mbit, args.duration)
+    traffic = lab.traffic(args.duration, flows, reverse=args.reverse) if flows else None
     snd.wait(timeout=args.duration + 60)
     rcv.wait(timeout=60)
-    for p in list(lab.procs):
-        if p not in (snd, rcv) and p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    if traffic:
+        # The schedule ends with the run; waiting for it keeps runs from overlapping.
+        out, err = traffic.communicate(timeout=args.duration + 60)
+        with open(os.path.join(rundir, "traffic.txt"), "w") as f:
+            f.write(out + err)
     lab.procs = []
     return analyse_run(args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir)
 
@@ -416,10 +399,14 @@ def main():
     ap.add_argument("--mice", type=int, default=None, help="parallel mouse flows (default: ~30%% of the link)")
     ap.add_argument("--cbr", type=int, default=1, help="1 = CBR UDP at 10%% of the link, 0 = none")
     ap.add_argument("--reverse", action="store_true", help="cross traffic also on the reverse path")
-    ap.add_argument("--congestion", default="default", choices=["default", "cubic", "reno", "bbr"])
+    ap.add_argument("--congestion", default="default", choices=["default", "cubic", "reno", "bbr"],
+                    help="latency stream's congestion control (default: the lab's, cubic)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="packets per write(2); 1 = the papers' application model (IWQoS 2002 section 2.3)")
     ap.add_argument("--thin", action="store_true", help="TCP_THIN_LINEAR_TIMEOUTS on the latency stream")
-    ap.add_argument("--queue-bdp", type=float, default=2.0,
-                    help="bottleneck queue in bandwidth-delay products (DRD: min 1, max 2, congest 2 BDP)")
+    ap.add_argument("--queue-bdp", type=float, default=1.0,
+                    help="drop-tail queue in bandwidth-delay products (default 1; with ECN the DRD queue "
+                         "marks above 1 BDP and drops above 2, IWQoS 2002 section 3.2)")
     ap.add_argument("--samples", action="store_true", help="log every writer reading (cwnd, held, bound)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default=None)
@@ -476,19 +463,18 @@ def main():
             rate_mbit = parse_rate_mbit(rate)
             bdp_pkts = max(4, int(rate_mbit * 1e6 * rtt / 1e3 / 8 / 1500))
             queue = max(8, int(args.queue_bdp * bdp_pkts))
-            extra = ["--queue", "%dp" % queue] + args.lab_arg
+            extra = ["--queue", str(queue)] + args.lab_arg
             if ecn:
-                extra += ["--drd-min", "%dp" % bdp_pkts, "--drd-max", "%dp" % (2 * bdp_pkts),
-                          "--drd-congest", "%dp" % (2 * bdp_pkts)]
+                # IWQoS 2002 section 3.2: DRED min 1 BDP, congest 2 BDP (linkem's DRD has no max).
+                extra = ["--drd-min", "1", "--drd-congest", "2"] + args.lab_arg
             log("lab: %s, RTT %g ms, %s, queue %d packets" % (rate, rtt, "DRD+ECN" if ecn else "drop-tail", queue))
-            lab.up(rate, rtt / 2, "drd" if ecn else "droptail", extra)
-            for side in ("snd", "rcv"):
-                lab.sysctl(side, "net.ipv4.tcp_ecn", 1 if ecn else 0)
+            lab_s = int(args.reps * len(configs) * (args.duration + 30) + 120)
+            lab.up(rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
             mice = args.mice
             if mice is None:
-                # 20 KB mice, each about one flow per (handshake + transfer) ~ 3 RTT:
-                # K flows carry K * 20 KB / (3 RTT); aim at 30% of the link.
-                mice = max(1, int(round(0.30 * rate_mbit * 1e6 / 8 * (3 * rtt / 1e3) / 20e3)))
+                # pps-mice starts one 20 KB flow per mouse per second (pps-netlab's
+                # --mice-interval 1s): K mice offer K * 20 KB/s; aim at 30% of the link.
+                mice = min(128, max(1, int(round(0.30 * rate_mbit * 1e6 / 8 / 20e3))))
             args.mice_effective = mice
             for rep in range(args.reps):
                 order = list(configs)
@@ -497,12 +483,7 @@ def main():
                     rundir = os.path.join(out, "runs", "%s-%gms-%s-r%d-%s" % (rate, rtt, "ecn" if ecn else "noecn",
                                                                               rep, cfg))
                     log("run %s rep %d %s" % (cfg, rep, rundir))
-                    saved_mice = args.mice
-                    args.mice = mice
-                    try:
-                        row = one_run(lab, args, cfg, rate_mbit, rtt, ecn, rep, rundir)
-                    finally:
-                        args.mice = saved_mice
+                    row = one_run(lab, args, cfg, rate_mbit, rtt, ecn, rep, rundir)
                     rows.append(row)
                     log("  %s: D200 %.3f mean %.1f ms p99 %.0f ms %.2f Mbit/s cpu %.4f s/MB retrans %d rto %d" % (
                         cfg, row["within200"], row["mean_ms"], row["p99_ms"], row["throughput_mbit"],

@@ -3,7 +3,7 @@
  * pps-protolat: the "latency stream" of the IWQoS 2002 section 4 experiments.
  *
  *   pps-protolat send --port P --mode tcp|minbuf [--a A --b B] [--congestion CC]
- *                     [--thin] [--ecn] --duration-s S --stats FILE [--samples FILE]
+ *                     [--thin] [--ecn] [--batch N] --duration-s S --stats FILE [--samples FILE]
  *       listens (prints "ready PORT" once bound), accepts one receiver, then
  *       writes timestamped packets through the MIN_BUF writer as fast as it
  *       accepts them, for S seconds; writes the writer's counters and the
@@ -141,9 +141,9 @@ static int write_stats(const char *path, const pps_minbuf_params_t *p, const pps
 		   ", \"wakeups\": %" PRIu64 ", \"wakeups_idle\": %" PRIu64 ",\n",
 		st->writes, st->packets, st->bytes, st->wakeups, st->wakeups_idle);
 	fprintf(f, "  \"pushes\": %" PRIu64 ", \"partial_writes\": %" PRIu64 ", \"gate_lowat\": %" PRIu64
-		   ", \"gate_sndbuf\": %" PRIu64 ", \"gate_reopens\": %" PRIu64
+		   ", \"gate_sndbuf\": %" PRIu64 ", \"gate_reopens\": %" PRIu64 ", \"gates_kept\": %" PRIu64
 		   ", \"overshoot_pkts\": %" PRIu64 ", \"mss_changes\": %" PRIu64 ", \"mss_bytes\": %u,\n",
-		st->pushes, st->partial_writes, st->gate_lowat, st->gate_sndbuf, st->gate_reopens,
+		st->pushes, st->partial_writes, st->gate_lowat, st->gate_sndbuf, st->gate_reopens, st->gates_kept,
 		st->overshoot_pkts, st->mss_changes, st->mss_bytes);
 	fprintf(f, "  \"max_held_after_pkts\": %u, \"max_over_bound_pkts\": %d,\n",
 		st->max_held_after_pkts, st->max_over_bound_pkts);
@@ -215,7 +215,9 @@ static int run_send(int argc, char **argv)
 		else if (!strcmp(o, "--congestion")) {
 			if (pps_minbuf_congestion_from_name(v, &p.congestion) < 0)
 				goto usage;
-		} else if (!strcmp(o, "--duration-s"))
+		} else if (!strcmp(o, "--batch"))
+			p.batch_pkts = (unsigned)atoi(v);
+		else if (!strcmp(o, "--duration-s"))
 			duration_s = atof(v);
 		else if (!strcmp(o, "--stats"))
 			stats_path = v;
@@ -298,7 +300,7 @@ usage:
 	fprintf(stderr,
 		"usage: " PROGRAM " send --port P [--bind ADDR] --mode tcp|minbuf [--a A] [--b B]\n"
 		"          [--congestion default|cubic|reno|bbr] [--thin] [--ecn] --duration-s S\n"
-		"          --stats FILE [--samples FILE]\n");
+		"          --stats FILE [--samples FILE] [--batch PKTS_PER_WRITE]\n");
 	return EXIT_USAGE;
 }
 
