@@ -373,6 +373,15 @@ direction_configure(linkem_t *lk, int d)
 		mean_rate_bps = ds->rate_bps;
 	}
 	bdp_bytes = (uint64_t)((double)mean_rate_bps / 8 * (double)rtt_ns / 1e9);
+	if (ds->aqm == PPS_LINKEM_AQM_DRD) {
+		if (ds->drd_min_bdp >= ds->drd_congest_bdp)
+			die_usage("%s: --drd-min (%g BDP) must be below --drd-congest (%g BDP)", ds->name,
+				  ds->drd_min_bdp, ds->drd_congest_bdp);
+		if (bdp_bytes == 0)
+			die_usage("%s: DRD thresholds are multiples of the bandwidth-delay product, "
+				  "which is 0 without a delay",
+				  ds->name);
+	}
 
 	c->delay_ns = ds->delay_ns;
 	c->aqm = ds->aqm;
@@ -842,6 +851,7 @@ int
 main(int argc, char **argv)
 {
 	static linkem_t lk; /* static: large and lives for the whole run */
+	sigset_t stop_signals;
 	int status = 1;
 
 	for (int d = 0; d < DIR_COUNT; d++)
@@ -939,6 +949,15 @@ main(int argc, char **argv)
 		fprintf(stderr, PROGRAM ": event loop failed\n");
 		goto out;
 	}
+	/*
+	 * Freeing the signal events below restores the default actions: a second
+	 * SIGTERM (the lab's supervisor dying sends one too) would then kill us
+	 * halfway through writing the log. Keep them pending until exit instead.
+	 */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop_signals, NULL);
 	status = 0;
 	linkem_summary_print(stdout, &lk);
 	linkem_stats_write(&lk);

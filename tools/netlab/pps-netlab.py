@@ -296,15 +296,15 @@ def teardown(name, from_supervisor=False, show_summary=True):
     snd_ns, rcv_ns = netns_names(name)
     sdir = state_dir(name)
     with state_lock():
-        if not from_supervisor:
-            # The supervisor only waits; SIGKILL is safe and stops it racing us.
-            stop_pid(read_pid(os.path.join(sdir, "supervisor.pid")), "_supervise", sig=signal.SIGKILL, timeout_s=2)
         if os.path.isdir(sdir):
             for entry in sorted(os.listdir(sdir)):
                 if re.fullmatch(r"traffic-\d+\.pid", entry):
                     stop_pid(read_pid(os.path.join(sdir, entry)), "_traffic", group=True)
-        linkem_pid = read_pid(os.path.join(sdir, "linkem.pid"))
-        stop_pid(linkem_pid, "pps-linkem")
+        # pps-linkem first, so that it writes its counters and log in peace; its
+        # supervisor then wakes up and waits on this lock, and can go.
+        stop_pid(read_pid(os.path.join(sdir, "linkem.pid")), "pps-linkem")
+        if not from_supervisor:
+            stop_pid(read_pid(os.path.join(sdir, "supervisor.pid")), "_supervise", sig=signal.SIGKILL, timeout_s=2)
         if show_summary:
             with contextlib.suppress(OSError):
                 with open(os.path.join(sdir, "linkem.out")) as f:

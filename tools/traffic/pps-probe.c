@@ -80,6 +80,15 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static int64_t
+realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void
 sleep_until_ns(int64_t deadline_ns)
 {
@@ -104,7 +113,8 @@ usage(FILE *out)
 		"       --ip-bytes N (whole IP packet, default %d), --timeout TIME (default 2s)\n"
 		"blast: --rate RATE (e.g. 15mbit, counted on IP packets), --ip-bytes N (default 1500),\n"
 		"       --tos N (IP TOS byte: 2 = ECT(0), 1 = ECT(1))\n"
-		"sink:  --log FILE (arrival_ns seq tos ip_bytes per datagram),\n"
+		"sink:  --log FILE (arrival_ns seq tos ip_bytes per datagram; arrival_ns is the\n"
+		"       kernel's receive time on CLOCK_MONOTONIC),\n"
 		"       --idle-exit TIME (stop this long after the last datagram)\n"
 		"ping, sink: --json prints the summary as one JSON object\n",
 		PPS_DEFAULT_PROBE_PORT, PPS_DEFAULT_PROBE_COUNT, PPS_DEFAULT_PROBE_IP_BYTES);
@@ -235,6 +245,12 @@ socket_open(const char *bind_addr, uint16_t port)
 	}
 	/* Ask for each datagram's TOS byte: that is where ECN CE shows. */
 	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	/*
+	 * And for the kernel's receive time: a TUN write delivers the datagram to
+	 * the socket in the writer's context, so this is when pps-linkem let it
+	 * go, free of our own scheduling delay.
+	 */
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	if (!bind_addr)
 		return fd;
 	if (address_make(bind_addr, port, &addr) < 0)
@@ -454,8 +470,8 @@ run_sink(const probe_settings_t *s)
 	}
 	ready_announce();
 	for (;;) {
-		int64_t until_ns = deadline_ns;
-		char control[CMSG_SPACE(sizeof(int))];
+		int64_t until_ns = deadline_ns, arrival_ns = 0;
+		char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
 		struct iovec iov = {.iov_base = buffer, .iov_len = sizeof(buffer)};
 		struct msghdr msg = {
 			.msg_iov = &iov,
@@ -480,14 +496,24 @@ run_sink(const probe_settings_t *s)
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
 				tos = *(uint8_t *)CMSG_DATA(c);
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+				struct timespec ts;
+
+				memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+				arrival_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+				/* Kernel stamps are CLOCK_REALTIME; the lab's clock is CLOCK_MONOTONIC. */
+				arrival_ns -= realtime_ns() - last_ns;
+			}
 		}
+		if (!arrival_ns)
+			arrival_ns = last_ns;
 		packets++;
 		bytes += (uint64_t)n + PROBE_HEADER_BYTES;
 		per_ecn[tos & 3]++;
 		if (log) {
 			if (n >= (ssize_t)sizeof(probe))
 				memcpy(&probe, buffer, sizeof(probe));
-			fprintf(log, "%" PRId64 "\t%" PRIu32 "\t%d\t%zd\n", last_ns, probe.seq, tos,
+			fprintf(log, "%" PRId64 "\t%" PRIu32 "\t%d\t%zd\n", arrival_ns, probe.seq, tos,
 				n + PROBE_HEADER_BYTES);
 		}
 	}
