@@ -518,7 +518,7 @@ def supervisor_start(lab, args):
         for fname in ("linkem.err", "supervisor.err"):
             with contextlib.suppress(OSError):
                 with open(os.path.join(sdir, fname)) as f:
-                    err += f.read().strip()
+                    err = err or f.read().strip()
         if not readable:
             raise LabError(f"pps-linkem did not get ready within {READY_TIMEOUT_S:.0f} s {err}")
         raise LabError(f"pps-linkem failed to start: {err or 'no message'}")
