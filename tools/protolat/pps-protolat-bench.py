@@ -307,8 +307,8 @@ def write_table(summary, out, cmdline):
     lines = ["# Protocol latency (IWQoS 2002 Tables 1-3 layout)", "",
              "Command: `%s`" % cmdline, "",
              "ours / paper. D160/D200/D500: fraction of packets within 160/200/500 ms (pooled over runs); "
-             "mean: mean of per-run means +- 95%% CI; NT: throughput normalized to tcp in the same repetition "
-             "(mean +- 95%% CI); CPU/MB: sender user+sys seconds per MB written; held p50/p99: packets in the "
+             "mean: mean of per-run means +- 95% CI; NT: throughput normalized to tcp in the same repetition "
+             "(mean +- 95% CI); CPU/MB: sender user+sys seconds per MB written; held p50/p99: packets in the "
              "kernel at write time. The paper has no ECN tables (its Figures 8-10), hence '-'.", ""]
     hdr = ("| Mbit/s | RTT ms | ECN | type | D160 | D200 (paper) | D500 (paper) | mean ms (paper) | p50 | p95 | p99 "
            "| NT (paper) | CPU s/MB (x tcp) | retrans | RTOs | held p50/p99 |")

@@ -4,6 +4,7 @@
  *
  *   pps-protolat send --port P --mode tcp|minbuf [--a A --b B] [--congestion CC]
  *                     [--thin] [--ecn] [--batch N] --duration-s S --stats FILE [--samples FILE]
+ *                     [--check-bound]
  *       listens (prints "ready PORT" once bound), accepts one receiver, then
  *       writes timestamped packets through the MIN_BUF writer as fast as it
  *       accepts them, for S seconds; writes the writer's counters and the
@@ -32,6 +33,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -69,7 +73,42 @@ typedef struct {
 	int err;
 	FILE *samples;
 	int64_t t0_ns;
+	/* --check-bound: the netlab suite's independent check (see check_bound) */
+	bool check;
+	const pps_minbuf_params_t *params;
+	int fd;
+	uint32_t batch_fills;
+	uint64_t checks, over_pkts_total, checks_over;
+	int max_over;
 } sender_t;
+
+/*
+ * Independent MIN_BUF check at every packet pulled, just before the write
+ * that carries it: held = ceil(SIOCOUTQ / mss) + packets already pulled for
+ * this write + this one, against A*cwnd + min(B, cwnd) + sacked from a
+ * TCP_INFO of our own. An ACK between the writer's reading and ours only
+ * lowers held; a loss or ECN reduction of cwnd in those microseconds can put
+ * this packet over, which the netlab suite tolerates (1 packet, rarely).
+ */
+static void check_bound(sender_t *s, size_t mss)
+{
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+	int outq = 0;
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 || ioctl(s->fd, SIOCOUTQ, &outq) < 0)
+		return;
+	uint32_t held = ((uint32_t)outq + (uint32_t)mss - 1) / (uint32_t)mss + s->batch_fills + 1;
+	uint32_t cw = ti.tcpi_snd_cwnd;
+	uint32_t bound = s->params->a * cw + (s->params->b < cw ? s->params->b : cw) + ti.tcpi_sacked;
+	int over = (int)held - (int)bound;
+	if (s->checks == 0 || over > s->max_over)
+		s->max_over = over;
+	if (over > 0) {
+		s->checks_over++;
+		s->over_pkts_total += (uint64_t)over;
+	}
+	s->checks++;
+}
 
 static int sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 {
@@ -78,6 +117,9 @@ static int sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *
 		return 0;
 	if (mss < sizeof(pkt_header_t))
 		return -EMSGSIZE;
+	if (s->check && s->params->mode == PPS_MINBUF_MODE_MINBUF)
+		check_bound(s, mss);
+	s->batch_fills++;
 	pkt_header_t h = { MAGIC, (uint32_t)mss, s->seq++, now_ns() };
 	memcpy(buf, &h, sizeof(h));
 	memset(buf + sizeof(h), 0x5a, mss - sizeof(h));
@@ -96,6 +138,9 @@ static void sender_error(void *user, int err)
 static void sender_sample(void *user, const pps_minbuf_sample_t *x)
 {
 	sender_t *s = user;
+	s->batch_fills = 0;
+	if (!s->samples)
+		return;
 	fprintf(s->samples, "%.6f,%u,%u,%u,%u,%u,%u,%u,%u\n", (double)(now_ns() - s->t0_ns) / 1e9,
 		x->cwnd_pkts, x->held_pkts, x->bound_pkts, x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1),
 		x->sacked_pkts, x->lost_pkts, x->srtt_us, x->written_pkts);
@@ -119,7 +164,7 @@ static void json_hist(FILE *f, const char *name, const uint64_t *h)
 }
 
 static int write_stats(const char *path, const pps_minbuf_params_t *p, const pps_minbuf_stats_t *st,
-		       double duration_s, uint64_t seq, int err)
+		       double duration_s, uint64_t seq, int err, const sender_t *s)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
@@ -157,6 +202,10 @@ static int write_stats(const char *path, const pps_minbuf_params_t *p, const pps
 		st->retrans_pkts, st->rto_events, st->max_backoff);
 	json_hist(f, "held_hist", st->held_hist);
 	json_hist(f, "unsent_hist", st->unsent_hist);
+	if (s->check)
+		fprintf(f, "  \"check_packets\": %" PRIu64 ", \"check_over_packets\": %" PRIu64
+			   ", \"check_over_total_pkts\": %" PRIu64 ", \"check_max_over_pkts\": %d,\n",
+			s->checks, s->checks_over, s->over_pkts_total, s->max_over);
 	fprintf(f, "  \"samples\": %" PRIu64 "\n}\n", st->samples);
 	return fclose(f) == 0 ? 0 : -errno;
 }
@@ -185,6 +234,7 @@ static int run_send(int argc, char **argv)
 	const char *stats_path = NULL, *samples_path = NULL, *bind_addr = "0.0.0.0";
 	int port = 0;
 	double duration_s = 20;
+	bool check = false;
 
 	pps_minbuf_params_init(&p);
 	for (int i = 2; i < argc; i++) {
@@ -192,6 +242,10 @@ static int run_send(int argc, char **argv)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(o, "--thin")) {
 			p.thin_linear_timeouts = true;
+			continue;
+		}
+		if (!strcmp(o, "--check-bound")) {
+			check = true;
 			continue;
 		}
 		if (!strcmp(o, "--ecn")) {
@@ -254,6 +308,9 @@ static int run_send(int argc, char **argv)
 
 	sender_t s;
 	memset(&s, 0, sizeof(s));
+	s.check = check;
+	s.params = &p;
+	s.fd = fd;
 	s.base = event_base_new();
 	s.w = pps_minbuf_new(s.base, fd, &p, sender_fill, sender_error, &s);
 	if (!s.w) {
@@ -269,8 +326,9 @@ static int run_send(int argc, char **argv)
 			return 1;
 		}
 		fprintf(s.samples, "t_s,cwnd_pkts,held_pkts,bound_pkts,unsent_pkts,sacked_pkts,lost_pkts,srtt_us,written_pkts\n");
-		pps_minbuf_set_sample_cb(s.w, sender_sample, &s);
 	}
+	if (s.samples || s.check)
+		pps_minbuf_set_sample_cb(s.w, sender_sample, &s);
 	struct event *stop = evtimer_new(s.base, sender_stop, &s);
 	struct timeval tv = { (time_t)duration_s, (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6) };
 	evtimer_add(stop, &tv);
@@ -280,7 +338,7 @@ static int run_send(int argc, char **argv)
 
 	pps_minbuf_stats_t st;
 	pps_minbuf_stats(s.w, &st);
-	int r = write_stats(stats_path, &p, &st, elapsed_s, s.seq, s.err);
+	int r = write_stats(stats_path, &p, &st, elapsed_s, s.seq, s.err, &s);
 	if (r < 0)
 		fprintf(stderr, PROGRAM ": %s: %s\n", stats_path, strerror(-r));
 	if (s.err)
@@ -300,7 +358,7 @@ usage:
 	fprintf(stderr,
 		"usage: " PROGRAM " send --port P [--bind ADDR] --mode tcp|minbuf [--a A] [--b B]\n"
 		"          [--congestion default|cubic|reno|bbr] [--thin] [--ecn] --duration-s S\n"
-		"          --stats FILE [--samples FILE] [--batch PKTS_PER_WRITE]\n");
+		"          --stats FILE [--samples FILE] [--batch PKTS_PER_WRITE] [--check-bound]\n");
 	return EXIT_USAGE;
 }
 
