@@ -38,6 +38,8 @@ typedef struct {
 	uint64_t bytes_received; /* payload bytes, whole or not */
 	unsigned adus_sent, adus_dropped; /* from WINDOW_END */
 	bool dropped;            /* the sender sent nothing */
+	bool have_first_id;
+	uint32_t first_id;       /* lowest ADU id received: the window's first in decode order */
 	bool begun;              /* WINDOW_BEGIN seen */
 } pps_reasm_window_t;
 
@@ -60,6 +62,15 @@ int pps_reasm_record(pps_reasm_t *reasm, const pps_wire_record_t *record, char *
  */
 void pps_reasm_take(pps_reasm_t *reasm, pps_reasm_window_t *window, pps_adu_t ***adus,
 		    size_t *n_adus);
+
+/*
+ * Hands out the whole ADU @id of the open window early, if it has arrived,
+ * and NULL otherwise; pps_reasm_take() then leaves it out. ADU ids are
+ * consecutive in decode order, so the client decodes an ADU as soon as it is
+ * the next one in decode order, rather than at the window's end: the first
+ * ADU of a window releases the frames libavcodec holds back for reordering.
+ */
+pps_adu_t *pps_reasm_take_next(pps_reasm_t *reasm, uint32_t id);
 
 /* True while a window is open (between WINDOW_BEGIN and WINDOW_END). */
 bool pps_reasm_in_window(const pps_reasm_t *reasm);

@@ -74,6 +74,8 @@ typedef struct {
 	pps_playout_t *playout;
 	int64_t tolerance_us;
 	int64_t last_window_id; /* -1 before the first */
+	bool have_pushed;
+	uint32_t last_pushed_id; /* last ADU given to the decoder */
 	uint32_t current_window;
 	int64_t next_frame;     /* display-order frame not yet accounted, -1 = none yet */
 	int64_t ref_frame_capture_us;
@@ -321,6 +323,19 @@ decoder_frame_cb(const pps_decoded_frame_t *df, void *user)
 	arm_play_timer(c);
 }
 
+static void
+decode_adu(client_t *c, pps_adu_t *adu)
+{
+	int ret = pps_decoder_push(c->decoder, adu);
+
+	if (ret < 0 && ret != -EINVAL)
+		fprintf(stderr, "pps-client: decoder: ADU %u of frame %u: %s\n",
+			pps_adu_info(adu)->id, pps_adu_info(adu)->frame_index, strerror(-ret));
+	c->have_pushed = true;
+	c->last_pushed_id = pps_adu_info(adu)->id;
+	pps_adu_unref(adu);
+}
+
 static const char *
 window_status(client_t *c, const pps_reasm_window_t *w, int64_t latency_us)
 {
@@ -367,16 +382,28 @@ window_done(client_t *c)
 	pps_stats_window(c->stats, &sw);
 	if (!w.dropped)
 		pps_playout_window(c->playout, latency_us);
-	for (size_t i = 0; i < n; i++) {
-		int ret = pps_decoder_push(c->decoder, adus[i]);
-
-		if (ret < 0 && ret != -EINVAL)
-			fprintf(stderr, "pps-client: decoder: ADU %u of frame %u: %s\n",
-				pps_adu_info(adus[i])->id, pps_adu_info(adus[i])->frame_index,
-				strerror(-ret));
-		pps_adu_unref(adus[i]);
-	}
+	for (size_t i = 0; i < n; i++)
+		decode_adu(c, adus[i]);
 	free(adus);
+	/* ADU ids are consecutive in decode order and windows never interleave:
+	 * the next window starts at first + total whatever the sender dropped.
+	 * The window's first ADU in decode order is its most important, sent
+	 * first, so the lowest id received is the window's first. */
+	if (w.have_first_id && !w.dropped) {
+		c->have_pushed = true;
+		c->last_pushed_id = w.first_id + w.adus_total - 1;
+	}
+}
+
+/* Decodes the ADUs that arrived and are next in decode order, now. */
+static void
+decode_ready(client_t *c)
+{
+	pps_adu_t *adu;
+
+	while (c->have_pushed &&
+	       (adu = pps_reasm_take_next(c->reasm, c->last_pushed_id + 1)) != NULL)
+		decode_adu(c, adu);
 }
 
 /* ---- connection ---------------------------------------------------------- */
@@ -504,6 +531,8 @@ handle_record(client_t *c, const pps_wire_record_t *r, char *err, size_t size)
 		ret = pps_reasm_record(c->reasm, r, err, size);
 		if (ret == 1)
 			window_done(c);
+		else if (ret == 0 && r->kind == PPS_WIRE_ADU_FRAGMENT)
+			decode_ready(c);
 		return ret < 0 ? ret : 0;
 	case PPS_WIRE_CLOCK_PONG:
 		handle_pong(c, &r->u.clock_pong);
@@ -585,6 +614,7 @@ reset_session(client_t *c)
 	pps_wire_parser_free(c->parser);
 	c->parser = pps_wire_parser_new(c->max_record_bytes);
 	c->have_info = false;
+	c->have_pushed = false;
 	c->last_window_id = -1;
 	c->have_offset = false;
 }

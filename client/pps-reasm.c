@@ -18,6 +18,7 @@ typedef struct {
 	uint32_t total_bytes;
 	uint32_t received;
 	uint8_t *data;
+	bool taken; /* handed out early by pps_reasm_take_next */
 } partial_adu_t;
 
 struct pps_reasm {
@@ -156,6 +157,10 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 				     f->total_bytes);
 		r->n_adus++;
 		r->allocated += f->total_bytes;
+		if (!r->window.have_first_id || f->adu_id < r->window.first_id) {
+			r->window.have_first_id = true;
+			r->window.first_id = f->adu_id;
+		}
 		a->total_bytes = f->total_bytes;
 		a->info.id = f->adu_id;
 		a->info.frame_index = f->frame_index;
@@ -229,6 +234,25 @@ pps_reasm_record(pps_reasm_t *r, const pps_wire_record_t *record, char *err, siz
 	}
 }
 
+pps_adu_t *
+pps_reasm_take_next(pps_reasm_t *r, uint32_t id)
+{
+	partial_adu_t *a;
+	pps_adu_t *adu;
+
+	if (!r->open)
+		return NULL;
+	a = find_adu(r, id);
+	if (!a || a->taken || a->received != a->total_bytes)
+		return NULL;
+	adu = pps_adu_new_take(&a->info, a->data, a->total_bytes);
+	if (adu) {
+		a->data = NULL;
+		a->taken = true;
+	}
+	return adu;
+}
+
 static int
 compare_id(const void *a, const void *b)
 {
@@ -256,7 +280,7 @@ pps_reasm_take(pps_reasm_t *r, pps_reasm_window_t *window, pps_adu_t ***adus, si
 
 		/* A partly received ADU (the sender hit the deadline inside it) is
 		 * useless to the decoder. */
-		if (a->received != a->total_bytes)
+		if (a->received != a->total_bytes || a->taken)
 			continue;
 		(*adus)[n] = pps_adu_new_take(&a->info, a->data, a->total_bytes);
 		if ((*adus)[n]) {

@@ -40,6 +40,8 @@ struct pps_media {
 	int wake_fd;
 	struct event *wake_event;
 	atomic_bool idr_requested;
+	int64_t last_idr_request_us; /* loop thread only */
+	uint64_t idr_requests;
 
 	pthread_mutex_t lock;
 	pthread_cond_t room;
@@ -283,9 +285,19 @@ pps_media_free(pps_media_t *m)
 	free(m);
 }
 
+/* Fewer IDRs than this apart cost bits and buy little: a client that lost
+ * its base again so soon is on a path the base does not fit. */
+#define IDR_REQUEST_MIN_INTERVAL_US 500000
+
 void
 pps_media_request_idr(pps_media_t *m)
 {
+	int64_t now = pps_server_now_us();
+
+	if (m->last_idr_request_us && now - m->last_idr_request_us < IDR_REQUEST_MIN_INTERVAL_US)
+		return;
+	m->last_idr_request_us = now;
+	m->idr_requests++;
 	atomic_store(&m->idr_requested, true);
 }
 

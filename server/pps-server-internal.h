@@ -54,7 +54,8 @@ pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
 int pps_media_start(pps_media_t *media, char *err, size_t err_size);
 void pps_media_stop(pps_media_t *media);
 void pps_media_free(pps_media_t *media);
-/* Thread-safe: the next window starts with an IDR (a client joined). */
+/* Loop thread: the next window starts with an IDR (a client joined, or lost its
+ * base layer); at most one request per 500 ms goes through. */
 void pps_media_request_idr(pps_media_t *media);
 void pps_media_stream_info(const pps_media_t *media, pps_wire_stream_info_t *info);
 void pps_media_get_stats(pps_media_t *media, pps_media_stats_t *stats);
@@ -82,7 +83,9 @@ typedef struct {
 /* Called when the session is gone for good (its socket failed, the peer left
  * or misbehaved); the server unlinks and frees it. */
 typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
-/* Called once the client's HELLO was accepted. */
+/* Called once the client's HELLO was accepted, and again whenever the client
+ * lost base-layer data (deadline or undecodable) and can decode nothing more
+ * until the next IDR: the server asks the encoder for one. */
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,

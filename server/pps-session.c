@@ -40,6 +40,7 @@ struct pps_session {
 	void *user;
 	bool closing;
 	uint64_t pings;
+	uint64_t base_dropped; /* base-layer ADUs dropped for this client so far */
 };
 
 int64_t
@@ -89,6 +90,24 @@ refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
 	session_close(s);
 }
 
+/*
+ * A dropped base-layer ADU breaks this client's reference chain: everything
+ * until the next IDR is undecodable for it (and the regulator will not send
+ * it). Rather than lose the rest of the GOP, ask for an IDR now; the media
+ * side rate-limits requests from all clients together.
+ */
+static void
+check_base_loss(pps_session_t *s)
+{
+	pps_sched_stats_t st;
+
+	pps_sched_get_stats(s->sched, &st);
+	if (st.layer[0][0].adus_dropped > s->base_dropped) {
+		s->base_dropped = st.layer[0][0].adus_dropped;
+		s->ready_cb(s->user, s);
+	}
+}
+
 static void
 arm_deadline_timer(pps_session_t *s)
 {
@@ -115,9 +134,12 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_session_t *s = user;
 
-	if (pps_sched_expire(s->sched, pps_server_now_us()) > 0)
+	if (pps_sched_expire(s->sched, pps_server_now_us()) > 0) {
+		check_base_loss(s);
 		pps_minbuf_kick(s->writer);
-	arm_deadline_timer(s);
+	}
+	if (!s->closing)
+		arm_deadline_timer(s);
 }
 
 static int
@@ -125,10 +147,14 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 {
 	pps_session_t *s = user;
 
+	int ret;
+
 	if (s->closing)
 		return 0;
-	return pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes, buf, len_bytes,
-				     push);
+	ret = pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes, buf, len_bytes,
+				    push);
+	check_base_loss(s);
+	return ret;
 }
 
 static void

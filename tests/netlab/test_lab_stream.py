@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""pps-server and pps-client through the network lab (suite netlab).
+
+Exit 77 (skipped) without root or /dev/net/tun."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "integration"))
+from harness import SKIP, Failure, check  # noqa: E402
+
+
+class Lab:
+    def __init__(self, build, name, *args):
+        self.netlab = os.path.join(build, "tools", "netlab", "pps-netlab")
+        self.name = name
+        p = subprocess.run([self.netlab, "up", "--name", name, "--duration", "180"] + list(args),
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode == SKIP:
+            print("skipped: " + p.stderr.strip())
+            sys.exit(SKIP)
+        if p.returncode != 0:
+            raise Failure("pps-netlab up: " + p.stderr)
+        self.snd = self.addr("snd")
+        self.rcv = self.addr("rcv")
+
+    def addr(self, side):
+        return subprocess.run([self.netlab, "addr", self.name, side], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    def popen(self, side, argv, **kw):
+        return subprocess.Popen([self.netlab, "exec", self.name, side] + argv, **kw)
+
+    def down(self):
+        subprocess.run([self.netlab, "down", "--name", self.name], capture_output=True,
+                       timeout=60)
+
+
+def events(path, kind):
+    with open(path) as f:
+        return [e for e in map(json.loads, f) if e["type"] == kind]
+
+
+def adapts_to_bottleneck(build, workdir):
+    """2 Mbit/s, 50 ms RTT; a stream whose full stack needs about 3 Mbit/s:
+    the base layer is always delivered, at least 90% of windows arrive within
+    the tolerance, and enhancement comes and goes with the available rate."""
+    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
+        print("skipped: needs root and /dev/net/tun")
+        sys.exit(SKIP)
+    lab = Lab(build, "it%d" % (os.getpid() % 10000), "--rate", "2mbit", "--delay", "25ms",
+              "--congestion", "cubic")
+    log = os.path.join(workdir, "client.jsonl")
+    server = client = None
+    try:
+        server = lab.popen("snd", [
+            os.path.join(build, "server", "pps-server"), "--listen", lab.snd + ":7400",
+            "--quiet", "--duration", "40",
+            "--set", "source.pattern=smpte", "--set", "encoder.base_crf=22",
+            "--set", "encoder.enhancement_crf=18", "--set", "transport.congestion=cubic",
+            "--set", "pps.latency_budget_ms=300"],
+            stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        client = lab.popen("rcv", [
+            os.path.join(build, "client", "pps-client"), lab.snd + ":7400",
+            "--display", "none", "--duration", "25", "--log", log, "--quiet",
+            "--set", "playout.tolerance_ms=500"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = client.communicate(timeout=60)
+        check(client.returncode == 0, "client exit %d: %s" % (client.returncode, err))
+    finally:
+        if client and client.poll() is None:
+            client.kill()
+        if server:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        lab.down()
+    summary = events(log, "summary")[0]
+    windows = events(log, "window")
+    frames = [e for e in events(log, "frame") if e.get("reason") != "stopped"]
+    # Skip the first seconds: TCP's slow start and the join to the first IDR.
+    captured = [w["first_capture_us"] for w in windows if w["first_capture_us"]]
+    start = min(captured) + 5_000_000 if captured else 0
+    steady = [w for w in windows if w["first_capture_us"] >= start]
+    within = [w for w in steady if w["status"] != "dropped" and w["latency_ms"] <= 500]
+    pct = 100.0 * len(within) / max(1, len(steady))
+    shown = [f for f in frames if f["shown"] and f["capture_us"] >= start]
+    q = [f["quality_layers"] for f in shown]
+    base_only = sum(1 for x in q if x == 1)
+    full = sum(1 for x in q if x >= 2)
+    dropped = [w for w in windows if w["status"] == "dropped" and
+               (not w["first_capture_us"] or w["first_capture_us"] >= start)]
+    reasons = {}
+    for f in frames:
+        if f["capture_us"] >= start and not f["shown"]:
+            reasons[f["reason"]] = reasons.get(f["reason"], 0) + 1
+    print("frames not shown:", reasons)
+    print("windows %d steady, %.1f%% within 500 ms, %d dropped; frames shown %d: "
+          "%d base only, %d with enhancement; %.2f Mbit/s"
+          % (len(steady), pct, len(dropped), len(shown), base_only, full,
+             summary["bits_per_second"] / 1e6))
+    check(len(steady) >= 200, "only %d windows" % len(steady))
+    check(pct >= 90, "%.1f%% of windows within the tolerance" % pct)
+    # Base always delivered: no window lost whole, every frame that was
+    # captured in the steady state came out with at least its base.
+    check(not dropped, "%d windows dropped" % len(dropped))
+    check(len(shown) >= 0.9 * 2 * len(steady), "frames shown %d of about %d"
+          % (len(shown), 2 * len(steady)))
+    check(base_only > 0 and full > 0,
+          "enhancement should come and go: %d base-only, %d full frames" % (base_only, full))
+
+
+if __name__ == "__main__":
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="pps-lab-") as d:
+        try:
+            adapts_to_bottleneck(sys.argv[1], d)
+        except Failure as e:
+            print("FAIL: %s" % e)
+            sys.exit(1)
+    print("ok")
