@@ -188,6 +188,15 @@ estimate_capture(const client_t *c, uint32_t frame)
 		       (c->info.fps_num ? c->info.fps_num : 30);
 }
 
+/* First capture time of a window that never began, estimated; 0 if unknown. */
+static int64_t
+window_capture_estimate(const client_t *c, uint32_t window)
+{
+	uint32_t first_frame = window == 0 ? 0 : (window - 1) * c->info.window_frames + 1;
+
+	return estimate_capture(c, first_frame);
+}
+
 /* Frames before @frame that never came out of the decoder were not shown:
  * their window was dropped, or their ADUs were. */
 static void
@@ -363,7 +372,8 @@ window_done(client_t *c)
 	/* Windows the sender discarded with their WINDOW_END leave a gap. */
 	for (int64_t id = c->last_window_id + 1; c->last_window_id >= 0 && id < w.window_id;
 	     id++) {
-		sw = (pps_stats_window_t){ .window = (uint32_t)id, .status = "dropped" };
+		sw = (pps_stats_window_t){ .window = (uint32_t)id, .status = "dropped",
+					   .first_capture_us = window_capture_estimate(c, (uint32_t)id) };
 		pps_stats_window(c->stats, &sw);
 	}
 	c->last_window_id = w.window_id;
@@ -371,7 +381,9 @@ window_done(client_t *c)
 	latency_us = now - first_capture;
 	sw = (pps_stats_window_t){
 		.window = w.window_id,
-		.first_capture_us = w.dropped ? 0 : first_capture,
+		/* A dropped window's capture time is estimated from the frame rate,
+		 * so logs and plots can place it in time. */
+		.first_capture_us = w.dropped ? window_capture_estimate(c, w.window_id) : first_capture,
 		.complete_us = w.dropped ? 0 : now,
 		.adus_received = w.adus_received,
 		.adus_sent = w.adus_sent,
