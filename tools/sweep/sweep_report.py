@@ -284,6 +284,10 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         shares["loss_recovery_est_ms"] = min(est, max(0.0, shares["all"]["sender_ms"]))
 
     shown = [f for f in frames if f.get("shown")]
+    not_shown_reasons = {}
+    for f in frames:
+        if not f.get("shown"):
+            not_shown_reasons[f.get("reason", "?")] = not_shown_reasons.get(f.get("reason", "?"), 0) + 1
     flat = {
         "windows_client": len(rows),
         "windows_transmitted": len(transmitted),
@@ -320,9 +324,10 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         "bottleneck_sojourn_p50_ms": (linkem.get("fwd", {}).get("sojourn_p50_ns") or 0) / 1e6 if linkem else None,
         "bottleneck_sojourn_p95_ms": (linkem.get("fwd", {}).get("sojourn_p95_ns") or 0) / 1e6 if linkem else None,
         "frames_shown": len(shown),
+        "frames_not_shown_reasons": not_shown_reasons,
     })
     return {"metrics": flat, "client_summary": summary, "server": server, "shares": shares,
-            "times": times, "server_set": measured.get("server_set"), "lab": {k: lab.get(k) for k in ("link", "rtt_ms", "ecn", "congestion", "sysctl")}}
+            "client_exit": measured.get("client_exit"), "times": times, "server_set": measured.get("server_set"), "lab": {k: lab.get(k) for k in ("link", "rtt_ms", "ecn", "congestion", "sysctl")}}
 
 
 def cell_line(record):
@@ -413,7 +418,7 @@ def aggregate(out, records):
     return result
 
 
-CSV_SKIP = ("elephants_bps",)
+CSV_SKIP = ("elephants_bps", "frames_not_shown_reasons")
 
 
 def write_tables(out, records, groups):
@@ -544,10 +549,19 @@ def plots(out, plan, records, groups):
         a1.set_ylabel("ms")
         a1.legend(fontsize=7, loc="upper right")
         a1.grid(alpha=0.3)
-        fx = [(int(f["capture_us"]) - t0) / 1e6 for f in frs]
-        a2.step(fx, [int(f["quality_layers"]) if f["shown"] == "1" else 0 for f in frs], where="post", lw=0.8, label="quality layers shown")
-        a2.step(fx, [int(f["temporal_layers"]) + 0.05 if f["shown"] == "1" else 0.05 for f in frs], where="post", lw=0.8, label="temporal layers shown")
-        a2.set_ylabel("layers (0 = not shown)")
+        # Per window: the frames shown (of W) and the most quality layers among them.
+        per_window = {}
+        for f in frs:
+            pw = per_window.setdefault(int(f["window"]), {"t": int(f["capture_us"]), "shown": 0, "q": 0})
+            pw["t"] = min(pw["t"], int(f["capture_us"]))
+            if f["shown"] == "1":
+                pw["shown"] += 1
+                pw["q"] = max(pw["q"], int(f["quality_layers"]))
+        ws = sorted(per_window.values(), key=lambda v: v["t"])
+        wx = [(v["t"] - t0) / 1e6 for v in ws]
+        a2.step(wx, [v["shown"] for v in ws], where="post", lw=0.9, label="frames shown of the window")
+        a2.step(wx, [v["q"] + 0.08 for v in ws], where="post", lw=0.9, label="quality layers shown (max)")
+        a2.set_ylabel("per window")
         a2.set_xlabel("capture time (s)")
         a2.legend(fontsize=7, loc="upper right")
         a2.grid(alpha=0.3)
