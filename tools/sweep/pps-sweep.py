@@ -573,6 +573,8 @@ def run_cell(ctx, cell, celldir):
         try:
             if fifo_fd is not None:
                 os.close(fifo_fd)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(port_fifo)
             for proc in (client, server, traffic):
                 stop_child(proc)
             lab.down()  # pps-linkem writes linkem.json and closes linkem.log

@@ -376,10 +376,11 @@ def aggregate(out, records):
     for r in records:
         key = tuple(r["cell"][a] for a in AXES)
         groups.setdefault(key, []).append(r)
-    tcp_thr = {}
+    tcp_thr, tcp_goodput = {}, {}
     for key, rs in groups.items():
         if key[0] == "tcp":
             tcp_thr[key[1:]] = mean(r["metrics"]["server_throughput_bps"] for r in rs)
+            tcp_goodput[key[1:]] = mean(r["metrics"]["client_goodput_bps"] for r in rs)
     result = []
     for key, rs in groups.items():
         g = dict(zip(AXES, key))
@@ -399,8 +400,13 @@ def aggregate(out, records):
             g[name + "_sd"] = sd([v for v in vals if v is not None])
         g["retrans_pkts"] = sum(r["metrics"]["retrans_pkts"] or 0 for r in rs)
         g["rto_events"] = sum(r["metrics"]["rto_events"] or 0 for r in rs)
+        # Two ratios to tcp: of the ADU bytes the server wrote (the paper's
+        # sender throughput) and of the bytes the client received (the
+        # stream's share of the bottleneck, what friendliness is about).
         base = tcp_thr.get(key[1:])
-        g["throughput_vs_tcp"] = g["server_throughput_bps"] / base if base and g["server_throughput_bps"] is not None else None
+        g["sent_vs_tcp"] = g["server_throughput_bps"] / base if base and g["server_throughput_bps"] is not None else None
+        base = tcp_goodput.get(key[1:])
+        g["throughput_vs_tcp"] = g["client_goodput_bps"] / base if base and g["client_goodput_bps"] is not None else None
         shares = [r["shares"] for r in rs if r.get("shares")]
         g["shares"] = None
         if shares:
@@ -478,7 +484,7 @@ def plots(out, plan, records, groups):
         made.setdefault("tolerance", []).append((sc, name))
 
     # Table II / Table III as bars: throughput normalized to tcp, sender-dropped windows.
-    for what, key, ylabel, fname in (("throughput", "throughput_vs_tcp", "sender throughput / tcp's", "throughput.png"),
+    for what, key, ylabel, fname in (("throughput", "throughput_vs_tcp", "stream throughput (received) / tcp's", "throughput.png"),
                                      ("dropped", "sender_dropped_pct", "windows dropped by the sender (%)", "dropped.png")):
         transports = sorted({g["transport"] for g in groups}, key=transport_key)
         fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(scenarios) + 2), 4.2))
@@ -625,7 +631,9 @@ def targets(groups):
         v = m13 and m13["sender_dropped_pct"]
         rows.append((label, "minbuf(1,3) sender-dropped windows", "<= 10% (paper 34%)", fmt(v) + "%" if v is not None else "-", verdict(v, v is not None and v <= 10), queue, None))
         v = m13 and m13["throughput_vs_tcp"]
-        rows.append((label, "minbuf(1,3) throughput / tcp", ">= 0.9", fmt(v, ".2f") if v is not None else "-", verdict(v, v is not None and v >= 0.9), queue, None))
+        v2 = m13 and m13["sent_vs_tcp"]
+        rows.append((label, "minbuf(1,3) throughput / tcp's (received; ADU bytes sent in brackets)", ">= 0.9",
+                     f"{fmt(v, '.2f')} ({fmt(v2, '.2f')})" if v is not None else "-", verdict(v, v is not None and v >= 0.9), queue, None))
     return rows
 
 
@@ -751,7 +759,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
                 if g["queue"] == q and g["window_frames"] == 2 and g["flows"] == 20 and g["transport"] == "minbuf(1,3)" and g["rate_mbit"] == 10 and g["rtt_ms"] == 50 and g["congestion"] == "cubic":
                     L.append(f"minbuf(1,3) counters over {g['runs']} runs: {g['retrans_pkts']} retransmitted packets, {g['rto_events']} RTOs; "
                              f"bottleneck sojourn (all flows) p50 {fmt(g['bottleneck_sojourn_p50_ms'], '.0f')} ms, p95 {fmt(g['bottleneck_sojourn_p95_ms'], '.0f')} ms; "
-                             f"sender-dropped windows {fmt(g['sender_dropped_pct'])}%; stream {fmt((g['server_throughput_bps'] or 0) / 1e6, '.2f')} Mbit/s of "
+                             f"sender-dropped windows {fmt(g['sender_dropped_pct'])}%; stream {fmt((g['client_goodput_bps'] or 0) / 1e6, '.2f')} Mbit/s received of "
                              f"{fmt((g['offered_bps'] or 0) / 1e6, '.2f')} Mbit/s offered by the encoder (all layers).")
                     L.append("")
 
@@ -770,18 +778,20 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     for (_, _, _, _, words) in PAPER_FIGURES:
         L.append(f"- {words}.")
     L.append("")
-    L.append("**Table II** (sender throughput, window 2; the paper's values are absolute, in its units, likely Mbit/s, "
-             "\u00b1 over 5 runs; normalized = / tcp in the same setting):")
+    L.append("**Table II** (throughput of the stream, window 2; the paper's values are absolute, in its units, likely Mbit/s, "
+             "\u00b1 over 5 runs; ours: ADU bytes the server wrote per second (the paper's sender throughput) and bytes the "
+             "client received per second; / tcp = received, relative to tcp in the same setting):")
     L.append("")
-    L.append("| transport | flows | paper | paper / tcp | ours Mbit/s | ours / tcp | F (stream / mean elephant) | S (max/min) |")
-    L.append("|---|---|---|---|---|---|---|---|")
+    L.append("| transport | flows | paper | paper / tcp | ours sent Mbit/s | ours received Mbit/s | ours / tcp: received (sent) | F (stream / mean elephant) | S (max/min) |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
     for flows in (20, 40):
         for t in ("tcp", "minbuf(1,0)", "minbuf(1,3)"):
             p = PAPER_TABLE_II[flows][t]
             g = find_group(groups, transport=t, window_frames=2, flows=flows, queue="droptail", rate_mbit=10, rtt_ms=50, congestion="cubic")
-            ours = f"{fmt(g['server_throughput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['server_throughput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["server_throughput_bps"] else "not run"
-            L.append(f"| {t} | {flows} | {p[0]:.2f} \u00b1 {p[1]:.2f} | {p[0] / PAPER_TABLE_II[flows]['tcp'][0]:.2f} | {ours} | "
-                     f"{fmt(g and g['throughput_vs_tcp'], '.2f')} | {fmt(g and g['friendliness_ratio'], '.2f')} | {fmt(g and g['separation_index'], '.1f')} |")
+            sent = f"{fmt(g['server_throughput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['server_throughput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["server_throughput_bps"] else "not run"
+            got = f"{fmt(g['client_goodput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['client_goodput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["client_goodput_bps"] else "-"
+            L.append(f"| {t} | {flows} | {p[0]:.2f} \u00b1 {p[1]:.2f} | {p[0] / PAPER_TABLE_II[flows]['tcp'][0]:.2f} | {sent} | {got} | "
+                     f"{fmt(g and g['throughput_vs_tcp'], '.2f')} ({fmt(g and g['sent_vs_tcp'], '.2f')}) | {fmt(g and g['friendliness_ratio'], '.2f')} | {fmt(g and g['separation_index'], '.1f')} |")
     L.append("")
     L.append("**Table III** (windows dropped by the sender, % of windows generated, 20 flows):")
     L.append("")
@@ -798,16 +808,16 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append("## Every setting")
     L.append("")
     L.append("Pooled over repetitions (latency columns pool the windows of all runs; the others are means over runs). "
-             "thr = sender throughput (ADU bytes written / run time); F = friendliness ratio, S = separation index "
+             "sent = ADU bytes the server wrote per second, recv = bytes the client received per second, / tcp of recv; F = friendliness ratio, S = separation index "
              "(004 section 6.2); CPU = % of one core, server (encoder included) / client.")
     L.append("")
-    L.append("| setting | transport | runs | windows | in 100 / 200 / 300 / 500 / 1000 ms (%) | p50 / p95 ms | sender-dropped % | thr Mbit/s | / tcp | F | S | frames shown % | frame p95 ms | retrans / RTOs | CPU % |")
+    L.append("| setting | transport | runs | windows | in 100 / 200 / 300 / 500 / 1000 ms (%) | p50 / p95 ms | sender-dropped % | sent / recv Mbit/s | / tcp | F | S | frames shown % | frame p95 ms | retrans / RTOs | CPU % |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for g in groups:
         within = " / ".join(fmt(g[f"within_{t}ms_pct"], ".0f") for t in (100, 200, 300, 500, 1000))
         L.append(f"| {scenario_name(scenario_of(g), short=True)} {g['rate_mbit']:g}M {g['rtt_ms']:g}ms | {g['transport']} | {g['runs']} | {g['windows_transmitted']} | {within} | "
                  f"{fmt(g['window_latency_p50_ms'], '.0f')} / {fmt(g['window_latency_p95_ms'], '.0f')} | {fmt(g['sender_dropped_pct'])} | "
-                 f"{fmt((g['server_throughput_bps'] or 0) / 1e6, '.2f')} | {fmt(g['throughput_vs_tcp'], '.2f')} | {fmt(g['friendliness_ratio'], '.2f')} | "
+                 f"{fmt((g['server_throughput_bps'] or 0) / 1e6, '.2f')} / {fmt((g['client_goodput_bps'] or 0) / 1e6, '.2f')} | {fmt(g['throughput_vs_tcp'], '.2f')} | {fmt(g['friendliness_ratio'], '.2f')} | "
                  f"{fmt(g['separation_index'], '.1f')} | {fmt(g['frames_shown_pct'], '.0f')} | {fmt(g['frame_latency_p95_ms'], '.0f')} | "
                  f"{g['retrans_pkts']} / {g['rto_events']} | {fmt(g['server_cpu_pct'], '.0f')} / {fmt(g['client_cpu_pct'], '.0f')} |")
     L.append("")
@@ -834,10 +844,49 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
             L.append("")
             L.append(f"![timeline]({link}{made['timeline']})")
             L.append("")
-    L.append("## Files of a sweep")
-    L.append("")
-    L.append("`plan.json` (matrix, seed, run order, machine), `cells/ID/` (client.jsonl, server.json, server.err, client.err, "
-             "lab.json, linkem.json, elephants.json (iperf3), windows.csv, frames.csv, cell.json), `summary.json`, "
-             "`summary.csv` (one row per cell), `groups.csv` (one row per setting), `report.md`, `plots/`.")
-    L.append("")
+    reasons = {}
+    for r in records:
+        for k, v in (r["metrics"].get("frames_not_shown_reasons") or {}).items():
+            reasons.setdefault(r["cell"]["transport"], {}).setdefault(k, 0)
+            reasons[r["cell"]["transport"]][k] += v
+    if reasons:
+        kinds = sorted({k for d in reasons.values() for k in d})
+        L.append("## Frames not shown")
+        L.append("")
+        L.append("By the client's reason, summed over all cells (playout policy `%s`):" % cfg["playout"])
+        L.append("")
+        L.append("| transport | frames | " + " | ".join(kinds) + " |")
+        L.append("|---|---|" + "---|" * len(kinds))
+        for t in sorted(reasons, key=transport_key):
+            total = sum(r["metrics"]["frames_shown"] for r in records if r["cell"]["transport"] == t) + sum(reasons[t].values())
+            L.append(f"| {t} | {total} | " + " | ".join(str(reasons[t].get(k, 0)) for k in kinds) + " |")
+        L.append("")
+    L.append(SWEEP_HELP)
     return "\n".join(L)
+
+
+SWEEP_HELP = """## pps-sweep in brief
+
+```
+pps-sweep [run] --preset quick|paper|full | --config FILE  [--out DIR] [--reps N] [--duration S] [--seed N] [--dry-run]
+pps-sweep --resume DIR            # finish an interrupted sweep (or give the same --out again)
+pps-sweep report DIR [--markdown FILE] [--plots-dir DIR]
+pps-sweep presets                 # the presets, their size and run time
+```
+
+A sweep file (tools/sweep/presets/*.ini) has `[sweep]` (duration_s, warmup_s, repetitions, seed, playout,
+timeline = the cell of the over-time plot), `[server]` and `[client]` (`--set` keys for every cell),
+`[lab]` (drd_min_bdp, drd_congest_bdp, queue) and one or more `[matrix NAME]` sections whose keys are
+the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_frames`, `flows`
+(cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`) and
+`congestion` (the stream's: cubic, reno, bbr). The sweep runs the union of the matrices' cross
+products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
+up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
+pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn
+down whatever happens (Ctrl-C included: the sweep then says how to resume).
+
+Files: `plan.json` (matrix, seed, run order, machine), `cells/ID/` (client.jsonl, server.json,
+server.err, client.err, lab.json, linkem.json, elephants.json (iperf3), windows.csv (with the
+bottleneck queue at each window's last byte), frames.csv, cell.json), `summary.json`, `summary.csv`
+(one row per cell), `groups.csv` (one row per setting), `report.md`, `plots/`.
+"""
