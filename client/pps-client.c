@@ -725,30 +725,16 @@ connect_done_cb(evutil_socket_t fd, short what, void *user)
 static void
 start_connect(client_t *c)
 {
-	char host[256], why[300];
-	const char *port, *server = c->server;
+	char host[256], port[16], why[300];
+	const char *server = c->server;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
 	int ret;
 
-	if (server[0] == '[') {
-		const char *close = strchr(server, ']');
-
-		if (!close || close[1] != ':' || (size_t)(close - server) >= sizeof(host))
-			goto bad;
-		memcpy(host, server + 1, (size_t)(close - server - 1));
-		host[close - server - 1] = '\0';
-		port = close + 2;
-	} else {
-		const char *colon = strrchr(server, ':');
-
-		if (!colon || colon == server || (size_t)(colon - server) >= sizeof(host))
-			goto bad;
-		memcpy(host, server, (size_t)(colon - server));
-		host[colon - server] = '\0';
-		port = colon + 1;
-	}
+	/* Validated by the configuration loader already. */
+	if (pps_config_split_address(server, host, sizeof(host), port, sizeof(port)) < 0)
+		return;
 	ret = getaddrinfo(host, port, &hints, &res);
 	if (ret != 0) {
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", server, gai_strerror(ret));
@@ -774,12 +760,6 @@ start_connect(client_t *c)
 	}
 	c->connect_event = event_new(c->base, c->fd, EV_WRITE, connect_done_cb, c);
 	event_add(c->connect_event, NULL);
-	return;
-bad:
-	fprintf(stderr, "pps-client: server %s: expected HOST:PORT or [V6ADDR]:PORT\n", server);
-	c->exit_status = PPS_EXIT_USAGE;
-	c->stopping = true;
-	event_base_loopbreak(c->base);
 }
 
 /* ---- timers and signals --------------------------------------------------- */

@@ -21,6 +21,9 @@
 #define STRING(sec, name, def, prog, text)                                                         \
 	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_STRING, .default_value = def,       \
 	  .programs = prog, .help = text }
+#define ADDRESS(sec, name, def, prog, text)                                                        \
+	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_ADDRESS, .default_value = def,      \
+	  .programs = prog, .help = text }
 #define ENUM(sec, name, def, list, prog, text)                                                     \
 	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_ENUM, .default_value = def,         \
 	  .choices = list, .programs = prog, .help = text }
@@ -39,8 +42,8 @@ static const char *const clock_modes[] = { "auto", "shared", "estimate", NULL };
 
 static const pps_config_key_t keys[] = {
 	/* [server] */
-	STRING("server", "listen", "127.0.0.1:7400", SERVER,
-	       "address and TCP port to listen on (host:port; [v6addr]:port for IPv6)"),
+	ADDRESS("server", "listen", "127.0.0.1:7400", SERVER,
+		"address and TCP port to listen on ([v6addr]:port for IPv6; port 0 = any free one)"),
 	INT("server", "max_clients", "16", 1, 1024, SERVER,
 	    "clients served at once; more are refused with BYE"),
 	INT("server", "status_interval_s", "5", 1, 3600, SERVER,
@@ -105,7 +108,8 @@ static const pps_config_key_t keys[] = {
 	     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
 
 	/* [client] */
-	STRING("client", "server", "127.0.0.1:7400", CLIENT, "server to connect to (host:port)"),
+	ADDRESS("client", "server", "127.0.0.1:7400", CLIENT,
+		"server to connect to (host:port or [v6addr]:port)"),
 	STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
 	BOOL("client", "reconnect", "false", CLIENT,
 	     "reconnect with backoff when the server goes away"),

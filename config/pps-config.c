@@ -57,6 +57,9 @@ describe_allowed(const pps_config_key_t *key, char *buf, size_t size)
 	case PPS_CONFIG_TYPE_STRING:
 		snprintf(buf, size, "must be text");
 		break;
+	case PPS_CONFIG_TYPE_ADDRESS:
+		snprintf(buf, size, "must be HOST:PORT or [V6ADDR]:PORT");
+		break;
 	case PPS_CONFIG_TYPE_ENUM:
 		used = (size_t)snprintf(buf, size, "must be one of");
 		for (size_t i = 0; key->choices[i] && used < size; i++)
@@ -96,6 +99,12 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 	case PPS_CONFIG_TYPE_STRING:
 		*number = 0;
 		return 0;
+	case PPS_CONFIG_TYPE_ADDRESS: {
+		char host[256], port[16];
+
+		*number = 0;
+		return pps_config_split_address(text, host, sizeof(host), port, sizeof(port));
+	}
 	case PPS_CONFIG_TYPE_ENUM:
 		for (int i = 0; key->choices[i]; i++) {
 			if (strcmp(key->choices[i], text) == 0) {
@@ -106,6 +115,39 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 		return -EINVAL;
 	}
 	return -EINVAL;
+}
+
+int
+pps_config_split_address(const char *address, char *host, size_t host_size, char *port,
+			 size_t port_size)
+{
+	const char *host_start = address, *host_end, *port_start;
+	char *end;
+	long number;
+
+	if (address[0] == '[') {
+		host_start = address + 1;
+		host_end = strchr(host_start, ']');
+		if (!host_end || host_end[1] != ':')
+			return -EINVAL;
+		port_start = host_end + 2;
+	} else {
+		host_end = strrchr(address, ':');
+		if (!host_end || memchr(address, ':', (size_t)(host_end - address)))
+			return -EINVAL; /* no port, or an IPv6 address without brackets */
+		port_start = host_end + 1;
+	}
+	if ((size_t)(host_end - host_start) >= host_size || strlen(port_start) >= port_size ||
+	    !*port_start)
+		return -EINVAL;
+	errno = 0;
+	number = strtol(port_start, &end, 10);
+	if (errno || *end || number < 0 || number > 65535)
+		return -EINVAL;
+	memcpy(host, host_start, (size_t)(host_end - host_start));
+	host[host_end - host_start] = '\0';
+	snprintf(port, port_size, "%s", port_start);
+	return 0;
 }
 
 static pps_config_value_t *
@@ -267,7 +309,8 @@ pps_config_load_file(pps_config_t *config, const char *path, char *err, size_t e
 			gchar *text = NULL;
 			const pps_config_key_t *def = pps_config_key_find(groups[g], names[k]);
 
-			if (def && def->type == PPS_CONFIG_TYPE_STRING)
+			if (def && (def->type == PPS_CONFIG_TYPE_STRING ||
+				    def->type == PPS_CONFIG_TYPE_ADDRESS))
 				text = g_key_file_get_string(file, groups[g], names[k], NULL);
 			ret = assign(config, where, path, groups[g], names[k],
 				     text ? text : (raw ? raw : ""), err, err_size);
@@ -433,7 +476,12 @@ pps_config_get_bool(const pps_config_t *config, const char *section, const char 
 const char *
 pps_config_get_string(const pps_config_t *config, const char *section, const char *key)
 {
-	return get_checked(config, section, key, PPS_CONFIG_TYPE_STRING)->text;
+	const pps_config_value_t *value = find_value(config, section, key);
+
+	/* Addresses are strings that were validated on the way in. */
+	assert(value && (value->key->type == PPS_CONFIG_TYPE_STRING ||
+			 value->key->type == PPS_CONFIG_TYPE_ADDRESS));
+	return value->text;
 }
 
 int
@@ -461,6 +509,8 @@ type_name(const pps_config_key_t *key, char *buf, size_t size)
 		return "true/false";
 	case PPS_CONFIG_TYPE_STRING:
 		return "text";
+	case PPS_CONFIG_TYPE_ADDRESS:
+		return "HOST:PORT";
 	case PPS_CONFIG_TYPE_ENUM: {
 		size_t used = 0;
 

@@ -34,6 +34,7 @@ typedef enum {
 	PPS_CONFIG_TYPE_BOOL,   /* true/false (GKeyFile spelling) */
 	PPS_CONFIG_TYPE_STRING, /* free text; may be empty */
 	PPS_CONFIG_TYPE_ENUM,   /* one of a NULL-terminated list of names */
+	PPS_CONFIG_TYPE_ADDRESS, /* HOST:PORT or [V6ADDR]:PORT, port 0..65535 */
 } pps_config_type_t;
 
 /* One key of the table. Public so that tools can print references from it. */
@@ -96,6 +97,14 @@ const char *pps_config_get_string(const pps_config_t *config, const char *sectio
 				  const char *key);
 /* Index of the value in the key's choices list. */
 int pps_config_get_enum(const pps_config_t *config, const char *section, const char *key);
+
+/*
+ * Splits an address value ("host:port", "[v6addr]:port") into its host
+ * (brackets removed; may be empty: any address) and port. Returns 0 or
+ * -EINVAL if it is not of that form or a part does not fit its buffer.
+ */
+int pps_config_split_address(const char *address, char *host, size_t host_size, char *port,
+			     size_t port_size);
 
 /* Where a value came from, for logs: "default", the file's path, or "--set". */
 const char *pps_config_get_origin(const pps_config_t *config, const char *section,

@@ -258,8 +258,7 @@ stop_cb(evutil_socket_t sig, short what, void *user)
 static int
 start_listening(pps_server_t *srv, const char *listen_at, const char *port_file)
 {
-	char host[256];
-	const char *port;
+	char host[256], port[16];
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
@@ -268,25 +267,9 @@ start_listening(pps_server_t *srv, const char *listen_at, const char *port_file)
 	char bhost[NI_MAXHOST], bport[NI_MAXSERV];
 	int ret;
 
-	if (listen_at[0] == '[') {
-		const char *close = strchr(listen_at, ']');
-
-		if (!close || close[1] != ':' || (size_t)(close - listen_at) >= sizeof(host))
-			goto bad;
-		memcpy(host, listen_at + 1, (size_t)(close - listen_at - 1));
-		host[close - listen_at - 1] = '\0';
-		port = close + 2;
-	} else {
-		const char *colon = strrchr(listen_at, ':');
-
-		if (!colon || (size_t)(colon - listen_at) >= sizeof(host))
-			goto bad;
-		memcpy(host, listen_at, (size_t)(colon - listen_at));
-		host[colon - listen_at] = '\0';
-		port = colon + 1;
-	}
-	if (!*port)
-		goto bad;
+	/* Validated by the configuration loader already. */
+	if (pps_config_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0)
+		return -EINVAL;
 	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (ret != 0) {
 		fprintf(stderr, "pps-server: [server] listen = %s: %s\n", listen_at,
@@ -318,10 +301,6 @@ start_listening(pps_server_t *srv, const char *listen_at, const char *port_file)
 	fprintf(stderr, "pps-server: listening on %s%s%s:%s\n", strchr(bhost, ':') ? "[" : "",
 		bhost, strchr(bhost, ':') ? "]" : "", bport);
 	return 0;
-bad:
-	fprintf(stderr, "pps-server: [server] listen = %s: expected HOST:PORT or [V6ADDR]:PORT\n",
-		listen_at);
-	return -EINVAL;
 }
 
 static void

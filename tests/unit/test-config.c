@@ -125,6 +125,13 @@ test_file_errors(void)
 			  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
 			  "server.ini: [transport] mode = fast: must be one of tcp, minbuf");
+	expect_file_error("[server]\nlisten = 7400\n",
+			  "server.ini: [server] listen = 7400: must be HOST:PORT or [V6ADDR]:PORT");
+	expect_file_error("[server]\nlisten = ::1:7400\n",
+			  "server.ini: [server] listen = ::1:7400: must be HOST:PORT or [V6ADDR]:PORT");
+	expect_file_error("[server]\nlisten = localhost:70000\n",
+			  "server.ini: [server] listen = localhost:70000: must be HOST:PORT or "
+			  "[V6ADDR]:PORT");
 	expect_file_error("[playout]\npolicy = fixed\n",
 			  "server.ini: [playout] policy: not used by this program (it is a client key)");
 	{
@@ -183,6 +190,27 @@ test_set_errors(void)
 		CHECK(pps_config_parse_args(c, &argc, argv, err, sizeof(err)) < 0);
 	}
 	pps_config_free(c);
+}
+
+static void
+test_split_address(void)
+{
+	char host[64], port[8];
+
+	CHECK_EQ_INT(pps_config_split_address("127.0.0.1:7400", host, sizeof(host), port,
+					      sizeof(port)), 0);
+	CHECK(strcmp(host, "127.0.0.1") == 0 && strcmp(port, "7400") == 0);
+	CHECK_EQ_INT(pps_config_split_address("[::1]:0", host, sizeof(host), port, sizeof(port)),
+		     0);
+	CHECK(strcmp(host, "::1") == 0 && strcmp(port, "0") == 0);
+	CHECK_EQ_INT(pps_config_split_address(":7400", host, sizeof(host), port, sizeof(port)), 0);
+	CHECK(host[0] == '\0');
+	CHECK_EQ_INT(pps_config_split_address("[::1]7400", host, sizeof(host), port,
+					      sizeof(port)), -EINVAL);
+	CHECK_EQ_INT(pps_config_split_address("host:", host, sizeof(host), port, sizeof(port)),
+		     -EINVAL);
+	CHECK_EQ_INT(pps_config_split_address("host:12x", host, sizeof(host), port, sizeof(port)),
+		     -EINVAL);
 }
 
 /* Every key's default passes its own validation, and names are sane. */
@@ -294,6 +322,7 @@ main(int argc, char **argv)
 	test_file_and_set_precedence();
 	test_file_errors();
 	test_set_errors();
+	test_split_address();
 	test_table();
 	test_examples_match_table();
 	test_readme_reference();
