@@ -288,7 +288,8 @@ main(int argc, char **argv)
 	printf("  \"kbps\": {");
 	for (int q = 0; q < stream.quality_layers; q++)
 		printf("\"q%d\": %.1f, ", q, kbps(st.bytes[q], captured));
-	printf("\"total\": %.1f},\n", kbps(total_bytes, captured));
+	printf("\"total\": %.1f, \"fillers\": %.1f},\n", kbps(total_bytes, captured),
+	       kbps(st.filler_bytes, captured));
 
 	printf("  \"subsets\": [\n");
 	for (int q = 1; q <= stream.quality_layers; q++)

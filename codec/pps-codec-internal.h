@@ -39,10 +39,14 @@ void pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int sr
 		       uint8_t *dst, int dst_stride, int dst_width, int dst_height);
 
 /*
- * ADU payload of a layer picture: [u8 n][n x u32 little-endian size][pictures].
+ * ADU payload: [u8 flags | n][n x u32 little-endian size][pictures].
  * A picture ADU may carry x264 filler pictures before the real one; the real
- * picture is always the last.
+ * picture is always the last. A filler-only ADU (PPS_CODEC_ADU_FILLERS_ONLY)
+ * carries no frame: the fillers that close its frame's mini-GOP, so that
+ * libavcodec outputs the mini-GOP's pictures (see pps-encoder.c).
  */
+#define PPS_CODEC_ADU_FILLERS_ONLY 0x80u
+#define PPS_CODEC_ADU_COUNT_MASK 0x7fu
 #define PPS_CODEC_MAX_PICTURES_PER_ADU 16
 
 #endif /* PPS_CODEC_INTERNAL_H */

@@ -150,7 +150,12 @@ void pps_encoder_free(pps_encoder_t *encoder);
  * come out through @adu_cb in decode order with increasing ids, all layers of
  * a picture together (base first). B frames are held until their anchor is
  * input; then the whole mini-GOP comes out inside this call (no extra x264
- * delay, see pps-encoder.c). Returns 0 or a negative errno.
+ * delay, see pps-encoder.c), followed, when the stream has B frames, by one
+ * filler ADU per quality layer: frame_index and capture_us of the anchor,
+ * type P, temporal layer 0, depending on the anchor's ADU of its layer; the
+ * next anchor of the layer depends on it. It carries no frame, only the
+ * pictures a decoder needs to output the mini-GOP at once.
+ * Returns 0 or a negative errno.
  * Single-threaded: call from one thread at a time.
  */
 int pps_encoder_encode(pps_encoder_t *encoder, const pps_frame_t *frame,
@@ -172,7 +177,8 @@ typedef struct {
 	uint64_t frames;          /* frames encoded */
 	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];     /* ADU payload bytes per quality layer */
 	uint64_t cpu_us[PPS_ADU_MAX_QUALITY_LAYERS];    /* thread CPU time per quality layer */
-	uint64_t filler_pictures; /* x264 flush pictures (see pps-encoder.c), all layers */
+	uint64_t filler_pictures; /* x264 filler pictures (see pps-encoder.c), all layers */
+	uint64_t filler_bytes;    /* of bytes[]: filler pictures and their payload headers */
 } pps_encoder_stats_t;
 void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
 
@@ -211,9 +217,16 @@ void pps_decoder_free(pps_decoder_t *decoder);
  * reported as undecodable; its layer recovers at the layer's next IDR.
  * Returns 0, -EINVAL for a malformed ADU, or a libavcodec error.
  *
- * Latency: libavcodec holds back up to num_reorder_frames pictures (1 with
- * 2 temporal layers, 2 with 3) until later pictures arrive; the first ADU of
- * the next window releases them, pps_decoder_drain() releases everything.
+ * Latency: no reorder holdback. Once every pushed ADU of a mini-GOP, up to
+ * and including its filler ADUs (see pps_encoder_encode()), has been pushed,
+ * every frame of that mini-GOP has been passed to frame_cb inside that push;
+ * so a window's frames come out within the push of its last ADU, without
+ * waiting for the next window. If a layer's filler ADU was not pushed (the
+ * sender cut its window there), the frames libavcodec holds in that layer
+ * wait until the layer is fed again (at its next IDR, since the layer's next
+ * anchor depends on the fillers) or the frame table overflows. With 1
+ * temporal layer (no filler ADUs) a frame comes out when the next frame's
+ * first ADU is pushed. pps_decoder_drain() releases everything.
  */
 int pps_decoder_push(pps_decoder_t *decoder, const pps_adu_t *adu);
 

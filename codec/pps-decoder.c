@@ -11,7 +11,9 @@
  * Frames are assembled per frame index from the layers' outputs and released
  * in display order once no earlier frame can still arrive: pushes come in
  * decode order and a mini-GOP is never interleaved with the next, so pushing
- * a frame of mini-GOP g settles every frame before g.
+ * a frame of mini-GOP g settles every frame before g, and pushing a filler ADU
+ * (which follows all of its mini-GOP, and makes libavcodec output it) settles
+ * every frame up to its anchor.
  */
 #include "pps-codec-internal.h"
 
@@ -315,12 +317,13 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	size_t size = pps_adu_size(adu), header, offset;
 	uint32_t s = (uint32_t)d->params.minigop_frames;
 	int q = info->quality_layer, n, r = 0;
-	bool decodable = true;
+	bool decodable = true, fillers_only;
 	record_t *rec;
 
 	if (q >= d->params.quality_layers || size < 1)
 		return -EINVAL;
-	n = data[0];
+	fillers_only = data[0] & PPS_CODEC_ADU_FILLERS_ONLY;
+	n = data[0] & PPS_CODEC_ADU_COUNT_MASK;
 	header = 1 + 4 * (size_t)n;
 	if (n < 1 || n > PPS_CODEC_MAX_PICTURES_PER_ADU || size < header)
 		return -EINVAL;
@@ -336,8 +339,12 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	if (offset != size)
 		return -EINVAL;
 
-	/* Frames of earlier mini-GOPs can get no more ADUs. */
-	if (info->frame_index > 0) {
+	/* Frames of earlier mini-GOPs can get no more ADUs; nor can the frames
+	 * up to a filler ADU's, which comes after all of its mini-GOP. */
+	if (fillers_only) {
+		if ((int64_t)info->frame_index > d->safe_through)
+			d->safe_through = info->frame_index;
+	} else if (info->frame_index > 0) {
 		int64_t settled = (int64_t)((info->frame_index - 1) / s * s);
 
 		if (settled > d->safe_through)
@@ -348,7 +355,9 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 			decodable = false;
 
 	rec = NULL;
-	if ((int64_t)info->frame_index > d->last_output) {
+	if (fillers_only) {
+		/* No frame of its own: nothing to record. */
+	} else if ((int64_t)info->frame_index > d->last_output) {
 		rec = record_find(d, info->frame_index, true);
 		if (!rec) {
 			/* Table full: a layer's output never came. Give up the oldest. */
@@ -375,9 +384,10 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	for (int i = 0; i < n && r >= 0; i++) {
 		uint32_t sz = (uint32_t)data[1 + 4 * i] | (uint32_t)data[2 + 4 * i] << 8 |
 			      (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
+		bool frame = !fillers_only && i == n - 1;
 
-		/* Only the last picture is the frame; the others are fillers. */
-		r = feed(d, q, data + offset, sz, i == n - 1 ? (int64_t)info->frame_index : -1);
+		/* Only the last picture of a picture ADU is the frame; the others are fillers. */
+		r = feed(d, q, data + offset, sz, frame ? (int64_t)info->frame_index : -1);
 		offset += sz;
 	}
 	if (r < 0) {

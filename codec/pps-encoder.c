@@ -8,16 +8,26 @@
  * mini-GOP come out only as the next mini-GOP's frames are input: M frames
  * (up to 100 ms at 30 frames/s) of delay, and twice that for a residual layer
  * that needs the base's reconstruction first. Flushing with a NULL picture
- * cannot be undone. Instead, right after each anchor (P or IDR) we feed x264
- * "filler" pictures (copies of the anchor, forced P at QP 51, so every
- * macroblock is skipped: about 20 bytes each) until every real picture is
- * out. Fillers are reference pictures, so they are sent, prepended to the next
- * anchor's ADU (that is where x264 codes them). The B frames of the next
- * mini-GOP therefore reference a filler (an exact copy of the previous anchor)
- * that lives in their own anchor's ADU; their ADU dependencies say so. Fillers
+ * cannot be undone (x264 stops its lookahead for good). Instead, right after
+ * each anchor (P or IDR) we feed x264 "filler" pictures (copies of the anchor,
+ * forced P at QP 51, so every macroblock is skipped: about 20 bytes each)
+ * until every real picture is out. Fillers are reference pictures, so they
+ * are sent. Measured (tests/bench): every ADU of a mini-GOP is emitted inside
+ * the call that inputs its anchor, i.e. zero frames of encoder delay.
+ *
+ * Zero decoder holdback. x264 writes num_reorder_frames (1, or 2 with a B
+ * pyramid) in the SPS, and libavcodec holds a picture back until that many
+ * later pictures were decoded. So after the round's last real picture we
+ * feed fillers until reorder_pictures of them have been coded, and send those
+ * as a filler-only ADU that closes the mini-GOP (same window as its anchor):
+ * a client that pushed it has every frame of the mini-GOP out. x264 still
+ * keeps its pipeline (bframes pictures) full, so the fillers fed last are
+ * coded only when the next round's first frame is input; they precede the
+ * next anchor in decode order and it references them, so they are prepended
+ * to its ADU ("leading" fillers). The next mini-GOP's B frames reference the
+ * last leading filler (an exact copy of the previous anchor), which lives in
+ * their own anchor's ADU; their ADU dependencies say so. Leading fillers
  * before an IDR are discarded (the IDR resets every reference).
- * Measured (tests/bench): every ADU of a mini-GOP is emitted inside the call
- * that inputs its anchor, i.e. zero frames of encoder delay.
  *
  * Quality layers: the base is coded at 1/base_scale; its exact reconstruction
  * (b_full_recon, equal to libavcodec's output) is upscaled with the shared
@@ -49,15 +59,24 @@ typedef struct {
 	uint32_t adu_id[PPS_ADU_MAX_QUALITY_LAYERS];
 } slot_t;
 
+/* Filler pictures waiting to be sent, back to back with their sizes. */
+typedef struct {
+	uint8_t *data;
+	size_t size, capacity;
+	uint32_t sizes[PPS_CODEC_MAX_PICTURES_PER_ADU];
+	int count;
+} fillers_t;
+
 typedef struct {
 	x264_t *x264;
 	int width, height;
 	int64_t pts;
-	/* Filler pictures coded before the next real one. */
-	uint8_t *filler;
-	size_t filler_size, filler_capacity;
-	uint32_t filler_sizes[PPS_CODEC_MAX_PICTURES_PER_ADU];
-	int filler_count;
+	/* num_reorder_frames x264 writes in the SPS: fillers needed after the
+	 * last real picture for libavcodec to output it. */
+	int reorder_pictures;
+	/* Fillers coded before the next real picture (they lead its ADU) and
+	 * after the last real one of the round (the closing filler ADU). */
+	fillers_t leading, closing;
 	uint32_t real_in, real_out;
 	/* Slots in the order x264 coded them, this round. */
 	int order[4];
@@ -75,10 +94,12 @@ struct pps_encoder {
 	uint32_t next_frame;
 	uint32_t round_start;   /* first frame of the current mini-GOP */
 	uint32_t next_id;
-	uint32_t decode_count; /* pictures per layer so far */
+	uint32_t decode_count; /* ADUs per layer so far (each layer has the same count) */
 	uint32_t frames_complete;
 	bool have_anchor;
-	uint32_t anchor_id[PPS_ADU_MAX_QUALITY_LAYERS]; /* ADUs of the last anchor */
+	/* Per layer, the ADU the next anchor's picture chain continues from: the
+	 * last anchor's closing filler ADU, or the anchor itself if none. */
+	uint32_t chain_id[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint32_t anchor_frame;
 	bool idr_requested;
 	pps_encoder_stats_t stats;
@@ -167,27 +188,64 @@ layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int
 		return -EIO;
 	l->width = width;
 	l->height = height;
+	/* x264's rule for the SPS VUI (encoder/set.c). */
+	l->reorder_pictures = xp.i_bframe_pyramid ? 2 : bframes > 0 ? 1 : 0;
 	return 0;
 }
 
 static int
-filler_append(layer_t *l, const uint8_t *data, size_t size)
+fillers_append(fillers_t *f, const uint8_t *data, size_t size)
 {
-	if (l->filler_count >= PPS_CODEC_MAX_PICTURES_PER_ADU - 1)
+	if (f->count >= PPS_CODEC_MAX_PICTURES_PER_ADU - 1)
 		return -ENOSPC;
-	if (l->filler_size + size > l->filler_capacity) {
-		size_t cap = (l->filler_size + size) * 2;
-		uint8_t *n = realloc(l->filler, cap);
+	if (f->size + size > f->capacity) {
+		size_t cap = (f->size + size) * 2;
+		uint8_t *n = realloc(f->data, cap);
 
 		if (!n)
 			return -ENOMEM;
-		l->filler = n;
-		l->filler_capacity = cap;
+		f->data = n;
+		f->capacity = cap;
 	}
-	memcpy(l->filler + l->filler_size, data, size);
-	l->filler_size += size;
-	l->filler_sizes[l->filler_count++] = (uint32_t)size;
+	memcpy(f->data + f->size, data, size);
+	f->size += size;
+	f->sizes[f->count++] = (uint32_t)size;
 	return 0;
+}
+
+static void
+fillers_clear(fillers_t *f)
+{
+	f->size = 0;
+	f->count = 0;
+}
+
+/*
+ * Builds an ADU payload (see pps-codec-internal.h) from @f's pictures and,
+ * unless @last is NULL, @last_size bytes of the real picture at the end.
+ * NULL if out of memory.
+ */
+static uint8_t *
+payload_build(const fillers_t *f, const uint8_t *last, size_t last_size, size_t *size)
+{
+	int n = f->count + (last ? 1 : 0);
+	size_t header = 1 + 4 * (size_t)n;
+	uint8_t *payload = malloc(header + f->size + last_size);
+
+	if (!payload)
+		return NULL;
+	payload[0] = (uint8_t)n | (last ? 0 : PPS_CODEC_ADU_FILLERS_ONLY);
+	for (int i = 0; i < n; i++) {
+		uint32_t sz = i < f->count ? f->sizes[i] : (uint32_t)last_size;
+
+		for (int b = 0; b < 4; b++)
+			payload[1 + 4 * i + b] = (uint8_t)(sz >> (8 * b));
+	}
+	memcpy(payload + header, f->data, f->size);
+	if (last)
+		memcpy(payload + header + f->size, last, last_size);
+	*size = header + f->size + last_size;
+	return payload;
 }
 
 /* Copies an x264 NV12 reconstruction into an I420 frame. */
@@ -239,38 +297,25 @@ layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size,
 	layer_t *l = &e->layer[q];
 	intptr_t tag = (intptr_t)out->opaque;
 	slot_t *s;
-	uint8_t *payload;
-	size_t header;
-	int n;
 
 	(void)nal_count;
 	if (size <= 0)
 		return 0;
 	if (tag == 0) {
 		e->stats.filler_pictures++;
-		return filler_append(l, nal[0].p_payload, (size_t)size);
+		e->stats.filler_bytes += (uint64_t)size + 4; /* and its size in the header */
+		/* Coded after the round's last real picture: they close the round. */
+		return fillers_append(l->real_out == l->real_in ? &l->closing : &l->leading,
+				      nal[0].p_payload, (size_t)size);
 	}
 	s = &e->slot[tag - 1];
 	if (s->type == PPS_ADU_FRAME_IDR)
-		l->filler_count = 0, l->filler_size = 0; /* the IDR resets the references */
-	n = l->filler_count + 1;
-	header = 1 + 4 * (size_t)n;
-	payload = malloc(header + l->filler_size + (size_t)size);
-	if (!payload)
+		fillers_clear(&l->leading); /* the IDR resets the references */
+	s->payload[q] = payload_build(&l->leading, nal[0].p_payload, (size_t)size,
+				      &s->payload_size[q]);
+	if (!s->payload[q])
 		return -ENOMEM;
-	payload[0] = (uint8_t)n;
-	for (int i = 0; i < n; i++) {
-		uint32_t sz = i < l->filler_count ? l->filler_sizes[i] : (uint32_t)size;
-
-		for (int b = 0; b < 4; b++)
-			payload[1 + 4 * i + b] = (uint8_t)(sz >> (8 * b));
-	}
-	memcpy(payload + header, l->filler, l->filler_size);
-	memcpy(payload + header + l->filler_size, nal[0].p_payload, (size_t)size);
-	s->payload[q] = payload;
-	s->payload_size[q] = header + l->filler_size + (size_t)size;
-	l->filler_count = 0;
-	l->filler_size = 0;
+	fillers_clear(&l->leading);
 	l->real_out++;
 	if (l->order_count < 4)
 		l->order[l->order_count++] = (int)(tag - 1);
@@ -320,13 +365,15 @@ layer_feed(pps_encoder_t *e, int q, const pps_frame_t *picture, int x264_type, i
 	return layer_output(e, q, nal, nal_count, size, &out);
 }
 
-/* Feeds fillers until every real picture fed so far is out. */
+/* Feeds fillers until every real picture fed so far is out and followed by
+ * enough coded fillers for libavcodec to output it too. */
 static int
 layer_flush(pps_encoder_t *e, int q, const pps_frame_t *anchor)
 {
 	layer_t *l = &e->layer[q];
 
-	for (int i = 0; l->real_out < l->real_in; i++) {
+	for (int i = 0; l->real_out < l->real_in || l->closing.count < l->reorder_pictures;
+	     i++) {
 		int r;
 
 		if (i == MAX_FLUSH_CALLS)
@@ -411,7 +458,8 @@ pps_encoder_free(pps_encoder_t *e)
 	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++) {
 		if (e->layer[q].x264)
 			x264_encoder_close(e->layer[q].x264);
-		free(e->layer[q].filler);
+		free(e->layer[q].leading.data);
+		free(e->layer[q].closing.data);
 	}
 	for (int i = 0; i < 4; i++) {
 		slot_t *s = &e->slot[i];
@@ -503,11 +551,60 @@ err_free:
 	return NULL;
 }
 
-/* Emits the ADUs of the finished round in x264's (decode) order. */
+/*
+ * Emits a layer's closing fillers as their own ADU. It belongs to the anchor's
+ * frame (so to its window) and needs only the anchor: the fillers reference
+ * the anchor and each other, never the BREF (one reference, the most recent
+ * in display order), nor the base (an enhancement filler is decodable alone;
+ * only the frames it lets out need the base).
+ */
+static int
+emit_fillers(pps_encoder_t *e, int q, const slot_t *anchor, pps_encoder_adu_cb cb, void *user)
+{
+	layer_t *l = &e->layer[q];
+	pps_adu_info_t info = { 0 };
+	pps_adu_t *adu;
+	uint8_t *payload;
+	size_t size;
+
+	info.id = e->next_id++;
+	info.frame_index = anchor->frame_index;
+	info.capture_us = anchor->capture_us;
+	info.decode_order = e->decode_count;
+	info.frame_type = PPS_ADU_FRAME_P;
+	info.temporal_layer = 0;
+	info.quality_layer = (uint8_t)q;
+	info.deps[info.dep_count++] = anchor->adu_id[q];
+	payload = payload_build(&l->closing, NULL, 0, &size);
+	if (!payload)
+		return -ENOMEM;
+	fillers_clear(&l->closing);
+	adu = pps_adu_new_take(&info, payload, size);
+	if (!adu) {
+		int err = -errno;
+
+		free(payload);
+		return err;
+	}
+	e->chain_id[q] = info.id;
+	e->stats.bytes[q] += size;
+	e->stats.filler_bytes += 1; /* the picture count */
+	cb(adu, user);
+	return 0;
+}
+
+/*
+ * Emits the ADUs of the finished round in x264's (decode) order, all layers
+ * of a picture together, then each layer's closing filler ADU: after every
+ * picture of the round, so a decoder can take it as "nothing more for these
+ * frames".
+ */
 static int
 emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 {
 	layer_t *base = &e->layer[0];
+	const slot_t *anchor = &e->slot[slots - 1]; /* the round's last frame in display order */
+	bool fillers = false;
 
 	if (base->order_count != slots)
 		return -EIO; /* x264 did not honour the forced types */
@@ -534,7 +631,7 @@ emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 					info.deps[info.dep_count++] =
 						e->slot[f - e->round_start].adu_id[q];
 				else if (e->have_anchor && f == e->anchor_frame)
-					info.deps[info.dep_count++] = e->anchor_id[q];
+					info.deps[info.dep_count++] = e->chain_id[q];
 			}
 			if (q > 0)
 				info.deps[info.dep_count++] = s->adu_id[q - 1];
@@ -548,15 +645,21 @@ emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 		}
 		e->decode_count++;
 	}
-	/* The anchor is the round's last frame in display order. */
-	{
-		slot_t *a = &e->slot[slots - 1];
+	e->have_anchor = true;
+	e->anchor_frame = anchor->frame_index;
+	for (int q = 0; q < e->layers; q++) {
+		int r;
 
-		e->have_anchor = true;
-		e->anchor_frame = a->frame_index;
-		for (int q = 0; q < e->layers; q++)
-			e->anchor_id[q] = a->adu_id[q];
+		e->chain_id[q] = anchor->adu_id[q];
+		if (e->layer[q].closing.count == 0)
+			continue; /* no B frames: libavcodec holds nothing back */
+		r = emit_fillers(e, q, anchor, cb, user);
+		if (r < 0)
+			return r;
+		fillers = true;
 	}
+	if (fillers)
+		e->decode_count++;
 	return 0;
 }
 

@@ -4,10 +4,14 @@
  * layers, windows of 4, IDR every 32 frames), drop each droppable class of
  * ADUs and check what the decoder shows. Usage: test-codec CASE.
  *
+ * The holdback cases encode their own sequences and check that a window's
+ * frames come out of the decoder inside the push of its last ADU.
+ *
  * Stated bound: a frame decoded from a reduced set of layers is within
  * MARGIN_DB of the same frame decoded from the base alone (never worse than
  * the base by more than that), so it is never garbage.
  */
+#include "pps-codec-internal.h"
 #include "pps-codec-testutil.h"
 
 #include <errno.h>
@@ -173,23 +177,31 @@ check_not_worse_than_base(const result_t *r, const char *what)
 			      base_ref.psnr[n]);
 }
 
+static bool
+is_filler(const pps_adu_t *adu)
+{
+	return pps_adu_data(adu)[0] & PPS_CODEC_ADU_FILLERS_ONLY;
+}
+
 static int
 case_structure(void)
 {
-	int last_window = 0;
+	int last_window = 0, pictures = 0, fillers = 0, minigops = 0;
+	uint32_t last_filler[2] = { 0, 0 }; /* per quality layer */
+	int64_t closed = -1; /* frames <= this had their filler ADUs */
 
 	for (int i = 0; i < adu_count; i++) {
 		const pps_adu_info_t *a = pps_adu_info(adus[i]);
 		int window = (int)((a->frame_index + 3) / 4);
+		bool anchor = a->frame_type <= PPS_ADU_FRAME_P;
 
 		CHECK(i == 0 || a->id > pps_adu_info(adus[i - 1])->id, "ids not increasing");
 		CHECK(window >= last_window, "ADU %u of window %d after window %d", a->id, window,
 		      last_window);
 		last_window = window;
 		/* Emitted in the call that input the frame's anchor: no extra delay. */
-		CHECK(emitted_in_call[i] == (a->frame_type <= PPS_ADU_FRAME_P
-						     ? (int)a->frame_index
-						     : (int)((a->frame_index + 3) / 4 * 4)),
+		CHECK(emitted_in_call[i] == (anchor ? (int)a->frame_index
+						    : (int)((a->frame_index + 3) / 4 * 4)),
 		      "frame %u emitted at call %d", a->frame_index, emitted_in_call[i]);
 		for (int d = 0; d < a->dep_count; d++) {
 			bool found = false;
@@ -203,16 +215,48 @@ case_structure(void)
 						      b->frame_type <= PPS_ADU_FRAME_P,
 					      "dependency into another window's B frame");
 					CHECK(b->quality_layer <= a->quality_layer, "dep on a higher layer");
+					/* Fillers need their anchor, in their own layer only. */
+					if (is_filler(adus[i]))
+						CHECK(b->quality_layer == a->quality_layer &&
+							      b->frame_index == a->frame_index &&
+							      !is_filler(adus[j]),
+						      "filler ADU %u depends on ADU %u", a->id, b->id);
 				}
 			CHECK(found, "ADU %u depends on %u, not emitted before", a->id, a->deps[d]);
 		}
+		if (is_filler(adus[i])) {
+			/* The fillers that close a mini-GOP: their own ADU, after all of
+			 * it, two pictures (num_reorder_frames with a B pyramid). */
+			fillers++;
+			CHECK(a->frame_type == PPS_ADU_FRAME_P && a->temporal_layer == 0 &&
+				      a->dep_count == 1,
+			      "filler ADU %u: type %u, layer %u, %u deps", a->id, a->frame_type,
+			      a->temporal_layer, a->dep_count);
+			CHECK((pps_adu_data(adus[i])[0] & PPS_CODEC_ADU_COUNT_MASK) == 2,
+			      "filler ADU %u: %u pictures", a->id,
+			      pps_adu_data(adus[i])[0] & PPS_CODEC_ADU_COUNT_MASK);
+			last_filler[a->quality_layer] = a->id;
+			closed = a->frame_index;
+			continue;
+		}
+		pictures++;
+		CHECK((int64_t)a->frame_index > closed, "ADU %u of frame %u after its filler ADU",
+		      a->id, a->frame_index);
+		if (anchor && a->quality_layer == 0)
+			minigops++;
+		/* The next anchor continues the chain through the filler ADU. */
+		if (a->frame_type == PPS_ADU_FRAME_P)
+			CHECK(pps_adu_depends_on(adus[i], last_filler[a->quality_layer]),
+			      "anchor ADU %u does not depend on filler ADU %u", a->id,
+			      last_filler[a->quality_layer]);
 		if (a->frame_index % 32 == 0)
 			CHECK(a->frame_type == PPS_ADU_FRAME_IDR, "frame %u not IDR", a->frame_index);
 		if (a->frame_index % 32 >= 29)
 			CHECK(a->frame_type == PPS_ADU_FRAME_P, "frame %u before IDR not P",
 			      a->frame_index);
 	}
-	CHECK(adu_count == FRAMES * 2, "%d ADUs", adu_count);
+	CHECK(pictures == FRAMES * 2, "%d picture ADUs", pictures);
+	CHECK(fillers == minigops * 2, "%d filler ADUs for %d mini-GOPs", fillers, minigops);
 	CHECK(stream.temporal_layers == 3 && stream.minigop_frames == 4, "layers");
 	return 0;
 }
@@ -322,11 +366,160 @@ case_ref_mid_gop(void)
 	return 0;
 }
 
+/* ----------------------------------------------------- reorder holdback */
+
+#define HOLDBACK_FRAMES 64
+#define HOLDBACK_IDR_AT 41 /* an out-of-period IDR request: a forced-P run */
+#define HOLDBACK_MAX_ADUS (HOLDBACK_FRAMES * 6)
+
+typedef struct {
+	pps_adu_t *adu[HOLDBACK_MAX_ADUS];
+	int count;
+} adu_list_t;
+
+static void
+on_holdback_adu(pps_adu_t *adu, void *user)
+{
+	adu_list_t *list = user;
+
+	if (list->count < HOLDBACK_MAX_ADUS)
+		list->adu[list->count++] = adu;
+	else
+		pps_adu_unref(adu);
+}
+
+typedef struct {
+	int64_t last_output;
+	int pushes_outputs[HOLDBACK_FRAMES + 1]; /* frames output in one push: histogram */
+	int in_push;
+} holdback_t;
+
+static void
+on_holdback_frame(const pps_decoded_frame_t *f, void *user)
+{
+	holdback_t *h = user;
+
+	h->last_output = f->frame_index;
+	h->in_push++;
+}
+
+/*
+ * Pushes the kept ADUs in id order; once the last kept ADU of window k is
+ * pushed, frame k * W (the window's last, always kept here) and so every
+ * earlier frame must be out: nothing waits for the next window.
+ */
+static void
+holdback_decode(const adu_list_t *list, const pps_stream_params_t *sp, keep_fn keep,
+		const char *what)
+{
+	uint32_t w = (uint32_t)sp->window_frames;
+	holdback_t h = { .last_output = -1 };
+	int boundaries = 0, late = 0, max_lag_frames = 0;
+	pps_decoder_t *d = pps_decoder_new(sp, on_holdback_frame, &h);
+
+	if (!d) {
+		fprintf(stderr, "pps_decoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < list->count; i++) {
+		const pps_adu_info_t *a = pps_adu_info(list->adu[i]);
+		uint32_t window = (a->frame_index + w - 1) / w;
+		int next = i + 1;
+
+		if (!keep(a))
+			continue;
+		while (next < list->count && !keep(pps_adu_info(list->adu[next])))
+			next++;
+		h.in_push = 0;
+		CHECK(pps_decoder_push(d, list->adu[i]) == 0, "%s: push %u", what, a->id);
+		if (next < list->count &&
+		    (pps_adu_info(list->adu[next])->frame_index + w - 1) / w == window)
+			continue;
+		/* The window's last ADU was pushed. */
+		boundaries++;
+		h.pushes_outputs[h.in_push]++;
+		if (h.last_output < (int64_t)(window * w)) {
+			late++;
+			if ((int64_t)(window * w) - h.last_output > max_lag_frames)
+				max_lag_frames = (int)((int64_t)(window * w) - h.last_output);
+		}
+		CHECK(h.last_output == (int64_t)(window * w),
+		      "%s: window %u pushed, frames out through %lld", what, window,
+		      (long long)h.last_output);
+	}
+	pps_decoder_drain(d);
+	pps_decoder_free(d);
+	fprintf(stderr, "%s: %d windows, %d with frames held back (up to %d frames); "
+		"frames output by the window's last push:", what, boundaries, late,
+		max_lag_frames);
+	for (int n = 0; n <= HOLDBACK_FRAMES; n++)
+		if (h.pushes_outputs[n])
+			fprintf(stderr, " %d x %d", h.pushes_outputs[n], n);
+	fprintf(stderr, "\n");
+}
+
+static int
+case_holdback(int temporal_layers, int window_frames)
+{
+	pps_encoder_params_t p = {
+		.width = W, .height = H, .fps = 30, .temporal_layers = temporal_layers,
+		.quality_layers = 2, .base_scale = 2, .gop_frames = 32,
+		.window_frames = window_frames, .preset = "veryfast", .threads = 1,
+		.base_crf = 30, .base_vbv_kbps = 0, .enhancement_crf = 26,
+		.enhancement_vbv_kbps = 0,
+	};
+	pps_encoder_t *e = pps_encoder_new(&p);
+	pps_frame_t *frame = pps_frame_new(W, H);
+	adu_list_t list = { .count = 0 };
+	pps_stream_params_t sp;
+	char what[64];
+
+	if (!e || !frame) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int n = 0; n < HOLDBACK_FRAMES; n++) {
+		pps_testutil_generate(frame, (uint32_t)n, T0_US + n * 33333LL);
+		if (n == HOLDBACK_IDR_AT)
+			pps_encoder_request_idr(e);
+		if (pps_encoder_encode(e, frame, on_holdback_adu, &list) < 0) {
+			fprintf(stderr, "encode failed at %d\n", n);
+			exit(1);
+		}
+	}
+	pps_encoder_get_stream_params(e, &sp);
+	CHECK(sp.temporal_layers == temporal_layers, "%d temporal layers", sp.temporal_layers);
+	CHECK(list.count < HOLDBACK_MAX_ADUS, "too many ADUs");
+	snprintf(what, sizeof(what), "%dT/W%d all", temporal_layers, window_frames);
+	holdback_decode(&list, &sp, keep_all, what);
+	snprintf(what, sizeof(what), "%dT/W%d base", temporal_layers, window_frames);
+	holdback_decode(&list, &sp, keep_base, what);
+	if (temporal_layers == 3) {
+		snprintf(what, sizeof(what), "%dT/W%d no top temporal", temporal_layers,
+			 window_frames);
+		holdback_decode(&list, &sp, keep_no_top, what);
+	}
+	snprintf(what, sizeof(what), "%dT/W%d anchors only", temporal_layers, window_frames);
+	holdback_decode(&list, &sp, keep_no_b, what);
+	for (int i = 0; i < list.count; i++)
+		pps_adu_unref(list.adu[i]);
+	pps_frame_free(frame);
+	pps_encoder_free(e);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
 	bool all = !strcmp(what, "all");
+
+	if (all || !strcmp(what, "holdback-2t"))
+		case_holdback(2, 2);
+	if (all || !strcmp(what, "holdback-3t"))
+		case_holdback(3, 4);
+	if (!all && !strncmp(what, "holdback", 8))
+		goto out;
 
 	encode_sequence();
 	decode(keep_base, &base_ref);
@@ -350,6 +543,7 @@ main(int argc, char **argv)
 		pps_adu_unref(adus[i]);
 	for (int n = 0; n < FRAMES; n++)
 		pps_frame_free(source[n]);
+out:
 	if (failures)
 		fprintf(stderr, "%s: %d failures\n", what, failures);
 	return failures ? 1 : 0;
