@@ -38,8 +38,7 @@ typedef struct {
 	uint64_t bytes_received; /* payload bytes, whole or not */
 	unsigned adus_sent, adus_dropped; /* from WINDOW_END */
 	bool dropped;            /* the sender sent nothing */
-	bool have_first_id;
-	uint32_t first_id;       /* lowest ADU id received: the window's first in decode order */
+	uint32_t first_adu_id;   /* from WINDOW_BEGIN: ADU ids are first_adu_id .. + adus_total - 1 */
 	bool begun;              /* WINDOW_BEGIN seen */
 } pps_reasm_window_t;
 

@@ -397,13 +397,10 @@ window_done(client_t *c)
 	for (size_t i = 0; i < n; i++)
 		decode_adu(c, adus[i]);
 	free(adus);
-	/* ADU ids are consecutive in decode order and windows never interleave:
-	 * the next window starts at first + total whatever the sender dropped.
-	 * The window's first ADU in decode order is its most important, sent
-	 * first, so the lowest id received is the window's first. */
-	if (w.have_first_id && !w.dropped) {
+	/* Every ADU of this window the decoder will ever get has been pushed. */
+	if (w.begun) {
 		c->have_pushed = true;
-		c->last_pushed_id = w.first_id + w.adus_total - 1;
+		c->last_pushed_id = w.first_adu_id + w.adus_total - 1;
 	}
 }
 
@@ -541,6 +538,12 @@ handle_record(client_t *c, const pps_wire_record_t *r, char *err, size_t size)
 	case PPS_WIRE_ADU_FRAGMENT:
 	case PPS_WIRE_WINDOW_END:
 		ret = pps_reasm_record(c->reasm, r, err, size);
+		if (ret == 0 && r->kind == PPS_WIRE_WINDOW_BEGIN) {
+			/* Earlier windows are all pushed: this one's first ADU is
+			 * the next in decode order. */
+			c->have_pushed = true;
+			c->last_pushed_id = r->u.window_begin.first_adu_id - 1;
+		}
 		if (ret == 1)
 			window_done(c);
 		else if (ret == 0 && r->kind == PPS_WIRE_ADU_FRAGMENT)

@@ -110,6 +110,7 @@ begin(pps_reasm_t *r, const pps_wire_window_begin_t *b, char *err, size_t err_si
 	r->window.frames = b->frames;
 	r->window.adus_total = b->adus;
 	r->window.bytes_total = b->bytes;
+	r->window.first_adu_id = b->first_adu_id;
 	r->window.begun = true;
 	r->open = true;
 	return 0;
@@ -140,6 +141,10 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 		if (f->offset != 0)
 			return error(err, err_size, "ADU %u: first fragment at offset %u",
 				     f->adu_id, f->offset);
+		if (f->adu_id - r->window.first_adu_id >= r->window.adus_total)
+			return error(err, err_size, "ADU %u outside window %u's ids %u..%u",
+				     f->adu_id, r->window.window_id, r->window.first_adu_id,
+				     r->window.first_adu_id + r->window.adus_total - 1);
 		if (r->n_adus == r->window.adus_total || r->n_adus == PPS_REASM_MAX_ADUS)
 			return error(err, err_size, "window %u: more ADUs than the %u announced",
 				     r->window.window_id, r->window.adus_total);
@@ -157,10 +162,6 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 				     f->total_bytes);
 		r->n_adus++;
 		r->allocated += f->total_bytes;
-		if (!r->window.have_first_id || f->adu_id < r->window.first_id) {
-			r->window.have_first_id = true;
-			r->window.first_id = f->adu_id;
-		}
 		a->total_bytes = f->total_bytes;
 		a->info.id = f->adu_id;
 		a->info.frame_index = f->frame_index;

@@ -69,6 +69,8 @@ size_t pps_window_adu_count(const pps_window_t *window);
 /* The @i-th ADU in send (priority) order; owned by the window. */
 const pps_adu_t *pps_window_adu(const pps_window_t *window, size_t i);
 size_t pps_window_bytes(const pps_window_t *window);
+/* Lowest ADU id of the window: its ADUs are first .. first + count - 1. */
+uint32_t pps_window_first_adu_id(const pps_window_t *window);
 
 /*
  * Groups ADUs, arriving in decode order, into windows. A window closes when

@@ -369,6 +369,7 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 			r.u.window_begin.frames = (uint16_t)pps_window_frames(e->window);
 			r.u.window_begin.adus = (uint16_t)pps_window_adu_count(e->window);
 			r.u.window_begin.bytes = (uint32_t)pps_window_bytes(e->window);
+			r.u.window_begin.first_adu_id = pps_window_first_adu_id(e->window);
 			if (!append(buf, mss, &pos, &r)) {
 				full = true;
 				break;

@@ -12,6 +12,7 @@ struct pps_window {
 	int64_t first_capture_us;
 	unsigned frames;
 	size_t bytes;
+	uint32_t first_adu_id;
 	size_t n_adus;
 	pps_adu_t **adus; /* send order */
 };
@@ -76,6 +77,12 @@ size_t
 pps_window_bytes(const pps_window_t *window)
 {
 	return window->bytes;
+}
+
+uint32_t
+pps_window_first_adu_id(const pps_window_t *window)
+{
+	return window->first_adu_id;
 }
 
 /* ---- windower ---------------------------------------------------------- */
@@ -146,6 +153,7 @@ close_open_window(pps_windower_t *w)
 	atomic_init(&window->refcount, 1);
 	window->id = w->open_id;
 	window->first_capture_us = INT64_MAX;
+	window->first_adu_id = pps_adu_info(w->adus[0])->id; /* added in decode order */
 	for (size_t i = 0; i < w->n_adus; i++) {
 		const pps_adu_info_t *info = pps_adu_info(w->adus[i]);
 		/* Offset of the frame inside its window: 0 .. window_frames-1. */

@@ -160,7 +160,7 @@ pps_wire_bye_reason_name(unsigned reason)
 /* ---- encoding ---------------------------------------------------------- */
 
 #define STREAM_INFO_BYTES 28
-#define WINDOW_BEGIN_BYTES 28
+#define WINDOW_BEGIN_BYTES 32
 #define FRAGMENT_FIXED_BYTES 38 /* without deps and payload */
 #define WINDOW_END_BYTES 17
 #define CLOCK_PING_BYTES 12
@@ -272,6 +272,7 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 		put_u16(&w, b->frames);
 		put_u16(&w, b->adus);
 		put_u32(&w, b->bytes);
+		put_u32(&w, b->first_adu_id);
 		break;
 	}
 	case PPS_WIRE_ADU_FRAGMENT: {
@@ -478,6 +479,7 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		b->frames = get_u16(r);
 		b->adus = get_u16(r);
 		b->bytes = get_u32(r);
+		b->first_adu_id = get_u32(r);
 		return check_length(p, r, name);
 	}
 	case PPS_WIRE_ADU_FRAGMENT: {

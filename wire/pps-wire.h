@@ -83,6 +83,7 @@ typedef struct {
 	uint16_t frames;
 	uint16_t adus;
 	uint32_t bytes;
+	uint32_t first_adu_id; /* ids of the window's ADUs: first_adu_id .. + adus - 1 */
 } pps_wire_window_begin_t;
 
 typedef struct {

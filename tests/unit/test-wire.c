@@ -45,7 +45,8 @@ make_records(pps_wire_record_t *r)
 							 .deadline_us = 1700000000373456LL,
 							 .frames = 2,
 							 .adus = 4,
-							 .bytes = 12345 };
+							 .bytes = 12345,
+							 .first_adu_id = 998 };
 	n++;
 	r[n].kind = PPS_WIRE_ADU_FRAGMENT;
 	r[n].u.adu_fragment = (pps_wire_adu_fragment_t){ .window_id = 77,
