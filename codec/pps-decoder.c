@@ -50,6 +50,8 @@ struct pps_decoder {
 	uint32_t decoded[DECODED_RING];
 	unsigned decoded_count;
 	int64_t safe_through;   /* frames <= this will get no more pushes */
+	int64_t later_through;  /* frames <= this: an ADU of a later mini-GOP was pushed */
+	bool broken[PPS_ADU_MAX_QUALITY_LAYERS]; /* layer flushed: wait for its IDR */
 	int64_t last_output;    /* last frame index handed out */
 	pps_frame_t *output;    /* the last good picture, reused */
 	bool have_output;
@@ -115,6 +117,7 @@ pps_decoder_new(const pps_stream_params_t *params, pps_decoder_frame_cb frame_cb
 	d->frame_cb = frame_cb;
 	d->user = user;
 	d->safe_through = -1;
+	d->later_through = -1;
 	d->last_output = -1;
 	d->packet = av_packet_alloc();
 	d->av_frame = av_frame_alloc();
@@ -286,9 +289,27 @@ release(pps_decoder_t *d, bool all)
 				first = &d->record[i];
 		if (!first)
 			return;
-		if (!all && ((int64_t)first->frame_index > d->safe_through ||
-			     first->got_mask != first->expect_mask))
+		if (!all && (int64_t)first->frame_index > d->safe_through)
 			return;
+		if (!all && first->got_mask != first->expect_mask) {
+			uint32_t missing = first->expect_mask & ~first->got_mask;
+
+			if ((int64_t)first->frame_index > d->later_through)
+				return; /* its layers' fillers may still come */
+			/* A later mini-GOP began, yet a layer's picture never came
+			 * out: the sender cut that layer after the picture but
+			 * before its filler ADU, and libavcodec keeps it for
+			 * reordering. Show what decoded; the layer starts again
+			 * at its next IDR instead of stalling every frame. */
+			for (int q = 0; q < d->params.quality_layers; q++) {
+				if (!(missing & (1u << q)))
+					continue;
+				avcodec_flush_buffers(d->codec[q]);
+				d->broken[q] = true;
+			}
+			first->undecodable = true;
+			d->stats.layers_cut++;
+		}
 		output_record(d, first);
 		first->used = false;
 	}
@@ -349,10 +370,18 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 
 		if (settled > d->safe_through)
 			d->safe_through = settled;
+		if (settled > d->later_through)
+			d->later_through = settled;
 	}
 	for (int i = 0; i < info->dep_count; i++)
 		if (!was_decoded(d, info->deps[i]))
 			decodable = false;
+	if (d->broken[q]) {
+		if (info->frame_type == PPS_ADU_FRAME_IDR)
+			d->broken[q] = false;
+		else
+			decodable = false;
+	}
 
 	rec = NULL;
 	if (fillers_only) {

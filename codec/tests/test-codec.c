@@ -366,6 +366,68 @@ case_ref_mid_gop(void)
 	return 0;
 }
 
+/*
+ * The sender cut the enhancement layer after the anchor of frames 17..20
+ * but before its filler ADU: libavcodec keeps that layer's pictures for
+ * reordering. The frames must still come out (with the base) once the next
+ * mini-GOP begins, not stall until the enhancement's next IDR at 32.
+ */
+typedef struct {
+	int64_t last_output;
+	uint8_t layers[FRAMES];
+	bool shown[FRAMES];
+} cut_t;
+
+static void
+on_cut_frame(const pps_decoded_frame_t *f, void *user)
+{
+	cut_t *c = user;
+
+	c->last_output = f->frame_index;
+	if (f->frame_index < FRAMES && !(f->flags & PPS_DECODER_FRAME_REPEATED)) {
+		c->shown[f->frame_index] = true;
+		c->layers[f->frame_index] = f->quality_layers;
+	}
+}
+
+static int
+case_enh_filler_cut(void)
+{
+	cut_t c = { .last_output = -1 };
+	pps_decoder_t *d = pps_decoder_new(&stream, on_cut_frame, &c);
+	int64_t out_after_window6 = -1;
+
+	if (!d)
+		exit(1);
+	for (int i = 0; i < adu_count; i++) {
+		const pps_adu_info_t *a = pps_adu_info(adus[i]);
+
+		if (is_filler(adus[i]) && a->quality_layer == 1 && a->frame_index == 20)
+			continue;
+		CHECK(pps_decoder_push(d, adus[i]) == 0, "push %d", i);
+		if (i + 1 < adu_count && pps_adu_info(adus[i + 1])->frame_index > 24 &&
+		    a->frame_index <= 24 && out_after_window6 < 0)
+			out_after_window6 = c.last_output;
+	}
+	pps_decoder_drain(d);
+	pps_decoder_free(d);
+	CHECK(out_after_window6 >= 24, "frames out through %lld after window 6 was pushed",
+	      (long long)out_after_window6);
+	for (int n = 0; n < FRAMES; n++) {
+		CHECK(c.shown[n], "frame %d not shown", n);
+		/* Of 17..20, those libavcodec still held lost their enhancement
+		 * with the cut; 21..31 have no enhancement reference until the
+		 * IDR at 32. */
+		if (n < 17 || n >= 32)
+			CHECK(c.layers[n] == 2, "frame %d: %d layers", n, c.layers[n]);
+		else if (n > 20)
+			CHECK(c.layers[n] == 1, "frame %d: %d layers", n, c.layers[n]);
+		else
+			CHECK(c.layers[n] >= 1, "frame %d: %d layers", n, c.layers[n]);
+	}
+	return 0;
+}
+
 /* ----------------------------------------------------- reorder holdback */
 
 #define HOLDBACK_FRAMES 64
@@ -539,6 +601,8 @@ main(int argc, char **argv)
 		case_enh_from();
 	if (all || !strcmp(what, "drop-ref-mid-gop"))
 		case_ref_mid_gop();
+	if (all || !strcmp(what, "enh-filler-cut"))
+		case_enh_filler_cut();
 	for (int i = 0; i < adu_count; i++)
 		pps_adu_unref(adus[i]);
 	for (int n = 0; n < FRAMES; n++)
