@@ -693,6 +693,7 @@ connected(client_t *c)
 	c->connected = true;
 	c->connections++;
 	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.max_record_bytes = (uint16_t)c->max_record_bytes;
 	hello.u.hello.name_len = (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name),
 						   "%.64s", name);
 	if (send_record(c, &hello) < 0) {

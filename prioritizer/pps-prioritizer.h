@@ -105,6 +105,8 @@ int pps_windower_flush(pps_windower_t *windower);
 typedef struct {
 	int64_t latency_budget_us; /* deadline = first capture time + budget */
 	unsigned max_windows;      /* queued windows; the oldest is dropped past it */
+	size_t max_record_bytes;   /* no record longer than this, header included (the
+				    * client's limit from HELLO); 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
 } pps_sched_params_t;
 
 #define PPS_DEFAULT_MAX_WINDOWS 64
@@ -130,7 +132,8 @@ typedef struct {
 
 typedef struct pps_sched pps_sched_t;
 
-/* NULL with errno (EINVAL for a budget <= 0 or max_windows < 2, ENOMEM). */
+/* NULL with errno (EINVAL for a budget <= 0, max_windows < 2 or max_record_bytes
+ * below PPS_WIRE_MIN_MAX_RECORD_BYTES, ENOMEM). */
 pps_sched_t *pps_sched_new(const pps_sched_params_t *params);
 void pps_sched_free(pps_sched_t *sched);
 

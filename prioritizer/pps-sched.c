@@ -61,7 +61,8 @@ pps_sched_new(const pps_sched_params_t *params)
 {
 	pps_sched_t *s;
 
-	if (params->latency_budget_us <= 0 || params->max_windows < 2) {
+	if (params->latency_budget_us <= 0 || params->max_windows < 2 ||
+	    (params->max_record_bytes && params->max_record_bytes < PPS_WIRE_MIN_MAX_RECORD_BYTES)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -69,6 +70,8 @@ pps_sched_new(const pps_sched_params_t *params)
 	if (!s)
 		goto err_alloc;
 	s->params = *params;
+	if (!s->params.max_record_bytes)
+		s->params.max_record_bytes = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES;
 	s->entries = calloc(params->max_windows, sizeof(*s->entries));
 	if (!s->entries)
 		goto err_entries;
@@ -293,8 +296,10 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 		if (room <= overhead)
 			return false;
 		take = room - overhead;
-		if (take > 65535 - (overhead - PPS_WIRE_HEADER_BYTES))
-			take = 65535 - (overhead - PPS_WIRE_HEADER_BYTES);
+		/* A packet of a large MSS (loopback: 64 KB) holds several records:
+		 * none longer than the client accepts. */
+		if (take > s->params.max_record_bytes - overhead)
+			take = s->params.max_record_bytes - overhead;
 		if (take < rest && take < PPS_SCHED_MIN_FRAGMENT_BYTES)
 			return false; /* not worth a fragment: next packet */
 		if (take > rest)

@@ -192,6 +192,10 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		s->peer[len++] = '"';
 		s->peer[len] = '\0';
 	}
+	/* Never send the client a record longer than it said it accepts. */
+	s->params.sched.max_record_bytes = hello->max_record_bytes
+						   ? hello->max_record_bytes
+						   : PPS_WIRE_DEFAULT_MAX_RECORD_BYTES;
 	s->sched = pps_sched_new(&s->params.sched);
 	if (!s->sched) {
 		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");

@@ -166,7 +166,7 @@ pps_wire_bye_reason_name(unsigned reason)
 #define CLOCK_PING_BYTES 12
 #define CLOCK_PONG_BYTES 28
 #define BYE_FIXED_BYTES 3
-#define HELLO_FIXED_BYTES 6
+#define HELLO_FIXED_BYTES 8
 
 size_t
 pps_wire_fragment_overhead(unsigned dep_count)
@@ -237,6 +237,7 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 
 		put_u16(&w, h->protocol_version);
 		put_u16(&w, h->flags);
+		put_u16(&w, h->max_record_bytes);
 		put_u8(&w, h->name_len);
 		put_bytes(&w, h->name, h->name_len);
 		put_u8(&w, h->auth_len);
@@ -414,7 +415,12 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 
 		h->protocol_version = get_u16(r);
 		h->flags = get_u16(r);
+		h->max_record_bytes = get_u16(r);
 		h->name_len = get_u8(r);
+		if (!r->short_read && h->max_record_bytes &&
+		    h->max_record_bytes < PPS_WIRE_MIN_MAX_RECORD_BYTES)
+			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: max_record_bytes %u below %d",
+				    h->max_record_bytes, PPS_WIRE_MIN_MAX_RECORD_BYTES);
 		if (h->name_len > PPS_WIRE_MAX_NAME_BYTES)
 			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: name_len %u over %d",
 				    h->name_len, PPS_WIRE_MAX_NAME_BYTES);

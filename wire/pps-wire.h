@@ -31,6 +31,10 @@
 #define PPS_WIRE_MAX_AUTH_BYTES 64
 #define PPS_WIRE_MAX_REASON_BYTES 200
 #define PPS_WIRE_MAX_DEPS 4
+/* Largest record a receiver must accept unless its HELLO asks for less or more. */
+#define PPS_WIRE_DEFAULT_MAX_RECORD_BYTES 16384
+/* Smallest limit a receiver may ask for: a packet of control records fits. */
+#define PPS_WIRE_MIN_MAX_RECORD_BYTES 256
 
 typedef enum {
 	PPS_WIRE_HELLO = 1,        /* client -> server, first record */
@@ -54,7 +58,9 @@ typedef enum {
 
 typedef struct {
 	uint16_t protocol_version;
-	uint16_t flags; /* reserved, 0 */
+	uint16_t flags;            /* reserved, 0 */
+	uint16_t max_record_bytes; /* largest record the client accepts, header included;
+				    * 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
 	uint8_t name_len;
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* NUL-terminated copy */
 	uint8_t auth_len;                       /* reserved: opaque bytes, unused in version 1 */

@@ -131,7 +131,7 @@ def record(kind, body, version=1):
 
 
 def hello(name=b"raw", version=1):
-    return record(1, struct.pack(">HHB", version, 0, len(name)) + name + b"\x00")
+    return record(1, struct.pack(">HHHB", version, 0, 0, len(name)) + name + b"\x00")
 
 
 def read_records(sock, timeout=5.0):

@@ -19,7 +19,9 @@ WINDOW_MS = 1000.0 / 30 * 2  # the default window: 2 frames at 30 frames/s
 def stream_10s(build, workdir):
     """A 10-second stream: >= 95% of frames shown, median frame latency at
     most 2 windows + 60 ms, and the summary agrees with the JSONL log."""
-    srv = Server(build, workdir)
+    # A scrolling pattern: ADUs of several KB, larger than a record may be
+    # (loopback's 64 KB MSS packets carry several records).
+    srv = Server(build, workdir, "source.pattern=smpte")
     try:
         c = Client(build, workdir, srv.address, "playout.policy=asap", duration=10)
         rc = c.wait()

@@ -435,6 +435,53 @@ test_sched_mss_changes(void)
 	receiver_free(&rx);
 }
 
+/* A loopback-sized MSS: packets of 64 KB hold several records, none longer
+ * than the client's limit. */
+static void
+test_sched_record_limit(void)
+{
+	window_list_t list;
+	pps_sched_params_t params = { .latency_budget_us = 1000000, .max_windows = 64,
+				      .max_record_bytes = 1000 };
+	pps_sched_t *s = pps_sched_new(&params);
+	static uint8_t buf[65483];
+	receiver_t rx;
+	size_t len;
+	bool push;
+	unsigned packets = 0;
+
+	REQUIRE(s);
+	memset(&rx, 0, sizeof(rx));
+	make_windows(&list, 13, 4, 3, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 21, 4.0);
+	for (size_t i = 0; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	while (pps_sched_next_packet(s, 1000000, sizeof(buf), buf, &len, &push) == 1) {
+		pps_wire_parser_t *p = pps_wire_parser_new(1000);
+		const uint8_t *data = buf;
+		size_t left = len;
+		pps_wire_record_t r;
+		int ret;
+
+		REQUIRE(p);
+		while ((ret = pps_wire_parser_next(p, &data, &left, &r)) == 1)
+			;
+		CHECK_EQ_INT(ret, 0); /* a record over 1000 bytes would fail here */
+		pps_wire_parser_free(p);
+		receive_packet(&rx, buf, len, 1000000);
+		packets++;
+	}
+	CHECK(packets > 0 && packets <= list.n + 2); /* a window fits a packet */
+	for (size_t i = 0; i < list.n; i++) {
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
+			CHECK(adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+	}
+	params.max_record_bytes = 100;
+	CHECK(pps_sched_new(&params) == NULL);
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
 /* At the deadline the rest of the window is dropped and reported; a window
  * not started by its deadline is a dropped window. */
 static void
@@ -692,6 +739,7 @@ main(void)
 	test_priority_policies();
 	test_sched_complete();
 	test_sched_mss_changes();
+	test_sched_record_limit();
 	test_sched_deadline();
 	test_sched_decodability();
 	test_sched_enhancement_needs_base();

@@ -17,6 +17,7 @@ make_records(pps_wire_record_t *r)
 	memset(r, 0, 9 * sizeof(*r));
 	r[n].kind = PPS_WIRE_HELLO;
 	r[n].u.hello.protocol_version = PPS_WIRE_VERSION;
+	r[n].u.hello.max_record_bytes = 1500;
 	r[n].u.hello.name_len = 7;
 	memcpy(r[n].u.hello.name, "viewer1", 8);
 	r[n].u.hello.auth_len = 3;
@@ -97,6 +98,7 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 	switch (a->kind) {
 	case PPS_WIRE_HELLO:
 		return a->u.hello.protocol_version == b->u.hello.protocol_version &&
+		       a->u.hello.max_record_bytes == b->u.hello.max_record_bytes &&
 		       a->u.hello.name_len == b->u.hello.name_len &&
 		       strcmp(a->u.hello.name, b->u.hello.name) == 0 &&
 		       a->u.hello.auth_len == b->u.hello.auth_len &&
@@ -316,10 +318,17 @@ test_rejections(void)
 
 	/* HELLO name longer than allowed, and a NUL inside it. */
 	n = encode_into(&r[0], buf);
-	buf[4 + 4] = PPS_WIRE_MAX_NAME_BYTES + 1;
+	buf[4 + 6] = PPS_WIRE_MAX_NAME_BYTES + 1;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
 	n = encode_into(&r[0], buf);
-	buf[4 + 5 + 2] = 0;
+	buf[4 + 7 + 2] = 0;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	/* A record limit too small to be honoured. */
+	r[0].u.hello.max_record_bytes = 100;
+	n = encode_into(&r[0], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "max_record_bytes 100") != NULL);
+	r[0].u.hello.max_record_bytes = 1500;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
 
 	/* Layers and dependency counts out of range. */
