@@ -246,13 +246,16 @@ pps_overlay_draw(pps_frame_t *p, int x0, int y0, int scale, const char *text)
 	int len = (int)strlen(text);
 	int box_w = len * 6 * scale + 2 * scale, box_h = 9 * scale;
 
-	/* A dark box first so the text reads on any picture. */
+	/* A dark, colourless box first so the text reads on any picture. */
 	for (int y = y0 - scale; y < y0 - scale + box_h; y++) {
 		if (y < 0 || y >= p->height)
 			continue;
 		for (int x = x0 - scale; x < x0 - scale + box_w; x++) {
-			if (x >= 0 && x < p->width)
-				p->planes[0][(size_t)y * (size_t)p->strides[0] + (size_t)x] = 16;
+			if (x < 0 || x >= p->width)
+				continue;
+			p->planes[0][(size_t)y * (size_t)p->strides[0] + (size_t)x] = 16;
+			p->planes[1][(size_t)(y / 2) * (size_t)p->strides[1] + (size_t)(x / 2)] = 128;
+			p->planes[2][(size_t)(y / 2) * (size_t)p->strides[2] + (size_t)(x / 2)] = 128;
 		}
 	}
 	for (int i = 0; i < len; i++) {
