@@ -285,16 +285,33 @@ def machine_info():
 def wait_child(proc, timeout_s):
     """Waits for a Popen child with a bound; returns its resource usage (wait4).
     `pps-netlab exec` and `ip netns exec` exec in place, so the child is the program itself."""
-    fd = os.pidfd_open(proc.pid)
+    if proc.returncode is not None:
+        return NO_USAGE
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:  # reaped already: no usage to read
+        proc.wait(timeout=max(0.0, timeout_s))
+        return NO_USAGE
     try:
         readable, _, _ = select.select([fd], [], [], max(0.0, timeout_s))
     finally:
         os.close(fd)
     if not readable:
         return None
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:
+        proc.wait()
+        return NO_USAGE
     proc.returncode = os.waitstatus_to_exitcode(status)
     return usage
+
+
+class _NoUsage:
+    ru_utime = ru_stime = float("nan")
+
+
+NO_USAGE = _NoUsage()
 
 
 def stop_child(proc):
@@ -318,7 +335,8 @@ class Lab:
 
     def run(self, *args, check=True):
         cmd = [self.netlab] + [str(a) for a in args]
-        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LAB_COMMAND_TIMEOUT_S)
+        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LAB_COMMAND_TIMEOUT_S,
+                           start_new_session=True)
         if check and r.returncode != 0:
             raise CellError(f"{shlex.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
         return r
@@ -478,7 +496,10 @@ def client_argv(ctx, cfg, addr, port, celldir):
 def read_port(fifo_fd, server, timeout_s):
     """The server writes its bound port to the FIFO once it listens: no polling."""
     deadline = time.monotonic() + timeout_s
-    pidfd = os.pidfd_open(server.pid)
+    try:
+        pidfd = os.pidfd_open(server.pid)
+    except ProcessLookupError:
+        raise CellError("pps-server exited before listening (see server.err)") from None
     data = b""
     try:
         while time.monotonic() < deadline:
@@ -511,6 +532,9 @@ def run_cell(ctx, cell, celldir):
     fifo_fd = None
     times = {}
     result = {"server_rusage": None, "client_rusage": None}
+    # The machine may be shared: note other labs and the load, to read results with.
+    times["other_labs_at_start"] = other_labs(ctx.lab_name)
+    times["loadavg_at_start"] = os.getloadavg()[0]
     try:
         times["lab_up_unix"] = time.time()
         lab.up(lab_args(cell, cfg, lab_duration, celldir))
@@ -527,7 +551,8 @@ def run_cell(ctx, cell, celldir):
             traffic = subprocess.Popen(
                 [ctx.netlab, "traffic", lab.name, "--elephants", str(cell["flows"]), "--congestion", "cubic",
                  "--duration", "%gs" % traffic_s, "--wait"],
-                stdin=subprocess.DEVNULL, stdout=open(os.path.join(celldir, "traffic.txt"), "w"), stderr=subprocess.STDOUT)
+                stdin=subprocess.DEVNULL, stdout=open(os.path.join(celldir, "traffic.txt"), "w"), stderr=subprocess.STDOUT,
+                start_new_session=True)
             times["traffic_duration_s"] = traffic_s
             interruptible_sleep(cfg["warmup_s"])
         port_fifo = os.path.join(celldir, "port.fifo")
@@ -539,12 +564,14 @@ def run_cell(ctx, cell, celldir):
         result["server_set"] = sets
         times["server_start_unix"] = time.time()
         server = subprocess.Popen(lab.exec_argv("snd", argv), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "server.err"), "w"))
+                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "server.err"), "w"),
+                                  start_new_session=True)
         port = read_port(fifo_fd, server, SERVER_READY_TIMEOUT_S)
         cargv = client_argv(ctx, cfg, snd_addr, port, celldir)
         times["client_start_unix"] = time.time()
         client = subprocess.Popen(lab.exec_argv("rcv", cargv), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "client.err"), "w"))
+                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "client.err"), "w"),
+                                  start_new_session=True)
         result["server_rusage"] = wait_child(server, cfg["duration_s"] + SERVER_EXIT_GRACE_S)
         if result["server_rusage"] is None:
             raise CellError("pps-server did not stop at its --duration")
@@ -555,6 +582,9 @@ def run_cell(ctx, cell, celldir):
         times["client_end_unix"] = time.time()
         if server.returncode != 0:
             raise CellError(f"pps-server exit {server.returncode}: {tail(os.path.join(celldir, 'server.err'))}")
+        ran_s = times["server_end_unix"] - times["server_start_unix"]
+        if ran_s < 0.9 * cfg["duration_s"]:
+            raise CellError(f"pps-server stopped after {ran_s:.1f} s of {cfg['duration_s']:g} (signalled from outside?)")
         if client.returncode != 0:
             # pps-server ends at --duration with the client still connected; a
             # reset then is the end of the run, not a failed one, as long as the
@@ -569,8 +599,7 @@ def run_cell(ctx, cell, celldir):
             if os.path.exists(src):
                 shutil.copyfile(src, os.path.join(celldir, "elephants.json"))
     finally:
-        signals_ignored = ignore_signals()
-        try:
+        with SignalsDeferred():
             if fifo_fd is not None:
                 os.close(fifo_fd)
                 with contextlib.suppress(FileNotFoundError):
@@ -578,10 +607,16 @@ def run_cell(ctx, cell, celldir):
             for proc in (client, server, traffic):
                 stop_child(proc)
             lab.down()  # pps-linkem writes linkem.json and closes linkem.log
-        finally:
-            restore_signals(signals_ignored)
+    times["other_labs_at_end"] = other_labs(ctx.lab_name)
+    times["loadavg_at_end"] = os.getloadavg()[0]
     result["times"] = times
     return result
+
+
+def other_labs(own):
+    with contextlib.suppress(OSError):
+        return sorted(n for n in os.listdir(NETLAB_STATE_ROOT) if not n.startswith(".") and n != own)
+    return []
 
 
 def client_log_has_summary(path):
@@ -611,17 +646,28 @@ def handle_signals():
         signal.signal(sig, raise_interrupt)
 
 
-def ignore_signals():
-    """While tearing down: a second Ctrl-C must not leave the lab half removed."""
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    for sig in previous:
-        signal.signal(sig, signal.SIG_IGN)
-    return previous
+class SignalsDeferred:
+    """While tearing a cell down: a Ctrl-C must not leave the lab half removed.
+    A signal that arrives meanwhile is remembered and raised once the lab is down."""
 
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-def restore_signals(previous):
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
+    def __enter__(self):
+        self.caught = None
+        self.previous = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+        for sig in self.SIGNALS:
+            signal.signal(sig, self._remember)
+        return self
+
+    def _remember(self, signum, frame):
+        self.caught = self.caught or signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        if self.caught:
+            raise Interrupted(signal.Signals(self.caught).name)
+        return False
 
 
 # ---------------------------------------------------------------- run

@@ -104,6 +104,17 @@ def scenario_tag(sc):
             f"{d['congestion']}").replace(".", "p")
 
 
+def fmt_s(g):
+    """Separation index of a group: mean over runs where every flow got something."""
+    text = fmt(g.get("separation_index"), ".1f")
+    starved = g.get("runs_with_starved_flow")
+    if starved and text == "-":
+        return f"\u221e ({starved}/{g['runs']} runs)"
+    if starved:
+        return text + f" (\u221e in {starved}/{g['runs']} runs)"
+    return text
+
+
 def transport_key(t):
     return TRANSPORT_ORDER.index(t) if t in TRANSPORT_ORDER else len(TRANSPORT_ORDER)
 
@@ -235,7 +246,9 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
     offered_bps = sum(server.get("layer_bytes", [])) * 8 / seconds if seconds else None
 
     def cpu(ru):
-        return None if ru is None else ru.ru_utime + ru.ru_stime
+        if ru is None or math.isnan(ru.ru_utime):
+            return None
+        return ru.ru_utime + ru.ru_stime
 
     server_cpu_s = (server.get("cpu_user_s", 0) + server.get("cpu_system_s", 0)) if server else cpu(measured["server_rusage"])
     client_cpu_s = cpu(measured["client_rusage"])
@@ -407,6 +420,9 @@ def aggregate(out, records):
         g["sent_vs_tcp"] = g["server_throughput_bps"] / base if base and g["server_throughput_bps"] is not None else None
         base = tcp_goodput.get(key[1:])
         g["throughput_vs_tcp"] = g["client_goodput_bps"] / base if base and g["client_goodput_bps"] is not None else None
+        # A flow that got nothing makes S infinite (004 section 6.2's max/min):
+        # count those runs instead of averaging them away.
+        g["runs_with_starved_flow"] = sum(1 for r in rs if any(b <= 0 for b in (r["metrics"].get("elephants_bps") or [])))
         shares = [r["shares"] for r in rs if r.get("shares")]
         g["shares"] = None
         if shares:
@@ -468,7 +484,9 @@ def plots(out, plan, records, groups):
         for (pw, pf, ptol, pvals, _) in PAPER_FIGURES:
             if d["window_frames"] == pw and d["flows"] == pf and d["queue"] == "droptail" and d["rate_mbit"] == 10 and d["rtt_ms"] == 50:
                 for t, v in pvals.items():
-                    ax.plot([ptol], [v], marker="x", ms=9, color=colors.get(t), ls="none")
+                    # Fig. 9's text gives a range, 300-400 ms, for its 80%.
+                    xs = [300, 400] if pw == 2 else [ptol]
+                    ax.plot(xs, [v] * len(xs), marker="x", ms=9, color=colors.get(t), ls="-", lw=2.5, alpha=0.8)
                 ax.plot([], [], marker="x", color="grey", ls="none", label="paper (TOMCCAP Fig. %d)" % (8 if pw == 4 else 9))
         ax.set_xlabel("latency tolerance (ms)")
         ax.set_ylabel("% of transmitted windows in time")
@@ -489,6 +507,7 @@ def plots(out, plan, records, groups):
         transports = sorted({g["transport"] for g in groups}, key=transport_key)
         fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(scenarios) + 2), 4.2))
         width = 0.8 / max(1, len(transports))
+        paper_labelled = False
         for i, t in enumerate(transports):
             xs, ys, es = [], [], []
             for j, sc in enumerate(scenarios):
@@ -498,6 +517,20 @@ def plots(out, plan, records, groups):
                     ys.append(g[key])
                     es.append(g.get(key + "_sd") or 0 if key == "sender_dropped_pct" else 0)
             ax.bar(xs, ys, width, yerr=es if any(es) else None, label=t, color=colors.get(t))
+            # The paper's value for the same setting, where it published one.
+            for j, sc in enumerate(scenarios):
+                d = dict(zip(SCENARIO_AXES, sc))
+                if d["queue"] != "droptail" or d["rate_mbit"] != 10 or d["rtt_ms"] != 50:
+                    continue
+                paper = None
+                if key == "throughput_vs_tcp" and d["window_frames"] == 2 and t in PAPER_TABLE_II.get(d["flows"], {}):
+                    paper = PAPER_TABLE_II[d["flows"]][t][0] / PAPER_TABLE_II[d["flows"]]["tcp"][0]
+                if key == "sender_dropped_pct" and d["flows"] == 20 and t in PAPER_TABLE_III.get(d["window_frames"], {}):
+                    paper = PAPER_TABLE_III[d["window_frames"]][t][0]
+                if paper is not None:
+                    ax.plot([j + (i - (len(transports) - 1) / 2) * width], [paper], marker="_", ms=18, mew=2.5, color="black",
+                            label="paper" if not paper_labelled else None)
+                    paper_labelled = True
         if key == "throughput_vs_tcp":
             ax.axhline(0.9, color="grey", ls="--", lw=0.8)
         else:
@@ -716,6 +749,10 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append(f"- Machine: {m.get('cpu', '?')}, {m.get('cpus', '?')} CPUs; {m.get('os', '')}; kernel `{m.get('uname', '?')}`; "
              f"ppstream `{m.get('git', '?')}`; Python {m.get('python', '?')}. The host's default congestion control is "
              f"`{m.get('default_congestion', '?')}`; every flow here names its own (the stream: the `congestion` axis; elephants: cubic).")
+    shared = [r["cell"]["id"] for r in records if (r.get("times") or {}).get("other_labs_at_start") or (r.get("times") or {}).get("other_labs_at_end")]
+    if any("other_labs_at_start" in (r.get("times") or {}) for r in records):
+        L.append(f"- Other network labs were up on the machine during {len(shared)} of {len(records)} cells "
+                 "(cell.json `times.other_labs_*`); their CPU load can shift timing.")
     sets = ", ".join(f"`{k}={v}`" for k, v in cfg.get("server_set", {}).items()) or "none"
     L.append(f"- Server settings beyond the axes: {sets}; everything else is config/server.ini's default "
              f"(30 frames/s, 3 temporal x 2 quality layers, `pps.latency_budget_ms` 250).")
@@ -760,8 +797,24 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
                     L.append(f"minbuf(1,3) counters over {g['runs']} runs: {g['retrans_pkts']} retransmitted packets, {g['rto_events']} RTOs; "
                              f"bottleneck sojourn (all flows) p50 {fmt(g['bottleneck_sojourn_p50_ms'], '.0f')} ms, p95 {fmt(g['bottleneck_sojourn_p95_ms'], '.0f')} ms; "
                              f"sender-dropped windows {fmt(g['sender_dropped_pct'])}%; stream {fmt((g['client_goodput_bps'] or 0) / 1e6, '.2f')} Mbit/s received of "
-                             f"{fmt((g['offered_bps'] or 0) / 1e6, '.2f')} Mbit/s offered by the encoder (all layers).")
+                             f"{fmt((g['offered_bps'] or 0) / 1e6, '.2f')} Mbit/s offered by the encoder (all layers), "
+                             f"fair share {g['rate_mbit'] / (g['flows'] + 1):.2f} Mbit/s ({g['flows'] + 1} flows).")
                     L.append("")
+                    late = (g.get("shares") or {}).get("late")
+                    if late:
+                        parts = {"window wait": late["window_wait_ms"], "propagation": late["propagation_ms"],
+                                 "bottleneck queue": late["bottleneck_queue_ms"], "sender": late["sender_ms"]}
+                        big = max(parts, key=parts.get)
+                        tol = g["shares"]["late_tolerance_ms"]
+                        budget = float(cfg.get("server_set", {}).get("pps.latency_budget_ms", 250))
+                        L.append(f"Of the minbuf(1,3) windows later than {tol} ms ({late['windows']} of {g['windows_transmitted']}), the largest share "
+                                 f"is the {big}: {parts[big]:.0f} of {late['latency_ms']:.0f} ms on average. The server keeps sending a "
+                                 f"window until its first frame's capture time + `pps.latency_budget_ms` ({budget:.0f} ms); the last "
+                                 f"byte of a window sent up to that deadline arrives about {budget + late['propagation_ms'] + late['bottleneck_queue_ms']:.0f} ms "
+                                 f"after capture (deadline + propagation + this queue), "
+                                 + ("beyond" if budget + late["propagation_ms"] + late["bottleneck_queue_ms"] > tol else "within")
+                                 + f" the {tol} ms tolerance.")
+                        L.append("")
 
     L.append("## The papers' figures beside ours (drop-tail, 10 Mbit/s, 50 ms RTT)")
     L.append("")
@@ -791,7 +844,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
             sent = f"{fmt(g['server_throughput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['server_throughput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["server_throughput_bps"] else "not run"
             got = f"{fmt(g['client_goodput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['client_goodput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["client_goodput_bps"] else "-"
             L.append(f"| {t} | {flows} | {p[0]:.2f} \u00b1 {p[1]:.2f} | {p[0] / PAPER_TABLE_II[flows]['tcp'][0]:.2f} | {sent} | {got} | "
-                     f"{fmt(g and g['throughput_vs_tcp'], '.2f')} ({fmt(g and g['sent_vs_tcp'], '.2f')}) | {fmt(g and g['friendliness_ratio'], '.2f')} | {fmt(g and g['separation_index'], '.1f')} |")
+                     f"{fmt(g and g['throughput_vs_tcp'], '.2f')} ({fmt(g and g['sent_vs_tcp'], '.2f')}) | {fmt(g and g['friendliness_ratio'], '.2f')} | {fmt_s(g) if g else '-'} |")
     L.append("")
     L.append("**Table III** (windows dropped by the sender, % of windows generated, 20 flows):")
     L.append("")
@@ -809,7 +862,8 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append("")
     L.append("Pooled over repetitions (latency columns pool the windows of all runs; the others are means over runs). "
              "sent = ADU bytes the server wrote per second, recv = bytes the client received per second, / tcp of recv; F = friendliness ratio, S = separation index "
-             "(004 section 6.2); CPU = % of one core, server (encoder included) / client.")
+             "(004 section 6.2; \u221e = some elephant got nothing during the stream, Morris's regime of more flows than a tenth of the queue in packets); "
+             "CPU = % of one core, server (encoder included) / client.")
     L.append("")
     L.append("| setting | transport | runs | windows | in 100 / 200 / 300 / 500 / 1000 ms (%) | p50 / p95 ms | sender-dropped % | sent / recv Mbit/s | / tcp | F | S | frames shown % | frame p95 ms | retrans / RTOs | CPU % |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -818,7 +872,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
         L.append(f"| {scenario_name(scenario_of(g), short=True)} {g['rate_mbit']:g}M {g['rtt_ms']:g}ms | {g['transport']} | {g['runs']} | {g['windows_transmitted']} | {within} | "
                  f"{fmt(g['window_latency_p50_ms'], '.0f')} / {fmt(g['window_latency_p95_ms'], '.0f')} | {fmt(g['sender_dropped_pct'])} | "
                  f"{fmt((g['server_throughput_bps'] or 0) / 1e6, '.2f')} / {fmt((g['client_goodput_bps'] or 0) / 1e6, '.2f')} | {fmt(g['throughput_vs_tcp'], '.2f')} | {fmt(g['friendliness_ratio'], '.2f')} | "
-                 f"{fmt(g['separation_index'], '.1f')} | {fmt(g['frames_shown_pct'], '.0f')} | {fmt(g['frame_latency_p95_ms'], '.0f')} | "
+                 f"{fmt_s(g)} | {fmt(g['frames_shown_pct'], '.0f')} | {fmt(g['frame_latency_p95_ms'], '.0f')} | "
                  f"{g['retrans_pkts']} / {g['rto_events']} | {fmt(g['server_cpu_pct'], '.0f')} / {fmt(g['client_cpu_pct'], '.0f')} |")
     L.append("")
 
