@@ -44,6 +44,7 @@ import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree when run from there
 import sweep_report  # noqa: E402  (beside this script in the source and build trees)
 
 PROGRAM = "pps-sweep"
