@@ -419,6 +419,15 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 	if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
 		pps_server_write_record_now(s->fd, &bye);
 	shutdown(s->fd, SHUT_WR);
+	/* Closing a socket with unread input (a CLOCK_PING in flight) makes the
+	 * kernel answer with a reset, which can overtake the data still queued
+	 * for the client: read what is there first. */
+	for (;;) {
+		uint8_t sink[4096];
+
+		if (recv(s->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+			break;
+	}
 }
 
 const char *
