@@ -364,13 +364,15 @@ print_final(pps_server_t *srv)
 			fprintf(json,
 				"%s{\"id\":%u,\"windows_complete\":%" PRIu64
 				",\"windows_partial\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
-				",\"windows_overflow\":%" PRIu64 ",\"adu_bytes_sent\":%" PRIu64
+				",\"windows_overflow\":%" PRIu64 ",\"adus_undecodable\":%" PRIu64
+				",\"adu_bytes_sent\":%" PRIu64
 				",\"wire_bytes\":%" PRIu64 ",\"writes\":%" PRIu64
 				",\"wakeups\":%" PRIu64
 				",\"retrans_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 "}",
 				l == srv->sessions ? "" : ",", pps_session_id(l->session),
 				st.windows_complete, st.windows_partial, st.windows_dropped,
-				st.windows_overflow, bytes, ts.bytes, ts.writes, ts.wakeups,
+				st.windows_overflow, st.adus_undecodable, bytes, ts.bytes, ts.writes,
+				ts.wakeups,
 				ts.retrans_pkts,
 				ts.rto_events);
 	}
