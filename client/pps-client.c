@@ -631,6 +631,9 @@ reset_session(client_t *c)
 	c->have_info = false;
 	c->have_pushed = false;
 	c->last_window_id = -1;
+	/* A new server numbers frames and windows from its own start. */
+	c->next_frame = -1;
+	c->have_ref_frame = false;
 	c->have_offset = false;
 }
 
