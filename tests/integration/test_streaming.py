@@ -171,6 +171,37 @@ def no_server(build, workdir):
     check("cannot connect to 127.0.0.1:%d" % port in c.stderr, c.stderr)
 
 
+def reconnect(build, workdir):
+    """With --reconnect the client survives its server going away and comes
+    back to the next one on the same address, with backoff."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    server = os.path.join(build, "server", "pps-server")
+    listen = ["--listen", "127.0.0.1:%d" % port, "--quiet"]
+    first = subprocess.Popen([server] + listen + ["--duration", "3"],
+                             stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    c = Client(build, workdir, "127.0.0.1:%d" % port, duration=10, extra=["--reconnect"])
+    first.wait(timeout=20)
+    time.sleep(1.5)  # the client retries into a closed port meanwhile
+    second = subprocess.Popen([server] + listen + ["--duration", "8"],
+                              stderr=subprocess.DEVNULL)
+    try:
+        rc = c.wait()
+    finally:
+        second.terminate()
+        second.wait(timeout=20)
+    check(rc == 0, "client exit %d: %s" % (rc, c.stderr))
+    check("reconnecting in" in c.stderr, c.stderr)
+    shown = [e for e in c.events("frame") if e["shown"]]
+    # Frames from both servers: each numbers its frames from 0.
+    restarts = sum(1 for a, b in zip(shown, shown[1:]) if b["frame"] < a["frame"])
+    check(restarts >= 1 and len(shown) >= 100,
+          "%d frames shown, %d restarts of numbering" % (len(shown), restarts))
+
+
 def bad_server(build, workdir):
     """A server that sends an oversize record: the client names it and exits 1."""
     lsock = socket.socket()
@@ -223,7 +254,7 @@ def bad_source(build, workdir):
 
 
 TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
-                                 max_clients, no_server, bad_server, config_errors,
+                                 max_clients, no_server, reconnect, bad_server, config_errors,
                                  bad_source]}
 
 if __name__ == "__main__":
