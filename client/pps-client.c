@@ -581,9 +581,15 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		return;
 	}
 	if (n < 0) {
+		char why[128];
+
 		if (errno == EAGAIN || errno == EINTR)
 			return;
-		disconnect(c, strerror(errno), true);
+		/* A server that stops (its --duration, a crash) while our pings are
+		 * in flight answers them with a reset: after a stream that is the
+		 * end of it, not a failure of this client. */
+		snprintf(why, sizeof(why), "connection to the server lost: %s", strerror(errno));
+		disconnect(c, why, !c->have_info);
 		return;
 	}
 	pps_stats_bytes(c->stats, (size_t)n, now_us());
