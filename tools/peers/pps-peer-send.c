@@ -140,22 +140,16 @@ usage(FILE *out)
 		PPS_DEFAULT_PEER_KBPS, PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
+/* HOST:PORT as the configuration loader reads addresses; port 1..65535. */
 static int
 split_host_port(const char *arg, char *host, size_t host_size, int *port)
 {
-	const char *colon = strrchr(arg, ':');
-	char *end;
-	long p;
+	char text[16];
 
-	if (!colon || (size_t)(colon - arg) >= host_size)
+	if (pps_config_split_address(arg, host, host_size, text, sizeof(text)) < 0)
 		return -EINVAL;
-	p = strtol(colon + 1, &end, 10);
-	if (*end || p < 1 || p > 65535)
-		return -EINVAL;
-	memcpy(host, arg, (size_t)(colon - arg));
-	host[colon - arg] = '\0';
-	*port = (int)p;
-	return 0;
+	*port = atoi(text);
+	return *port >= 1 ? 0 : -EINVAL;
 }
 
 /* SRT's own counters (retransmissions, drops) as GStreamer prints them. */
