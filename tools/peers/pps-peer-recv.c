@@ -26,6 +26,7 @@
 
 #include "pps-codec.h"
 #include "pps-config.h"
+#include "peer-common.h"
 
 #define PPS_DEFAULT_SRT_LATENCY_MS 120
 
@@ -145,18 +146,6 @@ usage(FILE *out)
 		PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
-/* HOST:PORT as the configuration loader reads addresses; port 1..65535. */
-static int
-split_host_port(const char *arg, char *host, size_t host_size, int *port)
-{
-	char text[16];
-
-	if (pps_config_split_address(arg, host, host_size, text, sizeof(text)) < 0)
-		return -EINVAL;
-	*port = atoi(text);
-	return *port >= 1 ? 0 : -EINVAL;
-}
-
 static void
 write_stats(const char *path, const receiver_t *r, const char *source, double seconds,
 	    const char *srt)
@@ -173,17 +162,7 @@ write_stats(const char *path, const receiver_t *r, const char *source, double se
 		",\"first_recv_us\":%" PRId64 ",\"last_recv_us\":%" PRId64 ",\"srt_stats\":",
 		source, seconds, r->frames_decoded, r->frames_with_timecode, r->bytes_received,
 		r->first_recv_us, r->last_recv_us);
-	if (srt) {
-		fputc('"', f);
-		for (const char *c = srt; *c; c++) {
-			if (*c == '"' || *c == '\\')
-				fputc('\\', f);
-			fputc(*c, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs("null", f);
-	}
+	pps_peer_write_json_string(f, srt);
 	fputs("}\n", f);
 	fclose(f);
 }
@@ -250,7 +229,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (!source || (strcmp(source, "tcp") && strcmp(source, "srt")) || !connect || !output ||
-	    !frames_path || split_host_port(connect, host, sizeof(host), &port) < 0 ||
+	    !frames_path || pps_peer_split_host_port(connect, host, sizeof(host), &port) < 0 ||
 	    r.fps < 1 || srt_latency_ms < 0 || duration_s < 0 || optind != argc) {
 		usage(stderr);
 		return 2;
@@ -331,15 +310,8 @@ main(int argc, char **argv)
 	}
 	gst_object_unref(bus);
 	seconds = (double)(clock_us(CLOCK_MONOTONIC) - start_us) / 1e6;
-	if (!strcmp(source, "srt")) {
-		GstStructure *st = NULL;
-
-		g_object_get(r.src, "stats", &st, NULL);
-		if (st) {
-			srt_stats = gst_structure_to_string(st);
-			gst_structure_free(st);
-		}
-	}
+	if (!strcmp(source, "srt"))
+		srt_stats = pps_peer_srt_stats_string(r.src);
 	gst_element_set_state(r.pipeline, GST_STATE_NULL);
 	if (stats_path)
 		write_stats(stats_path, &r, source, seconds, srt_stats);

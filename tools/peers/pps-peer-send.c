@@ -25,6 +25,7 @@
 
 #include "pps-codec.h"
 #include "pps-config.h"
+#include "peer-common.h"
 
 #define PPS_DEFAULT_PEER_KBPS 1800
 #define PPS_DEFAULT_SRT_LATENCY_MS 120
@@ -140,33 +141,6 @@ usage(FILE *out)
 		PPS_DEFAULT_PEER_KBPS, PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
-/* HOST:PORT as the configuration loader reads addresses; port 1..65535. */
-static int
-split_host_port(const char *arg, char *host, size_t host_size, int *port)
-{
-	char text[16];
-
-	if (pps_config_split_address(arg, host, host_size, text, sizeof(text)) < 0)
-		return -EINVAL;
-	*port = atoi(text);
-	return *port >= 1 ? 0 : -EINVAL;
-}
-
-/* SRT's own counters (retransmissions, drops) as GStreamer prints them. */
-static char *
-srt_stats_string(GstElement *element)
-{
-	GstStructure *st = NULL;
-	char *text;
-
-	g_object_get(element, "stats", &st, NULL);
-	if (!st)
-		return NULL;
-	text = gst_structure_to_string(st);
-	gst_structure_free(st);
-	return text;
-}
-
 static void
 write_stats(const char *path, const sender_t *s, const pps_capture_stats_t *cap, double seconds,
 	    const char *sink, int kbps, const char *srt)
@@ -185,17 +159,7 @@ write_stats(const char *path, const sender_t *s, const pps_capture_stats_t *cap,
 		",\"srt_stats\":",
 		sink, kbps, seconds, cap->frames_captured, cap->frames_dropped, s->frames_pushed,
 		s->frames_refused, s->bytes_sent, s->first_index, s->last_index, s->first_capture_us);
-	if (srt) {
-		fputc('"', f);
-		for (const char *c = srt; *c; c++) {
-			if (*c == '"' || *c == '\\')
-				fputc('\\', f);
-			fputc(*c, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs("null", f);
-	}
+	pps_peer_write_json_string(f, srt);
 	fputs("}\n", f);
 	fclose(f);
 }
@@ -270,7 +234,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (!sink_name || (strcmp(sink_name, "tcp") && strcmp(sink_name, "srt")) || !listen ||
-	    split_host_port(listen, host, sizeof(host), &port) < 0 || kbps < 64 ||
+	    pps_peer_split_host_port(listen, host, sizeof(host), &port) < 0 || kbps < 64 ||
 	    srt_latency_ms < 0 || duration_s < 0 || optind != argc) {
 		usage(stderr);
 		goto err_usage;
@@ -372,7 +336,7 @@ main(int argc, char **argv)
 	gst_object_unref(bus);
 	pps_capture_stop(capture);
 	pps_capture_get_stats(capture, &cap_stats);
-	srt_stats = strcmp(sink_name, "srt") ? NULL : srt_stats_string(s.sink);
+	srt_stats = strcmp(sink_name, "srt") ? NULL : pps_peer_srt_stats_string(s.sink);
 	seconds = (double)(monotonic_us() - start_us) / 1e6;
 	/* Stopped first, so no streaming thread updates the counters being written. */
 	gst_element_set_state(s.pipeline, GST_STATE_NULL);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#include "peer-common.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pps-config.h"
+
+int
+pps_peer_split_host_port(const char *arg, char *host, size_t host_size, int *port)
+{
+	char text[16];
+
+	if (pps_config_split_address(arg, host, host_size, text, sizeof(text)) < 0)
+		return -EINVAL;
+	*port = atoi(text);
+	return *port >= 1 ? 0 : -EINVAL;
+}
+
+char *
+pps_peer_srt_stats_string(GstElement *element)
+{
+	GstStructure *st = NULL;
+	char *text;
+
+	g_object_get(element, "stats", &st, NULL);
+	if (!st)
+		return NULL;
+	text = gst_structure_to_string(st);
+	gst_structure_free(st);
+	return text;
+}
+
+void
+pps_peer_write_json_string(FILE *out, const char *text)
+{
+	if (!text) {
+		fputs("null", out);
+		return;
+	}
+	fputc('"', out);
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(out, "\\%c", *c);
+		else if (*c < 0x20)
+			fprintf(out, "\\u%04x", *c); /* control characters are not allowed raw */
+		else
+			fputc(*c, out);
+	}
+	fputc('"', out);
+}
