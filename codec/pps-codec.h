@@ -130,6 +130,10 @@ typedef struct {
 	int threads;          /* x264 slice threads per layer, 0 = automatic */
 	int base_crf, base_vbv_kbps;               /* vbv 0 = uncapped */
 	int enhancement_crf, enhancement_vbv_kbps; /* layer q uses crf - 6 * (q - 1) */
+	/* Open every layer with VBV (an uncapped layer at 100 Mbit/s) so that
+	 * pps_encoder_set_rates() can steer it: x264 reconfigures VBV only if
+	 * it was on from the start. */
+	bool rate_adaptive;
 } pps_encoder_params_t;
 
 /* Fills @params from [source], [encoder] and [pps] window_frames. */
@@ -173,12 +177,29 @@ void pps_encoder_request_idr(pps_encoder_t *encoder);
 
 void pps_encoder_get_stream_params(const pps_encoder_t *encoder, pps_stream_params_t *params);
 
+/* Rate-control settings per quality layer (base first). */
+typedef struct {
+	int kbps[PPS_ADU_MAX_QUALITY_LAYERS];        /* VBV maximum rate, kbit/s */
+	int buffer_kbit[PPS_ADU_MAX_QUALITY_LAYERS]; /* VBV buffer: the largest picture, kbit */
+	int crf[PPS_ADU_MAX_QUALITY_LAYERS];         /* 0..51 */
+} pps_encoder_rates_t;
+
+/*
+ * New rate control for every layer, applied with x264_encoder_reconfig() at
+ * the start of the next mini-GOP (never inside one). Needs rate_adaptive.
+ * Returns 0, or -EINVAL (not rate_adaptive, or a value out of range).
+ * Same thread as pps_encoder_encode().
+ */
+int pps_encoder_set_rates(pps_encoder_t *encoder, const pps_encoder_rates_t *rates);
+
 typedef struct {
 	uint64_t frames;          /* frames encoded */
 	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];     /* ADU payload bytes per quality layer */
 	uint64_t cpu_us[PPS_ADU_MAX_QUALITY_LAYERS];    /* thread CPU time per quality layer */
 	uint64_t filler_pictures; /* x264 filler pictures (see pps-encoder.c), all layers */
 	uint64_t filler_bytes;    /* of bytes[]: filler pictures and their payload headers */
+	uint64_t reconfigs;       /* rate settings applied (pps_encoder_set_rates) */
+	uint64_t reconfig_errors; /* ... that x264 refused */
 } pps_encoder_stats_t;
 void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
 

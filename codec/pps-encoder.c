@@ -43,6 +43,8 @@
 #include <x264.h>
 
 #define FILLER_QP 51
+/* "Uncapped" for a layer that must keep VBV on to be reconfigurable. */
+#define UNCAPPED_VBV_KBPS 100000
 /* More pictures than x264 could ever hold back (bframes + threads). */
 #define MAX_FLUSH_CALLS 64
 
@@ -102,6 +104,8 @@ struct pps_encoder {
 	uint32_t chain_id[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint32_t anchor_frame;
 	bool idr_requested;
+	pps_encoder_rates_t rates; /* pending when rates_pending */
+	bool rates_pending;
 	pps_encoder_stats_t stats;
 };
 
@@ -175,6 +179,8 @@ layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int
 	xp.i_log_level = X264_LOG_ERROR;
 	xp.rc.i_rc_method = X264_RC_CRF;
 	xp.rc.f_rf_constant = (float)crf;
+	if (vbv_kbps <= 0 && p->rate_adaptive)
+		vbv_kbps = UNCAPPED_VBV_KBPS;
 	if (vbv_kbps > 0) {
 		xp.rc.i_vbv_max_bitrate = vbv_kbps;
 		xp.rc.i_vbv_buffer_size = vbv_kbps / 2; /* half a second */
@@ -663,6 +669,40 @@ emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 	return 0;
 }
 
+/* Between mini-GOPs: x264 has no real picture in flight, only fillers. */
+static void
+apply_rates(pps_encoder_t *e)
+{
+	e->rates_pending = false;
+	for (int q = 0; q < e->layers; q++) {
+		x264_param_t xp;
+
+		x264_encoder_parameters(e->layer[q].x264, &xp);
+		xp.rc.i_vbv_max_bitrate = e->rates.kbps[q];
+		xp.rc.i_vbv_buffer_size = e->rates.buffer_kbit[q];
+		xp.rc.f_rf_constant = (float)e->rates.crf[q];
+		if (x264_encoder_reconfig(e->layer[q].x264, &xp) < 0)
+			e->stats.reconfig_errors++;
+		else
+			e->stats.reconfigs++;
+	}
+}
+
+int
+pps_encoder_set_rates(pps_encoder_t *e, const pps_encoder_rates_t *rates)
+{
+	if (!e->params.rate_adaptive)
+		return -EINVAL;
+	for (int q = 0; q < e->layers; q++) {
+		if (rates->kbps[q] < 1 || rates->kbps[q] > UNCAPPED_VBV_KBPS ||
+		    rates->buffer_kbit[q] < 1 || rates->crf[q] < 0 || rates->crf[q] > 51)
+			return -EINVAL;
+	}
+	e->rates = *rates;
+	e->rates_pending = true;
+	return 0;
+}
+
 int
 pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_cb cb,
 		   void *user)
@@ -677,6 +717,8 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		return -EINVAL;
 	if (idx >= e->gop.minigop_frames)
 		return -EIO;
+	if (idx == 0 && e->rates_pending)
+		apply_rates(e);
 	if (e->idr_requested) {
 		/* The end of the first window none of whose frames was input yet:
 		 * its frames before the IDR can still be forced to P. */

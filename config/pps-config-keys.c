@@ -6,6 +6,8 @@
  */
 #include "pps-config.h"
 
+#include "pps-adapt.h"
+
 #include <string.h>
 
 #define SERVER PPS_CONFIG_PROGRAM_SERVER
@@ -80,11 +82,13 @@ static const pps_config_key_t keys[] = {
 	INT("encoder", "threads", "0", 0, 64, SERVER, "x264 threads per layer; 0 = automatic"),
 	INT("encoder", "base_crf", "26", 0, 51, SERVER, "constant rate factor of the base layer"),
 	INT("encoder", "base_vbv_kbps", "1000", 0, 100000, SERVER,
-	    "VBV cap of the base layer in kbit/s; 0 = uncapped"),
+	    "VBV cap of the base layer in kbit/s (its upper bound with adapt.mode=closed-loop); "
+	    "0 = uncapped"),
 	INT("encoder", "enhancement_crf", "24", 0, 51, SERVER,
 	    "constant rate factor of each enhancement layer"),
 	INT("encoder", "enhancement_vbv_kbps", "3000", 0, 100000, SERVER,
-	    "VBV cap of each enhancement layer in kbit/s; 0 = uncapped"),
+	    "VBV cap of each enhancement layer in kbit/s (its upper bound with "
+	    "adapt.mode=closed-loop); 0 = uncapped"),
 
 	/* [pps] */
 	INT("pps", "window_frames", "2", 1, 64, SERVER,
@@ -106,6 +110,28 @@ static const pps_config_key_t keys[] = {
 	     "TCP congestion control per connection; default = the system's"),
 	BOOL("transport", "thin_linear_timeouts", "false", SERVER,
 	     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+	ENUM("transport", "latency_cap", "yielding", pps_latency_cap_names, SERVER,
+	     "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
+	     "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
+	INT("transport", "queue_target_ms", "0", 0, 10000, SERVER,
+	    "queueing the latency cap lets the stream add on its path; 0 = latency_budget_ms / 5"),
+
+	/* [adapt] */
+	ENUM("adapt", "mode", "closed-loop", pps_adapt_mode_names, SERVER,
+	     "closed-loop: the clients' path estimates steer each layer's rate, largest picture and "
+	     "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
+	INT("adapt", "base_share_pct", "50", 10, 100, SERVER,
+	    "base layer rate as a share of the slowest client's estimated rate"),
+	INT("adapt", "probe_pct", "110", 100, 200, SERVER,
+	    "top of the enhancement layers as a share of the fastest client's estimate (the "
+	    "excess is the probe; the regulator drops what does not fit)"),
+	INT("adapt", "min_base_kbps", "100", 16, 100000, SERVER,
+	    "the base layer's rate never goes below this"),
+	INT("adapt", "min_crf", "18", 0, 51, SERVER,
+	    "finest CRF the loop may ask for when capacity is spare ([encoder] *_crf is the "
+	    "coarsest)"),
+	INT("adapt", "interval_ms", "250", 50, 5000, SERVER,
+	    "time between rate decisions (each applied at the next mini-GOP)"),
 
 	/* [client] */
 	ADDRESS("client", "server", "127.0.0.1:7400", CLIENT,

@@ -41,12 +41,17 @@ struct pps_media {
 	struct event *wake_event;
 	atomic_bool idr_requested;
 	int64_t last_idr_request_us; /* loop thread only */
-	uint64_t idr_requests;
+	struct event *idr_timer;     /* a deferred request */
+	uint64_t idr_requests, idr_deferred;
+	pps_encoder_rates_t rates;   /* loop thread: last handed over */
+	bool rate_adaptive;
 
 	pthread_mutex_t lock;
 	pthread_cond_t room;
 	item_t items[PPS_MEDIA_QUEUE_ITEMS];
 	size_t head, count;
+	pps_encoder_rates_t pending_rates; /* under lock */
+	bool rates_pending;                /* under lock */
 	bool stopping;
 	bool failed;
 	char error[256];
@@ -105,6 +110,16 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 	}
 	if (atomic_exchange(&m->idr_requested, false))
 		pps_encoder_request_idr(m->encoder);
+	pthread_mutex_lock(&m->lock);
+	if (m->rates_pending) {
+		pps_encoder_rates_t rates = m->pending_rates;
+
+		m->rates_pending = false;
+		pthread_mutex_unlock(&m->lock);
+		pps_encoder_set_rates(m->encoder, &rates); /* validated on the loop */
+	} else {
+		pthread_mutex_unlock(&m->lock);
+	}
 	ret = pps_encoder_encode(m->encoder, frame, encoder_adu_cb, m);
 	if (ret < 0) {
 		pthread_mutex_lock(&m->lock);
@@ -117,6 +132,8 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 	}
 	wake_loop(m);
 }
+
+static void idr_timer_cb(evutil_socket_t fd, short what, void *user);
 
 static void
 windower_window_cb(void *user, pps_window_t *window)
@@ -193,6 +210,8 @@ pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_win
 	pthread_cond_init(&m->room, NULL);
 
 	pps_encoder_params_from_config(&ep, config);
+	ep.rate_adaptive = m->rate_adaptive =
+		pps_config_get_enum(config, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
 	m->encoder = pps_encoder_new(&ep);
 	if (!m->encoder) {
 		snprintf(err, err_size, "encoder: cannot create the x264 encoders for %dx%d: %s",
@@ -211,6 +230,11 @@ pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_win
 	m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->wake_fd < 0) {
 		snprintf(err, err_size, "eventfd: %s", strerror(errno));
+		goto err;
+	}
+	m->idr_timer = evtimer_new(base, idr_timer_cb, m);
+	if (!m->idr_timer) {
+		snprintf(err, err_size, "event loop: cannot create a timer");
 		goto err;
 	}
 	m->wake_event = event_new(base, m->wake_fd, EV_READ | EV_PERSIST, wake_cb, m);
@@ -276,6 +300,8 @@ pps_media_free(pps_media_t *m)
 		pps_adu_unref(m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS].adu);
 	if (m->wake_event)
 		event_free(m->wake_event);
+	if (m->idr_timer)
+		event_free(m->idr_timer);
 	if (m->wake_fd >= 0)
 		close(m->wake_fd);
 	pps_windower_free(m->windower);
@@ -289,16 +315,64 @@ pps_media_free(pps_media_t *m)
  * its base again so soon is on a path the base does not fit. */
 #define IDR_REQUEST_MIN_INTERVAL_US 500000
 
+static void
+idr_now(pps_media_t *m, int64_t now)
+{
+	m->last_idr_request_us = now;
+	m->idr_requests++;
+	atomic_store(&m->idr_requested, true);
+}
+
+static void
+idr_timer_cb(evutil_socket_t fd, short what, void *user)
+{
+	idr_now(user, pps_server_now_us());
+}
+
 void
 pps_media_request_idr(pps_media_t *m)
 {
 	int64_t now = pps_server_now_us();
+	int64_t wait_us;
+	struct timeval tv;
 
-	if (m->last_idr_request_us && now - m->last_idr_request_us < IDR_REQUEST_MIN_INTERVAL_US)
+	if (!m->last_idr_request_us || now - m->last_idr_request_us >= IDR_REQUEST_MIN_INTERVAL_US) {
+		idr_now(m, now);
 		return;
-	m->last_idr_request_us = now;
-	m->idr_requests++;
-	atomic_store(&m->idr_requested, true);
+	}
+	/* Too soon: one IDR at the end of the interval serves every request
+	 * made meanwhile (a joiner must not wait for the next periodic IDR). */
+	if (evtimer_pending(m->idr_timer, NULL))
+		return;
+	m->idr_deferred++;
+	wait_us = m->last_idr_request_us + IDR_REQUEST_MIN_INTERVAL_US - now;
+	tv.tv_sec = (time_t)(wait_us / 1000000);
+	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	evtimer_add(m->idr_timer, &tv);
+}
+
+int
+pps_media_set_rates(pps_media_t *m, const pps_encoder_rates_t *rates)
+{
+	if (!m->rate_adaptive)
+		return -EINVAL;
+	for (int q = 0; q < m->stream.quality_layers; q++) {
+		if (rates->kbps[q] < 1 || rates->buffer_kbit[q] < 1 || rates->crf[q] < 0 ||
+		    rates->crf[q] > 51)
+			return -EINVAL;
+	}
+	m->rates = *rates;
+	pthread_mutex_lock(&m->lock);
+	m->pending_rates = *rates;
+	m->rates_pending = true;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+void
+pps_media_get_rates(pps_media_t *m, pps_encoder_rates_t *rates)
+{
+	*rates = m->rates;
 }
 
 void
@@ -318,6 +392,8 @@ pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 	pps_capture_get_stats(m->capture, &cs);
 	stats->capture_frames = cs.frames_captured;
 	stats->capture_dropped = cs.frames_dropped;
+	stats->idr_requests = m->idr_requests;
+	stats->idr_deferred = m->idr_deferred;
 }
 
 const char *

@@ -81,6 +81,7 @@ struct pps_minbuf {
 	uint32_t last_backoff;
 
 	pps_minbuf_stats_t stats;
+	uint32_t cap_pkts; /* latency cap, 0 = none */
 };
 
 typedef struct {
@@ -90,6 +91,7 @@ typedef struct {
 	uint32_t total_rto;
 	bool have_total_rto;
 	uint8_t options;
+	bool capped; /* the latency cap, not cwnd, set the bound */
 } info_t;
 
 static const char *const mode_names[] = { "tcp", "minbuf" };
@@ -190,7 +192,18 @@ static int read_info(pps_minbuf_t *w, info_t *out)
 	s->held_pkts = ti.tcpi_unacked + (ti.tcpi_notsent_bytes + s->mss_bytes - 1) / s->mss_bytes;
 	uint32_t cw = ti.tcpi_snd_cwnd;
 	uint32_t b = w->params.b < cw ? w->params.b : cw;
-	s->bound_pkts = w->params.a * cw + b + ti.tcpi_sacked;
+	uint32_t bound = w->params.a * cw + b;
+	if (w->cap_pkts && w->cap_pkts < bound) {
+		bound = w->cap_pkts;
+		out->capped = true;
+	}
+	s->bound_pkts = bound + ti.tcpi_sacked;
+	s->cap_pkts = w->cap_pkts;
+	s->min_rtt_us = ti.tcpi_min_rtt;
+	s->delivery_rate_bps = ti.tcpi_delivery_rate * 8u;
+	s->delivery_app_limited = ti.tcpi_delivery_rate_app_limited;
+	s->bytes_acked = ti.tcpi_bytes_acked;
+	s->total_retrans_pkts = ti.tcpi_total_retrans;
 	out->backoff = ti.tcpi_backoff;
 	out->total_retrans = ti.tcpi_total_retrans;
 	out->options = ti.tcpi_options;
@@ -519,6 +532,8 @@ static int run_once(pps_minbuf_t *w, bool woken)
 		uint32_t max_pkts = w->params.batch_pkts;
 		bool overshoot = false;
 		if (w->params.mode == PPS_MINBUF_MODE_MINBUF) {
+			if (in.capped)
+				w->stats.capped_writes++;
 			if (in.s.held_pkts >= in.s.bound_pkts) {
 				r = arm_wait(w, &in);
 				if (r < 0)
@@ -590,6 +605,11 @@ static int run_once(pps_minbuf_t *w, bool woken)
 				w->stats.max_over_bound_pkts = over;
 		}
 	}
+}
+
+void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts)
+{
+	w->cap_pkts = cap_pkts;
 }
 
 static void fail(pps_minbuf_t *w, int err)

@@ -165,9 +165,17 @@ typedef struct {
 	uint32_t bound_pkts; /* A*cwnd + min(B, cwnd) + sacked */
 	uint32_t srtt_us;
 	uint32_t written_pkts; /* packets written on this reading (0 = waited) */
+	/* For path estimation (adapt/): */
+	uint32_t min_rtt_us;         /* tcpi_min_rtt */
+	uint64_t delivery_rate_bps;  /* tcpi_delivery_rate * 8 */
+	bool delivery_app_limited;   /* tcpi_delivery_rate_app_limited */
+	uint64_t bytes_acked;        /* tcpi_bytes_acked */
+	uint32_t total_retrans_pkts; /* tcpi_total_retrans */
+	uint32_t cap_pkts;           /* latency cap in force (0 = none) */
 } pps_minbuf_sample_t;
 
-/* Optional observer of every reading (benchmarks, tests). Must not call the writer. */
+/* Optional observer of every reading (path estimation, benchmarks, tests).
+ * It may call pps_minbuf_set_cap() and nothing else of the writer. */
 typedef void (*pps_minbuf_sample_cb)(void *user, const pps_minbuf_sample_t *sample);
 
 #define PPS_MINBUF_HIST_PKTS 256 /* buckets 0..254 exact, 255 = 255 or more */
@@ -207,6 +215,7 @@ typedef struct {
 	uint64_t rto_events;
 	uint32_t max_backoff;
 	bool ecn_negotiated;
+	uint64_t capped_writes; /* write decisions the latency cap made smaller */
 } pps_minbuf_stats_t;
 
 typedef struct pps_minbuf pps_minbuf_t;
@@ -226,6 +235,16 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 void pps_minbuf_kick(pps_minbuf_t *w);
 
 void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user);
+
+/*
+ * The latency cap (adapt/pps-adapt.h, pps_path_inflight_cap_pkts()): at most
+ * @cap_pkts packets held in the kernel, in flight or unsent, whatever the
+ * MIN_BUF bound allows: bound = min(A*cwnd + min(B, cwnd), cap) + sacked.
+ * 0 lifts it. Takes effect at the next write decision; with a cap below cwnd
+ * everything held is in flight, so the writer waits with the SO_SNDBUF gate
+ * (one ACK's worth of room), as in MIN_BUF(1,0)'s steady state.
+ */
+void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts);
 
 /* Copies the counters. Returns 0 or -EINVAL. */
 int pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out);

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "pps-adapt.h"
+#include "pps-codec.h"
 #include "pps-config.h"
 #include "pps-minbuf.h"
 #include "pps-prioritizer.h"
@@ -46,6 +48,8 @@ typedef struct {
 	uint64_t queue_waits;     /* encoder thread waited: the loop fell behind */
 	uint64_t capture_dropped; /* raw frames the capture queue dropped */
 	uint64_t capture_frames;
+	uint64_t idr_requests;    /* IDRs asked of the encoder (after the rate limit) */
+	uint64_t idr_deferred;    /* requests that waited for the rate limit */
 } pps_media_stats_t;
 
 pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
@@ -55,8 +59,14 @@ int pps_media_start(pps_media_t *media, char *err, size_t err_size);
 void pps_media_stop(pps_media_t *media);
 void pps_media_free(pps_media_t *media);
 /* Loop thread: the next window starts with an IDR (a client joined, or lost its
- * base layer); at most one request per 500 ms goes through. */
+ * base layer). At most one IDR per 500 ms: a request within that time of the
+ * last one is deferred to its end, not dropped. */
 void pps_media_request_idr(pps_media_t *media);
+/* Loop thread: new rate control for the encoder, applied before the next frame
+ * at the start of a mini-GOP. -EINVAL if the encoder is not rate-adaptive. */
+int pps_media_set_rates(pps_media_t *media, const pps_encoder_rates_t *rates);
+/* Loop thread: the rate control last handed to the encoder. */
+void pps_media_get_rates(pps_media_t *media, pps_encoder_rates_t *rates);
 void pps_media_stream_info(const pps_media_t *media, pps_wire_stream_info_t *info);
 void pps_media_get_stats(pps_media_t *media, pps_media_stats_t *stats);
 /* Non-empty once the source failed at run time. */
@@ -75,6 +85,7 @@ typedef enum {
 typedef struct {
 	const pps_config_t *config;
 	pps_minbuf_params_t transport;
+	pps_path_params_t path;
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
 	int64_t hello_timeout_us;
@@ -102,6 +113,8 @@ const char *pps_session_peer(const pps_session_t *session); /* "addr:port name" 
 unsigned pps_session_id(const pps_session_t *session);
 void pps_session_get_sched_stats(const pps_session_t *session, pps_sched_stats_t *stats);
 int pps_session_get_transport_stats(const pps_session_t *session, pps_minbuf_stats_t *stats);
+/* The client's path estimate (valid = false before it has one). */
+void pps_session_get_path(const pps_session_t *session, pps_path_estimate_t *estimate);
 
 /* Writes one record to @fd right away, uncorked (refusals, shutdown). */
 int pps_server_write_record_now(int fd, const pps_wire_record_t *record);

@@ -25,6 +25,9 @@
 typedef struct session_link {
 	pps_session_t *session;
 	struct session_link *next;
+	/* --log: counters at the last log line, for per-second rates */
+	uint64_t logged_sent[PPS_ADU_MAX_QUALITY_LAYERS];
+	uint64_t logged_windows_dropped;
 } session_link_t;
 
 struct pps_server {
@@ -48,6 +51,17 @@ struct pps_server {
 	pps_media_stats_t last_media;
 	int64_t start_us;
 	const char *stats_json;
+	/* closed loop (adapt/) */
+	pps_ratealloc_t *ratealloc; /* NULL with adapt.mode=fixed */
+	struct event *adapt_timer;
+	int64_t adapt_last_us;
+	uint64_t adapt_last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
+	/* --log: JSON Lines once a second */
+	FILE *log;
+	const char *log_path;
+	struct event *log_timer;
+	int64_t log_last_us;
+	uint64_t log_last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
 };
 
 static void
@@ -61,6 +75,8 @@ usage(FILE *out)
 		"  --port-file FILE         write the port actually bound (for --listen HOST:0)\n"
 		"  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
 		"  --stats-json FILE        write final counters as JSON here on exit\n"
+		"  --log FILE               JSON Lines once a second: each client's path estimate\n"
+		"                           and the encoder's layer rates (see the README)\n"
 		"  -q, --quiet              no status line\n"
 		"  -h, --help               this help\n");
 	pps_config_print_usage(out);
@@ -104,6 +120,13 @@ print_status(pps_server_t *srv, bool final)
 		format_rate(rate, sizeof(rate),
 			    8.0 * (double)(ms.bytes[q] - srv->last_media.bytes[q]) / dt);
 		len += (size_t)snprintf(line + len, sizeof(line) - len, " | q%d %s", q, rate);
+		if (srv->ratealloc) {
+			pps_encoder_rates_t r;
+
+			pps_media_get_rates(srv->media, &r);
+			len += (size_t)snprintf(line + len, sizeof(line) - len, " (cap %d crf %d)",
+						r.kbps[q], r.crf[q]);
+		}
 	}
 	if (ms.capture_dropped)
 		len += (size_t)snprintf(line + len, sizeof(line) - len, " | raw drops %" PRIu64,
@@ -113,11 +136,23 @@ print_status(pps_server_t *srv, bool final)
 
 		if (pps_session_state(l->session) != PPS_SESSION_STREAMING)
 			continue;
+		pps_path_estimate_t e;
+		char est[32];
+
 		pps_session_get_sched_stats(l->session, &st);
+		pps_session_get_path(l->session, &e);
+		format_rate(est, sizeof(est), (double)e.estimate_bps);
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " | #%u ",
+					pps_session_id(l->session));
+		if (e.valid)
+			len += (size_t)snprintf(line + len, sizeof(line) - len,
+						"est %s rtt %u+%u ms cap %s ", est,
+						e.min_rtt_us / 1000, e.queue_delay_us / 1000,
+						pps_path_cap_state_name(e.cap_state));
 		len += (size_t)snprintf(line + len, sizeof(line) - len,
-					" | #%u windows %" PRIu64 "/%" PRIu64 "/%" PRIu64,
-					pps_session_id(l->session), st.windows_complete,
-					st.windows_partial, st.windows_dropped);
+					"windows %" PRIu64 "/%" PRIu64 "/%" PRIu64,
+					st.windows_complete, st.windows_partial,
+					st.windows_dropped);
 	}
 	if (srv->n_sessions && len < sizeof(line) - 64)
 		snprintf(line + len, sizeof(line) - len, " (complete/partial/dropped)");
@@ -126,6 +161,159 @@ print_status(pps_server_t *srv, bool final)
 		srv->last_media = ms;
 		srv->last_status_us = now;
 	}
+}
+
+/* Bytes of each quality layer sent to a client so far (all temporal layers). */
+static void
+sent_layer_bytes(const pps_session_t *session, uint64_t out[PPS_ADU_MAX_QUALITY_LAYERS])
+{
+	pps_sched_stats_t st;
+
+	pps_session_get_sched_stats(session, &st);
+	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++) {
+		out[q] = 0;
+		for (int t = 0; t < PPS_ADU_MAX_TEMPORAL_LAYERS; t++)
+			out[q] += st.layer[t][q].bytes_sent;
+	}
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void
+json_string(FILE *f, const char *text)
+{
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20)
+			fprintf(f, "\\u%04x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+/*
+ * The closed loop, every [adapt] interval_ms: the clients' path estimates and
+ * what each layer produced since the last step go to the rate allocator, and
+ * what it decides to the encoder (applied at its next mini-GOP).
+ */
+static void
+adapt_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_server_t *srv = user;
+	pps_ratealloc_client_t clients[64];
+	size_t n = 0;
+	uint64_t encoded_bps[PPS_ADU_MAX_QUALITY_LAYERS] = { 0 };
+	pps_media_stats_t ms;
+	pps_layer_rates_t r;
+	int64_t now = pps_server_now_us();
+	double dt = (double)(now - srv->adapt_last_us) / 1e6;
+
+	pps_media_get_stats(srv->media, &ms);
+	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS && dt > 0; q++)
+		encoded_bps[q] = (uint64_t)(8.0 * (double)(ms.bytes[q] - srv->adapt_last_bytes[q]) / dt);
+	memcpy(srv->adapt_last_bytes, ms.bytes, sizeof(srv->adapt_last_bytes));
+	srv->adapt_last_us = now;
+	for (session_link_t *l = srv->sessions; l && n < 64; l = l->next) {
+		pps_path_estimate_t e;
+
+		if (pps_session_state(l->session) != PPS_SESSION_STREAMING)
+			continue;
+		pps_session_get_path(l->session, &e);
+		if (!e.valid)
+			continue;
+		clients[n].estimate_bps = e.estimate_bps;
+		clients[n].min_rtt_us = e.min_rtt_us;
+		n++;
+	}
+	if (pps_ratealloc_update(srv->ratealloc, now, clients, n, encoded_bps, &r) == 1) {
+		pps_encoder_rates_t er;
+
+		memset(&er, 0, sizeof(er));
+		for (int q = 0; q < PPS_ADAPT_MAX_LAYERS && q < PPS_ADU_MAX_QUALITY_LAYERS; q++) {
+			er.kbps[q] = r.kbps[q];
+			er.buffer_kbit[q] = r.buffer_kbit[q];
+			er.crf[q] = r.crf[q];
+		}
+		pps_media_set_rates(srv->media, &er);
+	}
+}
+
+static void
+log_int_array(FILE *f, const char *name, const uint64_t *v, int n)
+{
+	fprintf(f, ",\"%s\":[", name);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+/* --log: one "path" event per client and one "rates" event, every second. */
+static void
+log_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_server_t *srv = user;
+	const int layers = srv->session_params.stream_info.quality_layers;
+	int64_t now = pps_server_now_us();
+	double dt = (double)(now - srv->log_last_us) / 1e6;
+	pps_media_stats_t ms;
+	pps_encoder_rates_t rates;
+	uint64_t v[PPS_ADU_MAX_QUALITY_LAYERS];
+
+	if (dt <= 0)
+		dt = 1;
+	for (session_link_t *l = srv->sessions; l; l = l->next) {
+		pps_path_estimate_t e;
+		pps_sched_stats_t st;
+		uint64_t sent[PPS_ADU_MAX_QUALITY_LAYERS];
+
+		if (pps_session_state(l->session) != PPS_SESSION_STREAMING)
+			continue;
+		pps_session_get_path(l->session, &e);
+		pps_session_get_sched_stats(l->session, &st);
+		sent_layer_bytes(l->session, sent);
+		for (int q = 0; q < layers; q++)
+			v[q] = (uint64_t)(8.0 * (double)(sent[q] - l->logged_sent[q]) / dt);
+		fprintf(srv->log, "{\"event\":\"path\",\"t_us\":%" PRId64 ",\"client\":%u,\"peer\":",
+			now, pps_session_id(l->session));
+		json_string(srv->log, pps_session_peer(l->session));
+		fprintf(srv->log,
+			",\"valid\":%s,\"estimate_bps\":%" PRIu64 ",\"delivery_rate_bps\":%" PRIu64
+			",\"acked_bps\":%" PRIu64 ",\"min_rtt_us\":%u,\"srtt_us\":%u"
+			",\"queue_delay_us\":%u,\"retrans_pkts\":%" PRIu64 ",\"lost_pkts\":%u"
+			",\"app_limited\":%s,\"congested\":%s,\"cwnd_pkts\":%u"
+			",\"inflight_cap_pkts\":%u,\"cap_state\":\"%s\"",
+			e.valid ? "true" : "false", e.estimate_bps, e.delivery_rate_bps, e.acked_bps,
+			e.min_rtt_us, e.srtt_us, e.queue_delay_us, e.retrans_pkts, e.lost_pkts,
+			e.app_limited ? "true" : "false", e.congested ? "true" : "false", e.cwnd_pkts,
+			e.inflight_cap_pkts, pps_path_cap_state_name(e.cap_state));
+		log_int_array(srv->log, "sent_layer_bps", v, layers);
+		fprintf(srv->log, ",\"dropped_windows\":%" PRIu64 "}\n",
+			st.windows_dropped - l->logged_windows_dropped);
+		memcpy(l->logged_sent, sent, sizeof(l->logged_sent));
+		l->logged_windows_dropped = st.windows_dropped;
+	}
+	pps_media_get_stats(srv->media, &ms);
+	pps_media_get_rates(srv->media, &rates);
+	fprintf(srv->log, "{\"event\":\"rates\",\"t_us\":%" PRId64, now);
+	for (int q = 0; q < layers; q++)
+		v[q] = (uint64_t)rates.kbps[q];
+	log_int_array(srv->log, "target_kbps", v, layers);
+	for (int q = 0; q < layers; q++)
+		v[q] = (uint64_t)rates.buffer_kbit[q];
+	log_int_array(srv->log, "buffer_kbit", v, layers);
+	for (int q = 0; q < layers; q++)
+		v[q] = (uint64_t)rates.crf[q];
+	log_int_array(srv->log, "crf", v, layers);
+	for (int q = 0; q < layers; q++)
+		v[q] = (uint64_t)(8.0 * (double)(ms.bytes[q] - srv->log_last_bytes[q]) / dt);
+	log_int_array(srv->log, "encoded_layer_bps", v, layers);
+	fprintf(srv->log, ",\"idr_requests\":%" PRIu64 ",\"idr_deferred\":%" PRIu64 "}\n",
+		ms.idr_requests, ms.idr_deferred);
+	fflush(srv->log);
+	memcpy(srv->log_last_bytes, ms.bytes, sizeof(srv->log_last_bytes));
+	srv->log_last_us = now;
 }
 
 static void
@@ -332,11 +520,13 @@ print_final(pps_server_t *srv)
 			"{\"seconds\":%.3f,\"frames_encoded\":%" PRIu64 ",\"raw_frames_dropped\":%" PRIu64
 			",\"windows\":%" PRIu64 ",\"clients_total\":%" PRIu64
 			",\"clients_refused\":%" PRIu64 ",\"cpu_user_s\":%.3f,\"cpu_system_s\":%.3f"
+			",\"idr_requests\":%" PRIu64 ",\"idr_deferred\":%" PRIu64
 			",\"layer_bytes\":[",
 			secs, ms.frames_encoded, ms.capture_dropped, ms.windows, srv->clients_total,
 			srv->clients_refused,
 			(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
-			(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+			(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
+			ms.idr_requests, ms.idr_deferred);
 		for (int q = 0; q < srv->session_params.stream_info.quality_layers; q++)
 			fprintf(json, "%s%" PRIu64, q ? "," : "", ms.bytes[q]);
 		fprintf(json, "],\"clients\":[");
@@ -346,8 +536,11 @@ print_final(pps_server_t *srv)
 		pps_minbuf_stats_t ts;
 		uint64_t bytes = 0;
 
+		pps_path_estimate_t pe;
+
 		pps_session_get_sched_stats(l->session, &st);
 		pps_session_get_transport_stats(l->session, &ts);
+		pps_session_get_path(l->session, &pe);
 		for (int t = 0; t < PPS_ADU_MAX_TEMPORAL_LAYERS; t++)
 			for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
 				bytes += st.layer[t][q].bytes_sent;
@@ -368,18 +561,80 @@ print_final(pps_server_t *srv)
 				",\"adu_bytes_sent\":%" PRIu64
 				",\"wire_bytes\":%" PRIu64 ",\"writes\":%" PRIu64
 				",\"wakeups\":%" PRIu64
-				",\"retrans_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 "}",
+				",\"retrans_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64
+				",\"capped_writes\":%" PRIu64 ",\"estimate_bps\":%" PRIu64
+				",\"min_rtt_us\":%u,\"queue_delay_us\":%u,\"cap_state\":\"%s\"}",
 				l == srv->sessions ? "" : ",", pps_session_id(l->session),
 				st.windows_complete, st.windows_partial, st.windows_dropped,
 				st.windows_overflow, st.adus_undecodable, bytes, ts.bytes, ts.writes,
 				ts.wakeups,
 				ts.retrans_pkts,
-				ts.rto_events);
+				ts.rto_events, ts.capped_writes, pe.estimate_bps, pe.min_rtt_us,
+				pe.queue_delay_us, pps_path_cap_state_name(pe.cap_state));
 	}
 	if (json) {
 		fprintf(json, "]}\n");
 		fclose(json);
 	}
+}
+
+/* The rate allocator, seeded from [encoder] and [adapt], and its timer. */
+static int
+start_adaptation(pps_server_t *srv)
+{
+	const pps_config_t *c = srv->config;
+	const pps_wire_stream_info_t *si = &srv->session_params.stream_info;
+	pps_ratealloc_params_t ap = {
+		.quality_layers = si->quality_layers,
+		.base_share_pct = (int)pps_config_get_int(c, "adapt", "base_share_pct"),
+		.probe_pct = (int)pps_config_get_int(c, "adapt", "probe_pct"),
+		.min_base_kbps = (int)pps_config_get_int(c, "adapt", "min_base_kbps"),
+		.min_crf = (int)pps_config_get_int(c, "adapt", "min_crf"),
+		.latency_budget_us = srv->session_params.sched.latency_budget_us,
+		.window_us = (int64_t)si->window_frames * 1000000 / (si->fps_num ? si->fps_num : 30),
+		.interval_us = pps_config_get_int(c, "adapt", "interval_ms") * 1000,
+	};
+	int base_max = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
+	int enh_max = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
+	pps_layer_rates_t r;
+	pps_encoder_rates_t er;
+	struct timeval tv;
+
+	for (int q = 0; q < ap.quality_layers; q++) {
+		int crf = q ? (int)pps_config_get_int(c, "encoder", "enhancement_crf") - 6 * (q - 1)
+			    : (int)pps_config_get_int(c, "encoder", "base_crf");
+		int max = q ? enh_max : base_max;
+
+		ap.max_kbps[q] = max > 0 ? max : 100000;
+		if (ap.max_kbps[q] < ap.min_base_kbps)
+			ap.max_kbps[q] = ap.min_base_kbps;
+		ap.max_crf[q] = crf < 0 ? 0 : crf;
+		if (ap.min_crf > ap.max_crf[q])
+			ap.min_crf = ap.max_crf[q];
+	}
+	srv->ratealloc = pps_ratealloc_new(&ap);
+	if (!srv->ratealloc) {
+		fprintf(stderr, "pps-server: [adapt]: cannot start the rate allocator: %s\n",
+			strerror(errno));
+		return -errno;
+	}
+	pps_ratealloc_get(srv->ratealloc, &r);
+	memset(&er, 0, sizeof(er));
+	for (int q = 0; q < ap.quality_layers; q++) {
+		er.kbps[q] = r.kbps[q];
+		er.buffer_kbit[q] = r.buffer_kbit[q];
+		er.crf[q] = r.crf[q];
+	}
+	pps_media_set_rates(srv->media, &er);
+	srv->adapt_last_us = pps_server_now_us();
+	srv->adapt_timer = event_new(srv->base, -1, EV_PERSIST, adapt_cb, srv);
+	tv.tv_sec = (time_t)(ap.interval_us / 1000000);
+	tv.tv_usec = (suseconds_t)(ap.interval_us % 1000000);
+	if (!srv->adapt_timer || event_add(srv->adapt_timer, &tv) < 0) {
+		fprintf(stderr, "pps-server: event loop: cannot create the adaptation timer\n");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int
@@ -390,6 +645,7 @@ main(int argc, char **argv)
 		{ "port-file", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "stats-json", required_argument, NULL, 'j' },
+		{ "log", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -447,6 +703,9 @@ main(int argc, char **argv)
 		case 'j':
 			srv.stats_json = optarg;
 			break;
+		case 'L':
+			srv.log_path = optarg;
+			break;
 		case 'q':
 			srv.quiet = true;
 			break;
@@ -472,6 +731,19 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-server: [transport]: %s\n", strerror(-ret));
 		return PPS_EXIT_USAGE;
 	}
+	srv.session_params.path.cap_policy = (pps_latency_cap_policy_t)pps_config_get_enum(
+		srv.config, "transport", "latency_cap");
+	srv.session_params.path.queue_target_us =
+		pps_config_get_int(srv.config, "transport", "queue_target_ms") * 1000;
+	if (srv.session_params.path.queue_target_us == 0)
+		srv.session_params.path.queue_target_us = srv.session_params.sched.latency_budget_us / 5;
+	if (srv.log_path) {
+		srv.log = fopen(srv.log_path, "w");
+		if (!srv.log) {
+			fprintf(stderr, "pps-server: --log %s: %s\n", srv.log_path, strerror(errno));
+			return PPS_EXIT_USAGE;
+		}
+	}
 
 	srv.base = event_base_new();
 	if (!srv.base) {
@@ -485,6 +757,11 @@ main(int argc, char **argv)
 		goto out;
 	}
 	pps_media_stream_info(srv.media, &srv.session_params.stream_info);
+	if (pps_config_get_enum(srv.config, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP &&
+	    start_adaptation(&srv) < 0) {
+		srv.exit_status = 1;
+		goto out;
+	}
 	if (start_listening(&srv, pps_config_get_string(srv.config, "server", "listen"),
 			    port_file) < 0) {
 		srv.exit_status = 1;
@@ -525,6 +802,14 @@ main(int argc, char **argv)
 		event_add(srv.duration_timer, &tv);
 	}
 
+	if (srv.log) {
+		struct timeval one_s = { 1, 0 };
+
+		srv.log_last_us = srv.start_us;
+		srv.log_timer = event_new(srv.base, -1, EV_PERSIST, log_cb, &srv);
+		event_add(srv.log_timer, &one_s);
+	}
+
 	event_base_dispatch(srv.base);
 
 	pps_media_stop(srv.media);
@@ -547,6 +832,15 @@ out:
 		evconnlistener_free(srv.listener);
 	if (srv.status_timer)
 		event_free(srv.status_timer);
+	if (srv.adapt_timer)
+		event_free(srv.adapt_timer);
+	if (srv.log_timer)
+		event_free(srv.log_timer);
+	pps_ratealloc_free(srv.ratealloc);
+	if (srv.log && fclose(srv.log) != 0) {
+		fprintf(stderr, "pps-server: --log %s: %s\n", srv.log_path, strerror(errno));
+		srv.exit_status = 1;
+	}
 	if (srv.duration_timer)
 		event_free(srv.duration_timer);
 	if (srv.sigint_event)

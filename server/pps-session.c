@@ -34,6 +34,7 @@ struct pps_session {
 	struct event *deadline_timer;
 	struct event *hello_timer;
 	pps_minbuf_t *writer;
+	pps_path_t *path; /* fed by the writer's TCP_INFO readings */
 	pps_sched_t *sched;
 	pps_session_ready_cb ready_cb;
 	pps_session_closed_cb closed_cb;
@@ -157,6 +158,29 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 	return ret;
 }
 
+/* Every TCP_INFO reading of the writer: the path estimate, and the latency
+ * cap it implies for the next write decision. */
+static void
+writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
+{
+	pps_session_t *s = user;
+	pps_path_sample_t sample = {
+		.now_us = pps_server_now_us(),
+		.delivery_rate_bps = ms->delivery_rate_bps,
+		.delivery_app_limited = ms->delivery_app_limited,
+		.min_rtt_us = ms->min_rtt_us,
+		.srtt_us = ms->srtt_us,
+		.bytes_acked = ms->bytes_acked,
+		.total_retrans_pkts = ms->total_retrans_pkts,
+		.lost_pkts = ms->lost_pkts,
+		.cwnd_pkts = ms->cwnd_pkts,
+		.mss_bytes = ms->mss_bytes,
+	};
+
+	pps_path_add_sample(s->path, &sample);
+	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
+}
+
 static void
 writer_error_cb(void *user, int err)
 {
@@ -211,6 +235,7 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		refuse(s, PPS_WIRE_BYE_INTERNAL, msg);
 		return;
 	}
+	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
 	info.u.stream_info = s->params.stream_info;
 	pps_sched_push_control(s->sched, &info);
 	s->state = PPS_SESSION_STREAMING;
@@ -349,10 +374,11 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->state = PPS_SESSION_AWAIT_HELLO;
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
+	s->path = pps_path_new(&params->path);
 	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
 	s->deadline_timer = evtimer_new(base, deadline_cb, s);
 	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
-	if (!s->parser || !s->read_event || !s->deadline_timer || !s->hello_timer)
+	if (!s->parser || !s->path || !s->read_event || !s->deadline_timer || !s->hello_timer)
 		goto err_free;
 	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
 	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
@@ -381,6 +407,7 @@ pps_session_free(pps_session_t *s)
 	if (s->hello_timer)
 		event_free(s->hello_timer);
 	pps_sched_free(s->sched);
+	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
 	close(s->fd);
 	free(s);
@@ -459,4 +486,10 @@ pps_session_get_transport_stats(const pps_session_t *s, pps_minbuf_stats_t *stat
 		return -ENOENT;
 	}
 	return pps_minbuf_stats(s->writer, stats);
+}
+
+void
+pps_session_get_path(const pps_session_t *s, pps_path_estimate_t *estimate)
+{
+	pps_path_get_estimate(s->path, estimate);
 }

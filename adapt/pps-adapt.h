@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapt/: the closed loop. What the network says about each client's path,
+ * and what the encoder and the socket writer do about it.
+ *
+ *   tcp_info samples --> pps_path_t (one per client) --> estimate, latency cap
+ *   every client's estimate --> pps_ratealloc_t (one per server)
+ *                           --> per-layer VBV rate, VBV buffer and CRF for the encoder
+ *
+ * Pure logic: no I/O and no clock reads (every call takes now_us, a
+ * CLOCK_MONOTONIC or CLOCK_REALTIME time in microseconds, the caller's choice
+ * as long as it is the same one), so unit tests drive it with recorded
+ * samples. Objects are not thread-safe: the server uses them on its loop thread.
+ * Constructors return NULL with errno set.
+ */
+#ifndef PPS_ADAPT_H
+#define PPS_ADAPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------ path estimate */
+
+/* One TCP_INFO reading, in the units the kernel reports them. */
+typedef struct {
+	int64_t now_us;
+	uint64_t delivery_rate_bps;   /* tcpi_delivery_rate * 8 */
+	bool delivery_app_limited;    /* tcpi_delivery_rate_app_limited */
+	uint32_t min_rtt_us;          /* tcpi_min_rtt */
+	uint32_t srtt_us;             /* tcpi_rtt */
+	uint64_t bytes_acked;         /* tcpi_bytes_acked */
+	uint32_t total_retrans_pkts;  /* tcpi_total_retrans */
+	uint32_t lost_pkts;           /* tcpi_lost */
+	uint32_t cwnd_pkts;           /* tcpi_snd_cwnd */
+	uint32_t mss_bytes;           /* tcpi_snd_mss */
+} pps_path_sample_t;
+
+/*
+ * The latency cap (see server/pps-minbuf.h for how the writer applies it):
+ *   off       MIN_BUF(A,B) alone: the congestion window decides what is in flight.
+ *   always    in flight <= estimate * (5/4 * min RTT + queue target), always.
+ *   yielding  the same while the queue is the stream's own; when other flows
+ *             keep the bottleneck queue above what the cap allows, the cap is
+ *             lifted (the stream competes with its congestion window, as they
+ *             do) and tried again every PPS_PATH_RETEST_US.
+ */
+typedef enum {
+	PPS_LATENCY_CAP_OFF = 0,
+	PPS_LATENCY_CAP_ALWAYS,
+	PPS_LATENCY_CAP_YIELDING,
+} pps_latency_cap_policy_t;
+
+#define PPS_DEFAULT_LATENCY_CAP PPS_LATENCY_CAP_YIELDING
+/* The names shared by config, logs and docs, in enum order, NULL-terminated. */
+extern const char *const pps_latency_cap_names[];
+
+/* Where a path's cap stands. */
+typedef enum {
+	PPS_PATH_CAP_NONE = 0, /* policy off, or no estimate yet */
+	PPS_PATH_CAP_SELF,     /* capped: the queue is the stream's own */
+	PPS_PATH_CAP_COMPETING, /* lifted: others hold the queue */
+	PPS_PATH_CAP_TEST,     /* capped for a moment to see whether the queue drains */
+} pps_path_cap_state_t;
+
+const char *pps_path_cap_state_name(pps_path_cap_state_t state);
+
+/* A yielding cap is tried again after this long without it. */
+#define PPS_PATH_RETEST_US 4000000
+
+typedef struct {
+	pps_latency_cap_policy_t cap_policy;
+	/* Queueing the stream may add on its own path; the server derives it
+	 * from the latency budget ([transport] queue_target_ms). */
+	int64_t queue_target_us;
+} pps_path_params_t;
+
+typedef struct {
+	bool valid;                 /* enough samples for an estimate */
+	uint64_t estimate_bps;      /* what the path carries for this stream now */
+	uint64_t delivery_rate_bps; /* the kernel's latest delivery-rate sample */
+	uint64_t max_delivery_bps;  /* windowed maximum of the delivery-rate samples */
+	uint64_t acked_bps;         /* bytes acknowledged per second, last ~0.5 s */
+	uint32_t min_rtt_us;
+	uint32_t srtt_us;
+	uint32_t queue_delay_us;    /* srtt - min RTT: queueing on the path */
+	uint64_t retrans_pkts;      /* retransmissions since the first sample */
+	uint32_t lost_pkts;         /* currently marked lost */
+	bool app_limited;           /* the last delivery sample was application-limited */
+	bool congested;             /* queue over the target, or a retransmission, just now */
+	uint32_t cwnd_pkts;
+	uint32_t inflight_cap_pkts; /* 0 = no cap */
+	pps_path_cap_state_t cap_state;
+} pps_path_estimate_t;
+
+typedef struct pps_path pps_path_t;
+
+pps_path_t *pps_path_new(const pps_path_params_t *params);
+void pps_path_free(pps_path_t *path);
+/* Samples must come in time order; a sample older than the last is ignored. */
+void pps_path_add_sample(pps_path_t *path, const pps_path_sample_t *sample);
+void pps_path_get_estimate(const pps_path_t *path, pps_path_estimate_t *out);
+/* Packets the writer may keep in flight (unacknowledged + unsent); 0 = no cap. */
+uint32_t pps_path_inflight_cap_pkts(const pps_path_t *path);
+
+/* ---------------------------------------------------------- rate allocation */
+
+/*
+ * [adapt] mode:
+ *   closed-loop  the clients' path estimates steer every layer's VBV rate,
+ *                VBV buffer and CRF (pps_ratealloc_t)
+ *   fixed        the [encoder] CRF and VBV settings, unchanged for the run
+ */
+typedef enum {
+	PPS_ADAPT_MODE_CLOSED_LOOP = 0,
+	PPS_ADAPT_MODE_FIXED,
+} pps_adapt_mode_t;
+
+#define PPS_DEFAULT_ADAPT_MODE PPS_ADAPT_MODE_CLOSED_LOOP
+extern const char *const pps_adapt_mode_names[]; /* in enum order, NULL-terminated */
+
+#define PPS_DEFAULT_ADAPT_BASE_SHARE_PCT 50
+#define PPS_DEFAULT_ADAPT_PROBE_PCT 110
+#define PPS_DEFAULT_ADAPT_MIN_BASE_KBPS 100
+#define PPS_DEFAULT_ADAPT_MIN_CRF 18
+#define PPS_DEFAULT_ADAPT_INTERVAL_MS 250
+
+#define PPS_ADAPT_MAX_LAYERS 4
+
+typedef struct {
+	int quality_layers;           /* 1..PPS_ADAPT_MAX_LAYERS */
+	int base_share_pct;           /* base rate: this % of the slowest client's estimate */
+	int probe_pct;                /* top of the layers: this % of the fastest's */
+	int min_base_kbps;            /* the base never goes below this */
+	int max_kbps[PPS_ADAPT_MAX_LAYERS]; /* per layer upper bound ([encoder] *_vbv_kbps) */
+	int max_crf[PPS_ADAPT_MAX_LAYERS];  /* configured CRF: the coarsest quality allowed */
+	int min_crf;                  /* the finest CRF the allocator may ask for */
+	int64_t latency_budget_us;    /* [pps] latency_budget_ms */
+	int64_t window_us;            /* window_frames / fps */
+	int64_t interval_us;          /* between updates */
+} pps_ratealloc_params_t;
+
+typedef struct {
+	int kbps[PPS_ADAPT_MAX_LAYERS];        /* VBV maximum rate */
+	int buffer_kbit[PPS_ADAPT_MAX_LAYERS]; /* VBV buffer: the largest frame */
+	int crf[PPS_ADAPT_MAX_LAYERS];
+} pps_layer_rates_t;
+
+typedef struct {
+	uint64_t estimate_bps;
+	uint32_t min_rtt_us;
+} pps_ratealloc_client_t;
+
+typedef struct pps_ratealloc pps_ratealloc_t;
+
+/* Starts at every layer's maximum rate and configured CRF. */
+pps_ratealloc_t *pps_ratealloc_new(const pps_ratealloc_params_t *params);
+void pps_ratealloc_free(pps_ratealloc_t *ra);
+/*
+ * One step of the loop, at most once per params->interval_us (earlier calls
+ * return 0). @clients: the estimates of the clients that have one (none keeps
+ * the current rates). @encoded_bps: what each layer produced since the last
+ * update (it steers the CRF: a layer far below its rate gets a finer CRF, one
+ * pressing on its rate a coarser one, never beyond the configured CRF).
+ * Decreases apply at once; increases need 10% and are bounded to x1.25 per
+ * update (the probe). Returns 1 when @out holds new settings for the encoder,
+ * 0 when nothing changed enough to apply.
+ */
+int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us,
+			 const pps_ratealloc_client_t *clients, size_t n_clients,
+			 const uint64_t *encoded_bps, pps_layer_rates_t *out);
+/* The settings last returned (or the initial ones). */
+void pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out);
+
+#endif /* PPS_ADAPT_H */

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Path estimate of one client from its TCP_INFO readings, and the latency cap.
+ *
+ * Rate. The kernel's delivery-rate samples (tcp_rate.c: data delivered over
+ * the time it took, per ACK) measure the bottleneck whenever the stream sends
+ * a burst, even when it is application-limited on average: a window is handed
+ * to the socket at once, so those samples are lower bounds of the path's rate
+ * and their windowed maximum (BBR's bottleneck-bandwidth filter, over about
+ * ten round trips) is the estimate while the path is calm. When it is not -
+ * the queue grew past what the stream may add, or a packet was retransmitted
+ * - the rate actually acknowledged over the last half second is what the path
+ * gives the stream, and the maximum filter is clamped to it so that a stale
+ * maximum from before a capacity drop cannot come back.
+ *
+ * Latency cap. In flight <= estimate * (5/4 * min RTT + queue target): alone
+ * on a bottleneck the stream then adds at most about queue target + min RTT/4
+ * of queueing, and the 5/4 lets the delivery rate (hence the estimate) grow
+ * when capacity appears. A loss-based flow beside it keeps the queue full
+ * whatever this stream does; capped, the stream would see its rate fall with
+ * every RTT the others add and starve. So with the yielding policy a queue
+ * that stays above what the cap could cause (its minimum over the last
+ * second, as Copa tells its competitive mode from a queue that never empties)
+ * lifts the cap, and every PPS_PATH_RETEST_US the cap is tried for a few
+ * round trips: if the queue drains, it was the stream's own.
+ */
+#include "pps-adapt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKET_US 100000
+#define BUCKETS 24 /* 2.4 s of history */
+#define ACKED_HISTORY 32
+#define ACKED_SPACING_US 50000
+#define ACKED_SPAN_US 500000
+#define MIN_VALID_SPAN_US 300000
+#define RETRANS_CONGESTED_US 250000
+#define QUEUE_MIN_WINDOW_US 1000000
+#define MIN_CAP_PKTS 4
+#define TEST_MIN_US 200000
+
+const char *const pps_latency_cap_names[] = { "off", "always", "yielding", NULL };
+
+/* Extreme (max or min) of values over the last few 100 ms buckets. */
+typedef struct {
+	int64_t start_us[BUCKETS];
+	uint64_t value[BUCKETS];
+	int head; /* newest bucket */
+	bool used;
+} window_t;
+
+static void
+window_add(window_t *w, int64_t now_us, uint64_t v, bool is_max)
+{
+	int64_t start = now_us - now_us % BUCKET_US;
+
+	if (w->used && w->start_us[w->head] == start) {
+		if (is_max ? v > w->value[w->head] : v < w->value[w->head])
+			w->value[w->head] = v;
+		return;
+	}
+	w->head = w->used ? (w->head + 1) % BUCKETS : 0;
+	w->start_us[w->head] = start;
+	w->value[w->head] = v;
+	w->used = true;
+}
+
+/* Extreme over the buckets that started within @span_us before @now_us; @none if empty. */
+static uint64_t
+window_get(const window_t *w, int64_t now_us, int64_t span_us, bool is_max, uint64_t none)
+{
+	uint64_t best = none;
+	bool any = false;
+
+	if (!w->used)
+		return none;
+	for (int i = 0, b = w->head; i < BUCKETS; i++, b = (b + BUCKETS - 1) % BUCKETS) {
+		if (now_us - w->start_us[b] > span_us || w->start_us[b] > now_us)
+			break;
+		if (!any || (is_max ? w->value[b] > best : w->value[b] < best))
+			best = w->value[b];
+		any = true;
+	}
+	return best;
+}
+
+static void
+window_clamp(window_t *w, uint64_t ceiling)
+{
+	for (int i = 0; i < BUCKETS; i++)
+		if (w->value[i] > ceiling)
+			w->value[i] = ceiling;
+}
+
+struct pps_path {
+	pps_path_params_t params;
+	bool have_sample;
+	int64_t first_us, last_us;
+	pps_path_sample_t last;
+	uint32_t first_retrans;
+	int64_t last_retrans_us; /* when total_retrans last grew; 0 never */
+	window_t max_rate;
+	window_t min_queue;
+	struct {
+		int64_t t_us;
+		uint64_t bytes;
+	} acked[ACKED_HISTORY];
+	int acked_head, acked_count;
+	uint64_t estimate_bps;
+	uint64_t acked_bps;
+	bool congested;
+	pps_path_cap_state_t cap_state;
+	int64_t cap_state_since_us;
+	int64_t test_until_us;
+};
+
+const char *
+pps_path_cap_state_name(pps_path_cap_state_t state)
+{
+	switch (state) {
+	case PPS_PATH_CAP_SELF:
+		return "self";
+	case PPS_PATH_CAP_COMPETING:
+		return "competing";
+	case PPS_PATH_CAP_TEST:
+		return "test";
+	case PPS_PATH_CAP_NONE:
+	default:
+		return "off";
+	}
+}
+
+pps_path_t *
+pps_path_new(const pps_path_params_t *params)
+{
+	pps_path_t *p;
+
+	if (!params || params->queue_target_us < 0 ||
+	    (unsigned)params->cap_policy > PPS_LATENCY_CAP_YIELDING) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->params = *params;
+	return p;
+}
+
+void
+pps_path_free(pps_path_t *p)
+{
+	free(p);
+}
+
+static void
+acked_add(pps_path_t *p, int64_t now_us, uint64_t bytes)
+{
+	int newest = (p->acked_head + p->acked_count - 1) % ACKED_HISTORY;
+
+	if (p->acked_count && now_us - p->acked[newest].t_us < ACKED_SPACING_US)
+		return;
+	if (p->acked_count == ACKED_HISTORY) {
+		p->acked_head = (p->acked_head + 1) % ACKED_HISTORY;
+		p->acked_count--;
+	}
+	newest = (p->acked_head + p->acked_count) % ACKED_HISTORY;
+	p->acked[newest].t_us = now_us;
+	p->acked[newest].bytes = bytes;
+	p->acked_count++;
+}
+
+/* Bytes acknowledged per second from the newest entry back to the first one
+ * at least ACKED_SPAN_US older (or the oldest); 0 with less than 2 entries. */
+static uint64_t
+acked_rate_bps(const pps_path_t *p, int64_t now_us, uint64_t bytes_now, int64_t *span_out)
+{
+	int64_t span = 0;
+	uint64_t bytes = 0;
+
+	for (int i = p->acked_count - 1; i >= 0; i--) {
+		int k = (p->acked_head + i) % ACKED_HISTORY;
+
+		span = now_us - p->acked[k].t_us;
+		bytes = bytes_now - p->acked[k].bytes;
+		if (span >= ACKED_SPAN_US)
+			break;
+	}
+	*span_out = span;
+	if (span <= 0)
+		return 0;
+	return bytes * 8u * 1000000u / (uint64_t)span;
+}
+
+static uint64_t
+rate_window_us(uint32_t min_rtt_us)
+{
+	uint64_t w = 10u * (uint64_t)min_rtt_us;
+
+	return w < 500000 ? 500000 : w > 2000000 ? 2000000 : w;
+}
+
+/* Queueing the cap allows the stream itself: queue target + min RTT/4. */
+static int64_t
+own_queue_us(const pps_path_t *p)
+{
+	return p->params.queue_target_us + (int64_t)p->last.min_rtt_us / 4;
+}
+
+/* Queueing beyond own_queue_us() that is more than noise. */
+static int64_t
+queue_margin_us(const pps_path_t *p)
+{
+	return p->params.queue_target_us / 2 > 10000 ? p->params.queue_target_us / 2 : 10000;
+}
+
+static void
+update_cap_state(pps_path_t *p, int64_t now)
+{
+	int64_t allowed = own_queue_us(p);
+	/* A queue this far above what the cap allows is somebody else's. */
+	int64_t margin = queue_margin_us(p);
+	int64_t window = 4 * (int64_t)p->last.min_rtt_us;
+	uint64_t min_queue;
+
+	if (window < QUEUE_MIN_WINDOW_US)
+		window = QUEUE_MIN_WINDOW_US;
+	if (window > (BUCKETS - 1) * BUCKET_US)
+		window = (BUCKETS - 1) * BUCKET_US;
+	min_queue = window_get(&p->min_queue, now, window, false, 0);
+	switch (p->params.cap_policy) {
+	case PPS_LATENCY_CAP_OFF:
+		p->cap_state = PPS_PATH_CAP_NONE;
+		return;
+	case PPS_LATENCY_CAP_ALWAYS:
+		p->cap_state = p->estimate_bps ? PPS_PATH_CAP_SELF : PPS_PATH_CAP_NONE;
+		return;
+	case PPS_LATENCY_CAP_YIELDING:
+		break;
+	}
+	switch (p->cap_state) {
+	case PPS_PATH_CAP_NONE:
+		if (p->estimate_bps) {
+			p->cap_state = PPS_PATH_CAP_SELF;
+			p->cap_state_since_us = now;
+		}
+		break;
+	case PPS_PATH_CAP_SELF:
+		if (now - p->cap_state_since_us >= window &&
+		    (int64_t)min_queue > allowed + margin) {
+			p->cap_state = PPS_PATH_CAP_COMPETING;
+			p->cap_state_since_us = now;
+		}
+		break;
+	case PPS_PATH_CAP_COMPETING:
+		if (now - p->cap_state_since_us >= PPS_PATH_RETEST_US) {
+			/* Long enough for a queue of our own to drain, and a few RTTs. */
+			int64_t len = (int64_t)p->last.srtt_us + 2 * (int64_t)p->last.min_rtt_us;
+
+			p->cap_state = PPS_PATH_CAP_TEST;
+			p->cap_state_since_us = now;
+			p->test_until_us = now + (len > TEST_MIN_US ? len : TEST_MIN_US);
+		}
+		break;
+	case PPS_PATH_CAP_TEST: {
+		int64_t queue = (int64_t)p->last.srtt_us - (int64_t)p->last.min_rtt_us;
+
+		if (queue <= allowed) {
+			p->cap_state = PPS_PATH_CAP_SELF;
+			p->cap_state_since_us = now;
+		} else if (now >= p->test_until_us) {
+			p->cap_state = PPS_PATH_CAP_COMPETING;
+			p->cap_state_since_us = now;
+		}
+		break;
+	}
+	}
+}
+
+void
+pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
+{
+	int64_t now = s->now_us;
+	int64_t span = 0;
+	uint32_t queue_us;
+	uint64_t max_rate;
+
+	if (p->have_sample && now < p->last_us)
+		return;
+	if (!p->have_sample) {
+		p->have_sample = true;
+		p->first_us = now;
+		p->first_retrans = s->total_retrans_pkts;
+	} else if (s->total_retrans_pkts > p->last.total_retrans_pkts) {
+		p->last_retrans_us = now;
+	}
+	p->last = *s;
+	p->last_us = now;
+	queue_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;
+	window_add(&p->min_queue, now, queue_us, false);
+	if (s->delivery_rate_bps)
+		window_add(&p->max_rate, now, s->delivery_rate_bps, true);
+	p->acked_bps = acked_rate_bps(p, now, s->bytes_acked, &span);
+	acked_add(p, now, s->bytes_acked);
+
+	p->congested = (int64_t)queue_us > own_queue_us(p) + queue_margin_us(p) ||
+		       (p->last_retrans_us && now - p->last_retrans_us < RETRANS_CONGESTED_US);
+	max_rate = window_get(&p->max_rate, now, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
+	if (now - p->first_us < MIN_VALID_SPAN_US || span < MIN_VALID_SPAN_US / 2) {
+		p->estimate_bps = 0;
+	} else if (p->congested && p->acked_bps && p->acked_bps < max_rate) {
+		/* The path gives no more than what got through; forget maxima
+		 * from before it filled up. */
+		p->estimate_bps = p->acked_bps;
+		window_clamp(&p->max_rate, p->acked_bps);
+	} else {
+		p->estimate_bps = max_rate > p->acked_bps ? max_rate : p->acked_bps;
+	}
+	update_cap_state(p, now);
+}
+
+void
+pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
+{
+	const pps_path_sample_t *s = &p->last;
+
+	memset(out, 0, sizeof(*out));
+	if (!p->have_sample)
+		return;
+	out->valid = p->estimate_bps > 0;
+	out->estimate_bps = p->estimate_bps;
+	out->delivery_rate_bps = s->delivery_rate_bps;
+	out->max_delivery_bps =
+		window_get(&p->max_rate, p->last_us, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
+	out->acked_bps = p->acked_bps;
+	out->min_rtt_us = s->min_rtt_us;
+	out->srtt_us = s->srtt_us;
+	out->queue_delay_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;
+	out->retrans_pkts = s->total_retrans_pkts - p->first_retrans;
+	out->lost_pkts = s->lost_pkts;
+	out->app_limited = s->delivery_app_limited;
+	out->congested = p->congested;
+	out->cwnd_pkts = s->cwnd_pkts;
+	out->inflight_cap_pkts = pps_path_inflight_cap_pkts(p);
+	out->cap_state = p->cap_state;
+}
+
+uint32_t
+pps_path_inflight_cap_pkts(const pps_path_t *p)
+{
+	uint64_t bytes, pkts;
+	uint32_t mss = p->last.mss_bytes ? p->last.mss_bytes : 1448;
+
+	if (p->cap_state != PPS_PATH_CAP_SELF && p->cap_state != PPS_PATH_CAP_TEST)
+		return 0;
+	if (!p->estimate_bps)
+		return 0;
+	/* estimate * (5/4 min RTT + queue target), in bytes */
+	bytes = p->estimate_bps / 8u *
+		(uint64_t)(5 * (int64_t)p->last.min_rtt_us / 4 + p->params.queue_target_us) /
+		1000000u;
+	pkts = (bytes + mss - 1) / mss;
+	if (pkts < MIN_CAP_PKTS)
+		pkts = MIN_CAP_PKTS;
+	return pkts > UINT32_MAX ? UINT32_MAX : (uint32_t)pkts;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From every client's path estimate to the settings of the one layered
+ * encoding they share.
+ *
+ * The base layer is what every client must receive whole (a lost base P
+ * leaves the rest of its GOP undecodable), so it is sized to fit comfortably
+ * inside the slowest client's estimate: base_share_pct of it. The enhancement
+ * layers span from there up to probe_pct of the fastest client's estimate (with
+ * several enhancement layers, the clients' estimates in between mark the
+ * steps), so each client receives as many layers as its path carries and the
+ * priority-progress regulator drops the rest at the window deadline: sending
+ * a little more than fits is how a path's spare capacity shows up in its
+ * delivery rate, and it costs no latency because what does not fit is dropped
+ * in priority order, not queued.
+ *
+ * Per-frame bound: the VBV buffer is the largest frame x264 may produce at the
+ * VBV rate. The base's is half of what the slowest client can carry between
+ * a window's last capture and its deadline (budget - window - min RTT/2), so
+ * no base picture, IDR included, can miss the deadline by its size alone.
+ *
+ * CRF: x264 codes each layer at constant quality (CRF) under its VBV cap.
+ * Content that needs fewer bits than the cap would leave capacity unused, so
+ * a layer producing less than half its rate gets a finer CRF (down to
+ * min_crf) and a layer pressing on its cap returns towards the configured CRF,
+ * which is therefore the coarsest quality the loop ever asks for.
+ */
+#include "pps-adapt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_ENHANCEMENT_KBPS 50
+#define INCREASE_THRESHOLD_PCT 110
+#define DECREASE_THRESHOLD_PCT 90
+#define MAX_STEP_UP_PCT 125
+
+const char *const pps_adapt_mode_names[] = { "closed-loop", "fixed", NULL };
+
+struct pps_ratealloc {
+	pps_ratealloc_params_t params;
+	pps_layer_rates_t current;
+	int64_t last_update_us;
+	bool updated;
+};
+
+static int
+clamp_int(int64_t v, int64_t lo, int64_t hi)
+{
+	return (int)(v < lo ? lo : v > hi ? hi : v);
+}
+
+pps_ratealloc_t *
+pps_ratealloc_new(const pps_ratealloc_params_t *params)
+{
+	pps_ratealloc_t *ra;
+
+	if (!params || params->quality_layers < 1 ||
+	    params->quality_layers > PPS_ADAPT_MAX_LAYERS || params->base_share_pct < 1 ||
+	    params->base_share_pct > 100 || params->probe_pct < 50 || params->min_base_kbps < 1 ||
+	    params->interval_us <= 0 || params->window_us <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (int q = 0; q < params->quality_layers; q++) {
+		if (params->max_kbps[q] < (q ? MIN_ENHANCEMENT_KBPS : params->min_base_kbps) ||
+		    params->max_crf[q] < params->min_crf) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	ra = calloc(1, sizeof(*ra));
+	if (!ra)
+		return NULL;
+	ra->params = *params;
+	for (int q = 0; q < params->quality_layers; q++) {
+		ra->current.kbps[q] = params->max_kbps[q];
+		ra->current.buffer_kbit[q] = params->max_kbps[q] / 2;
+		ra->current.crf[q] = params->max_crf[q];
+	}
+	return ra;
+}
+
+void
+pps_ratealloc_free(pps_ratealloc_t *ra)
+{
+	free(ra);
+}
+
+void
+pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out)
+{
+	*out = ra->current;
+}
+
+static int
+compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Hysteresis: decreases at once, increases of 10% or more, at most x1.25. */
+static int
+step(int current, int wanted)
+{
+	if ((int64_t)wanted * 100 <= (int64_t)current * DECREASE_THRESHOLD_PCT)
+		return wanted;
+	if ((int64_t)wanted * 100 >= (int64_t)current * INCREASE_THRESHOLD_PCT) {
+		int64_t most = (int64_t)current * MAX_STEP_UP_PCT / 100;
+
+		return wanted < most ? wanted : (int)most;
+	}
+	return current;
+}
+
+int
+pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_client_t *clients,
+		     size_t n, const uint64_t *encoded_bps, pps_layer_rates_t *out)
+{
+	const pps_ratealloc_params_t *p = &ra->params;
+	const int layers = p->quality_layers;
+	uint64_t est[64];
+	size_t m = 0;
+	uint32_t slow_rtt_us = 0;
+	uint64_t slow_bps = 0;
+	pps_layer_rates_t next = ra->current;
+	int64_t slack_us, below = 0;
+	int changed = 0;
+
+	if (ra->updated && now_us - ra->last_update_us < p->interval_us)
+		return 0;
+	ra->updated = true;
+	ra->last_update_us = now_us;
+
+	for (size_t i = 0; i < n && m < sizeof(est) / sizeof(est[0]); i++) {
+		if (!clients[i].estimate_bps)
+			continue;
+		if (!m || clients[i].estimate_bps < slow_bps) {
+			slow_bps = clients[i].estimate_bps;
+			slow_rtt_us = clients[i].min_rtt_us;
+		}
+		est[m++] = clients[i].estimate_bps;
+	}
+	if (m > 0) {
+		qsort(est, m, sizeof(est[0]), compare_u64);
+		/* Time the slowest client has to carry one base picture. */
+		slack_us = p->latency_budget_us - p->window_us - slow_rtt_us / 2;
+		if (slack_us < p->window_us)
+			slack_us = p->window_us;
+
+		for (int q = 0; q < layers; q++) {
+			int64_t wanted_kbps, buffer;
+
+			if (q == 0) {
+				wanted_kbps = (int64_t)(est[0] / 1000u) * p->base_share_pct / 100;
+				wanted_kbps = clamp_int(wanted_kbps, p->min_base_kbps, p->max_kbps[0]);
+			} else {
+				/* Top of layer q: the client at quantile q/(layers-1). */
+				size_t idx = (size_t)(((int64_t)(m - 1) * q + layers - 2) /
+						      (layers - 1));
+				int64_t top = (int64_t)(est[idx] / 1000u) * p->probe_pct / 100;
+
+				wanted_kbps = clamp_int(top - below, MIN_ENHANCEMENT_KBPS,
+							p->max_kbps[q]);
+			}
+			next.kbps[q] = step(ra->current.kbps[q], (int)wanted_kbps);
+			below += next.kbps[q];
+			if (q == 0)
+				buffer = (int64_t)(est[0] / 1000u) * slack_us / 1000000 / 2;
+			else
+				buffer = (int64_t)next.kbps[q] * slack_us / 1000000 / 2;
+			/* At least one window of the layer's rate, at most one second. */
+			buffer = clamp_int(buffer, (int64_t)next.kbps[q] * p->window_us / 1000000,
+					   next.kbps[q]);
+			if (buffer < 1)
+				buffer = 1;
+			next.buffer_kbit[q] = (int)buffer;
+		}
+	}
+	for (int q = 0; encoded_bps && q < layers; q++) {
+		uint64_t rate_bps = (uint64_t)next.kbps[q] * 1000u;
+
+		if (encoded_bps[q] * 2 < rate_bps && next.crf[q] > p->min_crf)
+			next.crf[q]--;
+		else if (encoded_bps[q] * 100 > rate_bps * 85 && next.crf[q] < p->max_crf[q])
+			next.crf[q]++;
+	}
+	for (int q = 0; q < layers; q++) {
+		int old = ra->current.buffer_kbit[q], nb = next.buffer_kbit[q];
+
+		if (next.kbps[q] != ra->current.kbps[q] || next.crf[q] != ra->current.crf[q] ||
+		    (int64_t)nb * 10 > (int64_t)old * 11 || (int64_t)nb * 10 < (int64_t)old * 9)
+			changed = 1;
+		else
+			next.buffer_kbit[q] = old;
+	}
+	if (changed)
+		ra->current = next;
+	*out = ra->current;
+	return changed;
+}

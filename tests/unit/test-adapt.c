@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapt/: the path estimate, the latency cap and the rate allocator, driven
+ * by an injected clock and TCP_INFO samples of a modelled bottleneck (a
+ * fluid queue: what the stream keeps in flight beyond rate * min RTT waits
+ * in the queue), including a recorded trace of a real connection.
+ */
+#include "pps-adapt.h"
+#include "pps-test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MSS 1448
+
+/* A bottleneck of @rate_bps with @min_rtt_us, the stream holding
+ * @inflight_pkts, @cross_queue_us of other flows' queue in front of it. */
+typedef struct {
+	int64_t now_us;
+	uint64_t acked;
+	uint32_t retrans;
+} model_t;
+
+static pps_path_sample_t
+model_step(model_t *m, int64_t dt_us, uint64_t rate_bps, uint32_t min_rtt_us,
+	   uint32_t inflight_pkts, uint32_t cross_queue_us, bool app_limited)
+{
+	pps_path_sample_t s = { 0 };
+	uint64_t bdp_bytes = rate_bps / 8 * min_rtt_us / 1000000;
+	uint64_t inflight_bytes = (uint64_t)inflight_pkts * MSS;
+	uint64_t own_queue_us =
+		inflight_bytes > bdp_bytes ? (inflight_bytes - bdp_bytes) * 8000000 / rate_bps : 0;
+	uint64_t rtt = min_rtt_us + own_queue_us + cross_queue_us;
+	/* Little's law: the stream gets inflight / RTT, at most the rate. */
+	uint64_t got_bps = inflight_bytes * 8 * 1000000 / rtt;
+
+	if (got_bps > rate_bps)
+		got_bps = rate_bps;
+	m->now_us += dt_us;
+	m->acked += got_bps / 8 * (uint64_t)dt_us / 1000000;
+	s.now_us = m->now_us;
+	s.delivery_rate_bps = app_limited ? got_bps / 2 : got_bps;
+	s.delivery_app_limited = app_limited;
+	s.min_rtt_us = min_rtt_us;
+	s.srtt_us = (uint32_t)rtt;
+	s.bytes_acked = m->acked;
+	s.total_retrans_pkts = m->retrans;
+	s.cwnd_pkts = 100;
+	s.mss_bytes = MSS;
+	return s;
+}
+
+/* Runs @seconds of the closed loop: the stream keeps what the cap allows
+ * in flight (or @uncapped_pkts without a cap). */
+static void
+run_loop(pps_path_t *p, model_t *m, double seconds, uint64_t rate_bps, uint32_t min_rtt_us,
+	 uint32_t cross_queue_us, uint32_t uncapped_pkts)
+{
+	for (int64_t t = 0; t < (int64_t)(seconds * 1e6); t += 10000) {
+		uint32_t cap = pps_path_inflight_cap_pkts(p);
+		uint32_t inflight = cap ? cap : uncapped_pkts;
+		pps_path_sample_t s = model_step(m, 10000, rate_bps, min_rtt_us, inflight,
+						 cross_queue_us, false);
+
+		pps_path_add_sample(p, &s);
+	}
+}
+
+static void
+test_alone_estimate_and_cap(void)
+{
+	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
+				 .queue_target_us = 50000 };
+	pps_path_t *p = pps_path_new(&pp);
+	pps_path_estimate_t e;
+	model_t m = { .now_us = 1000000 };
+
+	REQUIRE(p);
+	pps_path_get_estimate(p, &e);
+	CHECK(!e.valid);
+	CHECK_EQ_INT(pps_path_inflight_cap_pkts(p), 0);
+	/* Start with a congestion window's worth: 60 packets, 2 Mbit/s, 50 ms. */
+	run_loop(p, &m, 5.0, 2000000, 50000, 0, 60);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.valid);
+	CHECK(e.estimate_bps > 1800000 && e.estimate_bps <= 2000000);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	/* cap = 2 Mbit/s * (62.5 + 50 ms) = 28125 bytes = 20 packets */
+	CHECK(e.inflight_cap_pkts >= 19 && e.inflight_cap_pkts <= 21);
+	/* The stream's own queue stays near its target (+ min RTT / 4), far
+	 * below the 60 packets (300 ms) a window-limited flow keeps. */
+	CHECK(e.queue_delay_us <= 50000 + 12500 + 5000);
+	CHECK_EQ_INT(e.min_rtt_us, 50000);
+	pps_path_free(p);
+}
+
+static void
+test_step_down_follows_within_a_second(void)
+{
+	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
+				 .queue_target_us = 50000 };
+	pps_path_t *p = pps_path_new(&pp);
+	pps_path_estimate_t e;
+	model_t m = { .now_us = 1000000 };
+
+	REQUIRE(p);
+	run_loop(p, &m, 5.0, 8000000, 50000, 0, 200);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.estimate_bps > 7000000);
+	/* Capacity falls to 0.8 Mbit/s: within a second the estimate and the
+	 * cap follow, and the queue the stream built drains. */
+	run_loop(p, &m, 1.0, 800000, 50000, 0, 200);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.estimate_bps < 1200000);
+	run_loop(p, &m, 2.0, 800000, 50000, 0, 200);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.estimate_bps >= 600000 && e.estimate_bps <= 900000);
+	CHECK(e.queue_delay_us <= 50000 + 12500 + 10000);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	/* And back up: the 5/4 gain lets the estimate grow with capacity. */
+	run_loop(p, &m, 4.0, 4000000, 50000, 0, 200);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.estimate_bps > 3000000);
+	pps_path_free(p);
+}
+
+static void
+test_yields_to_cross_traffic_and_retests(void)
+{
+	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
+				 .queue_target_us = 50000 };
+	pps_path_t *p = pps_path_new(&pp);
+	pps_path_estimate_t e;
+	model_t m = { .now_us = 1000000 };
+
+	REQUIRE(p);
+	run_loop(p, &m, 3.0, 2000000, 50000, 0, 60);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	/* Loss-based flows keep 400 ms of queue whatever the stream does. */
+	run_loop(p, &m, 1.5, 2000000, 50000, 400000, 60);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
+	CHECK_EQ_INT(e.inflight_cap_pkts, 0);
+	/* While they do, retests (every 4 s) find the queue still full. */
+	run_loop(p, &m, 9.0, 2000000, 50000, 400000, 60);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.cap_state == PPS_PATH_CAP_COMPETING || e.cap_state == PPS_PATH_CAP_TEST);
+	/* They leave: the next retest finds the queue drained and caps again. */
+	run_loop(p, &m, 5.0, 2000000, 50000, 0, 60);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	CHECK(e.inflight_cap_pkts > 0);
+	pps_path_free(p);
+}
+
+static void
+test_policies_off_and_always(void)
+{
+	pps_path_params_t off = { .cap_policy = PPS_LATENCY_CAP_OFF, .queue_target_us = 50000 };
+	pps_path_params_t always = { .cap_policy = PPS_LATENCY_CAP_ALWAYS,
+				     .queue_target_us = 50000 };
+	pps_path_params_t bad = { .cap_policy = (pps_latency_cap_policy_t)9 };
+	pps_path_t *a = pps_path_new(&off), *b = pps_path_new(&always);
+	model_t ma = { .now_us = 1 }, mb = { .now_us = 1 };
+	pps_path_estimate_t e;
+
+	REQUIRE(a && b);
+	errno = 0;
+	CHECK(!pps_path_new(&bad) && errno == EINVAL);
+	run_loop(a, &ma, 3.0, 2000000, 50000, 400000, 60);
+	run_loop(b, &mb, 3.0, 2000000, 50000, 400000, 60);
+	pps_path_get_estimate(a, &e);
+	CHECK(e.valid);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_NONE);
+	CHECK_EQ_INT(e.inflight_cap_pkts, 0);
+	pps_path_get_estimate(b, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	CHECK(e.inflight_cap_pkts >= 4);
+	CHECK(strcmp(pps_latency_cap_names[PPS_LATENCY_CAP_YIELDING], "yielding") == 0);
+	CHECK(strcmp(pps_path_cap_state_name(PPS_PATH_CAP_COMPETING), "competing") == 0);
+	pps_path_free(a);
+	pps_path_free(b);
+}
+
+static void
+test_retransmission_and_order(void)
+{
+	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
+				 .queue_target_us = 50000 };
+	pps_path_t *p = pps_path_new(&pp);
+	model_t m = { .now_us = 1000000 };
+	pps_path_estimate_t e, before;
+	pps_path_sample_t s;
+
+	REQUIRE(p);
+	run_loop(p, &m, 2.0, 2000000, 50000, 0, 20);
+	pps_path_get_estimate(p, &e);
+	CHECK(!e.congested);
+	m.retrans += 3;
+	s = model_step(&m, 10000, 2000000, 50000, 20, 0, false);
+	pps_path_add_sample(p, &s);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.congested);
+	CHECK_EQ_INT(e.retrans_pkts, 3);
+	/* A sample from the past changes nothing. */
+	before = e;
+	s.now_us -= 500000;
+	s.srtt_us = 900000;
+	pps_path_add_sample(p, &s);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.srtt_us, before.srtt_us);
+	pps_path_free(p);
+}
+
+/* Samples recorded from a real connection (tests/unit/data/path-trace.csv):
+ * t_us,delivery_rate_bps,app_limited,min_rtt_us,srtt_us,bytes_acked,retrans,cwnd,mss
+ * and the capacity the lab link had at the time, in a comment line. */
+static void
+test_recorded_trace(const char *dir)
+{
+	char path[512], line[256];
+	FILE *f;
+	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
+				 .queue_target_us = 50000 };
+	pps_path_t *p = pps_path_new(&pp);
+	pps_path_estimate_t e;
+	long long capacity_bps = 0;
+	int samples = 0;
+	int64_t t0 = 0;
+	double sum_ratio = 0;
+	int n_ratio = 0;
+
+	REQUIRE(p);
+	snprintf(path, sizeof(path), "%s/tests/unit/data/path-trace.csv", dir);
+	f = fopen(path, "r");
+	REQUIRE(f);
+	while (fgets(line, sizeof(line), f)) {
+		pps_path_sample_t s = { 0 };
+		long long t, rate, acked;
+		unsigned app, min_rtt, srtt, retrans, cwnd, mss;
+
+		if (sscanf(line, "# capacity_bps %lld", &capacity_bps) == 1)
+			continue;
+		if (sscanf(line, "%lld,%lld,%u,%u,%u,%lld,%u,%u,%u", &t, &rate, &app, &min_rtt,
+			   &srtt, &acked, &retrans, &cwnd, &mss) != 9)
+			continue;
+		s.now_us = t;
+		s.delivery_rate_bps = (uint64_t)rate;
+		s.delivery_app_limited = app != 0;
+		s.min_rtt_us = min_rtt;
+		s.srtt_us = srtt;
+		s.bytes_acked = (uint64_t)acked;
+		s.total_retrans_pkts = retrans;
+		s.cwnd_pkts = cwnd;
+		s.mss_bytes = mss;
+		pps_path_add_sample(p, &s);
+		if (!t0)
+			t0 = t;
+		samples++;
+		pps_path_get_estimate(p, &e);
+		/* After two seconds the estimate stays within the link's capacity
+		 * and above a third of it. */
+		if (t - t0 > 2000000 && e.valid) {
+			CHECK(e.estimate_bps <= (uint64_t)capacity_bps * 11 / 10);
+			sum_ratio += (double)e.estimate_bps / (double)capacity_bps;
+			n_ratio++;
+		}
+	}
+	fclose(f);
+	REQUIRE(capacity_bps > 0);
+	CHECK(samples > 100);
+	CHECK(n_ratio > 0 && sum_ratio / n_ratio > 0.5);
+	fprintf(stderr, "recorded trace: %d samples, mean estimate %.2f of capacity\n", samples,
+		n_ratio ? sum_ratio / n_ratio : 0.0);
+	pps_path_free(p);
+}
+
+static pps_ratealloc_params_t
+alloc_params(int layers)
+{
+	pps_ratealloc_params_t ap = {
+		.quality_layers = layers,
+		.base_share_pct = 50,
+		.probe_pct = 110,
+		.min_base_kbps = 100,
+		.min_crf = 16,
+		.latency_budget_us = 250000,
+		.window_us = 66667,
+		.interval_us = 250000,
+	};
+
+	for (int q = 0; q < layers; q++) {
+		ap.max_kbps[q] = 20000;
+		ap.max_crf[q] = q ? 24 : 26;
+	}
+	return ap;
+}
+
+static void
+test_ratealloc_one_client(void)
+{
+	pps_ratealloc_params_t ap = alloc_params(2);
+	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
+	pps_ratealloc_client_t c = { .estimate_bps = 1000000, .min_rtt_us = 50000 };
+	pps_layer_rates_t r;
+	int64_t now = 1000000;
+
+	REQUIRE(ra);
+	pps_ratealloc_get(ra, &r);
+	CHECK_EQ_INT(r.kbps[0], 20000);
+	CHECK_EQ_INT(r.crf[1], 24);
+	/* Decreases apply at once: base 50% of 1 Mbit/s, the rest up to 110%. */
+	CHECK_EQ_INT(pps_ratealloc_update(ra, now, &c, 1, NULL, &r), 1);
+	CHECK_EQ_INT(r.kbps[0], 500);
+	CHECK_EQ_INT(r.kbps[1], 600);
+	/* The base's largest frame: half of what 1 Mbit/s carries in
+	 * 250 - 66.7 - 25 ms, i.e. ~79 kbit; at least one window of its rate. */
+	CHECK(r.buffer_kbit[0] >= 75 && r.buffer_kbit[0] <= 80);
+	/* Within the interval nothing happens. */
+	c.estimate_bps = 400000;
+	CHECK_EQ_INT(pps_ratealloc_update(ra, now + 100000, &c, 1, NULL, &r), 0);
+	CHECK_EQ_INT(r.kbps[0], 500);
+	/* A 5% change is below the hysteresis. */
+	now += 250000;
+	c.estimate_bps = 1050000;
+	CHECK_EQ_INT(pps_ratealloc_update(ra, now, &c, 1, NULL, &r), 0);
+	CHECK_EQ_INT(r.kbps[0], 500);
+	/* Increases are bounded to x1.25 per update. */
+	c.estimate_bps = 4000000;
+	now += 250000;
+	CHECK_EQ_INT(pps_ratealloc_update(ra, now, &c, 1, NULL, &r), 1);
+	CHECK_EQ_INT(r.kbps[0], 625);
+	for (int i = 0; i < 20; i++) {
+		now += 250000;
+		pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+	}
+	/* Up to the target, short of the last step under the 10% hysteresis. */
+	CHECK(r.kbps[0] >= 1820 && r.kbps[0] <= 2000);
+	CHECK(r.kbps[1] >= 2180 && r.kbps[1] <= 2400);
+	/* No client with an estimate: the rates stay. */
+	now += 250000;
+	CHECK_EQ_INT(pps_ratealloc_update(ra, now, NULL, 0, NULL, &r), 0);
+	CHECK(r.kbps[0] >= 1820);
+	/* A floor for the base. */
+	c.estimate_bps = 50000;
+	now += 250000;
+	pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+	CHECK_EQ_INT(r.kbps[0], 100);
+	pps_ratealloc_free(ra);
+}
+
+static void
+test_ratealloc_heterogeneous(void)
+{
+	pps_ratealloc_params_t ap = alloc_params(3);
+	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
+	pps_ratealloc_client_t c[3] = {
+		{ .estimate_bps = 8000000, .min_rtt_us = 50000 },
+		{ .estimate_bps = 500000, .min_rtt_us = 50000 },
+		{ .estimate_bps = 2000000, .min_rtt_us = 50000 },
+	};
+	pps_layer_rates_t r;
+
+	REQUIRE(ra);
+	CHECK_EQ_INT(pps_ratealloc_update(ra, 0, c, 3, NULL, &r), 1);
+	/* Base for the slowest, first enhancement up to the middle client,
+	 * second up to the fastest (each 110%). */
+	CHECK_EQ_INT(r.kbps[0], 250);
+	CHECK_EQ_INT(r.kbps[0] + r.kbps[1], 2200);
+	CHECK_EQ_INT(r.kbps[0] + r.kbps[1] + r.kbps[2], 8800);
+	/* The base frame bound follows the slowest client, not the base rate. */
+	CHECK(r.buffer_kbit[0] <= 500 * 159 / 1000 / 2 + 1);
+	/* Two layers for three clients: the enhancement spans to the fastest. */
+	pps_ratealloc_free(ra);
+	ap = alloc_params(2);
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	pps_ratealloc_update(ra, 0, c, 3, NULL, &r);
+	CHECK_EQ_INT(r.kbps[0], 250);
+	CHECK_EQ_INT(r.kbps[0] + r.kbps[1], 8800);
+	pps_ratealloc_free(ra);
+	/* Bad parameters. */
+	ap.quality_layers = 0;
+	errno = 0;
+	CHECK(!pps_ratealloc_new(&ap) && errno == EINVAL);
+}
+
+static void
+test_ratealloc_crf_steering(void)
+{
+	pps_ratealloc_params_t ap = alloc_params(2);
+	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
+	pps_ratealloc_client_t c = { .estimate_bps = 4000000, .min_rtt_us = 50000 };
+	uint64_t low[2] = { 100000, 100000 }, high[2] = { 2000000, 2400000 };
+	pps_layer_rates_t r;
+	int64_t now = 0;
+
+	REQUIRE(ra);
+	/* Easy content: far below the rates, the CRF gets finer, down to min_crf. */
+	for (int i = 0; i < 30; i++, now += 250000)
+		pps_ratealloc_update(ra, now, &c, 1, low, &r);
+	CHECK_EQ_INT(r.crf[0], 16);
+	CHECK_EQ_INT(r.crf[1], 16);
+	/* Pressing on the cap: back towards the configured CRF, never beyond. */
+	for (int i = 0; i < 30; i++, now += 250000)
+		pps_ratealloc_update(ra, now, &c, 1, high, &r);
+	CHECK_EQ_INT(r.crf[0], 26);
+	CHECK_EQ_INT(r.crf[1], 24);
+	pps_ratealloc_free(ra);
+}
+
+int
+main(int argc, char **argv)
+{
+	test_alone_estimate_and_cap();
+	test_step_down_follows_within_a_second();
+	test_yields_to_cross_traffic_and_retests();
+	test_policies_off_and_always();
+	test_retransmission_and_order();
+	if (argc > 1)
+		test_recorded_trace(argv[1]);
+	test_ratealloc_one_client();
+	test_ratealloc_heterogeneous();
+	test_ratealloc_crf_steering();
+	return pps_test_result();
+}
