@@ -2,16 +2,17 @@
 /*
  * Path estimate of one client from its TCP_INFO readings, and the latency cap.
  *
- * Rate. The kernel's delivery-rate samples (tcp_rate.c: data delivered over
- * the time it took, per ACK) measure the bottleneck whenever the stream sends
- * a burst, even when it is application-limited on average: a window is handed
- * to the socket at once, so those samples are lower bounds of the path's rate
- * and their windowed maximum (BBR's bottleneck-bandwidth filter, over about
- * ten round trips) is the estimate while the path is calm. When it is not -
- * the queue grew past what the stream may add, or a packet was retransmitted
- * - the rate actually acknowledged over the last half second is what the path
- * gives the stream, and the maximum filter is clamped to it so that a stale
- * maximum from before a capacity drop cannot come back.
+ * Rate. While the path is calm, the estimate only rises: to the rate
+ * acknowledged over the last half second, or to a new kernel delivery-rate
+ * sample (tcp_rate.c; lower bounds of the path's rate, kept in a windowed
+ * maximum over about ten round trips as BBR's bottleneck filter does). A live
+ * stream is often application-limited - it sends what the encoder made - and
+ * sending less than the path carries says nothing about the path, so it must
+ * not pull the estimate down (a loop that followed it would spiral down with
+ * every layer that encodes below its cap). When the path is not calm - the
+ * queue grew past what the stream may add, or a packet was retransmitted - the
+ * rate actually acknowledged is what the path gives the stream, and the
+ * estimate and the maximum filter drop to it.
  *
  * Latency cap. In flight <= estimate * (5/4 * min RTT + queue target): alone
  * on a bottleneck the stream then adds at most about queue target + min RTT/4
@@ -286,6 +287,7 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 	int64_t span = 0;
 	uint32_t queue_us;
 	uint64_t max_rate;
+	bool fresh;
 
 	if (p->have_sample && now < p->last_us)
 		return;
@@ -296,12 +298,16 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 	} else if (s->total_retrans_pkts > p->last.total_retrans_pkts) {
 		p->last_retrans_us = now;
 	}
-	p->last = *s;
-	p->last_us = now;
 	queue_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;
 	window_add(&p->min_queue, now, queue_us, false);
-	if (s->delivery_rate_bps)
+	/* The kernel keeps reporting its last sample until a new one replaces
+	 * it, and does not replace a network-limited sample with a lower
+	 * application-limited one: only a changed value is a new sample. */
+	fresh = s->delivery_rate_bps && s->delivery_rate_bps != p->last.delivery_rate_bps;
+	if (fresh)
 		window_add(&p->max_rate, now, s->delivery_rate_bps, true);
+	p->last = *s;
+	p->last_us = now;
 	p->acked_bps = acked_rate_bps(p, now, s->bytes_acked, &span);
 	acked_add(p, now, s->bytes_acked);
 
@@ -310,13 +316,28 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 	max_rate = window_get(&p->max_rate, now, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
 	if (now - p->first_us < MIN_VALID_SPAN_US || span < MIN_VALID_SPAN_US / 2) {
 		p->estimate_bps = 0;
-	} else if (p->congested && p->acked_bps && p->acked_bps < max_rate) {
-		/* The path gives no more than what got through; forget maxima
+	} else if (p->congested && p->acked_bps) {
+		/* The path gives no more than what got through; a fresh
+		 * network-limited delivery sample says so within a round trip,
+		 * the acknowledged rate within half a second. Forget maxima
 		 * from before it filled up. */
-		p->estimate_bps = p->acked_bps;
-		window_clamp(&p->max_rate, p->acked_bps);
+		uint64_t got = p->acked_bps;
+
+		if (fresh && !s->delivery_app_limited && s->delivery_rate_bps &&
+		    s->delivery_rate_bps < got)
+			got = s->delivery_rate_bps;
+		if (got < p->estimate_bps || !p->estimate_bps) {
+			p->estimate_bps = got;
+			window_clamp(&p->max_rate, got);
+		}
 	} else {
-		p->estimate_bps = max_rate > p->acked_bps ? max_rate : p->acked_bps;
+		/* Calm: what got through, or a new delivery sample, can only
+		 * raise the estimate. Sending less than the path carries
+		 * (application-limited) is no evidence that it carries less. */
+		if (max_rate > p->estimate_bps)
+			p->estimate_bps = max_rate;
+		if (p->acked_bps > p->estimate_bps)
+			p->estimate_bps = p->acked_bps;
 	}
 	update_cap_state(p, now);
 }

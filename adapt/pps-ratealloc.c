@@ -18,6 +18,8 @@
  * VBV rate. The base's is half of what the slowest client can carry between
  * a window's last capture and its deadline (budget - window - min RTT/2), so
  * no base picture, IDR included, can miss the deadline by its size alone.
+ * Enhancement layers keep half a second: their pictures may be dropped, and
+ * x264 undershoots a rate badly under a buffer of a few frames.
  *
  * CRF: x264 codes each layer at constant quality (CRF) under its VBV cap.
  * Content that needs fewer bits than the cap would leave capacity unused, so
@@ -168,10 +170,13 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			}
 			next.kbps[q] = step(ra->current.kbps[q], (int)wanted_kbps);
 			below += next.kbps[q];
+			/* The base must arrive whole; an enhancement picture that
+			 * does not fit is dropped, and a tight VBV buffer makes
+			 * x264 undershoot its rate badly: half a second. */
 			if (q == 0)
 				buffer = (int64_t)(est[0] / 1000u) * slack_us / 1000000 / 2;
 			else
-				buffer = (int64_t)next.kbps[q] * slack_us / 1000000 / 2;
+				buffer = next.kbps[q] / 2;
 			/* At least one window of the layer's rate, at most one second. */
 			buffer = clamp_int(buffer, (int64_t)next.kbps[q] * p->window_us / 1000000,
 					   next.kbps[q]);

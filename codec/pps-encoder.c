@@ -669,6 +669,28 @@ emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 	return 0;
 }
 
+/*
+ * x264's VBV refills maxrate / fps per picture it is given, and it is given
+ * the filler pictures too (about 20 bytes each): with fillers it believes
+ * time runs (real + fillers) / real times faster than it does. The rate it
+ * is told is scaled by real / all pictures, measured on this layer (before
+ * the first frames, the mini-GOP's structural count: S real pictures, S - 1
+ * fillers pushing the B frames out and reorder_pictures closing ones).
+ */
+static int
+vbv_rate_for_x264(const pps_encoder_t *e, const layer_t *l, int kbps)
+{
+	int64_t real = l->real_in, all = l->pts;
+	int64_t v;
+
+	if (real < 16 || all <= 0) {
+		real = e->gop.minigop_frames;
+		all = real + (real - 1) + l->reorder_pictures;
+	}
+	v = (int64_t)kbps * real / all;
+	return v < 1 ? 1 : (int)v;
+}
+
 /* Between mini-GOPs: x264 has no real picture in flight, only fillers. */
 static void
 apply_rates(pps_encoder_t *e)
@@ -678,7 +700,7 @@ apply_rates(pps_encoder_t *e)
 		x264_param_t xp;
 
 		x264_encoder_parameters(e->layer[q].x264, &xp);
-		xp.rc.i_vbv_max_bitrate = e->rates.kbps[q];
+		xp.rc.i_vbv_max_bitrate = vbv_rate_for_x264(e, &e->layer[q], e->rates.kbps[q]);
 		xp.rc.i_vbv_buffer_size = e->rates.buffer_kbit[q];
 		xp.rc.f_rf_constant = (float)e->rates.crf[q];
 		if (x264_encoder_reconfig(e->layer[q].x264, &xp) < 0)
