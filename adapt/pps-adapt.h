@@ -33,6 +33,7 @@ typedef struct {
 	uint32_t total_retrans_pkts;  /* tcpi_total_retrans */
 	uint32_t lost_pkts;           /* tcpi_lost */
 	uint32_t cwnd_pkts;           /* tcpi_snd_cwnd */
+	uint32_t unacked_pkts;        /* tcpi_unacked: packets in flight or lost */
 	uint32_t mss_bytes;           /* tcpi_snd_mss */
 } pps_path_sample_t;
 
@@ -65,7 +66,8 @@ typedef enum {
 
 const char *pps_path_cap_state_name(pps_path_cap_state_t state);
 
-/* A yielding cap is tried again after this long without it. */
+/* A yielding cap is tried again after this long without it (doubling, up to
+ * 8x, while each try fails within this time). */
 #define PPS_PATH_RETEST_US 4000000
 
 typedef struct {
@@ -120,7 +122,7 @@ typedef enum {
 extern const char *const pps_adapt_mode_names[]; /* in enum order, NULL-terminated */
 
 #define PPS_DEFAULT_ADAPT_BASE_SHARE_PCT 50
-#define PPS_DEFAULT_ADAPT_PROBE_PCT 110
+#define PPS_DEFAULT_ADAPT_PROBE_PCT 125
 #define PPS_DEFAULT_ADAPT_MIN_BASE_KBPS 100
 #define PPS_DEFAULT_ADAPT_MIN_CRF 18
 #define PPS_DEFAULT_ADAPT_INTERVAL_MS 250

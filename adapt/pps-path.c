@@ -21,9 +21,11 @@
  * whatever this stream does; capped, the stream would see its rate fall with
  * every RTT the others add and starve. So with the yielding policy a queue
  * that stays above what the cap could cause (its minimum over the last
- * second, as Copa tells its competitive mode from a queue that never empties)
- * lifts the cap, and every PPS_PATH_RETEST_US the cap is tried for a few
- * round trips: if the queue drains, it was the stream's own.
+ * second, as Copa tells its competitive mode from a queue that never empties),
+ * or a retransmission while capped (the queue overflowed, which the cap alone
+ * does not do unless the buffer is smaller than the target), lifts the cap,
+ * and every PPS_PATH_RETEST_US the cap is tried for a few round trips: if the
+ * queue drains, it was the stream's own.
  */
 #include "pps-adapt.h"
 
@@ -115,6 +117,8 @@ struct pps_path {
 	pps_path_cap_state_t cap_state;
 	int64_t cap_state_since_us;
 	int64_t test_until_us;
+	int64_t retest_us; /* time in COMPETING before the next test */
+	bool self_from_test; /* SELF was entered by a test, not at the start */
 };
 
 const char *
@@ -147,6 +151,7 @@ pps_path_new(const pps_path_params_t *params)
 	if (!p)
 		return NULL;
 	p->params = *params;
+	p->retest_us = PPS_PATH_RETEST_US;
 	return p;
 }
 
@@ -217,6 +222,14 @@ queue_margin_us(const pps_path_t *p)
 	return p->params.queue_target_us / 2 > 10000 ? p->params.queue_target_us / 2 : 10000;
 }
 
+/* A test failed, or the cap it restored did not last: test half as often. */
+static void
+retest_backoff(pps_path_t *p)
+{
+	p->retest_us = p->retest_us * 2 > 8 * PPS_PATH_RETEST_US ? 8 * PPS_PATH_RETEST_US
+								 : p->retest_us * 2;
+}
+
 static void
 update_cap_state(pps_path_t *p, int64_t now)
 {
@@ -246,17 +259,31 @@ update_cap_state(pps_path_t *p, int64_t now)
 		if (p->estimate_bps) {
 			p->cap_state = PPS_PATH_CAP_SELF;
 			p->cap_state_since_us = now;
+			p->self_from_test = false;
 		}
 		break;
 	case PPS_PATH_CAP_SELF:
-		if (now - p->cap_state_since_us >= window &&
-		    (int64_t)min_queue > allowed + margin) {
+		/* Capped, the stream alone keeps the queue within the target: a
+		 * queue that never drains below it, or a loss (the queue
+		 * overflowed; the minimum RTT itself may include others' standing
+		 * queue if they were there before this connection), means
+		 * somebody else fills it. */
+		if ((now - p->cap_state_since_us >= window &&
+		     (int64_t)min_queue > allowed + margin) ||
+		    (p->last_retrans_us && p->last_retrans_us > p->cap_state_since_us)) {
+			/* A cap that a test let back on and that did not last
+			 * PPS_PATH_RETEST_US: the others are still there, test
+			 * less often (twice as long each time, up to 8x). */
+			if (p->self_from_test && now - p->cap_state_since_us < PPS_PATH_RETEST_US)
+				retest_backoff(p);
+			else
+				p->retest_us = PPS_PATH_RETEST_US;
 			p->cap_state = PPS_PATH_CAP_COMPETING;
 			p->cap_state_since_us = now;
 		}
 		break;
 	case PPS_PATH_CAP_COMPETING:
-		if (now - p->cap_state_since_us >= PPS_PATH_RETEST_US) {
+		if (now - p->cap_state_since_us >= p->retest_us) {
 			/* Long enough for a queue of our own to drain, and a few RTTs. */
 			int64_t len = (int64_t)p->last.srtt_us + 2 * (int64_t)p->last.min_rtt_us;
 
@@ -268,10 +295,12 @@ update_cap_state(pps_path_t *p, int64_t now)
 	case PPS_PATH_CAP_TEST: {
 		int64_t queue = (int64_t)p->last.srtt_us - (int64_t)p->last.min_rtt_us;
 
-		if (queue <= allowed) {
+		if (queue <= allowed + queue_margin_us(p)) {
 			p->cap_state = PPS_PATH_CAP_SELF;
 			p->cap_state_since_us = now;
+			p->self_from_test = true;
 		} else if (now >= p->test_until_us) {
+			retest_backoff(p);
 			p->cap_state = PPS_PATH_CAP_COMPETING;
 			p->cap_state_since_us = now;
 		}
@@ -340,6 +369,20 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 			p->estimate_bps = p->acked_bps;
 	}
 	update_cap_state(p, now);
+	if (p->cap_state == PPS_PATH_CAP_COMPETING && s->srtt_us && p->estimate_bps &&
+	    s->unacked_pkts + 1 >= s->cwnd_pkts) {
+		/* Competing with loss-based flows, the stream gets what its
+		 * congestion window gets, cwnd per RTT, as long as it always has
+		 * more to send than that; what it was acknowledged lags behind
+		 * (application-limited gaps between windows keep cwnd from
+		 * growing), and a loop that follows it sends less and less and
+		 * starves. Only while the window is full: an unused window says
+		 * nothing. */
+		uint64_t cwnd_bps = (uint64_t)s->cwnd_pkts * s->mss_bytes * 8u * 1000000u / s->srtt_us;
+
+		if (cwnd_bps > p->estimate_bps)
+			p->estimate_bps = cwnd_bps;
+	}
 }
 
 void

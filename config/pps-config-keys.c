@@ -97,6 +97,9 @@ static const pps_config_key_t keys[] = {
 	    "a window's send deadline is its first frame's capture time plus this"),
 	ENUM("pps", "priority_policy", "temporal-first", priority_policies, SERVER,
 	     "what to drop first: temporal-first keeps frame rate, quality-first keeps quality"),
+	INT("pps", "base_grace_ms", "1000", 0, 10000, SERVER,
+	    "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
+	    "up to this long after their window's deadline; 0 = dropped at the deadline"),
 	INT("pps", "max_windows", "64", 2, 1024, SERVER,
 	    "windows queued per client; past it the oldest is dropped and counted"),
 
@@ -122,7 +125,7 @@ static const pps_config_key_t keys[] = {
 	     "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
 	INT("adapt", "base_share_pct", "50", 10, 100, SERVER,
 	    "base layer rate as a share of the slowest client's estimated rate"),
-	INT("adapt", "probe_pct", "110", 100, 200, SERVER,
+	INT("adapt", "probe_pct", "125", 100, 200, SERVER,
 	    "top of the enhancement layers as a share of the fastest client's estimate (the "
 	    "excess is the probe; the regulator drops what does not fit)"),
 	INT("adapt", "min_base_kbps", "100", 16, 100000, SERVER,

@@ -107,6 +107,12 @@ typedef struct {
 	unsigned max_windows;      /* queued windows; the oldest is dropped past it */
 	size_t max_record_bytes;   /* no record longer than this, header included (the
 				    * client's limit from HELLO); 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
+	/* Base anchors (quality 0, temporal 0: the IDR/P chain every later
+	 * picture references) are still sent up to this long after their
+	 * window's deadline: a late anchor costs its own window's frames, a
+	 * dropped one every frame until the next IDR. 0 = dropped at the
+	 * deadline like everything else. */
+	int64_t base_grace_us;
 } pps_sched_params_t;
 
 #define PPS_DEFAULT_MAX_WINDOWS 64
@@ -120,6 +126,7 @@ typedef struct {
 } pps_sched_layer_stats_t;
 
 typedef struct {
+	uint64_t windows_base_late; /* passed their deadline with base anchors still to send */
 	uint64_t windows_complete; /* every ADU sent */
 	uint64_t windows_partial;  /* some sent, some dropped */
 	uint64_t windows_dropped;  /* nothing sent (deadline passed first) */

@@ -33,6 +33,7 @@ typedef struct {
 	int64_t deadline_us;
 	entry_state_t state;
 	bool begin_sent;
+	bool late; /* past its deadline: only base anchors still go out */
 	size_t next_adu;      /* index in send order of the ADU being sent */
 	uint32_t next_offset; /* bytes of it already sent */
 	uint16_t adus_sent, adus_dropped;
@@ -212,6 +213,24 @@ pps_sched_push_control(pps_sched_t *s, const pps_wire_record_t *record)
 	return 0;
 }
 
+static bool
+is_base_anchor(const pps_adu_t *adu)
+{
+	const pps_adu_info_t *info = pps_adu_info(adu);
+
+	return info->quality_layer == 0 && info->temporal_layer == 0;
+}
+
+/* Unsent base anchors left in @e (a partly sent ADU counts as unsent). */
+static bool
+has_base_anchor_left(const entry_t *e)
+{
+	for (size_t i = e->next_adu; i < pps_window_adu_count(e->window); i++)
+		if (is_base_anchor(pps_window_adu(e->window, i)))
+			return true;
+	return false;
+}
+
 int
 pps_sched_expire(pps_sched_t *s, int64_t now_us)
 {
@@ -220,10 +239,23 @@ pps_sched_expire(pps_sched_t *s, int64_t now_us)
 	for (size_t i = 0; i < s->count; i++) {
 		entry_t *e = entry_at(s, i);
 
-		if (e->state != ENTRY_ENDED && e->deadline_us <= now_us) {
-			end_entry(s, e);
+		if (e->state == ENTRY_ENDED || e->deadline_us > now_us)
+			continue;
+		/* Past the deadline: what is not a base anchor is dropped as it
+		 * comes up (append_fragments); the anchors go on until the grace
+		 * ends. */
+		if (!e->late && s->params.base_grace_us > 0 &&
+		    e->deadline_us + s->params.base_grace_us > now_us && has_base_anchor_left(e)) {
+			e->late = true;
+			s->stats.windows_base_late++;
 			ended++;
+			continue;
 		}
+		if (e->late && e->deadline_us + s->params.base_grace_us > now_us &&
+		    has_base_anchor_left(e))
+			continue;
+		end_entry(s, e);
+		ended++;
 	}
 	return ended;
 }
@@ -236,8 +268,11 @@ pps_sched_next_deadline_us(const pps_sched_t *s)
 	for (size_t i = 0; i < s->count; i++) {
 		const entry_t *e = &s->entries[(s->head + i) % s->params.max_windows];
 
-		if (e->state != ENTRY_ENDED && e->deadline_us < next)
-			next = e->deadline_us;
+		int64_t deadline = e->late ? e->deadline_us + s->params.base_grace_us
+					   : e->deadline_us;
+
+		if (e->state != ENTRY_ENDED && deadline < next)
+			next = deadline;
 	}
 	return next;
 }
@@ -288,6 +323,13 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 			drop_adu(s, e, adu);
 			s->stats.adus_undecodable++;
 			e->next_adu++;
+			continue;
+		}
+		if (e->late && !is_base_anchor(adu)) {
+			/* A partly sent one too: the client learns from WINDOW_END. */
+			drop_adu(s, e, adu);
+			e->next_adu++;
+			e->next_offset = 0;
 			continue;
 		}
 		overhead = pps_wire_fragment_overhead(info->dep_count);

@@ -724,6 +724,8 @@ main(int argc, char **argv)
 	srv.session_params.hello_timeout_us = HELLO_TIMEOUT_US;
 	srv.session_params.sched.latency_budget_us =
 		pps_config_get_int(srv.config, "pps", "latency_budget_ms") * 1000;
+	srv.session_params.sched.base_grace_us =
+		pps_config_get_int(srv.config, "pps", "base_grace_ms") * 1000;
 	srv.session_params.sched.max_windows =
 		(unsigned)pps_config_get_int(srv.config, "pps", "max_windows");
 	ret = pps_minbuf_params_from_config(srv.config, &srv.session_params.transport);

@@ -174,6 +174,7 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 		.total_retrans_pkts = ms->total_retrans_pkts,
 		.lost_pkts = ms->lost_pkts,
 		.cwnd_pkts = ms->cwnd_pkts,
+		.unacked_pkts = ms->unacked_pkts,
 		.mss_bytes = ms->mss_bytes,
 	};
 

@@ -46,7 +46,8 @@ model_step(model_t *m, int64_t dt_us, uint64_t rate_bps, uint32_t min_rtt_us,
 	s.srtt_us = (uint32_t)rtt;
 	s.bytes_acked = m->acked;
 	s.total_retrans_pkts = m->retrans;
-	s.cwnd_pkts = 100;
+	s.cwnd_pkts = inflight_pkts;
+	s.unacked_pkts = inflight_pkts;
 	s.mss_bytes = MSS;
 	return s;
 }
@@ -147,8 +148,9 @@ test_yields_to_cross_traffic_and_retests(void)
 	run_loop(p, &m, 9.0, 2000000, 50000, 400000, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK(e.cap_state == PPS_PATH_CAP_COMPETING || e.cap_state == PPS_PATH_CAP_TEST);
-	/* They leave: the next retest finds the queue drained and caps again. */
-	run_loop(p, &m, 5.0, 2000000, 50000, 0, 60);
+	/* They leave: a later retest (failed ones back off up to 32 s) finds
+	 * the queue drained and caps again. */
+	run_loop(p, &m, 33.0, 2000000, 50000, 0, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
 	CHECK(e.inflight_cap_pkts > 0);
