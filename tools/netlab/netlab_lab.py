@@ -196,3 +196,93 @@ def linkem_epoch_realtime_us(stats_path):
         with open(stats_path) as f:
             return json.load(f)["epoch_realtime_ns"] / 1e3
     return None
+
+
+# ---------------------------------------------------------------- programs in a lab
+
+
+def open_port_fifo(path):
+    """A FIFO for `pps-server --port-file`: the server writes its bound port
+    there once it listens, so a driver waits for that event, not for time."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    os.mkfifo(path, 0o600)
+    return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+
+def read_port(fifo_fd, proc, timeout_s):
+    """The port the server wrote to the FIFO; LabError if it exits first or
+    says nothing within @timeout_s."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        raise LabError("the server exited before listening") from None
+    data = b""
+    try:
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([fifo_fd, pidfd], [], [], deadline - time.monotonic())
+            if fifo_fd in readable:
+                chunk = os.read(fifo_fd, 64)
+                data += chunk
+                if b"\n" in data or not chunk:
+                    break
+            elif pidfd in readable:
+                raise LabError("the server exited before listening")
+    finally:
+        os.close(pidfd)
+    text = data.decode(errors="replace").strip()
+    if not text.isdigit():
+        raise LabError(f"the server did not report a port within {timeout_s:.0f} s")
+    return int(text)
+
+
+def wait_exit(proc, timeout_s):
+    """Waits for a child on its pidfd, with a bound: True if it exited."""
+    import select
+
+    if proc.poll() is not None:
+        return True
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        proc.wait()
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], max(0.0, timeout_s))
+    finally:
+        os.close(fd)
+    if readable:
+        proc.wait()
+        return True
+    return False
+
+
+def stop(proc, timeout_s=5.0):
+    """SIGTERM, a bounded wait, then SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    if not wait_exit(proc, timeout_s):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        wait_exit(proc, timeout_s)
+
+
+def server_has_option(server, option):
+    """Whether this pps-server's --help lists @option (e.g. the per-second --log of issue 10)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        r = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=10)
+        return re.search(r"^\s*" + re.escape(option) + r"\b", r.stdout + r.stderr, re.M) is not None
+    return False
+
+
+def read_json(path, default=None):
+    with contextlib.suppress(OSError, ValueError):
+        with open(path) as f:
+            return json.load(f)
+    return default

@@ -567,28 +567,10 @@ def client_argv(ctx, cfg, addr, port, celldir, log_name="client.jsonl", output_n
 
 def read_port(fifo_fd, server, timeout_s):
     """The server writes its bound port to the FIFO once it listens: no polling."""
-    deadline = time.monotonic() + timeout_s
     try:
-        pidfd = os.pidfd_open(server.pid)
-    except ProcessLookupError:
-        raise CellError("pps-server exited before listening (see server.err)") from None
-    data = b""
-    try:
-        while time.monotonic() < deadline:
-            readable, _, _ = select.select([fifo_fd, pidfd], [], [], deadline - time.monotonic())
-            if fifo_fd in readable:
-                chunk = os.read(fifo_fd, 64)
-                data += chunk
-                if b"\n" in data or not chunk:
-                    break
-            elif pidfd in readable:
-                raise CellError("pps-server exited before listening (see server.err)")
-    finally:
-        os.close(pidfd)
-    text = data.decode(errors="replace").strip()
-    if not text.isdigit():
-        raise CellError(f"pps-server did not report a port within {timeout_s:.0f} s")
-    return int(text)
+        return netlab_lab.read_port(fifo_fd, server, timeout_s)
+    except netlab_lab.LabError as error:
+        raise CellError(f"pps-server: {error} (see server.err)") from None
 
 
 def run_cell(ctx, cell, celldir):
@@ -783,16 +765,8 @@ def find_programs(args):
     ctx.netlab, ctx.server, ctx.client = (os.path.abspath(p) for p in (ctx.netlab, ctx.server, ctx.client))
     score = os.path.join(build, "tools", "peers", "pps-peer-score")
     ctx.score = score if os.access(score, os.X_OK) else None
-    ctx.server_has_log = server_has_option(ctx.server, "--log")
+    ctx.server_has_log = netlab_lab.server_has_option(ctx.server, "--log")
     return ctx
-
-
-def server_has_option(server, option):
-    """Whether this pps-server knows @option (the per-second --log came with issue 10)."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        r = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=10)
-        return re.search(r"^\s*" + re.escape(option) + r"\b", r.stdout + r.stderr, re.M) is not None
-    return False
 
 
 def preset_path(name):
