@@ -305,7 +305,7 @@ def main(argv):
     ap.add_argument("--transport", default="minbuf(1,3)", help="tcp or minbuf(A,B) (default minbuf(1,3), the server's default)")
     ap.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE", help="more pps-server --set; repeatable")
     ap.add_argument("--playout", default="asap", choices=("fixed", "asap", "adaptive"), help="client playout (default asap)")
-    ap.add_argument("--psnr", action="store_true", help="score the pictures shown with pps-peer-score (not for snow)")
+    ap.add_argument("--psnr", action="store_true", help="score the pictures shown with pps-peer-score (PSNR-Y, SSIM-Y)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--build", help="meson build directory (default: the one this script is in)")
     ap.add_argument("--lab-name")

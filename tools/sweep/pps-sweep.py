@@ -233,8 +233,8 @@ def load_config(path, overrides):
         "playout": sweep.get("playout", PPS_DEFAULT_PLAYOUT),
         "tolerance_ms": sweep.get("tolerance_ms"),
         "timeline": sweep.get("timeline", ""),
-        # PSNR needs the shown pictures (client --output, about 14 MB/s) and a
-        # deterministic pattern for pps-peer-score to regenerate (not snow).
+        # PSNR needs the shown pictures (client --output, about 14 MB/s, deleted
+        # once scored) and a pattern pps-peer-score regenerates (run_metrics.PSNR_PATTERNS).
         "psnr": sweep.get("psnr", "false").strip().lower() in ("1", "true", "yes", "on"),
         "server_set": dict(parser["server"]) if parser.has_section("server") else {},
         "server_sets": {},

@@ -16,6 +16,9 @@ Definitions (docs/NETLAB.md, "Per-run figures"):
   longest_freeze_outside_steps_ms is the largest gap once the part of it that
   lies inside such a 1-s span is taken out (a freeze from 0.2 s to 2.0 s after
   a step down counts 1.0 s there).
+With asap playout a window's frames are shown together, so gaps of a few frame
+periods are common and the 100-ms threshold counts them: compare total frozen
+time between runs with the same playout.
 Nothing here relies on the client's own summary figures. Standard library,
 except plot_timeline (matplotlib).
 """
@@ -31,9 +34,10 @@ LONG_FREEZE_MS = 500.0
 STEP_GRACE_S = 1.0
 DEFAULT_SKIP_START_S = 1.0
 DEFAULT_SKIP_END_S = 1.0
-# videotestsrc patterns that pps-peer-score can regenerate picture for picture
-# (snow is random noise: nothing to compare against).
-PSNR_PATTERNS = ("ball", "smpte", "bar", "pinwheel")
+# videotestsrc patterns pps-peer-score regenerates picture for picture. snow
+# too: its generator is seeded once per process, so the regenerated noise is
+# the sender's (pps-peer-score's reference checks held on a steps run).
+PSNR_PATTERNS = ("ball", "smpte", "snow", "bar", "pinwheel")
 
 
 def read_jsonl(path):

@@ -1035,7 +1035,7 @@ def per_run_section(records, made, markdown_path):
              "(capture to display) p50/p95/p99, the longest gap between shown frames (freeze), the longest once the freezes "
              "starting within 1 s after a capacity step down are set aside, the total frozen time (gaps > 100 ms); received = "
              "bytes the client received per second; share = received over the mean elephant's (same run); PSNR-Y of the "
-             "pictures shown (pps-peer-score, when `psnr = true` and the pattern is not snow); estimate = the server's mean "
+             "pictures shown (pps-peer-score, when `psnr = true`); estimate = the server's mean "
              "path estimate (its `--log`, when the server has one).")
     L.append("")
     L.append("| cell | frames shown % | p50 / p95 / p99 ms | longest freeze ms | outside steps ms | frozen s | received Mbit/s | share | PSNR dB | estimate Mbit/s | plot |")
