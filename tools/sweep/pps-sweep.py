@@ -7,7 +7,8 @@ one real pps-client (rcv), with long-lived cubic elephants as cross traffic,
 as in TOMCCAP 2008 section 7. Axes: transport (tcp, minbuf(A,B)), adaptation
 window (frames at 30 frames/s), competing flows, RTT, bottleneck rate, queue
 variant (drop-tail of one BDP with ECN off, or DRD with ECN on every flow),
-the stream's congestion control, repetitions. The matrix comes from an INI
+the stream's congestion control, repetitions; and for issue 10 the source
+pattern, a capacity-step trace and named server settings. The matrix comes from an INI
 file; presets live in presets/ beside this script.
 
     pps-sweep --preset quick [--out DIR]          run (or resume) a sweep
@@ -910,7 +911,7 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="run (or resume) a sweep (the default command)")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full)")
+    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full, steps, steps-tiny, mustshow)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")

@@ -1107,8 +1107,12 @@ A sweep file (tools/sweep/presets/*.ini) has `[sweep]` (duration_s, warmup_s, re
 timeline = the cell of the over-time plot), `[server]` and `[client]` (`--set` keys for every cell),
 `[lab]` (drd_min_bdp, drd_congest_bdp, queue) and one or more `[matrix NAME]` sections whose keys are
 the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_frames`, `flows`
-(cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`) and
-`congestion` (the stream's: cubic, reno, bbr). The sweep runs the union of the matrices' cross
+(cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`),
+`congestion` (the stream's: cubic, reno, bbr), and (issue 10) `pattern` (source.pattern), `trace`
+(a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
+`server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
+true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
+to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow. The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
 pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn
@@ -1116,6 +1120,7 @@ down whatever happens (Ctrl-C included: the sweep then says how to resume).
 
 Files: `plan.json` (matrix, seed, run order, machine), `cells/ID/` (client.jsonl, server.json,
 server.err, client.err, lab.json, linkem.json, elephants.json (iperf3), windows.csv (with the
-bottleneck queue at each window's last byte), frames.csv, cell.json), `summary.json`, `summary.csv`
+bottleneck queue at each window's last byte), frames.csv, cell.json, timeline.png; server.jsonl when
+the server has `--log`, link.trace for trace cells, scores.tsv with psnr), `summary.json`, `summary.csv`
 (one row per cell), `groups.csv` (one row per setting), `report.md`, `plots/`.
 """
