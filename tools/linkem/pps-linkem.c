@@ -111,6 +111,9 @@ struct linkem {
 	direction_t dir[DIR_COUNT];
 	int tun_fd[DIR_COUNT]; /* [DIR_FWD] sender side's device, [DIR_REV] receiver side's */
 	int64_t epoch_ns;
+	/* The same instant on CLOCK_REALTIME: lets a reader place a trace's
+	 * time line beside other programs' wall-clock logs (stats file). */
+	int64_t epoch_realtime_ns;
 	FILE *log;
 	struct event *signal_events[3];
 	struct event *duration_event;
@@ -465,7 +468,10 @@ direction_settings_print_json(FILE *out, const linkem_t *lk, int d)
 static void
 linkem_stats_print_json(FILE *out, const linkem_t *lk)
 {
-	fprintf(out, "{\"settings\": {");
+	fprintf(out,
+		"{\"epoch_monotonic_ns\": %" PRId64 ", \"epoch_realtime_ns\": %" PRId64
+		", \"settings\": {",
+		lk->epoch_ns, lk->epoch_realtime_ns);
 	for (int d = 0; d < DIR_COUNT; d++) {
 		direction_settings_print_json(out, lk, d);
 		fprintf(out, d + 1 < DIR_COUNT ? ", " : "}");
@@ -907,6 +913,12 @@ main(int argc, char **argv)
 		lk.tun_fd[d] = fd;
 	}
 	lk.epoch_ns = now_ns();
+	{
+		struct timespec wall;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		lk.epoch_realtime_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
+	}
 	for (int d = 0; d < DIR_COUNT; d++) {
 		direction_t *dir = &lk.dir[d];
 

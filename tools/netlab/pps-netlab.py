@@ -114,6 +114,35 @@ def netns_names(name):
     return f"pps-{name}-snd", f"pps-{name}-rcv"
 
 
+MAX_RECEIVERS = 8
+
+
+def receiver_netns(name, k):
+    """Receiver k (1-based) of a lab with several receivers: pps-NAME-rcvK."""
+    return f"pps-{name}-rcv{k}"
+
+
+def all_netns(name):
+    """Every namespace a lab may own, the receivers of a multi-receiver lab included
+    (found by name, so that a stale lab without lab.json is removed whole)."""
+    found = list(netns_names(name))
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.listdir("/var/run/netns")):
+            if re.fullmatch(re.escape(f"pps-{name}-rcv") + r"\d+", entry):
+                found.append(entry)
+    return found
+
+
+def lab_side(lab, side):
+    """A side name as given by the user -> the key in lab.json's netns/addr: with
+    several receivers, 'rcv' means 'rcv1'."""
+    if side == "rcv" and "rcv" not in lab["netns"] and "rcv1" in lab["netns"]:
+        side = "rcv1"
+    if side not in lab["netns"]:
+        raise UsageError(f"lab '{lab['name']}' has no side '{side}' (sides: {', '.join(lab['netns'])})")
+    return side
+
+
 def side_addresses(index):
     """The sender side is 198.18.N.1, the receiver side 198.19.N.1."""
     return f"198.18.{index}.1", f"198.19.{index}.1"
@@ -293,27 +322,33 @@ def require_permission():
 def teardown(name, from_supervisor=False, show_summary=True):
     """Removes everything a lab owns: traffic, pps-linkem, processes in its
     namespaces, the namespaces, the state directory. Idempotent, safe to race."""
-    snd_ns, rcv_ns = netns_names(name)
     sdir = state_dir(name)
     with state_lock():
         if os.path.isdir(sdir):
             for entry in sorted(os.listdir(sdir)):
                 if re.fullmatch(r"traffic-\d+\.pid", entry):
                     stop_pid(read_pid(os.path.join(sdir, entry)), "_traffic", group=True)
-        # pps-linkem first, so that it writes its counters and log in peace; its
-        # supervisor then wakes up and waits on this lock, and can go.
-        stop_pid(read_pid(os.path.join(sdir, "linkem.pid")), "pps-linkem")
+        # pps-linkem first (one per receiver), so that it writes its counters and
+        # log in peace; its supervisor then wakes up and waits on this lock, and can go.
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.listdir(sdir)):
+                if re.fullmatch(r"linkem(-\d+)?\.pid", entry):
+                    stop_pid(read_pid(os.path.join(sdir, entry)), "pps-linkem")
         if not from_supervisor:
             stop_pid(read_pid(os.path.join(sdir, "supervisor.pid")), "_supervise", sig=signal.SIGKILL, timeout_s=2)
         if show_summary:
             with contextlib.suppress(OSError):
-                with open(os.path.join(sdir, "linkem.out")) as f:
-                    summary = [line for line in f.read().splitlines() if line != "ready"]
-                if summary:
-                    print(f"lab {name}: pps-linkem counters")
-                    print("\n".join(summary), flush=True)
+                for entry in sorted(os.listdir(sdir)):
+                    m = re.fullmatch(r"linkem(?:-(\d+))?\.out", entry)
+                    if not m:
+                        continue
+                    with open(os.path.join(sdir, entry)) as f:
+                        summary = [line for line in f.read().splitlines() if line != "ready"]
+                    if summary:
+                        print(f"lab {name}: pps-linkem counters" + (f" (receiver {m.group(1)})" if m.group(1) else ""))
+                        print("\n".join(summary), flush=True)
         # Whatever `exec` started in the namespaces goes too.
-        for ns in (snd_ns, rcv_ns):
+        for ns in all_netns(name):
             if not netns_exists(ns):
                 continue
             for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -385,13 +420,46 @@ def handle_signals_as_interrupt():
         signal.signal(sig, raise_interrupt)
 
 
+def receiver_args(args):
+    """--receivers N: one copy of the link options per receiver, where --rate,
+    --delay, --queue, --loss and --trace may each give N comma-separated values
+    (one value: the same for every receiver)."""
+    n = args.receivers
+    if not 1 <= n <= MAX_RECEIVERS:
+        raise UsageError(f"--receivers: 1..{MAX_RECEIVERS}")
+    out = [argparse.Namespace(**vars(args)) for _ in range(n)]
+    for key in ("rate", "delay", "queue", "loss", "trace", "rev_rate", "queue_bytes"):
+        value = getattr(args, key)
+        if value is None:
+            continue
+        parts = [v.strip() for v in str(value).split(",")]
+        if len(parts) == 1:
+            parts *= n
+        if len(parts) != n:
+            raise UsageError(f"--{key.replace('_', '-')}: {len(parts)} values for {n} receivers (give 1 or {n})")
+        for a, v in zip(out, parts):
+            setattr(a, key, v)
+    return out
+
+
+def per_receiver_path(path, k, n):
+    """--stats/--log of a multi-receiver lab: FILE.json -> FILE-rcvK.json."""
+    if not path or n == 1:
+        return path
+    root, ext = os.path.splitext(path)
+    return f"{root}-rcv{k}{ext}"
+
+
 def lab_up(args):
     """Creates the lab and returns its lab.json; tears down on any failure."""
     name = lab_name_check(args.name)
     if args.ecn not in ("on", "off"):
         raise UsageError(f"--ecn: '{args.ecn}' is not on or off")
     duration_s = parse_seconds(args.duration, "--duration")
-    settings = linkem_check(args)
+    per_receiver = receiver_args(args)
+    n_rcv = len(per_receiver)
+    all_settings = [linkem_check(a) for a in per_receiver]
+    settings = all_settings[0]
     require_permission()
     snd_ns, rcv_ns = netns_names(name)
 
@@ -400,7 +468,7 @@ def lab_up(args):
         if existing and pid_alive(existing.get("supervisor_pid", 0)):
             raise LabError(f"lab '{name}' is already up (`{PROGRAM} down --name {name}` first)")
     # A lab whose supervisor is gone (killed machine-wide, say) is stale: clear it.
-    if os.path.isdir(state_dir(name)) or any(netns_exists(ns) for ns in (snd_ns, rcv_ns)):
+    if os.path.isdir(state_dir(name)) or any(netns_exists(ns) for ns in all_netns(name)):
         teardown(name, show_summary=False)
     with state_lock():
         index = index_allocate(name)
@@ -424,22 +492,47 @@ def lab_up(args):
             "log": os.path.abspath(args.log) if args.log else None,
             "stats": os.path.abspath(args.stats) if args.stats else None,
         }
+        if n_rcv > 1:
+            # One sender, several receivers each behind its own pps-linkem link:
+            # sides rcv1..rcvN, namespaces pps-NAME-rcvK, addresses 198.19.N.K;
+            # the sender's device toward receiver K is pps(K-1). `link` and
+            # `rtt_ms` above are receiver 1's; every receiver's are in `receivers`.
+            lab["netns"] = {"snd": snd_ns}
+            lab["addr"] = {"snd": snd_addr}
+            lab["receivers"] = []
+            for k, st in enumerate(all_settings, 1):
+                side = f"rcv{k}"
+                lab["netns"][side] = receiver_netns(name, k)
+                lab["addr"][side] = rcv_addr.rsplit(".", 1)[0] + f".{k}"
+                lab["receivers"].append({
+                    "side": side, "snd_dev": f"pps{k - 1}", "link": st,
+                    "rtt_ms": (st["fwd"]["delay_ns"] + st["rev"]["delay_ns"]) / 1e6,
+                    "stats": per_receiver_path(lab["stats"], k, n_rcv), "log": per_receiver_path(lab["log"], k, n_rcv),
+                })
         lab_write(lab)
 
     try:
         handle_signals_as_interrupt()
-        for ns in (snd_ns, rcv_ns):
+        for ns in lab["netns"].values():
             run(["ip", "netns", "add", ns])
             run(["ip", "-n", ns, "link", "set", "lo", "up"])
         lab["sysctl"] = namespace_sysctls(lab)
-        supervisor_start(lab, args)
-        for side, ns, local, remote in (("snd", snd_ns, snd_addr, rcv_addr), ("rcv", rcv_ns, rcv_addr, snd_addr)):
+        supervisor_start(lab, per_receiver)
+        ecn = ["features", "ecn"] if args.ecn == "on" else []
+        if n_rcv == 1:
+            for side, ns, local, remote in (("snd", snd_ns, snd_addr, rcv_addr), ("rcv", rcv_ns, rcv_addr, snd_addr)):
+                run(["ip", "-n", ns, "link", "set", DEV, "mtu", "1500", "up"])
+                run(["ip", "-n", ns, "addr", "add", f"{local}/32", "dev", DEV])
+                run(["ip", "-n", ns, "route", "add", remote.rsplit(".", 1)[0] + ".0/24", "dev", DEV, "congctl", args.congestion] + ecn)
+        for r in lab.get("receivers", []) if n_rcv > 1 else []:
+            ns, local = lab["netns"][r["side"]], lab["addr"][r["side"]]
+            # Sender side: its address on every device, one /32 route per receiver.
+            run(["ip", "-n", snd_ns, "link", "set", r["snd_dev"], "mtu", "1500", "up"])
+            run(["ip", "-n", snd_ns, "addr", "add", f"{snd_addr}/32", "dev", r["snd_dev"]])
+            run(["ip", "-n", snd_ns, "route", "add", f"{local}/32", "dev", r["snd_dev"], "congctl", args.congestion] + ecn)
             run(["ip", "-n", ns, "link", "set", DEV, "mtu", "1500", "up"])
             run(["ip", "-n", ns, "addr", "add", f"{local}/32", "dev", DEV])
-            route = ["ip", "-n", ns, "route", "add", remote.rsplit(".", 1)[0] + ".0/24", "dev", DEV, "congctl", args.congestion]
-            if args.ecn == "on":
-                route += ["features", "ecn"]
-            run(route)
+            run(["ip", "-n", ns, "route", "add", snd_addr.rsplit(".", 1)[0] + ".0/24", "dev", DEV, "congctl", args.congestion] + ecn)
         lab["state"] = "up"
         lab_write(lab)
         return lab
@@ -477,22 +570,28 @@ def namespace_sysctls(lab):
     return applied
 
 
-def supervisor_start(lab, args):
-    """Starts the supervisor, which starts pps-linkem; returns once both TUN devices exist."""
+def supervisor_start(lab, per_receiver):
+    """Starts the supervisor, which starts pps-linkem (one per receiver);
+    returns once every TUN device exists."""
     name = lab["name"]
     sdir = state_dir(name)
-    snd_ns, rcv_ns = lab["netns"]["snd"], lab["netns"]["rcv"]
-    cmd = [tool_path("pps-linkem")] + linkem_args(args)
-    cmd += ["--snd-netns", snd_ns, "--rcv-netns", rcv_ns, "--snd-dev", DEV, "--rcv-dev", DEV]
-    cmd += ["--duration", f"{int(lab['duration_s']) + LINKEM_GRACE_S}s", "--die-with-parent"]
-    # Real-time priority keeps deliveries on time while the lab's own traffic loads the CPUs.
-    cmd += ["--rt-priority", str(LINKEM_RT_PRIORITY)]
-    if args.log:
-        cmd += ["--log", os.path.abspath(args.log)]
-    if args.stats:
-        cmd += ["--stats", os.path.abspath(args.stats)]
+    n = len(per_receiver)
+    cmds = []
+    for k, args in enumerate(per_receiver, 1):
+        side = "rcv" if n == 1 else f"rcv{k}"
+        cmd = [tool_path("pps-linkem")] + linkem_args(args)
+        cmd += ["--snd-netns", lab["netns"]["snd"], "--rcv-netns", lab["netns"][side],
+                "--snd-dev", DEV if n == 1 else f"pps{k - 1}", "--rcv-dev", DEV]
+        cmd += ["--duration", f"{int(lab['duration_s']) + LINKEM_GRACE_S}s", "--die-with-parent"]
+        # Real-time priority keeps deliveries on time while the lab's own traffic loads the CPUs.
+        cmd += ["--rt-priority", str(LINKEM_RT_PRIORITY)]
+        if args.log:
+            cmd += ["--log", per_receiver_path(os.path.abspath(args.log), k, n)]
+        if args.stats:
+            cmd += ["--stats", per_receiver_path(os.path.abspath(args.stats), k, n)]
+        cmds.append(cmd)
     with open(os.path.join(sdir, "linkem.cmd"), "w") as f:
-        json.dump(cmd, f)
+        json.dump(cmds[0] if n == 1 else cmds, f)
 
     ready_r, ready_w = os.pipe()
     env = dict(os.environ, PPS_NETLAB_READY_FD=str(ready_w))
@@ -530,9 +629,10 @@ def supervise(name):
     sdir = state_dir(name)
     lab = lab_read(name)
     with open(os.path.join(sdir, "linkem.cmd")) as f:
-        cmd = json.load(f)
+        cmds = json.load(f)
+    if cmds and isinstance(cmds[0], str):
+        cmds = [cmds]  # one receiver: one pps-linkem
     ready_fd = int(os.environ.pop("PPS_NETLAB_READY_FD"))
-    cmd += ["--ready-fd", str(ready_fd)]
 
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -540,19 +640,46 @@ def supervise(name):
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: None)
 
-    with open(os.path.join(sdir, "linkem.out"), "w") as out, open(os.path.join(sdir, "linkem.err"), "w") as err:
-        linkem = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(ready_fd,))
-    os.close(ready_fd)
-    write_pid(os.path.join(sdir, "linkem.pid"), linkem.pid)
-    linkem_fd = os.pidfd_open(linkem.pid)
+    linkems = []
+    if len(cmds) == 1:
+        # pps-linkem tells `up` itself that it is ready.
+        with open(os.path.join(sdir, "linkem.out"), "w") as out, open(os.path.join(sdir, "linkem.err"), "w") as err:
+            linkems.append(subprocess.Popen(cmds[0] + ["--ready-fd", str(ready_fd)], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                            pass_fds=(ready_fd,)))
+        os.close(ready_fd)
+        write_pid(os.path.join(sdir, "linkem.pid"), linkems[0].pid)
+    else:
+        # Several: each reports to us, and we tell `up` once all are ready
+        # (EOF without "ready" if one fails: `up` then tears the lab down).
+        readers = []
+        for k, cmd in enumerate(cmds, 1):
+            r, w = os.pipe()
+            suffix = "" if k == 1 else f"-{k}"
+            with open(os.path.join(sdir, f"linkem{suffix}.out"), "w") as out, open(os.path.join(sdir, f"linkem{suffix}.err"), "w") as err:
+                proc = subprocess.Popen(cmd + ["--ready-fd", str(w)], stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(w,))
+            os.close(w)
+            write_pid(os.path.join(sdir, f"linkem{suffix}.pid"), proc.pid)
+            linkems.append(proc)
+            readers.append(os.fdopen(r))
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        all_ready = True
+        for reader in readers:
+            readable, _, _ = select.select([reader], [], [], max(0.0, deadline - time.monotonic()))
+            all_ready = all_ready and bool(readable) and reader.readline().strip() == "ready"
+            reader.close()
+        if all_ready:
+            os.write(ready_fd, b"ready\n")
+        os.close(ready_fd)
+    linkem_fds = {os.pidfd_open(p.pid): p for p in linkems}
     reason = "deadline"
     while True:
         left = lab["deadline_unix"] - time.time()
         if left <= 0:
             break
-        readable, _, _ = select.select([linkem_fd, wake_r], [], [], left)
-        if linkem_fd in readable:
-            reason = f"pps-linkem exited ({linkem.wait()})"
+        readable, _, _ = select.select(list(linkem_fds) + [wake_r], [], [], left)
+        gone = [linkem_fds[fd] for fd in readable if fd in linkem_fds]
+        if gone:
+            reason = f"pps-linkem exited ({gone[0].wait()})"
             break
         if wake_r in readable:
             reason = "signal"
@@ -586,9 +713,16 @@ def lab_print_summary(lab):
 
     print(f"lab {lab['name']} up for {lab['duration_s']:g} s (rtt {lab['rtt_ms']:g} ms, congestion {lab['congestion']}, ecn {lab['ecn']})")
     print(f"  snd: netns {lab['netns']['snd']} addr {lab['addr']['snd']}")
-    print(f"  rcv: netns {lab['netns']['rcv']} addr {lab['addr']['rcv']}")
-    print(f"  fwd snd->rcv: {describe(fwd)}")
-    print(f"  rev rcv->snd: {describe(rev)}", flush=True)
+    if not lab.get("receivers"):
+        print(f"  rcv: netns {lab['netns']['rcv']} addr {lab['addr']['rcv']}")
+        print(f"  fwd snd->rcv: {describe(fwd)}")
+        print(f"  rev rcv->snd: {describe(rev)}", flush=True)
+        return
+    for r in lab["receivers"]:
+        side = r["side"]
+        print(f"  {side}: netns {lab['netns'][side]} addr {lab['addr'][side]} (sender device {r['snd_dev']})")
+        print(f"    fwd snd->{side}: {describe(r['link']['fwd'])}")
+        print(f"    rev {side}->snd: {describe(r['link']['rev'])}", flush=True)
 
 
 # ---------------------------------------------------------------- other commands
@@ -599,7 +733,7 @@ def cmd_down(args):
     if os.geteuid() != 0:
         raise NotPermitted("needs root; skipping")
     for name in names:
-        was_up = os.path.isdir(state_dir(name)) or any(netns_exists(ns) for ns in netns_names(name))
+        was_up = os.path.isdir(state_dir(name)) or any(netns_exists(ns) for ns in all_netns(name))
         teardown(name)
         print(f"lab {name}: {'removed' if was_up else 'was not up'}", flush=True)
     return 0
@@ -609,14 +743,16 @@ def cmd_exec(args):
     lab = lab_require(args.name)
     if not args.argv:
         raise UsageError("exec needs a command")
-    ns = lab["netns"][args.side]
-    env = dict(os.environ, PPS_LAB=lab["name"], PPS_LAB_SIDE=args.side, PPS_LAB_SND_ADDR=lab["addr"]["snd"], PPS_LAB_RCV_ADDR=lab["addr"]["rcv"])
+    side = lab_side(lab, args.side)
+    ns = lab["netns"][side]
+    env = dict(os.environ, PPS_LAB=lab["name"], PPS_LAB_SIDE=side, PPS_LAB_SND_ADDR=lab["addr"]["snd"],
+               PPS_LAB_RCV_ADDR=lab["addr"][lab_side(lab, "rcv")])
     os.execvpe("ip", netns_cmd(ns, args.argv), env)
 
 
 def cmd_addr(args):
     lab = lab_require(args.name)
-    print(lab["addr"][args.side])
+    print(lab["addr"][lab_side(lab, args.side)])
     return 0
 
 
@@ -625,13 +761,16 @@ def cmd_env(args):
     for key, value in (
         ("PPS_LAB", lab["name"]),
         ("PPS_LAB_SND_NETNS", lab["netns"]["snd"]),
-        ("PPS_LAB_RCV_NETNS", lab["netns"]["rcv"]),
+        ("PPS_LAB_RCV_NETNS", lab["netns"][lab_side(lab, "rcv")]),
         ("PPS_LAB_SND_ADDR", lab["addr"]["snd"]),
-        ("PPS_LAB_RCV_ADDR", lab["addr"]["rcv"]),
+        ("PPS_LAB_RCV_ADDR", lab["addr"][lab_side(lab, "rcv")]),
         ("PPS_LAB_RTT_MS", f"{lab['rtt_ms']:g}"),
         ("PPS_LAB_RATE_BPS", str(lab["link"]["fwd"]["rate_bps"])),
+        ("PPS_LAB_RECEIVERS", " ".join(r["side"] for r in lab.get("receivers", [])) or "rcv"),
     ):
         print(f"{key}={shlex.quote(value)}")
+    for r in lab.get("receivers", []):
+        print(f"PPS_LAB_{r['side'].upper()}_ADDR={shlex.quote(lab['addr'][r['side']])}")
     return 0
 
 
@@ -713,7 +852,8 @@ def cmd_traffic(args):
         duration_s = max(1.0, left - 1)
     if args.congestion not in CONGESTION_CHOICES:
         raise UsageError(f"--congestion: '{args.congestion}' is not one of {', '.join(CONGESTION_CHOICES)}")
-    plan = {"duration_s": duration_s, "reverse": args.reverse, "congestion": args.congestion, "flows": []}
+    plan = {"duration_s": duration_s, "reverse": args.reverse, "congestion": args.congestion, "flows": [],
+            "receiver": lab_side(lab, args.receiver)}
     if args.elephants:
         n, start, stop = parse_schedule(args.elephants, "--elephants", duration_s, True)
         plan["flows"].append({"kind": "elephants", "count": n, "start_s": start, "stop_s": stop})
@@ -778,7 +918,8 @@ def traffic_run(name, tid):
     sdir = state_dir(name)
     with open(os.path.join(sdir, f"traffic-{tid}.json")) as f:
         plan = json.load(f)
-    snd_side, rcv_side = ("rcv", "snd") if plan["reverse"] else ("snd", "rcv")
+    rcv = plan.get("receiver", "rcv")
+    snd_side, rcv_side = (rcv, "snd") if plan["reverse"] else ("snd", rcv)
     src_ns, dst_ns = lab["netns"][snd_side], lab["netns"][rcv_side]
     src_addr, dst_addr = lab["addr"][snd_side], lab["addr"][rcv_side]
     cc = plan["congestion"]
@@ -1058,6 +1199,9 @@ def build_parser():
     up.add_argument("--stats", help="pps-linkem counters as JSON, written at exit and by `stats`")
     up.add_argument("--seed", type=int, default=1, help="seed of random loss and DRD decisions")
     up.add_argument("--foreground", action="store_true", help="stay until the deadline or Ctrl-C, then tear down")
+    up.add_argument("--receivers", type=int, default=1,
+                    help="N receiver namespaces (sides rcv1..rcvN), each behind its own pps-linkem link; --rate, --delay, "
+                    "--queue, --loss, --trace take 1 or N comma-separated values (default 1)")
 
     down = sub.add_parser("down", help="remove a lab: traffic, pps-linkem, processes, namespaces")
     down.add_argument("name", nargs="?", default=None)
@@ -1065,9 +1209,9 @@ def build_parser():
     down.add_argument("--all", action="store_true", help="every lab")
 
     c = sub.add_parser("addr", help="print one side's address", usage=f"{PROGRAM} addr [NAME | --name NAME] snd|rcv")
-    c.add_argument("side", choices=("snd", "rcv"))
-    c = sub.add_parser("exec", help="run a command on one side", usage=f"{PROGRAM} exec [NAME | --name NAME] snd|rcv CMD...")
-    c.add_argument("side", choices=("snd", "rcv"))
+    c.add_argument("side")
+    c = sub.add_parser("exec", help="run a command on one side", usage=f"{PROGRAM} exec [NAME | --name NAME] snd|rcv|rcvK CMD...")
+    c.add_argument("side")
     c.add_argument("argv", nargs=argparse.REMAINDER)
 
     for cmd, help_text in (("info", "print a lab's lab.json"), ("env", "print shell variables for a lab"), ("stats", "print pps-linkem's live counters")):
@@ -1086,6 +1230,7 @@ def build_parser():
     t.add_argument("--mice-interval", default=PPS_DEFAULT_MICE_INTERVAL, help="time between a mouse's flow starts (default 1s)")
     t.add_argument("--cbr", help="RATE[@START[-STOP]]: constant-bit-rate UDP (iperf3 -u -b)")
     t.add_argument("--reverse", action="store_true", help="data flows rcv->snd instead of snd->rcv")
+    t.add_argument("--receiver", default="rcv", help="the receiver side of a multi-receiver lab (rcv1..rcvN; default rcv = rcv1)")
     t.add_argument("--congestion", default=PPS_DEFAULT_CONGESTION, help="TCP congestion control of the flows (default cubic)")
     t.add_argument("--duration", default=str(PPS_DEFAULT_TRAFFIC_DURATION_S), help="seconds (default 60; cut to the lab's remaining time)")
     t.add_argument("--wait", action="store_true", help="wait for the end and print the results")
@@ -1123,10 +1268,10 @@ def parse_side_command(argv):
         name, words = words[1], words[2:]
     elif words and words[0].startswith("--name="):
         name, words = words[0].split("=", 1)[1], words[1:]
-    elif words and words[0] not in ("snd", "rcv"):
+    elif words and not re.fullmatch(r"snd|rcv\d*", words[0]):
         name, words = words[0], words[1:]
-    if not words or words[0] not in ("snd", "rcv"):
-        raise UsageError(f"usage: {PROGRAM} {command} [NAME | --name NAME] snd|rcv" + (" CMD..." if command == "exec" else ""))
+    if not words or not re.fullmatch(r"snd|rcv\d*", words[0]):
+        raise UsageError(f"usage: {PROGRAM} {command} [NAME | --name NAME] snd|rcv|rcvK" + (" CMD..." if command == "exec" else ""))
     side, rest = words[0], words[1:]
     if rest and rest[0] == "--":
         rest = rest[1:]

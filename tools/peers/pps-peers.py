@@ -3,7 +3,12 @@
 """pps-peers: ppstream beside GStreamer plain TCP and SRT, same lab, same
 source, same measurement (issue 7; the method is in docs/PEERS.md).
 
-    pps-peers --scenario paper|idle|all --duration 30 --out DIR
+    pps-peers --scenario paper|idle|steps|all --duration 30 --out DIR
+
+steps (issue 10): the bottleneck's capacity steps 8 -> 2 -> 0.8 -> 4 Mbit/s,
+10 s each (the mahimahi trace is written into each run's folder from the same
+steps, so every system meets the identical trace), 60-packet drop-tail, 50 ms
+RTT, no cross traffic, noisy content (snow; --pattern to change).
 
 Each system runs alone in a fresh lab (10 Mbit/s, 50 ms RTT, drop-tail queue
 of 1 BDP, cubic; paper: 20 cubic iperf3 flows started 5 s before the stream),
@@ -30,6 +35,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "netlab"))
+sys.dont_write_bytecode = True
+import netlab_lab  # noqa: E402  (the shared step traces; tools/netlab)
 BUILD = os.path.normpath(os.path.join(HERE, "..", ".."))
 NETLAB = os.environ.get("PPS_NETLAB", os.path.join(BUILD, "tools", "netlab", "pps-netlab"))
 SERVER = os.environ.get("PPS_SERVER", os.path.join(BUILD, "server", "pps-server"))
@@ -56,7 +64,11 @@ SCENARIOS = {
     # bandwidth-delay product, 20 long-lived cubic flows.
     "paper": {"up": ["--rate", "10mbit", "--delay", "25ms", "--queue", "auto", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 20},
     "idle": {"up": ["--rate", "10mbit", "--delay", "25ms", "--queue", "auto", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 0},
+    # Issue 10: capacity steps (Mbit/s:seconds), 60-packet drop-tail, 50 ms RTT, noisy content.
+    "steps": {"up": ["--delay", "25ms", "--queue", "60", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 0,
+              "steps": "8:10, 2:10, 0.8:10, 4:10", "pattern": "snow"},
 }
+STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream start
 
 # name -> (label, kind, settings). ppstream rows use the asap playout policy
 # (a picture is shown as soon as its window is decoded) so that, like the
@@ -70,7 +82,7 @@ SYSTEMS = {
     "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
 }
 SYSTEM_ORDER = list(SYSTEMS)
-SCENARIO_ORDER = ["idle", "paper"]
+SCENARIO_ORDER = ["idle", "paper", "steps"]
 
 
 class Stop(Exception):
@@ -102,36 +114,28 @@ def now_us():
     return int(time.time() * 1e6)
 
 
-class Lab:
-    """A fresh lab per run, always torn down (pps-netlab down), whatever happens."""
+class Lab(netlab_lab.Lab):
+    """A fresh lab per run, always torn down (pps-netlab down), whatever happens;
+    the shared netlab_lab.Lab plus the programs started in it."""
 
     def __init__(self, name, up_args, duration_s):
-        self.name = name
-        self.up_args = up_args
-        self.duration_s = duration_s
+        super().__init__(NETLAB, name, up_args, duration_s)
         self.procs = []
-        self.info = None
 
     def __enter__(self):
-        r = subprocess.run([NETLAB, "up", "--name", self.name, "--duration", str(int(self.duration_s))] + self.up_args, capture_output=True, text=True, timeout=60)
-        if r.returncode == SKIP:
-            raise SystemExit(SKIP)
-        if r.returncode != 0:
-            self.down()
-            raise RuntimeError(f"pps-netlab up failed: {r.stderr.strip()}")
-        self.info = json.loads(subprocess.run([NETLAB, "info", self.name], capture_output=True, text=True, check=True).stdout)
-        return self
+        try:
+            return super().__enter__()
+        except netlab_lab.NotPermitted:
+            raise SystemExit(SKIP) from None
+        except netlab_lab.LabError as error:
+            raise RuntimeError(f"pps-netlab up failed: {error}") from None
 
     def __exit__(self, *exc):
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        self.down_output = self.down()
-        return False
-
-    def down(self):
-        return subprocess.run([NETLAB, "down", self.name], capture_output=True, text=True, timeout=60).stdout
+        return super().__exit__(*exc)
 
     def addr(self, side):
         return self.info["addr"][side]
@@ -173,12 +177,12 @@ def wait_file(path, proc, timeout_s):
     raise RuntimeError(f"sender not ready after {timeout_s} s")
 
 
-def run_ppstream(lab, settings, rdir, duration_s):
+def run_ppstream(lab, settings, rdir, duration_s, pattern=PATTERN):
     snd = lab.addr("snd")
     port_file = os.path.join(rdir, "server.port")
     server_err = open(os.path.join(rdir, "server.err"), "w")
     server = lab.start("snd", [SERVER, "--listen", f"{snd}:{PORT}", "--port-file", port_file, "--quiet", "--duration", str(int(duration_s + 30)), "--stats-json", os.path.join(rdir, "server.json"),
-                               "--set", f"source.pattern={PATTERN}", "--set", f"source.fps={FPS}", "--set", f"transport.mode={settings['mode']}", "--set", "transport.minbuf_a=1", "--set", "transport.minbuf_b=3", "--set", "transport.congestion=cubic"], stderr=server_err)
+                               "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}", "--set", f"transport.mode={settings['mode']}", "--set", "transport.minbuf_a=1", "--set", "transport.minbuf_b=3", "--set", "transport.congestion=cubic"], stderr=server_err)
     wait_file(port_file, server, 15)
     start_us = now_us()
     client = lab.start("rcv", [CLIENT, f"{snd}:{PORT}", "--display", "none", "--quiet", "--duration", str(duration_s), "--log", os.path.join(rdir, "client.jsonl"), "--output", os.path.join(rdir, "shown.y4m"), "--policy", settings["policy"], "--set", "client.clock=shared"],
@@ -192,11 +196,11 @@ def run_ppstream(lab, settings, rdir, duration_s):
     return start_us, end_us
 
 
-def run_peer(lab, settings, rdir, duration_s, kbps):
+def run_peer(lab, settings, rdir, duration_s, kbps, pattern=PATTERN):
     snd = lab.addr("snd")
     t = settings["transport"]
     ready = os.path.join(rdir, "sender.ready")
-    sender = lab.start("snd", [PEER_SEND, "--sink", t, "--listen", f"{snd}:{PORT}", "--kbps", str(kbps), "--duration", str(int(duration_s + 30)), "--stats-json", os.path.join(rdir, "sender.json"), "--set", f"source.pattern={PATTERN}", "--set", f"source.fps={FPS}"],
+    sender = lab.start("snd", [PEER_SEND, "--sink", t, "--listen", f"{snd}:{PORT}", "--kbps", str(kbps), "--duration", str(int(duration_s + 30)), "--stats-json", os.path.join(rdir, "sender.json"), "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}"],
                        stdout=open(ready, "w"), stderr=open(os.path.join(rdir, "sender.err"), "w"))
     wait_file(ready, sender, 15)
     start_us = now_us()
@@ -210,9 +214,9 @@ def run_peer(lab, settings, rdir, duration_s, kbps):
     return start_us, end_us
 
 
-def score(rdir):
+def score(rdir, pattern=PATTERN):
     with open(os.path.join(rdir, "scores.tsv"), "w") as out:
-        r = subprocess.run([PEER_SCORE, "--pattern", PATTERN, os.path.join(rdir, "shown.y4m")], stdout=out, stderr=subprocess.PIPE, text=True, timeout=600)
+        r = subprocess.run([PEER_SCORE, "--pattern", pattern, os.path.join(rdir, "shown.y4m")], stdout=out, stderr=subprocess.PIPE, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"pps-peer-score failed: {r.stderr.strip()}")
     return read_tsv(os.path.join(rdir, "scores.tsv"))
@@ -255,7 +259,7 @@ def display_times(kind, rdir, scores):
     return [int(f["recv_us"]) for f in frames[: len(scores)]]
 
 
-def analyse(kind, rdir, start_us, end_us, scores):
+def analyse(kind, rdir, start_us, end_us, scores, step_downs_us=()):
     times = display_times(kind, rdir, scores)
     t0, t1 = start_us + SKIP_START_S * 1e6, end_us - SKIP_END_S * 1e6
     # Source picture n was captured at anchor_cap + (n - anchor_ref) periods
@@ -298,13 +302,20 @@ def analyse(kind, rdir, start_us, end_us, scores):
     # Freezes: gaps between consecutive new pictures (by display time) longer
     # than FROZEN_GAP_US count in full; a repeated or older picture is no change.
     frozen_us, last_new, newest = 0, None, -1
+    gaps = []
     for t, ref, new in sorted(events):
         if ref <= newest:
             continue
         newest = ref
         if last_new is not None and t - last_new > FROZEN_GAP_US:
             frozen_us += t - last_new
+        if last_new is not None:
+            gaps.append((last_new, t - last_new))
         last_new = t
+
+    def outside_steps(a, g):
+        # The part of a freeze outside the 1 s after each step down (issue 10; run_metrics' rule).
+        return g - sum(max(0.0, min(a + g, d + 1e6) - max(a, d)) for d in step_downs_us)
     span_us = (events[-1][0] - events[0][0]) if events else 0
     result = {
         "pictures_decoded": len(scores),
@@ -317,6 +328,9 @@ def analyse(kind, rdir, start_us, end_us, scores):
         "frames_shown": len(shown_refs),
         "frames_shown_pct": 100.0 * len(shown_refs) / expected if expected else 0,
         "frozen_pct": 100.0 * frozen_us / span_us if span_us else 100.0,
+        "total_frozen_ms": frozen_us / 1000.0,
+        "longest_freeze_ms": max((g for _, g in gaps), default=0) / 1000.0,
+        "longest_freeze_outside_steps_ms": max((outside_steps(a, g) for a, g in gaps), default=0) / 1000.0,
         "latency_ms": {"p50": percentile(lat_ms, 50), "p95": percentile(lat_ms, 95), "p99": percentile(lat_ms, 99), "max": max(lat_ms) if lat_ms else None},
         "psnr_y_mean": sum(psnr) / len(psnr) if psnr else None,
         "ssim_y_mean": sum(ssim) / len(ssim) if ssim else None,
@@ -342,12 +356,21 @@ def bits_per_second(kind, rdir):
     return 8.0 * rx["bytes_received"] / rx["seconds"] if rx["seconds"] else None
 
 
-def run_one(scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None):
+def run_one(scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None, pattern=None):
     label, kind, settings = SYSTEMS[system]
     rdir = os.path.join(out, scenario, variant or system)
     shutil.rmtree(rdir, ignore_errors=True)
     os.makedirs(rdir)
-    sc = SCENARIOS[scenario]
+    sc = dict(SCENARIOS[scenario])
+    pattern = pattern or sc.get("pattern", PATTERN)
+    lead_s = None
+    if sc.get("steps"):
+        # The same steps, the same file, for every system (netlab_lab.step_trace_lines is deterministic).
+        steps = netlab_lab.parse_steps(sc["steps"])
+        lead_s = (warmup_s if sc["elephants"] else 0) + STEP_LEAD_S
+        trace = netlab_lab.step_trace_write(os.path.join(rdir, "link.trace"), steps, lead_s)
+        sc["up"] = sc["up"] + ["--trace", trace, "--rev-rate", "%gmbit" % (max(r for r, _ in steps) / 1e6)]
+    sc["up"] = sc["up"] + ["--stats", os.path.join(rdir, "linkem.json")]
     name = f"peers{os.getpid() % 10000}"
     lab_bound_s = warmup_s + duration_s + 90
     log(f"{scenario}: {system} ({label}){'' if kind == 'ppstream' else f' at {kbps} kbit/s'}")
@@ -358,14 +381,15 @@ def run_one(scenario, system, out, duration_s, warmup_s, kbps, keep_video, varia
             lab.traffic(sc["elephants"], warmup_s + duration_s + 20)
             time.sleep(warmup_s)  # let the flows fill the queue first
         if kind == "ppstream":
-            start_us, end_us = run_ppstream(lab, settings, rdir, duration_s)
+            start_us, end_us = run_ppstream(lab, settings, rdir, duration_s, pattern)
         else:
-            start_us, end_us = run_peer(lab, settings, rdir, duration_s, kbps)
+            start_us, end_us = run_peer(lab, settings, rdir, duration_s, kbps, pattern)
         lab.save_state(os.path.join(rdir, "lab-state"))
     with open(os.path.join(rdir, "netlab-down.txt"), "w") as f:
         f.write(lab.down_output or "")
-    score(rdir)
-    run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": start_us, "end_us": end_us}
+    score(rdir, pattern)
+    run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": start_us, "end_us": end_us,
+           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s}
     with open(os.path.join(rdir, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
     result = result_of(rdir)
@@ -382,13 +406,28 @@ def result_of(rdir):
     runs through --report-only."""
     with open(os.path.join(rdir, "run.json")) as f:
         run = json.load(f)
-    result = analyse(run["kind"], rdir, run["start_us"], run["end_us"], read_tsv(os.path.join(rdir, "scores.tsv")))
+    result = analyse(run["kind"], rdir, run["start_us"], run["end_us"], read_tsv(os.path.join(rdir, "scores.tsv")), run_step_downs(rdir, run))
     result.update(run)
     result["label"] = SYSTEMS[run["system"]][0]
     result["bits_per_second"] = bits_per_second(run["kind"], rdir)
     with open(os.path.join(rdir, "result.json"), "w") as f:
         json.dump(result, f, indent=2)
     return result
+
+
+def run_capacity(rdir, run):
+    """A steps run's capacity over [start, end] (CLOCK_REALTIME us), from pps-linkem's epoch."""
+    epoch = netlab_lab.linkem_epoch_realtime_us(os.path.join(rdir, "linkem.json"))
+    if not run.get("steps") or epoch is None:
+        return None, ()
+    steps = netlab_lab.parse_steps(run["steps"])
+    lead = run.get("trace_lead_s") or 0.0
+    return (netlab_lab.capacity_series(steps, lead, epoch, run["start_us"], run["end_us"]),
+            netlab_lab.step_downs(steps, lead, epoch, run["start_us"], run["end_us"]))
+
+
+def run_step_downs(rdir, run):
+    return run_capacity(rdir, run)[1]
 
 
 def fmt(v, digits=0):
@@ -411,8 +450,8 @@ def collect(out):
 
 def write_table(out, results):
     lines = [
-        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | PSNR-Y (dB) | SSIM-Y | Mbit/s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lat = r["latency_ms"]
@@ -420,7 +459,9 @@ def write_table(out, results):
         if r["kind"] == "peer":
             rate += f" (x264 {r['peer_kbps']} kbit/s)"
         lines.append(
-            f"| {r['scenario']} | {r['label']} | {fmt(lat['p50'])} / {fmt(lat['p95'])} / {fmt(lat['p99'])} | {r['frames_shown_pct']:.1f}% | {r['frozen_pct']:.1f}% | {fmt(r['psnr_y_mean'], 2)} | {fmt(r['ssim_y_mean'], 3)} | {rate} |"
+            f"| {r['scenario']} | {r['label']} | {fmt(lat['p50'])} / {fmt(lat['p95'])} / {fmt(lat['p99'])} | {r['frames_shown_pct']:.1f}% | {r['frozen_pct']:.1f}% | "
+            f"{fmt(r.get('longest_freeze_ms'))}" + (f" ({fmt(r.get('longest_freeze_outside_steps_ms'))})" if r.get("steps") else "") +
+            f" | {fmt(r['psnr_y_mean'], 2)} | {fmt(r['ssim_y_mean'], 3)} | {rate} |"
         )
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "peers.md"), "w") as f:
@@ -455,7 +496,8 @@ def plot(out, results):
         ax.set_xscale("log")
         ax.set_xlabel("glass-to-glass latency (ms, log scale)")
         ax.set_ylabel("fraction of frames captured")
-        title = {"paper": "paper: 10 Mbit/s, 50 ms RTT, 20 cubic flows, drop-tail 1 BDP", "idle": "idle: 10 Mbit/s, 50 ms RTT, no cross traffic"}[scenario]
+        title = {"paper": "paper: 10 Mbit/s, 50 ms RTT, 20 cubic flows, drop-tail 1 BDP", "idle": "idle: 10 Mbit/s, 50 ms RTT, no cross traffic",
+                 "steps": "steps: 8/2/0.8/4 Mbit/s x 10 s, 60-pkt drop-tail, 50 ms RTT"}[scenario]
         ax.set_title(title, fontsize=9)
         ax.set_ylim(0, 1.02)
         ax.grid(True, which="both", alpha=0.3)
@@ -464,7 +506,47 @@ def plot(out, results):
     path = os.path.join(out, "peers-latency-cdf.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    if any(r["scenario"] == "steps" for r in results):
+        steps_timeline(out, [r for r in results if r["scenario"] == "steps"], styles, plt)
     return path
+
+
+def steps_timeline(out, results, styles, plt):
+    """Glass-to-glass latency of every system over the run, beside the link's
+    capacity, on the steps scenario (the same trace for all)."""
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    cap_drawn = False
+    for r in results:
+        rdir = os.path.join(out, "steps", r.get("variant", r["system"]))
+        with open(os.path.join(rdir, "run.json")) as f:
+            run = json.load(f)
+        scores = read_tsv(os.path.join(rdir, "scores.tsv"))
+        times = display_times(r["kind"], rdir, scores)
+        t0 = run["start_us"]
+        pts = sorted((int(s["capture_us"]), t) for s, t in zip(scores, times) if s["timecode_ok"] == "1" and t is not None)
+        color, style = styles.get(r["system"], ("k", "-"))
+        a1.plot([(c - t0) / 1e6 for c, _ in pts], [(t - c) / 1e3 for c, t in pts], ".", ms=2, color=color,
+                label=r["label"] + (f", {r['peer_kbps']} kbit/s" if r["kind"] == "peer" else ""))
+        cap, downs = run_capacity(rdir, run)
+        if cap and not cap_drawn:
+            xs = [(t - t0) / 1e6 for t, _ in cap] + [(run["end_us"] - t0) / 1e6]
+            ys = [b / 1e6 for _, b in cap]
+            a2.step(xs, ys + ys[-1:], where="post", color="black")
+            for d in downs:
+                a1.axvline((d - t0) / 1e6, color="grey", ls=":", lw=0.8)
+            cap_drawn = True
+    a1.set_yscale("log")
+    a1.set_ylabel("glass-to-glass latency (ms)")
+    a1.axhline(400, color="grey", ls="--", lw=0.8)
+    a1.grid(alpha=0.3, which="both")
+    a1.legend(fontsize=7, markerscale=4)
+    a2.set_ylabel("link Mbit/s")
+    a2.set_xlabel("capture time since the receiver started (s)")
+    a2.grid(alpha=0.3)
+    fig.suptitle("steps: each system alone on the same capacity trace (60-pkt drop-tail, 50 ms RTT)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "peers-steps-timeline.png"), dpi=100)
+    plt.close(fig)
 
 
 def report(out):
@@ -479,7 +561,9 @@ def report(out):
 
 def main():
     ap = argparse.ArgumentParser(prog="pps-peers", description="ppstream vs GStreamer TCP vs SRT in the network lab (docs/PEERS.md)")
-    ap.add_argument("--scenario", default="all", choices=["paper", "idle", "all"])
+    ap.add_argument("--scenario", default="all", choices=["paper", "idle", "steps", "all"], help="all = idle and paper (default); steps = issue 10's capacity steps")
+    ap.add_argument("--pattern", help="source pattern for every system (default: smpte; snow in steps)")
+    ap.add_argument("--steps", help="steps scenario: RATE_MBIT:SECONDS,... (default 8:10,2:10,0.8:10,4:10)")
     ap.add_argument("--duration", type=int, default=30, help="seconds per run (default 30)")
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--systems", default=",".join(SYSTEM_ORDER), help="comma-separated subset of " + ",".join(SYSTEM_ORDER))
@@ -496,6 +580,12 @@ def main():
     systems = [s for s in args.systems.split(",") if s]
     if any(s not in SYSTEMS for s in systems) or args.duration < 5:
         ap.error("--systems: unknown name, or --duration under 5 s")
+    if args.steps:
+        try:
+            netlab_lab.parse_steps(args.steps)
+        except ValueError as error:
+            ap.error(f"--steps: {error}")
+        SCENARIOS["steps"]["steps"] = args.steps
     if args.peer_kbps != "auto" and not args.peer_kbps.isdigit():
         ap.error("--peer-kbps: N or auto")
     reason = check_permissions()
@@ -505,7 +595,8 @@ def main():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     os.makedirs(args.out, exist_ok=True)
-    scenarios = SCENARIO_ORDER if args.scenario == "all" else [args.scenario]
+    # all = idle and paper, as before issue 10; steps runs on its own (--scenario steps).
+    scenarios = ["idle", "paper"] if args.scenario == "all" else [args.scenario]
     status = 0
     try:
         for scenario in scenarios:
@@ -513,7 +604,7 @@ def main():
             # ppstream minbuf first: in auto mode its rate sets the peers'.
             for system in sorted(systems, key=lambda s: s != "ppstream-minbuf"):
                 try:
-                    r = run_one(scenario, system, args.out, args.duration, args.warmup, kbps, args.keep_video)
+                    r = run_one(scenario, system, args.out, args.duration, args.warmup, kbps, args.keep_video, pattern=args.pattern)
                 except (RuntimeError, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
                     log(f"{scenario}: {system} failed: {e}")
                     status = 1
@@ -523,7 +614,7 @@ def main():
             for extra in args.extra_peer_kbps:
                 for system in (s for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer"):
                     try:
-                        run_one(scenario, system, args.out, args.duration, args.warmup, extra, args.keep_video, f"{system}-{extra}k")
+                        run_one(scenario, system, args.out, args.duration, args.warmup, extra, args.keep_video, f"{system}-{extra}k", pattern=args.pattern)
                     except (RuntimeError, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
                         log(f"{scenario}: {system} at {extra} kbit/s failed: {e}")
                         status = 1

@@ -7,7 +7,8 @@ one real pps-client (rcv), with long-lived cubic elephants as cross traffic,
 as in TOMCCAP 2008 section 7. Axes: transport (tcp, minbuf(A,B)), adaptation
 window (frames at 30 frames/s), competing flows, RTT, bottleneck rate, queue
 variant (drop-tail of one BDP with ECN off, or DRD with ECN on every flow),
-the stream's congestion control, repetitions. The matrix comes from an INI
+the stream's congestion control, repetitions; and for issue 10 the source
+pattern, a capacity-step trace and named server settings. The matrix comes from an INI
 file; presets live in presets/ beside this script.
 
     pps-sweep --preset quick [--out DIR]          run (or resume) a sweep
@@ -46,6 +47,9 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree when run from there
 import sweep_report  # noqa: E402  (beside this script in the source and build trees)
+# The shared Lab and step traces: ../netlab in the build tree (copied there), and in the source tree.
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "netlab"))
+import netlab_lab  # noqa: E402
 
 PROGRAM = "pps-sweep"
 EXIT_SKIP = 77
@@ -56,7 +60,12 @@ FPS = 30  # the server's source.fps default; the papers' 30 frames/s
 PRESETS_DIR = os.path.join(HERE, "presets")
 NETLAB_STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 
-AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion")
+AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion",
+        "pattern", "trace", "server_set")
+# Axes added for issue 10; when a matrix does not name them they are "" and
+# stay out of the cell id, so older sweep folders keep their ids (and resume).
+OPTIONAL_AXES = ("pattern", "trace", "server_set")
+PATTERNS = ("ball", "smpte", "snow", "bar", "pinwheel")  # config/pps-config-keys.c test_patterns
 AXIS_DEFAULTS = {
     "transport": "tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)",
     "window_frames": "2",
@@ -65,6 +74,9 @@ AXIS_DEFAULTS = {
     "rate_mbit": "10",
     "queue": "droptail",
     "congestion": "cubic",
+    "pattern": "",
+    "trace": "",
+    "server_set": "",
 }
 # Queue variants. droptail: FIFO of one bandwidth-delay product, ECN off.
 # drd-ecn: DRD with ECN negotiated by every flow (the stream and the
@@ -133,8 +145,10 @@ def transport_tag(name):
     return "tcp" if name == "tcp" else "mb" + re.sub(r"\D", "", name)
 
 
-def parse_axis(name, text):
+def parse_axis(name, text, traces=(), server_sets=()):
     values = [v.strip() for v in re.split(r",(?![^(]*\))", text) if v.strip()]
+    if not values and name in OPTIONAL_AXES:
+        return [""]
     if not values:
         raise UsageError(f"axis {name}: no values")
     out = []
@@ -166,14 +180,32 @@ def parse_axis(name, text):
             if v not in CONGESTION:
                 raise UsageError(f"axis congestion: '{v}' is not one of {', '.join(CONGESTION)}")
             out.append(v)
+        elif name == "pattern":
+            if v not in PATTERNS:
+                raise UsageError(f"axis pattern: '{v}' is not one of {', '.join(PATTERNS)}")
+            out.append(v)
+        elif name == "trace":
+            if v not in traces:
+                raise UsageError(f"axis trace: no [trace {v}] section")
+            out.append(v)
+        elif name == "server_set":
+            if v != "default" and v not in server_sets:
+                raise UsageError(f"axis server_set: '{v}' is neither default nor a [server_set {v}] section")
+            out.append(v)
     return out
 
 
 def cell_id(cell):
     rate = ("%g" % cell["rate_mbit"]).replace(".", "p")
     rtt = ("%g" % cell["rtt_ms"]).replace(".", "p")
-    return (f"{transport_tag(cell['transport'])}-w{cell['window_frames']}-f{cell['flows']}-{rate}mbit-{rtt}ms-"
-            f"{cell['queue']}-{cell['congestion']}-r{cell['rep']}")
+    link = f"t{cell['trace']}" if cell.get("trace") else f"{rate}mbit"
+    extra = ""
+    if cell.get("pattern"):
+        extra += f"-{cell['pattern']}"
+    if cell.get("server_set"):
+        extra += f"-s{cell['server_set']}"
+    return (f"{transport_tag(cell['transport'])}-w{cell['window_frames']}-f{cell['flows']}-{link}-{rtt}ms-"
+            f"{cell['queue']}-{cell['congestion']}{extra}-r{cell['rep']}")
 
 
 def load_config(path, overrides):
@@ -187,7 +219,7 @@ def load_config(path, overrides):
     except (OSError, configparser.Error) as error:
         raise UsageError(f"{path}: {error}") from None
     sweep = dict(parser["sweep"]) if parser.has_section("sweep") else {}
-    known = {"description", "duration_s", "warmup_s", "repetitions", "seed", "playout", "tolerance_ms", "timeline"}
+    known = {"description", "duration_s", "warmup_s", "repetitions", "seed", "playout", "tolerance_ms", "timeline", "psnr"}
     for key in sweep:
         if key not in known:
             raise UsageError(f"{path}: [sweep] {key}: unknown key (known: {', '.join(sorted(known))})")
@@ -202,7 +234,12 @@ def load_config(path, overrides):
         "playout": sweep.get("playout", PPS_DEFAULT_PLAYOUT),
         "tolerance_ms": sweep.get("tolerance_ms"),
         "timeline": sweep.get("timeline", ""),
+        # PSNR needs the shown pictures (client --output, about 14 MB/s, deleted
+        # once scored) and a pattern pps-peer-score regenerates (run_metrics.PSNR_PATTERNS).
+        "psnr": sweep.get("psnr", "false").strip().lower() in ("1", "true", "yes", "on"),
         "server_set": dict(parser["server"]) if parser.has_section("server") else {},
+        "server_sets": {},
+        "traces": {},
         "client_set": dict(parser["client"]) if parser.has_section("client") else {},
         "lab": dict(parser["lab"]) if parser.has_section("lab") else {},
         "matrices": {},
@@ -214,10 +251,19 @@ def load_config(path, overrides):
     for key in cfg["lab"]:
         if key not in ("drd_min_bdp", "drd_congest_bdp", "queue"):
             raise UsageError(f"{path}: [lab] {key}: unknown key (drd_min_bdp, drd_congest_bdp, queue)")
+    for key, value in overrides.get("server_set_cli") or []:
+        cfg["server_set"][key] = value  # pps-sweep --server-set KEY=VALUE: every cell
+    for section in parser.sections():
+        m = re.fullmatch(r"(trace|server_set)\s+(\S+)", section)
+        if m and m.group(1) == "trace":
+            cfg["traces"][m.group(2)] = trace_settings(path, section, dict(parser[section]))
+        elif m:
+            # A named set of server --set overrides: one value of the server_set axis.
+            cfg["server_sets"][m.group(2)] = dict(parser[section])
     for section in parser.sections():
         m = re.fullmatch(r"matrix(?:\s+(\S+))?", section)
         if not m:
-            if section not in ("sweep", "server", "client", "lab"):
+            if section not in ("sweep", "server", "client", "lab") and not re.fullmatch(r"(trace|server_set)\s+\S+", section):
                 raise UsageError(f"{path}: unknown section [{section}]")
             continue
         values = dict(parser[section])
@@ -229,17 +275,38 @@ def load_config(path, overrides):
         for key in values:
             if key not in AXES:
                 raise UsageError(f"{path}: [{section}] {key}: unknown axis (axes: {', '.join(AXES)}, ecn)")
-        cfg["matrices"][m.group(1) or "main"] = {axis: parse_axis(axis, values.get(axis, AXIS_DEFAULTS[axis])) for axis in AXES}
+        cfg["matrices"][m.group(1) or "main"] = {axis: parse_axis(axis, values.get(axis, AXIS_DEFAULTS[axis]), cfg["traces"], cfg["server_sets"])
+                                                 for axis in AXES}
     if not cfg["matrices"]:
         raise UsageError(f"{path}: no [matrix NAME] section")
     return cfg
+
+
+def trace_settings(path, section, values):
+    """[trace NAME]: steps = RATE_MBIT:SECONDS, ... (the forward capacity over
+    time, repeating), lead_s (added to the first step: the time between the
+    link coming up and the stream starting; default warm-up + 2 s),
+    rev_rate_mbit (the ACK path; default the largest step's rate)."""
+    for key in values:
+        if key not in ("steps", "lead_s", "rev_rate_mbit"):
+            raise UsageError(f"{path}: [{section}] {key}: unknown key (steps, lead_s, rev_rate_mbit)")
+    try:
+        steps = netlab_lab.parse_steps(values.get("steps", ""))
+    except ValueError as error:
+        raise UsageError(f"{path}: [{section}] steps: {error}") from None
+    out = {"steps": values["steps"], "lead_s": None, "rev_rate_mbit": max(r for r, _ in steps) / 1e6}
+    with contextlib.suppress(KeyError):
+        out["lead_s"] = float(values["lead_s"])
+    with contextlib.suppress(KeyError):
+        out["rev_rate_mbit"] = float(values["rev_rate_mbit"])
+    return out
 
 
 def plan_cells(cfg):
     """The union of the matrices' cross products, once each, x repetitions, in a seeded random order."""
     seen, cells = set(), []
     for matrix in cfg["matrices"].values():
-        for combo in itertools.product(*(matrix[a] for a in AXES)):
+        for combo in itertools.product(*(matrix.get(a, [""]) for a in AXES)):
             for rep in range(cfg["repetitions"]):
                 cell = dict(zip(AXES, combo), rep=rep)
                 cid = cell_id(cell)
@@ -326,36 +393,8 @@ def stop_child(proc):
         wait_child(proc, STOP_TIMEOUT_S)
 
 
-class Lab:
-    """pps-netlab's command line (docs/NETLAB.md, 'Using a lab from another program')."""
-
-    def __init__(self, netlab, name):
-        self.netlab = netlab
-        self.name = name
-        self.is_up = False
-
-    def run(self, *args, check=True):
-        cmd = [self.netlab] + [str(a) for a in args]
-        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LAB_COMMAND_TIMEOUT_S,
-                           start_new_session=True)
-        if check and r.returncode != 0:
-            raise CellError(f"{shlex.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
-        return r
-
-    def up(self, args):
-        self.is_up = True  # even a failed `up` may leave something for `down`
-        return self.run("up", "--name", self.name, *args)
-
-    def down(self):
-        if self.is_up:
-            self.run("down", self.name, check=False)
-            self.is_up = False
-
-    def exec_argv(self, side, argv):
-        return [self.netlab, "exec", self.name, side] + [str(a) for a in argv]
-
-    def state_dir(self):
-        return os.path.join(NETLAB_STATE_ROOT, self.name)
+# The lab itself: netlab_lab.Lab (tools/netlab/netlab_lab.py), shared with the other drivers.
+Lab = netlab_lab.Lab
 
 
 # ---------------------------------------------------------------- progress
@@ -450,9 +489,29 @@ def interruptible_sleep(seconds):
     time.sleep(max(0.0, seconds))
 
 
+def trace_lead_s(cell, cfg):
+    """Seconds between the link coming up (the trace's time zero) and the
+    stream: the first step lasts that much longer, so that the stream meets
+    every step in full. The real offset is measured (pps-linkem's epoch)."""
+    tr = cfg["traces"][cell["trace"]]
+    if tr.get("lead_s") is not None:
+        return tr["lead_s"]
+    return (cfg["warmup_s"] if cell["flows"] > 0 else 0.0) + 2.0
+
+
+def link_args(cell, cfg, celldir):
+    """--rate, or a capacity-step trace written into the cell folder (link.trace)."""
+    if not cell.get("trace"):
+        return ["--rate", "%gmbit" % cell["rate_mbit"]]
+    tr = cfg["traces"][cell["trace"]]
+    path = netlab_lab.step_trace_write(os.path.join(celldir, "link.trace"), netlab_lab.parse_steps(tr["steps"]),
+                                       trace_lead_s(cell, cfg))
+    return ["--trace", path, "--rev-rate", "%gmbit" % tr["rev_rate_mbit"]]
+
+
 def lab_args(cell, cfg, duration_s, celldir):
     queue = QUEUES[cell["queue"]]
-    args = ["--rate", "%gmbit" % cell["rate_mbit"], "--delay", "%gms" % (cell["rtt_ms"] / 2.0),
+    args = link_args(cell, cfg, celldir) + ["--delay", "%gms" % (cell["rtt_ms"] / 2.0),
             "--aqm", queue["aqm"], "--ecn", "on" if queue["ecn"] else "off",
             "--congestion", "cubic", "--duration", "%ds" % int(duration_s),
             "--queue", cfg["lab"].get("queue", "auto"),
@@ -475,18 +534,31 @@ def server_argv(ctx, cell, cfg, addr, port_fifo, celldir):
         "source.fps": FPS,
     }
     sets.update(cfg["server_set"])
+    if cell.get("pattern"):
+        sets["source.pattern"] = cell["pattern"]
+    if cell.get("server_set") and cell["server_set"] != "default":
+        sets.update(cfg.get("server_sets", {})[cell["server_set"]])
     argv = [ctx.server, "--listen", f"{addr}:0", "--port-file", port_fifo, "--quiet",
             "--duration", "%g" % cfg["duration_s"], "--stats-json", os.path.join(celldir, "server.json")]
+    if ctx.server_has_log:
+        # Issue 10: the path estimate and the rate allocation, once a second (JSON Lines).
+        argv += ["--log", os.path.join(celldir, "server.jsonl")]
     for key, value in sets.items():
         argv += ["--set", f"{key}={value}"]
     return argv, sets
 
 
-def client_argv(ctx, cfg, addr, port, celldir):
+def cell_pattern(cell, cfg):
+    return cell.get("pattern") or cfg["server_set"].get("source.pattern") or "ball"
+
+
+def client_argv(ctx, cfg, addr, port, celldir, log_name="client.jsonl", output_name="shown.y4m", psnr=None):
     argv = [ctx.client, f"{addr}:{port}", "--display", "none", "--quiet",
             # The server's end ends the client; this bound is only a backstop.
             "--duration", "%g" % (cfg["duration_s"] + CLIENT_EXIT_GRACE_S),
-            "--log", os.path.join(celldir, "client.jsonl"), "--policy", cfg["playout"]]
+            "--log", os.path.join(celldir, log_name), "--policy", cfg["playout"]]
+    if cfg.get("psnr") if psnr is None else psnr:
+        argv += ["--output", os.path.join(celldir, output_name)]
     if cfg["tolerance_ms"]:
         argv += ["--tolerance", str(cfg["tolerance_ms"])]
     for key, value in cfg["client_set"].items():
@@ -496,35 +568,18 @@ def client_argv(ctx, cfg, addr, port, celldir):
 
 def read_port(fifo_fd, server, timeout_s):
     """The server writes its bound port to the FIFO once it listens: no polling."""
-    deadline = time.monotonic() + timeout_s
     try:
-        pidfd = os.pidfd_open(server.pid)
-    except ProcessLookupError:
-        raise CellError("pps-server exited before listening (see server.err)") from None
-    data = b""
-    try:
-        while time.monotonic() < deadline:
-            readable, _, _ = select.select([fifo_fd, pidfd], [], [], deadline - time.monotonic())
-            if fifo_fd in readable:
-                chunk = os.read(fifo_fd, 64)
-                data += chunk
-                if b"\n" in data or not chunk:
-                    break
-            elif pidfd in readable:
-                raise CellError("pps-server exited before listening (see server.err)")
-    finally:
-        os.close(pidfd)
-    text = data.decode(errors="replace").strip()
-    if not text.isdigit():
-        raise CellError(f"pps-server did not report a port within {timeout_s:.0f} s")
-    return int(text)
+        return netlab_lab.read_port(fifo_fd, server, timeout_s)
+    except netlab_lab.LabError as error:
+        raise CellError(f"pps-server: {error} (see server.err)") from None
 
 
 def run_cell(ctx, cell, celldir):
     """Runs one cell; returns the measurements; the lab is down whatever happens."""
     cfg = ctx.cfg
     os.makedirs(celldir, exist_ok=True)
-    for stale in ("cell.json", "client.jsonl", "server.json", "linkem.json", "linkem.log", "elephants.json"):
+    for stale in ("cell.json", "client.jsonl", "server.json", "server.jsonl", "linkem.json", "linkem.log", "elephants.json",
+                  "shown.y4m", "scores.tsv"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(celldir, stale))
     lab = Lab(ctx.netlab, ctx.lab_name)
@@ -538,6 +593,8 @@ def run_cell(ctx, cell, celldir):
     times["loadavg_at_start"] = os.getloadavg()[0]
     try:
         times["lab_up_unix"] = time.time()
+        if cell.get("trace"):
+            times["trace_lead_s"] = trace_lead_s(cell, cfg)
         lab.up(lab_args(cell, cfg, lab_duration, celldir))
         info = lab.run("info", lab.name).stdout
         with open(os.path.join(celldir, "lab.json"), "w") as f:
@@ -568,7 +625,8 @@ def run_cell(ctx, cell, celldir):
                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "server.err"), "w"),
                                   start_new_session=True)
         port = read_port(fifo_fd, server, SERVER_READY_TIMEOUT_S)
-        cargv = client_argv(ctx, cfg, snd_addr, port, celldir)
+        psnr = cfg.get("psnr") and cell_pattern(cell, cfg) in sweep_report.PSNR_PATTERNS and ctx.score is not None
+        cargv = client_argv(ctx, cfg, snd_addr, port, celldir, psnr=psnr)
         times["client_start_unix"] = time.time()
         client = subprocess.Popen(lab.exec_argv("rcv", cargv), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "client.err"), "w"),
@@ -608,10 +666,27 @@ def run_cell(ctx, cell, celldir):
             for proc in (client, server, traffic):
                 stop_child(proc)
             lab.down()  # pps-linkem writes linkem.json and closes linkem.log
+    if psnr:
+        score_pictures(ctx, cell_pattern(cell, cfg), celldir)
     times["other_labs_at_end"] = other_labs(ctx.lab_name)
     times["loadavg_at_end"] = os.getloadavg()[0]
     result["times"] = times
     return result
+
+
+def score_pictures(ctx, pattern, celldir, y4m_name="shown.y4m", scores_name="scores.tsv"):
+    """PSNR of the pictures shown against the regenerated source (pps-peer-score,
+    docs/PEERS.md); the y4m goes once scored. Outside the measurement: the lab is down."""
+    y4m = os.path.join(celldir, y4m_name)
+    if not os.path.exists(y4m):
+        return
+    try:
+        with open(os.path.join(celldir, scores_name), "w") as out:
+            r = subprocess.run([ctx.score, "--pattern", pattern, y4m], stdout=out, stderr=subprocess.PIPE, text=True, timeout=900)
+        if r.returncode != 0:
+            log(f"pps-peer-score failed: {r.stderr.strip()[-300:]}")
+    finally:
+        os.unlink(y4m)
 
 
 def other_labs(own):
@@ -689,6 +764,9 @@ def find_programs(args):
         if not os.access(exe, os.X_OK):
             raise UsageError(f"missing {exe} (build first, or pass --build/--netlab/--server/--client)")
     ctx.netlab, ctx.server, ctx.client = (os.path.abspath(p) for p in (ctx.netlab, ctx.server, ctx.client))
+    score = os.path.join(build, "tools", "peers", "pps-peer-score")
+    ctx.score = score if os.access(score, os.X_OK) else None
+    ctx.server_has_log = netlab_lab.server_has_option(ctx.server, "--log")
     return ctx
 
 
@@ -708,7 +786,14 @@ def write_json(path, obj):
 
 
 def cmd_run(args):
-    overrides = {"duration_s": args.duration, "warmup_s": args.warmup, "repetitions": args.reps, "seed": args.seed}
+    sets = []
+    for item in args.server_set or []:
+        key, eq, value = item.partition("=")
+        if not eq or "." not in key:
+            raise UsageError(f"--server-set {item}: expected SECTION.KEY=VALUE")
+        sets.append((key.strip(), value.strip()))
+    overrides = {"duration_s": args.duration, "warmup_s": args.warmup, "repetitions": args.reps, "seed": args.seed,
+                 "server_set_cli": sets}
     out = args.resume or args.out
     plan_path = os.path.join(out, "plan.json") if out else None
     if args.resume and not os.path.exists(plan_path):
@@ -780,7 +865,7 @@ def cmd_run(args):
                 record.update(sweep_report.analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=args.keep_linkem_log))
                 record["status"] = "ok"
                 line = sweep_report.cell_line(record)
-            except (CellError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as error:
+            except (CellError, netlab_lab.LabError, netlab_lab.NotPermitted, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as error:
                 failures += 1
                 record["error"] = str(error)
                 line = f"{cell['id']}: FAILED: {error}"
@@ -826,7 +911,7 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="run (or resume) a sweep (the default command)")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full)")
+    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full, steps, steps-tiny, mustshow)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")
@@ -836,6 +921,8 @@ def build_parser():
     r.add_argument("--seed", type=int, help="seed of the cell order (overrides the file)")
     r.add_argument("--dry-run", action="store_true", help="print the cells in run order and the time estimate")
     r.add_argument("--keep-linkem-log", action="store_true", help="keep pps-linkem's per-packet log of each cell")
+    r.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE",
+                   help="a pps-server --set for every cell (after [server]; a server_set axis value still wins); repeatable")
     r.add_argument("--build", help="meson build directory (default: the one this script is in)")
     r.add_argument("--netlab", help="pps-netlab program")
     r.add_argument("--server", help="pps-server program")

@@ -19,13 +19,19 @@ import math
 import os
 import shutil
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "netlab"))
+import netlab_lab  # noqa: E402  (tools/netlab, copied beside pps-netlab in the build tree)
+import run_metrics  # noqa: E402  (beside this module)
+from run_metrics import PSNR_PATTERNS  # noqa: E402,F401  (pps-sweep asks this module)
 
 TOLERANCES_MS = (100, 160, 200, 300, 400, 500, 1000)
 CURVE_MS = list(range(0, 1501, 10))
 SHARE_TOLERANCE_MS = {"drd-ecn": 300, "droptail": 500}
 TRANSPORT_ORDER = ("tcp", "minbuf(1,0)", "minbuf(1,3)", "minbuf(2,0)")
-AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion")
-SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion")
+AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set")
+SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set")
 LINUX_TCP_RTO_MIN_MS = 200.0
 
 # TOMCCAP 2008, 10 Mbit/s, 50 ms RTT, drop-tail (section 7.2).
@@ -86,22 +92,36 @@ def read_json(path, default=None):
 
 
 def scenario_of(cell):
-    return tuple(cell[a] for a in SCENARIO_AXES)
+    # Cells of sweeps older than issue 10 have no pattern/trace/server_set: "".
+    return tuple(cell.get(a, "") for a in SCENARIO_AXES)
+
+
+def extras_name(d):
+    """The issue 10 axes of a scenario, where set: ', steps, snow, server_set noadapt'."""
+    out = ""
+    for a in ("trace", "pattern"):
+        if d.get(a):
+            out += f", {d[a]}"
+    if d.get("server_set"):
+        out += f", server_set {d['server_set']}"
+    return out
 
 
 def scenario_name(sc, short=False):
     d = dict(zip(SCENARIO_AXES, sc))
-    text = (f"window {d['window_frames']}, {d['flows']} flows, {d['rate_mbit']:g} Mbit/s, {d['rtt_ms']:g} ms, "
-            f"{'DRD+ECN' if d['queue'] == 'drd-ecn' else 'drop-tail 1 BDP'}, {d['congestion']}")
+    link = f"trace {d['trace']}" if d.get("trace") else f"{d['rate_mbit']:g} Mbit/s"
+    text = (f"window {d['window_frames']}, {d['flows']} flows, {link}, {d['rtt_ms']:g} ms, "
+            f"{'DRD+ECN' if d['queue'] == 'drd-ecn' else 'drop-tail'}, {d['congestion']}{extras_name(dict(d, trace=''))}")
     if short:
-        text = f"w{d['window_frames']} f{d['flows']} {d['queue']} {d['congestion']}"
+        text = f"w{d['window_frames']} f{d['flows']} {d['queue']} {d['congestion']}{extras_name(d).replace(', ', ' ')}"
     return text
 
 
 def scenario_tag(sc):
     d = dict(zip(SCENARIO_AXES, sc))
+    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set") if d.get(a))
     return (f"w{d['window_frames']}-f{d['flows']}-{d['rate_mbit']:g}mbit-{d['rtt_ms']:g}ms-{d['queue']}-"
-            f"{d['congestion']}").replace(".", "p")
+            f"{d['congestion']}{extra}").replace(".", "p")
 
 
 def fmt_s(g):
@@ -296,6 +316,10 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         est = ((retrans - rto) * rtt_ms + rto * (LINUX_TCP_RTO_MIN_MS + rtt_ms)) / max(1, len(with_q))
         shares["loss_recovery_est_ms"] = min(est, max(0.0, shares["all"]["sender_ms"]))
 
+    # Issue 10's per-run figures, computed from the client's frame events (not
+    # its summary), the server's --log where it exists, the trace's steps.
+    run_part, steps_info = issue10_metrics(celldir, cell, cfg, times, mean_elephant)
+
     shown = [f for f in frames if f.get("shown")]
     not_shown_reasons = {}
     for f in frames:
@@ -317,9 +341,6 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         "server_throughput_bps": thr_bps,
         "offered_bps": offered_bps,
         "client_goodput_bps": summary.get("bits_per_second"),
-        "frames_shown_pct": summary.get("frames_shown_pct"),
-        "frame_latency_p50_ms": summary.get("frame_latency_p50_ms"),
-        "frame_latency_p95_ms": summary.get("frame_latency_p95_ms"),
         "retrans_pkts": client_stats.get("retrans_pkts"),
         "rto_events": client_stats.get("rto_events"),
         "writes": client_stats.get("writes"),
@@ -339,8 +360,62 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         "frames_shown": len(shown),
         "frames_not_shown_reasons": not_shown_reasons,
     })
-    return {"metrics": flat, "client_summary": summary, "server": server, "shares": shares,
+    # Ours, from the frame events (run_metrics); the client's own summary stays in client_summary.
+    flat.update(run_part)
+    return {"metrics": flat, "client_summary": summary, "server": server, "shares": shares, "steps": steps_info,
             "client_exit": measured.get("client_exit"), "times": times, "server_set": measured.get("server_set"), "lab": {k: lab.get(k) for k in ("link", "rtt_ms", "ecn", "congestion", "sysctl")}}
+
+
+def issue10_metrics(celldir, cell, cfg, times, mean_elephant):
+    """The run_metrics figures of one cell (recomputed by `report`, so a change
+    of method applies to old runs too) and its capacity steps."""
+    steps_info = cell_steps(celldir, cell, cfg, times)
+    run = run_metrics.run_metrics(os.path.join(celldir, "client.jsonl"), os.path.join(celldir, "server.jsonl"),
+                                  steps_info["step_downs_us"] if steps_info else (), os.path.join(celldir, "scores.tsv"),
+                                  mean_elephant)
+    return {
+        "frames_shown_pct": run["frames_shown_pct"],
+        "frame_latency_p50_ms": run["frame_latency_p50_ms"],
+        "frame_latency_p95_ms": run["frame_latency_p95_ms"],
+        "frame_latency_p99_ms": run["frame_latency_p99_ms"],
+        "frames_expected": run["frames_expected"],
+        "longest_freeze_ms": run["longest_freeze_ms"],
+        "longest_freeze_outside_steps_ms": run["longest_freeze_outside_steps_ms"],
+        "total_frozen_ms": run["total_frozen_ms"],
+        "freezes_over_500ms": run["freezes_over_500ms"],
+        "freezes_over_500ms_after_step": run["freezes_over_500ms_after_step"],
+        "received_bps": run["received_bps"],
+        "throughput_share": run["throughput_share"],
+        "psnr_y_mean": run.get("psnr_y_mean"),
+        "ssim_y_mean": run.get("ssim_y_mean"),
+        "server_log": run.get("server_log"),
+        "estimate_bps_mean": first_client(run, "estimate_bps_mean"),
+        "queue_delay_ms_mean": first_client(run, "queue_delay_ms_mean"),
+        "encoded_layer_bps_mean": run.get("encoded_layer_bps_mean"),
+    }, steps_info
+
+
+def first_client(run, key):
+    clients = run.get("clients") or {}
+    return clients[sorted(clients)[0]].get(key) if clients else None
+
+
+def cell_steps(celldir, cell, cfg, times):
+    """A trace cell's capacity steps on CLOCK_REALTIME (pps-linkem's epoch from
+    its stats file): the capacity series and the step-down instants. None otherwise."""
+    if not cell.get("trace") or cell["trace"] not in cfg.get("traces", {}):
+        return None
+    epoch_us = netlab_lab.linkem_epoch_realtime_us(os.path.join(celldir, "linkem.json"))
+    if epoch_us is None:
+        return None
+    steps = netlab_lab.parse_steps(cfg["traces"][cell["trace"]]["steps"])
+    lead = times.get("trace_lead_s", 0.0)
+    t_from = times.get("client_start_unix", epoch_us / 1e6) * 1e6
+    t_to = times.get("client_end_unix", t_from / 1e6 + cfg["duration_s"]) * 1e6
+    return {"steps": cfg["traces"][cell["trace"]]["steps"], "lead_s": lead, "epoch_realtime_us": epoch_us,
+            "stream_start_after_epoch_s": (times.get("server_start_unix", 0) * 1e6 - epoch_us) / 1e6,
+            "capacity": netlab_lab.capacity_series(steps, lead, epoch_us, t_from, t_to),
+            "step_downs_us": netlab_lab.step_downs(steps, lead, epoch_us, t_from, t_to)}
 
 
 def cell_line(record):
@@ -348,7 +423,10 @@ def cell_line(record):
     return (f"{c['id']}: {m['windows_transmitted']} windows, within 300/500 ms {fmt(m['within_300ms_pct'])}/"
             f"{fmt(m['within_500ms_pct'])}%, p95 {fmt(m['window_latency_p95_ms'], '.0f')} ms, sender-dropped "
             f"{fmt(m['sender_dropped_pct'])}%, {fmt((m['server_throughput_bps'] or 0) / 1e6, '.2f')} Mbit/s, "
-            f"F {fmt(m['friendliness_ratio'], '.2f')}, retrans {m['retrans_pkts']}, RTOs {m['rto_events']}")
+            f"F {fmt(m['friendliness_ratio'], '.2f')}, retrans {m['retrans_pkts']}, RTOs {m['rto_events']}; "
+            f"frames shown {fmt(m.get('frames_shown_pct'))}%, frame p50/p95/p99 {fmt(m.get('frame_latency_p50_ms'), '.0f')}/"
+            f"{fmt(m.get('frame_latency_p95_ms'), '.0f')}/{fmt(m.get('frame_latency_p99_ms'), '.0f')} ms, longest freeze "
+            f"{fmt(m.get('longest_freeze_ms'), '.0f')} ms, frozen {fmt((m.get('total_frozen_ms') or 0) / 1e3, '.1f')} s")
 
 
 # ---------------------------------------------------------------- the sweep
@@ -387,7 +465,7 @@ def aggregate(out, records):
     """One group per matrix point (all axes but the repetition): pooled windows, means over repetitions."""
     groups = {}
     for r in records:
-        key = tuple(r["cell"][a] for a in AXES)
+        key = tuple(r["cell"].get(a, "") for a in AXES)
         groups.setdefault(key, []).append(r)
     tcp_thr, tcp_goodput = {}, {}
     for key, rs in groups.items():
@@ -407,7 +485,9 @@ def aggregate(out, records):
         g["window_latency_p95_ms"] = percentile(lat, 95)
         for name in ("sender_dropped_pct", "server_throughput_bps", "client_goodput_bps", "offered_bps", "frames_shown_pct",
                      "frame_latency_p50_ms", "frame_latency_p95_ms", "friendliness_ratio", "separation_index",
-                     "server_cpu_pct", "client_cpu_pct", "elephant_mean_bps", "bottleneck_sojourn_p50_ms", "bottleneck_sojourn_p95_ms"):
+                     "server_cpu_pct", "client_cpu_pct", "elephant_mean_bps", "bottleneck_sojourn_p50_ms", "bottleneck_sojourn_p95_ms",
+                     "frame_latency_p99_ms", "longest_freeze_ms", "longest_freeze_outside_steps_ms", "total_frozen_ms",
+                     "received_bps", "throughput_share", "psnr_y_mean"):
             vals = [r["metrics"].get(name) for r in rs]
             g[name] = mean(vals)
             g[name + "_sd"] = sd([v for v in vals if v is not None])
@@ -440,7 +520,7 @@ def aggregate(out, records):
     return result
 
 
-CSV_SKIP = ("elephants_bps", "frames_not_shown_reasons")
+CSV_SKIP = ("elephants_bps", "frames_not_shown_reasons", "encoded_layer_bps_mean")
 
 
 def write_tables(out, records, groups):
@@ -613,6 +693,22 @@ def plots(out, plan, records, groups):
     return made
 
 
+def run_plots(out, plan, records):
+    """Each cell's over-time plot, cells/ID/timeline.png (run_metrics.plot_timeline)."""
+    made = {}
+    for r in records:
+        cid = r["cell"]["id"]
+        celldir = os.path.join(out, "cells", cid)
+        steps = r.get("steps") or {}
+        title = f"{cid}: {r['cell']['transport']}, " + scenario_name(scenario_of(r["cell"]))
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            png = run_metrics.plot_timeline(os.path.join(celldir, "timeline.png"), title, os.path.join(celldir, "client.jsonl"),
+                                            os.path.join(celldir, "server.jsonl"), steps.get("capacity"), steps.get("step_downs_us", ()))
+            if png:
+                made[cid] = os.path.relpath(png, out)
+    return made
+
+
 def choose_timeline(plan, records):
     if not records:
         return None
@@ -690,17 +786,27 @@ def shares_table(g):
 
 def report(out, markdown=None, plots_dir=None):
     plan, records = load_cells(out)
+    for r in records:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            part, steps = issue10_metrics(os.path.join(out, "cells", r["cell"]["id"]), r["cell"], plan["config"],
+                                          r.get("times") or {}, r["metrics"].get("elephant_mean_bps"))
+            r["metrics"].update(part)
+            r["steps"] = steps
     groups = aggregate(out, records)
     write_tables(out, records, groups)
     made = plots(out, plan, records, groups) if records else {}
+    if records:
+        made["runs"] = run_plots(out, plan, records)
     summary = {
         "plan": {k: plan.get(k) for k in ("preset", "command", "created", "machine", "fps")},
         "config": {k: v for k, v in plan["config"].items() if k != "text"},
         "cells_planned": len(plan["cells"]),
         "cells_done": len(records),
-        "cells": [{"cell": r["cell"], **r["metrics"], "client_summary": r["client_summary"], "shares": r.get("shares")} for r in records],
+        "cells": [{"cell": r["cell"], **r["metrics"], "client_summary": r["client_summary"], "shares": r.get("shares"),
+                   "steps": {k: v for k, v in (r.get("steps") or {}).items() if k != "capacity"} or None} for r in records],
         "groups": groups,
         "targets": [dict(zip(("queue_variant", "target", "wanted", "measured", "verdict"), t[:5])) for t in targets(groups)],
+        "issue10_checks": issue10_checks(records),
         "plots": made,
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
@@ -876,6 +982,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
                  f"{g['retrans_pkts']} / {g['rto_events']} | {fmt(g['server_cpu_pct'], '.0f')} / {fmt(g['client_cpu_pct'], '.0f')} |")
     L.append("")
 
+    L += per_run_section(records, made, markdown_path)
     if made:
         L.append("## Plots")
         L.append("")
@@ -919,6 +1026,74 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     return "\n".join(L)
 
 
+def per_run_section(records, made, markdown_path):
+    """Issue 10's figures for every run, and its must-show checks where a run matches."""
+    if not records:
+        return []
+    L = ["## Per run: frames, latency, freezes, rates (issue 10)", ""]
+    L.append("From the client's frame events (not its summary): frames shown of the 30 frames/s capture grid, frame latency "
+             "(capture to display) p50/p95/p99, the longest gap between shown frames (freeze), the longest once the freezes "
+             "starting within 1 s after a capacity step down are set aside, the total frozen time (gaps > 100 ms); received = "
+             "bytes the client received per second; share = received over the mean elephant's (same run); PSNR-Y of the "
+             "pictures shown (pps-peer-score, when `psnr = true`); estimate = the server's mean "
+             "path estimate (its `--log`, when the server has one).")
+    L.append("")
+    L.append("| cell | frames shown % | p50 / p95 / p99 ms | longest freeze ms | outside steps ms | frozen s | received Mbit/s | share | PSNR dB | estimate Mbit/s | plot |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(records, key=lambda r: r["cell"]["id"]):
+        m = r["metrics"]
+        cid = r["cell"]["id"]
+        plot = (made.get("runs") or {}).get(cid)
+        link = f"[timeline]({plot})" if plot and not markdown_path else ("cells/" + cid + "/timeline.png" if plot else "-")
+        est = m.get("estimate_bps_mean")
+        L.append(f"| {cid} | {fmt(m.get('frames_shown_pct'))} | {fmt(m.get('frame_latency_p50_ms'), '.0f')} / "
+                 f"{fmt(m.get('frame_latency_p95_ms'), '.0f')} / {fmt(m.get('frame_latency_p99_ms'), '.0f')} | "
+                 f"{fmt(m.get('longest_freeze_ms'), '.0f')} | {fmt(m.get('longest_freeze_outside_steps_ms'), '.0f')} | "
+                 f"{fmt((m.get('total_frozen_ms') or 0) / 1e3 if m.get('total_frozen_ms') is not None else None, '.1f')} | "
+                 f"{fmt((m.get('received_bps') or 0) / 1e6 if m.get('received_bps') else None, '.2f')} | {fmt(m.get('throughput_share'), '.2f')} | "
+                 f"{fmt(m.get('psnr_y_mean'), '.2f')} | {fmt(est / 1e6 if est else None, '.2f')} | {link} |")
+    L.append("")
+    checks = issue10_checks(records)
+    if checks:
+        L.append("### Issue 10 must-show checks")
+        L.append("")
+        L.append("| cell | check | wanted | measured | verdict |")
+        L.append("|---|---|---|---|---|")
+        for c in checks:
+            L.append(f"| {c['cell']} | {c['check']} | {c['wanted']} | {c['measured']} | {c['verdict']} |")
+        L.append("")
+    return L
+
+
+def issue10_checks(records):
+    """The issue's must-show bounds, on the runs that match its scenarios: a
+    trace (capacity steps), 20 cubic flows at 10 Mbit/s and 50 ms."""
+    out = []
+
+    def add(r, check, wanted, value, ok, spec=".1f", unit=""):
+        out.append({"cell": r["cell"]["id"], "check": check, "wanted": wanted,
+                    "measured": (fmt(value, spec) + unit) if value is not None else "-",
+                    "verdict": "not measured" if value is None else ("met" if ok else "**missed**")})
+
+    for r in sorted(records, key=lambda r: r["cell"]["id"]):
+        c, m = r["cell"], r["metrics"]
+        steps = bool(c.get("trace"))
+        flows20 = c["flows"] == 20 and c["rate_mbit"] == 10 and c["rtt_ms"] == 50 and not steps and c["queue"] == "droptail"
+        if not (steps or flows20):
+            continue
+        v = m.get("frames_shown_pct")
+        add(r, "frames shown", ">= 95%", v, v is not None and v >= 95, unit="%")
+        v = m.get("frame_latency_p95_ms")
+        add(r, "frame latency p95", "<= 400 ms", v, v is not None and v <= 400, ".0f", " ms")
+        if steps:
+            v = m.get("longest_freeze_outside_steps_ms")
+            add(r, "no freeze > 500 ms except within 1 s after a step down", "<= 500 ms", v, v is not None and v <= 500, ".0f", " ms")
+        else:
+            v = m.get("throughput_share")
+            add(r, "stream throughput / mean elephant's", ">= 0.8", v, v is not None and v >= 0.8, ".2f")
+    return out
+
+
 SWEEP_HELP = """## pps-sweep in brief
 
 ```
@@ -932,8 +1107,12 @@ A sweep file (tools/sweep/presets/*.ini) has `[sweep]` (duration_s, warmup_s, re
 timeline = the cell of the over-time plot), `[server]` and `[client]` (`--set` keys for every cell),
 `[lab]` (drd_min_bdp, drd_congest_bdp, queue) and one or more `[matrix NAME]` sections whose keys are
 the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_frames`, `flows`
-(cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`) and
-`congestion` (the stream's: cubic, reno, bbr). The sweep runs the union of the matrices' cross
+(cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`),
+`congestion` (the stream's: cubic, reno, bbr), and (issue 10) `pattern` (source.pattern), `trace`
+(a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
+`server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
+true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
+to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow. The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
 pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn
@@ -941,6 +1120,7 @@ down whatever happens (Ctrl-C included: the sweep then says how to resume).
 
 Files: `plan.json` (matrix, seed, run order, machine), `cells/ID/` (client.jsonl, server.json,
 server.err, client.err, lab.json, linkem.json, elephants.json (iperf3), windows.csv (with the
-bottleneck queue at each window's last byte), frames.csv, cell.json), `summary.json`, `summary.csv`
+bottleneck queue at each window's last byte), frames.csv, cell.json, timeline.png; server.jsonl when
+the server has `--log`, link.trace for trace cells, scores.tsv with psnr), `summary.json`, `summary.csv`
 (one row per cell), `groups.csv` (one row per setting), `report.md`, `plots/`.
 """
