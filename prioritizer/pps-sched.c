@@ -319,17 +319,17 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 		size_t overhead, room, rest, take;
 		pps_wire_record_t r;
 
-		if (e->next_offset == 0 && !decodable(s, adu)) {
-			drop_adu(s, e, adu);
-			s->stats.adus_undecodable++;
-			e->next_adu++;
-			continue;
-		}
 		if (e->late && !is_base_anchor(adu)) {
 			/* A partly sent one too: the client learns from WINDOW_END. */
 			drop_adu(s, e, adu);
 			e->next_adu++;
 			e->next_offset = 0;
+			continue;
+		}
+		if (e->next_offset == 0 && !decodable(s, adu)) {
+			drop_adu(s, e, adu);
+			s->stats.adus_undecodable++;
+			e->next_adu++;
 			continue;
 		}
 		overhead = pps_wire_fragment_overhead(info->dep_count);

@@ -570,6 +570,112 @@ case_holdback(int temporal_layers, int window_frames)
 	return 0;
 }
 
+
+/* Noise (like videotestsrc's snow): no encoder can code it small at any CRF. */
+static void
+fill_noise(pps_frame_t *f, uint32_t seed)
+{
+	for (int pl = 0; pl < 3; pl++) {
+		int w = pl ? f->width / 2 : f->width, h = pl ? f->height / 2 : f->height;
+
+		for (int y = 0; y < h; y++)
+			for (int x = 0; x < w; x++) {
+				seed = seed * 1664525u + 1013904223u;
+				f->planes[pl][(size_t)y * f->strides[pl] + x] = (uint8_t)(seed >> 24);
+			}
+	}
+}
+
+typedef struct {
+	uint64_t bytes[2];
+	size_t max_base_bytes;
+	int frames_counted;
+	bool counting;
+} rate_count_t;
+
+static void
+on_rate_adu(pps_adu_t *adu, void *user)
+{
+	rate_count_t *c = user;
+	const pps_adu_info_t *info = pps_adu_info(adu);
+
+	if (c->counting && info->quality_layer < 2) {
+		c->bytes[info->quality_layer] += pps_adu_size(adu);
+		if (info->quality_layer == 0 && pps_adu_size(adu) > c->max_base_bytes)
+			c->max_base_bytes = pps_adu_size(adu);
+	}
+	pps_adu_unref(adu);
+}
+
+/* pps_encoder_set_rates() steers x264's VBV rate, buffer and CRF mid-stream:
+ * on noise the layers follow the rate they are given (fillers included), and
+ * no base picture, IDR included, exceeds the buffer. */
+static int
+case_rates(void)
+{
+	pps_encoder_params_t p = {
+		.width = W, .height = H, .fps = 30, .temporal_layers = 2, .quality_layers = 2,
+		.base_scale = 2, .gop_frames = 30, .window_frames = 2, .preset = "veryfast",
+		.threads = 1, .base_crf = 20, .base_vbv_kbps = 0, .enhancement_crf = 20,
+		.enhancement_vbv_kbps = 0, .rate_adaptive = true,
+	};
+	pps_encoder_rates_t high = { .kbps = { 3000, 6000 }, .buffer_kbit = { 1500, 3000 },
+				     .crf = { 20, 20 } };
+	pps_encoder_rates_t low = { .kbps = { 300, 600 }, .buffer_kbit = { 40, 300 },
+				    .crf = { 26, 24 } };
+	pps_encoder_rates_t bad = low;
+	pps_encoder_t *e = pps_encoder_new(&p);
+	pps_frame_t *frame = pps_frame_new(W, H);
+	rate_count_t hi = { .counting = false }, lo = { .counting = false };
+	pps_encoder_stats_t st;
+	double hi_kbps[2], lo_kbps[2];
+
+	if (!e || !frame) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	bad.crf[1] = 60;
+	CHECK(pps_encoder_set_rates(e, &bad) == -EINVAL, "CRF 60 accepted");
+	CHECK(pps_encoder_set_rates(e, &high) == 0, "set_rates refused");
+	for (int n = 0; n < 240; n++) {
+		rate_count_t *c = n < 120 ? &hi : &lo;
+
+		if (n == 120)
+			CHECK(pps_encoder_set_rates(e, &low) == 0, "set_rates refused");
+		/* Count the second half of each phase (the rate has settled). */
+		c->counting = n % 120 >= 60;
+		fill_noise(frame, (uint32_t)n * 7919u + 1u);
+		frame->capture_us = T0_US + n * 33333LL;
+		if (pps_encoder_encode(e, frame, on_rate_adu, c) < 0) {
+			fprintf(stderr, "encode failed at %d\n", n);
+			exit(1);
+		}
+	}
+	for (int q = 0; q < 2; q++) {
+		hi_kbps[q] = (double)hi.bytes[q] * 8 * 30 / 60 / 1000;
+		lo_kbps[q] = (double)lo.bytes[q] * 8 * 30 / 60 / 1000;
+	}
+	fprintf(stderr, "rates: base %.0f -> %.0f kbit/s (cap 3000 -> 300), enhancement %.0f -> %.0f "
+			"(6000 -> 600); largest base ADU at 300 kbit/s: %zu bytes (buffer 40 kbit)\n",
+		hi_kbps[0], lo_kbps[0], hi_kbps[1], lo_kbps[1], lo.max_base_bytes);
+	CHECK(lo_kbps[0] <= 300 * 1.3, "base %.0f kbit/s over its 300 kbit/s cap", lo_kbps[0]);
+	CHECK(lo_kbps[1] <= 600 * 1.3, "enhancement %.0f kbit/s over 600", lo_kbps[1]);
+	CHECK(hi_kbps[0] > 2 * lo_kbps[0], "base did not follow: %.0f vs %.0f", hi_kbps[0],
+	      lo_kbps[0]);
+	CHECK(lo.max_base_bytes <= 40000 / 8 * 13 / 10, "base ADU of %zu bytes > buffer",
+	      lo.max_base_bytes);
+	pps_encoder_get_stats(e, &st);
+	CHECK(st.reconfigs >= 4 && st.reconfig_errors == 0, "reconfigs %llu errors %llu",
+	      (unsigned long long)st.reconfigs, (unsigned long long)st.reconfig_errors);
+	pps_frame_free(frame);
+	pps_encoder_free(e);
+	p.rate_adaptive = false;
+	e = pps_encoder_new(&p);
+	CHECK(e && pps_encoder_set_rates(e, &low) == -EINVAL, "fixed encoder took rates");
+	pps_encoder_free(e);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -580,7 +686,9 @@ main(int argc, char **argv)
 		case_holdback(2, 2);
 	if (all || !strcmp(what, "holdback-3t"))
 		case_holdback(3, 4);
-	if (!all && !strncmp(what, "holdback", 8))
+	if (all || !strcmp(what, "rates"))
+		case_rates();
+	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates")))
 		goto out;
 
 	encode_sequence();

@@ -729,6 +729,97 @@ test_sched_control(void)
 	pps_sched_free(s);
 }
 
+
+/* Drains @s at @now_us; counts whole ADUs per (temporal, quality) layer. */
+static void
+drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
+{
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	pps_wire_parser_t *p = pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES);
+
+	REQUIRE(p);
+	while (pps_sched_next_packet(s, now_us, 1448, buf, &len, &push) == 1) {
+		const uint8_t *data = buf;
+		pps_wire_record_t r;
+
+		while (pps_wire_parser_next(p, &data, &len, &r) == 1) {
+			const pps_wire_adu_fragment_t *f = &r.u.adu_fragment;
+
+			if (r.kind == PPS_WIRE_WINDOW_END)
+				(*ends)++;
+			if (r.kind == PPS_WIRE_ADU_FRAGMENT && f->offset + f->payload_len == f->total_bytes)
+				adus[f->temporal_layer][f->quality_layer]++;
+		}
+	}
+	pps_wire_parser_free(p);
+}
+
+/* With a base grace, windows past their deadline still deliver their base
+ * anchors (quality 0, temporal 0) and nothing else, until the grace ends;
+ * without one, or after it, everything unsent is dropped. */
+static void
+test_sched_base_grace(void)
+{
+	pps_sched_params_t params = { .latency_budget_us = 100000, .max_windows = 64,
+				      .base_grace_us = 500000 };
+	window_list_t list;
+	pps_sched_t *s = pps_sched_new(&params);
+	unsigned adus[4][4] = { { 0 } }, anchors = 0, ends = 0;
+	pps_sched_stats_t st;
+	int64_t now;
+
+	REQUIRE(s);
+	make_windows(&list, 12, 4, 3, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 11, 1.0);
+	REQUIRE(list.n == 3);
+	for (size_t i = 0; i < list.n; i++) {
+		pps_sched_push_window(s, list.windows[i]);
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
+			const pps_adu_info_t *info = pps_adu_info(pps_window_adu(list.windows[i], a));
+
+			anchors += info->quality_layer == 0 && info->temporal_layer == 0;
+		}
+	}
+	REQUIRE(anchors >= 3);
+	/* Every deadline passed before anything was sent (a stalled socket). */
+	now = pps_window_first_capture_us(list.windows[2]) + 100000 + 1;
+	CHECK_EQ_INT(pps_sched_expire(s, now), 3);
+	/* The timer's next event is the end of the first window's grace. */
+	CHECK_EQ_INT(pps_sched_next_deadline_us(s),
+		     pps_window_first_capture_us(list.windows[0]) + 100000 + 500000);
+	drain_count(s, now, adus, &ends);
+	CHECK_EQ_INT(adus[0][0], anchors);
+	for (int t = 0; t < 4; t++)
+		for (int q = 0; q < 4; q++)
+			if (t || q)
+				CHECK_EQ_INT(adus[t][q], 0);
+	CHECK_EQ_INT(ends, 3);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_base_late, 3);
+	CHECK_EQ_INT(st.windows_partial, 3);
+	CHECK_EQ_INT(st.adus_undecodable, 0);
+	pps_sched_free(s);
+
+	/* Past the grace: nothing goes out, every window is dropped. */
+	s = pps_sched_new(&params);
+	REQUIRE(s);
+	for (size_t i = 0; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	memset(adus, 0, sizeof(adus));
+	ends = 0;
+	now = pps_window_first_capture_us(list.windows[2]) + 100000 + 500000;
+	CHECK_EQ_INT(pps_sched_expire(s, now), 3);
+	drain_count(s, now, adus, &ends);
+	CHECK_EQ_INT(adus[0][0], 0);
+	CHECK_EQ_INT(ends, 3);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_dropped, 3);
+	CHECK_EQ_INT(st.windows_base_late, 0);
+	pps_sched_free(s);
+	free_windows(&list);
+}
+
 int
 main(void)
 {
@@ -745,5 +836,6 @@ main(void)
 	test_sched_enhancement_needs_base();
 	test_sched_overload();
 	test_sched_control();
+	test_sched_base_grace();
 	return pps_test_result();
 }
