@@ -9,6 +9,10 @@
  * (TOMCCAP 2008), section 7: inside an adaptation window the sender sends in
  * priority order, base layers first; at the window's deadline whatever is
  * unsent is dropped; a window of which nothing was sent is a dropped window.
+ * One exception (base_grace_us): the base layer's anchors, which every later
+ * picture references, may go out late rather than break the chain until the
+ * next IDR (the deadline-follows-dependencies idea of Time-lined TCP, paper
+ * 004, applied to the one layer whose loss costs a whole GOP).
  *
  * Threading: a windower and each scheduler belong to one thread (the event
  * loop). Closed windows are immutable and reference counted, so one window is
@@ -157,14 +161,16 @@ int pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
 int pps_sched_push_control(pps_sched_t *sched, const pps_wire_record_t *record);
 
 /*
- * Drops what is unsent of every window whose deadline is <= @now_us. Called
+ * Drops what is unsent of every window whose deadline is <= @now_us (with a
+ * base grace: all but its base anchors, until deadline + grace). Called
  * by pps_sched_next_packet() too; the owner also calls it from a timer armed
  * at pps_sched_next_deadline_us(), so drops are accounted on time even while
  * the socket accepts nothing. Returns the number of windows it ended.
  */
 int pps_sched_expire(pps_sched_t *sched, int64_t now_us);
 
-/* The earliest deadline of a window not yet ended, or INT64_MAX. */
+/* The earliest deadline (or end of grace, for a late window) of a window not
+ * yet ended, or INT64_MAX. */
 int64_t pps_sched_next_deadline_us(const pps_sched_t *sched);
 
 /* True if a call to pps_sched_next_packet() now would produce a packet. */

@@ -72,6 +72,28 @@
  * the MSS, ends its batch and is pushed by uncorking and corking again
  * (IWQoS 2002 section 2.3), so it never merges with the next packet.
  *
+ * Latency cap (mode minbuf, pps_minbuf_set_cap()). MIN_BUF removes the
+ * queueing in the sender's kernel; it cannot remove the bottleneck queue that
+ * a loss-based congestion window fills on its own (60 packets at 0.6 Mbit/s is
+ * 1.2 s). So the owner may cap what is held in the kernel:
+ *
+ *     bound = min(A * cwnd + min(B, cwnd), cap) + sacked
+ *
+ * with cap = path estimate * (5/4 * min RTT + queue target) in packets (at
+ * least 4), computed by adapt/ (pps_path_inflight_cap_pkts()) from the same
+ * TCP_INFO readings and set again after each. Alone on a bottleneck the stream
+ * then adds about queue target + min RTT / 4 of queueing; the 5/4 lets the
+ * delivery rate, hence the estimate, grow when capacity appears. Named
+ * policies ([transport] latency_cap): off (MIN_BUF alone), always, and
+ * yielding (the default): when other flows keep the queue above what the cap
+ * can cause (its minimum over a second stays above target + margin) or a
+ * packet is retransmitted while capped, the cap is lifted - a capped stream
+ * beside loss-based flows would see its rate fall with every RTT they add and
+ * starve - and tried again for a few round trips every 4 s (backing off to
+ * 32 s while the tries fail). With a cap below cwnd everything held is in
+ * flight, so the writer waits with the SO_SNDBUF gate above.
+ * stats.capped_writes counts write decisions the cap made smaller.
+ *
  * Mode tcp: the baseline. The same framing and cork, but packets are written
  * whenever the socket is writable with the kernel's default (autotuned)
  * buffering; TCP_INFO is read once per batch for the MSS only.
@@ -237,12 +259,9 @@ void pps_minbuf_kick(pps_minbuf_t *w);
 void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user);
 
 /*
- * The latency cap (adapt/pps-adapt.h, pps_path_inflight_cap_pkts()): at most
+ * The latency cap (see above; mode minbuf only, ignored in mode tcp): at most
  * @cap_pkts packets held in the kernel, in flight or unsent, whatever the
- * MIN_BUF bound allows: bound = min(A*cwnd + min(B, cwnd), cap) + sacked.
- * 0 lifts it. Takes effect at the next write decision; with a cap below cwnd
- * everything held is in flight, so the writer waits with the SO_SNDBUF gate
- * (one ACK's worth of room), as in MIN_BUF(1,0)'s steady state.
+ * MIN_BUF bound allows. 0 lifts it. Takes effect at the next write decision.
  */
 void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts);
 
