@@ -12,8 +12,8 @@ through (frames shown above --floor-shown-pct).
 The issue's bounds, with a margin, on what is measured (never on wall-clock
 speed): frames shown >= --min-shown-pct, the longest freeze outside the 1 s
 after each step down <= --max-freeze-ms, frame latency p95 <= --max-p95-ms.
-They are printed always and enforced with --enforce (meson suite
-netlab-targets), since today's server, before adaptation, misses them.
+They are printed always and enforced with --enforce (as the netlab suite
+runs it; the first version's server, before adaptation, missed them).
 Exit 77 without root or /dev/net/tun; nothing is left behind.
 """
 import argparse
