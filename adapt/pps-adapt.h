@@ -151,16 +151,7 @@ typedef struct {
 typedef struct {
 	uint64_t estimate_bps;
 	uint32_t min_rtt_us;
-	/* The client competes with loss-based flows (PPS_PATH_CAP_COMPETING):
-	 * its layers span to PPS_ADAPT_COMPETING_PROBE_PCT of its estimate. */
-	bool competing;
 } pps_ratealloc_client_t;
-
-/* Beside loss-based flows a stream keeps its share only if it always has more
- * to send than its congestion window allows (cubic grows the window only while
- * it is full); the regulator drops the excess, so offering twice the estimate
- * costs encoding, not latency. */
-#define PPS_ADAPT_COMPETING_PROBE_PCT 200
 
 typedef struct pps_ratealloc pps_ratealloc_t;
 

@@ -6,9 +6,7 @@
  * The base layer is what every client must receive whole (a lost base P
  * leaves the rest of its GOP undecodable), so it is sized to fit comfortably
  * inside the slowest client's estimate: base_share_pct of it. The enhancement
- * layers span from there up to probe_pct of the fastest client's estimate (twice
- * it for a client competing with loss-based flows, see
- * PPS_ADAPT_COMPETING_PROBE_PCT; with
+ * layers span from there up to probe_pct of the fastest client's estimate (with
  * several enhancement layers, the clients' estimates in between mark the
  * steps), so each client receives as many layers as its path carries and the
  * priority-progress regulator drops the rest at the window deadline: sending
@@ -126,7 +124,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 {
 	const pps_ratealloc_params_t *p = &ra->params;
 	const int layers = p->quality_layers;
-	uint64_t est[64], top[64];
+	uint64_t est[64];
 	size_t m = 0;
 	uint32_t slow_rtt_us = 0;
 	uint64_t slow_bps = 0;
@@ -146,14 +144,10 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			slow_bps = clients[i].estimate_bps;
 			slow_rtt_us = clients[i].min_rtt_us;
 		}
-		top[m] = clients[i].estimate_bps *
-			 (uint64_t)(clients[i].competing ? PPS_ADAPT_COMPETING_PROBE_PCT : p->probe_pct) /
-			 100u;
 		est[m++] = clients[i].estimate_bps;
 	}
 	if (m > 0) {
 		qsort(est, m, sizeof(est[0]), compare_u64);
-		qsort(top, m, sizeof(top[0]), compare_u64);
 		/* Time the slowest client has to carry one base picture. */
 		slack_us = p->latency_budget_us - p->window_us - slow_rtt_us / 2;
 		if (slack_us < p->window_us)
@@ -169,8 +163,10 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 				/* Top of layer q: the client at quantile q/(layers-1). */
 				size_t idx = (size_t)(((int64_t)(m - 1) * q + layers - 2) /
 						      (layers - 1));
-				wanted_kbps = clamp_int((int64_t)(top[idx] / 1000u) - below,
-							MIN_ENHANCEMENT_KBPS, p->max_kbps[q]);
+				int64_t top = (int64_t)(est[idx] / 1000u) * p->probe_pct / 100;
+
+				wanted_kbps = clamp_int(top - below, MIN_ENHANCEMENT_KBPS,
+							p->max_kbps[q]);
 			}
 			next.kbps[q] = step(ra->current.kbps[q], (int)wanted_kbps);
 			below += next.kbps[q];

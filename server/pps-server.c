@@ -225,7 +225,6 @@ adapt_cb(evutil_socket_t fd, short what, void *user)
 			continue;
 		clients[n].estimate_bps = e.estimate_bps;
 		clients[n].min_rtt_us = e.min_rtt_us;
-		clients[n].competing = e.cap_state == PPS_PATH_CAP_COMPETING;
 		n++;
 	}
 	if (pps_ratealloc_update(srv->ratealloc, now, clients, n, encoded_bps, &r) == 1) {
