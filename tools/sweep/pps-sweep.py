@@ -286,15 +286,17 @@ def trace_settings(path, section, values):
     """[trace NAME]: steps = RATE_MBIT:SECONDS, ... (the forward capacity over
     time, repeating), lead_s (added to the first step: the time between the
     link coming up and the stream starting; default warm-up + 2 s),
-    rev_rate_mbit (the ACK path; default the largest step's rate)."""
+    rev_rate_mbit (the ACK path; default the largest step's rate), queue (the
+    link's queue in packets under this trace; default [lab] queue)."""
     for key in values:
-        if key not in ("steps", "lead_s", "rev_rate_mbit"):
-            raise UsageError(f"{path}: [{section}] {key}: unknown key (steps, lead_s, rev_rate_mbit)")
+        if key not in ("steps", "lead_s", "rev_rate_mbit", "queue"):
+            raise UsageError(f"{path}: [{section}] {key}: unknown key (steps, lead_s, rev_rate_mbit, queue)")
     try:
         steps = netlab_lab.parse_steps(values.get("steps", ""))
     except ValueError as error:
         raise UsageError(f"{path}: [{section}] steps: {error}") from None
-    out = {"steps": values["steps"], "lead_s": None, "rev_rate_mbit": max(r for r, _ in steps) / 1e6}
+    out = {"steps": values["steps"], "lead_s": None, "rev_rate_mbit": max(r for r, _ in steps) / 1e6,
+           "queue": values.get("queue")}
     with contextlib.suppress(KeyError):
         out["lead_s"] = float(values["lead_s"])
     with contextlib.suppress(KeyError):
@@ -514,7 +516,7 @@ def lab_args(cell, cfg, duration_s, celldir):
     args = link_args(cell, cfg, celldir) + ["--delay", "%gms" % (cell["rtt_ms"] / 2.0),
             "--aqm", queue["aqm"], "--ecn", "on" if queue["ecn"] else "off",
             "--congestion", "cubic", "--duration", "%ds" % int(duration_s),
-            "--queue", cfg["lab"].get("queue", "auto"),
+            "--queue", (cell.get("trace") and cfg["traces"][cell["trace"]].get("queue")) or cfg["lab"].get("queue", "auto"),
             "--stats", os.path.join(celldir, "linkem.json"), "--log", os.path.join(celldir, "linkem.log")]
     if queue["aqm"] == "drd":
         args += ["--drd-min", cfg["lab"].get("drd_min_bdp", PPS_DEFAULT_DRD_MIN_BDP),
