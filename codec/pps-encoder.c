@@ -247,7 +247,8 @@ payload_build(const fillers_t *f, const uint8_t *last, size_t last_size, size_t 
 		for (int b = 0; b < 4; b++)
 			payload[1 + 4 * i + b] = (uint8_t)(sz >> (8 * b));
 	}
-	memcpy(payload + header, f->data, f->size);
+	if (f->size) /* memcpy from NULL is undefined even for 0 bytes */
+		memcpy(payload + header, f->data, f->size);
 	if (last)
 		memcpy(payload + header + f->size, last, last_size);
 	*size = header + f->size + last_size;

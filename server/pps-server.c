@@ -12,6 +12,7 @@
 #include <event2/listener.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -685,7 +686,7 @@ main(int argc, char **argv)
 			snprintf(assignment, sizeof(assignment), "server.listen=%s", optarg);
 			if (pps_config_set(srv.config, assignment, err, sizeof(err)) < 0) {
 				fprintf(stderr, "pps-server: %s\n", err);
-				return PPS_EXIT_USAGE;
+				goto err_usage;
 			}
 			break;
 		}
@@ -694,10 +695,11 @@ main(int argc, char **argv)
 			break;
 		case 'd':
 			duration_s = strtod(optarg, &end);
-			if (*end || duration_s <= 0) {
-				fprintf(stderr, "pps-server: --duration %s: expected seconds > 0\n",
+			if (*end || end == optarg || !isfinite(duration_s) || duration_s <= 0 ||
+			    duration_s > 1e9) {
+				fprintf(stderr, "pps-server: --duration %s: expected seconds, > 0 and finite\n",
 					optarg);
-				return PPS_EXIT_USAGE;
+				goto err_usage;
 			}
 			break;
 		case 'j':
@@ -711,12 +713,12 @@ main(int argc, char **argv)
 			break;
 		default:
 			usage(stderr);
-			return PPS_EXIT_USAGE;
+			goto err_usage;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "pps-server: unexpected argument '%s' (see --help)\n", argv[optind]);
-		return PPS_EXIT_USAGE;
+		goto err_usage;
 	}
 
 	srv.max_clients = (unsigned)pps_config_get_int(srv.config, "server", "max_clients");
@@ -731,7 +733,7 @@ main(int argc, char **argv)
 	ret = pps_minbuf_params_from_config(srv.config, &srv.session_params.transport);
 	if (ret < 0) {
 		fprintf(stderr, "pps-server: [transport]: %s\n", strerror(-ret));
-		return PPS_EXIT_USAGE;
+		goto err_usage;
 	}
 	srv.session_params.path.cap_policy = (pps_latency_cap_policy_t)pps_config_get_enum(
 		srv.config, "transport", "latency_cap");
@@ -743,7 +745,7 @@ main(int argc, char **argv)
 		srv.log = fopen(srv.log_path, "w");
 		if (!srv.log) {
 			fprintf(stderr, "pps-server: --log %s: %s\n", srv.log_path, strerror(errno));
-			return PPS_EXIT_USAGE;
+			goto err_usage;
 		}
 	}
 
@@ -854,4 +856,8 @@ out:
 		event_base_free(srv.base);
 	pps_config_free(srv.config);
 	return srv.exit_status;
+
+err_usage:
+	pps_config_free(srv.config);
+	return PPS_EXIT_USAGE;
 }
