@@ -68,16 +68,25 @@ run_loop(pps_path_t *p, model_t *m, double seconds, uint64_t rate_bps, uint32_t 
 	}
 }
 
-static void
-test_alone_estimate_and_cap(void)
+/* The server's default: a yielding cap, 50 ms queue target (250 ms / 5). */
+static pps_path_t *
+new_yielding_path(void)
 {
 	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
 				 .queue_target_us = 50000 };
 	pps_path_t *p = pps_path_new(&pp);
+
+	REQUIRE(p);
+	return p;
+}
+
+static void
+test_alone_estimate_and_cap(void)
+{
+	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
 	model_t m = { .now_us = 1000000 };
 
-	REQUIRE(p);
 	pps_path_get_estimate(p, &e);
 	CHECK(!e.valid);
 	CHECK_EQ_INT(pps_path_inflight_cap_pkts(p), 0);
@@ -99,13 +108,10 @@ test_alone_estimate_and_cap(void)
 static void
 test_step_down_follows_within_a_second(void)
 {
-	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
-				 .queue_target_us = 50000 };
-	pps_path_t *p = pps_path_new(&pp);
+	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
 	model_t m = { .now_us = 1000000 };
 
-	REQUIRE(p);
 	run_loop(p, &m, 5.0, 8000000, 50000, 0, 200);
 	pps_path_get_estimate(p, &e);
 	CHECK(e.estimate_bps > 7000000);
@@ -129,13 +135,10 @@ test_step_down_follows_within_a_second(void)
 static void
 test_yields_to_cross_traffic_and_retests(void)
 {
-	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
-				 .queue_target_us = 50000 };
-	pps_path_t *p = pps_path_new(&pp);
+	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
 	model_t m = { .now_us = 1000000 };
 
-	REQUIRE(p);
 	run_loop(p, &m, 3.0, 2000000, 50000, 0, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
@@ -189,14 +192,11 @@ test_policies_off_and_always(void)
 static void
 test_retransmission_and_order(void)
 {
-	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
-				 .queue_target_us = 50000 };
-	pps_path_t *p = pps_path_new(&pp);
+	pps_path_t *p = new_yielding_path();
 	model_t m = { .now_us = 1000000 };
 	pps_path_estimate_t e, before;
 	pps_path_sample_t s;
 
-	REQUIRE(p);
 	run_loop(p, &m, 2.0, 2000000, 50000, 0, 20);
 	pps_path_get_estimate(p, &e);
 	CHECK(!e.congested);
@@ -224,9 +224,7 @@ test_recorded_trace(const char *dir)
 {
 	char path[512], line[256];
 	FILE *f;
-	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
-				 .queue_target_us = 50000 };
-	pps_path_t *p = pps_path_new(&pp);
+	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
 	long long capacity_bps = 0;
 	int samples = 0;
@@ -234,7 +232,6 @@ test_recorded_trace(const char *dir)
 	double sum_ratio = 0;
 	int n_ratio = 0;
 
-	REQUIRE(p);
 	snprintf(path, sizeof(path), "%s/tests/unit/data/path-trace.csv", dir);
 	f = fopen(path, "r");
 	REQUIRE(f);
