@@ -29,14 +29,14 @@ fragment(uint32_t window, uint32_t adu, uint32_t offset, uint16_t len, uint32_t 
 {
 	pps_wire_record_t r = { .kind = PPS_WIRE_ADU_FRAGMENT };
 
-	r.u.adu_fragment = (pps_wire_adu_fragment_t){ .window_id = window,
-						      .adu_id = adu,
-						      .frame_index = 1,
-						      .capture_us = 1000000,
-						      .offset = offset,
-						      .total_bytes = total,
-						      .payload_len = len,
-						      .payload = payload + offset };
+	r.u.adu_fragment = (pps_wire_adu_fragment_t){.window_id = window,
+	                                             .adu_id = adu,
+	                                             .frame_index = window * 2, /* W = 2 */
+	                                             .capture_us = 1000000,
+	                                             .offset = offset,
+	                                             .total_bytes = total,
+	                                             .payload_len = len,
+	                                             .payload = payload + offset};
 	return r;
 }
 
@@ -61,7 +61,7 @@ feed(pps_reasm_t *r, pps_wire_record_t rec, char *err)
 static void
 test_reasm_window(void)
 {
-	pps_reasm_t *r = pps_reasm_new();
+	pps_reasm_t *r = pps_reasm_new(2);
 	pps_reasm_window_t w;
 	pps_adu_t **adus, *early;
 	size_t n;
@@ -104,7 +104,7 @@ test_reasm_window(void)
 static void
 expect_error(pps_wire_record_t setup, pps_wire_record_t bad, const char *text)
 {
-	pps_reasm_t *r = pps_reasm_new();
+	pps_reasm_t *r = pps_reasm_new(2);
 	char err[256] = "";
 
 	REQUIRE(r);
@@ -135,7 +135,7 @@ test_reasm_rejections(void)
 	expect_error(none, begin(1, 2000, 10, 0), "over the limits");
 	{
 		/* A fragment that does not continue its ADU. */
-		pps_reasm_t *r = pps_reasm_new();
+		pps_reasm_t *r = pps_reasm_new(2);
 		char err[256];
 
 		REQUIRE(r && feed(r, open, err) == 0);
@@ -146,7 +146,7 @@ test_reasm_rejections(void)
 	}
 	{
 		/* Window ids only go forward. */
-		pps_reasm_t *r = pps_reasm_new();
+		pps_reasm_t *r = pps_reasm_new(2);
 		char err[256];
 
 		REQUIRE(r);
@@ -157,7 +157,7 @@ test_reasm_rejections(void)
 	}
 	{
 		/* The announced total bounds the sum of all ADUs, not each alone. */
-		pps_reasm_t *r = pps_reasm_new();
+		pps_reasm_t *r = pps_reasm_new(2);
 		char err[256];
 
 		REQUIRE(r && feed(r, open, err) == 0);
@@ -170,9 +170,9 @@ test_reasm_rejections(void)
 static void
 test_playout(void)
 {
-	pps_playout_t *fixed = pps_playout_new(PPS_PLAYOUT_FIXED, 200000);
-	pps_playout_t *asap = pps_playout_new(PPS_PLAYOUT_ASAP, 200000);
-	pps_playout_t *adaptive = pps_playout_new(PPS_PLAYOUT_ADAPTIVE, 200000);
+	pps_playout_t *fixed = pps_playout_new(PPS_PLAYOUT_FIXED, 200000, NULL, NULL);
+	pps_playout_t *asap = pps_playout_new(PPS_PLAYOUT_ASAP, 200000, NULL, NULL);
+	pps_playout_t *adaptive = pps_playout_new(PPS_PLAYOUT_ADAPTIVE, 200000, NULL, NULL);
 	int64_t before, during;
 
 	REQUIRE(fixed && asap && adaptive);
