@@ -64,6 +64,8 @@ struct pps_playout {
 	uint32_t anchor_window;
 	int64_t anchor_capture_us, anchor_display_us;
 	bool have_anchor;
+	int64_t last_display_us; /* of the last frame queued */
+	bool have_last;
 	/* the queue, in display order */
 	queued_t queue[PPS_PLAYOUT_MAX_FRAMES];
 	size_t head, count;
@@ -264,6 +266,12 @@ pps_playout_push(pps_playout_t *p, const pps_frame_t *picture, const pps_playout
 	} else if (display < now_us - 1000) {
 		return -ETIME;
 	}
+	/* Display order is capture order: a delay that shrank between windows
+	 * must not show a frame before the one queued ahead of it. */
+	if (p->have_last && display < p->last_display_us)
+		display = p->last_display_us;
+	p->have_last = true;
+	p->last_display_us = display;
 	while (p->count > 0 &&
 	       (p->count == PPS_PLAYOUT_MAX_FRAMES || p->bytes + bytes > PPS_PLAYOUT_MAX_BYTES)) {
 		/* Bounded: the oldest waiting frame goes (it is the most overdue). */
@@ -313,6 +321,7 @@ pps_playout_flush(pps_playout_t *p)
 	while (p->count > 0)
 		drop_head(p, PPS_FRAME_STOPPED);
 	p->have_anchor = false;
+	p->have_last = false;
 }
 
 uint64_t
