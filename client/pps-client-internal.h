@@ -1,11 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pps-client's parts, shared inside client/ only. Everything runs on the main
- * thread, which owns the event loop (and SDL, which wants the main thread).
+ * pps-client's objects, shared inside client/ and with its unit tests. Each
+ * has its own state, a _new/_free pair and callbacks (user pointer last);
+ * pps-client.c only reads the command line and connects them. Everything
+ * runs on the main thread, which owns the libevent loop (and SDL, which wants
+ * the main thread). Data flows one way:
  *
- *   socket -> wire parser -> reasm (ADUs per window, bounded, validated)
- *          -> codec decoder (display order) -> playout (policy, timing)
- *          -> display (SDL2 / y4m) + stats (status line, JSONL, summary)
+ *   connection  socket, HELLO, PING/PONG, BYE, handshake timeout, reconnect
+ *      | record_cb (STREAM_INFO, window records)      \ PONG -> clock
+ *      v                                                  (offset, RTT)
+ *   receiver    reassembly (reasm) -> decode-order cursor -> codec decoder;
+ *      |        every frame accounted once: frame_cb / missing_cb / window_cb
+ *      v        (server capture times -> client clock through the clock)
+ *   playout     policy (fixed / asap / adaptive) + bounded queue of decoded
+ *      |        frames, each due at its own display time
+ *      v
+ *   display (SDL2 window, y4m) and stats (status line, JSON Lines, summary)
+ *
+ * Times are CLOCK_REALTIME microseconds; objects that need "now" take it as
+ * an argument or through a pps_client_clock_cb, so tests inject their own.
  */
 #ifndef PPS_CLIENT_INTERNAL_H
 #define PPS_CLIENT_INTERNAL_H
