@@ -249,7 +249,9 @@ pps_playout_push(pps_playout_t *p, const pps_frame_t *picture, const pps_playout
 	if (p->policy == PPS_PLAYOUT_ASAP) {
 		/* Frames of one window that come out together keep their capture
 		 * spacing instead of flashing by in a burst; a new window starts
-		 * as soon as it is decoded. */
+		 * as soon as it is decoded, and frames of older windows still
+		 * waiting for their paced time become due now, so pacing never
+		 * accumulates when windows arrive back to back after a stall. */
 		if (p->have_anchor && meta->window == p->anchor_window &&
 		    meta->capture_us > p->anchor_capture_us) {
 			int64_t paced =
@@ -258,6 +260,14 @@ pps_playout_push(pps_playout_t *p, const pps_frame_t *picture, const pps_playout
 			if (paced > display)
 				display = paced;
 		} else if (!p->have_anchor || meta->window != p->anchor_window) {
+			for (size_t i = 0; i < p->count; i++) {
+				queued_t *waiting = &p->queue[(p->head + i) % PPS_PLAYOUT_MAX_FRAMES];
+
+				if (waiting->display_us > display)
+					waiting->display_us = display;
+			}
+			if (p->have_last && p->last_display_us > display)
+				p->last_display_us = display;
 			p->have_anchor = true;
 			p->anchor_window = meta->window;
 			p->anchor_capture_us = meta->capture_us;
