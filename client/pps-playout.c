@@ -261,7 +261,8 @@ pps_playout_push(pps_playout_t *p, const pps_frame_t *picture, const pps_playout
 				display = paced;
 		} else if (!p->have_anchor || meta->window != p->anchor_window) {
 			for (size_t i = 0; i < p->count; i++) {
-				queued_t *waiting = &p->queue[(p->head + i) % PPS_PLAYOUT_MAX_FRAMES];
+				queued_t *waiting =
+				    &p->queue[(p->head + i) % PPS_PLAYOUT_MAX_FRAMES];
 
 				if (waiting->display_us > display)
 					waiting->display_us = display;
