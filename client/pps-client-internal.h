@@ -273,7 +273,7 @@ typedef struct pps_playout pps_playout_t;
 #define PPS_PLAYOUT_MAX_FRAMES 48
 #define PPS_PLAYOUT_MAX_BYTES  (256u << 20)
 /* Adaptive policy: time constant of its delay estimate. */
-#define PPS_PLAYOUT_SETTLE_MS 2000.0
+#define PPS_PLAYOUT_SETTLE_MS 1000.0
 
 /* A decoded frame waiting for its display time. Times: client clock, microseconds. */
 typedef struct {

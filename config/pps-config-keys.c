@@ -126,8 +126,9 @@ static const pps_config_key_t keys[] = {
 	     "only if it exceeds its uncertainty)"),
 
 	/* [playout] */
-	ENUM("playout", "policy", "fixed", playout_policies, CLIENT,
-	     "fixed (capture time + tolerance), asap (as soon as decoded) or adaptive"),
+	ENUM("playout", "policy", "adaptive", playout_policies, CLIENT,
+	     "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
+	     "budget down), fixed (capture time + tolerance) or asap (as soon as decoded)"),
 	INT("playout", "tolerance_ms", "0", 0, 10000, CLIENT,
 	    "fixed policy: display at capture time + this; 0 = what the stream can meet "
 	    "(server budget + measured round trip + 10 ms)"),
