@@ -488,38 +488,38 @@ write_summary_json(FILE *out, const pps_stats_summary_t *o, uint64_t unsampled)
 
 		snprintf(name, sizeof(name), "within_%dms_pct", pps_stats_tolerances_ms[i]);
 		json_number(out, name, o->within_pct[i]);
-	        }
-	        json_number(out, "dropped_windows_pct", o->dropped_windows_pct);
-	        fprintf(out, ",\"frames_total\":%" PRIu64 ",\"frames_shown\":%" PRIu64,
-	                o->frames_total, o->frames_shown);
-	        json_number(out, "frames_shown_pct", o->frames_shown_pct);
-	        json_number(out, "frame_latency_p50_ms", o->frame_latency_p50_ms);
-	        json_number(out, "frame_latency_p95_ms", o->frame_latency_p95_ms);
-	        json_number(out, "frame_latency_p99_ms", o->frame_latency_p99_ms);
-	        json_number(out, "window_latency_p50_ms", o->window_latency_p50_ms);
-	        json_number(out, "window_latency_p95_ms", o->window_latency_p95_ms);
-	        json_number(out, "signal_delay_p95_ms", o->signal_delay_p95_ms);
-	        json_number(out, "bits_per_second", o->bits_per_second);
-	        json_number(out, "seconds", o->seconds);
-	        fprintf(out, ",\"samples_capped\":%" PRIu64, unsampled);
-	        fprintf(out,
-	                ",\"frames_late\":%" PRIu64 ",\"frames_undecodable\":%" PRIu64
-	                ",\"frames_dropped\":%" PRIu64 ",\"frames_lost\":%" PRIu64
-	                ",\"frames_overflow\":%" PRIu64 ",\"frames_other\":%" PRIu64
-	                ",\"windows_join\":%" PRIu64 ",\"freezes\":%" PRIu64,
-	                o->frames_late, o->frames_undecodable, o->frames_dropped, o->frames_lost,
-	                o->frames_overflow, o->frames_other, o->windows_join, o->freezes);
-	        json_number(out, "freeze_longest_ms", o->freeze_longest_ms);
-	        json_number(out, "frozen_total_ms", o->frozen_total_ms);
-	        for (int i = 0; i < N_STAGES; i++) {
-		        char name[64];
+	}
+	json_number(out, "dropped_windows_pct", o->dropped_windows_pct);
+	fprintf(out, ",\"frames_total\":%" PRIu64 ",\"frames_shown\":%" PRIu64, o->frames_total,
+	        o->frames_shown);
+	json_number(out, "frames_shown_pct", o->frames_shown_pct);
+	json_number(out, "frame_latency_p50_ms", o->frame_latency_p50_ms);
+	json_number(out, "frame_latency_p95_ms", o->frame_latency_p95_ms);
+	json_number(out, "frame_latency_p99_ms", o->frame_latency_p99_ms);
+	json_number(out, "window_latency_p50_ms", o->window_latency_p50_ms);
+	json_number(out, "window_latency_p95_ms", o->window_latency_p95_ms);
+	json_number(out, "signal_delay_p95_ms", o->signal_delay_p95_ms);
+	json_number(out, "bits_per_second", o->bits_per_second);
+	json_number(out, "seconds", o->seconds);
+	fprintf(out, ",\"samples_capped\":%" PRIu64, unsampled);
+	fprintf(out,
+	        ",\"frames_late\":%" PRIu64 ",\"frames_undecodable\":%" PRIu64
+	        ",\"frames_dropped\":%" PRIu64 ",\"frames_lost\":%" PRIu64
+	        ",\"frames_overflow\":%" PRIu64 ",\"frames_other\":%" PRIu64
+	        ",\"windows_join\":%" PRIu64 ",\"freezes\":%" PRIu64,
+	        o->frames_late, o->frames_undecodable, o->frames_dropped, o->frames_lost,
+	        o->frames_overflow, o->frames_other, o->windows_join, o->freezes);
+	json_number(out, "freeze_longest_ms", o->freeze_longest_ms);
+	json_number(out, "frozen_total_ms", o->frozen_total_ms);
+	for (int i = 0; i < N_STAGES; i++) {
+		char name[64];
 
-		        snprintf(name, sizeof(name), "%s_p50_ms", stage_names[i]);
-		        json_number(out, name, o->stage_p50_ms[i]);
-		        snprintf(name, sizeof(name), "%s_p95_ms", stage_names[i]);
-		        json_number(out, name, o->stage_p95_ms[i]);
-	        }
-	        fprintf(out, "}\n");
+		snprintf(name, sizeof(name), "%s_p50_ms", stage_names[i]);
+		json_number(out, name, o->stage_p50_ms[i]);
+		snprintf(name, sizeof(name), "%s_p95_ms", stage_names[i]);
+		json_number(out, name, o->stage_p95_ms[i]);
+	}
+	fprintf(out, "}\n");
 }
 
 void
