@@ -191,15 +191,13 @@ arm_play_timer(client_t *c)
 	event_add(c->play_timer, &tv);
 }
 
+/* Shows every frame that is due, then waits for the next one. */
 static void
-play_timer_cb(evutil_socket_t fd, short what, void *user)
+play_due(client_t *c)
 {
-	client_t *c = user;
 	pps_playout_frame_t meta;
 	pps_frame_t *picture;
 
-	(void)fd;
-	(void)what;
 	while ((picture = pps_playout_pop_due(c->playout, pps_client_realtime_us(NULL), &meta))) {
 		show(c, picture, &meta);
 		pps_frame_free(picture);
@@ -209,6 +207,14 @@ play_timer_cb(evutil_socket_t fd, short what, void *user)
 		return;
 	}
 	arm_play_timer(c);
+}
+
+static void
+play_timer_cb(evutil_socket_t fd, short what, void *user)
+{
+	(void)fd;
+	(void)what;
+	play_due(user);
 }
 
 /* ---- receiver -> playout / stats ----------------------------------------- */
@@ -235,6 +241,8 @@ receiver_frame_cb(const pps_receiver_frame_t *rf, void *user)
 		log_not_shown(c, &m, PPS_FRAME_LATE);
 	else if (ret < 0)
 		log_not_shown(c, &m, "out-of-memory");
+	else if (pps_playout_next_due_us(c->playout) <= now)
+		play_due(c); /* due already (asap): no trip through a timer */
 	else
 		arm_play_timer(c);
 }
