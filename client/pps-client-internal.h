@@ -1,11 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pps-client's parts, shared inside client/ only. Everything runs on the main
- * thread, which owns the event loop (and SDL, which wants the main thread).
+ * pps-client's objects, shared inside client/ and with its unit tests. Each
+ * has its own state, a _new/_free pair and callbacks (user pointer last);
+ * pps-client.c only reads the command line and connects them. Everything
+ * runs on the main thread, which owns the libevent loop (and SDL, which wants
+ * the main thread). Data flows one way:
  *
- *   socket -> wire parser -> reasm (ADUs per window, bounded, validated)
- *          -> codec decoder (display order) -> playout (policy, timing)
- *          -> display (SDL2 / y4m) + stats (status line, JSONL, summary)
+ *   connection  socket, HELLO, PING/PONG, BYE, handshake timeout, reconnect
+ *      | record_cb (STREAM_INFO, window records)      \ PONG -> clock
+ *      v                                                  (offset, RTT)
+ *   receiver    reassembly (reasm) -> decode-order cursor -> codec decoder;
+ *      |        every frame accounted once: frame_cb / missing_cb / window_cb
+ *      v        (server capture times -> client clock through the clock)
+ *   playout     policy (fixed / asap / adaptive) + bounded queue of decoded
+ *      |        frames, each due at its own display time
+ *      v
+ *   display (SDL2 window, y4m) and stats (status line, JSON Lines, summary)
+ *
+ * Times are CLOCK_REALTIME microseconds; objects that need "now" take it as
+ * an argument or through a pps_client_clock_cb, so tests inject their own.
  */
 #ifndef PPS_CLIENT_INTERNAL_H
 #define PPS_CLIENT_INTERNAL_H
@@ -42,7 +55,8 @@ typedef struct {
 	bool begun;              /* WINDOW_BEGIN seen */
 } pps_reasm_window_t;
 
-pps_reasm_t *pps_reasm_new(void);
+/* @window_frames (W, from STREAM_INFO): fragments must belong to their window's frames. */
+pps_reasm_t *pps_reasm_new(unsigned window_frames);
 void pps_reasm_free(pps_reasm_t *reasm);
 
 /*
@@ -76,6 +90,172 @@ bool pps_reasm_in_window(const pps_reasm_t *reasm);
 /* Last window id closed, -1 before the first. */
 int64_t pps_reasm_last_window(const pps_reasm_t *reasm);
 
+/* ---- clock -------------------------------------------------------------- */
+
+/* Reads the client's clock (CLOCK_REALTIME microseconds in the program; a
+ * test's own time in unit tests). */
+typedef int64_t (*pps_client_clock_cb)(void *user);
+/* CLOCK_REALTIME in microseconds (the program's pps_client_clock_cb). */
+int64_t pps_client_realtime_us(void *unused);
+
+/* The server's clock offset from PING/PONG samples (best round trip wins). */
+typedef enum {
+	PPS_CLOCK_AUTO = 0,     /* apply the offset only if it exceeds its uncertainty */
+	PPS_CLOCK_SHARED = 1,   /* same host: never apply it */
+	PPS_CLOCK_ESTIMATE = 2, /* always apply it */
+} pps_clock_mode_t;
+
+typedef struct pps_clock pps_clock_t;
+
+pps_clock_t *pps_clock_new(pps_clock_mode_t mode);
+void pps_clock_free(pps_clock_t *clock);
+/* A new connection: forget the offset. */
+void pps_clock_reset(pps_clock_t *clock);
+/* One PONG received at @now_us (client clock): 0, or -EINVAL for a sample that cannot be right. */
+int pps_clock_pong(pps_clock_t *clock, const pps_wire_clock_pong_t *pong, int64_t now_us);
+/* A server time (capture times) on the client's clock, per the mode. */
+int64_t pps_clock_to_client(const pps_clock_t *clock, int64_t server_us);
+bool pps_clock_have_offset(const pps_clock_t *clock);
+int64_t pps_clock_offset_us(const pps_clock_t *clock);   /* server - client */
+int64_t pps_clock_best_rtt_us(const pps_clock_t *clock); /* smallest round trip so far */
+int64_t pps_clock_last_rtt_us(const pps_clock_t *clock);
+
+/* ---- connection: socket, HELLO, PING, BYE, handshake timeout, reconnect --- */
+
+struct event_base;
+typedef struct pps_connection pps_connection_t;
+
+typedef struct {
+	const char *server; /* HOST:PORT (validated by the configuration) */
+	const char *name;   /* sent in HELLO */
+	size_t max_record_bytes;
+	int64_t ping_interval_us;
+	int64_t handshake_timeout_us; /* connect to STREAM_INFO, else the connection fails */
+	bool reconnect;
+	unsigned reconnect_attempts; /* connections in a row without a stream before giving up */
+	pps_client_clock_cb clock_cb;
+} pps_connection_params_t;
+
+typedef struct {
+	const char *why;     /* one line, for the user */
+	bool failure;        /* not a clean end (BYE normal after a stream) */
+	bool had_stream;     /* this connection got STREAM_INFO */
+	bool gave_up;        /* reconnect: out of attempts */
+	int64_t retry_in_us; /* > 0: it reconnects by itself after this long */
+} pps_connection_end_t;
+
+/* Called on the loop's thread. */
+typedef struct {
+	/* A record other than BYE (which the connection handles). 0, or a
+	 * negative errno and a reason in @err: the connection then sends BYE
+	 * protocol-error and ends. */
+	int (*record_cb)(const pps_wire_record_t *record, char *err, size_t err_size, void *user);
+	void (*bytes_cb)(size_t bytes, void *user); /* optional */
+	/* The connection ended (never after pps_connection_stop()). */
+	void (*closed_cb)(const pps_connection_end_t *end, void *user);
+} pps_connection_callbacks_t;
+
+pps_connection_t *pps_connection_new(struct event_base *base, const pps_connection_params_t *params,
+                                     const pps_connection_callbacks_t *callbacks, void *user);
+void pps_connection_free(pps_connection_t *connection);
+/* Connects (and, with reconnect, keeps connecting). */
+void pps_connection_start(pps_connection_t *connection);
+/* STREAM_INFO was accepted: the handshake is done, clock pings start. */
+void pps_connection_stream_started(pps_connection_t *connection);
+bool pps_connection_streaming(const pps_connection_t *connection);
+/* Ends the connection for a protocol error (@why is sent in BYE and reported). */
+void pps_connection_fail(pps_connection_t *connection, const char *why);
+/* Says BYE and closes; no more callbacks. */
+void pps_connection_stop(pps_connection_t *connection);
+int pps_connection_send(pps_connection_t *connection, const pps_wire_record_t *record);
+/* Copies server text for a terminal: bytes outside printable ASCII become '?'. */
+void pps_connection_sanitize(char *dst, size_t dst_size, const char *src, size_t src_len);
+
+/* ---- receiver: window records -> reassembly -> decoder -> frames ---------- */
+
+/* Why a frame was not shown (the "reason" of frame events). */
+#define PPS_FRAME_LATE        "late"        /* decoded after its display time */
+#define PPS_FRAME_UNDECODABLE "undecodable" /* came, but a dependency did not */
+#define PPS_FRAME_DROPPED     "dropped"     /* its window was dropped by the sender */
+#define PPS_FRAME_LOST        "lost"        /* its window came without it */
+#define PPS_FRAME_OVERFLOW    "overflow"    /* pushed out of the full playout queue */
+#define PPS_FRAME_STOPPED     "stopped"     /* waiting for its display time at exit */
+
+/* Window statuses (the "status" of window events). */
+#define PPS_WINDOW_COMPLETE "complete"
+#define PPS_WINDOW_PARTIAL  "partial"
+#define PPS_WINDOW_DROPPED  "dropped"
+#define PPS_WINDOW_LATE     "late"
+#define PPS_WINDOW_JOIN     "join" /* in flight when the client joined: not counted */
+
+/* STREAM_INFO limits: a stream beyond them is refused before anything is sized from it. */
+#define PPS_RECEIVER_MAX_SIDE   4096u
+#define PPS_RECEIVER_MAX_PIXELS (3840u * 2160u)
+#define PPS_RECEIVER_MAX_FPS    240u
+/* A gap in window ids may be at most this plus twice the windows the time since the
+ * previous window could hold; larger is a protocol error. */
+#define PPS_RECEIVER_GAP_MARGIN_WINDOWS 64u
+
+typedef struct pps_receiver pps_receiver_t;
+
+typedef struct {
+	const pps_decoded_frame_t *decoded; /* borrowed for the call; has a picture */
+	int64_t received_us;                /* client clock: its last ADU reached the decoder */
+	int64_t decoded_us;                 /* client clock: the decoder output it */
+} pps_receiver_frame_t;
+
+typedef struct {
+	int64_t first_frame;
+	uint64_t count;
+	int64_t first_capture_us;  /* server clock, estimated; 0 if unknown */
+	int64_t frame_interval_us; /* capture time of frame i: first_capture_us + i * this */
+	const char *reason;        /* PPS_FRAME_DROPPED, _LOST or _UNDECODABLE */
+} pps_receiver_missing_t;
+
+typedef struct {
+	uint32_t window_id;
+	uint64_t windows;         /* 1, or a gap: windows window_id .. + windows - 1 */
+	bool gap;                 /* discarded by the sender with their WINDOW_END */
+	int64_t first_capture_us; /* server clock (estimated if the window never began) */
+	int64_t complete_us;      /* client clock of its WINDOW_END; 0 if dropped */
+	const char *status;       /* PPS_WINDOW_* (never _LATE: the playout decides that) */
+	unsigned adus_received, adus_sent, adus_total;
+	uint64_t bytes;
+} pps_receiver_window_t;
+
+/* What the receiver emits, on the caller's thread, inside pps_receiver_record()
+ * and pps_receiver_finish(). Frame indexes passed to frame_cb and missing_cb
+ * never repeat and leave no hole: every frame of the stream from the first
+ * window the client saw begin is reported exactly once. */
+typedef struct {
+	void (*frame_cb)(const pps_receiver_frame_t *frame, void *user);
+	void (*missing_cb)(const pps_receiver_missing_t *missing, void *user);
+	void (*window_cb)(const pps_receiver_window_t *window, void *user);
+} pps_receiver_callbacks_t;
+
+typedef struct {
+	uint64_t frames_duplicate; /* output by the decoder after being accounted */
+	uint64_t decode_errors;    /* libavcodec refused an ADU */
+} pps_receiver_stats_t;
+
+/* All callbacks required. @clock_cb stamps received/decoded times. NULL + errno. */
+pps_receiver_t *pps_receiver_new(const pps_receiver_callbacks_t *callbacks,
+                                 pps_client_clock_cb clock_cb, void *user);
+void pps_receiver_free(pps_receiver_t *receiver);
+/* Validates STREAM_INFO (limits above) and creates the decoder: 0, or -EPROTO/-EIO with @err. */
+int pps_receiver_stream_info(pps_receiver_t *receiver, const pps_wire_stream_info_t *info,
+                             char *err, size_t err_size);
+/* NULL before STREAM_INFO. */
+const pps_wire_stream_info_t *pps_receiver_info(const pps_receiver_t *receiver);
+/* A window record (WINDOW_BEGIN, ADU_FRAGMENT, WINDOW_END): 0, or -EPROTO with @err. */
+int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *record, char *err,
+                        size_t err_size);
+/* End of the stream: the decoder outputs every frame it still holds. */
+void pps_receiver_finish(pps_receiver_t *receiver);
+/* A new connection: forget the stream (the next one starts with STREAM_INFO). */
+void pps_receiver_reset(pps_receiver_t *receiver);
+void pps_receiver_get_stats(const pps_receiver_t *receiver, pps_receiver_stats_t *stats);
+
 /* ---- playout policies (pure; the caller passes times) ------------------- */
 
 typedef enum {
@@ -88,8 +268,36 @@ const char *pps_playout_policy_name(pps_playout_policy_t policy);
 
 typedef struct pps_playout pps_playout_t;
 
-pps_playout_t *pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us);
+/* The queue holds at most this many decoded frames and bytes of pictures;
+ * past either the oldest frame is discarded (PPS_FRAME_OVERFLOW). */
+#define PPS_PLAYOUT_MAX_FRAMES 48
+#define PPS_PLAYOUT_MAX_BYTES  (256u << 20)
+/* Adaptive policy: time constant of its delay estimate. */
+#define PPS_PLAYOUT_SETTLE_MS 1000.0
+
+/* A decoded frame waiting for its display time. Times: client clock, microseconds. */
+typedef struct {
+	uint32_t window, frame;
+	int64_t capture_us;
+	int64_t received_us, decoded_us;
+	unsigned temporal_layers, quality_layers; /* counted from 1 */
+} pps_playout_frame_t;
+
+/* A queued frame that will not be shown: PPS_FRAME_OVERFLOW or PPS_FRAME_STOPPED. */
+typedef void (*pps_playout_discard_cb)(const pps_playout_frame_t *frame, const char *reason,
+                                       void *user);
+
+/* @tolerance_us: the fixed policy's delay; 0 = from the stream (pps_playout_stream_delay_us). */
+pps_playout_t *pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us,
+                               pps_playout_discard_cb discard_cb, void *user);
 void pps_playout_free(pps_playout_t *playout);
+
+/* What the stream allows: the server's latency budget and the window's duration. */
+void pps_playout_set_stream(pps_playout_t *playout, int64_t latency_budget_us, int64_t window_us);
+/* The best (smallest) round-trip time measured to the server. */
+void pps_playout_set_rtt(pps_playout_t *playout, int64_t rtt_us);
+/* The delay the stream can meet: tolerance if set, else budget + RTT + a decode margin. */
+int64_t pps_playout_stream_delay_us(const pps_playout_t *playout);
 
 /*
  * A window arrived: @delay_us is (arrival of its last byte) - (capture of its
@@ -100,6 +308,20 @@ void pps_playout_window(pps_playout_t *playout, int64_t delay_us);
 
 /* Display time of a frame captured at @capture_us that is ready at @now_us. */
 int64_t pps_playout_display_time(const pps_playout_t *playout, int64_t capture_us, int64_t now_us);
+
+/*
+ * Queues a copy of @picture for its display time: 0, -ETIME if that time has
+ * passed (the frame is late; nothing queued), -ENOMEM.
+ */
+int pps_playout_push(pps_playout_t *playout, const pps_frame_t *picture,
+                     const pps_playout_frame_t *meta, int64_t now_us);
+/* Display time of the next queued frame; INT64_MAX if none. */
+int64_t pps_playout_next_due_us(const pps_playout_t *playout);
+/* The next frame if it is due at @now_us (the caller owns and frees it), else NULL. */
+pps_frame_t *pps_playout_pop_due(pps_playout_t *playout, int64_t now_us, pps_playout_frame_t *meta);
+/* Discards every queued frame (PPS_FRAME_STOPPED): at exit or a new connection. */
+void pps_playout_flush(pps_playout_t *playout);
+uint64_t pps_playout_overflows(const pps_playout_t *playout);
 
 /* Current playout delay (capture to display), for logs. */
 int64_t pps_playout_delay_us(const pps_playout_t *playout);
@@ -121,16 +343,26 @@ typedef struct {
 	unsigned temporal_layers;
 	unsigned quality_layers;
 	bool shown;
-	const char *reason; /* why not shown: "late", "undecodable", "dropped"; NULL if shown */
+	const char *reason;  /* why not shown (PPS_FRAME_*); NULL if shown */
+	int64_t received_us; /* client clock, 0 if unknown: its data reached the decoder */
+	int64_t decoded_us;  /* client clock, 0 if unknown: the decoder output it */
 } pps_stats_frame_t;
 
+/* Accounts one frame (shown, or not with a reason) and logs it. */
 void pps_stats_frame(pps_stats_t *stats, const pps_stats_frame_t *frame);
+/* Accounts @count frames from @first_frame not shown for @reason; logged one
+ * event each for short runs, one "frames_missing" event for long ones.
+ * @first_capture_us: client clock, 0 if unknown. */
+void pps_stats_missing(pps_stats_t *stats, uint32_t window_frames, int64_t first_frame,
+                       uint64_t count, int64_t first_capture_us, int64_t frame_interval_us,
+                       const char *reason);
 
 typedef struct {
 	uint32_t window;
+	uint64_t windows; /* 0 or 1: one window; more: a gap of discarded windows */
 	int64_t first_capture_us;
 	int64_t complete_us; /* arrival of the window's last byte; 0 if nothing arrived */
-	const char *status;  /* "complete", "partial", "dropped", "late" */
+	const char *status;  /* PPS_WINDOW_* */
 	unsigned adus_received, adus_sent, adus_total;
 	uint64_t bytes;
 } pps_stats_window_t;
@@ -150,6 +382,17 @@ typedef struct {
 	double signal_delay_p95_ms;
 	double bits_per_second;
 	double seconds;
+	/* why frames were not shown; frames_total = shown + all of these */
+	uint64_t frames_late, frames_undecodable, frames_dropped, frames_lost, frames_overflow,
+	    frames_other;
+	uint64_t windows_join; /* in flight at join: neither sent nor dropped */
+	/* freezes: gaps between shown frames */
+	uint64_t freezes;         /* gaps > 100 ms */
+	double freeze_longest_ms; /* longest gap between two shown frames */
+	double frozen_total_ms;   /* sum of the gaps > 100 ms */
+	/* per shown frame, client side: capture->received, received->decoded,
+	 * decoded->displayed (the server's encode and send times are not on the wire) */
+	double stage_p50_ms[3], stage_p95_ms[3];
 } pps_stats_summary_t;
 
 extern const int pps_stats_tolerances_ms[6];
@@ -157,6 +400,8 @@ extern const int pps_stats_tolerances_ms[6];
 void pps_stats_summarize(pps_stats_t *stats, pps_stats_summary_t *out);
 /* Writes the summary as a JSON Lines event and as a table on @table. */
 void pps_stats_write_summary(pps_stats_t *stats, const pps_stats_summary_t *s, FILE *table);
+/* Writes the summary as one JSON object (--stats-json); 0 or a negative errno. */
+int pps_stats_write_json(const pps_stats_summary_t *s, FILE *out);
 
 /* Rolling figures for the status line, since the previous call. */
 typedef struct {
@@ -165,6 +410,7 @@ typedef struct {
 	double bits_per_second;
 	unsigned max_temporal_layers, max_quality_layers;
 	uint64_t windows_late, windows_dropped; /* so far */
+	double freeze_longest_ms, frozen_total_ms; /* so far */
 } pps_stats_rolling_t;
 void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *out);
 

@@ -40,7 +40,11 @@ pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t
 		snprintf(err, err_size, "out of memory");
 		return NULL;
 	}
-	if (y4m_path && *y4m_path) {
+	if (y4m_path && strcmp(y4m_path, "-") == 0) {
+		/* `pps-client --output - | ffplay -`: the caller keeps its own
+		 * text off stdout. */
+		d->y4m = stdout;
+	} else if (y4m_path && *y4m_path) {
 		d->y4m = fopen(y4m_path, "wb");
 		if (!d->y4m) {
 			snprintf(err, err_size, "--output %s: %s", y4m_path, strerror(errno));
@@ -49,6 +53,13 @@ pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t
 	}
 	if (mode == PPS_DISPLAY_NONE || (mode == PPS_DISPLAY_AUTO && !display_available()))
 		return d;
+	if (mode == PPS_DISPLAY_SDL && !display_available() && !getenv("SDL_VIDEODRIVER")) {
+		/* SDL would fall back to an offscreen driver and show nothing. */
+		snprintf(err, err_size,
+		         "--display sdl: no display (DISPLAY and WAYLAND_DISPLAY are unset; "
+		         "use --display none, or set SDL_VIDEODRIVER)");
+		goto err;
+	}
 	if (SDL_Init(SDL_INIT_VIDEO) < 0) {
 		if (mode == PPS_DISPLAY_SDL) {
 			snprintf(err, err_size, "display: SDL cannot open a window: %s",
@@ -92,8 +103,10 @@ pps_display_free(pps_display_t *d)
 		SDL_DestroyWindow(d->window);
 		SDL_Quit();
 	}
-	if (d->y4m)
+	if (d->y4m && d->y4m != stdout)
 		fclose(d->y4m);
+	else if (d->y4m)
+		fflush(d->y4m);
 	pps_frame_free(d->scratch);
 	free(d);
 }

@@ -3,7 +3,12 @@
  * Playout policies.
  *
  *  fixed:    display at capture time + tolerance; what is ready later is late.
- *  asap:     display as soon as the window is decoded.
+ *            Tolerance 0 (the default) = what the stream can meet: the
+ *            server's latency budget (STREAM_INFO) + the measured round trip
+ *            (half for the one-way delay, half for queueing on the way)
+ *            + a decode margin.
+ *  asap:     display as soon as a frame is decoded; the frames of a window
+ *            that come out together keep their capture spacing.
  *  adaptive: display at capture time + (u + 4 v), where u and v estimate the
  *            delay and its variation (Zhang, Wang, Keshav, section 4.1, after
  *            Ramjee et al.'s algorithm 2), with alpha = 0.998002 and beta = 4.
@@ -23,22 +28,49 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-#define ALPHA 0.998002
-#define BETA 4.0
+#define BETA           4.0
 #define SPIKE_ENTER_US 100000.0
-#define SPIKE_EXIT_US 10000.0
+#define SPIKE_EXIT_US  10000.0
+/* Decoding and display after the last byte arrived. */
+#define DECODE_MARGIN_US 10000
+/* Until a round trip is measured. */
+#define UNKNOWN_RTT_US 100000
+
+typedef struct {
+	pps_frame_t *picture;
+	pps_playout_frame_t meta;
+	int64_t display_us;
+} queued_t;
 
 struct pps_playout {
 	pps_playout_policy_t policy;
-	int64_t tolerance_us;
+	int64_t tolerance_us; /* 0 = from the stream */
+	pps_playout_discard_cb discard_cb;
+	void *user;
+	/* the stream */
+	int64_t budget_us, window_us;
+	int64_t rtt_us; /* best measured, 0 = none yet */
+	/* adaptive */
 	bool have_estimate;
 	bool spike;
-	double u, v;       /* delay estimate and variation, microseconds */
-	double d1, d2;     /* last two delays */
+	double u, v;   /* delay estimate and variation, microseconds */
+	double d1, d2; /* last two delays */
 	double spike_var;
-	int64_t delay_us;  /* in force for the next window */
+	int64_t delay_us; /* in force for the next window */
 	unsigned windows;
+	/* asap pacing: the first frame shown of the current window */
+	uint32_t anchor_window;
+	int64_t anchor_capture_us, anchor_display_us;
+	bool have_anchor;
+	int64_t last_display_us; /* of the last frame queued */
+	bool have_last;
+	/* the queue, in display order */
+	queued_t queue[PPS_PLAYOUT_MAX_FRAMES];
+	size_t head, count;
+	size_t bytes;
+	uint64_t overflows;
 };
 
 const char *
@@ -56,7 +88,8 @@ pps_playout_policy_name(pps_playout_policy_t policy)
 }
 
 pps_playout_t *
-pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us)
+pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us,
+                pps_playout_discard_cb discard_cb, void *user)
 {
 	pps_playout_t *p = calloc(1, sizeof(*p));
 
@@ -66,29 +99,67 @@ pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us)
 	}
 	p->policy = policy;
 	p->tolerance_us = tolerance_us;
-	/* Until the first window is measured the adaptive policy uses the
-	 * tolerance as its guess. */
-	p->delay_us = tolerance_us;
+	p->discard_cb = discard_cb;
+	p->user = user;
+	p->budget_us = 200000; /* until STREAM_INFO */
+	p->window_us = 66667;
+	p->delay_us = pps_playout_stream_delay_us(p);
 	return p;
 }
 
 void
 pps_playout_free(pps_playout_t *p)
 {
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->count; i++)
+		pps_frame_free(p->queue[(p->head + i) % PPS_PLAYOUT_MAX_FRAMES].picture);
 	free(p);
+}
+
+int64_t
+pps_playout_stream_delay_us(const pps_playout_t *p)
+{
+	int64_t rtt = p->rtt_us ? p->rtt_us : UNKNOWN_RTT_US;
+
+	if (p->tolerance_us > 0)
+		return p->tolerance_us;
+	return p->budget_us + rtt + DECODE_MARGIN_US;
+}
+
+void
+pps_playout_set_stream(pps_playout_t *p, int64_t latency_budget_us, int64_t window_us)
+{
+	p->budget_us = latency_budget_us;
+	p->window_us = window_us > 0 ? window_us : 1;
+	if (!p->have_estimate)
+		p->delay_us = pps_playout_stream_delay_us(p);
+}
+
+void
+pps_playout_set_rtt(pps_playout_t *p, int64_t rtt_us)
+{
+	p->rtt_us = rtt_us > 0 ? rtt_us : 1;
+	if (!p->have_estimate)
+		p->delay_us = pps_playout_stream_delay_us(p);
 }
 
 void
 pps_playout_window(pps_playout_t *p, int64_t delay_us)
 {
 	double d = (double)delay_us;
+	double alpha = exp(-(double)p->window_us / (PPS_PLAYOUT_SETTLE_MS * 1000.0));
 
 	p->windows++;
 	if (p->policy != PPS_PLAYOUT_ADAPTIVE)
 		return;
 	if (!p->have_estimate) {
+		double start = (double)pps_playout_stream_delay_us(p);
+
 		p->u = d;
-		p->v = d / 8; /* a first guess of the variation, shrinks with data */
+		/* Start where the stream's budget says it can be; the variation
+		 * term shrinks to what the path shows. */
+		p->v = start > d ? (start - d) / BETA : d / 8;
 		p->d1 = p->d2 = d;
 		p->have_estimate = true;
 	} else {
@@ -102,9 +173,9 @@ pps_playout_window(pps_playout_t *p, int64_t delay_us)
 			if (p->spike_var < SPIKE_EXIT_US)
 				p->spike = false;
 		} else {
-			p->u = ALPHA * p->u + (1 - ALPHA) * d;
+			p->u = alpha * p->u + (1 - alpha) * d;
 		}
-		p->v = ALPHA * p->v + (1 - ALPHA) * fabs(p->u - d);
+		p->v = alpha * p->v + (1 - alpha) * fabs(p->u - d);
 		p->d2 = p->d1;
 		p->d1 = d;
 	}
@@ -123,18 +194,149 @@ pps_playout_display_time(const pps_playout_t *p, int64_t capture_us, int64_t now
 		return capture_us + p->delay_us;
 	case PPS_PLAYOUT_FIXED:
 	default:
-		return capture_us + p->tolerance_us;
+		return capture_us + pps_playout_stream_delay_us(p);
 	}
 }
 
 int64_t
 pps_playout_delay_us(const pps_playout_t *p)
 {
-	return p->policy == PPS_PLAYOUT_ASAP ? 0 : p->delay_us;
+	switch (p->policy) {
+	case PPS_PLAYOUT_ASAP:
+		return 0;
+	case PPS_PLAYOUT_ADAPTIVE:
+		return p->delay_us;
+	case PPS_PLAYOUT_FIXED:
+	default:
+		return pps_playout_stream_delay_us(p);
+	}
 }
 
 const char *
 pps_playout_mode(const pps_playout_t *p)
 {
 	return p->spike ? "spike" : "normal";
+}
+
+static size_t
+picture_bytes(const pps_frame_t *f)
+{
+	return (size_t)f->width * (size_t)f->height * 3 / 2;
+}
+
+static void
+drop_head(pps_playout_t *p, const char *reason)
+{
+	queued_t *q = &p->queue[p->head];
+
+	if (p->discard_cb)
+		p->discard_cb(&q->meta, reason, p->user);
+	p->bytes -= picture_bytes(q->picture);
+	pps_frame_free(q->picture);
+	q->picture = NULL;
+	p->head = (p->head + 1) % PPS_PLAYOUT_MAX_FRAMES;
+	p->count--;
+}
+
+int
+pps_playout_push(pps_playout_t *p, const pps_frame_t *picture, const pps_playout_frame_t *meta,
+                 int64_t now_us)
+{
+	int64_t display = pps_playout_display_time(p, meta->capture_us, now_us);
+	size_t bytes = picture_bytes(picture);
+	queued_t *q;
+
+	if (p->policy == PPS_PLAYOUT_ASAP) {
+		/* Frames of one window that come out together keep their capture
+		 * spacing instead of flashing by in a burst; a new window starts
+		 * as soon as it is decoded, and frames of older windows still
+		 * waiting for their paced time become due now, so pacing never
+		 * accumulates when windows arrive back to back after a stall. */
+		if (p->have_anchor && meta->window == p->anchor_window &&
+		    meta->capture_us > p->anchor_capture_us) {
+			int64_t paced =
+			    p->anchor_display_us + (meta->capture_us - p->anchor_capture_us);
+
+			if (paced > display)
+				display = paced;
+		} else if (!p->have_anchor || meta->window != p->anchor_window) {
+			for (size_t i = 0; i < p->count; i++) {
+				queued_t *waiting =
+				    &p->queue[(p->head + i) % PPS_PLAYOUT_MAX_FRAMES];
+
+				if (waiting->display_us > display)
+					waiting->display_us = display;
+			}
+			if (p->have_last && p->last_display_us > display)
+				p->last_display_us = display;
+			p->have_anchor = true;
+			p->anchor_window = meta->window;
+			p->anchor_capture_us = meta->capture_us;
+			p->anchor_display_us = display;
+		}
+	} else if (display < now_us - 1000) {
+		return -ETIME;
+	}
+	/* Display order is capture order: a delay that shrank between windows
+	 * must not show a frame before the one queued ahead of it. */
+	if (p->have_last && display < p->last_display_us)
+		display = p->last_display_us;
+	p->have_last = true;
+	p->last_display_us = display;
+	while (p->count > 0 &&
+	       (p->count == PPS_PLAYOUT_MAX_FRAMES || p->bytes + bytes > PPS_PLAYOUT_MAX_BYTES)) {
+		/* Bounded: the oldest waiting frame goes (it is the most overdue). */
+		p->overflows++;
+		drop_head(p, PPS_FRAME_OVERFLOW);
+	}
+	q = &p->queue[(p->head + p->count) % PPS_PLAYOUT_MAX_FRAMES];
+	q->picture = pps_frame_new(picture->width, picture->height);
+	if (!q->picture)
+		return -ENOMEM;
+	pps_frame_copy(q->picture, picture);
+	q->meta = *meta;
+	q->display_us = display;
+	p->count++;
+	p->bytes += bytes;
+	return 0;
+}
+
+int64_t
+pps_playout_next_due_us(const pps_playout_t *p)
+{
+	return p->count ? p->queue[p->head].display_us : INT64_MAX;
+}
+
+pps_frame_t *
+pps_playout_pop_due(pps_playout_t *p, int64_t now_us, pps_playout_frame_t *meta)
+{
+	queued_t *q;
+	pps_frame_t *picture;
+
+	/* A timer may fire a little early; a millisecond is not worth a re-arm. */
+	if (!p->count || p->queue[p->head].display_us > now_us + 1000)
+		return NULL;
+	q = &p->queue[p->head];
+	picture = q->picture;
+	*meta = q->meta;
+	q->picture = NULL;
+	p->bytes -= picture_bytes(picture);
+	p->head = (p->head + 1) % PPS_PLAYOUT_MAX_FRAMES;
+	p->count--;
+	return picture;
+}
+
+void
+pps_playout_flush(pps_playout_t *p)
+{
+	while (p->count > 0)
+		drop_head(p, PPS_FRAME_STOPPED);
+	p->have_anchor = false;
+	p->have_last = false;
+}
+
+uint64_t
+pps_playout_overflows(const pps_playout_t *p)
+{
+	return p->overflows;
 }

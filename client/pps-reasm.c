@@ -6,6 +6,7 @@
  * at most PPS_REASM_MAX_WINDOW_BYTES of buffers, then a clear error.
  */
 #include "pps-client-internal.h"
+#include "pps-prioritizer.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@ typedef struct {
 } partial_adu_t;
 
 struct pps_reasm {
+	unsigned window_frames;
 	bool open;
 	int64_t last_window; /* -1 before the first */
 	pps_reasm_window_t window;
@@ -32,14 +34,20 @@ struct pps_reasm {
 };
 
 pps_reasm_t *
-pps_reasm_new(void)
+pps_reasm_new(unsigned window_frames)
 {
-	pps_reasm_t *r = calloc(1, sizeof(*r));
+	pps_reasm_t *r;
 
+	if (window_frames < 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
 	if (!r) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	r->window_frames = window_frames;
 	r->last_window = -1;
 	return r;
 }
@@ -136,6 +144,11 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 	if (!r->open || f->window_id != r->window.window_id)
 		return error(err, err_size, "ADU_FRAGMENT of window %u outside its window",
 			     f->window_id);
+	/* Frame numbers are bound to window ids (PROTOCOL.md), so a frame
+	 * number cannot jump further than the window ids do. */
+	if (pps_window_index_of_frame(f->frame_index, r->window_frames) != f->window_id)
+		return error(err, err_size, "ADU %u: frame %u is not in window %u (%u frames each)",
+		             f->adu_id, f->frame_index, f->window_id, r->window_frames);
 	a = find_adu(r, f->adu_id);
 	if (!a) {
 		if (f->offset != 0)

@@ -9,6 +9,7 @@
  * summary says so.
  */
 #include "pps-client-internal.h"
+#include "pps-prioritizer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,8 +28,26 @@ typedef struct {
 	int64_t display_us; /* 0 = not shown */
 } frame_sample_t;
 
+/* A gap between shown frames longer than this is a freeze. */
+#define FREEZE_MS 100
+/* Missing frames logged one event each up to this many at once; past it one
+ * "frames_missing" event carries the count (a gap of hours is one line). */
+#define MAX_FRAME_EVENTS_PER_GAP 256
+
+enum { STAGE_NETWORK, STAGE_DECODE, STAGE_PLAYOUT, N_STAGES };
+static const char *const stage_names[N_STAGES] = {"capture_to_received", "received_to_decoded",
+                                                  "decoded_to_displayed"};
+
 struct pps_stats {
 	FILE *log;
+	uint64_t frames_late, frames_undecodable, frames_dropped, frames_lost, frames_overflow,
+	    frames_other;
+	uint64_t windows_join;
+	int64_t last_shown_us; /* display time of the last frame shown; 0 = none yet */
+	int64_t freeze_longest_us, frozen_total_us;
+	uint64_t freezes;
+	float *stage_ms[N_STAGES]; /* per shown frame, parallel to frames[] by index */
+	size_t n_stage, cap_stage;
 	double fps;
 	int64_t first_event_us, last_event_us;
 	frame_sample_t *frames;
@@ -79,6 +98,8 @@ pps_stats_free(pps_stats_t *s)
 		return;
 	free(s->frames);
 	free(s->window_latency_ms);
+	for (int i = 0; i < N_STAGES; i++)
+		free(s->stage_ms[i]);
 	free(s);
 }
 
@@ -114,7 +135,53 @@ pps_stats_frame(pps_stats_t *s, const pps_stats_frame_t *f)
 	if (in_flight)
 		goto log;
 	s->frames_total++;
+	if (!f->shown) {
+		if (strcmp(f->reason, PPS_FRAME_LATE) == 0)
+			s->frames_late++;
+		else if (strcmp(f->reason, PPS_FRAME_UNDECODABLE) == 0)
+			s->frames_undecodable++;
+		else if (strcmp(f->reason, PPS_FRAME_DROPPED) == 0)
+			s->frames_dropped++;
+		else if (strcmp(f->reason, PPS_FRAME_LOST) == 0)
+			s->frames_lost++;
+		else if (strcmp(f->reason, PPS_FRAME_OVERFLOW) == 0)
+			s->frames_overflow++;
+		else
+			s->frames_other++;
+	}
 	if (f->shown) {
+		int64_t gap_us = s->last_shown_us ? f->display_us - s->last_shown_us : 0;
+
+		if (gap_us > s->freeze_longest_us)
+			s->freeze_longest_us = gap_us;
+		if (gap_us > FREEZE_MS * 1000) {
+			s->frozen_total_us += gap_us;
+			s->freezes++;
+		}
+		s->last_shown_us = f->display_us;
+		if (f->received_us && f->decoded_us &&
+		    grow((void **)&s->stage_ms[0], &s->cap_stage, s->n_stage, sizeof(float))) {
+			/* All stage arrays grow together (same capacity). */
+			bool ok = true;
+
+			for (int i = 1; i < N_STAGES && ok; i++) {
+				float *p = realloc(s->stage_ms[i], s->cap_stage * sizeof(float));
+
+				if (p)
+					s->stage_ms[i] = p;
+				else
+					ok = false;
+			}
+			if (ok) {
+				s->stage_ms[STAGE_NETWORK][s->n_stage] =
+				    (float)((double)(f->received_us - f->capture_us) / 1000.0);
+				s->stage_ms[STAGE_DECODE][s->n_stage] =
+				    (float)((double)(f->decoded_us - f->received_us) / 1000.0);
+				s->stage_ms[STAGE_PLAYOUT][s->n_stage] =
+				    (float)((double)(f->display_us - f->decoded_us) / 1000.0);
+				s->n_stage++;
+			}
+		}
 		s->frames_shown++;
 		s->roll_shown++;
 		if (s->roll_n < sizeof(s->roll_latency_ms) / sizeof(s->roll_latency_ms[0]))
@@ -146,20 +213,69 @@ log:
 		f->temporal_layers, f->quality_layers, f->shown ? "true" : "false");
 	if (f->reason)
 		fprintf(s->log, ",\"reason\":\"%s\"", f->reason);
+	/* Per-stage times (client clock); the server's encode and send times are
+	 * not on the wire. */
+	if (f->received_us)
+		fprintf(s->log, ",\"received_us\":%" PRId64, f->received_us);
+	if (f->decoded_us)
+		fprintf(s->log, ",\"decoded_us\":%" PRId64, f->decoded_us);
 	fprintf(s->log, "}\n");
+}
+
+void
+pps_stats_missing(pps_stats_t *s, uint32_t window_frames, int64_t first_frame, uint64_t count,
+                  int64_t first_capture_us, int64_t frame_interval_us, const char *reason)
+{
+	if (count <= MAX_FRAME_EVENTS_PER_GAP) {
+		for (uint64_t i = 0; i < count; i++) {
+			int64_t frame = first_frame + (int64_t)i;
+			pps_stats_frame_t f = {
+			    .window = pps_window_index_of_frame((uint32_t)frame, window_frames),
+			    .frame = (uint32_t)frame,
+			    .capture_us = first_capture_us
+			                      ? first_capture_us + (int64_t)i * frame_interval_us
+			                      : 0,
+			    .reason = reason,
+			};
+
+			pps_stats_frame(s, &f);
+		}
+		return;
+	}
+	/* Counted exactly, logged once: no per-frame samples for a gap this long. */
+	s->frames_total += count;
+	if (strcmp(reason, PPS_FRAME_DROPPED) == 0)
+		s->frames_dropped += count;
+	else if (strcmp(reason, PPS_FRAME_LOST) == 0)
+		s->frames_lost += count;
+	else
+		s->frames_other += count;
+	s->frames_unsampled += count;
+	if (s->log)
+		fprintf(s->log,
+		        "{\"type\":\"frames_missing\",\"first_frame\":%" PRId64
+		        ",\"frames\":%" PRIu64 ",\"first_capture_us\":%" PRId64
+		        ",\"reason\":\"%s\"}\n",
+		        first_frame, count, first_capture_us, reason);
 }
 
 void
 pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
 {
-	bool dropped = strcmp(w->status, "dropped") == 0;
+	bool dropped = strcmp(w->status, PPS_WINDOW_DROPPED) == 0;
+	bool join = strcmp(w->status, PPS_WINDOW_JOIN) == 0;
 	double latency_ms = w->complete_us ? (double)(w->complete_us - w->first_capture_us) / 1000.0
 					   : 0;
+	uint64_t windows = w->windows ? w->windows : 1;
 
-	s->windows_total++;
-	if (dropped) {
-		s->windows_dropped++;
+	if (join) {
+		/* In flight when this client joined: not the sender's drop. */
+		s->windows_join++;
+	} else if (dropped) {
+		s->windows_total += windows;
+		s->windows_dropped += windows;
 	} else {
+		s->windows_total++;
 		s->windows_transmitted++;
 		if (strcmp(w->status, "late") == 0)
 			s->windows_late++;
@@ -171,11 +287,19 @@ pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
 	}
 	if (!s->log)
 		return;
+	if (windows > 1) {
+		/* Windows the sender discarded with their WINDOW_END: one event. */
+		fprintf(s->log,
+		        "{\"type\":\"window_gap\",\"window\":%" PRIu32 ",\"windows\":%" PRIu64
+		        ",\"first_capture_us\":%" PRId64 ",\"status\":\"%s\"}\n",
+		        w->window, windows, w->first_capture_us, w->status);
+		return;
+	}
 	fprintf(s->log,
 		"{\"type\":\"window\",\"window\":%" PRIu32 ",\"first_capture_us\":%" PRId64
 		",\"complete_us\":%" PRId64 ",",
 		w->window, w->first_capture_us, w->complete_us);
-	if (dropped)
+	if (dropped || join)
 		fprintf(s->log, "\"latency_ms\":null,");
 	else
 		fprintf(s->log, "\"latency_ms\":%.3f,", latency_ms);
@@ -314,6 +438,28 @@ pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 		o->window_latency_p50_ms = o->window_latency_p95_ms = NAN;
 	}
 	o->signal_delay_p95_ms = signal_delay_p95(s);
+	o->frames_late = s->frames_late;
+	o->frames_undecodable = s->frames_undecodable;
+	o->frames_dropped = s->frames_dropped;
+	o->frames_lost = s->frames_lost;
+	o->frames_overflow = s->frames_overflow;
+	o->frames_other = s->frames_other;
+	o->windows_join = s->windows_join;
+	o->freeze_longest_ms = (double)s->freeze_longest_us / 1000.0;
+	o->frozen_total_ms = (double)s->frozen_total_us / 1000.0;
+	o->freezes = s->freezes;
+	for (int i = 0; i < N_STAGES; i++) {
+		float *v = s->n_stage ? malloc(s->n_stage * sizeof(*v)) : NULL;
+
+		o->stage_p50_ms[i] = o->stage_p95_ms[i] = NAN;
+		if (!v)
+			continue;
+		memcpy(v, s->stage_ms[i], s->n_stage * sizeof(*v));
+		qsort(v, s->n_stage, sizeof(*v), compare_float);
+		o->stage_p50_ms[i] = percentile(v, s->n_stage, 50);
+		o->stage_p95_ms[i] = percentile(v, s->n_stage, 95);
+		free(v);
+	}
 	o->seconds = s->last_byte_us > s->first_byte_us
 			     ? (double)(s->last_byte_us - s->first_byte_us) / 1e6
 			     : 0;
@@ -329,34 +475,58 @@ json_number(FILE *f, const char *name, double v)
 		fprintf(f, ",\"%s\":%.3f", name, v);
 }
 
+static void
+write_summary_json(FILE *out, const pps_stats_summary_t *o, uint64_t unsampled)
+{
+	fprintf(out,
+	        "{\"type\":\"summary\",\"windows_total\":%" PRIu64
+	        ",\"windows_transmitted\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
+	        ",\"windows_late\":%" PRIu64,
+	        o->windows_total, o->windows_transmitted, o->windows_dropped, o->windows_late);
+	for (int i = 0; i < 6; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "within_%dms_pct", pps_stats_tolerances_ms[i]);
+		json_number(out, name, o->within_pct[i]);
+	}
+	json_number(out, "dropped_windows_pct", o->dropped_windows_pct);
+	fprintf(out, ",\"frames_total\":%" PRIu64 ",\"frames_shown\":%" PRIu64, o->frames_total,
+	        o->frames_shown);
+	json_number(out, "frames_shown_pct", o->frames_shown_pct);
+	json_number(out, "frame_latency_p50_ms", o->frame_latency_p50_ms);
+	json_number(out, "frame_latency_p95_ms", o->frame_latency_p95_ms);
+	json_number(out, "frame_latency_p99_ms", o->frame_latency_p99_ms);
+	json_number(out, "window_latency_p50_ms", o->window_latency_p50_ms);
+	json_number(out, "window_latency_p95_ms", o->window_latency_p95_ms);
+	json_number(out, "signal_delay_p95_ms", o->signal_delay_p95_ms);
+	json_number(out, "bits_per_second", o->bits_per_second);
+	json_number(out, "seconds", o->seconds);
+	fprintf(out, ",\"samples_capped\":%" PRIu64, unsampled);
+	fprintf(out,
+	        ",\"frames_late\":%" PRIu64 ",\"frames_undecodable\":%" PRIu64
+	        ",\"frames_dropped\":%" PRIu64 ",\"frames_lost\":%" PRIu64
+	        ",\"frames_overflow\":%" PRIu64 ",\"frames_other\":%" PRIu64
+	        ",\"windows_join\":%" PRIu64 ",\"freezes\":%" PRIu64,
+	        o->frames_late, o->frames_undecodable, o->frames_dropped, o->frames_lost,
+	        o->frames_overflow, o->frames_other, o->windows_join, o->freezes);
+	json_number(out, "freeze_longest_ms", o->freeze_longest_ms);
+	json_number(out, "frozen_total_ms", o->frozen_total_ms);
+	for (int i = 0; i < N_STAGES; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s_p50_ms", stage_names[i]);
+		json_number(out, name, o->stage_p50_ms[i]);
+		snprintf(name, sizeof(name), "%s_p95_ms", stage_names[i]);
+		json_number(out, name, o->stage_p95_ms[i]);
+	}
+	fprintf(out, "}\n");
+}
+
 void
 pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *table)
 {
 	if (s->log) {
-		fprintf(s->log,
-			"{\"type\":\"summary\",\"windows_total\":%" PRIu64
-			",\"windows_transmitted\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
-			",\"windows_late\":%" PRIu64,
-			o->windows_total, o->windows_transmitted, o->windows_dropped, o->windows_late);
-		for (int i = 0; i < 6; i++) {
-			char name[32];
-
-			snprintf(name, sizeof(name), "within_%dms_pct", pps_stats_tolerances_ms[i]);
-			json_number(s->log, name, o->within_pct[i]);
-		}
-		json_number(s->log, "dropped_windows_pct", o->dropped_windows_pct);
-		fprintf(s->log, ",\"frames_total\":%" PRIu64 ",\"frames_shown\":%" PRIu64,
-			o->frames_total, o->frames_shown);
-		json_number(s->log, "frames_shown_pct", o->frames_shown_pct);
-		json_number(s->log, "frame_latency_p50_ms", o->frame_latency_p50_ms);
-		json_number(s->log, "frame_latency_p95_ms", o->frame_latency_p95_ms);
-		json_number(s->log, "frame_latency_p99_ms", o->frame_latency_p99_ms);
-		json_number(s->log, "window_latency_p50_ms", o->window_latency_p50_ms);
-		json_number(s->log, "window_latency_p95_ms", o->window_latency_p95_ms);
-		json_number(s->log, "signal_delay_p95_ms", o->signal_delay_p95_ms);
-		json_number(s->log, "bits_per_second", o->bits_per_second);
-		json_number(s->log, "seconds", o->seconds);
-		fprintf(s->log, ",\"samples_capped\":%" PRIu64 "}\n", s->frames_unsampled);
+		write_summary_json(s->log, o, s->frames_unsampled);
 		fflush(s->log);
 	}
 	if (!table)
@@ -373,17 +543,35 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 		fprintf(table, "  windows within %4d ms   %7.1f%%\n", pps_stats_tolerances_ms[i],
 			o->within_pct[i]);
 	fprintf(table,
-		"  window latency p50/p95   %7.1f / %.1f ms\n"
-		"  frames shown             %8" PRIu64 " of %" PRIu64 " (%.1f%%)\n"
-		"  frame latency p50        %7.1f ms\n"
-		"  frame latency p95        %7.1f ms\n"
-		"  frame latency p99        %7.1f ms\n"
-		"  signal delay p95         %7.1f ms\n"
-		"  received                 %7.2f Mbit/s\n",
-		o->window_latency_p50_ms, o->window_latency_p95_ms, o->frames_shown,
-		o->frames_total, o->frames_shown_pct, o->frame_latency_p50_ms,
-		o->frame_latency_p95_ms, o->frame_latency_p99_ms, o->signal_delay_p95_ms,
-		o->bits_per_second / 1e6);
+	        "  window latency p50/p95   %7.1f / %.1f ms\n"
+	        "  frames shown             %8" PRIu64 " of %" PRIu64 " (%.1f%%)\n"
+	        "  frame latency p50        %7.1f ms\n"
+	        "  frame latency p95        %7.1f ms\n"
+	        "  frame latency p99        %7.1f ms\n"
+	        "  signal delay p95         %7.1f ms\n"
+	        "  received                 %7.2f Mbit/s\n"
+	        "  not shown                %8" PRIu64 " late, %" PRIu64 " undecodable, %" PRIu64
+	        " dropped by the sender, %" PRIu64 " lost in a window, %" PRIu64 " other\n"
+	        "  freezes (gaps > %d ms)   %8" PRIu64
+	        ", longest gap %.0f ms, frozen %.1f s in all\n"
+	        "  stages p50 (client)      capture->received %.1f, ->decoded %.1f, ->displayed "
+	        "%.1f ms\n",
+	        o->window_latency_p50_ms, o->window_latency_p95_ms, o->frames_shown,
+	        o->frames_total, o->frames_shown_pct, o->frame_latency_p50_ms,
+	        o->frame_latency_p95_ms, o->frame_latency_p99_ms, o->signal_delay_p95_ms,
+	        o->bits_per_second / 1e6, o->frames_late, o->frames_undecodable, o->frames_dropped,
+	        o->frames_lost, o->frames_overflow + o->frames_other, FREEZE_MS, o->freezes,
+	        o->freeze_longest_ms, o->frozen_total_ms / 1000.0, o->stage_p50_ms[STAGE_NETWORK],
+	        o->stage_p50_ms[STAGE_DECODE], o->stage_p50_ms[STAGE_PLAYOUT]);
+}
+
+int
+pps_stats_write_json(const pps_stats_summary_t *o, FILE *out)
+{
+	write_summary_json(out, o, 0);
+	if (fflush(out) != 0 || ferror(out))
+		return -(errno ? errno : EIO);
+	return 0;
 }
 
 void
@@ -403,6 +591,8 @@ pps_stats_rolling(pps_stats_t *s, int64_t now_us, pps_stats_rolling_t *out)
 	out->max_quality_layers = s->roll_max_q;
 	out->windows_late = s->windows_late;
 	out->windows_dropped = s->windows_dropped;
+	out->freeze_longest_ms = (double)s->freeze_longest_us / 1000.0;
+	out->frozen_total_ms = (double)s->frozen_total_us / 1000.0;
 	s->roll_n = 0;
 	s->roll_shown = 0;
 	s->roll_bytes = 0;

@@ -245,11 +245,21 @@ void pps_decoder_free(pps_decoder_t *decoder);
  * waiting for the next window. If a layer's filler ADU was not pushed (the
  * sender cut its window there), the frames libavcodec holds in that layer
  * wait until the layer is fed again (at its next IDR, since the layer's next
- * anchor depends on the fillers) or the frame table overflows. With 1
- * temporal layer (no filler ADUs) a frame comes out when the next frame's
- * first ADU is pushed. pps_decoder_drain() releases everything.
+ * anchor depends on the fillers), pps_decoder_settle() or the frame table
+ * overflows. With 1 temporal layer (no filler ADUs) a frame comes out when its
+ * top-layer ADU is pushed (a frame whose top layer was not pushed: at
+ * pps_decoder_settle()). pps_decoder_drain() releases everything.
  */
 int pps_decoder_push(pps_decoder_t *decoder, const pps_adu_t *adu);
+
+/*
+ * No ADU of a frame up to @frame_index will be pushed any more (the client
+ * calls it at the end of a window): every such frame still held is output
+ * now, with the layers that decoded (a layer cut before its filler ADU is
+ * flushed until its next IDR, as when a later mini-GOP begins). Removes the
+ * wait for the next window's first ADU.
+ */
+void pps_decoder_settle(pps_decoder_t *decoder, uint32_t frame_index);
 
 /* End of stream: outputs every frame still held. The decoder stays usable
  * (the next ADU must then be an IDR). */

@@ -132,6 +132,10 @@ pps_decoder_new(const pps_stream_params_t *params, pps_decoder_frame_cb frame_cb
 		/* Slice threads only: frame threads would hold pictures back. */
 		c->thread_type = FF_THREAD_SLICE;
 		c->thread_count = 0;
+		/* Without B frames nothing is reordered: output each picture as
+		 * soon as it is decoded, whatever the SPS says about reordering. */
+		if (params->minigop_frames == 1)
+			c->flags |= AV_CODEC_FLAG_LOW_DELAY;
 		d->codec[q] = c;
 		err = avcodec_open2(c, h264, NULL);
 		if (err < 0)
@@ -373,6 +377,13 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 		if (settled > d->later_through)
 			d->later_through = settled;
 	}
+	/* Without B frames a frame's top layer is its last ADU: once it is
+	 * pushed the frame can get no more (lower layers come first), so it
+	 * need not wait for the next frame. A frame whose top layer the sender
+	 * dropped waits for pps_decoder_settle() (end of its window). */
+	if (s == 1 && !fillers_only && q == d->params.quality_layers - 1 &&
+	    (int64_t)info->frame_index > d->safe_through)
+		d->safe_through = info->frame_index;
 	for (int i = 0; i < info->dep_count; i++)
 		if (!was_decoded(d, info->deps[i]))
 			decodable = false;
@@ -432,6 +443,16 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	d->stats.adus_decoded++;
 	release(d, false);
 	return 0;
+}
+
+void
+pps_decoder_settle(pps_decoder_t *d, uint32_t frame_index)
+{
+	if ((int64_t)frame_index > d->safe_through)
+		d->safe_through = frame_index;
+	if ((int64_t)frame_index > d->later_through)
+		d->later_through = frame_index;
+	release(d, false);
 }
 
 int

@@ -141,7 +141,11 @@ static const pps_config_key_t keys[] = {
 		"server to connect to (host:port or [v6addr]:port)"),
 	STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
 	BOOL("client", "reconnect", "false", CLIENT,
-	     "reconnect with backoff when the server goes away"),
+	     "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
+	INT("client", "reconnect_attempts", "10", 1, 1000000, CLIENT,
+	    "reconnect: give up (exit 1) after this many connections in a row without a stream"),
+	INT("client", "handshake_timeout_ms", "5000", 100, 600000, CLIENT,
+	    "fail a connection that brings no STREAM_INFO within this time of connecting"),
 	INT("client", "max_record_bytes", "16384", 256, 65535, CLIENT,
 	    "largest wire record accepted from the server"),
 	INT("client", "clock_ping_interval_ms", "1000", 100, 60000, CLIENT,
@@ -151,10 +155,12 @@ static const pps_config_key_t keys[] = {
 	     "only if it exceeds its uncertainty)"),
 
 	/* [playout] */
-	ENUM("playout", "policy", "fixed", playout_policies, CLIENT,
-	     "fixed (capture time + tolerance), asap (on window arrival) or adaptive"),
-	INT("playout", "tolerance_ms", "200", 0, 10000, CLIENT,
-	    "fixed policy: display at capture time + this; later data is late"),
+	ENUM("playout", "policy", "adaptive", playout_policies, CLIENT,
+	     "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
+	     "budget down), fixed (capture time + tolerance) or asap (as soon as decoded)"),
+	INT("playout", "tolerance_ms", "0", 0, 10000, CLIENT,
+	    "fixed policy: display at capture time + this; 0 = what the stream can meet "
+	    "(server budget + measured round trip + 10 ms)"),
 
 	/* [display] */
 	ENUM("display", "mode", "auto", display_modes, CLIENT,

@@ -29,14 +29,14 @@ fragment(uint32_t window, uint32_t adu, uint32_t offset, uint16_t len, uint32_t 
 {
 	pps_wire_record_t r = { .kind = PPS_WIRE_ADU_FRAGMENT };
 
-	r.u.adu_fragment = (pps_wire_adu_fragment_t){ .window_id = window,
-						      .adu_id = adu,
-						      .frame_index = 1,
-						      .capture_us = 1000000,
-						      .offset = offset,
-						      .total_bytes = total,
-						      .payload_len = len,
-						      .payload = payload + offset };
+	r.u.adu_fragment = (pps_wire_adu_fragment_t){.window_id = window,
+	                                             .adu_id = adu,
+	                                             .frame_index = window * 2, /* W = 2 */
+	                                             .capture_us = 1000000,
+	                                             .offset = offset,
+	                                             .total_bytes = total,
+	                                             .payload_len = len,
+	                                             .payload = payload + offset};
 	return r;
 }
 
@@ -61,7 +61,7 @@ feed(pps_reasm_t *r, pps_wire_record_t rec, char *err)
 static void
 test_reasm_window(void)
 {
-	pps_reasm_t *r = pps_reasm_new();
+	pps_reasm_t *r = pps_reasm_new(2);
 	pps_reasm_window_t w;
 	pps_adu_t **adus, *early;
 	size_t n;
@@ -104,7 +104,7 @@ test_reasm_window(void)
 static void
 expect_error(pps_wire_record_t setup, pps_wire_record_t bad, const char *text)
 {
-	pps_reasm_t *r = pps_reasm_new();
+	pps_reasm_t *r = pps_reasm_new(2);
 	char err[256] = "";
 
 	REQUIRE(r);
@@ -135,7 +135,7 @@ test_reasm_rejections(void)
 	expect_error(none, begin(1, 2000, 10, 0), "over the limits");
 	{
 		/* A fragment that does not continue its ADU. */
-		pps_reasm_t *r = pps_reasm_new();
+		pps_reasm_t *r = pps_reasm_new(2);
 		char err[256];
 
 		REQUIRE(r && feed(r, open, err) == 0);
@@ -146,7 +146,7 @@ test_reasm_rejections(void)
 	}
 	{
 		/* Window ids only go forward. */
-		pps_reasm_t *r = pps_reasm_new();
+		pps_reasm_t *r = pps_reasm_new(2);
 		char err[256];
 
 		REQUIRE(r);
@@ -157,7 +157,7 @@ test_reasm_rejections(void)
 	}
 	{
 		/* The announced total bounds the sum of all ADUs, not each alone. */
-		pps_reasm_t *r = pps_reasm_new();
+		pps_reasm_t *r = pps_reasm_new(2);
 		char err[256];
 
 		REQUIRE(r && feed(r, open, err) == 0);
@@ -170,9 +170,9 @@ test_reasm_rejections(void)
 static void
 test_playout(void)
 {
-	pps_playout_t *fixed = pps_playout_new(PPS_PLAYOUT_FIXED, 200000);
-	pps_playout_t *asap = pps_playout_new(PPS_PLAYOUT_ASAP, 200000);
-	pps_playout_t *adaptive = pps_playout_new(PPS_PLAYOUT_ADAPTIVE, 200000);
+	pps_playout_t *fixed = pps_playout_new(PPS_PLAYOUT_FIXED, 200000, NULL, NULL);
+	pps_playout_t *asap = pps_playout_new(PPS_PLAYOUT_ASAP, 200000, NULL, NULL);
+	pps_playout_t *adaptive = pps_playout_new(PPS_PLAYOUT_ADAPTIVE, 200000, NULL, NULL);
 	int64_t before, during;
 
 	REQUIRE(fixed && asap && adaptive);
@@ -204,11 +204,203 @@ test_playout(void)
 	pps_playout_free(adaptive);
 }
 
+typedef struct {
+	unsigned overflow, stopped;
+} discards_t;
+
+static void
+discard_cb(const pps_playout_frame_t *frame, const char *reason, void *user)
+{
+	discards_t *d = user;
+
+	(void)frame;
+	if (strcmp(reason, PPS_FRAME_OVERFLOW) == 0)
+		d->overflow++;
+	else if (strcmp(reason, PPS_FRAME_STOPPED) == 0)
+		d->stopped++;
+}
+
+/* The fixed delay the stream can meet, and the adaptive policy settling
+ * from it in seconds (an injected clock: times are arguments). */
+static void
+test_playout_stream_delay(void)
+{
+	pps_playout_t *fixed = pps_playout_new(PPS_PLAYOUT_FIXED, 0, NULL, NULL);
+	pps_playout_t *adaptive = pps_playout_new(PPS_PLAYOUT_ADAPTIVE, 0, NULL, NULL);
+	int64_t window_us = 66667, t;
+
+	REQUIRE(fixed && adaptive);
+	pps_playout_set_stream(fixed, 250000, window_us);
+	pps_playout_set_rtt(fixed, 50000);
+	/* budget + round trip + 10 ms decode margin */
+	CHECK_EQ_INT(pps_playout_stream_delay_us(fixed), 310000);
+	CHECK_EQ_INT(pps_playout_display_time(fixed, 1000000, 0), 1310000);
+	pps_playout_set_stream(adaptive, 250000, window_us);
+	pps_playout_set_rtt(adaptive, 50000);
+	CHECK_EQ_INT(pps_playout_delay_us(adaptive), 310000);
+	/* Windows at a steady 60 ms: from 310 ms to under 100 ms within 5 s
+	 * of windows, and no lower than the windows' own delay. */
+	pps_playout_window(adaptive, 60000);
+	CHECK(pps_playout_delay_us(adaptive) > 300000);
+	for (t = window_us; t < 5000000; t += window_us)
+		pps_playout_window(adaptive, 60000 + (t / window_us % 2) * 4000);
+	CHECK(pps_playout_delay_us(adaptive) < 100000);
+	CHECK(pps_playout_delay_us(adaptive) >= 60000);
+	pps_playout_free(fixed);
+	pps_playout_free(adaptive);
+}
+
+static void
+test_playout_queue(void)
+{
+	discards_t d = {0};
+	pps_playout_t *p = pps_playout_new(PPS_PLAYOUT_FIXED, 100000, discard_cb, &d);
+	pps_playout_t *asap = pps_playout_new(PPS_PLAYOUT_ASAP, 0, discard_cb, &d);
+	pps_frame_t *pic = pps_frame_new(32, 32), *out;
+	pps_playout_frame_t m = {.window = 1, .frame = 1, .capture_us = 1000000}, got;
+
+	REQUIRE(p && asap && pic);
+	/* Late: its display time (capture + 100 ms) has passed. */
+	CHECK_EQ_INT(pps_playout_push(p, pic, &m, 1200000), -ETIME);
+	CHECK_EQ_INT(pps_playout_next_due_us(p), INT64_MAX);
+	/* Bounded: the 49th frame pushes out the oldest. */
+	for (uint32_t i = 0; i <= PPS_PLAYOUT_MAX_FRAMES; i++) {
+		m.frame = i;
+		m.capture_us = 1000000 + i * 33333;
+		CHECK_EQ_INT(pps_playout_push(p, pic, &m, 1000000), 0);
+	}
+	CHECK_EQ_INT(d.overflow, 1);
+	CHECK_EQ_INT(pps_playout_next_due_us(p), 1000000 + 33333 + 100000);
+	/* Each frame at its own time: not due a moment early, due at its time. */
+	CHECK(pps_playout_pop_due(p, 1133333 - 2000, &got) == NULL);
+	out = pps_playout_pop_due(p, 1133333, &got);
+	CHECK(out && got.frame == 1);
+	pps_frame_free(out);
+	pps_playout_flush(p);
+	CHECK_EQ_INT(d.stopped, PPS_PLAYOUT_MAX_FRAMES - 1);
+	/* asap: frames of a window decoded together keep their spacing; the
+	 * next window starts when it is decoded. */
+	m = (pps_playout_frame_t){.window = 5, .frame = 9, .capture_us = 0};
+	CHECK_EQ_INT(pps_playout_push(asap, pic, &m, 100000), 0);
+	m.frame = 10;
+	m.capture_us = 33333;
+	CHECK_EQ_INT(pps_playout_push(asap, pic, &m, 100500), 0);
+	m.window = 6;
+	m.frame = 11;
+	m.capture_us = 66666;
+	CHECK_EQ_INT(pps_playout_push(asap, pic, &m, 120000), 0);
+	CHECK_EQ_INT(pps_playout_next_due_us(asap), 100000);
+	pps_frame_free(pps_playout_pop_due(asap, 100000, &got));
+	/* Window 6 arrived before frame 10's paced time: frame 10 became due
+	 * at once (no pacing that piles up behind a stall), frame 11 then. */
+	CHECK_EQ_INT(pps_playout_next_due_us(asap), 120000);
+	pps_frame_free(pps_playout_pop_due(asap, 120000, &got));
+	CHECK_EQ_INT(got.frame, 10);
+	CHECK_EQ_INT(pps_playout_next_due_us(asap), 120000);
+	pps_frame_free(pps_playout_pop_due(asap, 120000, &got));
+	CHECK_EQ_INT(got.frame, 11);
+	/* Its own next frame is paced again. */
+	m.frame = 12;
+	m.capture_us = 99999;
+	CHECK_EQ_INT(pps_playout_push(asap, pic, &m, 121000), 0);
+	CHECK_EQ_INT(pps_playout_next_due_us(asap), 153333);
+	pps_frame_free(pic);
+	pps_playout_free(p);
+	pps_playout_free(asap);
+}
+
+/* Every frame counted once whatever its path; join windows are not the
+ * sender's; long gaps are one log line; freezes measured on display times. */
+static void
+test_stats_accounting(void)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *log = open_memstream(&buf, &size);
+	pps_stats_t *s = pps_stats_new(log, 30);
+	pps_stats_summary_t o;
+	const int64_t shown_at_ms[] = {0, 33, 66, 300, 333, 900};
+	pps_stats_window_t join = {.window = 3, .status = PPS_WINDOW_JOIN};
+	pps_stats_window_t gap = {.window = 4, .windows = 5000, .status = PPS_WINDOW_DROPPED};
+	unsigned lines = 0;
+
+	REQUIRE(log && s);
+	pps_stats_window(s, &join);
+	pps_stats_window(s, &gap);
+	for (size_t i = 0; i < sizeof(shown_at_ms) / sizeof(shown_at_ms[0]); i++) {
+		pps_stats_frame_t f = {.frame = (uint32_t)i,
+		                       .capture_us = 1000000 + (int64_t)i * 33333,
+		                       .display_us = 1200000 + shown_at_ms[i] * 1000,
+		                       .shown = true,
+		                       .received_us = 1000000 + (int64_t)i * 33333 + 30000,
+		                       .decoded_us = 1000000 + (int64_t)i * 33333 + 35000};
+
+		pps_stats_frame(s, &f);
+	}
+	{
+		pps_stats_frame_t late = {.frame = 6, .reason = PPS_FRAME_LATE};
+		pps_stats_frame_t stopped = {.frame = 7, .reason = PPS_FRAME_STOPPED};
+
+		pps_stats_frame(s, &late);
+		pps_stats_frame(s, &stopped); /* in flight at exit: not counted */
+	}
+	pps_stats_missing(s, 2, 8, 3, 0, 33333, PPS_FRAME_LOST);
+	pps_stats_missing(s, 2, 11, 100000, 0, 33333, PPS_FRAME_DROPPED);
+	pps_stats_missing(s, 2, 100011, 1, 0, 33333, PPS_FRAME_UNDECODABLE);
+	pps_stats_summarize(s, &o);
+	pps_stats_write_summary(s, &o, NULL);
+	fclose(log);
+	for (char *c = buf; c && *c; c++)
+		lines += *c == '\n';
+	CHECK_EQ_INT(o.windows_total, 5000);
+	CHECK_EQ_INT(o.windows_dropped, 5000);
+	CHECK_EQ_INT(o.windows_join, 1);
+	CHECK_EQ_INT(o.frames_shown, 6);
+	CHECK_EQ_INT(o.frames_late, 1);
+	CHECK_EQ_INT(o.frames_lost, 3);
+	CHECK_EQ_INT(o.frames_dropped, 100000);
+	CHECK_EQ_INT(o.frames_undecodable, 1);
+	CHECK_EQ_INT(o.frames_total, 6 + 1 + 3 + 100000 + 1);
+	CHECK_EQ_INT(o.frames_total, o.frames_shown + o.frames_late + o.frames_lost +
+	                                 o.frames_dropped + o.frames_undecodable +
+	                                 o.frames_overflow + o.frames_other);
+	/* Gaps 33, 33, 234, 33, 567 ms: two freezes over 100 ms. */
+	CHECK_EQ_INT(o.freezes, 2);
+	CHECK(o.freeze_longest_ms > 566.9 && o.freeze_longest_ms < 567.1);
+	CHECK(o.frozen_total_ms > 800.9 && o.frozen_total_ms < 801.1);
+	CHECK(o.stage_p50_ms[0] > 29.9 && o.stage_p50_ms[0] < 30.1);
+	CHECK(o.stage_p50_ms[1] > 4.9 && o.stage_p50_ms[1] < 5.1);
+	/* 2 window events, 8 frames, 3 lost, 1 frames_missing, 1 undecodable, summary */
+	CHECK_EQ_INT(lines, 2 + 8 + 3 + 1 + 1 + 1);
+	CHECK(buf &&
+	      strstr(buf, "\"type\":\"frames_missing\",\"first_frame\":11,\"frames\":100000"));
+	CHECK(buf && strstr(buf, "\"freeze_longest_ms\":567.000"));
+	CHECK(buf && strstr(buf, "\"status\":\"join\""));
+	free(buf);
+	pps_stats_free(s);
+}
+
+/* Server text reaches the terminal as printable ASCII only. */
+static void
+test_sanitize(void)
+{
+	char out[64];
+
+	pps_connection_sanitize(out, sizeof(out), "ok \x1b[2J\x07\xff end", 13);
+	CHECK(strcmp(out, "ok ?[2J?? end") == 0);
+	pps_connection_sanitize(out, 4, "abcdef", 6);
+	CHECK(strcmp(out, "abc") == 0);
+}
+
 int
 main(void)
 {
 	test_reasm_window();
 	test_reasm_rejections();
 	test_playout();
+	test_playout_stream_delay();
+	test_playout_queue();
+	test_stats_accounting();
+	test_sanitize();
 	return pps_test_result();
 }

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The clock: the server's clock offset from CLOCK_PING/CLOCK_PONG samples,
+ * keeping the sample with the smallest round trip (its offset error is at
+ * most half that round trip), and conversion of server times to ours.
+ */
+#include "pps-client-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct pps_clock {
+	pps_clock_mode_t mode;
+	bool have_offset;
+	int64_t offset_us; /* server clock - client clock */
+	int64_t best_rtt_us;
+	int64_t last_rtt_us;
+};
+
+int64_t
+pps_client_realtime_us(void *unused)
+{
+	struct timespec ts;
+
+	(void)unused;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+pps_clock_t *
+pps_clock_new(pps_clock_mode_t mode)
+{
+	pps_clock_t *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->mode = mode;
+	return c;
+}
+
+void
+pps_clock_free(pps_clock_t *c)
+{
+	free(c);
+}
+
+void
+pps_clock_reset(pps_clock_t *c)
+{
+	c->have_offset = false;
+	c->offset_us = c->best_rtt_us = c->last_rtt_us = 0;
+}
+
+int
+pps_clock_pong(pps_clock_t *c, const pps_wire_clock_pong_t *p, int64_t now_us)
+{
+	int64_t rtt = (now_us - p->client_send_us) - (p->server_send_us - p->server_recv_us);
+	int64_t offset =
+	    ((p->server_recv_us - p->client_send_us) + (p->server_send_us - now_us)) / 2;
+
+	if (rtt < 0 || p->client_send_us > now_us)
+		return -EINVAL; /* not a sample we can trust */
+	c->last_rtt_us = rtt;
+	if (!c->have_offset || rtt < c->best_rtt_us) {
+		c->have_offset = true;
+		c->best_rtt_us = rtt;
+		c->offset_us = offset;
+	}
+	return 0;
+}
+
+int64_t
+pps_clock_to_client(const pps_clock_t *c, int64_t server_us)
+{
+	if (!c->have_offset || c->mode == PPS_CLOCK_SHARED)
+		return server_us;
+	if (c->mode == PPS_CLOCK_AUTO && llabs(c->offset_us) <= c->best_rtt_us / 2)
+		return server_us; /* indistinguishable from a shared clock */
+	return server_us - c->offset_us;
+}
+
+bool
+pps_clock_have_offset(const pps_clock_t *c)
+{
+	return c->have_offset;
+}
+
+int64_t
+pps_clock_offset_us(const pps_clock_t *c)
+{
+	return c->offset_us;
+}
+
+int64_t
+pps_clock_best_rtt_us(const pps_clock_t *c)
+{
+	return c->best_rtt_us;
+}
+
+int64_t
+pps_clock_last_rtt_us(const pps_clock_t *c)
+{
+	return c->last_rtt_us;
+}

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connection to the server: a non-blocking TCP socket on the caller's
+ * libevent loop, HELLO, the wire parser, CLOCK_PING on a timer, BYE, the
+ * handshake timeout and the bounded reconnect.
+ *
+ * Reconnect (client.reconnect): after the connection ends for any reason
+ * (refused, closed, BYE, protocol error) it tries again after a backoff that
+ * doubles from 0.5 s to 8 s. A connection that delivered a stream resets the
+ * count; after client.reconnect_attempts tries in a row without a stream it
+ * gives up, and closed_cb reports the failure.
+ */
+#include "pps-client-internal.h"
+#include "pps-config.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define RECONNECT_MIN_US 500000
+#define RECONNECT_MAX_US 8000000
+
+struct pps_connection {
+	struct event_base *base;
+	pps_connection_params_t params;
+	char server[256];
+	char name[PPS_WIRE_MAX_NAME_BYTES + 1];
+	pps_connection_callbacks_t callbacks;
+	void *user;
+
+	int fd;
+	bool connected; /* TCP up, HELLO sent */
+	bool streaming; /* STREAM_INFO accepted */
+	bool stopped;
+	struct event *read_event, *connect_event;
+	struct event *reconnect_timer, *ping_timer, *handshake_timer;
+	pps_wire_parser_t *parser;
+	uint32_t ping_seq;
+	int64_t backoff_us;
+	unsigned attempts; /* in a row without a stream */
+	unsigned connections;
+};
+
+static void start(pps_connection_t *c);
+
+static void
+tv_from_us(struct timeval *tv, int64_t us)
+{
+	tv->tv_sec = (time_t)(us / 1000000);
+	tv->tv_usec = (suseconds_t)(us % 1000000);
+}
+
+/* Server text for a terminal: printable ASCII only. */
+void
+pps_connection_sanitize(char *dst, size_t dst_size, const char *src, size_t src_len)
+{
+	size_t n = 0;
+
+	if (dst_size == 0)
+		return;
+	for (size_t i = 0; i < src_len && src[i] && n + 1 < dst_size; i++) {
+		unsigned char ch = (unsigned char)src[i];
+
+		dst[n++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+	}
+	dst[n] = '\0';
+}
+
+static void
+close_socket(pps_connection_t *c)
+{
+	if (c->read_event) {
+		event_free(c->read_event);
+		c->read_event = NULL;
+	}
+	if (c->connect_event) {
+		event_free(c->connect_event);
+		c->connect_event = NULL;
+	}
+	if (c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	event_del(c->ping_timer);
+	event_del(c->handshake_timer);
+	c->connected = false;
+}
+
+/* The connection ended: reconnect if asked and not out of attempts, and say so. */
+static void
+ended(pps_connection_t *c, const char *why, bool failure)
+{
+	bool had_stream = c->streaming;
+	pps_connection_end_t end = {.why = why, .failure = failure, .had_stream = had_stream};
+
+	close_socket(c);
+	c->streaming = false;
+	pps_wire_parser_free(c->parser);
+	c->parser = NULL;
+	if (c->stopped)
+		return;
+	if (had_stream)
+		c->attempts = 0;
+	if (c->params.reconnect && c->attempts < c->params.reconnect_attempts) {
+		struct timeval tv;
+
+		c->backoff_us = had_stream || !c->backoff_us ? RECONNECT_MIN_US : c->backoff_us * 2;
+		if (c->backoff_us > RECONNECT_MAX_US)
+			c->backoff_us = RECONNECT_MAX_US;
+		end.retry_in_us = c->backoff_us;
+		tv_from_us(&tv, c->backoff_us);
+		event_add(c->reconnect_timer, &tv);
+	} else if (c->params.reconnect) {
+		end.gave_up = true;
+		end.failure = true;
+	}
+	c->callbacks.closed_cb(&end, c->user);
+}
+
+int
+pps_connection_send(pps_connection_t *c, const pps_wire_record_t *r)
+{
+	uint8_t buf[256];
+	long n;
+
+	if (c->fd < 0 || !c->connected)
+		return -ENOTCONN;
+	n = pps_wire_encode(r, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	/* Our records are tiny and rare; a full send buffer means the server
+	 * is not reading, and a lost PING costs one clock sample. */
+	if (send(c->fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		return -errno;
+	return 0;
+}
+
+static void
+ping_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_connection_t *c = user;
+	pps_wire_record_t ping = {.kind = PPS_WIRE_CLOCK_PING};
+
+	(void)fd;
+	(void)what;
+	if (!c->streaming)
+		return;
+	ping.u.clock_ping.seq = ++c->ping_seq;
+	ping.u.clock_ping.client_send_us = c->params.clock_cb(c->user);
+	pps_connection_send(c, &ping);
+}
+
+void
+pps_connection_stream_started(pps_connection_t *c)
+{
+	struct timeval tv;
+
+	c->streaming = true;
+	c->attempts = 0;
+	c->backoff_us = 0;
+	event_del(c->handshake_timer);
+	tv_from_us(&tv, c->params.ping_interval_us);
+	event_add(c->ping_timer, &tv);
+	ping_cb(-1, 0, c); /* a first clock sample right away */
+}
+
+void
+pps_connection_fail(pps_connection_t *c, const char *why)
+{
+	pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+	char text[400];
+
+	bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
+	bye.u.bye.text_len =
+	    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%.190s", why);
+	pps_connection_send(c, &bye);
+	snprintf(text, sizeof(text), "protocol error from the server: %s", why);
+	ended(c, text, true);
+}
+
+static void
+handle_bye(pps_connection_t *c, const pps_wire_bye_t *bye)
+{
+	char text[PPS_WIRE_MAX_REASON_BYTES + 1], why[400];
+
+	pps_connection_sanitize(text, sizeof(text), bye->text, bye->text_len);
+	snprintf(why, sizeof(why), "server said BYE (%s%s%s)",
+	         pps_wire_bye_reason_name(bye->reason), text[0] ? ": " : "", text);
+	ended(c, why, bye->reason != PPS_WIRE_BYE_NORMAL || !c->streaming);
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_connection_t *c = user;
+	uint8_t buf[65536];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	const uint8_t *data = buf;
+	size_t len;
+	unsigned connection = c->connections;
+
+	(void)what;
+	if (n == 0) {
+		/* A server that ends its stream says BYE first: a close without
+		 * it is a crash or a network failure. */
+		ended(c,
+		      c->streaming ? "the server closed the connection without BYE"
+		                   : "the server closed the connection before STREAM_INFO",
+		      true);
+		return;
+	}
+	if (n < 0) {
+		char why[160];
+
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		snprintf(why, sizeof(why), "connection to the server lost%s: %s",
+		         c->streaming ? " without BYE" : " before STREAM_INFO", strerror(errno));
+		ended(c, why, true);
+		return;
+	}
+	if (c->callbacks.bytes_cb)
+		c->callbacks.bytes_cb((size_t)n, c->user);
+	len = (size_t)n;
+	/* Callbacks may end this connection (and a reconnect may start the
+	 * next): stop as soon as this one is gone. */
+	while (c->connected && c->connections == connection) {
+		pps_wire_record_t record;
+		char err[256] = "";
+		int ret = pps_wire_parser_next(c->parser, &data, &len, &record);
+
+		if (ret == 0)
+			break;
+		if (ret < 0) {
+			char why[300];
+
+			snprintf(why, sizeof(why), "protocol error from the server: %s",
+			         pps_wire_parser_error(c->parser));
+			ended(c, why, true);
+			return;
+		}
+		if (record.kind == PPS_WIRE_BYE) {
+			handle_bye(c, &record.u.bye);
+			return;
+		}
+		ret = c->callbacks.record_cb(&record, err, sizeof(err), c->user);
+		if (ret < 0 && c->connected && c->connections == connection) {
+			pps_connection_fail(c, err);
+			return;
+		}
+	}
+}
+
+static void
+handshake_timeout_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_connection_t *c = user;
+	char why[400];
+
+	(void)fd;
+	(void)what;
+	snprintf(why, sizeof(why),
+	         "%s: no stream within %lld ms of connecting (not a pps-server, or one that hangs)",
+	         c->server, (long long)(c->params.handshake_timeout_us / 1000));
+	ended(c, why, true);
+}
+
+static void
+connected(pps_connection_t *c)
+{
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+
+	c->connected = true;
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.max_record_bytes = (uint16_t)c->params.max_record_bytes;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "%.64s", c->name);
+	if (pps_connection_send(c, &hello) < 0) {
+		ended(c, "cannot send HELLO", true);
+		return;
+	}
+	c->read_event = event_new(c->base, c->fd, EV_READ | EV_PERSIST, read_cb, c);
+	if (!c->read_event || event_add(c->read_event, NULL) < 0)
+		ended(c, "out of memory", true);
+}
+
+static void
+connect_done_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_connection_t *c = user;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	char why[400];
+
+	(void)what;
+	event_free(c->connect_event);
+	c->connect_event = NULL;
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	if (err) {
+		snprintf(why, sizeof(why), "cannot connect to %s: %s", c->server, strerror(err));
+		ended(c, why, true);
+		return;
+	}
+	connected(c);
+}
+
+static void
+start(pps_connection_t *c)
+{
+	char host[256], port[16], why[400];
+	struct addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	struct timeval tv;
+	int ret;
+
+	c->connections++;
+	c->attempts++;
+	c->parser = pps_wire_parser_new(c->params.max_record_bytes);
+	if (!c->parser) {
+		ended(c, "out of memory", true);
+		return;
+	}
+	tv_from_us(&tv, c->params.handshake_timeout_us);
+	event_add(c->handshake_timer, &tv);
+	/* Validated by the configuration loader already. */
+	if (pps_config_split_address(c->server, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(why, sizeof(why), "bad server address %s", c->server);
+		ended(c, why, true);
+		return;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->server, gai_strerror(ret));
+		ended(c, why, true);
+		return;
+	}
+	c->fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		snprintf(why, sizeof(why), "socket: %s", strerror(errno));
+		freeaddrinfo(res);
+		ended(c, why, true);
+		return;
+	}
+	ret = connect(c->fd, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	if (ret == 0) {
+		connected(c);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		snprintf(why, sizeof(why), "cannot connect to %s: %s", c->server, strerror(errno));
+		ended(c, why, true);
+		return;
+	}
+	c->connect_event = event_new(c->base, c->fd, EV_WRITE, connect_done_cb, c);
+	if (!c->connect_event || event_add(c->connect_event, NULL) < 0)
+		ended(c, "out of memory", true);
+}
+
+static void
+reconnect_cb(evutil_socket_t fd, short what, void *user)
+{
+	(void)fd;
+	(void)what;
+	start(user);
+}
+
+pps_connection_t *
+pps_connection_new(struct event_base *base, const pps_connection_params_t *params,
+                   const pps_connection_callbacks_t *callbacks, void *user)
+{
+	pps_connection_t *c;
+
+	if (!base || !params || !params->server || !params->clock_cb || !callbacks ||
+	    !callbacks->record_cb || !callbacks->closed_cb || params->ping_interval_us <= 0 ||
+	    params->handshake_timeout_us <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->base = base;
+	c->params = *params;
+	snprintf(c->server, sizeof(c->server), "%s", params->server);
+	snprintf(c->name, sizeof(c->name), "%s", params->name ? params->name : "");
+	c->params.server = c->server;
+	c->params.name = c->name;
+	c->callbacks = *callbacks;
+	c->user = user;
+	c->fd = -1;
+	c->reconnect_timer = evtimer_new(base, reconnect_cb, c);
+	c->ping_timer = event_new(base, -1, EV_PERSIST, ping_cb, c);
+	c->handshake_timer = evtimer_new(base, handshake_timeout_cb, c);
+	if (!c->reconnect_timer || !c->ping_timer || !c->handshake_timer) {
+		pps_connection_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
+void
+pps_connection_start(pps_connection_t *c)
+{
+	start(c);
+}
+
+void
+pps_connection_stop(pps_connection_t *c)
+{
+	c->stopped = true;
+	event_del(c->reconnect_timer);
+	if (c->connected) {
+		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+
+		bye.u.bye.reason = PPS_WIRE_BYE_NORMAL;
+		pps_connection_send(c, &bye);
+	}
+	close_socket(c);
+}
+
+bool
+pps_connection_streaming(const pps_connection_t *c)
+{
+	return c->streaming;
+}
+
+void
+pps_connection_free(pps_connection_t *c)
+{
+	if (!c)
+		return;
+	c->stopped = true;
+	close_socket(c);
+	pps_wire_parser_free(c->parser);
+	if (c->reconnect_timer)
+		event_free(c->reconnect_timer);
+	if (c->ping_timer)
+		event_free(c->ping_timer);
+	if (c->handshake_timer)
+		event_free(c->handshake_timer);
+	free(c);
+}

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receiver: window records -> reassembly -> decode-order cursor ->
+ * decoder -> frames, with every frame of the stream accounted exactly once.
+ *
+ * Accounting rests on three facts of the protocol: window ids increase,
+ * window k holds frames (k-1)W+1 .. kW (window 0 holds frame 0), and the
+ * decoder outputs frames in display order. So a cursor (next_frame) walks the
+ * frames in order, and every frame it passes is either handed to frame_cb
+ * (it decoded) or reported once to missing_cb with the reason it never will:
+ *
+ *   dropped      its window was dropped by the sender (a dropped WINDOW_END,
+ *                or a gap in window ids: windows discarded with their END)
+ *   lost         its window came, without this frame (the sender cut it at
+ *                the deadline, or the decoder could not output it)
+ *   undecodable  its ADUs came but something they depend on did not
+ *
+ * Frames before the first window that brought this client anything are not
+ * part of its stream (it joined later): dropped windows before that are
+ * reported with status "join", not as sender drops, and their frames are not
+ * counted.
+ *
+ * Nothing the server says is trusted: STREAM_INFO is checked against sane
+ * limits before a decoder is sized from it, and a gap in window ids larger
+ * than the time since the previous window could hold is a protocol error
+ * rather than billions of missing frames.
+ */
+#include "pps-client-internal.h"
+#include "pps-prioritizer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pps_receiver {
+	pps_receiver_callbacks_t callbacks;
+	pps_client_clock_cb clock_cb;
+	void *user;
+
+	bool have_info;
+	pps_wire_stream_info_t info;
+	int64_t frame_interval_us;
+	pps_reasm_t *reasm;
+	pps_decoder_t *decoder;
+
+	/* decode-order cursor: the last ADU id given to the decoder */
+	bool have_pushed;
+	uint32_t last_pushed_id;
+	int64_t push_us; /* client clock of the push in progress */
+
+	/* accounting */
+	int64_t next_frame;  /* first frame not yet accounted; -1 before the first window */
+	int64_t last_window; /* last window id closed; -1 before the first */
+	int64_t last_window_us;
+	int64_t ref_frame; /* a frame whose capture time (server clock) is known */
+	int64_t ref_capture_us;
+	bool started; /* a window brought something */
+	pps_receiver_stats_t stats;
+};
+
+static int64_t
+first_frame_of(int64_t window, unsigned w)
+{
+	return window == 0 ? 0 : (window - 1) * (int64_t)w + 1;
+}
+
+static int64_t
+last_frame_of(int64_t window, unsigned w)
+{
+	return window * (int64_t)w;
+}
+
+pps_receiver_t *
+pps_receiver_new(const pps_receiver_callbacks_t *callbacks, pps_client_clock_cb clock_cb,
+                 void *user)
+{
+	pps_receiver_t *r;
+
+	if (!callbacks || !callbacks->frame_cb || !callbacks->missing_cb || !callbacks->window_cb ||
+	    !clock_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->callbacks = *callbacks;
+	r->clock_cb = clock_cb;
+	r->user = user;
+	pps_receiver_reset(r);
+	return r;
+}
+
+void
+pps_receiver_reset(pps_receiver_t *r)
+{
+	pps_reasm_free(r->reasm);
+	r->reasm = NULL;
+	pps_decoder_free(r->decoder);
+	r->decoder = NULL;
+	r->have_info = false;
+	r->have_pushed = false;
+	/* A new server numbers frames and windows from its own start. */
+	r->next_frame = -1;
+	r->last_window = -1;
+	r->ref_frame = -1;
+	r->started = false;
+}
+
+void
+pps_receiver_free(pps_receiver_t *r)
+{
+	if (!r)
+		return;
+	pps_reasm_free(r->reasm);
+	pps_decoder_free(r->decoder);
+	free(r);
+}
+
+const pps_wire_stream_info_t *
+pps_receiver_info(const pps_receiver_t *r)
+{
+	return r->have_info ? &r->info : NULL;
+}
+
+void
+pps_receiver_get_stats(const pps_receiver_t *r, pps_receiver_stats_t *stats)
+{
+	*stats = r->stats;
+}
+
+static int64_t
+estimate_capture(const pps_receiver_t *r, int64_t frame)
+{
+	if (r->ref_frame < 0)
+		return 0;
+	return r->ref_capture_us + (frame - r->ref_frame) * r->frame_interval_us;
+}
+
+/* Frames [next_frame, through] will never be decoded. */
+static void
+account_missing(pps_receiver_t *r, int64_t through, const char *reason)
+{
+	pps_receiver_missing_t m;
+
+	if (r->next_frame < 0 || through < r->next_frame)
+		return;
+	m = (pps_receiver_missing_t){
+	    .first_frame = r->next_frame,
+	    .count = (uint64_t)(through - r->next_frame + 1),
+	    .first_capture_us = estimate_capture(r, r->next_frame),
+	    .frame_interval_us = r->frame_interval_us,
+	    .reason = reason,
+	};
+	r->next_frame = through + 1;
+	r->callbacks.missing_cb(&m, r->user);
+}
+
+static void
+decoder_frame_cb(const pps_decoded_frame_t *df, void *user)
+{
+	pps_receiver_t *r = user;
+	int64_t f = df->frame_index;
+
+	if (r->next_frame < 0 || f < r->next_frame) {
+		/* Already accounted (the decoder gave up on it earlier). */
+		r->stats.frames_duplicate++;
+		return;
+	}
+	/* Display order: frames before this one will never come out. */
+	account_missing(r, f - 1, PPS_FRAME_LOST);
+	r->next_frame = f + 1;
+	r->ref_frame = f;
+	r->ref_capture_us = df->capture_us;
+	if ((df->flags & PPS_DECODER_FRAME_REPEATED) || !df->picture.planes[0]) {
+		pps_receiver_missing_t m = {
+		    .first_frame = f,
+		    .count = 1,
+		    .first_capture_us = df->capture_us,
+		    .frame_interval_us = r->frame_interval_us,
+		    .reason = PPS_FRAME_UNDECODABLE,
+		};
+
+		r->callbacks.missing_cb(&m, r->user);
+		return;
+	}
+	{
+		pps_receiver_frame_t out = {
+		    .decoded = df,
+		    .received_us = r->push_us,
+		    .decoded_us = r->clock_cb(r->user),
+		};
+
+		r->callbacks.frame_cb(&out, r->user);
+	}
+}
+
+int
+pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, char *err,
+                         size_t err_size)
+{
+	pps_stream_params_t params;
+	double fps;
+
+	if (r->have_info) {
+		snprintf(err, err_size, "second STREAM_INFO");
+		return -EPROTO;
+	}
+	if (info->codec != 1 || info->upscale_filter != PPS_CODEC_UPSCALE_BILINEAR_Q8) {
+		snprintf(err, err_size, "STREAM_INFO: codec %u / upscale filter %u not supported",
+		         info->codec, info->upscale_filter);
+		return -EPROTO;
+	}
+	if (info->width < 16 || info->height < 16 || info->width % 2 || info->height % 2 ||
+	    info->width > PPS_RECEIVER_MAX_SIDE || info->height > PPS_RECEIVER_MAX_SIDE ||
+	    (uint64_t)info->width * info->height > PPS_RECEIVER_MAX_PIXELS) {
+		snprintf(
+		    err, err_size,
+		    "STREAM_INFO: %ux%u pictures refused (even sizes from 16x16 up to %u pixels, "
+		    "at most %u on a side)",
+		    info->width, info->height, PPS_RECEIVER_MAX_PIXELS, PPS_RECEIVER_MAX_SIDE);
+		return -EPROTO;
+	}
+	if (info->base_width < 16 || info->base_height < 16 || info->base_width % 2 ||
+	    info->base_height % 2 || info->base_width > info->width ||
+	    info->base_height > info->height) {
+		snprintf(err, err_size, "STREAM_INFO: base layer %ux%u does not fit %ux%u",
+		         info->base_width, info->base_height, info->width, info->height);
+		return -EPROTO;
+	}
+	fps = info->fps_den ? (double)info->fps_num / info->fps_den : 0;
+	if (fps < 1 || fps > PPS_RECEIVER_MAX_FPS) {
+		snprintf(err, err_size, "STREAM_INFO: frame rate %u/%u refused (1..%u frames/s)",
+		         info->fps_num, info->fps_den, PPS_RECEIVER_MAX_FPS);
+		return -EPROTO;
+	}
+	if (info->window_frames < 1 || info->window_frames > 64 || info->temporal_layers < 1 ||
+	    info->temporal_layers > PPS_ADU_MAX_TEMPORAL_LAYERS || info->quality_layers < 1 ||
+	    info->quality_layers > PPS_ADU_MAX_QUALITY_LAYERS || info->gop_frames > INT32_MAX ||
+	    info->latency_budget_ms > 60000) {
+		snprintf(err, err_size,
+		         "STREAM_INFO: window %u frames, %u temporal x %u quality layers, gop %u, "
+		         "budget %u ms: out of range",
+		         info->window_frames, info->temporal_layers, info->quality_layers,
+		         info->gop_frames, info->latency_budget_ms);
+		return -EPROTO;
+	}
+	memset(&params, 0, sizeof(params));
+	params.width = info->width;
+	params.height = info->height;
+	params.fps = info->fps_num / info->fps_den;
+	params.base_width = info->base_width;
+	params.base_height = info->base_height;
+	params.temporal_layers = info->temporal_layers;
+	params.quality_layers = info->quality_layers;
+	params.minigop_frames = info->temporal_layers >= 3 ? 4 : info->temporal_layers == 2 ? 2 : 1;
+	while (params.minigop_frames > 1 && info->window_frames % params.minigop_frames)
+		params.minigop_frames /= 2;
+	params.window_frames = info->window_frames;
+	params.gop_frames = (int)info->gop_frames;
+	params.upscale_filter = info->upscale_filter;
+	pps_decoder_free(r->decoder);
+	r->decoder = pps_decoder_new(&params, decoder_frame_cb, r);
+	pps_reasm_free(r->reasm);
+	r->reasm = pps_reasm_new(info->window_frames);
+	if (!r->decoder || !r->reasm) {
+		snprintf(err, err_size, "cannot create a decoder for %ux%u: %s", info->width,
+		         info->height, strerror(errno));
+		return -EIO;
+	}
+	r->info = *info;
+	r->have_info = true;
+	r->frame_interval_us = (int64_t)1000000 * info->fps_den / info->fps_num;
+	return 0;
+}
+
+static void
+push(pps_receiver_t *r, pps_adu_t *adu)
+{
+	int ret = pps_decoder_push(r->decoder, adu);
+
+	if (ret < 0)
+		r->stats.decode_errors++;
+	r->have_pushed = true;
+	r->last_pushed_id = pps_adu_info(adu)->id;
+	pps_adu_unref(adu);
+}
+
+/* Decodes the ADUs that arrived and are next in decode order, now. */
+static void
+push_ready(pps_receiver_t *r)
+{
+	pps_adu_t *adu;
+
+	while (r->have_pushed &&
+	       (adu = pps_reasm_take_next(r->reasm, r->last_pushed_id + 1)) != NULL)
+		push(r, adu);
+}
+
+/*
+ * Window @id is the next one closed or begun: windows between the last one
+ * and it were discarded by the sender with their WINDOW_END. Bounded: no more
+ * windows can be missing than could have been captured since the last one
+ * (twice that, plus a margin for a stalled reader); more is a broken server.
+ */
+static int
+account_gap(pps_receiver_t *r, uint32_t id, int64_t now, char *err, size_t err_size)
+{
+	uint64_t gap, max_gap;
+	int64_t elapsed_us;
+
+	if (r->last_window < 0 || (int64_t)id <= r->last_window + 1)
+		return 0;
+	gap = (uint64_t)((int64_t)id - r->last_window - 1);
+	elapsed_us = now > r->last_window_us ? now - r->last_window_us : 0;
+	max_gap = PPS_RECEIVER_GAP_MARGIN_WINDOWS +
+	          (uint64_t)(2 * elapsed_us / (r->frame_interval_us * r->info.window_frames));
+	if (gap > max_gap) {
+		snprintf(err, err_size,
+		         "window id jumps from %lld to %u: %llu windows missing, at most %llu "
+		         "could have been captured in %.1f s",
+		         (long long)r->last_window, id, (unsigned long long)gap,
+		         (unsigned long long)max_gap, (double)elapsed_us / 1e6);
+		return -EPROTO;
+	}
+	if (r->next_frame >= 0) {
+		pps_receiver_window_t w = {
+		    .window_id = (uint32_t)(r->last_window + 1),
+		    .windows = gap,
+		    .first_capture_us = estimate_capture(
+		        r, first_frame_of(r->last_window + 1, r->info.window_frames)),
+		    .complete_us = 0,
+		    .status = PPS_WINDOW_DROPPED,
+		    .gap = true,
+		};
+
+		r->callbacks.window_cb(&w, r->user);
+		account_missing(r, first_frame_of(id, r->info.window_frames) - 1,
+		                PPS_FRAME_DROPPED);
+	}
+	return 0;
+}
+
+static void
+window_end(pps_receiver_t *r, int64_t now)
+{
+	pps_reasm_window_t w;
+	pps_adu_t **adus;
+	size_t n;
+	int64_t last;
+	pps_receiver_window_t out;
+	bool join = false;
+
+	pps_reasm_take(r->reasm, &w, &adus, &n);
+	last = last_frame_of(w.window_id, r->info.window_frames);
+	/* Until a window brings something, dropped windows are the ones in
+	 * flight when this client joined (begun before its IDR, so nothing of
+	 * them was sendable): not its stream yet, and not the sender's drop. */
+	if (w.dropped && !r->started) {
+		join = true;
+		r->next_frame = -1;
+	} else {
+		r->started = true;
+	}
+	for (size_t i = 0; i < n; i++)
+		push(r, adus[i]);
+	free(adus);
+	/* Every ADU of this window the decoder will ever get has been pushed. */
+	if (w.begun) {
+		r->have_pushed = true;
+		r->last_pushed_id = w.first_adu_id + w.adus_total - 1;
+	}
+	if (r->decoder && w.begun)
+		pps_decoder_settle(r->decoder, (uint32_t)last);
+	if (w.begun)
+		out = (pps_receiver_window_t){.first_capture_us = w.first_capture_us};
+	else
+		out = (pps_receiver_window_t){
+		    .first_capture_us =
+		        estimate_capture(r, first_frame_of(w.window_id, r->info.window_frames)),
+		};
+	out.window_id = w.window_id;
+	out.windows = 1;
+	out.complete_us = w.dropped ? 0 : now;
+	out.status = join                 ? PPS_WINDOW_JOIN
+	             : w.dropped          ? PPS_WINDOW_DROPPED
+	             : w.adus_dropped > 0 ? PPS_WINDOW_PARTIAL
+	                                  : PPS_WINDOW_COMPLETE;
+	out.adus_received = w.adus_received;
+	out.adus_sent = w.adus_sent;
+	out.adus_total = w.dropped && !w.begun ? w.adus_dropped : w.adus_total;
+	out.bytes = w.bytes_received;
+	r->callbacks.window_cb(&out, r->user);
+	if (!join)
+		account_missing(r, last, w.dropped ? PPS_FRAME_DROPPED : PPS_FRAME_LOST);
+	r->last_window = w.window_id;
+	r->last_window_us = now;
+}
+
+int
+pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *err, size_t err_size)
+{
+	int64_t now;
+	int ret;
+
+	if (!r->have_info) {
+		snprintf(err, err_size, "%s before STREAM_INFO", pps_wire_kind_name(record->kind));
+		return -EPROTO;
+	}
+	now = r->clock_cb(r->user);
+	r->push_us = now;
+	if (record->kind == PPS_WIRE_WINDOW_BEGIN ||
+	    (record->kind == PPS_WIRE_WINDOW_END && !pps_reasm_in_window(r->reasm))) {
+		uint32_t id = record->kind == PPS_WIRE_WINDOW_BEGIN
+		                  ? record->u.window_begin.window_id
+		                  : record->u.window_end.window_id;
+
+		/* The reassembler refuses ids that do not increase; check that
+		 * first, so the gap below is never negative. */
+		if ((int64_t)id > r->last_window) {
+			ret = account_gap(r, id, now, err, err_size);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	ret = pps_reasm_record(r->reasm, record, err, err_size);
+	if (ret < 0)
+		return ret;
+	switch (record->kind) {
+	case PPS_WIRE_WINDOW_BEGIN: {
+		const pps_wire_window_begin_t *b = &record->u.window_begin;
+
+		/* Earlier windows are all pushed: this one's first ADU is the next
+		 * in decode order. */
+		r->have_pushed = true;
+		r->last_pushed_id = b->first_adu_id - 1;
+		if (r->next_frame < 0)
+			r->next_frame = first_frame_of(b->window_id, r->info.window_frames);
+		r->ref_frame = first_frame_of(b->window_id, r->info.window_frames);
+		r->ref_capture_us = b->first_capture_us;
+		break;
+	}
+	case PPS_WIRE_ADU_FRAGMENT:
+		push_ready(r);
+		break;
+	case PPS_WIRE_WINDOW_END:
+		if (ret == 1)
+			window_end(r, now);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+void
+pps_receiver_finish(pps_receiver_t *r)
+{
+	if (r->decoder) {
+		r->push_us = r->clock_cb(r->user);
+		pps_decoder_drain(r->decoder);
+	}
+}

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receiver with a real layered stream (codec/'s encoder and decoder):
+ * fragments in any order decode in decode order, every frame is accounted
+ * exactly once on every path (shown, dropped window, gap of windows, frames a
+ * window came without, join), a window's frames come out by its WINDOW_END,
+ * and untrusted STREAM_INFO, window ids and frame numbers are refused.
+ * Time is the test's own (an injected clock), never slept on.
+ */
+#include "pps-client-internal.h"
+#include "pps-codec-testutil.h"
+#include "pps-prioritizer.h"
+#include "pps-test.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W         2
+#define N_FRAMES  41 /* windows 0..20 */
+#define MAX_ADUS  1024
+#define MAX_FRAME 256
+
+static pps_adu_t *adus[MAX_ADUS];
+static size_t n_adus;
+static pps_stream_params_t stream;
+
+typedef struct {
+	int64_t now_us;
+	unsigned shown[MAX_FRAME];
+	unsigned missing[MAX_FRAME];
+	const char *reason[MAX_FRAME];
+	int64_t last_output; /* highest frame reported so far */
+	unsigned windows_join, windows_dropped, windows_gap;
+} sink_t;
+
+static int64_t
+test_clock(void *user)
+{
+	return ((sink_t *)user)->now_us;
+}
+
+static void
+frame_cb(const pps_receiver_frame_t *f, void *user)
+{
+	sink_t *s = user;
+	uint32_t i = f->decoded->frame_index;
+
+	REQUIRE(i < MAX_FRAME);
+	CHECK(f->decoded->picture.planes[0] != NULL);
+	CHECK(f->received_us > 0 && f->decoded_us >= f->received_us);
+	s->shown[i]++;
+	if ((int64_t)i > s->last_output)
+		s->last_output = i;
+}
+
+static void
+missing_cb(const pps_receiver_missing_t *m, void *user)
+{
+	sink_t *s = user;
+
+	for (uint64_t k = 0; k < m->count; k++) {
+		int64_t i = m->first_frame + (int64_t)k;
+
+		REQUIRE(i >= 0 && i < MAX_FRAME);
+		s->missing[i]++;
+		s->reason[i] = m->reason;
+		if (i > s->last_output)
+			s->last_output = i;
+	}
+}
+
+static void
+window_cb(const pps_receiver_window_t *w, void *user)
+{
+	sink_t *s = user;
+
+	if (strcmp(w->status, PPS_WINDOW_JOIN) == 0)
+		s->windows_join++;
+	else if (w->gap)
+		s->windows_gap += (unsigned)w->windows;
+	else if (strcmp(w->status, PPS_WINDOW_DROPPED) == 0)
+		s->windows_dropped++;
+}
+
+static void
+encoded_cb(pps_adu_t *adu, void *user)
+{
+	(void)user;
+	REQUIRE(n_adus < MAX_ADUS);
+	adus[n_adus++] = adu;
+}
+
+static void
+encode_stream(void)
+{
+	pps_encoder_params_t p = {
+	    .width = 128,
+	    .height = 96,
+	    .fps = 30,
+	    .temporal_layers = 2,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 8,
+	    .window_frames = W,
+	    .preset = "ultrafast",
+	    .threads = 1,
+	    .base_crf = 30,
+	    .enhancement_crf = 30,
+	};
+	pps_encoder_t *e = pps_encoder_new(&p);
+	pps_frame_t *f = pps_frame_new(128, 96);
+
+	REQUIRE(e && f);
+	for (uint32_t i = 0; i < N_FRAMES; i++) {
+		pps_testutil_generate(f, i, 1000000 + (int64_t)i * 33333);
+		f->frame_index = i;
+		f->capture_us = 1000000 + (int64_t)i * 33333;
+		REQUIRE(pps_encoder_encode(e, f, encoded_cb, NULL) == 0);
+	}
+	pps_encoder_get_stream_params(e, &stream);
+	pps_frame_free(f);
+	pps_encoder_free(e);
+}
+
+static pps_wire_stream_info_t
+stream_info(void)
+{
+	return (pps_wire_stream_info_t){
+	    .protocol_version = 1,
+	    .codec = 1,
+	    .upscale_filter = (uint8_t)stream.upscale_filter,
+	    .width = (uint16_t)stream.width,
+	    .height = (uint16_t)stream.height,
+	    .base_width = (uint16_t)stream.base_width,
+	    .base_height = (uint16_t)stream.base_height,
+	    .fps_num = (uint16_t)stream.fps,
+	    .fps_den = 1,
+	    .window_frames = W,
+	    .temporal_layers = (uint8_t)stream.temporal_layers,
+	    .quality_layers = (uint8_t)stream.quality_layers,
+	    .latency_budget_ms = 250,
+	    .gop_frames = (uint32_t)stream.gop_frames,
+	};
+}
+
+static int
+feed(pps_receiver_t *r, pps_wire_record_t rec)
+{
+	char err[256] = "";
+	int ret = pps_receiver_record(r, &rec, err, sizeof(err));
+
+	if (ret < 0)
+		fprintf(stderr, "  receiver: %s\n", err);
+	return ret;
+}
+
+/* Bit i of @keep: send ADU i of the window (in decode order). */
+typedef enum { SEND_ALL, SEND_NONE_DROPPED, SEND_NOTHING, SEND_BASE_ONLY } plan_t;
+
+/* Sends window @id: its ADUs in reverse (priority-like) order, each ADU in
+ * two fragments; under SEND_BASE_ONLY only quality layer 0 of temporal layer 0. */
+static void
+send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
+{
+	size_t first = n_adus, count = 0, sent = 0;
+	uint32_t bytes = 0;
+	bool sendable[MAX_ADUS] = {false};
+
+	if (plan == SEND_NOTHING)
+		return; /* discarded with its WINDOW_END: a gap */
+	for (size_t i = 0; i < n_adus; i++) {
+		if (pps_window_index_of_frame(pps_adu_info(adus[i])->frame_index, W) != id)
+			continue;
+		if (first == n_adus)
+			first = i;
+		count++;
+		bytes += (uint32_t)pps_adu_size(adus[i]);
+	}
+	REQUIRE(count > 0);
+	s->now_us += 10000;
+	if (plan == SEND_NONE_DROPPED) {
+		pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
+
+		end.u.window_end = (pps_wire_window_end_t){.window_id = id,
+		                                           .adus_dropped = (uint16_t)count,
+		                                           .flags = PPS_WIRE_WINDOW_END_DROPPED};
+		CHECK_EQ_INT(feed(r, end), 0);
+		return;
+	}
+	{
+		pps_wire_record_t b = {.kind = PPS_WIRE_WINDOW_BEGIN};
+
+		b.u.window_begin = (pps_wire_window_begin_t){
+		    .window_id = id,
+		    .first_capture_us = pps_adu_info(adus[first])->capture_us,
+		    .deadline_us = pps_adu_info(adus[first])->capture_us + 250000,
+		    .frames = W,
+		    .adus = (uint16_t)count,
+		    .bytes = bytes,
+		    .first_adu_id = pps_adu_info(adus[first])->id,
+		};
+		CHECK_EQ_INT(feed(r, b), 0);
+	}
+	for (size_t i = first; i < first + count; i++) {
+		const pps_adu_info_t *info = pps_adu_info(adus[i]);
+
+		sendable[i] =
+		    plan == SEND_ALL || (info->quality_layer == 0 && info->temporal_layer == 0);
+	}
+	for (size_t k = first + count; k-- > first;) {
+		const pps_adu_info_t *info = pps_adu_info(adus[k]);
+		uint32_t size = (uint32_t)pps_adu_size(adus[k]);
+		uint32_t half = size / 2;
+
+		if (!sendable[k])
+			continue;
+		sent++;
+		for (int part = 0; part < 2; part++) {
+			uint32_t off = part ? half : 0, len = part ? size - half : half;
+			pps_wire_record_t f = {.kind = PPS_WIRE_ADU_FRAGMENT};
+
+			if (len == 0)
+				continue;
+			f.u.adu_fragment = (pps_wire_adu_fragment_t){
+			    .window_id = id,
+			    .adu_id = info->id,
+			    .frame_index = info->frame_index,
+			    .capture_us = info->capture_us,
+			    .decode_order = info->decode_order,
+			    .frame_type = info->frame_type,
+			    .temporal_layer = info->temporal_layer,
+			    .quality_layer = info->quality_layer,
+			    .dep_count = info->dep_count,
+			    .offset = off,
+			    .total_bytes = size,
+			    .payload_len = (uint16_t)len,
+			    .payload = pps_adu_data(adus[k]) + off,
+			};
+			memcpy(f.u.adu_fragment.deps, info->deps, sizeof(info->deps));
+			CHECK_EQ_INT(feed(r, f), 0);
+		}
+	}
+	{
+		pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
+
+		end.u.window_end =
+		    (pps_wire_window_end_t){.window_id = id,
+		                            .adus_sent = (uint16_t)sent,
+		                            .adus_dropped = (uint16_t)(count - sent)};
+		CHECK_EQ_INT(feed(r, end), 0);
+	}
+	/* No hold: by its WINDOW_END every frame of the window is accounted. */
+	CHECK_EQ_INT(s->last_output, (int64_t)id * W);
+}
+
+static pps_receiver_t *
+new_receiver(sink_t *s)
+{
+	static const pps_receiver_callbacks_t cb = {frame_cb, missing_cb, window_cb};
+	pps_wire_stream_info_t info = stream_info();
+	char err[256];
+	pps_receiver_t *r;
+
+	memset(s, 0, sizeof(*s));
+	s->now_us = 5000000;
+	s->last_output = -1;
+	r = pps_receiver_new(&cb, test_clock, s);
+	REQUIRE(r);
+	REQUIRE(pps_receiver_stream_info(r, &info, err, sizeof(err)) == 0);
+	return r;
+}
+
+/* Every frame from @from through @to reported exactly once. */
+static void
+check_once(const sink_t *s, int from, int to)
+{
+	for (int i = 0; i < MAX_FRAME; i++) {
+		unsigned n = s->shown[i] + s->missing[i];
+
+		if (i >= from && i <= to) {
+			if (n != 1)
+				fprintf(stderr, "  frame %d reported %u times\n", i, n);
+			CHECK(n == 1);
+		} else {
+			CHECK(n == 0);
+		}
+	}
+}
+
+static void
+test_all_shown(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, SEND_ALL);
+	pps_receiver_finish(r);
+	check_once(&s, 0, 24);
+	for (int i = 0; i <= 24; i++)
+		CHECK_EQ_INT(s.shown[i], 1);
+	pps_receiver_free(r);
+}
+
+static void
+test_every_path(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+
+	/* Join: the window in flight when the client joined comes dropped;
+	 * what follows cannot decode until the next IDR (frame 8, window 4). */
+	send_window(r, &s, 0, SEND_NONE_DROPPED);
+	for (uint32_t w = 1; w <= 5; w++)
+		send_window(r, &s, w, SEND_ALL);
+	send_window(r, &s, 6, SEND_NONE_DROPPED); /* the sender dropped it */
+	send_window(r, &s, 7, SEND_ALL);          /* depends on window 6 */
+	send_window(r, &s, 8, SEND_ALL);          /* IDR: frame 16 */
+	send_window(r, &s, 9, SEND_BASE_ONLY);    /* temporal layer 1 cut */
+	send_window(r, &s, 10, SEND_NOTHING);     /* discarded with its END: a gap */
+	send_window(r, &s, 11, SEND_NOTHING);
+	send_window(r, &s, 12, SEND_ALL); /* IDR: frame 24 */
+	send_window(r, &s, 13, SEND_ALL);
+	pps_receiver_finish(r);
+	CHECK_EQ_INT(s.windows_join, 1);
+	CHECK_EQ_INT(s.windows_dropped, 1);
+	CHECK_EQ_INT(s.windows_gap, 2);
+	/* Frame 0 (window 0) was before this client's stream. */
+	check_once(&s, 1, 26);
+	for (int i = 1; i <= 6; i++)
+		CHECK(s.missing[i] && strcmp(s.reason[i], PPS_FRAME_UNDECODABLE) == 0);
+	CHECK(s.shown[8] && s.shown[9] && s.shown[10]);
+	CHECK(s.missing[11] && strcmp(s.reason[11], PPS_FRAME_DROPPED) == 0);
+	CHECK(s.missing[12] && strcmp(s.reason[12], PPS_FRAME_DROPPED) == 0);
+	CHECK_EQ_INT(s.shown[16], 1);
+	/* Window 9: frame 17 (temporal layer 1) was cut, frame 18 (base) shown. */
+	CHECK(s.missing[17] && strcmp(s.reason[17], PPS_FRAME_LOST) == 0);
+	CHECK_EQ_INT(s.shown[18], 1);
+	for (int i = 19; i <= 22; i++)
+		CHECK(s.missing[i] && strcmp(s.reason[i], PPS_FRAME_DROPPED) == 0);
+	CHECK(s.shown[24] && s.shown[25] && s.shown[26]);
+	pps_receiver_free(r);
+}
+
+static void
+test_undecodable(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+
+	send_window(r, &s, 0, SEND_ALL);
+	send_window(r, &s, 1, SEND_NONE_DROPPED);
+	/* Window 2 depends on window 1's anchor: it comes, but cannot decode. */
+	send_window(r, &s, 2, SEND_ALL);
+	pps_receiver_finish(r);
+	check_once(&s, 0, 4);
+	CHECK(s.missing[3] && s.missing[4]);
+	CHECK(s.missing[4] && strcmp(s.reason[4], PPS_FRAME_UNDECODABLE) == 0);
+	pps_receiver_free(r);
+}
+
+static void
+expect_refused(pps_receiver_t *r, pps_wire_record_t rec, const char *text)
+{
+	char err[256] = "";
+
+	CHECK_EQ_INT(pps_receiver_record(r, &rec, err, sizeof(err)), -EPROTO);
+	if (!strstr(err, text)) {
+		fprintf(stderr, "  got: %s\n  expected: %s\n", err, text);
+		CHECK(!"error text");
+	}
+}
+
+static void
+test_untrusted(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
+	pps_wire_record_t frag = {.kind = PPS_WIRE_ADU_FRAGMENT};
+	uint8_t byte = 0;
+	char err[256];
+
+	send_window(r, &s, 0, SEND_ALL);
+	send_window(r, &s, 1, SEND_ALL);
+	/* A lone WINDOW_END 2^32 - 2 right after window 1: one error, not
+	 * billions of dropped frames. */
+	end.u.window_end = (pps_wire_window_end_t){.window_id = UINT32_MAX - 1,
+	                                           .flags = PPS_WIRE_WINDOW_END_DROPPED};
+	expect_refused(r, end, "window id jumps from 1 to 4294967294");
+	check_once(&s, 0, 2);
+	/* A plausible gap after a long pause is accounted as one run. */
+	s.now_us += 10 * 1000000;
+	end.u.window_end.window_id = 100;
+	CHECK_EQ_INT(feed(r, end), 0);
+	CHECK_EQ_INT(s.windows_gap, 98);
+	CHECK_EQ_INT(s.windows_dropped, 1);
+	pps_receiver_free(r);
+
+	/* A frame number far outside its window. */
+	r = new_receiver(&s);
+	send_window(r, &s, 0, SEND_ALL);
+	{
+		pps_wire_record_t b = {.kind = PPS_WIRE_WINDOW_BEGIN};
+
+		b.u.window_begin = (pps_wire_window_begin_t){
+		    .window_id = 1, .frames = W, .adus = 1, .bytes = 10, .first_adu_id = 500};
+		CHECK_EQ_INT(feed(r, b), 0);
+	}
+	frag.u.adu_fragment = (pps_wire_adu_fragment_t){.window_id = 1,
+	                                                .adu_id = 500,
+	                                                .frame_index = 1u << 30,
+	                                                .total_bytes = 1,
+	                                                .payload_len = 1,
+	                                                .payload = &byte};
+	expect_refused(r, frag, "frame 1073741824 is not in window 1");
+	pps_receiver_free(r);
+
+	/* STREAM_INFO sizes are checked before anything is sized from them. */
+	r = new_receiver(&s);
+	pps_receiver_reset(r);
+	{
+		pps_wire_stream_info_t info = stream_info();
+
+		info.width = info.height = 4096;
+		CHECK_EQ_INT(pps_receiver_stream_info(r, &info, err, sizeof(err)), -EPROTO);
+		CHECK(strstr(err, "4096x4096 pictures refused") != NULL);
+		info = stream_info();
+		info.fps_den = 0;
+		CHECK_EQ_INT(pps_receiver_stream_info(r, &info, err, sizeof(err)), -EPROTO);
+		info = stream_info();
+		info.base_width = 1000;
+		CHECK_EQ_INT(pps_receiver_stream_info(r, &info, err, sizeof(err)), -EPROTO);
+		info = stream_info();
+		CHECK_EQ_INT(pps_receiver_stream_info(r, &info, err, sizeof(err)), 0);
+	}
+	pps_receiver_free(r);
+}
+
+int
+main(void)
+{
+	encode_stream();
+	test_all_shown();
+	test_every_path();
+	test_undecodable();
+	test_untrusted();
+	for (size_t i = 0; i < n_adus; i++)
+		pps_adu_unref(adus[i]);
+	return pps_test_result();
+}
