@@ -72,12 +72,14 @@ STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream sta
 
 # name -> (label, kind, settings). ppstream rows use the asap playout policy
 # (a picture is shown as soon as its window is decoded) so that, like the
-# peers' receivers, nothing is held back on purpose; the fixed row is the
-# client's default (capture time + 200 ms) for reference.
+# peers' receivers, nothing is held back on purpose; the default row is the
+# client as a user starts it (its default playout policy), the fixed row the
+# first version's default (capture time + 200 ms) for reference.
 SYSTEMS = {
     "ppstream-minbuf": ("ppstream minbuf(1,3), asap", "ppstream", {"mode": "minbuf", "policy": "asap"}),
     "ppstream-tcp": ("ppstream tcp, asap", "ppstream", {"mode": "tcp", "policy": "asap"}),
-    "ppstream-minbuf-fixed": ("ppstream minbuf(1,3), fixed 200 ms", "ppstream", {"mode": "minbuf", "policy": "fixed"}),
+    "ppstream-minbuf-fixed": ("ppstream minbuf(1,3), fixed 200 ms", "ppstream", {"mode": "minbuf", "policy": "fixed", "tolerance_ms": 200}),
+    "ppstream-default": ("ppstream, default settings", "ppstream", {"mode": "minbuf", "policy": None}),
     "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
     "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
 }
@@ -185,7 +187,7 @@ def run_ppstream(lab, settings, rdir, duration_s, pattern=PATTERN):
                                "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}", "--set", f"transport.mode={settings['mode']}", "--set", "transport.minbuf_a=1", "--set", "transport.minbuf_b=3", "--set", "transport.congestion=cubic"], stderr=server_err)
     wait_file(port_file, server, 15)
     start_us = now_us()
-    client = lab.start("rcv", [CLIENT, f"{snd}:{PORT}", "--display", "none", "--quiet", "--duration", str(duration_s), "--log", os.path.join(rdir, "client.jsonl"), "--output", os.path.join(rdir, "shown.y4m"), "--policy", settings["policy"], "--set", "client.clock=shared"],
+    client = lab.start("rcv", [CLIENT, f"{snd}:{PORT}", "--display", "none", "--quiet", "--duration", str(duration_s), "--log", os.path.join(rdir, "client.jsonl"), "--output", os.path.join(rdir, "shown.y4m")] + (["--policy", settings["policy"]] if settings["policy"] else []) + (["--set", "playout.tolerance_ms=%d" % settings["tolerance_ms"]] if settings.get("tolerance_ms") else []) + ["--set", "client.clock=shared"],
                        stderr=open(os.path.join(rdir, "client.err"), "w"))
     rc = client.wait(timeout=duration_s + 30)
     end_us = now_us()
@@ -477,7 +479,7 @@ def plot(out, results):
 
     scenarios = [s for s in SCENARIO_ORDER if any(r["scenario"] == s for r in results)]
     fig, axes = plt.subplots(1, len(scenarios), figsize=(6.5 * len(scenarios), 4.5), squeeze=False)
-    styles = {"ppstream-minbuf": ("C0", "-"), "ppstream-tcp": ("C1", "-"), "ppstream-minbuf-fixed": ("C0", ":"), "gst-tcp": ("C3", "--"), "srt": ("C2", "--")}
+    styles = {"ppstream-minbuf": ("C0", "-"), "ppstream-tcp": ("C1", "-"), "ppstream-minbuf-fixed": ("C0", ":"), "ppstream-default": ("C4", "-"), "gst-tcp": ("C3", "--"), "srt": ("C2", "--")}
     for ax, scenario in zip(axes[0], scenarios):
         for r in results:
             if r["scenario"] != scenario:
