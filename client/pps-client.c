@@ -598,6 +598,13 @@ main(int argc, char **argv)
 	output = pps_config_get_string(c.config, "display", "output");
 	/* Video on stdout: everything else goes to stderr. */
 	c.table = strcmp(output, "-") == 0 ? stderr : stdout;
+	if (strlen(pps_config_get_string(c.config, "client", "access_token")) >
+	    PPS_WIRE_MAX_AUTH_BYTES) {
+		fprintf(stderr, "pps-client: [client] access_token: at most %d bytes\n",
+		        PPS_WIRE_MAX_AUTH_BYTES);
+		pps_config_free(c.config);
+		return PPS_EXIT_USAGE;
+	}
 	c.log_path = pps_config_get_string(c.config, "log", "file");
 	if (c.log_path[0]) {
 		c.log = fopen(c.log_path, "w");
@@ -628,6 +635,7 @@ main(int argc, char **argv)
 	params.name = pps_config_get_string(c.config, "client", "name");
 	params.max_record_bytes =
 	    (size_t)pps_config_get_int(c.config, "client", "max_record_bytes");
+	params.access_token = pps_config_get_string(c.config, "client", "access_token");
 	params.ping_interval_us =
 	    pps_config_get_int(c.config, "client", "clock_ping_interval_ms") * 1000;
 	params.handshake_timeout_us =

@@ -279,6 +279,14 @@ connected(pps_connection_t *c)
 	hello.u.hello.max_record_bytes = (uint16_t)c->params.max_record_bytes;
 	hello.u.hello.name_len =
 	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "%.64s", c->name);
+	if (c->params.access_token) {
+		size_t n = strlen(c->params.access_token);
+
+		if (n > sizeof(hello.u.hello.auth))
+			n = sizeof(hello.u.hello.auth); /* refused at start-up; see pps-client.c */
+		memcpy(hello.u.hello.auth, c->params.access_token, n);
+		hello.u.hello.auth_len = (uint8_t)n;
+	}
 	if (pps_connection_send(c, &hello) < 0) {
 		ended(c, "cannot send HELLO", true);
 		return;

@@ -47,9 +47,18 @@ static const pps_config_key_t keys[] = {
 	ADDRESS("server", "listen", "127.0.0.1:7400", SERVER,
 		"address and TCP port to listen on ([v6addr]:port for IPv6; port 0 = any free one)"),
 	INT("server", "max_clients", "16", 1, 1024, SERVER,
-	    "clients served at once; more are refused with BYE"),
+	    "clients streaming at once; more are refused with BYE (connections still in their "
+	    "handshake are bounded apart: at most this many, the oldest dropped for a newcomer)"),
 	INT("server", "status_interval_s", "5", 1, 3600, SERVER,
 	    "seconds between status lines on stderr"),
+	INT("server", "max_clients_per_address", "4", 1, 1024, SERVER,
+	    "connections from one IP address at once (streaming or in their handshake)"),
+	INT("server", "evict_after_s", "10", 0, 3600, SERVER,
+	    "a client that takes no data for this long (it stopped reading) is dropped with BYE "
+	    "too-slow; 0 = never"),
+	STRING("server", "access_token", "", SERVER,
+	       "if set, only clients whose HELLO carries this token are served (client."
+	       "access_token); sent in the clear, so put TLS around untrusted paths"),
 
 	/* [source] */
 	ENUM("source", "type", "test", source_types, SERVER,
@@ -140,6 +149,9 @@ static const pps_config_key_t keys[] = {
 	ADDRESS("client", "server", "127.0.0.1:7400", CLIENT,
 		"server to connect to (host:port or [v6addr]:port)"),
 	STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
+	STRING("client", "access_token", "", CLIENT,
+	       "token sent in HELLO for a server that requires one (server.access_token; at most "
+	       "64 bytes)"),
 	BOOL("client", "reconnect", "false", CLIENT,
 	     "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
 	INT("client", "reconnect_attempts", "10", 1, 1000000, CLIENT,

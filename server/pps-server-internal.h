@@ -82,10 +82,17 @@ typedef enum {
 	PPS_SESSION_STREAMING,
 } pps_session_state_t;
 
+/* Asked when a client's HELLO is otherwise acceptable: may it stream now
+ * (false: it is refused with BYE server-full)? */
+typedef bool (*pps_session_admit_cb)(void *user, pps_session_t *session);
+
 typedef struct {
 	const pps_config_t *config;
 	pps_minbuf_params_t transport;
 	pps_path_params_t path;
+	const char *access_token;  /* "" or NULL: anyone; else HELLO must carry it */
+	int64_t evict_after_us;    /* no data taken for this long: BYE too-slow; 0 never */
+	pps_session_admit_cb admit_cb;
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
 	int64_t hello_timeout_us;
@@ -96,7 +103,10 @@ typedef struct {
 typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
 /* Called once the client's HELLO was accepted, and again whenever the client
  * lost base-layer data (deadline or undecodable) and can decode nothing more
- * until the next IDR: the server asks the encoder for one. */
+ * until the next IDR (at most once per PPS_SESSION_LOSS_IDR_INTERVAL_US per
+ * client, so one client on a bad path cannot raise everyone's IDR rate):
+ * the server asks the encoder for one. */
+#define PPS_SESSION_LOSS_IDR_INTERVAL_US 2000000
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
@@ -107,6 +117,8 @@ void pps_session_free(pps_session_t *session);
 pps_session_state_t pps_session_state(const pps_session_t *session);
 /* Queues a window for this client (takes its own reference). */
 void pps_session_push_window(pps_session_t *session, pps_window_t *window);
+/* BYE with @reason and @text, then the session closes (closed_cb). */
+void pps_session_refuse(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 /* Best-effort BYE written now (server shutdown), then the socket is shut. */
 void pps_session_say_bye(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 const char *pps_session_peer(const pps_session_t *session); /* "addr:port name" */

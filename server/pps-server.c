@@ -26,6 +26,7 @@
 typedef struct session_link {
 	pps_session_t *session;
 	struct session_link *next;
+	char host[NI_MAXHOST]; /* the peer's address, for the per-address limit */
 	/* --log: counters at the last log line, for per-second rates */
 	uint64_t logged_sent[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint64_t logged_windows_dropped;
@@ -40,6 +41,7 @@ struct pps_server {
 	session_link_t *sessions;
 	unsigned n_sessions;
 	unsigned max_clients;
+	unsigned max_per_address;
 	unsigned next_id;
 	uint64_t clients_total, clients_refused;
 	bool quiet;
@@ -360,6 +362,23 @@ session_closed_cb(void *user, pps_session_t *session)
 		pps_session_free(session);
 }
 
+/* A HELLO arrived: admitted while fewer than max_clients stream. */
+static bool
+session_admit_cb(void *user, pps_session_t *session)
+{
+	pps_server_t *srv = user;
+	unsigned streaming = 0;
+
+	for (session_link_t *l = srv->sessions; l; l = l->next)
+		streaming += pps_session_state(l->session) == PPS_SESSION_STREAMING;
+	if (streaming < srv->max_clients)
+		return true;
+	fprintf(stderr, "pps-server: refused %s: server full (max_clients %u)\n",
+		pps_session_peer(session), srv->max_clients);
+	srv->clients_refused++;
+	return false;
+}
+
 static void
 session_ready_cb(void *user, pps_session_t *session)
 {
@@ -386,26 +405,47 @@ accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *
 	  void *user)
 {
 	pps_server_t *srv = user;
-	session_link_t *link;
+	session_link_t *link, *oldest_pending = NULL;
 	pps_session_t *session;
+	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?", why[128];
+	unsigned streaming = 0, pending = 0, same_host = 0;
 
 	evutil_make_socket_closeonexec(fd);
-	if (srv->n_sessions >= srv->max_clients) {
+	getnameinfo(addr, (socklen_t)len, host, sizeof(host), port, sizeof(port),
+		    NI_NUMERICHOST | NI_NUMERICSERV);
+	for (session_link_t *l = srv->sessions; l; l = l->next) {
+		if (pps_session_state(l->session) == PPS_SESSION_STREAMING) {
+			streaming++;
+		} else {
+			oldest_pending = l; /* newest first: the last one is the oldest */
+			pending++;
+		}
+		if (strcmp(l->host, host) == 0)
+			same_host++;
+	}
+	if (streaming >= srv->max_clients || same_host >= srv->max_per_address) {
 		pps_wire_record_t bye = { .kind = PPS_WIRE_BYE };
-		char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
 
-		getnameinfo(addr, (socklen_t)len, host, sizeof(host), port, sizeof(port),
-			    NI_NUMERICHOST | NI_NUMERICSERV);
 		bye.u.bye.reason = PPS_WIRE_BYE_SERVER_FULL;
+		if (streaming >= srv->max_clients)
+			snprintf(why, sizeof(why), "server full (%u clients)", srv->max_clients);
+		else
+			snprintf(why, sizeof(why), "too many connections from %s (max %u)", host,
+				 srv->max_per_address);
 		bye.u.bye.text_len = (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text),
-						       "server full (%u clients)", srv->max_clients);
+						       "%s", why);
 		pps_server_write_record_now(fd, &bye);
-		fprintf(stderr, "pps-server: refused %s:%s: server full (max_clients %u)\n", host,
-			port, srv->max_clients);
+		fprintf(stderr, "pps-server: refused %s:%s: %s\n", host, port, why);
 		srv->clients_refused++;
 		evutil_closesocket(fd);
 		return;
 	}
+	/* Connections still in their handshake are bounded apart from the
+	 * streaming ones, so silent connections cannot lock viewers out: at the
+	 * bound the oldest of them goes (it has had the longest to say HELLO). */
+	if (pending >= srv->max_clients && oldest_pending)
+		pps_session_refuse(oldest_pending->session, PPS_WIRE_BYE_PROTOCOL,
+				   "no HELLO yet and a newer connection needs the slot");
 	link = calloc(1, sizeof(*link));
 	session = link ? pps_session_new(srv->base, fd, addr, (socklen_t)len, ++srv->next_id,
 					 &srv->session_params, session_ready_cb, session_closed_cb,
@@ -418,6 +458,7 @@ accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *
 		return;
 	}
 	link->session = session;
+	snprintf(link->host, sizeof(link->host), "%s", host);
 	link->next = srv->sessions;
 	srv->sessions = link;
 	srv->n_sessions++;
@@ -722,6 +763,18 @@ main(int argc, char **argv)
 	}
 
 	srv.max_clients = (unsigned)pps_config_get_int(srv.config, "server", "max_clients");
+	srv.max_per_address =
+		(unsigned)pps_config_get_int(srv.config, "server", "max_clients_per_address");
+	srv.session_params.admit_cb = session_admit_cb;
+	srv.session_params.access_token =
+		pps_config_get_string(srv.config, "server", "access_token");
+	if (strlen(srv.session_params.access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
+		fprintf(stderr, "pps-server: [server] access_token: at most %d bytes\n",
+			PPS_WIRE_MAX_AUTH_BYTES);
+		goto err_usage;
+	}
+	srv.session_params.evict_after_us =
+		pps_config_get_int(srv.config, "server", "evict_after_s") * 1000000;
 	srv.session_params.config = srv.config;
 	srv.session_params.hello_timeout_us = HELLO_TIMEOUT_US;
 	srv.session_params.sched.latency_budget_us =

@@ -42,6 +42,8 @@ struct pps_session {
 	bool closing;
 	uint64_t pings;
 	uint64_t base_dropped; /* base-layer ADUs dropped for this client so far */
+	int64_t last_loss_idr_us; /* last IDR this client asked for after a loss */
+	int64_t last_progress_us; /* last time the writer took a packet */
 };
 
 int64_t
@@ -104,7 +106,12 @@ check_base_loss(pps_session_t *s)
 
 	pps_sched_get_stats(s->sched, &st);
 	if (st.layer[0][0].adus_dropped > s->base_dropped) {
+		int64_t now = pps_server_now_us();
+
 		s->base_dropped = st.layer[0][0].adus_dropped;
+		if (s->last_loss_idr_us && now - s->last_loss_idr_us < PPS_SESSION_LOSS_IDR_INTERVAL_US)
+			return;
+		s->last_loss_idr_us = now;
 		s->ready_cb(s->user, s);
 	}
 }
@@ -135,9 +142,23 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_session_t *s = user;
 
-	if (pps_sched_expire(s->sched, pps_server_now_us()) > 0) {
+	int64_t now = pps_server_now_us();
+
+	if (pps_sched_expire(s->sched, now) > 0) {
 		check_base_loss(s);
 		pps_minbuf_kick(s->writer);
+	}
+	/* A client that stopped reading only loses its own windows, but it
+	 * holds a slot and a socket: after evict_after_us without taking any
+	 * data it goes. */
+	if (!s->closing && s->params.evict_after_us > 0 &&
+	    now - s->last_progress_us > s->params.evict_after_us) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "too slow: took no data for %lld s",
+			 (long long)(s->params.evict_after_us / 1000000));
+		refuse(s, PPS_WIRE_BYE_TOO_SLOW, why);
+		return;
 	}
 	if (!s->closing)
 		arm_deadline_timer(s);
@@ -154,6 +175,8 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 		return 0;
 	ret = pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes, buf, len_bytes,
 				    push);
+	if (ret == 1)
+		s->last_progress_us = pps_server_now_us();
 	check_base_loss(s);
 	return ret;
 }
@@ -217,6 +240,23 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		s->peer[len++] = '"';
 		s->peer[len] = '\0';
 	}
+	if (s->params.access_token && s->params.access_token[0]) {
+		size_t want = strlen(s->params.access_token);
+		unsigned char diff = (unsigned char)(hello->auth_len != want);
+
+		/* Compared whole, in time independent of where they differ. */
+		for (size_t i = 0; i < want && i < sizeof(hello->auth); i++)
+			diff |= (unsigned char)(hello->auth[i] ^ s->params.access_token[i]);
+		if (diff) {
+			refuse(s, PPS_WIRE_BYE_UNAUTHORIZED,
+			       hello->auth_len ? "wrong access token" : "access token required");
+			return;
+		}
+	}
+	if (s->params.admit_cb && !s->params.admit_cb(s->user, s)) {
+		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
+		return;
+	}
 	/* Never send the client a record longer than it said it accepts. */
 	s->params.sched.max_record_bytes = hello->max_record_bytes
 						   ? hello->max_record_bytes
@@ -240,6 +280,7 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 	info.u.stream_info = s->params.stream_info;
 	pps_sched_push_control(s->sched, &info);
 	s->state = PPS_SESSION_STREAMING;
+	s->last_progress_us = pps_server_now_us();
 	event_del(s->hello_timer);
 	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
 		pps_minbuf_mode_name(s->params.transport.mode));
@@ -429,6 +470,12 @@ pps_session_push_window(pps_session_t *s, pps_window_t *window)
 	pps_minbuf_kick(s->writer);
 	if (!s->closing)
 		arm_deadline_timer(s);
+}
+
+void
+pps_session_refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *text)
+{
+	refuse(s, reason, text);
 }
 
 void

@@ -153,6 +153,10 @@ pps_wire_bye_reason_name(unsigned reason)
 		return "unsupported-version";
 	case PPS_WIRE_BYE_INTERNAL:
 		return "internal-error";
+	case PPS_WIRE_BYE_UNAUTHORIZED:
+		return "unauthorized";
+	case PPS_WIRE_BYE_TOO_SLOW:
+		return "too-slow";
 	}
 	return "unknown";
 }

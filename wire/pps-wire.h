@@ -54,6 +54,8 @@ typedef enum {
 	PPS_WIRE_BYE_PROTOCOL = 2,      /* malformed or unexpected record */
 	PPS_WIRE_BYE_VERSION = 3,       /* unsupported protocol version */
 	PPS_WIRE_BYE_INTERNAL = 4,      /* the sender failed */
+	PPS_WIRE_BYE_UNAUTHORIZED = 5,  /* HELLO without the server's access token */
+	PPS_WIRE_BYE_TOO_SLOW = 6,      /* the client took no data for too long */
 } pps_wire_bye_reason_t;
 
 typedef struct {
@@ -63,7 +65,7 @@ typedef struct {
 				    * 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
 	uint8_t name_len;
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* NUL-terminated copy */
-	uint8_t auth_len;                       /* reserved: opaque bytes, unused in version 1 */
+	uint8_t auth_len;                       /* access token, when the server requires one */
 	uint8_t auth[PPS_WIRE_MAX_AUTH_BYTES];
 } pps_wire_hello_t;
 

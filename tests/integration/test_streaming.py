@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Client, Server, check, hello, percentile, read_records, record,  # noqa: E402
+from harness import (Client, Failure, Server, check, hello, percentile, read_records, record,  # noqa: E402
                      run)
 
 WINDOW_MS = 1000.0 / 30 * 2  # the default window: 2 frames at 30 frames/s
@@ -254,9 +254,93 @@ def bad_source(build, workdir):
         check(text in p.stderr, "%s: %r" % (settings, p.stderr))
 
 
+def wait_for_log(srv, text, timeout=20.0):
+    """Waits until the server's log holds @text (the event), at most @timeout."""
+    deadline = time.monotonic() + timeout
+    while text not in srv.log():
+        if time.monotonic() > deadline:
+            raise Failure("server never logged %r:\n%s" % (text, srv.log()[-2000:]))
+        time.sleep(0.05)
+
+
+def access_token(build, workdir):
+    """With [server] access_token set, a HELLO without it or with another one
+    is refused (BYE unauthorized, client exit 1); the right one streams."""
+    srv = Server(build, workdir, "server.access_token=s3cret-token")
+    try:
+        none = Client(build, workdir, srv.address, duration=3, name="none")
+        wrong = Client(build, workdir, srv.address, "client.access_token=guess", duration=3,
+                       name="wrong")
+        right = Client(build, workdir, srv.address, "client.access_token=s3cret-token",
+                       duration=4, name="right")
+        rc_none, rc_wrong, rc_right = none.wait(), wrong.wait(), right.wait()
+    finally:
+        srv.stop()
+    check(rc_none == 1 and "unauthorized" in none.stderr, "no token: exit %d: %s"
+          % (rc_none, none.stderr))
+    check(rc_wrong == 1 and "wrong access token" in wrong.stderr, "wrong token: exit %d: %s"
+          % (rc_wrong, wrong.stderr))
+    check(rc_right == 0 and right.summary()["frames_shown"] > 60, "right token: exit %d: %s"
+          % (rc_right, right.stderr))
+    p = subprocess.run([os.path.join(build, "server", "pps-server"), "--set",
+                        "server.access_token=" + "x" * 65], capture_output=True, text=True,
+                       timeout=10)
+    check(p.returncode == 2 and "at most 64 bytes" in p.stderr, p.stderr)
+
+
+def silent_connections(build, workdir):
+    """Connections that never say HELLO cannot lock viewers out: they do not
+    count toward max_clients, the oldest goes when the handshake slots are
+    full, and one address holds at most max_clients_per_address of them."""
+    srv = Server(build, workdir, "server.max_clients=4", "server.max_clients_per_address=2")
+    silent = []
+    try:
+        for src in ("127.0.0.2", "127.0.0.3"):
+            for _ in range(2):
+                s = socket.socket()
+                s.bind((src, 0))
+                s.connect(("127.0.0.1", srv.port))
+                silent.append(s)
+        extra = socket.socket()
+        extra.bind(("127.0.0.2", 0))
+        extra.connect(("127.0.0.1", srv.port))
+        bye = read_records(extra)
+        viewer = Client(build, workdir, srv.address, duration=4, name="viewer")
+        rc = viewer.wait()
+        log = srv.log()
+    finally:
+        for s in silent:
+            s.close()
+        srv.stop()
+    check(any(k == 8 and b"too many connections from 127.0.0.2" in body for k, body in bye),
+          "3rd connection from one address not refused: %r" % bye)
+    check(rc == 0 and viewer.summary()["frames_shown"] > 60, "viewer exit %d: %s"
+          % (rc, viewer.stderr))
+    check("a newer connection needs the slot" in log, log[-2000:])
+
+
+def slow_reader_evicted(build, workdir):
+    """A client that stops reading is dropped after [server] evict_after_s
+    with BYE too-slow; another client streams on."""
+    srv = Server(build, workdir, "server.evict_after_s=2")
+    try:
+        other = Client(build, workdir, srv.address, duration=8, name="other")
+        stall = socket.create_connection(("127.0.0.1", srv.port))
+        stall.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stall.sendall(hello(b"stalled"))
+        wait_for_log(srv, "too slow: took no data for 2 s")
+        rc = other.wait()
+        stall.close()
+    finally:
+        srv.stop()
+    check(rc == 0 and other.summary()["frames_shown_pct"] >= 90, "other client: exit %d: %s"
+          % (rc, other.stderr))
+
+
 TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
-                                 bad_source]}
+                                 bad_source, access_token, silent_connections,
+                                 slow_reader_evicted]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
