@@ -34,6 +34,11 @@ struct pps_capture {
 	int width, height;
 	bool timecode;
 	char source_name[256]; /* "file '/x.mp4'": for messages */
+	/* The pipeline without videorate drop-only, for a source it cannot
+	 * handle (slower than [source] fps); NULL for the test source. */
+	char *fallback_description;
+	const char *src_property; /* "device" or "location" of pps_src, or NULL */
+	char *src_value;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -248,10 +253,20 @@ enum_name(const pps_config_t *config, const char *section, const char *key)
 	return k->choices[pps_config_get_enum(config, section, key)];
 }
 
+/*
+ * videorate drop-only=true: a plain videorate holds every frame until the
+ * next one arrives, to choose between them: one frame interval (33 ms at
+ * 30 frames/s, measured with pad probes around it) between capture and the
+ * encoder. In drop-only mode it passes each frame on at once and only drops
+ * frames of a faster source; it cannot make a slower source (a 25 frames/s
+ * file) meet the caps, so for those pps_capture_start() falls back to the
+ * plain videorate and its hold.
+ */
 static char *
-describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps)
+describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps, bool drop_only)
 {
 	const char *pattern = enum_name(config, "source", "pattern");
+	const char *videorate = drop_only ? "videorate drop-only=true" : "videorate";
 	char caps[160];
 
 	snprintf(caps, sizeof(caps),
@@ -269,19 +284,82 @@ describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps)
 			caps);
 	case SOURCE_CAMERA:
 		return g_strdup_printf("v4l2src name=pps_src ! videoconvert ! videoscale ! "
-				       "videorate ! %s ! appsink name=pps_sink",
-				       caps);
+				       "%s ! %s ! appsink name=pps_sink",
+				       videorate, caps);
 	case SOURCE_FILE:
 		/* identity sync=true paces the decoded file in real time. */
 		return g_strdup_printf("filesrc name=pps_src ! decodebin ! identity sync=true ! "
-				       "videoconvert ! videoscale ! videorate ! %s ! "
+				       "videoconvert ! videoscale ! %s ! %s ! "
 				       "appsink name=pps_sink",
-				       caps);
+				       videorate, caps);
 	default:
-		return g_strdup_printf("%s ! videoconvert ! videoscale ! videorate ! %s ! "
+		return g_strdup_printf("%s ! videoconvert ! videoscale ! %s ! %s ! "
 				       "appsink name=pps_sink",
-				       pps_config_get_string(config, "source", "pipeline"), caps);
+				       pps_config_get_string(config, "source", "pipeline"), videorate,
+				       caps);
 	}
+}
+
+static void
+teardown_pipeline(pps_capture_t *c)
+{
+	GstBus *bus;
+
+	if (!c->pipeline)
+		return;
+	gst_element_set_state(c->pipeline, GST_STATE_NULL);
+	bus = gst_element_get_bus(c->pipeline);
+	gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
+	gst_object_unref(bus);
+	if (c->appsink)
+		gst_object_unref(c->appsink);
+	gst_object_unref(c->pipeline);
+	c->appsink = NULL;
+	c->pipeline = NULL;
+}
+
+/* Parses @description and connects the appsink and the bus: 0 or -EINVAL with @err. */
+static int
+build_pipeline(pps_capture_t *c, const char *description, char *err, size_t err_size)
+{
+	GstAppSinkCallbacks callbacks = { 0 };
+	GError *error = NULL;
+	GstElement *src;
+	GstBus *bus;
+
+	c->pipeline = gst_parse_launch(description, &error);
+	if (!c->pipeline || error) {
+		snprintf(err, err_size, "%s: cannot build the GStreamer pipeline: %s",
+			 c->source_name, error ? error->message : "unknown error");
+		g_clear_error(&error);
+		if (c->pipeline) {
+			gst_object_unref(c->pipeline);
+			c->pipeline = NULL;
+		}
+		return -EINVAL;
+	}
+	c->appsink = gst_bin_get_by_name(GST_BIN(c->pipeline), "pps_sink");
+	if (!c->appsink) {
+		snprintf(err, err_size, "%s: the pipeline has no appsink", c->source_name);
+		gst_object_unref(c->pipeline);
+		c->pipeline = NULL;
+		return -EINVAL;
+	}
+	src = gst_bin_get_by_name(GST_BIN(c->pipeline), "pps_src");
+	if (src) {
+		if (c->src_property)
+			g_object_set(src, c->src_property, c->src_value, NULL);
+		gst_object_unref(src);
+	}
+	/* The copy is immediate; GStreamer itself need not hold frames. */
+	g_object_set(c->appsink, "max-buffers", 2, "drop", TRUE, "sync", FALSE, NULL);
+	callbacks.new_sample = on_new_sample;
+	callbacks.eos = on_eos;
+	gst_app_sink_set_callbacks(GST_APP_SINK(c->appsink), &callbacks, c, NULL);
+	bus = gst_element_get_bus(c->pipeline);
+	gst_bus_set_sync_handler(bus, on_bus_message, c, NULL);
+	gst_object_unref(bus);
+	return 0;
 }
 
 void
@@ -290,14 +368,9 @@ pps_capture_free(pps_capture_t *c)
 	if (!c)
 		return;
 	pps_capture_stop(c);
-	if (c->pipeline) {
-		GstBus *bus = gst_element_get_bus(c->pipeline);
-
-		gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
-		gst_object_unref(bus);
-		gst_object_unref(c->appsink);
-		gst_object_unref(c->pipeline);
-	}
+	teardown_pipeline(c);
+	g_free(c->fallback_description);
+	free(c->src_value);
 	for (int i = 0; i < c->queue_count; i++)
 		pps_frame_free(c->queue[(c->queue_head + i) % c->queue_frames]);
 	for (int i = 0; i < c->free_count; i++)
@@ -313,12 +386,9 @@ pps_capture_t *
 pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
 		char *err, size_t err_size)
 {
-	GstAppSinkCallbacks callbacks = { 0 };
 	pps_capture_t *c;
-	GError *error = NULL;
-	GstElement *src;
-	GstBus *bus;
 	char *description;
+	int fps, ret;
 
 	if (!gst_is_initialized())
 		gst_init(NULL, NULL);
@@ -383,47 +453,33 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 		c->free_frames[c->free_count++] = f;
 	}
 
-	description = describe_pipeline(c, config,
-					(int)pps_config_get_int(config, "source", "fps"));
-	c->pipeline = gst_parse_launch(description, &error);
+	if (c->type == SOURCE_CAMERA) {
+		c->src_property = "device";
+		c->src_value = strdup(pps_config_get_string(config, "source", "device"));
+	} else if (c->type == SOURCE_FILE) {
+		c->src_property = "location";
+		c->src_value = strdup(pps_config_get_string(config, "source", "file"));
+	}
+	if (c->src_property && !c->src_value)
+		goto err_nomem;
+	fps = (int)pps_config_get_int(config, "source", "fps");
+	if (c->type != SOURCE_TEST)
+		c->fallback_description = describe_pipeline(c, config, fps, false);
+	description = describe_pipeline(c, config, fps, true);
+	ret = build_pipeline(c, description, err, err_size);
 	g_free(description);
-	if (!c->pipeline || error) {
-		snprintf(err, err_size, "%s: cannot build the GStreamer pipeline: %s",
-			 c->source_name, error ? error->message : "unknown error");
-		g_clear_error(&error);
-		if (c->pipeline) {
-			gst_object_unref(c->pipeline);
-			c->pipeline = NULL;
-		}
-		errno = EINVAL;
+	if (ret < 0 && c->fallback_description) {
+		/* Caps fixed in the pipeline itself below [source] fps: drop-only
+		 * cannot even link. The plain videorate's error, if any, is the
+		 * one that explains. */
+		ret = build_pipeline(c, c->fallback_description, err, err_size);
+		g_free(c->fallback_description);
+		c->fallback_description = NULL;
+	}
+	if (ret < 0) {
+		errno = -ret;
 		goto err_free;
 	}
-	c->appsink = gst_bin_get_by_name(GST_BIN(c->pipeline), "pps_sink");
-	if (!c->appsink) {
-		snprintf(err, err_size, "%s: the pipeline has no appsink", c->source_name);
-		gst_object_unref(c->pipeline);
-		c->pipeline = NULL;
-		errno = EINVAL;
-		goto err_free;
-	}
-	src = gst_bin_get_by_name(GST_BIN(c->pipeline), "pps_src");
-	if (src) {
-		if (c->type == SOURCE_CAMERA)
-			g_object_set(src, "device", pps_config_get_string(config, "source", "device"),
-				     NULL);
-		else
-			g_object_set(src, "location", pps_config_get_string(config, "source", "file"),
-				     NULL);
-		gst_object_unref(src);
-	}
-	/* The copy is immediate; GStreamer itself need not hold frames. */
-	g_object_set(c->appsink, "max-buffers", 2, "drop", TRUE, "sync", FALSE, NULL);
-	callbacks.new_sample = on_new_sample;
-	callbacks.eos = on_eos;
-	gst_app_sink_set_callbacks(GST_APP_SINK(c->appsink), &callbacks, c, NULL);
-	bus = gst_element_get_bus(c->pipeline);
-	gst_bus_set_sync_handler(bus, on_bus_message, c, NULL);
-	gst_object_unref(bus);
 	return c;
 
 err_nomem:
@@ -439,12 +495,15 @@ err_free:
 	return NULL;
 }
 
-int
-pps_capture_start(pps_capture_t *c, char *err, size_t err_size)
+/* Plays the pipeline and waits for its first frame: 0, or -EIO with c->error
+ * (*timed_out: no error, just no frame). Main thread. */
+static int
+play_until_first_frame(pps_capture_t *c, bool *timed_out)
 {
 	struct timespec deadline;
 	int r = 0;
 
+	*timed_out = false;
 	if (gst_element_set_state(c->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
 		pthread_mutex_lock(&c->lock);
 		fail_locked(c, "cannot start", NULL);
@@ -456,15 +515,48 @@ pps_capture_start(pps_capture_t *c, char *err, size_t err_size)
 	pthread_mutex_lock(&c->lock);
 	while (!c->got_frame && !c->failed && r == 0)
 		r = pthread_cond_timedwait(&c->cond, &c->lock, &deadline);
-	if (!c->failed && !c->got_frame)
+	if (!c->failed && !c->got_frame) {
 		fail_locked(c, "no frame within 10 s", NULL);
-	if (c->failed) {
+		*timed_out = true;
+	}
+	r = c->failed ? -EIO : 0;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int
+pps_capture_start(pps_capture_t *c, char *err, size_t err_size)
+{
+	bool timed_out;
+	int r = play_until_first_frame(c, &timed_out);
+
+	if (r < 0 && !timed_out && c->fallback_description) {
+		/* Most likely a source slower than [source] fps, which videorate
+		 * drop-only cannot negotiate: again with the plain videorate. A
+		 * source that fails for another reason fails again, the same way. */
+		teardown_pipeline(c);
+		pthread_mutex_lock(&c->lock);
+		while (c->queue_count > 0) {
+			c->free_frames[c->free_count++] = c->queue[c->queue_head];
+			c->queue_head = (c->queue_head + 1) % c->queue_frames;
+			c->queue_count--;
+		}
+		c->failed = c->eos = c->got_frame = false;
+		c->error[0] = '\0';
+		memset(&c->stats, 0, sizeof(c->stats));
+		pthread_mutex_unlock(&c->lock);
+		r = build_pipeline(c, c->fallback_description, err, err_size);
+		if (r < 0)
+			return r;
+		r = play_until_first_frame(c, &timed_out);
+	}
+	if (r < 0) {
+		pthread_mutex_lock(&c->lock);
 		snprintf(err, err_size, "%s", c->error);
 		pthread_mutex_unlock(&c->lock);
 		gst_element_set_state(c->pipeline, GST_STATE_NULL);
 		return -EIO;
 	}
-	pthread_mutex_unlock(&c->lock);
 	if (pthread_create(&c->thread, NULL, delivery_thread, c) != 0) {
 		snprintf(err, err_size, "%s: cannot start the delivery thread", c->source_name);
 		gst_element_set_state(c->pipeline, GST_STATE_NULL);

@@ -16,7 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W         2
+/* Frames per window; 2, or 1 for the 1-frame-window test. */
+static unsigned window_frames = 2;
+#define W window_frames
+/* Check that a window's frames are out before its WINDOW_END (no B frames). */
+static bool check_before_end;
 #define N_FRAMES  41 /* windows 0..20 */
 #define MAX_ADUS  1024
 #define MAX_FRAME 256
@@ -92,13 +96,13 @@ encoded_cb(pps_adu_t *adu, void *user)
 }
 
 static void
-encode_stream(void)
+encode_stream(int temporal_layers)
 {
 	pps_encoder_params_t p = {
 	    .width = 128,
 	    .height = 96,
 	    .fps = 30,
-	    .temporal_layers = 2,
+	    .temporal_layers = temporal_layers,
 	    .quality_layers = 2,
 	    .base_scale = 2,
 	    .gop_frames = 8,
@@ -241,6 +245,10 @@ send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 			CHECK_EQ_INT(feed(r, f), 0);
 		}
 	}
+	/* Without B frames a frame is out once its top layer is decoded: no
+	 * wait for WINDOW_END, let alone for the next window. */
+	if (check_before_end && plan == SEND_ALL)
+		CHECK_EQ_INT(s->last_output, (int64_t)id * W);
 	{
 		pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
 
@@ -438,14 +446,40 @@ test_untrusted(void)
 	pps_receiver_free(r);
 }
 
+/* 1-frame windows (no B frames): each frame comes out as soon as its top
+ * layer is pushed, before its WINDOW_END (checked in send_window). */
+static void
+test_one_frame_windows(void)
+{
+	sink_t s;
+	pps_receiver_t *r;
+
+	for (size_t i = 0; i < n_adus; i++)
+		pps_adu_unref(adus[i]);
+	n_adus = 0;
+	window_frames = 1;
+	encode_stream(1);
+	r = new_receiver(&s);
+	check_before_end = true;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, SEND_ALL);
+	check_before_end = false;
+	pps_receiver_finish(r);
+	check_once(&s, 0, 12);
+	for (int i = 0; i <= 12; i++)
+		CHECK_EQ_INT(s.shown[i], 1);
+	pps_receiver_free(r);
+}
+
 int
 main(void)
 {
-	encode_stream();
+	encode_stream(2);
 	test_all_shown();
 	test_every_path();
 	test_undecodable();
 	test_untrusted();
+	test_one_frame_windows();
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
 	return pps_test_result();
