@@ -25,16 +25,16 @@
 /* One TCP_INFO reading, in the units the kernel reports them. */
 typedef struct {
 	int64_t now_us;
-	uint64_t delivery_rate_bps;   /* tcpi_delivery_rate * 8 */
-	bool delivery_app_limited;    /* tcpi_delivery_rate_app_limited */
-	uint32_t min_rtt_us;          /* tcpi_min_rtt */
-	uint32_t srtt_us;             /* tcpi_rtt */
-	uint64_t bytes_acked;         /* tcpi_bytes_acked */
-	uint32_t total_retrans_pkts;  /* tcpi_total_retrans */
-	uint32_t lost_pkts;           /* tcpi_lost */
-	uint32_t cwnd_pkts;           /* tcpi_snd_cwnd */
-	uint32_t unacked_pkts;        /* tcpi_unacked: packets in flight or lost */
-	uint32_t mss_bytes;           /* tcpi_snd_mss */
+	uint64_t delivery_rate_bps;  /* tcpi_delivery_rate * 8 */
+	bool delivery_app_limited;   /* tcpi_delivery_rate_app_limited */
+	uint32_t min_rtt_us;         /* tcpi_min_rtt */
+	uint32_t srtt_us;            /* tcpi_rtt */
+	uint64_t bytes_acked;        /* tcpi_bytes_acked */
+	uint32_t total_retrans_pkts; /* tcpi_total_retrans */
+	uint32_t lost_pkts;          /* tcpi_lost */
+	uint32_t cwnd_pkts;          /* tcpi_snd_cwnd */
+	uint32_t unacked_pkts;       /* tcpi_unacked: packets in flight or lost */
+	uint32_t mss_bytes;          /* tcpi_snd_mss */
 } pps_path_sample_t;
 
 /*
@@ -58,10 +58,10 @@ extern const char *const pps_latency_cap_names[];
 
 /* Where a path's cap stands. */
 typedef enum {
-	PPS_PATH_CAP_NONE = 0, /* policy off, or no estimate yet */
-	PPS_PATH_CAP_SELF,     /* capped: the queue is the stream's own */
+	PPS_PATH_CAP_NONE = 0,  /* policy off, or no estimate yet */
+	PPS_PATH_CAP_SELF,      /* capped: the queue is the stream's own */
 	PPS_PATH_CAP_COMPETING, /* lifted: others hold the queue */
-	PPS_PATH_CAP_TEST,     /* capped for a moment to see whether the queue drains */
+	PPS_PATH_CAP_TEST,      /* capped for a moment to see whether the queue drains */
 } pps_path_cap_state_t;
 
 const char *pps_path_cap_state_name(pps_path_cap_state_t state);
@@ -85,11 +85,11 @@ typedef struct {
 	uint64_t acked_bps;         /* bytes acknowledged per second, last ~0.5 s */
 	uint32_t min_rtt_us;
 	uint32_t srtt_us;
-	uint32_t queue_delay_us;    /* srtt - min RTT: queueing on the path */
-	uint64_t retrans_pkts;      /* retransmissions since the first sample */
-	uint32_t lost_pkts;         /* currently marked lost */
-	bool app_limited;           /* the last delivery sample was application-limited */
-	bool congested;             /* queue over the target, or a retransmission, just now */
+	uint32_t queue_delay_us; /* srtt - min RTT: queueing on the path */
+	uint64_t retrans_pkts;   /* retransmissions since the first sample */
+	uint32_t lost_pkts;      /* currently marked lost */
+	bool app_limited;        /* the last delivery sample was application-limited */
+	bool congested;          /* queue over the target, or a retransmission, just now */
 	uint32_t cwnd_pkts;
 	uint32_t inflight_cap_pkts; /* 0 = no cap */
 	pps_path_cap_state_t cap_state;
@@ -122,24 +122,24 @@ typedef enum {
 extern const char *const pps_adapt_mode_names[]; /* in enum order, NULL-terminated */
 
 #define PPS_DEFAULT_ADAPT_BASE_SHARE_PCT 50
-#define PPS_DEFAULT_ADAPT_PROBE_PCT 125
-#define PPS_DEFAULT_ADAPT_MIN_BASE_KBPS 100
-#define PPS_DEFAULT_ADAPT_MIN_CRF 18
-#define PPS_DEFAULT_ADAPT_INTERVAL_MS 250
+#define PPS_DEFAULT_ADAPT_PROBE_PCT      125
+#define PPS_DEFAULT_ADAPT_MIN_BASE_KBPS  100
+#define PPS_DEFAULT_ADAPT_MIN_CRF        18
+#define PPS_DEFAULT_ADAPT_INTERVAL_MS    250
 
 #define PPS_ADAPT_MAX_LAYERS 4
 
 typedef struct {
-	int quality_layers;           /* 1..PPS_ADAPT_MAX_LAYERS */
-	int base_share_pct;           /* base rate: this % of the slowest client's estimate */
-	int probe_pct;                /* top of the layers: this % of the fastest's */
-	int min_base_kbps;            /* the base never goes below this */
+	int quality_layers;                 /* 1..PPS_ADAPT_MAX_LAYERS */
+	int base_share_pct;                 /* base rate: this % of the slowest client's estimate */
+	int probe_pct;                      /* top of the layers: this % of the fastest's */
+	int min_base_kbps;                  /* the base never goes below this */
 	int max_kbps[PPS_ADAPT_MAX_LAYERS]; /* per layer upper bound ([encoder] *_vbv_kbps) */
 	int max_crf[PPS_ADAPT_MAX_LAYERS];  /* configured CRF: the coarsest quality allowed */
-	int min_crf;                  /* the finest CRF the allocator may ask for */
-	int64_t latency_budget_us;    /* [pps] latency_budget_ms */
-	int64_t window_us;            /* window_frames / fps */
-	int64_t interval_us;          /* between updates */
+	int min_crf;                        /* the finest CRF the allocator may ask for */
+	int64_t latency_budget_us;          /* [pps] latency_budget_ms */
+	int64_t window_us;                  /* window_frames / fps */
+	int64_t interval_us;                /* between updates */
 } pps_ratealloc_params_t;
 
 typedef struct {
@@ -168,9 +168,8 @@ void pps_ratealloc_free(pps_ratealloc_t *ra);
  * update (the probe). Returns 1 when @out holds new settings for the encoder,
  * 0 when nothing changed enough to apply.
  */
-int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us,
-			 const pps_ratealloc_client_t *clients, size_t n_clients,
-			 const uint64_t *encoded_bps, pps_layer_rates_t *out);
+int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_client_t *clients,
+                         size_t n_clients, const uint64_t *encoded_bps, pps_layer_rates_t *out);
 /* The settings last returned (or the initial ones). */
 void pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out);
 

@@ -33,18 +33,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUCKET_US 100000
-#define BUCKETS 24 /* 2.4 s of history */
-#define ACKED_HISTORY 32
-#define ACKED_SPACING_US 50000
-#define ACKED_SPAN_US 500000
-#define MIN_VALID_SPAN_US 300000
+#define BUCKET_US            100000
+#define BUCKETS              24 /* 2.4 s of history */
+#define ACKED_HISTORY        32
+#define ACKED_SPACING_US     50000
+#define ACKED_SPAN_US        500000
+#define MIN_VALID_SPAN_US    300000
 #define RETRANS_CONGESTED_US 250000
-#define QUEUE_MIN_WINDOW_US 1000000
-#define MIN_CAP_PKTS 4
-#define TEST_MIN_US 200000
+#define QUEUE_MIN_WINDOW_US  1000000
+#define MIN_CAP_PKTS         4
+#define TEST_MIN_US          200000
 
-const char *const pps_latency_cap_names[] = { "off", "always", "yielding", NULL };
+const char *const pps_latency_cap_names[] = {"off", "always", "yielding", NULL};
 
 /* Extreme (max or min) of values over the last few 100 ms buckets. */
 typedef struct {
@@ -117,7 +117,7 @@ struct pps_path {
 	pps_path_cap_state_t cap_state;
 	int64_t cap_state_since_us;
 	int64_t test_until_us;
-	int64_t retest_us; /* time in COMPETING before the next test */
+	int64_t retest_us;   /* time in COMPETING before the next test */
 	bool self_from_test; /* SELF was entered by a test, not at the start */
 };
 
@@ -226,8 +226,8 @@ queue_margin_us(const pps_path_t *p)
 static void
 retest_backoff(pps_path_t *p)
 {
-	p->retest_us = p->retest_us * 2 > 8 * PPS_PATH_RETEST_US ? 8 * PPS_PATH_RETEST_US
-								 : p->retest_us * 2;
+	p->retest_us =
+	    p->retest_us * 2 > 8 * PPS_PATH_RETEST_US ? 8 * PPS_PATH_RETEST_US : p->retest_us * 2;
 }
 
 static void
@@ -341,7 +341,7 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 	acked_add(p, now, s->bytes_acked);
 
 	p->congested = (int64_t)queue_us > own_queue_us(p) + queue_margin_us(p) ||
-		       (p->last_retrans_us && now - p->last_retrans_us < RETRANS_CONGESTED_US);
+	               (p->last_retrans_us && now - p->last_retrans_us < RETRANS_CONGESTED_US);
 	max_rate = window_get(&p->max_rate, now, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
 	if (now - p->first_us < MIN_VALID_SPAN_US || span < MIN_VALID_SPAN_US / 2) {
 		p->estimate_bps = 0;
@@ -378,7 +378,8 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 		 * growing), and a loop that follows it sends less and less and
 		 * starves. Only while the window is full: an unused window says
 		 * nothing. */
-		uint64_t cwnd_bps = (uint64_t)s->cwnd_pkts * s->mss_bytes * 8u * 1000000u / s->srtt_us;
+		uint64_t cwnd_bps =
+		    (uint64_t)s->cwnd_pkts * s->mss_bytes * 8u * 1000000u / s->srtt_us;
 
 		if (cwnd_bps > p->estimate_bps)
 			p->estimate_bps = cwnd_bps;
@@ -397,7 +398,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->estimate_bps = p->estimate_bps;
 	out->delivery_rate_bps = s->delivery_rate_bps;
 	out->max_delivery_bps =
-		window_get(&p->max_rate, p->last_us, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
+	    window_get(&p->max_rate, p->last_us, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
 	out->acked_bps = p->acked_bps;
 	out->min_rtt_us = s->min_rtt_us;
 	out->srtt_us = s->srtt_us;
@@ -423,8 +424,8 @@ pps_path_inflight_cap_pkts(const pps_path_t *p)
 		return 0;
 	/* estimate * (5/4 min RTT + queue target), in bytes */
 	bytes = p->estimate_bps / 8u *
-		(uint64_t)(5 * (int64_t)p->last.min_rtt_us / 4 + p->params.queue_target_us) /
-		1000000u;
+	        (uint64_t)(5 * (int64_t)p->last.min_rtt_us / 4 + p->params.queue_target_us) /
+	        1000000u;
 	pkts = (bytes + mss - 1) / mss;
 	if (pkts < MIN_CAP_PKTS)
 		pkts = MIN_CAP_PKTS;

@@ -33,12 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_ENHANCEMENT_KBPS 50
+#define MIN_ENHANCEMENT_KBPS   50
 #define INCREASE_THRESHOLD_PCT 110
 #define DECREASE_THRESHOLD_PCT 90
-#define MAX_STEP_UP_PCT 125
+#define MAX_STEP_UP_PCT        125
 
-const char *const pps_adapt_mode_names[] = { "closed-loop", "fixed", NULL };
+const char *const pps_adapt_mode_names[] = {"closed-loop", "fixed", NULL};
 
 struct pps_ratealloc {
 	pps_ratealloc_params_t params;
@@ -120,7 +120,7 @@ step(int current, int wanted)
 
 int
 pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_client_t *clients,
-		     size_t n, const uint64_t *encoded_bps, pps_layer_rates_t *out)
+                     size_t n, const uint64_t *encoded_bps, pps_layer_rates_t *out)
 {
 	const pps_ratealloc_params_t *p = &ra->params;
 	const int layers = p->quality_layers;
@@ -158,15 +158,16 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 
 			if (q == 0) {
 				wanted_kbps = (int64_t)(est[0] / 1000u) * p->base_share_pct / 100;
-				wanted_kbps = clamp_int(wanted_kbps, p->min_base_kbps, p->max_kbps[0]);
+				wanted_kbps =
+				    clamp_int(wanted_kbps, p->min_base_kbps, p->max_kbps[0]);
 			} else {
 				/* Top of layer q: the client at quantile q/(layers-1). */
-				size_t idx = (size_t)(((int64_t)(m - 1) * q + layers - 2) /
-						      (layers - 1));
+				size_t idx =
+				    (size_t)(((int64_t)(m - 1) * q + layers - 2) / (layers - 1));
 				int64_t top = (int64_t)(est[idx] / 1000u) * p->probe_pct / 100;
 
-				wanted_kbps = clamp_int(top - below, MIN_ENHANCEMENT_KBPS,
-							p->max_kbps[q]);
+				wanted_kbps =
+				    clamp_int(top - below, MIN_ENHANCEMENT_KBPS, p->max_kbps[q]);
 			}
 			next.kbps[q] = step(ra->current.kbps[q], (int)wanted_kbps);
 			below += next.kbps[q];
@@ -179,7 +180,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 				buffer = next.kbps[q] / 2;
 			/* At least one window of the layer's rate, at most one second. */
 			buffer = clamp_int(buffer, (int64_t)next.kbps[q] * p->window_us / 1000000,
-					   next.kbps[q]);
+			                   next.kbps[q]);
 			if (buffer < 1)
 				buffer = 1;
 			next.buffer_kbit[q] = (int)buffer;

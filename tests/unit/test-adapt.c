@@ -24,13 +24,13 @@ typedef struct {
 
 static pps_path_sample_t
 model_step(model_t *m, int64_t dt_us, uint64_t rate_bps, uint32_t min_rtt_us,
-	   uint32_t inflight_pkts, uint32_t cross_queue_us, bool app_limited)
+           uint32_t inflight_pkts, uint32_t cross_queue_us, bool app_limited)
 {
-	pps_path_sample_t s = { 0 };
+	pps_path_sample_t s = {0};
 	uint64_t bdp_bytes = rate_bps / 8 * min_rtt_us / 1000000;
 	uint64_t inflight_bytes = (uint64_t)inflight_pkts * MSS;
 	uint64_t own_queue_us =
-		inflight_bytes > bdp_bytes ? (inflight_bytes - bdp_bytes) * 8000000 / rate_bps : 0;
+	    inflight_bytes > bdp_bytes ? (inflight_bytes - bdp_bytes) * 8000000 / rate_bps : 0;
 	uint64_t rtt = min_rtt_us + own_queue_us + cross_queue_us;
 	/* Little's law: the stream gets inflight / RTT, at most the rate. */
 	uint64_t got_bps = inflight_bytes * 8 * 1000000 / rtt;
@@ -56,13 +56,13 @@ model_step(model_t *m, int64_t dt_us, uint64_t rate_bps, uint32_t min_rtt_us,
  * in flight (or @uncapped_pkts without a cap). */
 static void
 run_loop(pps_path_t *p, model_t *m, double seconds, uint64_t rate_bps, uint32_t min_rtt_us,
-	 uint32_t cross_queue_us, uint32_t uncapped_pkts)
+         uint32_t cross_queue_us, uint32_t uncapped_pkts)
 {
 	for (int64_t t = 0; t < (int64_t)(seconds * 1e6); t += 10000) {
 		uint32_t cap = pps_path_inflight_cap_pkts(p);
 		uint32_t inflight = cap ? cap : uncapped_pkts;
-		pps_path_sample_t s = model_step(m, 10000, rate_bps, min_rtt_us, inflight,
-						 cross_queue_us, false);
+		pps_path_sample_t s =
+		    model_step(m, 10000, rate_bps, min_rtt_us, inflight, cross_queue_us, false);
 
 		pps_path_add_sample(p, &s);
 	}
@@ -72,8 +72,7 @@ run_loop(pps_path_t *p, model_t *m, double seconds, uint64_t rate_bps, uint32_t 
 static pps_path_t *
 new_yielding_path(void)
 {
-	pps_path_params_t pp = { .cap_policy = PPS_LATENCY_CAP_YIELDING,
-				 .queue_target_us = 50000 };
+	pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_YIELDING, .queue_target_us = 50000};
 	pps_path_t *p = pps_path_new(&pp);
 
 	REQUIRE(p);
@@ -85,7 +84,7 @@ test_alone_estimate_and_cap(void)
 {
 	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
-	model_t m = { .now_us = 1000000 };
+	model_t m = {.now_us = 1000000};
 
 	pps_path_get_estimate(p, &e);
 	CHECK(!e.valid);
@@ -110,7 +109,7 @@ test_step_down_follows_within_a_second(void)
 {
 	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
-	model_t m = { .now_us = 1000000 };
+	model_t m = {.now_us = 1000000};
 
 	run_loop(p, &m, 5.0, 8000000, 50000, 0, 200);
 	pps_path_get_estimate(p, &e);
@@ -137,7 +136,7 @@ test_yields_to_cross_traffic_and_retests(void)
 {
 	pps_path_t *p = new_yielding_path();
 	pps_path_estimate_t e;
-	model_t m = { .now_us = 1000000 };
+	model_t m = {.now_us = 1000000};
 
 	run_loop(p, &m, 3.0, 2000000, 50000, 0, 60);
 	pps_path_get_estimate(p, &e);
@@ -163,12 +162,11 @@ test_yields_to_cross_traffic_and_retests(void)
 static void
 test_policies_off_and_always(void)
 {
-	pps_path_params_t off = { .cap_policy = PPS_LATENCY_CAP_OFF, .queue_target_us = 50000 };
-	pps_path_params_t always = { .cap_policy = PPS_LATENCY_CAP_ALWAYS,
-				     .queue_target_us = 50000 };
-	pps_path_params_t bad = { .cap_policy = (pps_latency_cap_policy_t)9 };
+	pps_path_params_t off = {.cap_policy = PPS_LATENCY_CAP_OFF, .queue_target_us = 50000};
+	pps_path_params_t always = {.cap_policy = PPS_LATENCY_CAP_ALWAYS, .queue_target_us = 50000};
+	pps_path_params_t bad = {.cap_policy = (pps_latency_cap_policy_t)9};
 	pps_path_t *a = pps_path_new(&off), *b = pps_path_new(&always);
-	model_t ma = { .now_us = 1 }, mb = { .now_us = 1 };
+	model_t ma = {.now_us = 1}, mb = {.now_us = 1};
 	pps_path_estimate_t e;
 
 	REQUIRE(a && b);
@@ -193,7 +191,7 @@ static void
 test_retransmission_and_order(void)
 {
 	pps_path_t *p = new_yielding_path();
-	model_t m = { .now_us = 1000000 };
+	model_t m = {.now_us = 1000000};
 	pps_path_estimate_t e, before;
 	pps_path_sample_t s;
 
@@ -236,14 +234,14 @@ test_recorded_trace(const char *dir)
 	f = fopen(path, "r");
 	REQUIRE(f);
 	while (fgets(line, sizeof(line), f)) {
-		pps_path_sample_t s = { 0 };
+		pps_path_sample_t s = {0};
 		long long t, rate, acked;
 		unsigned app, min_rtt, srtt, retrans, cwnd, mss;
 
 		if (sscanf(line, "# capacity_bps %lld", &capacity_bps) == 1)
 			continue;
 		if (sscanf(line, "%lld,%lld,%u,%u,%u,%lld,%u,%u,%u", &t, &rate, &app, &min_rtt,
-			   &srtt, &acked, &retrans, &cwnd, &mss) != 9)
+		           &srtt, &acked, &retrans, &cwnd, &mss) != 9)
 			continue;
 		s.now_us = t;
 		s.delivery_rate_bps = (uint64_t)rate;
@@ -272,7 +270,7 @@ test_recorded_trace(const char *dir)
 	CHECK(samples > 100);
 	CHECK(n_ratio > 0 && sum_ratio / n_ratio > 0.5);
 	fprintf(stderr, "recorded trace: %d samples, mean estimate %.2f of capacity\n", samples,
-		n_ratio ? sum_ratio / n_ratio : 0.0);
+	        n_ratio ? sum_ratio / n_ratio : 0.0);
 	pps_path_free(p);
 }
 
@@ -280,14 +278,14 @@ static pps_ratealloc_params_t
 alloc_params(int layers)
 {
 	pps_ratealloc_params_t ap = {
-		.quality_layers = layers,
-		.base_share_pct = 50,
-		.probe_pct = 110,
-		.min_base_kbps = 100,
-		.min_crf = 16,
-		.latency_budget_us = 250000,
-		.window_us = 66667,
-		.interval_us = 250000,
+	    .quality_layers = layers,
+	    .base_share_pct = 50,
+	    .probe_pct = 110,
+	    .min_base_kbps = 100,
+	    .min_crf = 16,
+	    .latency_budget_us = 250000,
+	    .window_us = 66667,
+	    .interval_us = 250000,
 	};
 
 	for (int q = 0; q < layers; q++) {
@@ -302,7 +300,7 @@ test_ratealloc_one_client(void)
 {
 	pps_ratealloc_params_t ap = alloc_params(2);
 	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
-	pps_ratealloc_client_t c = { .estimate_bps = 1000000, .min_rtt_us = 50000 };
+	pps_ratealloc_client_t c = {.estimate_bps = 1000000, .min_rtt_us = 50000};
 	pps_layer_rates_t r;
 	int64_t now = 1000000;
 
@@ -356,9 +354,9 @@ test_ratealloc_heterogeneous(void)
 	pps_ratealloc_params_t ap = alloc_params(3);
 	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
 	pps_ratealloc_client_t c[3] = {
-		{ .estimate_bps = 8000000, .min_rtt_us = 50000 },
-		{ .estimate_bps = 500000, .min_rtt_us = 50000 },
-		{ .estimate_bps = 2000000, .min_rtt_us = 50000 },
+	    {.estimate_bps = 8000000, .min_rtt_us = 50000},
+	    {.estimate_bps = 500000, .min_rtt_us = 50000},
+	    {.estimate_bps = 2000000, .min_rtt_us = 50000},
 	};
 	pps_layer_rates_t r;
 
@@ -391,8 +389,8 @@ test_ratealloc_crf_steering(void)
 {
 	pps_ratealloc_params_t ap = alloc_params(2);
 	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
-	pps_ratealloc_client_t c = { .estimate_bps = 4000000, .min_rtt_us = 50000 };
-	uint64_t low[2] = { 100000, 100000 }, high[2] = { 2000000, 2400000 };
+	pps_ratealloc_client_t c = {.estimate_bps = 4000000, .min_rtt_us = 50000};
+	uint64_t low[2] = {100000, 100000}, high[2] = {2000000, 2400000};
 	pps_layer_rates_t r;
 	int64_t now = 0;
 
