@@ -52,7 +52,6 @@ typedef enum {
 	PPS_LATENCY_CAP_YIELDING,
 } pps_latency_cap_policy_t;
 
-#define PPS_DEFAULT_LATENCY_CAP PPS_LATENCY_CAP_YIELDING
 /* The names shared by config, logs and docs, in enum order, NULL-terminated. */
 extern const char *const pps_latency_cap_names[];
 
@@ -81,7 +80,6 @@ typedef struct {
 	bool valid;                 /* enough samples for an estimate */
 	uint64_t estimate_bps;      /* what the path carries for this stream now */
 	uint64_t delivery_rate_bps; /* the kernel's latest delivery-rate sample */
-	uint64_t max_delivery_bps;  /* windowed maximum of the delivery-rate samples */
 	uint64_t acked_bps;         /* bytes acknowledged per second, last ~0.5 s */
 	uint32_t min_rtt_us;
 	uint32_t srtt_us;
@@ -118,16 +116,12 @@ typedef enum {
 	PPS_ADAPT_MODE_FIXED,
 } pps_adapt_mode_t;
 
-#define PPS_DEFAULT_ADAPT_MODE PPS_ADAPT_MODE_CLOSED_LOOP
 extern const char *const pps_adapt_mode_names[]; /* in enum order, NULL-terminated */
 
-#define PPS_DEFAULT_ADAPT_BASE_SHARE_PCT 50
-#define PPS_DEFAULT_ADAPT_PROBE_PCT      125
-#define PPS_DEFAULT_ADAPT_MIN_BASE_KBPS  100
-#define PPS_DEFAULT_ADAPT_MIN_CRF        18
-#define PPS_DEFAULT_ADAPT_INTERVAL_MS    250
 
 #define PPS_ADAPT_MAX_LAYERS 4
+/* Clients one allocator considers: [server] max_clients' largest value. */
+#define PPS_ADAPT_MAX_CLIENTS 1024
 
 typedef struct {
 	int quality_layers;                 /* 1..PPS_ADAPT_MAX_LAYERS */

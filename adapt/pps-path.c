@@ -397,8 +397,6 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->valid = p->estimate_bps > 0;
 	out->estimate_bps = p->estimate_bps;
 	out->delivery_rate_bps = s->delivery_rate_bps;
-	out->max_delivery_bps =
-	    window_get(&p->max_rate, p->last_us, (int64_t)rate_window_us(s->min_rtt_us), true, 0);
 	out->acked_bps = p->acked_bps;
 	out->min_rtt_us = s->min_rtt_us;
 	out->srtt_us = s->srtt_us;

@@ -124,7 +124,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 {
 	const pps_ratealloc_params_t *p = &ra->params;
 	const int layers = p->quality_layers;
-	uint64_t est[64];
+	uint64_t est[PPS_ADAPT_MAX_CLIENTS];
 	size_t m = 0;
 	uint32_t slow_rtt_us = 0;
 	uint64_t slow_bps = 0;

@@ -205,7 +205,7 @@ static void
 adapt_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_server_t *srv = user;
-	pps_ratealloc_client_t clients[64];
+	pps_ratealloc_client_t clients[PPS_ADAPT_MAX_CLIENTS];
 	size_t n = 0;
 	uint64_t encoded_bps[PPS_ADU_MAX_QUALITY_LAYERS] = { 0 };
 	pps_media_stats_t ms;
@@ -218,7 +218,7 @@ adapt_cb(evutil_socket_t fd, short what, void *user)
 		encoded_bps[q] = (uint64_t)(8.0 * (double)(ms.bytes[q] - srv->adapt_last_bytes[q]) / dt);
 	memcpy(srv->adapt_last_bytes, ms.bytes, sizeof(srv->adapt_last_bytes));
 	srv->adapt_last_us = now;
-	for (session_link_t *l = srv->sessions; l && n < 64; l = l->next) {
+	for (session_link_t *l = srv->sessions; l && n < PPS_ADAPT_MAX_CLIENTS; l = l->next) {
 		pps_path_estimate_t e;
 
 		if (pps_session_state(l->session) != PPS_SESSION_STREAMING)
