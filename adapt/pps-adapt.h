@@ -118,7 +118,6 @@ typedef enum {
 
 extern const char *const pps_adapt_mode_names[]; /* in enum order, NULL-terminated */
 
-
 #define PPS_ADAPT_MAX_LAYERS 4
 /* Clients one allocator considers: [server] max_clients' largest value. */
 #define PPS_ADAPT_MAX_CLIENTS 1024
