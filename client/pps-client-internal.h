@@ -442,4 +442,53 @@ bool pps_display_poll_quit(pps_display_t *display);
 /* Draws @text (digits, letters, a few symbols) into an I420 picture's luma. */
 void pps_overlay_draw(pps_frame_t *picture, int x, int y, int scale, const char *text);
 
+/* ---- player: the objects above wired into one stream --------------------- */
+
+/*
+ * connection -> receiver -> playout -> show_cb, with the clock and the stats,
+ * on the caller's event loop (pps-client and the GStreamer source both play
+ * through it). Every frame is accounted once in the stats, as in the README.
+ */
+typedef struct pps_player pps_player_t;
+
+typedef struct {
+	pps_connection_params_t connection;
+	pps_clock_mode_t clock_mode;
+	pps_playout_policy_t policy;
+	int64_t tolerance_us; /* fixed policy; 0 = from the stream */
+	FILE *log;            /* JSON Lines; may be NULL; the caller closes it after free */
+} pps_player_params_t;
+
+/* Called on the loop's thread. */
+typedef struct {
+	/* STREAM_INFO was accepted (once per connection); optional. */
+	void (*stream_cb)(const pps_wire_stream_info_t *info, void *user);
+	/* A frame is due at @display_us (client clock, now): show it. @picture
+	 * is borrowed for the call. false: it could not be taken (a full
+	 * output queue) and is accounted as PPS_FRAME_OVERFLOW. */
+	bool (*show_cb)(const pps_frame_t *picture, const pps_playout_frame_t *meta,
+	                int64_t display_us, void *user);
+	/* The connection ended. With end->retry_in_us > 0 the player has
+	 * reset the stream and reconnects by itself; otherwise it is over. */
+	void (*closed_cb)(const pps_connection_end_t *end, void *user);
+} pps_player_callbacks_t;
+
+/* show_cb and closed_cb required. NULL + errno. */
+pps_player_t *pps_player_new(struct event_base *base, const pps_player_params_t *params,
+                             const pps_player_callbacks_t *callbacks, void *user);
+/* After pps_player_stop() (or before start). */
+void pps_player_free(pps_player_t *player);
+/* Connects (and, with reconnect, keeps connecting). */
+void pps_player_start(pps_player_t *player);
+/* Says BYE; the decoder's last frames are accounted, frames waiting for their
+ * display time are logged PPS_FRAME_STOPPED. No callback after. Idempotent. */
+void pps_player_stop(pps_player_t *player);
+bool pps_player_ever_streamed(const pps_player_t *player);
+/* NULL before STREAM_INFO. */
+const pps_wire_stream_info_t *pps_player_info(const pps_player_t *player);
+/* For the status line and the summary. */
+pps_stats_t *pps_player_stats(pps_player_t *player);
+const pps_clock_t *pps_player_clock(const pps_player_t *player);
+const pps_playout_t *pps_player_playout(const pps_player_t *player);
+
 #endif /* PPS_CLIENT_INTERNAL_H */

@@ -1,18 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pps-client: the command line and the wiring of the client's objects
- * (pps-client-internal.h), on one libevent loop on the main thread:
+ * pps-client: the command line, the player (pps-client-internal.h: connection
+ * -> receiver -> playout, with the clock and the stats) and the display, on
+ * one libevent loop on the main thread:
  *
- *   connection --record--> receiver --frame--> playout --due--> display
- *        |                     |  \--missing/window--> stats (log, summary)
- *        \--pong--> clock -----/ (server capture times -> client clock)
- *
- * Data flows one way: nothing downstream calls back up. Frames are shown
- * from a one-shot timer armed at the next frame's display time; nothing polls.
+ *   player --show--> display (SDL2 window, y4m)
+ *      \--stats--> status line, summary, --stats-json
  */
 #include "pps-client-internal.h"
 #include "pps-config.h"
-#include "pps-prioritizer.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -31,20 +27,15 @@ typedef struct {
 	bool quiet;
 	int exit_status;
 	bool stopping;
-	bool ever_streamed;
 	pps_playout_policy_t policy;
 
-	pps_connection_t *connection;
-	pps_clock_t *clock;
-	pps_receiver_t *receiver;
-	pps_playout_t *playout;
+	pps_player_t *player;
 	pps_display_t *display;
-	pps_stats_t *stats;
 	FILE *log;
 	const char *log_path;
 	FILE *table; /* the summary: stdout, or stderr when stdout carries video */
 
-	struct event *play_timer, *status_timer, *ui_timer, *duration_timer;
+	struct event *status_timer, *ui_timer, *duration_timer;
 	struct event *sigint_event, *sigterm_event;
 	char overlay[96];
 	pps_stats_rolling_t last_rolling;
@@ -109,273 +100,47 @@ stop(client_t *c, int exit_status)
 	event_base_loopbreak(c->base);
 }
 
-static uint32_t
-window_frames(const client_t *c)
+/* ---- player -> display ---------------------------------------------------- */
+
+static bool
+player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *m, int64_t now, void *user)
 {
-	const pps_wire_stream_info_t *info = pps_receiver_info(c->receiver);
-
-	return info ? info->window_frames : 1;
-}
-
-/* ---- playout -> display ---------------------------------------------------- */
-
-static void
-log_not_shown(client_t *c, const pps_playout_frame_t *m, const char *reason)
-{
-	pps_stats_frame_t f = {
-	    .window = m->window,
-	    .frame = m->frame,
-	    .capture_us = m->capture_us,
-	    .temporal_layers = m->temporal_layers,
-	    .quality_layers = m->quality_layers,
-	    .reason = reason,
-	    .received_us = m->received_us,
-	    .decoded_us = m->decoded_us,
-	};
-
-	pps_stats_frame(c->stats, &f);
-}
-
-static void
-playout_discard_cb(const pps_playout_frame_t *frame, const char *reason, void *user)
-{
-	log_not_shown(user, frame, reason);
-}
-
-static void
-show(client_t *c, pps_frame_t *picture, const pps_playout_frame_t *m)
-{
-	int64_t now = pps_client_realtime_us(NULL);
+	client_t *c = user;
+	const pps_wire_stream_info_t *info = pps_player_info(c->player);
 	pps_stats_rolling_t *r = &c->last_rolling;
-	pps_stats_frame_t f = {
-	    .window = m->window,
-	    .frame = m->frame,
-	    .capture_us = m->capture_us,
-	    .display_us = now,
-	    .temporal_layers = m->temporal_layers,
-	    .quality_layers = m->quality_layers,
-	    .shown = true,
-	    .received_us = m->received_us,
-	    .decoded_us = m->decoded_us,
-	};
 
 	snprintf(c->overlay, sizeof(c->overlay), "%4.0f ms  t%u q%u  %4.1f fps  %.2f mbit/s",
 	         (double)(now - m->capture_us) / 1000.0, m->temporal_layers, m->quality_layers,
 	         r->fps_shown, r->bits_per_second / 1e6);
-	if (pps_display_show(
-	        c->display, picture,
-	        pps_receiver_info(c->receiver) ? pps_receiver_info(c->receiver)->fps_num : 30,
-	        c->overlay) < 0 &&
+	if (pps_display_show(c->display, picture, info ? info->fps_num : 30, c->overlay) < 0 &&
 	    !c->stopping) {
 		fprintf(stderr, "pps-client: cannot write the output file: %s\n", strerror(errno));
 		stop(c, 1);
 	}
-	pps_stats_frame(c->stats, &f);
+	return true;
 }
 
 static void
-arm_play_timer(client_t *c)
-{
-	int64_t due = pps_playout_next_due_us(c->playout), wait;
-	struct timeval tv;
-
-	if (due == INT64_MAX) {
-		event_del(c->play_timer);
-		return;
-	}
-	wait = due - pps_client_realtime_us(NULL);
-	if (wait < 0)
-		wait = 0;
-	tv.tv_sec = (time_t)(wait / 1000000);
-	tv.tv_usec = (suseconds_t)(wait % 1000000);
-	event_add(c->play_timer, &tv);
-}
-
-/* Shows every frame that is due, then waits for the next one. */
-static void
-play_due(client_t *c)
-{
-	pps_playout_frame_t meta;
-	pps_frame_t *picture;
-
-	while ((picture = pps_playout_pop_due(c->playout, pps_client_realtime_us(NULL), &meta))) {
-		show(c, picture, &meta);
-		pps_frame_free(picture);
-	}
-	if (pps_display_poll_quit(c->display)) {
-		stop(c, 0);
-		return;
-	}
-	arm_play_timer(c);
-}
-
-static void
-play_timer_cb(evutil_socket_t fd, short what, void *user)
-{
-	(void)fd;
-	(void)what;
-	play_due(user);
-}
-
-/* ---- receiver -> playout / stats ----------------------------------------- */
-
-static void
-receiver_frame_cb(const pps_receiver_frame_t *rf, void *user)
-{
-	client_t *c = user;
-	const pps_decoded_frame_t *df = rf->decoded;
-	int64_t now = pps_client_realtime_us(NULL);
-	pps_playout_frame_t m = {
-	    .window = pps_window_index_of_frame(df->frame_index, window_frames(c)),
-	    .frame = df->frame_index,
-	    .capture_us = pps_clock_to_client(c->clock, df->capture_us),
-	    .received_us = rf->received_us,
-	    .decoded_us = rf->decoded_us,
-	    /* Layers counted from 1 in logs: "temporal_layers":3 = all three. */
-	    .temporal_layers = df->temporal_layer + 1u,
-	    .quality_layers = df->quality_layers,
-	};
-	int ret = pps_playout_push(c->playout, &df->picture, &m, now);
-
-	if (ret == -ETIME)
-		log_not_shown(c, &m, PPS_FRAME_LATE);
-	else if (ret < 0)
-		log_not_shown(c, &m, "out-of-memory");
-	else if (pps_playout_next_due_us(c->playout) <= now)
-		play_due(c); /* due already (asap): no trip through a timer */
-	else
-		arm_play_timer(c);
-}
-
-static void
-receiver_missing_cb(const pps_receiver_missing_t *m, void *user)
+player_stream_cb(const pps_wire_stream_info_t *info, void *user)
 {
 	client_t *c = user;
 
-	pps_stats_missing(c->stats, window_frames(c), m->first_frame, m->count,
-	                  m->first_capture_us ? pps_clock_to_client(c->clock, m->first_capture_us)
-	                                      : 0,
-	                  m->frame_interval_us, m->reason);
-}
-
-static void
-receiver_window_cb(const pps_receiver_window_t *w, void *user)
-{
-	client_t *c = user;
-	int64_t first_capture =
-	    w->first_capture_us ? pps_clock_to_client(c->clock, w->first_capture_us) : 0;
-	pps_stats_window_t sw = {
-	    .window = w->window_id,
-	    .windows = w->windows,
-	    .first_capture_us = first_capture,
-	    .complete_us = w->complete_us,
-	    .status = w->status,
-	    .adus_received = w->adus_received,
-	    .adus_sent = w->adus_sent,
-	    .adus_total = w->adus_total,
-	    .bytes = w->bytes,
-	};
-
-	if (w->complete_us && strcmp(w->status, PPS_WINDOW_JOIN) != 0) {
-		int64_t latency_us = w->complete_us - first_capture;
-		int64_t delay_us = pps_playout_delay_us(c->playout);
-
-		if (delay_us > 0 && latency_us > delay_us)
-			sw.status = PPS_WINDOW_LATE;
-		pps_playout_window(c->playout, latency_us);
-	}
-	pps_stats_window(c->stats, &sw);
-}
-
-/* ---- connection -> receiver / clock ---------------------------------------- */
-
-static int
-handle_stream_info(client_t *c, const pps_wire_stream_info_t *info, char *err, size_t size)
-{
-	int ret = pps_receiver_stream_info(c->receiver, info, err, size);
-
-	if (ret < 0)
-		return ret;
-	pps_playout_set_stream(c->playout, (int64_t)info->latency_budget_ms * 1000,
-	                       (int64_t)1000000 * info->fps_den * info->window_frames /
-	                           info->fps_num);
 	fprintf(stderr,
 	        "pps-client: connected to %s: %ux%u@%u, %u temporal x %u quality layers, "
 	        "window %u frames, budget %u ms, %s playout\n",
 	        c->server, info->width, info->height, info->fps_num, info->temporal_layers,
 	        info->quality_layers, info->window_frames, info->latency_budget_ms,
 	        pps_playout_policy_name(c->policy));
-	c->ever_streamed = true;
-	pps_connection_stream_started(c->connection);
-	return 0;
 }
 
 static void
-handle_pong(client_t *c, const pps_wire_clock_pong_t *p)
-{
-	char event[256];
-
-	if (pps_clock_pong(c->clock, p, pps_client_realtime_us(NULL)) < 0)
-		return;
-	pps_playout_set_rtt(c->playout, pps_clock_best_rtt_us(c->clock));
-	snprintf(event, sizeof(event),
-	         "\"type\":\"clock\",\"seq\":%" PRIu32 ",\"rtt_us\":%" PRId64
-	         ",\"offset_us\":%" PRId64 ",\"best_offset_us\":%" PRId64
-	         ",\"uncertainty_us\":%" PRId64,
-	         p->seq, pps_clock_last_rtt_us(c->clock),
-	         ((p->server_recv_us - p->client_send_us) +
-	          (p->server_send_us - pps_client_realtime_us(NULL))) /
-	             2,
-	         pps_clock_offset_us(c->clock), pps_clock_best_rtt_us(c->clock) / 2);
-	pps_stats_event(c->stats, event);
-}
-
-static int
-connection_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
+player_closed_cb(const pps_connection_end_t *end, void *user)
 {
 	client_t *c = user;
 
-	if (!pps_receiver_info(c->receiver) && r->kind != PPS_WIRE_STREAM_INFO) {
-		snprintf(err, size, "%s before STREAM_INFO", pps_wire_kind_name(r->kind));
-		return -EPROTO;
-	}
-	switch (r->kind) {
-	case PPS_WIRE_STREAM_INFO:
-		return handle_stream_info(c, &r->u.stream_info, err, size);
-	case PPS_WIRE_WINDOW_BEGIN:
-	case PPS_WIRE_ADU_FRAGMENT:
-	case PPS_WIRE_WINDOW_END:
-		return pps_receiver_record(c->receiver, r, err, size);
-	case PPS_WIRE_CLOCK_PONG:
-		handle_pong(c, &r->u.clock_pong);
-		return 0;
-	default:
-		snprintf(err, size, "%s is a client record", pps_wire_kind_name(r->kind));
-		return -EPROTO;
-	}
-}
-
-static void
-connection_bytes_cb(size_t bytes, void *user)
-{
-	client_t *c = user;
-
-	pps_stats_bytes(c->stats, bytes, pps_client_realtime_us(NULL));
-}
-
-static void
-connection_closed_cb(const pps_connection_end_t *end, void *user)
-{
-	client_t *c = user;
-
-	/* What the decoder holds comes out; the frames waiting for their
-	 * display time still get it. */
-	pps_receiver_finish(c->receiver);
 	if (end->retry_in_us > 0) {
 		fprintf(stderr, "pps-client: %s; reconnecting in %.1f s\n", end->why,
 		        (double)end->retry_in_us / 1e6);
-		pps_receiver_reset(c->receiver);
-		pps_clock_reset(c->clock);
 		return;
 	}
 	if (end->gave_up)
@@ -405,15 +170,17 @@ status_cb(evutil_socket_t fd, short what, void *user)
 {
 	client_t *c = user;
 	pps_stats_rolling_t *r = &c->last_rolling;
+	const pps_clock_t *clock = pps_player_clock(c->player);
+	const pps_playout_t *playout = pps_player_playout(c->player);
 
 	(void)fd;
 	(void)what;
-	pps_stats_rolling(c->stats, pps_client_realtime_us(NULL), r);
+	pps_stats_rolling(pps_player_stats(c->player), pps_client_realtime_us(NULL), r);
 	if (!log_ok(c)) {
 		stop(c, 1);
 		return;
 	}
-	if (c->quiet || !pps_receiver_info(c->receiver))
+	if (c->quiet || !pps_player_info(c->player))
 		return;
 	fprintf(stderr,
 	        "pps-client: latency p50 %.0f ms p95 %.0f ms | %.1f fps | layers t%u q%u | "
@@ -424,15 +191,15 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	        r->max_temporal_layers, r->max_quality_layers, r->bits_per_second / 1e6,
 	        r->windows_late, r->windows_dropped, r->freeze_longest_ms,
 	        r->frozen_total_ms / 1000.0);
-	if (pps_clock_have_offset(c->clock))
+	if (pps_clock_have_offset(clock))
 		fprintf(stderr, " | clock %+.1f ms ±%.1f",
-		        (double)pps_clock_offset_us(c->clock) / 1000.0,
-		        (double)pps_clock_best_rtt_us(c->clock) / 2000.0);
+		        (double)pps_clock_offset_us(clock) / 1000.0,
+		        (double)pps_clock_best_rtt_us(clock) / 2000.0);
 	if (c->policy != PPS_PLAYOUT_ASAP)
 		fprintf(stderr, " | playout %.0f ms%s%s",
-		        (double)pps_playout_delay_us(c->playout) / 1000.0,
+		        (double)pps_playout_delay_us(playout) / 1000.0,
 		        c->policy == PPS_PLAYOUT_ADAPTIVE ? " " : "",
-		        c->policy == PPS_PLAYOUT_ADAPTIVE ? pps_playout_mode(c->playout) : "");
+		        c->policy == PPS_PLAYOUT_ADAPTIVE ? pps_playout_mode(playout) : "");
 	fputc('\n', stderr);
 }
 
@@ -507,18 +274,14 @@ main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const pps_receiver_callbacks_t receiver_callbacks = {
-	    .frame_cb = receiver_frame_cb,
-	    .missing_cb = receiver_missing_cb,
-	    .window_cb = receiver_window_cb,
-	};
-	static const pps_connection_callbacks_t connection_callbacks = {
-	    .record_cb = connection_record_cb,
-	    .bytes_cb = connection_bytes_cb,
-	    .closed_cb = connection_closed_cb,
+	static const pps_player_callbacks_t player_callbacks = {
+	    .stream_cb = player_stream_cb,
+	    .show_cb = player_show_cb,
+	    .closed_cb = player_closed_cb,
 	};
 	client_t c = {0};
-	pps_connection_params_t params = {0};
+	pps_player_params_t params = {0};
+	pps_connection_params_t *conn = &params.connection;
 	char err[512];
 	double duration_s = 0;
 	const char *stats_json = NULL, *output;
@@ -625,32 +388,28 @@ main(int argc, char **argv)
 		return 1;
 	}
 	c.base = event_base_new();
-	c.playout = pps_playout_new(c.policy,
-	                            pps_config_get_int(c.config, "playout", "tolerance_ms") * 1000,
-	                            playout_discard_cb, &c);
-	c.stats = pps_stats_new(c.log, 30);
-	c.clock = pps_clock_new((pps_clock_mode_t)pps_config_get_enum(c.config, "client", "clock"));
-	c.receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, &c);
-	params.server = c.server;
-	params.name = pps_config_get_string(c.config, "client", "name");
-	params.max_record_bytes =
-	    (size_t)pps_config_get_int(c.config, "client", "max_record_bytes");
-	params.access_token = pps_config_get_string(c.config, "client", "access_token");
-	params.ping_interval_us =
+	params.policy = c.policy;
+	params.tolerance_us = pps_config_get_int(c.config, "playout", "tolerance_ms") * 1000;
+	params.clock_mode = (pps_clock_mode_t)pps_config_get_enum(c.config, "client", "clock");
+	params.log = c.log;
+	conn->server = c.server;
+	conn->name = pps_config_get_string(c.config, "client", "name");
+	conn->max_record_bytes = (size_t)pps_config_get_int(c.config, "client", "max_record_bytes");
+	conn->access_token = pps_config_get_string(c.config, "client", "access_token");
+	conn->ping_interval_us =
 	    pps_config_get_int(c.config, "client", "clock_ping_interval_ms") * 1000;
-	params.handshake_timeout_us =
+	conn->handshake_timeout_us =
 	    pps_config_get_int(c.config, "client", "handshake_timeout_ms") * 1000;
-	params.reconnect = pps_config_get_bool(c.config, "client", "reconnect");
-	params.reconnect_attempts =
+	conn->reconnect = pps_config_get_bool(c.config, "client", "reconnect");
+	conn->reconnect_attempts =
 	    (unsigned)pps_config_get_int(c.config, "client", "reconnect_attempts");
-	params.clock_cb = pps_client_realtime_us;
+	conn->clock_cb = pps_client_realtime_us;
 	if (c.base)
-		c.connection = pps_connection_new(c.base, &params, &connection_callbacks, &c);
-	if (!c.playout || !c.stats || !c.base || !c.clock || !c.receiver || !c.connection) {
+		c.player = pps_player_new(c.base, &params, &player_callbacks, &c);
+	if (!c.base || !c.player) {
 		fprintf(stderr, "pps-client: out of memory\n");
 		return 1;
 	}
-	c.play_timer = evtimer_new(c.base, play_timer_cb, &c);
 	c.status_timer = event_new(c.base, -1, EV_PERSIST, status_cb, &c);
 	event_add(c.status_timer, &status_tv);
 	if (pps_display_has_window(c.display)) {
@@ -670,25 +429,23 @@ main(int argc, char **argv)
 		event_add(c.duration_timer, &tv);
 	}
 
-	pps_connection_start(c.connection);
+	pps_player_start(c.player);
 	if (!c.stopping)
 		event_base_dispatch(c.base);
 	c.stopping = true;
 
-	pps_connection_stop(c.connection);
-	pps_receiver_finish(c.receiver);
-	pps_playout_flush(c.playout);
-	if (!c.ever_streamed && c.exit_status == 0) {
+	pps_player_stop(c.player);
+	if (!pps_player_ever_streamed(c.player) && c.exit_status == 0) {
 		fprintf(stderr, "pps-client: no stream from %s\n", c.server);
 		c.exit_status = 1;
 	}
-	if (c.ever_streamed) {
-		pps_stats_summarize(c.stats, &summary);
-		pps_stats_write_summary(c.stats, &summary, c.table);
+	if (pps_player_ever_streamed(c.player)) {
+		pps_stats_summarize(pps_player_stats(c.player), &summary);
+		pps_stats_write_summary(pps_player_stats(c.player), &summary, c.table);
 		if (stats_json && write_stats_json(stats_json, &summary) < 0)
 			c.exit_status = 1;
 	} else if (stats_json) {
-		pps_stats_summarize(c.stats, &summary);
+		pps_stats_summarize(pps_player_stats(c.player), &summary);
 		if (write_stats_json(stats_json, &summary) < 0)
 			c.exit_status = 1;
 	}
@@ -703,13 +460,8 @@ main(int argc, char **argv)
 		c.exit_status = 1;
 	}
 
-	pps_connection_free(c.connection);
-	pps_receiver_free(c.receiver);
-	pps_clock_free(c.clock);
-	pps_stats_free(c.stats);
-	pps_playout_free(c.playout);
+	pps_player_free(c.player);
 	pps_display_free(c.display);
-	event_free(c.play_timer);
 	event_free(c.status_timer);
 	if (c.ui_timer)
 		event_free(c.ui_timer);

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The player: the client's objects wired into one stream, on the caller's
+ * libevent loop (pps-client-internal.h):
+ *
+ *   connection --record--> receiver --frame--> playout --due--> show_cb
+ *        |                     |  \--missing/window--> stats (log, summary)
+ *        \--pong--> clock -----/ (server capture times -> client clock)
+ *
+ * pps-client and the GStreamer source (gst/) both play through it, so the
+ * playout, the accounting of every frame and the log are the same in both.
+ * Frames are shown from a one-shot timer armed at the next frame's display
+ * time; nothing polls.
+ */
+#include "pps-client-internal.h"
+#include "pps-prioritizer.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pps_player {
+	pps_player_callbacks_t callbacks;
+	void *user;
+	bool ever_streamed;
+	bool stopped;
+
+	pps_connection_t *connection;
+	pps_clock_t *clock;
+	pps_receiver_t *receiver;
+	pps_playout_t *playout;
+	pps_stats_t *stats;
+	struct event *play_timer;
+};
+
+static uint32_t
+window_frames(const pps_player_t *p)
+{
+	const pps_wire_stream_info_t *info = pps_receiver_info(p->receiver);
+
+	return info ? info->window_frames : 1;
+}
+
+/* ---- playout -> show_cb ----------------------------------------------------- */
+
+static void
+log_not_shown(pps_player_t *p, const pps_playout_frame_t *m, const char *reason)
+{
+	pps_stats_frame_t f = {
+	    .window = m->window,
+	    .frame = m->frame,
+	    .capture_us = m->capture_us,
+	    .temporal_layers = m->temporal_layers,
+	    .quality_layers = m->quality_layers,
+	    .reason = reason,
+	    .received_us = m->received_us,
+	    .decoded_us = m->decoded_us,
+	};
+
+	pps_stats_frame(p->stats, &f);
+}
+
+static void
+playout_discard_cb(const pps_playout_frame_t *frame, const char *reason, void *user)
+{
+	log_not_shown(user, frame, reason);
+}
+
+static void
+show(pps_player_t *p, pps_frame_t *picture, const pps_playout_frame_t *m)
+{
+	int64_t now = pps_client_realtime_us(NULL);
+	pps_stats_frame_t f = {
+	    .window = m->window,
+	    .frame = m->frame,
+	    .capture_us = m->capture_us,
+	    .display_us = now,
+	    .temporal_layers = m->temporal_layers,
+	    .quality_layers = m->quality_layers,
+	    .shown = true,
+	    .received_us = m->received_us,
+	    .decoded_us = m->decoded_us,
+	};
+
+	if (!p->callbacks.show_cb(picture, m, now, p->user)) {
+		log_not_shown(p, m, PPS_FRAME_OVERFLOW);
+		return;
+	}
+	pps_stats_frame(p->stats, &f);
+}
+
+static void
+arm_play_timer(pps_player_t *p)
+{
+	int64_t due = pps_playout_next_due_us(p->playout), wait;
+	struct timeval tv;
+
+	if (p->stopped)
+		return;
+	if (due == INT64_MAX) {
+		event_del(p->play_timer);
+		return;
+	}
+	wait = due - pps_client_realtime_us(NULL);
+	if (wait < 0)
+		wait = 0;
+	tv.tv_sec = (time_t)(wait / 1000000);
+	tv.tv_usec = (suseconds_t)(wait % 1000000);
+	event_add(p->play_timer, &tv);
+}
+
+/* Shows every frame that is due, then waits for the next one. */
+static void
+play_due(pps_player_t *p)
+{
+	pps_playout_frame_t meta;
+	pps_frame_t *picture;
+
+	while (!p->stopped &&
+	       (picture = pps_playout_pop_due(p->playout, pps_client_realtime_us(NULL), &meta))) {
+		show(p, picture, &meta);
+		pps_frame_free(picture);
+	}
+	arm_play_timer(p);
+}
+
+static void
+play_timer_cb(evutil_socket_t fd, short what, void *user)
+{
+	(void)fd;
+	(void)what;
+	play_due(user);
+}
+
+/* ---- receiver -> playout / stats ----------------------------------------- */
+
+static void
+receiver_frame_cb(const pps_receiver_frame_t *rf, void *user)
+{
+	pps_player_t *p = user;
+	const pps_decoded_frame_t *df = rf->decoded;
+	int64_t now = pps_client_realtime_us(NULL);
+	pps_playout_frame_t m = {
+	    .window = pps_window_index_of_frame(df->frame_index, window_frames(p)),
+	    .frame = df->frame_index,
+	    .capture_us = pps_clock_to_client(p->clock, df->capture_us),
+	    .received_us = rf->received_us,
+	    .decoded_us = rf->decoded_us,
+	    /* Layers counted from 1 in logs: "temporal_layers":3 = all three. */
+	    .temporal_layers = df->temporal_layer + 1u,
+	    .quality_layers = df->quality_layers,
+	};
+	int ret = pps_playout_push(p->playout, &df->picture, &m, now);
+
+	if (ret == -ETIME)
+		log_not_shown(p, &m, PPS_FRAME_LATE);
+	else if (ret < 0)
+		log_not_shown(p, &m, "out-of-memory");
+	else if (pps_playout_next_due_us(p->playout) <= now)
+		play_due(p); /* due already (asap): no trip through a timer */
+	else
+		arm_play_timer(p);
+}
+
+static void
+receiver_missing_cb(const pps_receiver_missing_t *m, void *user)
+{
+	pps_player_t *p = user;
+
+	pps_stats_missing(p->stats, window_frames(p), m->first_frame, m->count,
+	                  m->first_capture_us ? pps_clock_to_client(p->clock, m->first_capture_us)
+	                                      : 0,
+	                  m->frame_interval_us, m->reason);
+}
+
+static void
+receiver_window_cb(const pps_receiver_window_t *w, void *user)
+{
+	pps_player_t *p = user;
+	int64_t first_capture =
+	    w->first_capture_us ? pps_clock_to_client(p->clock, w->first_capture_us) : 0;
+	pps_stats_window_t sw = {
+	    .window = w->window_id,
+	    .windows = w->windows,
+	    .first_capture_us = first_capture,
+	    .complete_us = w->complete_us,
+	    .status = w->status,
+	    .adus_received = w->adus_received,
+	    .adus_sent = w->adus_sent,
+	    .adus_total = w->adus_total,
+	    .bytes = w->bytes,
+	};
+
+	if (w->complete_us && strcmp(w->status, PPS_WINDOW_JOIN) != 0) {
+		int64_t latency_us = w->complete_us - first_capture;
+		int64_t delay_us = pps_playout_delay_us(p->playout);
+
+		if (delay_us > 0 && latency_us > delay_us)
+			sw.status = PPS_WINDOW_LATE;
+		pps_playout_window(p->playout, latency_us);
+	}
+	pps_stats_window(p->stats, &sw);
+}
+
+/* ---- connection -> receiver / clock ---------------------------------------- */
+
+static int
+handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *err, size_t size)
+{
+	int ret = pps_receiver_stream_info(p->receiver, info, err, size);
+
+	if (ret < 0)
+		return ret;
+	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000,
+	                       (int64_t)1000000 * info->fps_den * info->window_frames /
+	                           info->fps_num);
+	p->ever_streamed = true;
+	pps_connection_stream_started(p->connection);
+	if (p->callbacks.stream_cb)
+		p->callbacks.stream_cb(info, p->user);
+	return 0;
+}
+
+static void
+handle_pong(pps_player_t *p, const pps_wire_clock_pong_t *pong)
+{
+	char event[256];
+
+	if (pps_clock_pong(p->clock, pong, pps_client_realtime_us(NULL)) < 0)
+		return;
+	pps_playout_set_rtt(p->playout, pps_clock_best_rtt_us(p->clock));
+	snprintf(event, sizeof(event),
+	         "\"type\":\"clock\",\"seq\":%" PRIu32 ",\"rtt_us\":%" PRId64
+	         ",\"offset_us\":%" PRId64 ",\"best_offset_us\":%" PRId64
+	         ",\"uncertainty_us\":%" PRId64,
+	         pong->seq, pps_clock_last_rtt_us(p->clock),
+	         ((pong->server_recv_us - pong->client_send_us) +
+	          (pong->server_send_us - pps_client_realtime_us(NULL))) /
+	             2,
+	         pps_clock_offset_us(p->clock), pps_clock_best_rtt_us(p->clock) / 2);
+	pps_stats_event(p->stats, event);
+}
+
+static int
+connection_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
+{
+	pps_player_t *p = user;
+
+	if (!pps_receiver_info(p->receiver) && r->kind != PPS_WIRE_STREAM_INFO) {
+		snprintf(err, size, "%s before STREAM_INFO", pps_wire_kind_name(r->kind));
+		return -EPROTO;
+	}
+	switch (r->kind) {
+	case PPS_WIRE_STREAM_INFO:
+		return handle_stream_info(p, &r->u.stream_info, err, size);
+	case PPS_WIRE_WINDOW_BEGIN:
+	case PPS_WIRE_ADU_FRAGMENT:
+	case PPS_WIRE_WINDOW_END:
+		return pps_receiver_record(p->receiver, r, err, size);
+	case PPS_WIRE_CLOCK_PONG:
+		handle_pong(p, &r->u.clock_pong);
+		return 0;
+	default:
+		snprintf(err, size, "%s is a client record", pps_wire_kind_name(r->kind));
+		return -EPROTO;
+	}
+}
+
+static void
+connection_bytes_cb(size_t bytes, void *user)
+{
+	pps_player_t *p = user;
+
+	pps_stats_bytes(p->stats, bytes, pps_client_realtime_us(NULL));
+}
+
+static void
+connection_closed_cb(const pps_connection_end_t *end, void *user)
+{
+	pps_player_t *p = user;
+
+	/* What the decoder holds comes out; the frames waiting for their
+	 * display time still get it. */
+	pps_receiver_finish(p->receiver);
+	if (end->retry_in_us > 0) {
+		pps_receiver_reset(p->receiver);
+		pps_clock_reset(p->clock);
+	}
+	p->callbacks.closed_cb(end, p->user);
+}
+
+/* ---- the object ------------------------------------------------------------- */
+
+pps_player_t *
+pps_player_new(struct event_base *base, const pps_player_params_t *params,
+               const pps_player_callbacks_t *callbacks, void *user)
+{
+	static const pps_receiver_callbacks_t receiver_callbacks = {
+	    .frame_cb = receiver_frame_cb,
+	    .missing_cb = receiver_missing_cb,
+	    .window_cb = receiver_window_cb,
+	};
+	static const pps_connection_callbacks_t connection_callbacks = {
+	    .record_cb = connection_record_cb,
+	    .bytes_cb = connection_bytes_cb,
+	    .closed_cb = connection_closed_cb,
+	};
+	pps_player_t *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->callbacks = *callbacks;
+	p->user = user;
+	p->playout = pps_playout_new(params->policy, params->tolerance_us, playout_discard_cb, p);
+	p->stats = pps_stats_new(params->log, 30);
+	p->clock = pps_clock_new(params->clock_mode);
+	p->receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, p);
+	p->connection = pps_connection_new(base, &params->connection, &connection_callbacks, p);
+	p->play_timer = evtimer_new(base, play_timer_cb, p);
+	if (!p->playout || !p->stats || !p->clock || !p->receiver || !p->connection ||
+	    !p->play_timer) {
+		pps_player_free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void
+pps_player_free(pps_player_t *p)
+{
+	if (!p)
+		return;
+	pps_connection_free(p->connection);
+	pps_receiver_free(p->receiver);
+	pps_clock_free(p->clock);
+	pps_stats_free(p->stats);
+	pps_playout_free(p->playout);
+	if (p->play_timer)
+		event_free(p->play_timer);
+	free(p);
+}
+
+void
+pps_player_start(pps_player_t *p)
+{
+	pps_connection_start(p->connection);
+}
+
+void
+pps_player_stop(pps_player_t *p)
+{
+	if (p->stopped)
+		return;
+	p->stopped = true;
+	event_del(p->play_timer);
+	pps_connection_stop(p->connection);
+	pps_receiver_finish(p->receiver);
+	pps_playout_flush(p->playout);
+}
+
+bool
+pps_player_ever_streamed(const pps_player_t *p)
+{
+	return p->ever_streamed;
+}
+
+const pps_wire_stream_info_t *
+pps_player_info(const pps_player_t *p)
+{
+	return pps_receiver_info(p->receiver);
+}
+
+pps_stats_t *
+pps_player_stats(pps_player_t *p)
+{
+	return p->stats;
+}
+
+const pps_clock_t *
+pps_player_clock(const pps_player_t *p)
+{
+	return p->clock;
+}
+
+const pps_playout_t *
+pps_player_playout(const pps_player_t *p)
+{
+	return p->playout;
+}
