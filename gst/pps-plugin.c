@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* libgstppstream: registers ppssrc and ppssink. */
+#include "pps-gst.h"
+
+static gboolean
+plugin_init(GstPlugin *plugin)
+{
+	return gst_element_register(plugin, "ppssrc", GST_RANK_NONE, gst_pps_src_get_type());
+}
+
+#define PACKAGE "ppstream"
+GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, ppstream,
+                  "ppstream: priority-progress live video over TCP", plugin_init, PPS_VERSION,
+                  "MIT", "ppstream", "https://github.com/ppstream/ppstream")

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ppssrc: a live source that plays a pps-server stream.
+ *
+ * Two threads. The element's loop thread owns a libevent loop and the
+ * client's player (client/: connection -> receiver -> playout, with the
+ * clock and the stats): it is the only thread that touches them. When the
+ * playout policy says a frame is due, the loop thread copies it into a
+ * GstBuffer and queues it (bounded: queue-frames; past it the frame is not
+ * taken and counted as an overflow in the log). GstBaseSrc's streaming
+ * thread pops items in create(): a frame, end of stream or an error (typed
+ * items, the last two once). stop() wakes the loop through an eventfd; the
+ * loop says BYE and returns, and the thread is joined.
+ *
+ * Timestamps: a frame's PTS is the running time at which the playout showed
+ * it (the pipeline clock, less the time it then spent in the queue), as a
+ * camera stamps the time a frame was taken; its capture time on the server
+ * (client clock, microseconds since the epoch) rides along as a
+ * GstReferenceTimestampMeta with caps timestamp/x-unix.
+ */
+#include "pps-client-internal.h"
+#include "pps-gst.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <gst/base/gstpushsrc.h>
+#include <gst/video/video.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+GST_DEBUG_CATEGORY_STATIC(pps_src_debug);
+#define GST_CAT_DEFAULT pps_src_debug
+
+#define PPS_SRC_DEFAULT_QUEUE_FRAMES 4
+#define PPS_SRC_MAX_QUEUE_FRAMES     64
+
+typedef enum {
+	ITEM_FRAME, /* a frame due now, with its caps */
+	ITEM_EOS,   /* the server ended the stream (BYE normal) */
+	ITEM_ERROR, /* no stream, or it failed: the message says why */
+} item_kind_t;
+
+typedef struct {
+	item_kind_t kind;
+	GstBuffer *buffer;  /* ITEM_FRAME */
+	GstCaps *caps;      /* ITEM_FRAME */
+	int64_t display_us; /* ITEM_FRAME: client clock when the playout showed it */
+	char *message;      /* ITEM_ERROR */
+} item_t;
+
+typedef struct {
+	GstPushSrc parent;
+	pps_config_t *config; /* the properties; read by start() only */
+	guint queue_frames;
+
+	/* Hand-over between the loop thread and the streaming thread. */
+	GMutex lock;
+	GCond cond;
+	GQueue items;        /* item_t *: at most queue_frames frames + one final item */
+	guint frames_queued; /* ITEM_FRAME items in the queue */
+	gboolean flushing;
+	gboolean finished; /* the final item is queued */
+	guint64 frames_overflow;
+
+	/* The loop thread's (set up by start() before the thread exists). */
+	GThread *thread;
+	struct event_base *base;
+	int wake_fd;
+	struct event *wake_event;
+	pps_player_t *player;
+	FILE *log;
+	GstCaps *caps; /* of the current stream */
+	char server[300];
+
+	/* The streaming thread's. */
+	GstClockTime frame_duration;
+} GstPpsSrc;
+
+typedef struct {
+	GstPushSrcClass parent_class;
+} GstPpsSrcClass;
+
+G_DEFINE_TYPE(GstPpsSrc, gst_pps_src, GST_TYPE_PUSH_SRC)
+
+#define GST_PPS_SRC(obj) ((GstPpsSrc *)(obj))
+
+enum { PROP_0, PROP_QUEUE_FRAMES, PROP_FIRST_KEY };
+
+static pps_gst_properties_t src_properties;
+
+/* Keys of the client's table that make no sense in a pipeline, and names. */
+static const pps_gst_property_rule_t src_rules[] = {
+    {"display", NULL, NULL},
+    {"client", "server", "location"},
+    {"client", "name", "client-name"}, /* GstObject has "name" */
+    {"client", "clock", "clock-mode"},
+    {"log", "file", "log-file"},
+    {NULL, NULL, NULL},
+};
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("I420")));
+
+static void
+item_free(item_t *item)
+{
+	if (item->buffer)
+		gst_buffer_unref(item->buffer);
+	if (item->caps)
+		gst_caps_unref(item->caps);
+	g_free(item->message);
+	g_free(item);
+}
+
+/* ---- loop thread --------------------------------------------------------- */
+
+/* Queues the final item (end of stream or an error); later ones are dropped. */
+static void
+queue_final(GstPpsSrc *src, item_kind_t kind, const char *message)
+{
+	item_t *item = g_new0(item_t, 1);
+
+	item->kind = kind;
+	item->message = g_strdup(message);
+	g_mutex_lock(&src->lock);
+	if (src->finished) {
+		g_mutex_unlock(&src->lock);
+		item_free(item);
+		return;
+	}
+	src->finished = TRUE;
+	g_queue_push_tail(&src->items, item);
+	g_cond_signal(&src->cond);
+	g_mutex_unlock(&src->lock);
+}
+
+static void
+player_stream_cb(const pps_wire_stream_info_t *info, void *user)
+{
+	GstPpsSrc *src = user;
+	GstVideoInfo vinfo;
+
+	gst_video_info_set_format(&vinfo, GST_VIDEO_FORMAT_I420, info->width, info->height);
+	GST_VIDEO_INFO_FPS_N(&vinfo) = info->fps_num;
+	GST_VIDEO_INFO_FPS_D(&vinfo) = info->fps_den;
+	GST_VIDEO_INFO_PAR_N(&vinfo) = 1;
+	GST_VIDEO_INFO_PAR_D(&vinfo) = 1;
+	if (src->caps)
+		gst_caps_unref(src->caps);
+	src->caps = gst_video_info_to_caps(&vinfo);
+	GST_INFO_OBJECT(src,
+	                "connected to %s: %ux%u@%u, %u temporal x %u quality layers, window %u "
+	                "frames, budget %u ms",
+	                src->server, info->width, info->height, info->fps_num,
+	                info->temporal_layers, info->quality_layers, info->window_frames,
+	                info->latency_budget_ms);
+}
+
+static bool
+player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *meta, int64_t display_us,
+               void *user)
+{
+	GstPpsSrc *src = user;
+	GstVideoInfo vinfo;
+	GstVideoFrame vframe;
+	GstBuffer *buffer;
+	GstCaps *ts_caps;
+	item_t *item;
+
+	g_mutex_lock(&src->lock);
+	if (src->frames_queued >= src->queue_frames || src->flushing) {
+		/* Downstream is behind (or flushing): not taken, and accounted. */
+		src->frames_overflow++;
+		g_mutex_unlock(&src->lock);
+		return false;
+	}
+	g_mutex_unlock(&src->lock);
+
+	if (!src->caps || !gst_video_info_from_caps(&vinfo, src->caps) ||
+	    GST_VIDEO_INFO_WIDTH(&vinfo) != picture->width ||
+	    GST_VIDEO_INFO_HEIGHT(&vinfo) != picture->height)
+		return false;
+	buffer = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&vinfo), NULL);
+	if (!buffer || !gst_video_frame_map(&vframe, &vinfo, buffer, GST_MAP_WRITE)) {
+		if (buffer)
+			gst_buffer_unref(buffer);
+		return false;
+	}
+	for (int p = 0; p < 3; p++) {
+		int w = p ? picture->width / 2 : picture->width;
+		int h = p ? picture->height / 2 : picture->height;
+		uint8_t *dst = GST_VIDEO_FRAME_PLANE_DATA(&vframe, p);
+		int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&vframe, p);
+
+		for (int y = 0; y < h; y++)
+			memcpy(dst + (size_t)y * stride,
+			       picture->planes[p] + (size_t)y * picture->strides[p], (size_t)w);
+	}
+	gst_video_frame_unmap(&vframe);
+	GST_BUFFER_OFFSET(buffer) = meta->frame;
+	ts_caps = gst_caps_new_empty_simple("timestamp/x-unix");
+	gst_buffer_add_reference_timestamp_meta(
+	    buffer, ts_caps, (GstClockTime)meta->capture_us * GST_USECOND, GST_CLOCK_TIME_NONE);
+	gst_caps_unref(ts_caps);
+
+	item = g_new0(item_t, 1);
+	item->kind = ITEM_FRAME;
+	item->buffer = buffer;
+	item->caps = gst_caps_ref(src->caps);
+	item->display_us = display_us;
+	g_mutex_lock(&src->lock);
+	g_queue_push_tail(&src->items, item);
+	src->frames_queued++;
+	g_cond_signal(&src->cond);
+	g_mutex_unlock(&src->lock);
+	return true;
+}
+
+static void
+player_closed_cb(const pps_connection_end_t *end, void *user)
+{
+	GstPpsSrc *src = user;
+	char message[512];
+
+	if (end->retry_in_us > 0) {
+		GST_WARNING_OBJECT(src, "%s; reconnecting in %.1f s", end->why,
+		                   (double)end->retry_in_us / 1e6);
+		return;
+	}
+	if (!end->failure) {
+		GST_INFO_OBJECT(src, "%s", end->why);
+		queue_final(src, ITEM_EOS, NULL);
+	} else {
+		snprintf(message, sizeof(message), "%s%s: %s",
+		         pps_player_ever_streamed(src->player) ? "stream from " : "no stream from ",
+		         src->server, end->why);
+		queue_final(src, ITEM_ERROR, message);
+	}
+	/* Frames still waiting for their display time are logged "stopped". */
+	pps_player_stop(src->player);
+}
+
+static void
+wake_cb(evutil_socket_t fd, short what, void *user)
+{
+	GstPpsSrc *src = user;
+	uint64_t counter;
+
+	(void)what;
+	if (read(fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+		GST_WARNING_OBJECT(src, "eventfd: %s", g_strerror(errno));
+	pps_player_stop(src->player);
+	event_base_loopbreak(src->base);
+}
+
+static gpointer
+loop_thread(gpointer data)
+{
+	GstPpsSrc *src = data;
+
+	pps_player_start(src->player);
+	event_base_dispatch(src->base);
+	return NULL;
+}
+
+/* ---- GstBaseSrc (application and streaming threads) ------------------------ */
+
+/* Everything the loop thread owns, once it has been joined (or never ran). */
+static void
+teardown(GstPpsSrc *src)
+{
+	pps_player_free(src->player);
+	src->player = NULL;
+	if (src->wake_event)
+		event_free(src->wake_event);
+	src->wake_event = NULL;
+	if (src->wake_fd >= 0)
+		close(src->wake_fd);
+	src->wake_fd = -1;
+	if (src->base)
+		event_base_free(src->base);
+	src->base = NULL;
+	if (src->log && fclose(src->log) != 0)
+		GST_ELEMENT_WARNING(src, RESOURCE, WRITE,
+		                    ("cannot write the log: %s", g_strerror(errno)), (NULL));
+	src->log = NULL;
+	if (src->caps)
+		gst_caps_unref(src->caps);
+	src->caps = NULL;
+	g_queue_clear_full(&src->items, (GDestroyNotify)item_free);
+	src->frames_queued = 0;
+}
+
+static gboolean
+gst_pps_src_start(GstBaseSrc *bsrc)
+{
+	static const pps_player_callbacks_t callbacks = {
+	    .stream_cb = player_stream_cb,
+	    .show_cb = player_show_cb,
+	    .closed_cb = player_closed_cb,
+	};
+	GstPpsSrc *src = GST_PPS_SRC(bsrc);
+	pps_config_t *c = src->config;
+	pps_player_params_t params = {0};
+	pps_connection_params_t *conn = &params.connection;
+	const char *log_path = pps_config_get_string(c, "log", "file");
+	GError *error = NULL;
+
+	g_strlcpy(src->server, pps_config_get_string(c, "client", "server"), sizeof(src->server));
+	if (strlen(pps_config_get_string(c, "client", "access_token")) > PPS_WIRE_MAX_AUTH_BYTES) {
+		GST_ELEMENT_ERROR(src, RESOURCE, SETTINGS,
+		                  ("access-token: at most %d bytes", PPS_WIRE_MAX_AUTH_BYTES),
+		                  (NULL));
+		return FALSE;
+	}
+	if (log_path[0]) {
+		src->log = fopen(log_path, "w");
+		if (!src->log) {
+			GST_ELEMENT_ERROR(src, RESOURCE, OPEN_WRITE,
+			                  ("log-file %s: %s", log_path, g_strerror(errno)), (NULL));
+			return FALSE;
+		}
+	}
+	params.policy = (pps_playout_policy_t)pps_config_get_enum(c, "playout", "policy");
+	params.tolerance_us = pps_config_get_int(c, "playout", "tolerance_ms") * 1000;
+	params.clock_mode = (pps_clock_mode_t)pps_config_get_enum(c, "client", "clock");
+	params.log = src->log;
+	conn->server = src->server;
+	conn->name = pps_config_get_string(c, "client", "name");
+	conn->max_record_bytes = (size_t)pps_config_get_int(c, "client", "max_record_bytes");
+	conn->access_token = pps_config_get_string(c, "client", "access_token");
+	conn->ping_interval_us = pps_config_get_int(c, "client", "clock_ping_interval_ms") * 1000;
+	conn->handshake_timeout_us = pps_config_get_int(c, "client", "handshake_timeout_ms") * 1000;
+	conn->reconnect = pps_config_get_bool(c, "client", "reconnect");
+	conn->reconnect_attempts = (unsigned)pps_config_get_int(c, "client", "reconnect_attempts");
+	conn->clock_cb = pps_client_realtime_us;
+
+	src->flushing = FALSE;
+	src->finished = FALSE;
+	src->frames_overflow = 0;
+	src->frame_duration = GST_CLOCK_TIME_NONE;
+	src->base = event_base_new();
+	src->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (src->base && src->wake_fd >= 0) {
+		src->wake_event = event_new(src->base, src->wake_fd, EV_READ, wake_cb, src);
+		src->player = pps_player_new(src->base, &params, &callbacks, src);
+	}
+	if (!src->wake_event || event_add(src->wake_event, NULL) < 0 || !src->player) {
+		GST_ELEMENT_ERROR(
+		    src, RESOURCE, FAILED,
+		    ("cannot set up the client: %s", g_strerror(errno ? errno : ENOMEM)), (NULL));
+		teardown(src);
+		return FALSE;
+	}
+	src->thread = g_thread_try_new("ppssrc-loop", loop_thread, src, &error);
+	if (!src->thread) {
+		GST_ELEMENT_ERROR(src, RESOURCE, FAILED,
+		                  ("cannot start the loop thread: %s", error->message), (NULL));
+		g_clear_error(&error);
+		teardown(src);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* The summary of the client's log, on the bus as an element message
+ * "pps-summary" and at the end of log-file. */
+static void
+post_summary(GstPpsSrc *src)
+{
+	pps_stats_t *stats = pps_player_stats(src->player);
+	pps_stats_summary_t s;
+	GstStructure *st;
+
+	pps_stats_summarize(stats, &s);
+	pps_stats_write_summary(stats, &s, NULL);
+	st = gst_structure_new(
+	    "pps-summary", "frames-total", G_TYPE_UINT64, s.frames_total, "frames-shown",
+	    G_TYPE_UINT64, s.frames_shown, "frames-late", G_TYPE_UINT64, s.frames_late,
+	    "frames-overflow", G_TYPE_UINT64, s.frames_overflow, "frame-latency-p50-ms",
+	    G_TYPE_DOUBLE, s.frame_latency_p50_ms, "frame-latency-p95-ms", G_TYPE_DOUBLE,
+	    s.frame_latency_p95_ms, "freeze-longest-ms", G_TYPE_DOUBLE, s.freeze_longest_ms, NULL);
+	if (gst_debug_category_get_threshold(GST_CAT_DEFAULT) >= GST_LEVEL_INFO) {
+		char *text = gst_structure_to_string(st);
+
+		GST_INFO_OBJECT(src, "%s", text);
+		g_free(text);
+	}
+	gst_element_post_message(GST_ELEMENT(src), gst_message_new_element(GST_OBJECT(src), st));
+}
+
+static gboolean
+gst_pps_src_stop(GstBaseSrc *bsrc)
+{
+	GstPpsSrc *src = GST_PPS_SRC(bsrc);
+	uint64_t one = 1;
+
+	if (src->thread) {
+		if (write(src->wake_fd, &one, sizeof(one)) < 0)
+			GST_WARNING_OBJECT(src, "eventfd: %s", g_strerror(errno));
+		g_thread_join(src->thread);
+		src->thread = NULL;
+		if (pps_player_ever_streamed(src->player))
+			post_summary(src);
+	}
+	teardown(src);
+	return TRUE;
+}
+
+static gboolean
+gst_pps_src_unlock(GstBaseSrc *bsrc)
+{
+	GstPpsSrc *src = GST_PPS_SRC(bsrc);
+
+	g_mutex_lock(&src->lock);
+	src->flushing = TRUE;
+	g_cond_broadcast(&src->cond);
+	g_mutex_unlock(&src->lock);
+	return TRUE;
+}
+
+static gboolean
+gst_pps_src_unlock_stop(GstBaseSrc *bsrc)
+{
+	GstPpsSrc *src = GST_PPS_SRC(bsrc);
+
+	g_mutex_lock(&src->lock);
+	src->flushing = FALSE;
+	g_mutex_unlock(&src->lock);
+	return TRUE;
+}
+
+/* The caps come from the stream (STREAM_INFO), set with its first frame. */
+static gboolean
+gst_pps_src_negotiate(GstBaseSrc *bsrc)
+{
+	GstCaps *caps = gst_pad_get_current_caps(GST_BASE_SRC_PAD(bsrc));
+	gboolean ok = TRUE;
+
+	if (caps) {
+		ok = gst_base_src_set_caps(bsrc, caps);
+		gst_caps_unref(caps);
+	}
+	return ok;
+}
+
+static gboolean
+gst_pps_src_query(GstBaseSrc *bsrc, GstQuery *query)
+{
+	GstPpsSrc *src = GST_PPS_SRC(bsrc);
+
+	if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+		/* A frame is stamped when the playout shows it and waits at most
+		 * queue-frames frames here; one frame before the first is known. */
+		GstClockTime frame = GST_CLOCK_TIME_IS_VALID(src->frame_duration)
+		                         ? src->frame_duration
+		                         : GST_SECOND / 30;
+
+		gst_query_set_latency(query, TRUE, frame, frame * src->queue_frames);
+		return TRUE;
+	}
+	return GST_BASE_SRC_CLASS(gst_pps_src_parent_class)->query(bsrc, query);
+}
+
+static GstFlowReturn
+gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
+{
+	GstPpsSrc *src = GST_PPS_SRC(psrc);
+	GstBaseSrc *bsrc = GST_BASE_SRC(psrc);
+	GstCaps *current;
+	GstClock *clock;
+	item_t *item;
+	GstFlowReturn ret;
+
+	g_mutex_lock(&src->lock);
+	while (!src->flushing && g_queue_is_empty(&src->items))
+		g_cond_wait(&src->cond, &src->lock);
+	if (src->flushing) {
+		g_mutex_unlock(&src->lock);
+		return GST_FLOW_FLUSHING;
+	}
+	item = g_queue_pop_head(&src->items);
+	if (item->kind == ITEM_FRAME)
+		src->frames_queued--;
+	g_mutex_unlock(&src->lock);
+
+	switch (item->kind) {
+	case ITEM_EOS:
+		item_free(item);
+		return GST_FLOW_EOS;
+	case ITEM_ERROR:
+		GST_ELEMENT_ERROR(src, RESOURCE, READ, ("%s", item->message), (NULL));
+		item_free(item);
+		return GST_FLOW_ERROR;
+	case ITEM_FRAME:
+		break;
+	}
+	current = gst_pad_get_current_caps(GST_BASE_SRC_PAD(bsrc));
+	if (!current || !gst_caps_is_equal(current, item->caps)) {
+		GstVideoInfo vinfo;
+
+		if (!gst_base_src_set_caps(bsrc, item->caps)) {
+			if (current)
+				gst_caps_unref(current);
+			item_free(item);
+			return GST_FLOW_NOT_NEGOTIATED;
+		}
+		gst_video_info_from_caps(&vinfo, item->caps);
+		src->frame_duration = gst_util_uint64_scale(
+		    GST_SECOND, GST_VIDEO_INFO_FPS_D(&vinfo), GST_VIDEO_INFO_FPS_N(&vinfo));
+		/* A new stream: a longer frame changes the latency. */
+		gst_element_post_message(GST_ELEMENT(src),
+		                         gst_message_new_latency(GST_OBJECT(src)));
+	}
+	if (current)
+		gst_caps_unref(current);
+
+	clock = gst_element_get_clock(GST_ELEMENT(src));
+	if (clock) {
+		GstClockTime now = gst_clock_get_time(clock);
+		GstClockTime base = gst_element_get_base_time(GST_ELEMENT(src));
+		gint64 waited_ns =
+		    (pps_client_realtime_us(NULL) - item->display_us) * (gint64)GST_USECOND;
+		GstClockTime running = now > base ? now - base : 0;
+
+		if (waited_ns < 0)
+			waited_ns = 0;
+		GST_BUFFER_PTS(item->buffer) =
+		    running > (GstClockTime)waited_ns ? running - (GstClockTime)waited_ns : 0;
+		gst_object_unref(clock);
+	}
+	GST_BUFFER_DURATION(item->buffer) = src->frame_duration;
+	*out = item->buffer;
+	item->buffer = NULL;
+	item_free(item);
+	ret = GST_FLOW_OK;
+	return ret;
+}
+
+/* ---- GObject ------------------------------------------------------------- */
+
+static void
+gst_pps_src_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec)
+{
+	GstPpsSrc *src = GST_PPS_SRC(object);
+
+	if (src->thread) {
+		g_warning("%s: %s cannot change while the element is running", GST_OBJECT_NAME(src),
+		          pspec->name);
+		return;
+	}
+	if (id == PROP_QUEUE_FRAMES)
+		src->queue_frames = g_value_get_uint(value);
+	else if (!pps_gst_properties_set(&src_properties, src->config, object, id, value))
+		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+}
+
+static void
+gst_pps_src_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec)
+{
+	GstPpsSrc *src = GST_PPS_SRC(object);
+
+	if (id == PROP_QUEUE_FRAMES)
+		g_value_set_uint(value, src->queue_frames);
+	else if (!pps_gst_properties_get(&src_properties, src->config, id, value))
+		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+}
+
+static void
+gst_pps_src_finalize(GObject *object)
+{
+	GstPpsSrc *src = GST_PPS_SRC(object);
+
+	pps_config_free(src->config);
+	g_mutex_clear(&src->lock);
+	g_cond_clear(&src->cond);
+	G_OBJECT_CLASS(gst_pps_src_parent_class)->finalize(object);
+}
+
+static void
+gst_pps_src_init(GstPpsSrc *src)
+{
+	src->config = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+	g_assert(src->config);
+	src->queue_frames = PPS_SRC_DEFAULT_QUEUE_FRAMES;
+	src->wake_fd = -1;
+	src->frame_duration = GST_CLOCK_TIME_NONE;
+	g_mutex_init(&src->lock);
+	g_cond_init(&src->cond);
+	g_queue_init(&src->items);
+	gst_base_src_set_live(GST_BASE_SRC(src), TRUE);
+	gst_base_src_set_format(GST_BASE_SRC(src), GST_FORMAT_TIME);
+}
+
+static void
+gst_pps_src_class_init(GstPpsSrcClass *klass)
+{
+	GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+	GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+	GstBaseSrcClass *base_class = GST_BASE_SRC_CLASS(klass);
+	GstPushSrcClass *push_class = GST_PUSH_SRC_CLASS(klass);
+
+	GST_DEBUG_CATEGORY_INIT(pps_src_debug, "ppssrc", 0, "ppstream source");
+	gobject_class->set_property = gst_pps_src_set_property;
+	gobject_class->get_property = gst_pps_src_get_property;
+	gobject_class->finalize = gst_pps_src_finalize;
+	g_object_class_install_property(
+	    gobject_class, PROP_QUEUE_FRAMES,
+	    g_param_spec_uint("queue-frames", "queue-frames",
+	                      "decoded frames waiting for downstream at most; past it a due frame "
+	                      "is not taken (logged as overflow)",
+	                      1, PPS_SRC_MAX_QUEUE_FRAMES, PPS_SRC_DEFAULT_QUEUE_FRAMES,
+	                      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+	                          GST_PARAM_MUTABLE_READY));
+	pps_gst_properties_install(gobject_class, &src_properties, PPS_CONFIG_PROGRAM_CLIENT,
+	                           PROP_FIRST_KEY, src_rules);
+
+	gst_element_class_set_static_metadata(
+	    element_class, "ppstream source", "Source/Network",
+	    "Plays a pps-server stream (priority-progress streaming over TCP): decoded I420 "
+	    "frames, each stamped when the playout policy shows it; the summary of frames "
+	    "shown and their latency is posted as a pps-summary element message at stop",
+	    "ppstream");
+	gst_element_class_add_static_pad_template(element_class, &src_template);
+
+	base_class->start = gst_pps_src_start;
+	base_class->stop = gst_pps_src_stop;
+	base_class->unlock = gst_pps_src_unlock;
+	base_class->unlock_stop = gst_pps_src_unlock_stop;
+	base_class->negotiate = gst_pps_src_negotiate;
+	base_class->query = gst_pps_src_query;
+	push_class->create = gst_pps_src_create;
+}
