@@ -23,7 +23,10 @@
 
 #define START_TIMEOUT_S 10
 
-enum { SOURCE_TEST, SOURCE_CAMERA, SOURCE_FILE, SOURCE_PIPELINE };
+/* In the order of [source] type's choices. */
+enum { SOURCE_TEST, SOURCE_CAMERA, SOURCE_FILE, SOURCE_URI, SOURCE_PIPELINE };
+/* [source] timecode's choices. */
+enum { TIMECODE_AUTO, TIMECODE_ON, TIMECODE_OFF };
 
 struct pps_capture {
 	GstElement *pipeline;
@@ -33,11 +36,15 @@ struct pps_capture {
 	int type;
 	int width, height;
 	bool timecode;
+	/* The pipeline's source is live (it returned NO_PREROLL): frames come
+	 * at their own pace. Otherwise the appsink syncs to the clock, so a
+	 * file is played in real time, and the end of stream loops. */
+	bool live;
 	char source_name[256]; /* "file '/x.mp4'": for messages */
 	/* The pipeline without videorate drop-only, for a source it cannot
 	 * handle (slower than [source] fps); NULL for the test source. */
 	char *fallback_description;
-	const char *src_property; /* "device" or "location" of pps_src, or NULL */
+	const char *src_property; /* "device", "location" or "uri" of pps_src, or NULL */
 	char *src_value;
 
 	pthread_mutex_t lock;
@@ -52,7 +59,6 @@ struct pps_capture {
 	uint32_t next_index;
 	pthread_t thread;
 };
-
 
 static int64_t
 realtime_us(void)
@@ -70,7 +76,7 @@ fail_locked(pps_capture_t *c, const char *reason, const char *detail)
 		return; /* the first error is the one that explains */
 	c->failed = true;
 	snprintf(c->error, sizeof(c->error), "%s: %s%s%s%s", c->source_name, reason,
-		 detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
+	         detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
 	pthread_cond_broadcast(&c->cond);
 }
 
@@ -89,7 +95,7 @@ on_bus_message(GstBus *bus, GstMessage *msg, gpointer data)
 		/* The debug string is "file(line): function: element path:\nreason";
 		 * the reason alone keeps the message to one line. */
 		fail_locked(c, error ? error->message : "GStreamer error",
-			    debug && strrchr(debug, '\n') ? strrchr(debug, '\n') + 1 : debug);
+		            debug && strrchr(debug, '\n') ? strrchr(debug, '\n') + 1 : debug);
 		pthread_mutex_unlock(&c->lock);
 		g_clear_error(&error);
 		g_free(debug);
@@ -111,13 +117,13 @@ capture_time_us(pps_capture_t *c, GstSample *sample, GstBuffer *buffer)
 
 	if (!clock)
 		return now_us;
-	running = segment ? gst_segment_to_running_time(segment, GST_FORMAT_TIME,
-							GST_BUFFER_PTS(buffer))
-			  : GST_CLOCK_TIME_NONE;
+	running =
+	    segment ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer))
+	            : GST_CLOCK_TIME_NONE;
 	age_ns = GST_CLOCK_TIME_IS_VALID(running)
-			 ? (int64_t)gst_clock_get_time(clock) -
-				   (int64_t)(gst_element_get_base_time(c->pipeline) + running)
-			 : 0;
+	             ? (int64_t)gst_clock_get_time(clock) -
+	                   (int64_t)(gst_element_get_base_time(c->pipeline) + running)
+	             : 0;
 	gst_object_unref(clock);
 	if (age_ns < 0 || age_ns > GST_SECOND)
 		return now_us; /* not a live timeline: now is the best we know */
@@ -186,7 +192,7 @@ on_eos(GstAppSink *sink, gpointer data)
 
 	(void)sink;
 	pthread_mutex_lock(&c->lock);
-	if (c->type == SOURCE_FILE)
+	if (!c->live)
 		c->eos = true; /* the delivery thread seeks back to the start */
 	else
 		fail_locked(c, "end of stream", NULL);
@@ -212,9 +218,12 @@ delivery_thread(void *data)
 			c->stats.file_loops++;
 			pthread_mutex_unlock(&c->lock);
 			if (!gst_element_seek_simple(c->pipeline, GST_FORMAT_TIME,
-						     GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_KEY_UNIT, 0)) {
+			                             GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_KEY_UNIT,
+			                             0)) {
 				pthread_mutex_lock(&c->lock);
-				fail_locked(c, "cannot loop: seeking to the start failed", NULL);
+				fail_locked(
+				    c, "end of stream (seeking back to the start to loop failed)",
+				    NULL);
 				continue;
 			}
 			pthread_mutex_lock(&c->lock);
@@ -235,7 +244,7 @@ delivery_thread(void *data)
 
 		if (c->timecode)
 			pps_timecode_stamp(frame->planes[0], frame->strides[0], frame->width,
-					   frame->height, frame->frame_index, frame->capture_us);
+			                   frame->height, frame->frame_index, frame->capture_us);
 		c->frame_cb(frame, c->user);
 
 		pthread_mutex_lock(&c->lock);
@@ -270,33 +279,36 @@ describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps, bool dr
 	char caps[160];
 
 	snprintf(caps, sizeof(caps),
-		 "video/x-raw,format=I420,width=%d,height=%d,framerate=%d/1,"
-		 "pixel-aspect-ratio=1/1",
-		 c->width, c->height, fps);
+	         "video/x-raw,format=I420,width=%d,height=%d,framerate=%d/1,"
+	         "pixel-aspect-ratio=1/1",
+	         c->width, c->height, fps);
 	switch (c->type) {
 	case SOURCE_TEST:
 		/* Static patterns scroll, so that the encoder has motion to code. */
 		return g_strdup_printf(
-			"videotestsrc is-live=true pattern=%s%s ! %s ! appsink name=pps_sink",
-			pattern,
-			strcmp(pattern, "ball") && strcmp(pattern, "snow") ? " horizontal-speed=2"
-									   : "",
-			caps);
+		    "videotestsrc is-live=true pattern=%s%s ! %s ! appsink name=pps_sink", pattern,
+		    strcmp(pattern, "ball") && strcmp(pattern, "snow") ? " horizontal-speed=2" : "",
+		    caps);
 	case SOURCE_CAMERA:
 		return g_strdup_printf("v4l2src name=pps_src ! videoconvert ! videoscale ! "
-				       "%s ! %s ! appsink name=pps_sink",
-				       videorate, caps);
+		                       "%s ! %s ! appsink name=pps_sink",
+		                       videorate, caps);
 	case SOURCE_FILE:
-		/* identity sync=true paces the decoded file in real time. */
-		return g_strdup_printf("filesrc name=pps_src ! decodebin ! identity sync=true ! "
-				       "videoconvert ! videoscale ! %s ! %s ! "
-				       "appsink name=pps_sink",
-				       videorate, caps);
+		return g_strdup_printf("filesrc name=pps_src ! decodebin ! "
+		                       "videoconvert ! videoscale ! %s ! %s ! "
+		                       "appsink name=pps_sink",
+		                       videorate, caps);
+	case SOURCE_URI:
+		/* Only the video pad links; other streams (audio) stay unlinked,
+		 * which demuxers tolerate while one stream is linked. */
+		return g_strdup_printf("uridecodebin name=pps_src ! videoconvert ! videoscale ! "
+		                       "%s ! %s ! appsink name=pps_sink",
+		                       videorate, caps);
 	default:
 		return g_strdup_printf("%s ! videoconvert ! videoscale ! %s ! %s ! "
-				       "appsink name=pps_sink",
-				       pps_config_get_string(config, "source", "pipeline"), videorate,
-				       caps);
+		                       "appsink name=pps_sink",
+		                       pps_config_get_string(config, "source", "pipeline"),
+		                       videorate, caps);
 	}
 }
 
@@ -322,7 +334,7 @@ teardown_pipeline(pps_capture_t *c)
 static int
 build_pipeline(pps_capture_t *c, const char *description, char *err, size_t err_size)
 {
-	GstAppSinkCallbacks callbacks = { 0 };
+	GstAppSinkCallbacks callbacks = {0};
 	GError *error = NULL;
 	GstElement *src;
 	GstBus *bus;
@@ -330,7 +342,7 @@ build_pipeline(pps_capture_t *c, const char *description, char *err, size_t err_
 	c->pipeline = gst_parse_launch(description, &error);
 	if (!c->pipeline || error) {
 		snprintf(err, err_size, "%s: cannot build the GStreamer pipeline: %s",
-			 c->source_name, error ? error->message : "unknown error");
+		         c->source_name, error ? error->message : "unknown error");
 		g_clear_error(&error);
 		if (c->pipeline) {
 			gst_object_unref(c->pipeline);
@@ -352,7 +364,7 @@ build_pipeline(pps_capture_t *c, const char *description, char *err, size_t err_
 		gst_object_unref(src);
 	}
 	/* The copy is immediate; GStreamer itself need not hold frames. */
-	g_object_set(c->appsink, "max-buffers", 2, "drop", TRUE, "sync", FALSE, NULL);
+	g_object_set(c->appsink, "max-buffers", 2, "drop", TRUE, "sync", !c->live, NULL);
 	callbacks.new_sample = on_new_sample;
 	callbacks.eos = on_eos;
 	gst_app_sink_set_callbacks(GST_APP_SINK(c->appsink), &callbacks, c, NULL);
@@ -383,8 +395,8 @@ pps_capture_free(pps_capture_t *c)
 }
 
 pps_capture_t *
-pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
-		char *err, size_t err_size)
+pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user, char *err,
+                size_t err_size)
 {
 	pps_capture_t *c;
 	char *description;
@@ -405,24 +417,37 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 	c->type = pps_config_get_enum(config, "source", "type");
 	c->width = (int)pps_config_get_int(config, "source", "width");
 	c->height = (int)pps_config_get_int(config, "source", "height");
-	c->timecode = pps_config_get_bool(config, "source", "timecode");
+	switch (pps_config_get_enum(config, "source", "timecode")) {
+	case TIMECODE_AUTO:
+		/* The barcode is for measuring: never burnt into a user's picture
+		 * unless asked for. */
+		c->timecode = c->type == SOURCE_TEST;
+		break;
+	default:
+		c->timecode = pps_config_get_enum(config, "source", "timecode") == TIMECODE_ON;
+	}
+	c->live = c->type == SOURCE_TEST;
 	c->queue_frames = (int)pps_config_get_int(config, "source", "queue_frames");
 	switch (c->type) {
 	case SOURCE_CAMERA:
 		snprintf(c->source_name, sizeof(c->source_name), "source camera '%s'",
-			 pps_config_get_string(config, "source", "device"));
+		         pps_config_get_string(config, "source", "device"));
 		break;
 	case SOURCE_FILE:
 		snprintf(c->source_name, sizeof(c->source_name), "source file '%s'",
-			 pps_config_get_string(config, "source", "file"));
+		         pps_config_get_string(config, "source", "file"));
+		break;
+	case SOURCE_URI:
+		snprintf(c->source_name, sizeof(c->source_name), "source uri '%s'",
+		         pps_config_get_string(config, "source", "uri"));
 		break;
 	case SOURCE_PIPELINE:
 		snprintf(c->source_name, sizeof(c->source_name), "source pipeline '%s'",
-			 pps_config_get_string(config, "source", "pipeline"));
+		         pps_config_get_string(config, "source", "pipeline"));
 		break;
 	default:
 		snprintf(c->source_name, sizeof(c->source_name), "source test (videotestsrc %s)",
-			 enum_name(config, "source", "pattern"));
+		         enum_name(config, "source", "pattern"));
 	}
 	if ((c->width | c->height) & 1) {
 		snprintf(err, err_size, "%s: width and height must be even", c->source_name);
@@ -431,6 +456,11 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 	}
 	if (c->type == SOURCE_FILE && !*pps_config_get_string(config, "source", "file")) {
 		snprintf(err, err_size, "%s: [source] file is not set", c->source_name);
+		errno = EINVAL;
+		goto err_free;
+	}
+	if (c->type == SOURCE_URI && !*pps_config_get_string(config, "source", "uri")) {
+		snprintf(err, err_size, "%s: [source] uri is not set", c->source_name);
 		errno = EINVAL;
 		goto err_free;
 	}
@@ -459,6 +489,9 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 	} else if (c->type == SOURCE_FILE) {
 		c->src_property = "location";
 		c->src_value = strdup(pps_config_get_string(config, "source", "file"));
+	} else if (c->type == SOURCE_URI) {
+		c->src_property = "uri";
+		c->src_value = strdup(pps_config_get_string(config, "source", "uri"));
 	}
 	if (c->src_property && !c->src_value)
 		goto err_nomem;
@@ -485,13 +518,12 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 err_nomem:
 	snprintf(err, err_size, "%s: out of memory", c->source_name);
 	errno = ENOMEM;
-err_free:
-	{
-		int saved = errno;
+err_free : {
+	int saved = errno;
 
-		pps_capture_free(c);
-		errno = saved;
-	}
+	pps_capture_free(c);
+	errno = saved;
+}
 	return NULL;
 }
 
@@ -504,6 +536,23 @@ play_until_first_frame(pps_capture_t *c, bool *timed_out)
 	int r = 0;
 
 	*timed_out = false;
+	/* A live source answers PAUSED with NO_PREROLL. Until then the appsink
+	 * syncs (a non-live source prerolls its first frame meanwhile). */
+	c->live = c->type == SOURCE_TEST;
+	g_object_set(c->appsink, "sync", !c->live, NULL);
+	switch (gst_element_set_state(c->pipeline, GST_STATE_PAUSED)) {
+	case GST_STATE_CHANGE_NO_PREROLL:
+		c->live = true;
+		g_object_set(c->appsink, "sync", FALSE, NULL);
+		break;
+	case GST_STATE_CHANGE_FAILURE:
+		pthread_mutex_lock(&c->lock);
+		fail_locked(c, "cannot start", NULL);
+		pthread_mutex_unlock(&c->lock);
+		break;
+	default:
+		break;
+	}
 	if (gst_element_set_state(c->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
 		pthread_mutex_lock(&c->lock);
 		fail_locked(c, "cannot start", NULL);

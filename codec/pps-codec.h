@@ -72,12 +72,18 @@ typedef struct {
 	uint64_t frames_captured;  /* frames handed over by GStreamer */
 	uint64_t frames_dropped;   /* oldest raw frames dropped because the queue was full */
 	uint64_t frames_delivered; /* frames passed to frame_cb */
-	uint64_t file_loops;       /* type=file: times the file was restarted */
+	uint64_t file_loops;       /* a source that is not live: times it was restarted */
 } pps_capture_stats_t;
 
 /*
- * Builds the pipeline for [source] of @config (type, device, file, pipeline,
- * pattern, width, height, fps, timecode, queue_frames). A pipeline that does
+ * Builds the pipeline for [source] of @config (type, device, file, uri,
+ * pipeline, pattern, width, height, fps, timecode, queue_frames). A source
+ * that is not live (a file, most URIs, a user pipeline without a live
+ * source: found when pps_capture_start() pauses it) is paced to real time by
+ * the appsink's clock sync and looped at its end (seek to 0); a live one
+ * (camera, RTSP, the test source) goes through unsynced, and its end is an
+ * error. The pixel timecode is stamped with timecode=true, or with auto for
+ * the test source only. A pipeline that does
  * not parse fails here: NULL, errno set, and a one-line message naming the
  * source and GStreamer's reason in @err. Calls gst_init() if needed.
  */

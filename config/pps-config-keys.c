@@ -30,7 +30,8 @@
 	{ .section = sec, .key = name, .type = PPS_CONFIG_TYPE_ENUM, .default_value = def,         \
 	  .choices = list, .programs = prog, .help = text }
 
-static const char *const source_types[] = { "test", "camera", "file", "pipeline", NULL };
+static const char *const source_types[] = { "test", "camera", "file", "uri", "pipeline", NULL };
+static const char *const timecode_modes[] = { "auto", "true", "false", NULL };
 static const char *const test_patterns[] = { "ball", "smpte", "snow", "bar", "pinwheel", NULL };
 static const char *const x264_presets[] = { "ultrafast", "superfast", "veryfast", "faster",
 					    "fast", "medium", NULL };
@@ -62,10 +63,14 @@ static const pps_config_key_t keys[] = {
 
 	/* [source] */
 	ENUM("source", "type", "test", source_types, SERVER,
-	     "video source: test (built-in moving pattern), camera, file or pipeline"),
+	     "video source: test (built-in moving pattern), camera, file, uri (anything "
+	     "uridecodebin plays: files, RTSP, HTTP; audio ignored) or pipeline; a source that is "
+	     "not live is paced to real time and looped"),
 	STRING("source", "device", "/dev/video0", SERVER, "V4L2 device for type=camera"),
 	STRING("source", "file", "", SERVER,
 	       "media file for type=file, played in real time and looped"),
+	STRING("source", "uri", "", SERVER,
+	       "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4)"),
 	STRING("source", "pipeline", "", SERVER,
 	       "gst-launch description for type=pipeline; ppstream appends its own sink"),
 	ENUM("source", "pattern", "ball", test_patterns, SERVER,
@@ -73,8 +78,9 @@ static const pps_config_key_t keys[] = {
 	INT("source", "width", "640", 64, 3840, SERVER, "frame width in pixels (even)"),
 	INT("source", "height", "480", 64, 2160, SERVER, "frame height in pixels (even)"),
 	INT("source", "fps", "30", 1, 120, SERVER, "frames per second"),
-	BOOL("source", "timecode", "true", SERVER,
-	     "stamp capture time and frame index into the picture (pixel timecode)"),
+	ENUM("source", "timecode", "auto", timecode_modes, SERVER,
+	     "stamp capture time and frame index into the picture (pixel timecode, a barcode in "
+	     "the top-left corner); auto = only for type=test"),
 	INT("source", "queue_frames", "8", 1, 256, SERVER,
 	    "raw frames held between capture and encoder; the oldest is dropped when full"),
 

@@ -2,7 +2,10 @@
 /*
  * Capture: bad sources fail with one clear message naming the source and
  * GStreamer's reason; the test source delivers stamped, numbered frames.
+ * A file that is not live (with audio, an odd size) plays in real time,
+ * loops, drops nothing and carries no barcode.
  * Usage: test-capture missing-file | missing-device | bad-pipeline | test-source
+ *        test-capture uri-file GST_LAUNCH TMPDIR
  */
 #include "pps-codec.h"
 
@@ -10,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -31,6 +37,30 @@ on_frame(const pps_frame_t *f, void *user)
 	if (pps_timecode_read(f->planes[0], f->strides[0], f->width, f->height, &index, &us) == 0 &&
 	    index == f->frame_index && us == f->capture_us)
 		timecodes_ok++;
+	frames++;
+	pthread_cond_signal(&cond);
+	pthread_mutex_unlock(&lock);
+}
+
+/* uri-file: what the frames looked like. */
+static int64_t first_capture_us, last_capture_us;
+static int barcodes;
+
+static void
+on_file_frame(const pps_frame_t *f, void *user)
+{
+	uint32_t index;
+	int64_t us;
+
+	(void)user;
+	if (!f)
+		return;
+	pthread_mutex_lock(&lock);
+	if (frames == 0)
+		first_capture_us = f->capture_us;
+	last_capture_us = f->capture_us;
+	if (pps_timecode_read(f->planes[0], f->strides[0], f->width, f->height, &index, &us) == 0)
+		barcodes++;
 	frames++;
 	pthread_cond_signal(&cond);
 	pthread_mutex_unlock(&lock);
@@ -76,28 +106,128 @@ expect_failure(const char *const *sets, const char *n1, const char *n2)
 	return ok ? 0 : 1;
 }
 
+/*
+ * A 3-s clip of 321x241 video at 30 frames/s with a Vorbis audio track, made
+ * with gst-launch-1.0, through source.type=uri: 120 frames (the clip, looped)
+ * must come at the clip's pace, not as fast as the decoder goes (which is
+ * what an unpaced file does: the 90 frames in a fraction of a second), with
+ * no frame dropped and no pixel timecode in them.
+ */
+static int
+uri_file(const char *gst_launch, const char *tmpdir)
+{
+	enum { CLIP_FRAMES = 90, WANT_FRAMES = 120, FPS = 30 };
+	char path[512], location[600], uri[600], err[512];
+	char *argv[32] = {0};
+	int argc = 0, status = 0, r = 1;
+	GError *error = NULL;
+	pps_capture_stats_t st;
+	pps_capture_t *cap;
+	pps_config_t *c;
+	double span_s;
+
+	snprintf(path, sizeof(path), "%s/pps-odd-audio.webm", tmpdir);
+	snprintf(location, sizeof(location), "location=%s", path);
+	snprintf(uri, sizeof(uri), "source.uri=file://%s", path);
+	{
+		const char *args[] = {gst_launch,
+		                      "-q",
+		                      "videotestsrc",
+		                      "num-buffers=90",
+		                      "pattern=smpte",
+		                      "!",
+		                      "video/x-raw,width=321,height=241,framerate=30/1",
+		                      "!",
+		                      "vp8enc",
+		                      "deadline=1",
+		                      "!",
+		                      "webmmux",
+		                      "name=mux",
+		                      "!",
+		                      "filesink",
+		                      location,
+		                      "audiotestsrc",
+		                      "num-buffers=130",
+		                      "!",
+		                      "vorbisenc",
+		                      "!",
+		                      "mux.",
+		                      NULL};
+
+		for (; args[argc]; argc++)
+			argv[argc] = (char *)args[argc];
+	}
+	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status,
+	                  &error) ||
+	    !g_spawn_check_wait_status(status, &error)) {
+		fprintf(stderr, "FAIL: gst-launch-1.0 cannot make the clip: %s\n",
+		        error ? error->message : "?");
+		g_clear_error(&error);
+		return 1;
+	}
+	{
+		const char *sets[] = {"source.type=uri", uri, "source.width=320",
+		                      "source.height=240", NULL};
+
+		c = config_with(sets);
+	}
+	cap = pps_capture_new(c, on_file_frame, NULL, err, sizeof(err));
+	if (!cap || pps_capture_start(cap, err, sizeof(err)) < 0) {
+		fprintf(stderr, "FAIL: %s\n", err);
+		return 1;
+	}
+	pthread_mutex_lock(&lock);
+	while (frames < WANT_FRAMES)
+		pthread_cond_wait(&cond, &lock);
+	span_s = (double)(last_capture_us - first_capture_us) / 1e6;
+	pthread_mutex_unlock(&lock);
+	pps_capture_stop(cap);
+	pps_capture_get_stats(cap, &st);
+	fprintf(stderr,
+	        "%d frames over %.2f s (real time: %.2f s), %llu dropped, %llu loops, "
+	        "%d with a barcode\n",
+	        WANT_FRAMES, span_s, (double)(WANT_FRAMES - 1) / FPS,
+	        (unsigned long long)st.frames_dropped, (unsigned long long)st.file_loops, barcodes);
+	/* Paced: at least half the clip's own duration (unpaced, the 120 frames
+	 * come in well under a second); looped past its 90 frames. */
+	if (span_s < 0.5 * (WANT_FRAMES - 1) / FPS)
+		fprintf(stderr, "FAIL: not paced to real time\n");
+	else if (st.frames_dropped)
+		fprintf(stderr, "FAIL: source frames dropped\n");
+	else if (st.file_loops < 1)
+		fprintf(stderr, "FAIL: the clip did not loop\n");
+	else if (barcodes)
+		fprintf(stderr, "FAIL: pixel timecode in a file's picture\n");
+	else
+		r = 0;
+	pps_capture_free(cap);
+	pps_config_free(c);
+	unlink(path);
+	return r;
+}
+
 int
 main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(what, "missing-file")) {
-		const char *sets[] = { "source.type=file", "source.file=/nonexistent/pps-missing.mp4",
-				       NULL };
+		const char *sets[] = {"source.type=file",
+		                      "source.file=/nonexistent/pps-missing.mp4", NULL};
 		return expect_failure(sets, "file '/nonexistent/pps-missing.mp4'", "No such file");
 	}
 	if (!strcmp(what, "missing-device")) {
-		const char *sets[] = { "source.type=camera", "source.device=/dev/pps-missing-video",
-				       NULL };
+		const char *sets[] = {"source.type=camera", "source.device=/dev/pps-missing-video",
+		                      NULL};
 		return expect_failure(sets, "camera '/dev/pps-missing-video'", "device");
 	}
 	if (!strcmp(what, "bad-pipeline")) {
-		const char *sets[] = { "source.type=pipeline",
-				       "source.pipeline=no-such-element-pps ! identity", NULL };
+		const char *sets[] = {"source.type=pipeline",
+		                      "source.pipeline=no-such-element-pps ! identity", NULL};
 		return expect_failure(sets, "pipeline 'no-such-element-pps", "no-such-element-pps");
 	}
 	if (!strcmp(what, "test-source")) {
-		const char *sets[] = { "source.width=320", "source.height=240", NULL };
+		const char *sets[] = {"source.width=320", "source.height=240", NULL};
 		pps_config_t *c = config_with(sets);
 		char err[512];
 		pps_capture_t *cap = pps_capture_new(c, on_frame, NULL, err, sizeof(err));
@@ -116,14 +246,18 @@ main(int argc, char **argv)
 		pps_capture_stop(cap);
 		pps_capture_get_stats(cap, &st);
 		fprintf(stderr, "captured %llu dropped %llu delivered %llu, timecodes %d/%d\n",
-			(unsigned long long)st.frames_captured, (unsigned long long)st.frames_dropped,
-			(unsigned long long)st.frames_delivered, timecodes_ok, frames);
+		        (unsigned long long)st.frames_captured,
+		        (unsigned long long)st.frames_dropped,
+		        (unsigned long long)st.frames_delivered, timecodes_ok, frames);
 		if (order_ok && timecodes_ok == frames && st.frames_delivered == (uint64_t)frames)
 			r = 0;
 		pps_capture_free(cap);
 		pps_config_free(c);
 		return r;
 	}
-	fprintf(stderr, "usage: test-capture missing-file|missing-device|bad-pipeline|test-source\n");
+	if (!strcmp(what, "uri-file") && argc == 4)
+		return uri_file(argv[2], argv[3]);
+	fprintf(stderr, "usage: test-capture missing-file|missing-device|bad-pipeline|test-source\n"
+	                "       test-capture uri-file GST_LAUNCH TMPDIR\n");
 	return 2;
 }
