@@ -705,7 +705,13 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 		r = -errno;
 		goto err_buf;
 	}
-	if ((r = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 0)) < 0 ||
+	/* TCP_NODELAY on: uncorking then sends the sub-MSS tail at once. With
+	 * Nagle on, the kernel's Minshall check holds that tail while an earlier
+	 * short packet is unacked; corking again right after keeps it held until
+	 * the next push, one window later, where it merges with the next
+	 * window's first packet. On loopback the ACK comes back before the next
+	 * write, which is why only real RTTs showed it (a frame interval). */
+	if ((r = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1)) < 0 ||
 	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_CORK, 1)) < 0)
 		goto err_buf;
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT) {

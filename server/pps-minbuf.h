@@ -66,7 +66,8 @@
  * There is no timer and no busy loop; stats.wakeups_idle counts wake-ups that
  * found no room (the tests require them to stay a small fraction of writes).
  *
- * Framing: TCP_CORK is on for the connection's life, TCP_NODELAY off, and
+ * Framing: TCP_CORK is on for the connection's life, TCP_NODELAY on (so that
+ * uncorking pushes a short tail at once rather than Nagle holding it), and
  * every packet the producer returns is at most one MSS (re-read before every
  * write; it changes with the path MTU). A packet flagged push, or shorter than
  * the MSS, ends its batch and is pushed by uncorking and corking again
@@ -245,7 +246,7 @@ typedef struct pps_minbuf pps_minbuf_t;
 /*
  * Binds a writer to @fd, a connected TCP socket (made non-blocking here; the
  * caller keeps ownership and closes it after pps_minbuf_free()). Sets TCP_CORK,
- * clears TCP_NODELAY, applies congestion control and thin linear timeouts.
+ * sets TCP_NODELAY, applies congestion control and thin linear timeouts.
  * Nothing is written until the first pps_minbuf_kick(). Returns NULL with
  * errno set: EINVAL (bad params), ENOENT (congestion control not available),
  * ENOMEM, or the setsockopt error.
