@@ -130,6 +130,39 @@ capture_time_us(pps_capture_t *c, GstSample *sample, GstBuffer *buffer)
 	return now_us - age_ns / 1000;
 }
 
+/* The one thread that hands frames in: a picture to fill for the next frame,
+ * free or else the oldest queued one (dropped and counted: the encoder is
+ * behind). */
+static pps_frame_t *
+take_slot(pps_capture_t *c)
+{
+	pps_frame_t *frame;
+
+	pthread_mutex_lock(&c->lock);
+	c->stats.frames_captured++;
+	if (c->free_count > 0) {
+		frame = c->free_frames[--c->free_count];
+	} else {
+		frame = c->queue[c->queue_head];
+		c->queue_head = (c->queue_head + 1) % c->queue_frames;
+		c->queue_count--;
+		c->stats.frames_dropped++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return frame;
+}
+
+static void
+queue_slot(pps_capture_t *c, pps_frame_t *frame)
+{
+	pthread_mutex_lock(&c->lock);
+	c->queue[(c->queue_head + c->queue_count) % c->queue_frames] = frame;
+	c->queue_count++;
+	c->got_frame = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
 static GstFlowReturn
 on_new_sample(GstAppSink *sink, gpointer data)
 {
@@ -149,19 +182,7 @@ on_new_sample(GstAppSink *sink, gpointer data)
 		gst_sample_unref(sample);
 		return GST_FLOW_OK;
 	}
-	pthread_mutex_lock(&c->lock);
-	c->stats.frames_captured++;
-	if (c->free_count > 0) {
-		frame = c->free_frames[--c->free_count];
-	} else {
-		/* Full: the encoder is behind. Drop the oldest raw frame. */
-		frame = c->queue[c->queue_head];
-		c->queue_head = (c->queue_head + 1) % c->queue_frames;
-		c->queue_count--;
-		c->stats.frames_dropped++;
-	}
-	pthread_mutex_unlock(&c->lock);
-
+	frame = take_slot(c);
 	for (int p = 0; p < 3; p++) {
 		int w = p ? c->width / 2 : c->width;
 		int h = p ? c->height / 2 : c->height;
@@ -176,12 +197,7 @@ on_new_sample(GstAppSink *sink, gpointer data)
 	gst_video_frame_unmap(&vframe);
 	gst_sample_unref(sample);
 
-	pthread_mutex_lock(&c->lock);
-	c->queue[(c->queue_head + c->queue_count) % c->queue_frames] = frame;
-	c->queue_count++;
-	c->got_frame = true;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	queue_slot(c, frame);
 	return GST_FLOW_OK;
 }
 
@@ -394,19 +410,43 @@ pps_capture_free(pps_capture_t *c)
 	free(c);
 }
 
-pps_capture_t *
-pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user, char *err,
-                size_t err_size)
+/* "file '/x.mp4'": names the source in messages. */
+static void
+name_source(const pps_config_t *config, int type, char *out, size_t size)
 {
-	pps_capture_t *c;
-	char *description;
-	int fps, ret;
+	switch (type) {
+	case SOURCE_CAMERA:
+		snprintf(out, size, "source camera '%s'",
+		         pps_config_get_string(config, "source", "device"));
+		break;
+	case SOURCE_FILE:
+		snprintf(out, size, "source file '%s'",
+		         pps_config_get_string(config, "source", "file"));
+		break;
+	case SOURCE_URI:
+		snprintf(out, size, "source uri '%s'",
+		         pps_config_get_string(config, "source", "uri"));
+		break;
+	case SOURCE_PIPELINE:
+		snprintf(out, size, "source pipeline '%s'",
+		         pps_config_get_string(config, "source", "pipeline"));
+		break;
+	default:
+		snprintf(out, size, "source test (videotestsrc %s)",
+		         enum_name(config, "source", "pattern"));
+	}
+}
 
-	if (!gst_is_initialized())
-		gst_init(NULL, NULL);
-	c = calloc(1, sizeof(*c));
+/* The capture without a pipeline: its queue and pictures, from [source]
+ * width, height and queue_frames. NULL with errno and @err. */
+static pps_capture_t *
+capture_alloc(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
+              const char *source_name, char *err, size_t err_size)
+{
+	pps_capture_t *c = calloc(1, sizeof(*c));
+
 	if (!c) {
-		snprintf(err, err_size, "capture: out of memory");
+		snprintf(err, err_size, "%s: out of memory", source_name);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -414,9 +454,54 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 	pthread_cond_init(&c->cond, NULL);
 	c->frame_cb = frame_cb;
 	c->user = user;
-	c->type = pps_config_get_enum(config, "source", "type");
+	snprintf(c->source_name, sizeof(c->source_name), "%s", source_name);
 	c->width = (int)pps_config_get_int(config, "source", "width");
 	c->height = (int)pps_config_get_int(config, "source", "height");
+	c->queue_frames = (int)pps_config_get_int(config, "source", "queue_frames");
+	if ((c->width | c->height) & 1) {
+		snprintf(err, err_size, "%s: width and height must be even", c->source_name);
+		pps_capture_free(c);
+		errno = EINVAL;
+		return NULL;
+	}
+	/* queue_frames waiting plus the one being delivered. */
+	c->queue = calloc((size_t)c->queue_frames, sizeof(*c->queue));
+	c->free_frames = calloc((size_t)c->queue_frames + 1, sizeof(*c->free_frames));
+	if (!c->queue || !c->free_frames)
+		goto err_nomem;
+	for (int i = 0; i <= c->queue_frames; i++) {
+		pps_frame_t *f = pps_frame_new(c->width, c->height);
+
+		if (!f)
+			goto err_nomem;
+		c->free_frames[c->free_count++] = f;
+	}
+	return c;
+
+err_nomem:
+	snprintf(err, err_size, "%s: out of memory", c->source_name);
+	pps_capture_free(c);
+	errno = ENOMEM;
+	return NULL;
+}
+
+pps_capture_t *
+pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user, char *err,
+                size_t err_size)
+{
+	int type = pps_config_get_enum(config, "source", "type");
+	char name[256];
+	pps_capture_t *c;
+	char *description;
+	int fps, ret;
+
+	if (!gst_is_initialized())
+		gst_init(NULL, NULL);
+	name_source(config, type, name, sizeof(name));
+	c = capture_alloc(config, frame_cb, user, name, err, err_size);
+	if (!c)
+		return NULL;
+	c->type = type;
 	switch (pps_config_get_enum(config, "source", "timecode")) {
 	case TIMECODE_AUTO:
 		/* The barcode is for measuring: never burnt into a user's picture
@@ -427,33 +512,6 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 		c->timecode = pps_config_get_enum(config, "source", "timecode") == TIMECODE_ON;
 	}
 	c->live = c->type == SOURCE_TEST;
-	c->queue_frames = (int)pps_config_get_int(config, "source", "queue_frames");
-	switch (c->type) {
-	case SOURCE_CAMERA:
-		snprintf(c->source_name, sizeof(c->source_name), "source camera '%s'",
-		         pps_config_get_string(config, "source", "device"));
-		break;
-	case SOURCE_FILE:
-		snprintf(c->source_name, sizeof(c->source_name), "source file '%s'",
-		         pps_config_get_string(config, "source", "file"));
-		break;
-	case SOURCE_URI:
-		snprintf(c->source_name, sizeof(c->source_name), "source uri '%s'",
-		         pps_config_get_string(config, "source", "uri"));
-		break;
-	case SOURCE_PIPELINE:
-		snprintf(c->source_name, sizeof(c->source_name), "source pipeline '%s'",
-		         pps_config_get_string(config, "source", "pipeline"));
-		break;
-	default:
-		snprintf(c->source_name, sizeof(c->source_name), "source test (videotestsrc %s)",
-		         enum_name(config, "source", "pattern"));
-	}
-	if ((c->width | c->height) & 1) {
-		snprintf(err, err_size, "%s: width and height must be even", c->source_name);
-		errno = EINVAL;
-		goto err_free;
-	}
 	if (c->type == SOURCE_FILE && !*pps_config_get_string(config, "source", "file")) {
 		snprintf(err, err_size, "%s: [source] file is not set", c->source_name);
 		errno = EINVAL;
@@ -468,19 +526,6 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 		snprintf(err, err_size, "%s: [source] pipeline is not set", c->source_name);
 		errno = EINVAL;
 		goto err_free;
-	}
-
-	/* queue_frames waiting plus the one being delivered. */
-	c->queue = calloc((size_t)c->queue_frames, sizeof(*c->queue));
-	c->free_frames = calloc((size_t)c->queue_frames + 1, sizeof(*c->free_frames));
-	if (!c->queue || !c->free_frames)
-		goto err_nomem;
-	for (int i = 0; i <= c->queue_frames; i++) {
-		pps_frame_t *f = pps_frame_new(c->width, c->height);
-
-		if (!f)
-			goto err_nomem;
-		c->free_frames[c->free_count++] = f;
 	}
 
 	if (c->type == SOURCE_CAMERA) {
@@ -576,8 +621,9 @@ play_until_first_frame(pps_capture_t *c, bool *timed_out)
 int
 pps_capture_start(pps_capture_t *c, char *err, size_t err_size)
 {
-	bool timed_out;
-	int r = play_until_first_frame(c, &timed_out);
+	bool timed_out = false;
+	/* Pushed by the application: nothing to play, nothing to wait for. */
+	int r = c->pipeline ? play_until_first_frame(c, &timed_out) : 0;
 
 	if (r < 0 && !timed_out && c->fallback_description) {
 		/* Most likely a source slower than [source] fps, which videorate
@@ -608,7 +654,8 @@ pps_capture_start(pps_capture_t *c, char *err, size_t err_size)
 	}
 	if (pthread_create(&c->thread, NULL, delivery_thread, c) != 0) {
 		snprintf(err, err_size, "%s: cannot start the delivery thread", c->source_name);
-		gst_element_set_state(c->pipeline, GST_STATE_NULL);
+		if (c->pipeline)
+			gst_element_set_state(c->pipeline, GST_STATE_NULL);
 		return -EAGAIN;
 	}
 	c->thread_started = true;
@@ -642,4 +689,40 @@ const char *
 pps_capture_error(pps_capture_t *c)
 {
 	return c->error;
+}
+
+pps_capture_t *
+pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
+                     char *err, size_t err_size)
+{
+	pps_capture_t *c = capture_alloc(config, frame_cb, user, "source pushed by the application",
+	                                 err, err_size);
+
+	if (!c)
+		return NULL;
+	/* The application's own picture: a barcode only when asked for. */
+	c->timecode = pps_config_get_enum(config, "source", "timecode") == TIMECODE_ON;
+	c->live = true;
+	return c;
+}
+
+int
+pps_capture_push(pps_capture_t *c, const pps_frame_t *frame)
+{
+	pps_frame_t *slot;
+
+	if (c->pipeline || frame->width != c->width || frame->height != c->height)
+		return -EINVAL;
+	slot = take_slot(c);
+	pps_frame_copy(slot, frame); /* the delivery thread numbers it */
+	queue_slot(c, slot);
+	return 0;
+}
+
+void
+pps_capture_push_end(pps_capture_t *c, const char *why)
+{
+	pthread_mutex_lock(&c->lock);
+	fail_locked(c, why, NULL);
+	pthread_mutex_unlock(&c->lock);
 }

@@ -97,6 +97,27 @@ pps_capture_t *pps_capture_new(const pps_config_t *config, pps_capture_frame_cb 
  */
 int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
 
+/*
+ * A capture without a pipeline, for a program that has the pictures itself
+ * (the ppssink GStreamer element): it pushes them with pps_capture_push(),
+ * and the bounded queue, the numbering, the timecode (only with
+ * timecode=true) and the delivery thread are the same. Reads [source]
+ * width, height, queue_frames and timecode. pps_capture_start() starts the
+ * delivery thread without waiting for a frame.
+ */
+pps_capture_t *pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb,
+				    void *user, char *err, size_t err_size);
+/*
+ * Copies @frame (its width and height must be the capture's; capture_us is
+ * kept, frame_index ignored) into the queue: never blocks; when full the
+ * oldest raw frame is dropped and counted. One pushing thread at a time.
+ * 0, or -EINVAL (a size that is not the capture's, or a capture with a pipeline).
+ */
+int pps_capture_push(pps_capture_t *capture, const pps_frame_t *frame);
+/* The pushed source ended: once the queue is delivered, frame_cb(NULL) with
+ * @why as pps_capture_error(). */
+void pps_capture_push_end(pps_capture_t *capture, const char *why);
+
 /* Stops the pipeline and the delivery thread; frame_cb is not called after
  * this returns. Idempotent. Never call from inside frame_cb. */
 void pps_capture_stop(pps_capture_t *capture);

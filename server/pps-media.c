@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 typedef struct {
-	pps_adu_t *adu;            /* NULL: a frames-complete mark */
-	uint32_t frames_complete;  /* frames 0 .. n-1 are out */
+	pps_adu_t *adu;           /* NULL: a frames-complete mark */
+	uint32_t frames_complete; /* frames 0 .. n-1 are out */
 } item_t;
 
 struct pps_media {
@@ -43,7 +43,7 @@ struct pps_media {
 	int64_t last_idr_request_us; /* loop thread only */
 	struct event *idr_timer;     /* a deferred request */
 	uint64_t idr_requests, idr_deferred;
-	pps_encoder_rates_t rates;   /* loop thread: last handed over */
+	pps_encoder_rates_t rates; /* loop thread: last handed over */
 	bool rate_adaptive;
 
 	pthread_mutex_t lock;
@@ -90,7 +90,7 @@ push_item(pps_media_t *m, item_t item)
 static void
 encoder_adu_cb(pps_adu_t *adu, void *user)
 {
-	push_item(user, (item_t){ .adu = adu });
+	push_item(user, (item_t){.adu = adu});
 }
 
 /* Capture delivery thread. */
@@ -127,8 +127,7 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 		snprintf(m->error, sizeof(m->error), "encoder: %s", strerror(-ret));
 		pthread_mutex_unlock(&m->lock);
 	} else {
-		push_item(m, (item_t){ .frames_complete =
-					       pps_encoder_frames_complete(m->encoder) });
+		push_item(m, (item_t){.frames_complete = pps_encoder_frames_complete(m->encoder)});
 	}
 	wake_loop(m);
 }
@@ -182,7 +181,7 @@ wake_cb(evutil_socket_t fd, short what, void *user)
 				ret = pps_windower_add(m->windower, batch[i].adu);
 			else if (batch[i].frames_complete > 0)
 				ret = pps_windower_frames_done(m->windower,
-							       batch[i].frames_complete - 1);
+				                               batch[i].frames_complete - 1);
 			else
 				ret = 0;
 			if (ret < 0)
@@ -191,9 +190,9 @@ wake_cb(evutil_socket_t fd, short what, void *user)
 	} while (n == 64);
 }
 
-pps_media_t *
-pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_window_cb window_cb,
-	      void *user, char *err, size_t err_size)
+static pps_media_t *
+media_new(struct event_base *base, const pps_config_t *config, bool pushed,
+          pps_media_window_cb window_cb, void *user, char *err, size_t err_size)
 {
 	pps_media_t *m = calloc(1, sizeof(*m));
 	pps_encoder_params_t ep;
@@ -211,18 +210,18 @@ pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_win
 
 	pps_encoder_params_from_config(&ep, config);
 	ep.rate_adaptive = m->rate_adaptive =
-		pps_config_get_enum(config, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
+	    pps_config_get_enum(config, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
 	m->encoder = pps_encoder_new(&ep);
 	if (!m->encoder) {
 		snprintf(err, err_size, "encoder: cannot create the x264 encoders for %dx%d: %s",
-			 ep.width, ep.height, strerror(errno));
+		         ep.width, ep.height, strerror(errno));
 		goto err;
 	}
 	pps_encoder_get_stream_params(m->encoder, &m->stream);
-	m->windower = pps_windower_new((unsigned)m->stream.window_frames,
-				       (pps_priority_policy_t)pps_config_get_enum(
-					       config, "pps", "priority_policy"),
-				       windower_window_cb, m);
+	m->windower = pps_windower_new(
+	    (unsigned)m->stream.window_frames,
+	    (pps_priority_policy_t)pps_config_get_enum(config, "pps", "priority_policy"),
+	    windower_window_cb, m);
 	if (!m->windower) {
 		snprintf(err, err_size, "windower: %s", strerror(errno));
 		goto err;
@@ -242,32 +241,59 @@ pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_win
 		snprintf(err, err_size, "event loop: cannot watch the encoder's eventfd");
 		goto err;
 	}
-	m->capture = pps_capture_new(config, capture_frame_cb, m, err, err_size);
+	m->capture = pushed ? pps_capture_new_push(config, capture_frame_cb, m, err, err_size)
+	                    : pps_capture_new(config, capture_frame_cb, m, err, err_size);
 	if (!m->capture)
 		goto err;
 
 	m->info = (pps_wire_stream_info_t){
-		.protocol_version = PPS_WIRE_VERSION,
-		.codec = 1,
-		.upscale_filter = (uint8_t)m->stream.upscale_filter,
-		.width = (uint16_t)m->stream.width,
-		.height = (uint16_t)m->stream.height,
-		.base_width = (uint16_t)m->stream.base_width,
-		.base_height = (uint16_t)m->stream.base_height,
-		.fps_num = (uint16_t)m->stream.fps,
-		.fps_den = 1,
-		.window_frames = (uint8_t)m->stream.window_frames,
-		.temporal_layers = (uint8_t)m->stream.temporal_layers,
-		.quality_layers = (uint8_t)m->stream.quality_layers,
-		.priority_policy = (uint8_t)pps_config_get_enum(config, "pps", "priority_policy"),
-		.latency_budget_ms = (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"),
-		.gop_frames = (uint32_t)m->stream.gop_frames,
+	    .protocol_version = PPS_WIRE_VERSION,
+	    .codec = 1,
+	    .upscale_filter = (uint8_t)m->stream.upscale_filter,
+	    .width = (uint16_t)m->stream.width,
+	    .height = (uint16_t)m->stream.height,
+	    .base_width = (uint16_t)m->stream.base_width,
+	    .base_height = (uint16_t)m->stream.base_height,
+	    .fps_num = (uint16_t)m->stream.fps,
+	    .fps_den = 1,
+	    .window_frames = (uint8_t)m->stream.window_frames,
+	    .temporal_layers = (uint8_t)m->stream.temporal_layers,
+	    .quality_layers = (uint8_t)m->stream.quality_layers,
+	    .priority_policy = (uint8_t)pps_config_get_enum(config, "pps", "priority_policy"),
+	    .latency_budget_ms = (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"),
+	    .gop_frames = (uint32_t)m->stream.gop_frames,
 	};
 	return m;
 
 err:
 	pps_media_free(m);
 	return NULL;
+}
+
+pps_media_t *
+pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_window_cb window_cb,
+              void *user, char *err, size_t err_size)
+{
+	return media_new(base, config, false, window_cb, user, err, err_size);
+}
+
+pps_media_t *
+pps_media_new_pushed(struct event_base *base, const pps_config_t *config,
+                     pps_media_window_cb window_cb, void *user, char *err, size_t err_size)
+{
+	return media_new(base, config, true, window_cb, user, err, err_size);
+}
+
+int
+pps_media_push_frame(pps_media_t *m, const pps_frame_t *frame)
+{
+	return pps_capture_push(m->capture, frame);
+}
+
+void
+pps_media_push_end(pps_media_t *m, const char *why)
+{
+	pps_capture_push_end(m->capture, why);
 }
 
 int
@@ -336,7 +362,8 @@ pps_media_request_idr(pps_media_t *m)
 	int64_t wait_us;
 	struct timeval tv;
 
-	if (!m->last_idr_request_us || now - m->last_idr_request_us >= IDR_REQUEST_MIN_INTERVAL_US) {
+	if (!m->last_idr_request_us ||
+	    now - m->last_idr_request_us >= IDR_REQUEST_MIN_INTERVAL_US) {
 		idr_now(m, now);
 		return;
 	}

@@ -54,6 +54,17 @@ typedef struct {
 
 pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
 			   pps_media_window_cb window_cb, void *user, char *err, size_t err_size);
+/* The same, with the frames pushed by the program instead of captured by a
+ * pipeline (the ppssink element): [source] width, height, queue_frames and
+ * timecode still apply (pps_capture_new_push()). */
+pps_media_t *pps_media_new_pushed(struct event_base *base, const pps_config_t *config,
+                                  pps_media_window_cb window_cb, void *user, char *err,
+                                  size_t err_size);
+/* Pushed media, any one thread: the next raw frame, copied (sizes as
+ * configured; else -EINVAL). Never blocks: the capture queue drops the oldest. */
+int pps_media_push_frame(pps_media_t *media, const pps_frame_t *frame);
+/* Pushed media: no frame follows; pps_media_error() says @why afterwards. */
+void pps_media_push_end(pps_media_t *media, const char *why);
 /* Starts capture; errors (missing device, bad pipeline) come back with a message. */
 int pps_media_start(pps_media_t *media, char *err, size_t err_size);
 void pps_media_stop(pps_media_t *media);

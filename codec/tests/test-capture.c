@@ -4,11 +4,12 @@
  * GStreamer's reason; the test source delivers stamped, numbered frames.
  * A file that is not live (with audio, an odd size) plays in real time,
  * loops, drops nothing and carries no barcode.
- * Usage: test-capture missing-file | missing-device | bad-pipeline | test-source
+ * Usage: test-capture missing-file | missing-device | bad-pipeline | test-source | push
  *        test-capture uri-file GST_LAUNCH TMPDIR
  */
 #include "pps-codec.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,46 @@ main(int argc, char **argv)
 		if (order_ok && timecodes_ok == frames && st.frames_delivered == (uint64_t)frames)
 			r = 0;
 		pps_capture_free(cap);
+		pps_config_free(c);
+		return r;
+	}
+	if (!strcmp(what, "push")) {
+		/* Pushed pictures: numbered in order, no barcode unless asked
+		 * for, a picture of another size refused. */
+		const char *sets[] = {"source.width=64", "source.height=64", NULL};
+		pps_config_t *c = config_with(sets);
+		char err[512];
+		pps_capture_t *cap = pps_capture_new_push(c, on_frame, NULL, err, sizeof(err));
+		pps_frame_t *f = pps_frame_new(64, 64), *wrong = pps_frame_new(64, 32);
+		int r = 1;
+
+		if (!cap || !f || !wrong || pps_capture_start(cap, err, sizeof(err)) < 0) {
+			fprintf(stderr, "FAIL: %s\n", err);
+			return 1;
+		}
+		for (int i = 0; i < 5; i++) {
+			memset(f->planes[0], 0x80, (size_t)f->strides[0] * 64);
+			f->capture_us = 1000 + i;
+			pthread_mutex_lock(&lock);
+			while (frames < i)
+				pthread_cond_wait(&cond, &lock);
+			pthread_mutex_unlock(&lock);
+			if (pps_capture_push(cap, f) < 0)
+				fprintf(stderr, "FAIL: push refused\n");
+		}
+		pthread_mutex_lock(&lock);
+		while (frames < 5)
+			pthread_cond_wait(&cond, &lock);
+		pthread_mutex_unlock(&lock);
+		if (pps_capture_push(cap, wrong) != -EINVAL)
+			fprintf(stderr, "FAIL: a picture of another size was taken\n");
+		else if (!order_ok || timecodes_ok != 0)
+			fprintf(stderr, "FAIL: order %d, %d barcodes\n", order_ok, timecodes_ok);
+		else
+			r = 0;
+		pps_capture_free(cap);
+		pps_frame_free(f);
+		pps_frame_free(wrong);
 		pps_config_free(c);
 		return r;
 	}
