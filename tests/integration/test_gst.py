@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The GStreamer plugin on loopback: the README's three pipelines ("Use it from
+GStreamer"), run headless with GST_PLUGIN_PATH at the build tree, against the
+real pps-server and pps-client and against each other. Frame counts and
+latency come from the logs (ppssrc's log-file is the client's JSON Lines)."""
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SKIP, Client, Failure, Server, check, percentile, run  # noqa: E402
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+README_ADDRESS = "127.0.0.1:7400"
+FRAME_MS = 1000.0 / 30
+
+
+def readme_pipelines():
+    """The gst-launch-1.0 lines of the README's GStreamer section, by what they do."""
+    text = open(README).read()
+    section = text.split("## Use it from GStreamer", 1)[1].split("\n## ", 1)[0]
+    lines = [ln.strip() for ln in section.splitlines() if ln.strip().startswith("gst-launch-1.0")]
+    found = {}
+    for ln in lines:
+        if "ppssink" in ln:
+            found["serve"] = ln
+        elif "filesink" in ln:
+            found["record"] = ln
+        elif "ppssrc" in ln:
+            found["view"] = ln
+    check(set(found) == {"serve", "record", "view"},
+          "README's GStreamer section lacks a pipeline: %s" % sorted(found))
+    return found
+
+
+class Launch:
+    """gst-launch-1.0 running one pipeline (a README line, adapted)."""
+
+    def __init__(self, build, workdir, line, name):
+        args = shlex.split(line)
+        check(args[0] == "gst-launch-1.0", "not a gst-launch line: " + line)
+        # -m prints bus messages (ppssink's port, ppssrc's summary); -v the
+        # last-message of a fakesink silent=false (each buffer's PTS).
+        args = [args[0], "-m", "-v"] + args[1:]
+        env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(build, "gst"))
+        env.pop("DISPLAY", None)
+        env.pop("WAYLAND_DISPLAY", None)
+        self.out_path = os.path.join(workdir, name + ".out")
+        self.err_path = os.path.join(workdir, name + ".err")
+        self.out = open(self.out_path, "w")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err, env=env)
+        self.name = name
+
+    def text(self):
+        self.out.flush()
+        with open(self.out_path) as f:
+            out = f.read()
+        with open(self.err_path) as f:
+            return out + f.read()
+
+    def wait_for(self, pattern, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.text())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise Failure("%s: no '%s' in:\n%s" % (self.name, pattern, self.text()[-3000:]))
+
+    def wait(self, timeout=60):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise Failure("%s did not end:\n%s" % (self.name, self.text()[-3000:]))
+        return self.proc.returncode
+
+    def interrupt(self):
+        """Ctrl-C: with -e, gst-launch sends EOS and waits for it."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        return self.wait()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+        self.err.close()
+
+
+def headless(line):
+    """The display sink becomes a fakesink that prints each buffer."""
+    return line.replace("autovideosink", "fakesink sync=true silent=false")
+
+
+def ppssrc_args(line, address, log, buffers):
+    return line.replace("ppssrc location=" + README_ADDRESS,
+                        "ppssrc location=%s log-file=%s num-buffers=%d" % (address, log, buffers))
+
+
+def ppssink_args(line, buffers=None):
+    line = line.replace("ppssink listen=" + README_ADDRESS, "ppssink listen=127.0.0.1:0")
+    if buffers:
+        line = line.replace("videotestsrc ", "videotestsrc num-buffers=%d " % buffers, 1)
+    return line
+
+
+def sink_port(launch):
+    m = launch.wait_for(r"pps-listening.*port=\(uint\)(\d+)")
+    return int(m.group(1))
+
+
+def jsonl(path):
+    import json
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def ppssrc_summary(log):
+    events = jsonl(log)
+    summaries = [e for e in events if e["type"] == "summary"]
+    check(len(summaries) == 1, "ppssrc log: %d summary events" % len(summaries))
+    shown = [e for e in events if e["type"] == "frame" and e["shown"]]
+    reasons = {}
+    for e in events:
+        if e["type"] == "frame" and not e["shown"]:
+            reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
+    print("ppssrc frames not shown: %s" % (reasons or "none"))
+    return summaries[0], shown
+
+
+def buffer_pts_ms(text):
+    """PTS of each buffer a fakesink silent=false printed, in milliseconds."""
+    out = []
+    for h, m, s in re.findall(r"chain .*?pts: (\d+):(\d+):(\d+\.\d+)", text):
+        out.append((int(h) * 3600 + int(m) * 60 + float(s)) * 1000)
+    return out
+
+
+def check_timestamps(pts, what):
+    check(len(pts) >= 60, "%s: only %d buffers printed" % (what, len(pts)))
+    steps = [b - a for a, b in zip(pts, pts[1:])]
+    check(all(s > 0 for s in steps), "%s: PTS not increasing" % what)
+    median = percentile(steps, 50)
+    # Each frame stamped at its own display time: the frame interval.
+    check(0.5 * FRAME_MS <= median <= 2 * FRAME_MS,
+          "%s: median PTS step %.1f ms, the stream's frame interval is %.1f" % (what, median,
+                                                                                 FRAME_MS))
+
+
+def gst_server_to_ppssrc(build, workdir):
+    """pps-server -> the README's viewing pipeline: 150 buffers with increasing
+    PTS a frame apart, >= 90% of the frames shown, and its frame latency
+    within 1.5x + 30 ms of a pps-client on the same server at the same time
+    (same policy)."""
+    lines = readme_pipelines()
+    srv = Server(build, workdir, "source.pattern=smpte")
+    log = os.path.join(workdir, "ppssrc.jsonl")
+    try:
+        line = ppssrc_args(headless(lines["view"]), srv.address, log, 150)
+        view = Launch(build, workdir, line, "view")
+        client = Client(build, workdir, srv.address, duration=5)
+        rc = view.wait()
+        check(rc == 0, "gst-launch exit %d:\n%s" % (rc, view.text()[-3000:]))
+        check(client.wait() == 0, client.stderr)
+        text = view.text()
+    finally:
+        srv.stop()
+        if 'view' in locals():
+            view.stop()
+    s, shown = ppssrc_summary(log)
+    check_timestamps(buffer_pts_ms(text), "ppssrc")
+    check(s["frames_shown"] >= 150, "%d frames shown" % s["frames_shown"])
+    check(s["frames_shown_pct"] >= 90, "%.1f%% of frames shown" % s["frames_shown_pct"])
+    c = Client.summary(client)
+    check(s["frame_latency_p50_ms"] <= 1.5 * c["frame_latency_p50_ms"] + 30,
+          "ppssrc p50 %.1f ms, pps-client p50 %.1f ms" % (s["frame_latency_p50_ms"],
+                                                          c["frame_latency_p50_ms"]))
+    print("ppssrc: %d frames shown (%.1f%%), p50 %.1f ms p95 %.1f ms; pps-client p50 %.1f ms"
+          % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"],
+             s["frame_latency_p95_ms"], c["frame_latency_p50_ms"]))
+
+
+def gst_ppssrc_no_server(build, workdir):
+    """ppssrc to a port nobody listens on: an error naming the address."""
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    lines = readme_pipelines()
+    line = headless(lines["view"]).replace(README_ADDRESS, "127.0.0.1:%d" % port)
+    view = Launch(build, workdir, line, "view")
+    try:
+        rc = view.wait()
+        text = view.text()
+    finally:
+        view.stop()
+    check(rc != 0, "gst-launch exit 0 without a server")
+    check("no stream from 127.0.0.1:%d" % port in text, "no clear error:\n" + text[-2000:])
+
+
+def gst_ppssink_to_client(build, workdir):
+    """The README's serving pipeline -> pps-client: the client's stream has the
+    caps' size, >= 90% of its frames shown, frame latency p50 below the
+    stream's latency budget (asap playout)."""
+    lines = readme_pipelines()
+    serve = Launch(build, workdir, ppssink_args(lines["serve"]), "serve")
+    try:
+        port = sink_port(serve)
+        client = Client(build, workdir, "127.0.0.1:%d" % port, "playout.policy=asap",
+                        duration=5)
+        rc = client.wait()
+        check(rc == 0, "client exit %d: %s\n%s" % (rc, client.stderr, serve.text()[-2000:]))
+        check(serve.interrupt() == 0, "gst-launch failed:\n" + serve.text()[-3000:])
+    finally:
+        serve.stop()
+    s = client.summary()
+    check("640x480@30" in client.stderr, "stream info: " + client.stderr)
+    check(s["frames_shown"] >= 100, "%d frames shown" % s["frames_shown"])
+    check(s["frames_shown_pct"] >= 90, "%.1f%% shown" % s["frames_shown_pct"])
+    check(s["frame_latency_p50_ms"] <= 250, "p50 %.1f ms" % s["frame_latency_p50_ms"])
+    print("ppssink -> pps-client: %d frames shown (%.1f%%), p50 %.1f ms p95 %.1f ms"
+          % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"],
+             s["frame_latency_p95_ms"]))
+
+
+def gst_ppssink_to_ppssrc(build, workdir):
+    """The README's serving pipeline -> its recording pipeline: 120 frames
+    recorded into an MP4 that demuxes to 120 video frames, >= 90% shown."""
+    lines = readme_pipelines()
+    serve = Launch(build, workdir, ppssink_args(lines["serve"]), "serve")
+    log = os.path.join(workdir, "ppssrc.jsonl")
+    mp4 = os.path.join(workdir, "recording.mp4")
+    try:
+        port = sink_port(serve)
+        line = ppssrc_args(lines["record"], "127.0.0.1:%d" % port, log, 120)
+        line = line.replace("location=recording.mp4", "location=" + mp4)
+        record = Launch(build, workdir, line, "record")
+        rc = record.wait()
+        check(rc == 0, "recording exit %d:\n%s" % (rc, record.text()[-3000:]))
+        check(serve.interrupt() == 0, "serving gst-launch failed:\n" + serve.text()[-3000:])
+    finally:
+        serve.stop()
+        if 'record' in locals():
+            record.stop()
+    s, shown = ppssrc_summary(log)
+    check(s["frames_shown"] >= 120, "%d frames shown" % s["frames_shown"])
+    check(s["frames_shown_pct"] >= 90, "%.1f%% shown" % s["frames_shown_pct"])
+    # The file holds the frames: demux it and count them.
+    count = Launch(build, workdir,
+                   "gst-launch-1.0 filesrc location=%s ! qtdemux ! fakesink silent=false" % mp4,
+                   "count")
+    try:
+        check(count.wait() == 0, "cannot demux the recording:\n" + count.text()[-2000:])
+        frames = len(re.findall(r"chain \*", count.text()))
+    finally:
+        count.stop()
+    check(frames == 120, "the recording has %d frames, want 120" % frames)
+    print("ppssink -> ppssrc: %d frames shown (%.1f%%), p50 %.1f ms p95 %.1f ms; %d recorded"
+          % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"],
+             s["frame_latency_p95_ms"], frames))
+
+
+def gst_inspect(build, workdir):
+    """gst-inspect-1.0 documents both elements and their configuration keys."""
+    env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(build, "gst"))
+    for element, keys in (("ppssrc", ["location", "policy", "tolerance-ms", "log-file"]),
+                          ("ppssink", ["listen", "window-frames", "latency-budget-ms",
+                                       "transport-mode", "max-clients"])):
+        p = subprocess.run(["gst-inspect-1.0", element], env=env, capture_output=True,
+                           text=True, timeout=60)
+        check(p.returncode == 0, "gst-inspect-1.0 %s: %s" % (element, p.stderr))
+        for k in keys:
+            check(re.search(r"^\s+%s\s*:" % re.escape(k), p.stdout, re.M),
+                  "gst-inspect-1.0 %s lacks %s" % (element, k))
+
+
+TESTS = {f.__name__: f for f in (gst_server_to_ppssrc, gst_ppssrc_no_server,
+                                 gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect)}
+
+if __name__ == "__main__":
+    if not shutil.which("gst-launch-1.0"):
+        print("gst-launch-1.0 not found")
+        sys.exit(SKIP)
+    sys.exit(run(TESTS, sys.argv))
