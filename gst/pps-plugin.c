@@ -5,7 +5,13 @@
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
-	return gst_element_register(plugin, "ppssrc", GST_RANK_NONE, gst_pps_src_get_type());
+	if (!gst_element_register(plugin, "ppssrc", GST_RANK_NONE, gst_pps_src_get_type()))
+		return FALSE;
+#ifdef PPS_GST_HAVE_SINK
+	if (!gst_element_register(plugin, "ppssink", GST_RANK_NONE, gst_pps_sink_get_type()))
+		return FALSE;
+#endif
+	return TRUE;
 }
 
 #define PACKAGE "ppstream"

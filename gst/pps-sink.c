@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ppssink: the whole server behind a sink pad.
+ *
+ * Two threads. GstBaseSink's streaming thread renders each buffer by copying
+ * its picture into the server's capture queue (pps_media_push_frame(): the
+ * same bounded queue a capture pipeline fills, oldest frame dropped and
+ * counted when the encoder is behind; it never blocks). The element's loop
+ * thread owns a libevent loop and the server library's objects on it, as
+ * pps-server's main thread does: the media (encoder thread -> windower),
+ * the listener (MIN_BUF sockets, sessions with their progress regulators,
+ * admission, IDR recovery) and the closed loop. The streaming thread talks to
+ * the loop only through an eventfd and atomic flags (end of stream, stop).
+ *
+ * The server starts with the first caps: their size (cropped to even, as the
+ * encoder needs) and frame rate are [source] width, height and fps. Caps that
+ * change size later are refused.
+ */
+#include "pps-gst.h"
+#include "pps-server-lib.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <gst/base/gstbasesink.h>
+#include <gst/video/video.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+GST_DEBUG_CATEGORY_STATIC(pps_sink_debug);
+#define GST_CAT_DEFAULT pps_sink_debug
+
+/* A client that says nothing for this long after connecting is dropped. */
+#define PPS_SINK_HELLO_TIMEOUT_US (5 * 1000000)
+
+typedef struct {
+	GstBaseSink parent;
+	pps_config_t *config; /* the properties; read when the server starts */
+	guint port;           /* bound; 0 before */
+
+	/* The streaming thread's. */
+	GstVideoInfo info;
+	gboolean have_info;
+	int width, height; /* the stream's: info's, cropped to even */
+
+	/* The loop thread's (set up before it exists, freed after the join). */
+	GThread *thread;
+	struct event_base *base;
+	int wake_fd;
+	struct event *wake_event, *status_timer;
+	pps_media_t *media;
+	pps_listener_t *listener;
+	pps_adapt_loop_t *adapt;
+	pps_listener_params_t listener_params;
+	pps_wire_stream_info_t stream_info;
+	atomic_bool eos, stop;
+	gboolean failed;
+} GstPpsSink;
+
+typedef struct {
+	GstBaseSinkClass parent_class;
+} GstPpsSinkClass;
+
+G_DEFINE_TYPE(GstPpsSink, gst_pps_sink, GST_TYPE_BASE_SINK)
+
+#define GST_PPS_SINK(obj) ((GstPpsSink *)(obj))
+
+enum { PROP_0, PROP_PORT, PROP_FIRST_KEY };
+
+static pps_gst_properties_t sink_properties;
+
+/* The picture comes from the pipeline: [source] keeps only what applies. */
+static const pps_gst_property_rule_t sink_rules[] = {
+    {"source", NULL, NULL},
+    {"source", "timecode", "timecode"},
+    {"source", "queue_frames", "queue-frames"},
+    {NULL, NULL, NULL},
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS("video/x-raw, format = (string) I420, width = (int) [ 64, 3840 ], "
+                    "height = (int) [ 64, 2160 ], framerate = (fraction) [ 1/1, 120/1 ]"));
+
+static int64_t
+realtime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- loop thread --------------------------------------------------------- */
+
+static void
+media_window_cb(void *user, pps_window_t *window)
+{
+	GstPpsSink *sink = user;
+
+	pps_listener_push_window(sink->listener, window);
+	pps_window_unref(window);
+}
+
+static void
+listener_idr_cb(void *user)
+{
+	GstPpsSink *sink = user;
+
+	pps_media_request_idr(sink->media);
+}
+
+static void
+wake_cb(evutil_socket_t fd, short what, void *user)
+{
+	GstPpsSink *sink = user;
+	uint64_t counter;
+
+	(void)what;
+	if (read(fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+		GST_WARNING_OBJECT(sink, "eventfd: %s", g_strerror(errno));
+	if (atomic_load(&sink->eos) || atomic_load(&sink->stop)) {
+		/* Clients get a clean end: BYE normal, as at a server's shutdown. */
+		pps_media_stop(sink->media);
+		pps_listener_say_bye_all(sink->listener, PPS_WIRE_BYE_NORMAL,
+		                         atomic_load(&sink->eos) ? "end of stream"
+		                                                 : "server shutting down");
+		event_base_loopbreak(sink->base);
+	}
+}
+
+static void
+status_cb(evutil_socket_t fd, short what, void *user)
+{
+	GstPpsSink *sink = user;
+	const char *error = pps_media_error(sink->media);
+	pps_media_stats_t ms;
+	pps_listener_stats_t ls;
+
+	(void)fd;
+	(void)what;
+	if (error[0] && !sink->failed) {
+		sink->failed = TRUE;
+		GST_ELEMENT_ERROR(sink, STREAM, ENCODE, ("%s", error), (NULL));
+	}
+	pps_media_get_stats(sink->media, &ms);
+	pps_listener_get_stats(sink->listener, &ls);
+	GST_INFO_OBJECT(sink,
+	                "%u clients | %" G_GUINT64_FORMAT " frames encoded, %" G_GUINT64_FORMAT
+	                " raw frames dropped, %" G_GUINT64_FORMAT " windows",
+	                ls.streaming, ms.frames_encoded, ms.capture_dropped, ms.windows);
+}
+
+static gpointer
+loop_thread(gpointer data)
+{
+	GstPpsSink *sink = data;
+
+	event_base_dispatch(sink->base);
+	return NULL;
+}
+
+/* ---- the server: built with the first caps -------------------------------- */
+
+/* [server], [pps] and [transport] as pps-server reads them. */
+static int
+listener_params_from_config(GstPpsSink *sink, const pps_config_t *c)
+{
+	pps_listener_params_t *lp = &sink->listener_params;
+	pps_session_params_t *sp = &lp->session;
+	int ret;
+
+	memset(lp, 0, sizeof(*lp));
+	lp->max_clients = (unsigned)pps_config_get_int(c, "server", "max_clients");
+	lp->max_per_address = (unsigned)pps_config_get_int(c, "server", "max_clients_per_address");
+	lp->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
+	lp->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
+	lp->recovery.budget_pct = (unsigned)pps_config_get_int(c, "server", "recovery_budget_pct");
+	sp->access_token = pps_config_get_string(c, "server", "access_token");
+	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
+		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS,
+		                  ("access-token: at most %d bytes", PPS_WIRE_MAX_AUTH_BYTES),
+		                  (NULL));
+		return -EINVAL;
+	}
+	sp->evict_after_us = pps_config_get_int(c, "server", "evict_after_s") * 1000000;
+	sp->config = c;
+	sp->hello_timeout_us = PPS_SINK_HELLO_TIMEOUT_US;
+	sp->sched.latency_budget_us = pps_config_get_int(c, "pps", "latency_budget_ms") * 1000;
+	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
+	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
+	ret = pps_minbuf_params_from_config(c, &sp->transport);
+	if (ret < 0) {
+		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS, ("transport: %s", g_strerror(-ret)),
+		                  (NULL));
+		return ret;
+	}
+	sp->path.cap_policy =
+	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
+	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
+	if (sp->path.queue_target_us == 0)
+		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
+	return 0;
+}
+
+static void
+teardown(GstPpsSink *sink)
+{
+	if (sink->media)
+		pps_media_stop(sink->media);
+	pps_listener_free(sink->listener);
+	sink->listener = NULL;
+	pps_adapt_loop_free(sink->adapt);
+	sink->adapt = NULL;
+	pps_media_free(sink->media);
+	sink->media = NULL;
+	if (sink->wake_event)
+		event_free(sink->wake_event);
+	sink->wake_event = NULL;
+	if (sink->status_timer)
+		event_free(sink->status_timer);
+	sink->status_timer = NULL;
+	if (sink->wake_fd >= 0)
+		close(sink->wake_fd);
+	sink->wake_fd = -1;
+	if (sink->base)
+		event_base_free(sink->base);
+	sink->base = NULL;
+	sink->port = 0;
+}
+
+static gboolean
+set_source_key(GstPpsSink *sink, const char *key, long value)
+{
+	char assignment[64], err[256];
+
+	snprintf(assignment, sizeof(assignment), "source.%s=%ld", key, value);
+	if (pps_config_set(sink->config, assignment, err, sizeof(err)) < 0) {
+		GST_ELEMENT_ERROR(sink, CORE, NEGOTIATION, ("%s", err), (NULL));
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* Media, listener, closed loop and the loop thread, as pps-server sets them up. */
+static gboolean
+start_server(GstPpsSink *sink, int fps)
+{
+	pps_config_t *c = sink->config;
+	pps_listener_params_t *lp = &sink->listener_params;
+	const char *listen_at = pps_config_get_string(c, "server", "listen");
+	struct timeval status_tv = {
+	    .tv_sec = (time_t)pps_config_get_int(c, "server", "status_interval_s")};
+	char err[512];
+	GError *error = NULL;
+
+	if (!set_source_key(sink, "width", sink->width) ||
+	    !set_source_key(sink, "height", sink->height) || !set_source_key(sink, "fps", fps) ||
+	    listener_params_from_config(sink, c) < 0)
+		return FALSE;
+	sink->base = event_base_new();
+	sink->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!sink->base || sink->wake_fd < 0) {
+		snprintf(err, sizeof(err), "cannot create the event loop: %s", g_strerror(errno));
+		goto err;
+	}
+	sink->media = pps_media_new_pushed(sink->base, c, media_window_cb, sink, err, sizeof(err));
+	if (!sink->media)
+		goto err;
+	pps_media_stream_info(sink->media, &sink->stream_info);
+	lp->session.stream_info = sink->stream_info;
+	lp->frame_duration_us =
+	    (int64_t)sink->stream_info.fps_den * 1000000 / sink->stream_info.fps_num;
+	sink->listener = pps_listener_new(
+	    sink->base, lp, &(pps_listener_callbacks_t){.idr_cb = listener_idr_cb}, sink);
+	if (!sink->listener) {
+		snprintf(err, sizeof(err), "cannot create the listener: %s", g_strerror(errno));
+		goto err;
+	}
+	if (pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP) {
+		sink->adapt = pps_adapt_loop_new(sink->base, c, &sink->stream_info,
+		                                 lp->session.sched.latency_budget_us, sink->media,
+		                                 sink->listener);
+		if (!sink->adapt) {
+			snprintf(err, sizeof(err), "cannot start the closed loop: %s",
+			         g_strerror(errno));
+			goto err;
+		}
+	}
+	if (pps_listener_listen(sink->listener, listen_at, &sink->port, err, sizeof(err)) < 0)
+		goto err;
+	if (pps_media_start(sink->media, err, sizeof(err)) < 0)
+		goto err;
+	sink->wake_event =
+	    event_new(sink->base, sink->wake_fd, EV_READ | EV_PERSIST, wake_cb, sink);
+	sink->status_timer = event_new(sink->base, -1, EV_PERSIST, status_cb, sink);
+	if (!sink->wake_event || !sink->status_timer || event_add(sink->wake_event, NULL) < 0 ||
+	    event_add(sink->status_timer, &status_tv) < 0) {
+		snprintf(err, sizeof(err), "cannot watch the event loop's wake-up");
+		goto err;
+	}
+	sink->thread = g_thread_try_new("ppssink-loop", loop_thread, sink, &error);
+	if (!sink->thread) {
+		snprintf(err, sizeof(err), "cannot start the loop thread: %s", error->message);
+		g_clear_error(&error);
+		goto err;
+	}
+	GST_INFO_OBJECT(sink,
+	                "listening on %s (port %u): %ux%u@%u, %u temporal x %u quality "
+	                "layers, window %u frames, budget %u ms",
+	                listen_at, sink->port, sink->stream_info.width, sink->stream_info.height,
+	                sink->stream_info.fps_num, sink->stream_info.temporal_layers,
+	                sink->stream_info.quality_layers, sink->stream_info.window_frames,
+	                sink->stream_info.latency_budget_ms);
+	/* Applications (and tests, with listen=...:0) learn the port here. */
+	gst_element_post_message(
+	    GST_ELEMENT(sink),
+	    gst_message_new_element(GST_OBJECT(sink),
+	                            gst_structure_new("pps-listening", "listen", G_TYPE_STRING,
+	                                              listen_at, "port", G_TYPE_UINT, sink->port,
+	                                              NULL)));
+	g_object_notify(G_OBJECT(sink), "port");
+	return TRUE;
+
+err:
+	GST_ELEMENT_ERROR(sink, RESOURCE, OPEN_READ_WRITE, ("%s", err), (NULL));
+	teardown(sink);
+	return FALSE;
+}
+
+/* ---- GstBaseSink (streaming and application threads) ----------------------- */
+
+static gboolean
+gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
+{
+	GstPpsSink *sink = GST_PPS_SINK(bsink);
+	GstVideoInfo info;
+	int fps;
+
+	if (!gst_video_info_from_caps(&info, caps))
+		return FALSE;
+	if (sink->thread) {
+		/* The encoder, the clients' decoders and STREAM_INFO are sized. */
+		if ((GST_VIDEO_INFO_WIDTH(&info) & ~1) != sink->width ||
+		    (GST_VIDEO_INFO_HEIGHT(&info) & ~1) != sink->height) {
+			GST_ELEMENT_ERROR(
+			    sink, CORE, NEGOTIATION,
+			    ("the picture size cannot change while serving (%dx%d, now "
+			     "%dx%d)",
+			     sink->width, sink->height, GST_VIDEO_INFO_WIDTH(&info),
+			     GST_VIDEO_INFO_HEIGHT(&info)),
+			    (NULL));
+			return FALSE;
+		}
+		sink->info = info;
+		return TRUE;
+	}
+	sink->info = info;
+	sink->width = GST_VIDEO_INFO_WIDTH(&info) & ~1;
+	sink->height = GST_VIDEO_INFO_HEIGHT(&info) & ~1;
+	fps = (int)lround((double)GST_VIDEO_INFO_FPS_N(&info) / GST_VIDEO_INFO_FPS_D(&info));
+	sink->have_info = TRUE;
+	return start_server(sink, fps < 1 ? 1 : fps);
+}
+
+/* When the frame was taken, in CLOCK_REALTIME: now less how long ago its
+ * running time was (a live source's buffers are stamped at capture). */
+static int64_t
+capture_time_us(GstPpsSink *sink, GstBuffer *buffer)
+{
+	int64_t now_us = realtime_us();
+	GstClock *clock = gst_element_get_clock(GST_ELEMENT(sink));
+	GstClockTime running;
+	gint64 age_ns;
+
+	if (!clock)
+		return now_us;
+	running = gst_segment_to_running_time(&GST_BASE_SINK(sink)->segment, GST_FORMAT_TIME,
+	                                      GST_BUFFER_PTS(buffer));
+	age_ns = GST_CLOCK_TIME_IS_VALID(running)
+	             ? (gint64)gst_clock_get_time(clock) -
+	                   (gint64)(gst_element_get_base_time(GST_ELEMENT(sink)) + running)
+	             : 0;
+	gst_object_unref(clock);
+	if (age_ns < 0 || age_ns > GST_SECOND)
+		return now_us;
+	return now_us - age_ns / 1000;
+}
+
+static GstFlowReturn
+gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
+{
+	GstPpsSink *sink = GST_PPS_SINK(bsink);
+	GstVideoFrame vframe;
+	pps_frame_t frame = {0};
+	int ret;
+
+	if (!sink->media)
+		return GST_FLOW_NOT_NEGOTIATED;
+	if (sink->failed)
+		return GST_FLOW_ERROR;
+	if (!gst_video_frame_map(&vframe, &sink->info, buffer, GST_MAP_READ))
+		return GST_FLOW_ERROR;
+	frame.width = sink->width;
+	frame.height = sink->height;
+	for (int p = 0; p < 3; p++) {
+		frame.planes[p] = GST_VIDEO_FRAME_PLANE_DATA(&vframe, p);
+		frame.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&vframe, p);
+	}
+	frame.capture_us = capture_time_us(sink, buffer);
+	/* Copied into the capture queue; never blocks. */
+	ret = pps_media_push_frame(sink->media, &frame);
+	gst_video_frame_unmap(&vframe);
+	if (ret < 0) {
+		GST_ELEMENT_ERROR(sink, STREAM, FAILED,
+		                  ("cannot queue a frame: %s", g_strerror(-ret)), (NULL));
+		return GST_FLOW_ERROR;
+	}
+	return GST_FLOW_OK;
+}
+
+static void
+wake_loop(GstPpsSink *sink)
+{
+	uint64_t one = 1;
+
+	if (sink->wake_fd >= 0 && write(sink->wake_fd, &one, sizeof(one)) < 0)
+		GST_WARNING_OBJECT(sink, "eventfd: %s", g_strerror(errno));
+}
+
+static gboolean
+gst_pps_sink_event(GstBaseSink *bsink, GstEvent *event)
+{
+	GstPpsSink *sink = GST_PPS_SINK(bsink);
+
+	if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && sink->thread) {
+		/* The stream ended: clients get BYE normal, then the loop returns. */
+		atomic_store(&sink->eos, true);
+		wake_loop(sink);
+		g_thread_join(sink->thread);
+		sink->thread = NULL;
+	}
+	return GST_BASE_SINK_CLASS(gst_pps_sink_parent_class)->event(bsink, event);
+}
+
+static gboolean
+gst_pps_sink_start(GstBaseSink *bsink)
+{
+	GstPpsSink *sink = GST_PPS_SINK(bsink);
+
+	atomic_store(&sink->eos, false);
+	atomic_store(&sink->stop, false);
+	sink->failed = FALSE;
+	sink->have_info = FALSE;
+	return TRUE;
+}
+
+static gboolean
+gst_pps_sink_stop(GstBaseSink *bsink)
+{
+	GstPpsSink *sink = GST_PPS_SINK(bsink);
+
+	if (sink->thread) {
+		atomic_store(&sink->stop, true);
+		wake_loop(sink);
+		g_thread_join(sink->thread);
+		sink->thread = NULL;
+	}
+	if (sink->media) {
+		pps_media_stats_t ms;
+		pps_listener_stats_t ls;
+
+		pps_media_get_stats(sink->media, &ms);
+		pps_listener_get_stats(sink->listener, &ls);
+		GST_INFO_OBJECT(sink,
+		                "%" G_GUINT64_FORMAT " frames encoded (%" G_GUINT64_FORMAT
+		                " raw frames dropped), %" G_GUINT64_FORMAT
+		                " windows, %" G_GUINT64_FORMAT " clients served, %" G_GUINT64_FORMAT
+		                " refused",
+		                ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
+		                ls.clients_refused);
+	}
+	teardown(sink);
+	return TRUE;
+}
+
+/* ---- GObject ------------------------------------------------------------- */
+
+static void
+gst_pps_sink_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec)
+{
+	GstPpsSink *sink = GST_PPS_SINK(object);
+
+	if (sink->base) {
+		g_warning("%s: %s cannot change while the element is serving",
+		          GST_OBJECT_NAME(sink), pspec->name);
+		return;
+	}
+	if (!pps_gst_properties_set(&sink_properties, sink->config, object, id, value))
+		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+}
+
+static void
+gst_pps_sink_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec)
+{
+	GstPpsSink *sink = GST_PPS_SINK(object);
+
+	if (id == PROP_PORT)
+		g_value_set_uint(value, sink->port);
+	else if (!pps_gst_properties_get(&sink_properties, sink->config, id, value))
+		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+}
+
+static void
+gst_pps_sink_finalize(GObject *object)
+{
+	GstPpsSink *sink = GST_PPS_SINK(object);
+
+	pps_config_free(sink->config);
+	G_OBJECT_CLASS(gst_pps_sink_parent_class)->finalize(object);
+}
+
+static void
+gst_pps_sink_init(GstPpsSink *sink)
+{
+	sink->config = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	g_assert(sink->config);
+	sink->wake_fd = -1;
+	/* Rendering at the buffer's time paces a source that is not live (a
+	 * file) to real time; a live source's buffers are due as they come. */
+	gst_base_sink_set_sync(GST_BASE_SINK(sink), TRUE);
+	gst_base_sink_set_qos_enabled(GST_BASE_SINK(sink), FALSE);
+}
+
+static void
+gst_pps_sink_class_init(GstPpsSinkClass *klass)
+{
+	GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+	GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+	GstBaseSinkClass *base_class = GST_BASE_SINK_CLASS(klass);
+
+	GST_DEBUG_CATEGORY_INIT(pps_sink_debug, "ppssink", 0, "ppstream sink");
+	gobject_class->set_property = gst_pps_sink_set_property;
+	gobject_class->get_property = gst_pps_sink_get_property;
+	gobject_class->finalize = gst_pps_sink_finalize;
+	g_object_class_install_property(
+	    gobject_class, PROP_PORT,
+	    g_param_spec_uint("port", "port",
+	                      "TCP port the server listens on, once serving (listen=HOST:0 lets "
+	                      "the kernel choose; also in the pps-listening element message)",
+	                      0, 65535, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+	pps_gst_properties_install(gobject_class, &sink_properties, PPS_CONFIG_PROGRAM_SERVER,
+	                           PROP_FIRST_KEY, sink_rules);
+
+	gst_element_class_set_static_metadata(
+	    element_class, "ppstream sink", "Sink/Network",
+	    "Serves raw video to pps-clients with priority-progress streaming: layered x264, "
+	    "adaptation windows, a progress regulator and a MIN_BUF TCP socket per client; the "
+	    "picture size and frame rate come from the caps (width and height cropped to even)",
+	    "ppstream");
+	gst_element_class_add_static_pad_template(element_class, &sink_template);
+
+	base_class->start = gst_pps_sink_start;
+	base_class->stop = gst_pps_sink_stop;
+	base_class->set_caps = gst_pps_sink_set_caps;
+	base_class->render = gst_pps_sink_render;
+	base_class->event = gst_pps_sink_event;
+}
