@@ -77,6 +77,7 @@ static const pps_gst_property_rule_t sink_rules[] = {
     {"source", NULL, NULL},
     {"source", "timecode", "timecode"},
     {"source", "queue_frames", "queue-frames"},
+    {"adapt", "interval_ms", "adapt-interval-ms"},
     {NULL, NULL, NULL},
 };
 
