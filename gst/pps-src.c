@@ -218,6 +218,16 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *meta, int6
 }
 
 static void
+end_cb(evutil_socket_t fd, short what, void *user)
+{
+	GstPpsSrc *src = user;
+
+	(void)fd;
+	(void)what;
+	pps_player_stop(src->player);
+}
+
+static void
 player_closed_cb(const pps_connection_end_t *end, void *user)
 {
 	GstPpsSrc *src = user;
@@ -237,8 +247,9 @@ player_closed_cb(const pps_connection_end_t *end, void *user)
 		         src->server, end->why);
 		queue_final(src, ITEM_ERROR, message);
 	}
-	/* Frames still waiting for their display time are logged "stopped". */
-	pps_player_stop(src->player);
+	/* Frames still waiting for their display time are logged "stopped",
+	 * once the connection's callback has returned. */
+	event_base_once(src->base, -1, EV_TIMEOUT, end_cb, src, &(struct timeval){0, 0});
 }
 
 static void
@@ -471,7 +482,6 @@ gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
 	GstCaps *current;
 	GstClock *clock;
 	item_t *item;
-	GstFlowReturn ret;
 
 	g_mutex_lock(&src->lock);
 	while (!src->flushing && g_queue_is_empty(&src->items))
@@ -534,8 +544,7 @@ gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
 	*out = item->buffer;
 	item->buffer = NULL;
 	item_free(item);
-	ret = GST_FLOW_OK;
-	return ret;
+	return GST_FLOW_OK;
 }
 
 /* ---- GObject ------------------------------------------------------------- */
