@@ -197,7 +197,7 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 		int64_t latency_us = w->complete_us - first_capture;
 		int64_t delay_us = pps_playout_delay_us(p->playout);
 
-		if (delay_us > 0 && latency_us > delay_us)
+		if (delay_us > 0 && latency_us > delay_us && pps_playout_drops_late(p->playout))
 			sw.status = PPS_WINDOW_LATE;
 		pps_playout_window(p->playout, latency_us);
 	}

@@ -30,8 +30,10 @@ TOLERANCES_MS = (100, 160, 200, 300, 400, 500, 1000)
 CURVE_MS = list(range(0, 1501, 10))
 SHARE_TOLERANCE_MS = {"drd-ecn": 300, "droptail": 500}
 TRANSPORT_ORDER = ("tcp", "minbuf(1,0)", "minbuf(1,3)", "minbuf(2,0)")
-AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set")
-SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set")
+AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set",
+        "playout")
+SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set",
+                 "playout")
 LINUX_TCP_RTO_MIN_MS = 200.0
 
 # TOMCCAP 2008, 10 Mbit/s, 50 ms RTT, drop-tail (section 7.2).
@@ -104,6 +106,8 @@ def extras_name(d):
             out += f", {d[a]}"
     if d.get("server_set"):
         out += f", server_set {d['server_set']}"
+    if d.get("playout"):
+        out += f", playout {d['playout']}"
     return out
 
 
@@ -119,7 +123,7 @@ def scenario_name(sc, short=False):
 
 def scenario_tag(sc):
     d = dict(zip(SCENARIO_AXES, sc))
-    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set") if d.get(a))
+    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set", "playout") if d.get(a))
     return (f"w{d['window_frames']}-f{d['flows']}-{d['rate_mbit']:g}mbit-{d['rtt_ms']:g}ms-{d['queue']}-"
             f"{d['congestion']}{extra}").replace(".", "p")
 
