@@ -144,7 +144,7 @@ pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
 
 gboolean
 pps_gst_properties_set(const pps_gst_properties_t *props, pps_config_t *config, GObject *object,
-                       guint id, const GValue *value)
+                       guint id, const GValue *value, char *error, size_t error_size)
 {
 	const pps_config_key_t *k;
 	char *text, *assignment, err[512];
@@ -168,8 +168,12 @@ pps_gst_properties_set(const pps_gst_properties_t *props, pps_config_t *config, 
 			text = g_strdup("");
 	}
 	assignment = g_strdup_printf("%s.%s=%s", k->section, k->key, text);
-	if (pps_config_set(config, assignment, err, sizeof(err)) < 0)
+	if (pps_config_set(config, assignment, err, sizeof(err)) < 0) {
 		g_warning("%s: %s", GST_OBJECT_NAME(object), err);
+		/* The first one explains; the element refuses to start with it. */
+		if (!error[0])
+			g_strlcpy(error, err, error_size);
+	}
 	g_free(assignment);
 	g_free(text);
 	return TRUE;

@@ -45,10 +45,13 @@ void pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props
                                 pps_config_program_t program, guint first_id,
                                 const pps_gst_property_rule_t *rules);
 
-/* set_property for a key's id: validated like `--set` (a warning names the
- * key and what is allowed; the value is left as it was). TRUE if @id is one. */
+/* set_property for a key's id: validated like `--set`. A value refused (a
+ * warning names the key and what is allowed) is left as it was, and the
+ * first such message goes to @error (if it is still "") so that the element
+ * refuses to start with it. TRUE if @id is a key's. */
 gboolean pps_gst_properties_set(const pps_gst_properties_t *props, pps_config_t *config,
-                                GObject *object, guint id, const GValue *value);
+                                GObject *object, guint id, const GValue *value, char *error,
+                                size_t error_size);
 /* get_property for a key's id; TRUE if @id is one. */
 gboolean pps_gst_properties_get(const pps_gst_properties_t *props, const pps_config_t *config,
                                 guint id, GValue *value);

@@ -38,8 +38,9 @@ GST_DEBUG_CATEGORY_STATIC(pps_sink_debug);
 
 typedef struct {
 	GstBaseSink parent;
-	pps_config_t *config; /* the properties; read when the server starts */
-	guint port;           /* bound; 0 before */
+	pps_config_t *config;     /* the properties; read when the server starts */
+	char settings_error[512]; /* the first property value refused, "" if none */
+	guint port;               /* bound; 0 before */
 
 	/* The streaming thread's. */
 	GstVideoInfo info;
@@ -452,6 +453,10 @@ gst_pps_sink_start(GstBaseSink *bsink)
 {
 	GstPpsSink *sink = GST_PPS_SINK(bsink);
 
+	if (sink->settings_error[0]) {
+		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS, ("%s", sink->settings_error), (NULL));
+		return FALSE;
+	}
 	atomic_store(&sink->eos, false);
 	atomic_store(&sink->stop, false);
 	sink->failed = FALSE;
@@ -500,7 +505,8 @@ gst_pps_sink_set_property(GObject *object, guint id, const GValue *value, GParam
 		          GST_OBJECT_NAME(sink), pspec->name);
 		return;
 	}
-	if (!pps_gst_properties_set(&sink_properties, sink->config, object, id, value))
+	if (!pps_gst_properties_set(&sink_properties, sink->config, object, id, value,
+	                            sink->settings_error, sizeof(sink->settings_error)))
 		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
 }
 

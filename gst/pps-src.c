@@ -51,7 +51,8 @@ typedef struct {
 
 typedef struct {
 	GstPushSrc parent;
-	pps_config_t *config; /* the properties; read by start() only */
+	pps_config_t *config;     /* the properties; read by start() only */
+	char settings_error[512]; /* the first property value refused, "" if none */
 	guint queue_frames;
 
 	/* Hand-over between the loop thread and the streaming thread. */
@@ -318,6 +319,10 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 	const char *log_path = pps_config_get_string(c, "log", "file");
 	GError *error = NULL;
 
+	if (src->settings_error[0]) {
+		GST_ELEMENT_ERROR(src, RESOURCE, SETTINGS, ("%s", src->settings_error), (NULL));
+		return FALSE;
+	}
 	g_strlcpy(src->server, pps_config_get_string(c, "client", "server"), sizeof(src->server));
 	if (strlen(pps_config_get_string(c, "client", "access_token")) > PPS_WIRE_MAX_AUTH_BYTES) {
 		GST_ELEMENT_ERROR(src, RESOURCE, SETTINGS,
@@ -561,7 +566,8 @@ gst_pps_src_set_property(GObject *object, guint id, const GValue *value, GParamS
 	}
 	if (id == PROP_QUEUE_FRAMES)
 		src->queue_frames = g_value_get_uint(value);
-	else if (!pps_gst_properties_set(&src_properties, src->config, object, id, value))
+	else if (!pps_gst_properties_set(&src_properties, src->config, object, id, value,
+	                                 src->settings_error, sizeof(src->settings_error)))
 		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
 }
 

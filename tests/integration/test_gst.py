@@ -292,8 +292,23 @@ def gst_inspect(build, workdir):
                   "gst-inspect-1.0 %s lacks %s" % (element, k))
 
 
+def gst_bad_property(build, workdir):
+    """A value the configuration refuses (an address without a port) stops the
+    pipeline with the loader's own message, instead of running on the default."""
+    view = Launch(build, workdir, "gst-launch-1.0 ppssrc location=nowhere ! fakesink", "bad")
+    try:
+        rc = view.wait()
+        text = view.text()
+    finally:
+        view.stop()
+    check(rc != 0, "gst-launch exit 0 with location=nowhere")
+    check("[client] server = nowhere" in text or "server = nowhere" in text,
+          "no message naming the key:\n" + text[-2000:])
+
+
 TESTS = {f.__name__: f for f in (gst_server_to_ppssrc, gst_ppssrc_no_server,
-                                 gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect)}
+                                 gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect,
+                                 gst_bad_property)}
 
 if __name__ == "__main__":
     if not shutil.which("gst-launch-1.0"):
