@@ -44,7 +44,6 @@ typedef struct {
 
 	/* The streaming thread's. */
 	GstVideoInfo info;
-	gboolean have_info;
 	int width, height; /* the stream's: info's, cropped to even */
 
 	/* The loop thread's (set up before it exists, freed after the join). */
@@ -364,7 +363,6 @@ gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 	sink->width = GST_VIDEO_INFO_WIDTH(&info) & ~1;
 	sink->height = GST_VIDEO_INFO_HEIGHT(&info) & ~1;
 	fps = (int)lround((double)GST_VIDEO_INFO_FPS_N(&info) / GST_VIDEO_INFO_FPS_D(&info));
-	sink->have_info = TRUE;
 	return start_server(sink, fps < 1 ? 1 : fps);
 }
 
@@ -460,7 +458,6 @@ gst_pps_sink_start(GstBaseSink *bsink)
 	atomic_store(&sink->eos, false);
 	atomic_store(&sink->stop, false);
 	sink->failed = FALSE;
-	sink->have_info = FALSE;
 	return TRUE;
 }
 

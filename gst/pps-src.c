@@ -62,7 +62,6 @@ typedef struct {
 	guint frames_queued; /* ITEM_FRAME items in the queue */
 	gboolean flushing;
 	gboolean finished; /* the final item is queued */
-	guint64 frames_overflow;
 
 	/* The loop thread's (set up by start() before the thread exists). */
 	GThread *thread;
@@ -71,7 +70,8 @@ typedef struct {
 	struct event *wake_event;
 	pps_player_t *player;
 	FILE *log;
-	GstCaps *caps; /* of the current stream */
+	GstCaps *caps;      /* of the current stream; NULL before STREAM_INFO */
+	GstVideoInfo vinfo; /* the same */
 	char server[300];
 
 	/* The streaming thread's. */
@@ -150,6 +150,7 @@ player_stream_cb(const pps_wire_stream_info_t *info, void *user)
 	if (src->caps)
 		gst_caps_unref(src->caps);
 	src->caps = gst_video_info_to_caps(&vinfo);
+	src->vinfo = vinfo;
 	GST_INFO_OBJECT(src,
 	                "connected to %s: %ux%u@%u, %u temporal x %u quality layers, window %u "
 	                "frames, budget %u ms",
@@ -163,7 +164,7 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *meta, int6
                void *user)
 {
 	GstPpsSrc *src = user;
-	GstVideoInfo vinfo;
+	GstVideoInfo *vinfo = &src->vinfo;
 	GstVideoFrame vframe;
 	GstBuffer *buffer;
 	GstCaps *ts_caps;
@@ -171,19 +172,19 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *meta, int6
 
 	g_mutex_lock(&src->lock);
 	if (src->frames_queued >= src->queue_frames || src->flushing) {
-		/* Downstream is behind (or flushing): not taken, and accounted. */
-		src->frames_overflow++;
+		/* Downstream is behind (or flushing): not taken; the player
+		 * logs it as an overflow. */
 		g_mutex_unlock(&src->lock);
 		return false;
 	}
 	g_mutex_unlock(&src->lock);
 
-	if (!src->caps || !gst_video_info_from_caps(&vinfo, src->caps) ||
-	    GST_VIDEO_INFO_WIDTH(&vinfo) != picture->width ||
-	    GST_VIDEO_INFO_HEIGHT(&vinfo) != picture->height)
+	/* The decoder's pictures have the stream's size (the receiver checks). */
+	if (!src->caps || GST_VIDEO_INFO_WIDTH(vinfo) != picture->width ||
+	    GST_VIDEO_INFO_HEIGHT(vinfo) != picture->height)
 		return false;
-	buffer = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&vinfo), NULL);
-	if (!buffer || !gst_video_frame_map(&vframe, &vinfo, buffer, GST_MAP_WRITE)) {
+	buffer = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(vinfo), NULL);
+	if (!buffer || !gst_video_frame_map(&vframe, vinfo, buffer, GST_MAP_WRITE)) {
 		if (buffer)
 			gst_buffer_unref(buffer);
 		return false;
@@ -354,7 +355,6 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 
 	src->flushing = FALSE;
 	src->finished = FALSE;
-	src->frames_overflow = 0;
 	src->frame_duration = GST_CLOCK_TIME_NONE;
 	src->base = event_base_new();
 	src->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
