@@ -334,6 +334,26 @@ err:
 
 /* ---- GstBaseSink (streaming and application threads) ----------------------- */
 
+/*
+ * Like the capture's appsink: a source that is not live (a file) is paced to
+ * real time by rendering each buffer at its time; a live one is rendered as
+ * it comes, since waiting for its time plus the pipeline's latency would add
+ * that latency (some 60 ms with a live videotestsrc, measured on loopback).
+ */
+static void
+choose_sync(GstPpsSink *sink)
+{
+	GstQuery *query = gst_query_new_latency();
+	gboolean live = FALSE;
+
+	if (gst_pad_peer_query(GST_BASE_SINK_PAD(sink), query))
+		gst_query_parse_latency(query, &live, NULL, NULL);
+	gst_query_unref(query);
+	gst_base_sink_set_sync(GST_BASE_SINK(sink), !live);
+	GST_INFO_OBJECT(sink, "upstream is %slive: %s", live ? "" : "not ",
+	                live ? "frames go as they come" : "paced to real time");
+}
+
 static gboolean
 gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 {
@@ -359,6 +379,7 @@ gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 		sink->info = info;
 		return TRUE;
 	}
+	choose_sync(sink);
 	sink->info = info;
 	sink->width = GST_VIDEO_INFO_WIDTH(&info) & ~1;
 	sink->height = GST_VIDEO_INFO_HEIGHT(&info) & ~1;
@@ -533,8 +554,7 @@ gst_pps_sink_init(GstPpsSink *sink)
 	sink->config = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
 	g_assert(sink->config);
 	sink->wake_fd = -1;
-	/* Rendering at the buffer's time paces a source that is not live (a
-	 * file) to real time; a live source's buffers are due as they come. */
+	/* Until the first caps (choose_sync()). */
 	gst_base_sink_set_sync(GST_BASE_SINK(sink), TRUE);
 	gst_base_sink_set_qos_enabled(GST_BASE_SINK(sink), FALSE);
 }

@@ -32,7 +32,9 @@
 GST_DEBUG_CATEGORY_STATIC(pps_src_debug);
 #define GST_CAT_DEFAULT pps_src_debug
 
-#define PPS_SRC_DEFAULT_QUEUE_FRAMES 4
+/* A playout policy may make several frames due at once (a window decoded
+ * late, asap after a stall): the queue holds such a burst for downstream. */
+#define PPS_SRC_DEFAULT_QUEUE_FRAMES 16
 #define PPS_SRC_MAX_QUEUE_FRAMES     64
 
 typedef enum {
