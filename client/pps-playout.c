@@ -149,7 +149,9 @@ pps_playout_set_stream(pps_playout_t *p, int64_t latency_budget_us, int64_t wind
 {
 	p->budget_us = latency_budget_us;
 	p->window_us = window_us > 0 ? window_us : 1;
-	if (!p->have_estimate)
+	/* The adaptive policy starts from the stream's delay; smooth starts
+	 * from the first window and must not be reset by later calls. */
+	if (p->policy == PPS_PLAYOUT_ADAPTIVE && !p->have_estimate)
 		p->delay_us = pps_playout_stream_delay_us(p);
 }
 
@@ -157,7 +159,7 @@ void
 pps_playout_set_rtt(pps_playout_t *p, int64_t rtt_us)
 {
 	p->rtt_us = rtt_us > 0 ? rtt_us : 1;
-	if (!p->have_estimate)
+	if (p->policy == PPS_PLAYOUT_ADAPTIVE && !p->have_estimate)
 		p->delay_us = pps_playout_stream_delay_us(p);
 }
 

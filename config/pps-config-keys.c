@@ -128,6 +128,9 @@ static const pps_config_key_t keys[] = {
 	     "TCP congestion control per connection; default = the system's"),
 	BOOL("transport", "thin_linear_timeouts", "false", SERVER,
 	     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+	BOOL("transport", "pacing", "false", SERVER,
+	     "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
+	     "turns on TCP's internal pacing) instead of sending a window's packets in a burst"),
 	ENUM("transport", "latency_cap", "yielding", pps_latency_cap_names, SERVER,
 	     "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
 	     "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),

@@ -142,6 +142,10 @@ typedef struct {
 	bool ecn;   /* ECN wanted: only reported, see above */
 	pps_minbuf_congestion_t congestion;
 	bool thin_linear_timeouts;
+	/* TCP's internal pacing (SO_MAX_PACING_RATE set below "unlimited"): the
+	 * kernel spreads packets at about 1.2 x cwnd / srtt instead of sending
+	 * what cwnd allows back to back. */
+	bool pacing;
 	/* Most packets per write(2); 0 = PPS_DEFAULT_MINBUF_BATCH_PKTS. */
 	unsigned batch_pkts;
 } pps_minbuf_params_t;
@@ -151,7 +155,7 @@ typedef struct {
 /* Fills @params with the defaults: minbuf, A=1, B=3, no ECN, default cc. */
 void pps_minbuf_params_init(pps_minbuf_params_t *params);
 
-/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts. */
+/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts, pacing. */
 int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
 /* Names shared by config, CLI and logs: "tcp"/"minbuf", "default"/"cubic"/... */

@@ -270,6 +270,9 @@ test_playout_smooth(void)
 		pps_playout_window(p, i % 25 == 0 ? 100000 : 60000);
 	CHECK_EQ_INT(pps_playout_delay_us(p), 70000);
 	CHECK_EQ_INT(pps_playout_display_time(p, 1000000, 0), 1070000);
+	/* A new round-trip measurement (every second) leaves it alone. */
+	pps_playout_set_rtt(p, 50000);
+	CHECK_EQ_INT(pps_playout_delay_us(p), 70000);
 	/* The path slows for 8 windows (over 5%): up at once. */
 	for (int i = 0; i < 8; i++)
 		pps_playout_window(p, 400000);
