@@ -170,7 +170,7 @@ static const pps_config_key_t keys[] = {
 	     "only if it exceeds its uncertainty)"),
 
 	/* [playout] */
-	ENUM("playout", "policy", "adaptive", playout_policies, CLIENT,
+	ENUM("playout", "policy", "asap", playout_policies, CLIENT,
 	     "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
 	     "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
 	     "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
