@@ -56,6 +56,10 @@ static const pps_config_key_t keys[] = {
 	INT("server", "evict_after_s", "10", 0, 3600, SERVER,
 	    "a client that takes no data for this long (it stopped reading) is dropped with BYE "
 	    "too-slow; 0 = never"),
+	INT("server", "recovery_budget_pct", "5", 0, 100, SERVER,
+	    "IDRs forced for clients that joined or lost their base layer may add at most this "
+	    "share of the encoded rate (a token bucket in bits; beyond it requests wait, at "
+	    "least 500 ms apart in any case); 0 = time bound only"),
 	STRING("server", "access_token", "", SERVER,
 	       "if set, only clients whose HELLO carries this token are served (client."
 	       "access_token); sent in the clear, so put TLS around untrusted paths"),
