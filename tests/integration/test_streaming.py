@@ -416,10 +416,106 @@ def slow_reader_evicted(build, workdir):
           % (rc, other.stderr))
 
 
+def soak(build, workdir):
+    """A short soak: 200 connect/HELLO/STREAM_INFO/close cycles, then a slow
+    reader and a join/leave churner together, beside one viewer. The server
+    stays up, its descriptors come back to their count before the attack, and
+    the viewer keeps getting frames throughout (no second without one)."""
+    import threading
+
+    def fd_count(pid):
+        return len(os.listdir("/proc/%d/fd" % pid))
+
+    def wait_fds(pid, want, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            n = fd_count(pid)
+            if n == want:
+                return n
+            time.sleep(0.05)
+        return fd_count(pid)
+
+    srv = Server(build, workdir)
+    halt = threading.Event()
+    cycles = {"ok": 0, "churn": 0}
+
+    def slow_reader():
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(hello(b"slow"))
+        s.settimeout(0.05)
+        while not halt.wait(0.1):
+            try:
+                if not s.recv(512):
+                    break
+            except socket.timeout:
+                pass
+        s.close()
+
+    def churner():
+        while not halt.is_set():
+            c = socket.create_connection(("127.0.0.1", srv.port))
+            c.sendall(hello(b"churn"))
+            c.settimeout(0.05)
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:
+                try:
+                    if not c.recv(65536):
+                        break
+                except socket.timeout:
+                    pass
+            c.close()
+            cycles["churn"] += 1
+
+    try:
+        viewer = Client(build, workdir, srv.address, duration=14, name="viewer")
+        wait_for_log(srv, '"viewer" joined')
+        baseline = fd_count(srv.proc.pid)
+        rss_before = srv.rss_kib()
+        attack_start_us = time.time() * 1e6
+        for i in range(200):
+            c = socket.create_connection(("127.0.0.1", srv.port))
+            c.sendall(hello(b"cycle%d" % i))
+            info, _ = read_until(c, 2)
+            c.close()
+            cycles["ok"] += info is not None
+        threads = [threading.Thread(target=slow_reader), threading.Thread(target=churner)]
+        for t in threads:
+            t.start()
+        time.sleep(4)  # the attack's length, not a synchronisation
+        halt.set()
+        for t in threads:
+            t.join(timeout=10)
+        attack_end_us = time.time() * 1e6
+        fds_after = wait_fds(srv.proc.pid, baseline)
+        alive = srv.proc.poll() is None
+        rss_after = srv.rss_kib()
+        rc = viewer.wait()
+    finally:
+        halt.set()
+        srv.stop()
+    shown = sorted(e["display_us"] for e in viewer.events("frame") if e["shown"])
+    during = [t for t in shown if attack_start_us <= t <= attack_end_us]
+    gaps = [b - a for a, b in zip(during, during[1:])]
+    longest_ms = max(gaps) / 1000 if gaps else float("inf")
+    print("soak: %d/200 handshakes, %d churn joins; server fds %d -> %d, RSS %d -> %d KiB; "
+          "viewer %d frames shown during the %.1f s attack, longest gap %.0f ms"
+          % (cycles["ok"], cycles["churn"], baseline, fds_after, rss_before, rss_after,
+             len(during), (attack_end_us - attack_start_us) / 1e6, longest_ms))
+    check(alive, "server died: " + srv.log()[-2000:])
+    check(cycles["ok"] == 200, "%d of 200 handshakes got STREAM_INFO" % cycles["ok"])
+    check(cycles["churn"] >= 5, "churner joined %d times" % cycles["churn"])
+    check(fds_after == baseline, "server fds %d after the attack, %d before" % (fds_after, baseline))
+    check(rc == 0, "viewer exit %d: %s" % (rc, viewer.stderr))
+    check(len(during) > 0 and longest_ms < 1000,
+          "viewer: %d frames during the attack, longest gap %.0f ms" % (len(during), longest_ms))
+
+
 TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
                                  bad_source, access_token, beyond_loopback_warning,
-                                 silent_connections, slow_reader_evicted]}
+                                 silent_connections, slow_reader_evicted, soak]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
