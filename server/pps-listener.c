@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -20,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define PPS_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 
 typedef struct link {
 	pps_session_t *session;
@@ -42,6 +46,11 @@ struct pps_listener {
 	pps_recovery_t *recovery;
 	unsigned next_id;
 	pps_listener_stats_t stats;
+	/* Refusals logged: at most PPS_LISTENER_REFUSALS_LOGGED_PER_S a second,
+	 * the rest counted and summed up in one line. */
+	int64_t refusal_second_us;
+	unsigned refusals_logged;
+	uint64_t refusals_unlogged;
 };
 
 static int64_t
@@ -49,6 +58,31 @@ listener_now(const pps_listener_t *l)
 {
 	return l->params.session.clock_cb ? l->params.session.clock_cb(l->params.session.clock_user)
 	                                  : pps_server_now_us();
+}
+
+/* A flood of refused connections must not become a flood of log lines. */
+static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...)
+{
+	int64_t now = listener_now(l);
+	va_list ap;
+
+	if (now - l->refusal_second_us >= 1000000) {
+		if (l->refusals_unlogged)
+			fprintf(stderr, "pps-server: %" PRIu64 " more refusals not logged\n",
+			        l->refusals_unlogged);
+		l->refusal_second_us = now;
+		l->refusals_logged = 0;
+		l->refusals_unlogged = 0;
+	}
+	if (l->refusals_logged >= PPS_LISTENER_REFUSALS_LOGGED_PER_S) {
+		l->refusals_unlogged++;
+		l->stats.refusals_unlogged++;
+		return;
+	}
+	l->refusals_logged++;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 }
 
 static void
@@ -130,8 +164,8 @@ session_admit_cb(void *user, pps_session_t *session)
 	count_sessions(l, &streaming, &pending);
 	if (streaming < l->params.max_clients)
 		return true;
-	fprintf(stderr, "pps-server: refused %s: server full (max_clients %u)\n",
-	        pps_session_peer(session), l->params.max_clients);
+	log_refusal(l, "pps-server: refused %s: server full (max_clients %u)\n",
+	            pps_session_peer(session), l->params.max_clients);
 	l->stats.clients_refused++;
 	return false;
 }
@@ -234,7 +268,7 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 		bye.u.bye.text_len =
 		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
 		pps_server_write_record_now(fd, &bye);
-		fprintf(stderr, "pps-server: refused %s:%s: %s\n", host, port, why);
+		log_refusal(l, "pps-server: refused %s:%s: %s\n", host, port, why);
 		l->stats.clients_refused++;
 		close(fd);
 		return -EBUSY;

@@ -110,8 +110,12 @@ typedef struct {
 	uint64_t clients_unauthorized; /* refused with BYE unauthorized */
 	uint64_t clients_evicted;      /* dropped with BYE too-slow */
 	uint64_t handshakes_dropped;   /* pending connections dropped for a newcomer or a timeout */
+	uint64_t refusals_unlogged;    /* refusals past PPS_LISTENER_REFUSALS_LOGGED_PER_S */
 	pps_recovery_stats_t recovery;
 } pps_listener_stats_t;
+
+/* Refused connections logged per second at most; the rest are counted. */
+#define PPS_LISTENER_REFUSALS_LOGGED_PER_S 5
 
 typedef struct pps_listener pps_listener_t;
 

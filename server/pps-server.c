@@ -282,7 +282,7 @@ print_final(server_t *srv)
 		        ",\"raw_frames_dropped\":%" PRIu64 ",\"windows\":%" PRIu64
 		        ",\"clients_total\":%" PRIu64 ",\"clients_refused\":%" PRIu64
 		        ",\"clients_unauthorized\":%" PRIu64 ",\"clients_evicted\":%" PRIu64
-		        ",\"handshakes_dropped\":%" PRIu64
+		        ",\"handshakes_dropped\":%" PRIu64 ",\"refusals_unlogged\":%" PRIu64
 		        ",\"cpu_user_s\":%.3f,\"cpu_system_s\":%.3f"
 		        ",\"idr_requests\":%" PRIu64 ",\"idr_deferred\":%" PRIu64
 		        ",\"recovery_requests\":%" PRIu64 ",\"recovery_granted\":%" PRIu64
@@ -291,7 +291,7 @@ print_final(server_t *srv)
 		        ",\"layer_bytes\":[",
 		        secs, ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
 		        ls.clients_refused, ls.clients_unauthorized, ls.clients_evicted,
-		        ls.handshakes_dropped,
+		        ls.handshakes_dropped, ls.refusals_unlogged,
 		        (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
 		        (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
 		        ms.idr_requests, ms.idr_deferred, ls.recovery.requests, ls.recovery.granted,

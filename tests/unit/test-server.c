@@ -482,6 +482,32 @@ test_limits(void)
 	fixture_free(&f);
 }
 
+/* A flood of refusals: a few log lines a second, the rest counted. */
+static void
+test_refusal_logs_bounded(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t a, r;
+
+	default_params(&params);
+	params.max_per_address = 1;
+	fixture_new(&f, &params);
+	CHECK_EQ_INT(connect_peer(&f, &a, "10.0.0.9", false), 0);
+	for (int i = 0; i < 3 * PPS_LISTENER_REFUSALS_LOGGED_PER_S; i++) {
+		CHECK_EQ_INT(connect_peer(&f, &r, "10.0.0.9", false), -EBUSY);
+		peer_close(&r);
+	}
+	CHECK_EQ_INT(stats_of(&f).clients_refused, 3 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	CHECK_EQ_INT(stats_of(&f).refusals_unlogged, 2 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	fake_now_us += 1000000; /* a new second: logged again */
+	CHECK_EQ_INT(connect_peer(&f, &r, "10.0.0.9", false), -EBUSY);
+	peer_close(&r);
+	CHECK_EQ_INT(stats_of(&f).refusals_unlogged, 2 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	peer_close(&a);
+	fixture_free(&f);
+}
+
 /* Joins through the listener: the second within min_interval is deferred,
  * not dropped, and asked for once the interval is over. */
 static void
@@ -638,6 +664,7 @@ main(void)
 	test_access_token();
 	test_slow_client_evicted();
 	test_limits();
+	test_refusal_logs_bounded();
 	test_listener_defers_idr();
 	test_recovery_bounds();
 	test_recovery_budget_under_churn();
