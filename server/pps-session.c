@@ -41,7 +41,7 @@ struct pps_session {
 	void *user;
 	bool closing;
 	uint64_t pings;
-	uint64_t base_dropped;    /* base-layer ADUs dropped for this client so far */
+	uint64_t base_dropped; /* base-layer ADUs dropped for this client so far */
 	int64_t last_progress_us; /* last time the writer took a packet */
 	int64_t accepted_us;      /* for the handshake timeout */
 	int bye_reason;           /* the BYE reason we refused with, or -1 */
@@ -180,17 +180,17 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 {
 	pps_session_t *s = user;
 	pps_path_sample_t sample = {
-	    .now_us = session_now(s),
-	    .delivery_rate_bps = ms->delivery_rate_bps,
-	    .delivery_app_limited = ms->delivery_app_limited,
-	    .min_rtt_us = ms->min_rtt_us,
-	    .srtt_us = ms->srtt_us,
-	    .bytes_acked = ms->bytes_acked,
-	    .total_retrans_pkts = ms->total_retrans_pkts,
-	    .lost_pkts = ms->lost_pkts,
-	    .cwnd_pkts = ms->cwnd_pkts,
-	    .unacked_pkts = ms->unacked_pkts,
-	    .mss_bytes = ms->mss_bytes,
+		.now_us = session_now(s),
+		.delivery_rate_bps = ms->delivery_rate_bps,
+		.delivery_app_limited = ms->delivery_app_limited,
+		.min_rtt_us = ms->min_rtt_us,
+		.srtt_us = ms->srtt_us,
+		.bytes_acked = ms->bytes_acked,
+		.total_retrans_pkts = ms->total_retrans_pkts,
+		.lost_pkts = ms->lost_pkts,
+		.cwnd_pkts = ms->cwnd_pkts,
+		.unacked_pkts = ms->unacked_pkts,
+		.mss_bytes = ms->mss_bytes,
 	};
 
 	pps_path_add_sample(s->path, &sample);
