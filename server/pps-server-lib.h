@@ -11,6 +11,7 @@
  *   adapt loop: the closed loop's timer (path estimates -> rate allocator ->
  *             encoder)
  *   log:      --log, JSON Lines once a second
+ *   report:   the status line and the final counters (--stats-json)
  *
  * pps-server.c parses the command line and the configuration, creates these
  * and connects their callbacks. Everything runs on the thread that owns the
@@ -177,5 +178,19 @@ pps_server_log_t *pps_server_log_new(struct event_base *base, const char *path, 
                                      size_t err_size);
 /* Stops and closes: 0, or a negative errno when the file could not be written. */
 int pps_server_log_close(pps_server_log_t *log);
+
+/* ---- status line and final counters ------------------------------------ */
+
+typedef struct pps_server_report pps_server_report_t;
+
+/* Reads @media and @listener (borrowed); rates are measured from now. NULL + errno. */
+pps_server_report_t *pps_server_report_new(pps_media_t *media, pps_listener_t *listener,
+                                           int quality_layers, bool rate_adaptive);
+void pps_server_report_free(pps_server_report_t *report);
+/* One status line on stderr: rates since the last one, each streaming client. */
+void pps_server_report_status(pps_server_report_t *report);
+/* The run's counters on stderr (unless @quiet) and as JSON in @stats_json
+ * (NULL: none): 0, or a negative errno when the file could not be written. */
+int pps_server_report_final(const pps_server_report_t *report, bool quiet, const char *stats_json);
 
 #endif /* PPS_SERVER_LIB_H */

@@ -416,6 +416,17 @@ def slow_reader_evicted(build, workdir):
           % (rc, other.stderr))
 
 
+def server_unwritable_outputs(build, workdir):
+    """--stats-json and --log that cannot be written make the server exit 1
+    with the file named (not 0 with the figures lost)."""
+    for opt in ("--stats-json", "--log"):
+        p = subprocess.run([os.path.join(build, "server", "pps-server"), "--listen",
+                            "127.0.0.1:0", "-q", "--duration", "1.5", opt, "/dev/full"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1 and opt + " /dev/full" in p.stderr,
+              "%s /dev/full: exit %d: %s" % (opt, p.returncode, p.stderr))
+
+
 def soak(build, workdir):
     """A short soak: 200 connect/HELLO/STREAM_INFO/close cycles, then a slow
     reader and a join/leave churner together, beside one viewer. The server
@@ -518,7 +529,8 @@ def soak(build, workdir):
 TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
                                  bad_source, access_token, beyond_loopback_warning,
-                                 silent_connections, slow_reader_evicted, soak]}
+                                 silent_connections, slow_reader_evicted,
+                                 server_unwritable_outputs, soak]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
