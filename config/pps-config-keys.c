@@ -38,7 +38,7 @@ static const char *const priority_policies[] = { "temporal-first", "quality-firs
 						 NULL };
 static const char *const transport_modes[] = { "tcp", "minbuf", NULL };
 static const char *const congestion_controls[] = { "default", "cubic", "reno", "bbr", NULL };
-static const char *const playout_policies[] = { "fixed", "asap", "adaptive", NULL };
+static const char *const playout_policies[] = { "fixed", "asap", "adaptive", "smooth", NULL };
 static const char *const display_modes[] = { "auto", "sdl", "none", NULL };
 static const char *const clock_modes[] = { "auto", "shared", "estimate", NULL };
 
@@ -127,6 +127,9 @@ static const pps_config_key_t keys[] = {
 	     "TCP congestion control per connection; default = the system's"),
 	BOOL("transport", "thin_linear_timeouts", "false", SERVER,
 	     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+	BOOL("transport", "pacing", "false", SERVER,
+	     "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
+	     "turns on TCP's internal pacing) instead of sending a window's packets in a burst"),
 	ENUM("transport", "latency_cap", "yielding", pps_latency_cap_names, SERVER,
 	     "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
 	     "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
@@ -174,7 +177,9 @@ static const pps_config_key_t keys[] = {
 	/* [playout] */
 	ENUM("playout", "policy", "adaptive", playout_policies, CLIENT,
 	     "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
-	     "budget down), fixed (capture time + tolerance) or asap (as soon as decoded)"),
+	     "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
+	     "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
+	     "(as soon as decoded)"),
 	INT("playout", "tolerance_ms", "0", 0, 10000, CLIENT,
 	    "fixed policy: display at capture time + this; 0 = what the stream can meet "
 	    "(server budget + measured round trip + 10 ms)"),
