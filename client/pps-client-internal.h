@@ -129,7 +129,7 @@ typedef struct {
 	const char *server; /* HOST:PORT (validated by the configuration) */
 	const char *name;   /* sent in HELLO */
 	size_t max_record_bytes;
-	const char *access_token; /* sent in HELLO; "" = none ([client] access_token) */
+	const char *access_token; /* proved by challenge-response, never sent; "" = none */
 	int64_t ping_interval_us;
 	int64_t handshake_timeout_us; /* connect to STREAM_INFO, else the connection fails */
 	bool reconnect;
