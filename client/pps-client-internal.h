@@ -129,7 +129,7 @@ typedef struct {
 	const char *server; /* HOST:PORT (validated by the configuration) */
 	const char *name;   /* sent in HELLO */
 	size_t max_record_bytes;
-	const char *access_token; /* sent in HELLO; "" = none ([client] access_token) */
+	const char *access_token; /* proved by challenge-response, never sent; "" = none */
 	int64_t ping_interval_us;
 	int64_t handshake_timeout_us; /* connect to STREAM_INFO, else the connection fails */
 	bool reconnect;
@@ -278,11 +278,12 @@ typedef struct pps_playout pps_playout_t;
 #define PPS_PLAYOUT_SETTLE_MS 1000.0
 /* Smooth policy: the delay is this quantile of the window delays of the last
  * PPS_PLAYOUT_SMOOTH_HORIZON_MS (at most PPS_PLAYOUT_SMOOTH_WINDOWS windows),
- * plus a decode margin; it rises at once and falls by 1/16 of the excess per
- * window. */
-#define PPS_PLAYOUT_SMOOTH_QUANTILE   0.95
-#define PPS_PLAYOUT_SMOOTH_HORIZON_MS 10000
-#define PPS_PLAYOUT_SMOOTH_WINDOWS    320
+ * plus a decode margin; it rises at once and falls by 1/PPS_PLAYOUT_SMOOTH_FALL
+ * of the excess per window. */
+#define PPS_PLAYOUT_SMOOTH_PERCENTILE 90
+#define PPS_PLAYOUT_SMOOTH_HORIZON_MS 2000
+#define PPS_PLAYOUT_SMOOTH_WINDOWS    128
+#define PPS_PLAYOUT_SMOOTH_FALL       8
 
 /* A decoded frame waiting for its display time. Times: client clock, microseconds. */
 typedef struct {

@@ -57,9 +57,14 @@ static const pps_config_key_t keys[] = {
 	INT("server", "evict_after_s", "10", 0, 3600, SERVER,
 	    "a client that takes no data for this long (it stopped reading) is dropped with BYE "
 	    "too-slow; 0 = never"),
+	INT("server", "recovery_budget_pct", "5", 0, 100, SERVER,
+	    "IDRs forced for clients that joined or lost their base layer may add at most this "
+	    "share of the encoded rate (a token bucket in bits; beyond it requests wait, at "
+	    "least 500 ms apart in any case); 0 = time bound only"),
 	STRING("server", "access_token", "", SERVER,
-	       "if set, only clients whose HELLO carries this token are served (client."
-	       "access_token); sent in the clear, so put TLS around untrusted paths"),
+	       "if set, only clients that prove they hold this token are served (client."
+	       "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
+	       "wire; the stream itself is not encrypted)"),
 
 	/* [source] */
 	ENUM("source", "type", "test", source_types, SERVER,
@@ -159,8 +164,8 @@ static const pps_config_key_t keys[] = {
 		"server to connect to (host:port or [v6addr]:port)"),
 	STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
 	STRING("client", "access_token", "", CLIENT,
-	       "token sent in HELLO for a server that requires one (server.access_token; at most "
-	       "64 bytes)"),
+	       "token for a server that requires one (server.access_token; at most 64 bytes); "
+	       "proved by challenge-response, never sent"),
 	BOOL("client", "reconnect", "false", CLIENT,
 	     "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
 	INT("client", "reconnect_attempts", "10", 1, 1000000, CLIENT,
@@ -176,7 +181,7 @@ static const pps_config_key_t keys[] = {
 	     "only if it exceeds its uncertainty)"),
 
 	/* [playout] */
-	ENUM("playout", "policy", "adaptive", playout_policies, CLIENT,
+	ENUM("playout", "policy", "asap", playout_policies, CLIENT,
 	     "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
 	     "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
 	     "delays; late frames shown at once), fixed (capture time + tolerance) or asap "

@@ -248,50 +248,57 @@ test_playout_stream_delay(void)
 	pps_playout_free(adaptive);
 }
 
-/* Smooth: the 95th percentile of the last 10 s of window delays + 10 ms;
- * up at once, down by 1/16 of the excess per window; late frames are shown at
- * once, never dropped (times injected). */
+/* Smooth: a percentile of the last window delays + 10 ms; up at once, down
+ * by 1/PPS_PLAYOUT_SMOOTH_FALL of the excess per window; late frames are
+ * shown at once, never dropped (times injected). */
 static void
 test_playout_smooth(void)
 {
 	pps_playout_t *p = pps_playout_new(PPS_PLAYOUT_SMOOTH, 0, NULL, NULL);
 	pps_frame_t *pic = pps_frame_new(16, 16), *out;
 	pps_playout_frame_t m = {.window = 1, .frame = 1, .capture_us = 1000000}, got;
-	int64_t window_us = 66667, up, prev;
+	const int64_t window_us = 66667;
+	/* Windows in the horizon, the percentile's rank among them, and how
+	 * many slow windows it takes to move it. */
+	const int horizon = (int)(PPS_PLAYOUT_SMOOTH_HORIZON_MS * 1000 / window_us) + 1;
+	const int rank = (horizon * PPS_PLAYOUT_SMOOTH_PERCENTILE + 99) / 100;
+	const int slow_to_move = horizon - rank + 1;
+	int64_t up, prev;
 
-	REQUIRE(p && pic);
+	REQUIRE(p && pic && slow_to_move >= 2);
 	pps_playout_set_stream(p, 250000, window_us);
 	CHECK(!pps_playout_drops_late(p));
 	/* Before any window: as soon as decoded. */
 	CHECK_EQ_INT(pps_playout_display_time(p, 1000000, 1040000), 1040000);
-	/* 10 s = 150 windows: every 25th at 100 ms (an IDR's window), the rest
-	 * at 60 ms. 6 of 150 is under 5%: the percentile stays at 60 ms. */
-	for (int i = 1; i <= 150; i++)
-		pps_playout_window(p, i % 25 == 0 ? 100000 : 60000);
+	/* A full horizon at 60 ms with one fewer slow window (100 ms, an
+	 * IDR's) than moves the percentile: it stays at 60 ms. */
+	for (int i = 0; i < horizon; i++)
+		pps_playout_window(p, i >= horizon - (slow_to_move - 1) ? 100000 : 60000);
 	CHECK_EQ_INT(pps_playout_delay_us(p), 70000);
 	CHECK_EQ_INT(pps_playout_display_time(p, 1000000, 0), 1070000);
 	/* A new round-trip measurement (every second) leaves it alone. */
 	pps_playout_set_rtt(p, 50000);
 	CHECK_EQ_INT(pps_playout_delay_us(p), 70000);
-	/* The path slows for 8 windows (over 5%): up at once. */
-	for (int i = 0; i < 8; i++)
+	/* The path slows for enough windows: up at once. */
+	for (int i = 0; i < slow_to_move; i++)
 		pps_playout_window(p, 400000);
 	up = pps_playout_delay_us(p);
 	CHECK_EQ_INT(up, 410000);
-	/* It recovers: D holds while the slow windows are over 5% of the
-	 * horizon (the 143rd window after them leaves 7 of 150), then falls
-	 * by 1/16 of the excess per window, never in a jump. */
-	for (int i = 0; i < 142; i++)
+	/* It recovers: D holds while the slow windows can still reach the
+	 * percentile, then falls gradually, never in a jump. */
+	for (int i = 0; i < horizon - slow_to_move; i++)
 		pps_playout_window(p, 60000);
 	CHECK_EQ_INT(pps_playout_delay_us(p), up);
 	pps_playout_window(p, 60000);
-	CHECK_EQ_INT(pps_playout_delay_us(p), up - (up - 70000 + 15) / 16);
-	for (int i = 0; i < 150; i++) {
+	CHECK_EQ_INT(pps_playout_delay_us(p),
+	             up - (up - 70000 + PPS_PLAYOUT_SMOOTH_FALL - 1) / PPS_PLAYOUT_SMOOTH_FALL);
+	for (int i = 0; i < 100; i++) {
 		prev = pps_playout_delay_us(p);
 		pps_playout_window(p, 60000);
-		CHECK(pps_playout_delay_us(p) <= prev && prev - pps_playout_delay_us(p) <= 21000);
+		CHECK(pps_playout_delay_us(p) <= prev);
+		CHECK(prev - pps_playout_delay_us(p) <= (410000 - 70000) / PPS_PLAYOUT_SMOOTH_FALL + 1);
 	}
-	CHECK(pps_playout_delay_us(p) < 75000);
+	CHECK(pps_playout_delay_us(p) < 72000);
 	CHECK(pps_playout_delay_us(p) >= 70000);
 	/* A frame past its display time is queued for now, not refused. */
 	m.capture_us = 1000000;
