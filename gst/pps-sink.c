@@ -33,9 +33,6 @@
 GST_DEBUG_CATEGORY_STATIC(pps_sink_debug);
 #define GST_CAT_DEFAULT pps_sink_debug
 
-/* A client that says nothing for this long after connecting is dropped. */
-#define PPS_SINK_HELLO_TIMEOUT_US (5 * 1000000)
-
 typedef struct {
 	GstBaseSink parent;
 	pps_config_t *config;     /* the properties; read when the server starts */
@@ -166,47 +163,6 @@ loop_thread(gpointer data)
 
 /* ---- the server: built with the first caps -------------------------------- */
 
-/* [server], [pps] and [transport] as pps-server reads them. */
-static int
-listener_params_from_config(GstPpsSink *sink, const pps_config_t *c)
-{
-	pps_listener_params_t *lp = &sink->listener_params;
-	pps_session_params_t *sp = &lp->session;
-	int ret;
-
-	memset(lp, 0, sizeof(*lp));
-	lp->max_clients = (unsigned)pps_config_get_int(c, "server", "max_clients");
-	lp->max_per_address = (unsigned)pps_config_get_int(c, "server", "max_clients_per_address");
-	lp->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
-	lp->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
-	lp->recovery.budget_pct = (unsigned)pps_config_get_int(c, "server", "recovery_budget_pct");
-	sp->access_token = pps_config_get_string(c, "server", "access_token");
-	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
-		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS,
-		                  ("access-token: at most %d bytes", PPS_WIRE_MAX_AUTH_BYTES),
-		                  (NULL));
-		return -EINVAL;
-	}
-	sp->evict_after_us = pps_config_get_int(c, "server", "evict_after_s") * 1000000;
-	sp->config = c;
-	sp->hello_timeout_us = PPS_SINK_HELLO_TIMEOUT_US;
-	sp->sched.latency_budget_us = pps_config_get_int(c, "pps", "latency_budget_ms") * 1000;
-	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
-	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
-	ret = pps_minbuf_params_from_config(c, &sp->transport);
-	if (ret < 0) {
-		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS, ("transport: %s", g_strerror(-ret)),
-		                  (NULL));
-		return ret;
-	}
-	sp->path.cap_policy =
-	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
-	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
-	if (sp->path.queue_target_us == 0)
-		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
-	return 0;
-}
-
 static void
 teardown(GstPpsSink *sink)
 {
@@ -246,6 +202,20 @@ set_source_key(GstPpsSink *sink, const char *key, long value)
 	return TRUE;
 }
 
+/* [server], [pps] and [transport], as pps-server reads them. */
+static gboolean
+set_listener_params(GstPpsSink *sink)
+{
+	char err[256];
+
+	if (pps_listener_params_from_config(sink->config, &sink->listener_params, err,
+	                                    sizeof(err)) < 0) {
+		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS, ("%s", err), (NULL));
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* Media, listener, closed loop and the loop thread, as pps-server sets them up. */
 static gboolean
 start_server(GstPpsSink *sink, int fps)
@@ -260,7 +230,7 @@ start_server(GstPpsSink *sink, int fps)
 
 	if (!set_source_key(sink, "width", sink->width) ||
 	    !set_source_key(sink, "height", sink->height) || !set_source_key(sink, "fps", fps) ||
-	    listener_params_from_config(sink, c) < 0)
+	    !set_listener_params(sink))
 		return FALSE;
 	sink->base = event_base_new();
 	sink->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

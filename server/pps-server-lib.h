@@ -120,6 +120,18 @@ typedef struct {
 
 typedef struct pps_listener pps_listener_t;
 
+/* A client that has not finished its handshake within this is dropped. */
+#define PPS_DEFAULT_HELLO_TIMEOUT_US (5 * 1000000)
+
+/*
+ * @params from [server], [pps] and [transport] of @config, as pps-server and
+ * the ppssink element serve with them (stream_info and frame_duration_us are
+ * the media's, left zero). @config must outlive the listener. 0, or -EINVAL
+ * with the reason (naming the key) in @err.
+ */
+int pps_listener_params_from_config(const pps_config_t *config, pps_listener_params_t *params,
+                                    char *err, size_t err_size);
+
 /* NULL with errno (EINVAL, ENOMEM). Nothing listens before pps_listener_listen(). */
 pps_listener_t *pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
                                  const pps_listener_callbacks_t *callbacks, void *user);

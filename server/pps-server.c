@@ -21,8 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define HELLO_TIMEOUT_US (5 * 1000000)
-
 /* The program's wiring: it holds the objects, no stage's state. */
 typedef struct {
 	pps_config_t *config;
@@ -148,7 +146,7 @@ main(int argc, char **argv)
 	char err[512];
 	const char *port_file = NULL;
 	double duration_s = 0;
-	int opt, ret;
+	int opt;
 	struct timeval status_tv;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -217,37 +215,10 @@ main(int argc, char **argv)
 		goto err_usage;
 	}
 
-	lp->max_clients = (unsigned)pps_config_get_int(srv.config, "server", "max_clients");
-	lp->max_per_address =
-	    (unsigned)pps_config_get_int(srv.config, "server", "max_clients_per_address");
-	lp->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
-	lp->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
-	lp->recovery.budget_pct =
-	    (unsigned)pps_config_get_int(srv.config, "server", "recovery_budget_pct");
-	sp->access_token = pps_config_get_string(srv.config, "server", "access_token");
-	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
-		fprintf(stderr, "pps-server: [server] access_token: at most %d bytes\n",
-		        PPS_WIRE_MAX_AUTH_BYTES);
+	if (pps_listener_params_from_config(srv.config, lp, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pps-server: %s\n", err);
 		goto err_usage;
 	}
-	sp->evict_after_us = pps_config_get_int(srv.config, "server", "evict_after_s") * 1000000;
-	sp->config = srv.config;
-	sp->hello_timeout_us = HELLO_TIMEOUT_US;
-	sp->sched.latency_budget_us =
-	    pps_config_get_int(srv.config, "pps", "latency_budget_ms") * 1000;
-	sp->sched.base_grace_us = pps_config_get_int(srv.config, "pps", "base_grace_ms") * 1000;
-	sp->sched.max_windows = (unsigned)pps_config_get_int(srv.config, "pps", "max_windows");
-	ret = pps_minbuf_params_from_config(srv.config, &sp->transport);
-	if (ret < 0) {
-		fprintf(stderr, "pps-server: [transport]: %s\n", strerror(-ret));
-		goto err_usage;
-	}
-	sp->path.cap_policy =
-	    (pps_latency_cap_policy_t)pps_config_get_enum(srv.config, "transport", "latency_cap");
-	sp->path.queue_target_us =
-	    pps_config_get_int(srv.config, "transport", "queue_target_ms") * 1000;
-	if (sp->path.queue_target_us == 0)
-		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
 
 	srv.base = event_base_new();
 	if (!srv.base) {
