@@ -27,7 +27,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC(pps_sink_debug);
@@ -82,15 +81,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
     GST_STATIC_CAPS("video/x-raw, format = (string) I420, width = (int) [ 64, 3840 ], "
                     "height = (int) [ 64, 2160 ], framerate = (fraction) [ 1/1, 120/1 ]"));
-
-static int64_t
-realtime_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- loop thread --------------------------------------------------------- */
 
@@ -362,7 +352,7 @@ gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 static int64_t
 capture_time_us(GstPpsSink *sink, GstBuffer *buffer)
 {
-	int64_t now_us = realtime_us();
+	int64_t now_us = pps_server_now_us();
 	GstClock *clock = gst_element_get_clock(GST_ELEMENT(sink));
 	GstClockTime running;
 	gint64 age_ns;
