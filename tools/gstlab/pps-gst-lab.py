@@ -67,7 +67,8 @@ def run_pair(args, pair, rep, outdir):
     name = "gstlab%d" % os.getpid()
     build = args.build
     netlab = os.path.join(build, "tools", "netlab", "pps-netlab")
-    env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(build, "gst"))
+    env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(build, "gst"),
+               GST_REGISTRY=os.path.join(build, "gst", "registry.bin"))
     tag = "%s-%d" % (pair, rep)
     log = os.path.join(outdir, tag + ".jsonl")
     sender = receiver = traffic = None
