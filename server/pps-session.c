@@ -6,6 +6,8 @@
  * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
  */
 #include "pps-server-internal.h"
+#include "pps-web.h"
+#include "pps-websocket.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +46,7 @@ struct pps_session {
 	uint64_t base_dropped; /* base-layer ADUs dropped for this client so far */
 	int64_t last_loss_idr_us; /* last IDR this client asked for after a loss */
 	int64_t last_progress_us; /* last time the writer took a packet */
+	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
 };
 
 int64_t
@@ -170,11 +173,16 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 	pps_session_t *s = user;
 
 	int ret;
+	size_t room;
 
 	if (s->closing)
 		return 0;
-	ret = pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes, buf, len_bytes,
-				    push);
+	/* A browser's packet is one WebSocket frame: its header fits in the MSS too. */
+	room = s->web ? PPS_WS_DATA_HEADER_BYTES : 0;
+	ret = pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes - room, buf + room,
+				    len_bytes, push);
+	if (ret == 1 && s->web)
+		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
 	if (ret == 1)
 		s->last_progress_us = pps_server_now_us();
 	check_base_loss(s);
@@ -335,6 +343,12 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 }
 
 static void
+web_done_cb(void *user)
+{
+	session_close(user);
+}
+
+static void
 read_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_session_t *s = user;
@@ -357,6 +371,19 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		return;
 	}
 	len = (size_t)n;
+	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
+	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
+	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len))
+		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
+	if (s->web) {
+		long wire = pps_web_input(s->web, buf, len, sizeof(buf));
+
+		if (wire < 0) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
+			return;
+		}
+		len = (size_t)wire;
+	}
 	while (!s->closing) {
 		pps_wire_record_t record;
 		int ret = pps_wire_parser_next(s->parser, &data, &len, &record);
@@ -451,6 +478,7 @@ pps_session_free(pps_session_t *s)
 	pps_sched_free(s->sched);
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
+	pps_web_free(s->web);
 	close(s->fd);
 	free(s);
 }
@@ -491,7 +519,9 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 	memcpy(bye.u.bye.text, text, len);
 	/* Only between records: a batch the kernel took in part would have the
 	 * BYE land inside a record. */
-	if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
+	if (s->web && (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0))
+		pps_web_say_bye(s->web, &bye);
+	else if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
 		pps_server_write_record_now(s->fd, &bye);
 	shutdown(s->fd, SHUT_WR);
 	/* Closing a socket with unread input (a CLOCK_PING in flight) makes the
