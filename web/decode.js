@@ -21,9 +21,6 @@ const ADU_COUNT_MASK = 0x0f;
 const FRAME_IDR = 0;
 const DECODED_RING = 1024;
 const MAX_RECORDS = 64;
-// A frame whose layer output has not come this long after a later mini-GOP
-// began is held by the decoder for reordering (its filler ADU was cut).
-const HELD_FLUSH_MS = 150;
 
 export function firstFrameOf(windowId, w) { return windowId === 0 ? 0 : (windowId - 1) * w + 1; }
 export function lastFrameOf(windowId, w) { return windowId === 0 ? 0 : windowId * w; }
@@ -173,6 +170,8 @@ export class LayeredDecoder {
     this.lastOutput = -1;
     this.broken = new Array(this.layers).fill(true); // until each layer's first IDR
     this.fillerTs = -1;
+    // Per layer: anchor frame of the last filler ADU fed (see release()).
+    this.fillerThrough = new Array(this.layers).fill(-1);
     this.stats = { adus_decoded: 0, adus_undecodable: 0, decode_errors: 0, layers_cut: 0,
       frames_output: 0, frames_late: 0, decode_ms_sum: 0, decode_ms_n: 0 };
     this.fedAt = new Map();
@@ -262,7 +261,8 @@ export class LayeredDecoder {
         this.broken[q] = true;
       }
     });
-    this.decoded[this.decodedCount++ % DECODED_RING] = info.id ?? info.adu_id;
+    if (split.fillersOnly) this.fillerThrough[q] = Math.max(this.fillerThrough[q], info.frame_index);
+    this.decoded[this.decodedCount++ % DECODED_RING] = info.adu_id;
     this.stats.adus_decoded++;
     this.release(false);
   }
@@ -301,7 +301,6 @@ export class LayeredDecoder {
   poll() { this.release(false); }
 
   release(all) {
-    const now = performance.now();
     for (;;) {
       let first = null;
       for (const r of this.records.values()) if (!first || r.frame_index < first.frame_index) first = r;
@@ -309,17 +308,37 @@ export class LayeredDecoder {
       if (!all && first.frame_index > this.safeThrough) return;
       if (first.pending) return;
       if (!all && first.got !== first.expect) {
+        // Decoding is asynchronous here: a layer's picture that has not come
+        // out yet is either on its way (wait) or held back for reordering
+        // because the sender cut that layer's filler ADU, which closes the
+        // mini-GOP. Only the latter, once a later mini-GOP began, is flushed;
+        // the layer then waits for its next IDR (codec/pps-decoder.c).
         if (first.frame_index > this.laterThrough) return;
-        if (!first.heldSince) first.heldSince = now;
-        if (now - first.heldSince < HELD_FLUSH_MS) return;
+        const s = this.minigop;
+        const anchor = s > 1 ? Math.ceil(first.frame_index / s) * s : first.frame_index;
         const missing = first.expect & ~first.got;
-        for (let q = 0; q < this.layers; q++) {
-          if (!(missing & (1 << q))) continue;
-          this.decoders[q].flush().catch(() => {});
-          this.broken[q] = true;
+        let held = 0;
+        for (let q = 0; q < this.layers; q++)
+          if ((missing & (1 << q)) && s > 1 && this.fillerThrough[q] < anchor) held |= 1 << q;
+        if (!first.flushed) {
+          if (held !== missing) return; // on its way
+          // flush() outputs what the layer holds, then wants a key chunk.
+          const flushes = [];
+          for (let q = 0; q < this.layers; q++) {
+            if (!(held & (1 << q))) continue;
+            flushes.push(this.decoders[q].flush().catch(() => {}));
+            this.broken[q] = true;
+          }
+          first.flushed = 'running';
+          first.undecodable = true;
+          this.stats.layers_cut++;
+          Promise.all(flushes).then(() => {
+            first.flushed = 'done';
+            this.release(false);
+          });
+          return;
         }
-        first.undecodable = true;
-        this.stats.layers_cut++;
+        if (first.flushed !== 'done') return;
       }
       this.records.delete(first.frame_index);
       this.lastOutput = first.frame_index;

@@ -93,10 +93,11 @@ function compile(gl, type, src) {
 
 export class Combiner {
   constructor(canvas) {
-    const gl = canvas.getContext('webgl2', { preserveDrawingBuffer: true, antialias: false });
+    const gl = canvas.getContext('webgl2', { antialias: false, depth: false, stencil: false });
     if (!gl) throw new Error('WebGL2 is not available');
     this.gl = gl;
     this.canvas = canvas;
+    this.kind = 'webgl2';
     gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
     const prog = gl.createProgram();
     gl.attachShader(prog, compile(gl, gl.VERTEX_SHADER, VERTEX));
@@ -191,4 +192,119 @@ export class Combiner {
     }
     return y;
   }
+}
+
+// codec/pps-upscale.c build_taps(): per destination sample, the source index
+// and its Q8 fraction.
+function buildTaps(srcLen, dstLen) {
+  const index = new Int32Array(dstLen), frac = new Int32Array(dstLen);
+  for (let i = 0; i < dstLen; i++) {
+    let pos = Math.floor((2 * i + 1) * srcLen * 256 / (2 * dstLen)) - 128;
+    pos = Math.min(Math.max(pos, 0), (srcLen - 1) * 256);
+    index[i] = pos >> 8;
+    frac[i] = pos & 255;
+    if (index[i] >= srcLen - 1) { index[i] = srcLen - 1; frac[i] = 0; }
+  }
+  return { index, frac };
+}
+
+// The same combine in JavaScript, with the codec's integer arithmetic, then
+// the browser's own YUV -> RGB (an I420 VideoFrame drawn on a 2D canvas): for
+// software-only WebGL (SwiftShader in headless Chromium: measured 160-230 ms
+// per 640x480 combine on a loaded 2-core VM, against 13-15 ms here), and as
+// the reference the WebGL2 combine is checked against.
+export class CpuCombiner {
+  constructor(canvas) {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext('2d');
+    if (!this.ctx) throw new Error('no 2D canvas');
+    this.taps = new Map();
+    this.kind = 'cpu';
+  }
+
+  setOutputSize(w, h) {
+    this.outW = w;
+    this.outH = h;
+    // The combined planes, contiguous: an I420 VideoFrame is made from them.
+    this.i420 = new Uint8Array(w * h * 3 / 2);
+    this.planes = [this.i420.subarray(0, w * h), this.i420.subarray(w * h, w * h * 5 / 4),
+      this.i420.subarray(w * h * 5 / 4)];
+    this.rows = new Uint32Array(w * h); // horizontal pass, Q8
+  }
+
+  tapsFor(src, dst) {
+    const key = `${src}:${dst}`;
+    if (!this.taps.has(key)) this.taps.set(key, buildTaps(src, dst));
+    return this.taps.get(key);
+  }
+
+  // One plane of the output: upscaled base + residuals, into this.planes[p].
+  plane(frame, layers, p) {
+    const w = p ? this.outW >> 1 : this.outW, h = p ? this.outH >> 1 : this.outH;
+    const b = frame.planes[0];
+    const sw = p ? b.width >> 1 : b.width, sh = p ? b.height >> 1 : b.height;
+    const src = b.buf, so = b.layout[p].offset, ss = b.layout[p].stride;
+    const out = this.planes[p];
+    if (sw === w && sh === h) {
+      for (let y = 0; y < h; y++) out.set(src.subarray(so + y * ss, so + y * ss + w), y * w);
+    } else {
+      const tx = this.tapsFor(sw, w), ty = this.tapsFor(sh, h);
+      const xi = tx.index, xf = tx.frac, rows = this.rows;
+      for (let y = 0; y < sh; y++) {
+        const s = so + y * ss, r = y * w;
+        for (let x = 0; x < w; x++) {
+          const i = s + xi[x], f = xf[x];
+          // f = 0 only where i + 1 may be past the row: the weight is 0 then.
+          rows[r + x] = src[i] * (256 - f) + (f === 0 ? 0 : src[i + 1] * f);
+        }
+      }
+      const yi = ty.index, yf = ty.frac;
+      for (let y = 0; y < h; y++) {
+        const r0 = yi[y] * w, g = yf[y], r1 = g ? r0 + w : r0, o = y * w, g0 = 256 - g;
+        for (let x = 0; x < w; x++) out[o + x] = (rows[r0 + x] * g0 + rows[r1 + x] * g + 32768) >>> 16;
+      }
+    }
+    for (let l = 1; l < layers; l++) {
+      const r = frame.planes[l], rb = r.buf, ro = r.layout[p].offset, rs = r.layout[p].stride;
+      for (let y = 0; y < h; y++) {
+        const o = y * w, s = ro + y * rs;
+        for (let x = 0; x < w; x++) {
+          const v = out[o + x] + rb[s + x] - 128;
+          out[o + x] = v < 0 ? 0 : v > 255 ? 255 : v;
+        }
+      }
+    }
+  }
+
+  draw(frame, layers = frame.planes.length) {
+    const w = this.outW, h = this.outH;
+    for (let p = 0; p < 3; p++) this.plane(frame, Math.min(layers, frame.planes.length), p);
+    if (this.canvas.width !== w || this.canvas.height !== h) {
+      this.canvas.width = w;
+      this.canvas.height = h;
+    }
+    // YUV -> RGB by the browser's own converter (BT.601, limited range).
+    const vf = new VideoFrame(this.i420, {
+      format: 'I420', codedWidth: w, codedHeight: h, timestamp: frame.frame_index,
+      colorSpace: { matrix: 'smpte170m', primaries: 'smpte170m', transfer: 'smpte170m',
+        fullRange: false },
+    });
+    this.ctx.drawImage(vf, 0, 0);
+    vf.close();
+  }
+
+  readLuma(frame, layers) {
+    this.plane(frame, Math.min(layers, frame.planes.length), 0);
+    return this.planes[0].slice();
+  }
+}
+
+// True if WebGL2 here is a software rasterizer (SwiftShader, llvmpipe).
+export function webglIsSoftware() {
+  const gl = document.createElement('canvas').getContext('webgl2');
+  if (!gl) return true;
+  const ext = gl.getExtension('WEBGL_debug_renderer_info');
+  const name = ext ? gl.getParameter(ext.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
+  gl.getExtension('WEBGL_lose_context')?.loseContext();
+  return /swiftshader|llvmpipe|software/i.test(String(name));
 }

@@ -9,12 +9,14 @@
 //
 // URL parameters: policy=fixed|asap|adaptive (default adaptive, as
 // pps-client), tolerance_ms (fixed policy; 0 = from the stream), token
-// (the server's access token), name, overlay=0 (hide the overlay).
+// (the server's access token), name, overlay=0 (hide the overlay),
+// renderer=webgl2|cpu|auto (auto: the WebGL2 combine unless WebGL is a
+// software rasterizer, where the same integer combine in JavaScript is faster).
 
 import * as wire from './wire.js';
 import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf } from './decode.js';
 import { Playout, MAX_QUEUE_FRAMES } from './playout.js';
-import { Combiner } from './render.js';
+import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
 
 const PING_INTERVAL_MS = 1000;
 const FREEZE_MS = 100;
@@ -60,10 +62,15 @@ const windowEnds = []; // {last, at_ms} of windows not yet fully accounted
 const droppedWindows = new Set();
 let lastShown = null;
 
+function makeCombiner(kind, target) {
+  if (kind === 'auto') kind = webglIsSoftware() ? 'cpu' : 'webgl2';
+  return kind === 'cpu' ? new CpuCombiner(target) : new Combiner(target);
+}
+
 try {
-  combiner = new Combiner(canvas);
+  combiner = makeCombiner(params.get('renderer') || 'auto', canvas);
 } catch (e) {
-  fail(`WebGL2: ${e.message}`);
+  fail(`renderer: ${e.message}`);
 }
 
 function fail(message) {
@@ -148,10 +155,8 @@ function showDue() {
     shownLog.push(performance.now());
     last = f;
   }
-  if (last && combiner) {
-    combiner.draw(last);
-    lastShown = last;
-  }
+  if (last) lastShown = last;
+  if (last && combiner && params.get('render') !== '0') combiner.draw(last);
   schedule();
 }
 
@@ -164,7 +169,9 @@ function percentile(values, p) {
 function onWindowEnd(w) {
   const nowMs = performance.now();
   if (nextFrame < 0) {
-    if (!w.begun) return; // in flight when we joined
+    // Dropped windows before the first that brings something were in flight
+    // when the viewer joined: not its stream yet (as pps-client counts them).
+    if (w.dropped) return;
     nextFrame = firstFrameOf(w.window_id, info.window_frames);
   }
   stats.windows++;
@@ -205,7 +212,7 @@ function onRecord(r) {
       if (!info) throw new wire.WireError('window record before STREAM_INFO');
       if (r.kind !== wire.KIND.ADU_FRAGMENT) {
         // Window ids the sender skipped were discarded with their WINDOW_END.
-        for (let id = reasm.lastWindow + 1; reasm.lastWindow >= 0 && id < r.window_id; id++) {
+        for (let id = reasm.lastWindow + 1; nextFrame >= 0 && id < r.window_id; id++) {
           droppedWindows.add(id);
           stats.windows++;
           stats.windows_dropped++;
@@ -296,6 +303,7 @@ function snapshot() {
     frames_dropped: stats.reasons.dropped, frames_lost: stats.reasons.lost,
     frames_overflow: stats.reasons.overflow, frames_queued: queue.length,
     layers_shown: stats.layers_shown.slice(1, 1 + (info?.quality_layers ?? 0)),
+    renderer: combiner?.kind ?? null,
     frame_latency_p50_ms: percentile(latencies, 50),
     frame_latency_p95_ms: percentile(latencies, 95),
     frame_latency_last_ms: latencies.length ? latencies[latencies.length - 1] : null,
@@ -339,7 +347,9 @@ window.ppsStats = snapshot;
 
 // For tests: the luma of the frame on screen with every layer and with the
 // base alone (base64, rows top first), read back from the combine.
-window.ppsGrab = () => {
+// With check = true, also the same from the other renderer (its own canvas):
+// the WebGL2 and JavaScript combines must agree bit for bit.
+window.ppsGrab = (check = false) => {
   if (!lastShown || !combiner) return null;
   const b64 = (a) => {
     let s = '';
@@ -349,8 +359,18 @@ window.ppsGrab = () => {
   const full = combiner.readLuma(lastShown, lastShown.layers);
   const base = combiner.readLuma(lastShown, 1);
   combiner.draw(lastShown);
-  return { frame_index: lastShown.frame_index, layers: lastShown.layers,
-    width: info.width, height: info.height, luma: b64(full), luma_base: b64(base) };
+  const out = { frame_index: lastShown.frame_index, layers: lastShown.layers,
+    width: info.width, height: info.height, renderer: combiner.kind,
+    luma: b64(full), luma_base: b64(base) };
+  if (check) {
+    const other = makeCombiner(combiner.kind === 'cpu' ? 'webgl2' : 'cpu',
+      document.createElement('canvas'));
+    other.setOutputSize(info.width, info.height);
+    out.check_renderer = other.kind;
+    out.check_luma = b64(other.readLuma(lastShown, lastShown.layers));
+    out.check_luma_base = b64(other.readLuma(lastShown, 1));
+  }
+  return out;
 };
 
 if (!('VideoDecoder' in window)) {
@@ -359,3 +379,28 @@ if (!('VideoDecoder' in window)) {
 } else if (stats.state !== 'failed') {
   connect();
 }
+
+// For benchmarks: milliseconds per combine of the frame on screen (gl.finish).
+window.ppsBenchDraw = (n = 20) => {
+  if (!lastShown || !combiner) return null;
+  if (combiner.kind === 'cpu') {
+    const t = performance.now();
+    for (let i = 0; i < n; i++) combiner.draw(lastShown);
+    return { draw_ms: (performance.now() - t) / n };
+  }
+  const gl = combiner.gl;
+  const px = new Uint8Array(4);
+  const sync = () => gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, px);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    combiner.current = null;
+    combiner.draw(lastShown);
+    sync();
+  }
+  const t1 = performance.now();
+  for (let i = 0; i < n; i++) {
+    combiner.draw(lastShown);
+    sync();
+  }
+  return { upload_and_draw_ms: (t1 - t0) / n, draw_ms: (performance.now() - t1) / n };
+};

@@ -31,7 +31,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SKIP, Client, Failure, Server, check  # noqa: E402
 
-WIDTH, HEIGHT = 640, 480
+# 320x240 (base 160x120): a headless Chromium's software decode and combine
+# keep up at 30 frames/s on a loaded 2-core CI machine (640x480 did not).
+WIDTH, HEIGHT = 320, 240
 # A static zone plate: fine detail the half-resolution base cannot carry, so
 # the enhancement layer's effect shows, and a source we can regenerate.
 PATTERN = "videotestsrc is-live=true pattern=zone-plate kx2=20 ky2=20"
@@ -128,7 +130,7 @@ def test_browser_stream(build, workdir, keep=None):
         t0 = time.monotonic()
         stats = wait_for(driver, lambda s: s["frames_total"] >= 30 * (DURATION_S - 1),
                          "%d s of frames" % (DURATION_S - 1), DURATION_S + 15)
-        grab = driver.execute_script("return window.ppsGrab()")
+        grab = driver.execute_script("return window.ppsGrab(true)")
         check(grab is not None, "no frame on screen to read back")
         shot = os.path.join(build, "tests", "browser-viewer.png")
         os.makedirs(os.path.dirname(shot), exist_ok=True)
@@ -147,10 +149,14 @@ def test_browser_stream(build, workdir, keep=None):
     base = base64.b64decode(grab["luma_base"])
     check(len(full) == WIDTH * HEIGHT and len(base) == WIDTH * HEIGHT, "read-back size")
     psnr_full, psnr_base = psnr(full, source), psnr(base, source)
+    # The WebGL2 and JavaScript combines agree bit for bit (integer taps).
+    check(grab.get("check_luma") == grab["luma"] and
+          grab.get("check_luma_base") == grab["luma_base"],
+          "%s and %s combines differ" % (grab["renderer"], grab.get("check_renderer")))
     figures = {
         "browser": stats, "pps_client": summary,
         "psnr_base_db": psnr_base, "psnr_full_db": psnr_full, "grab_layers": grab["layers"],
-        "grab_frame": grab["frame_index"], "seconds": elapsed,
+        "grab_frame": grab["frame_index"], "seconds": elapsed, "renderer": grab["renderer"],
     }
     print(json.dumps({k: v for k, v in figures.items() if k not in ("browser", "pps_client")}))
     print("browser:   shown %d/%d (%.1f%%), latency p50 %.1f p95 %.1f ms, layers shown %s, "
@@ -158,6 +164,12 @@ def test_browser_stream(build, workdir, keep=None):
           % (stats["frames_shown"], stats["frames_total"], stats["frames_shown_pct"] or 0,
              stats["frame_latency_p50_ms"] or -1, stats["frame_latency_p95_ms"] or -1,
              stats["layers_shown"], stats["frozen_ms"], stats["decode_ms_mean"] or -1))
+    print("browser not shown: late %d, undecodable %d, dropped %d, lost %d, overflow %d; "
+          "windows %d (%d partial, %d dropped); %d freezes, longest %.0f ms; renderer %s"
+          % (stats["frames_late"], stats["frames_undecodable"], stats["frames_dropped"],
+             stats["frames_lost"], stats["frames_overflow"], stats["windows"],
+             stats["windows_partial"], stats["windows_dropped"], stats["freezes"],
+             stats["freeze_longest_ms"], stats["renderer"]))
     print("pps-client: shown %d/%d (%.1f%%), latency p50 %.1f p95 %.1f ms, frozen %.0f ms"
           % (summary["frames_shown"], summary["frames_total"], summary["frames_shown_pct"],
              summary["frame_latency_p50_ms"], summary["frame_latency_p95_ms"],
