@@ -181,8 +181,12 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 	room = s->web ? PPS_WS_DATA_HEADER_BYTES : 0;
 	ret = pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes - room, buf + room,
 				    len_bytes, push);
-	if (ret == 1 && s->web)
+	if (ret == 1 && s->web) {
 		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
+		if (s->params.transport.mode == PPS_MINBUF_MODE_MINBUF)
+			pps_web_check_packet(s->web, s->fd, mss_bytes, s->params.transport.a,
+					     s->params.transport.b);
+	}
 	if (ret == 1)
 		s->last_progress_us = pps_server_now_us();
 	check_base_loss(s);
@@ -209,6 +213,8 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 		.mss_bytes = ms->mss_bytes,
 	};
 
+	if (s->web)
+		pps_web_check_batch(s->web);
 	pps_path_add_sample(s->path, &sample);
 	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
 }

@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -40,6 +42,11 @@ struct pps_web {
 	pps_ws_reader_t *reader;
 	bool peer_closed;
 	char error[160];
+	/* PPS_WEB_CHECK_BOUND */
+	bool check;
+	uint32_t batch_fills;
+	uint64_t checks, checks_over;
+	int max_over;
 };
 
 const pps_web_file_t *
@@ -312,6 +319,7 @@ pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb d
 	w->done_cb = done_cb;
 	w->user = user;
 	snprintf(w->peer, sizeof(w->peer), "%s", peer);
+	w->check = getenv("PPS_WEB_CHECK_BOUND") && strcmp(getenv("PPS_WEB_CHECK_BOUND"), "1") == 0;
 	w->write_event = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, w);
 	if (!w->write_event)
 		goto err_free;
@@ -329,8 +337,44 @@ pps_web_free(pps_web_t *w)
 {
 	if (!w)
 		return;
+	if (w->check && w->checks)
+		fprintf(stderr,
+		        "pps-server: http %s: MIN_BUF check: %llu packets, max held - bound %d "
+		        "packets, %llu over\n",
+		        w->peer, (unsigned long long)w->checks, w->max_over,
+		        (unsigned long long)w->checks_over);
 	if (w->write_event)
 		event_free(w->write_event);
 	pps_ws_reader_free(w->reader);
 	free(w);
+}
+
+void
+pps_web_check_packet(pps_web_t *w, int fd, size_t mss_bytes, unsigned a, unsigned b)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int outq = 0, over;
+	uint32_t held, bound, cwnd;
+
+	if (!w->check || mss_bytes == 0)
+		return;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 || ioctl(fd, SIOCOUTQ, &outq) < 0)
+		return;
+	held =
+	    ((uint32_t)outq + (uint32_t)mss_bytes - 1) / (uint32_t)mss_bytes + w->batch_fills + 1;
+	cwnd = ti.tcpi_snd_cwnd;
+	bound = a * cwnd + (b < cwnd ? b : cwnd) + ti.tcpi_sacked;
+	over = (int)held - (int)bound;
+	if (w->checks == 0 || over > w->max_over)
+		w->max_over = over;
+	w->checks_over += over > 0;
+	w->checks++;
+	w->batch_fills++;
+}
+
+void
+pps_web_check_batch(pps_web_t *w)
+{
+	w->batch_fills = 0;
 }

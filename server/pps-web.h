@@ -88,4 +88,17 @@ const char *pps_web_error(const pps_web_t *web);
  */
 void pps_web_say_bye(pps_web_t *web, const pps_wire_record_t *bye);
 
+/*
+ * Independent MIN_BUF check (the one test-minbuf and pps-protolat
+ * --check-bound make for TCP sockets), on when the environment has
+ * PPS_WEB_CHECK_BOUND=1: before each packet the writer pulls, held =
+ * ceil(SIOCOUTQ / mss) + packets already pulled for this write + 1, against
+ * A*cwnd + min(B, cwnd) + sacked from a TCP_INFO of our own. The result is
+ * logged when the connection ends ("MIN_BUF check: ..."). The owner calls
+ * pps_web_check_packet() from its fill callback and pps_web_check_batch()
+ * from its writer's sample callback (a new write decision).
+ */
+void pps_web_check_packet(pps_web_t *web, int fd, size_t mss_bytes, unsigned a, unsigned b);
+void pps_web_check_batch(pps_web_t *web);
+
 #endif /* PPS_WEB_H */

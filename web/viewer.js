@@ -49,6 +49,7 @@ const stats = {
   base_losses: 0, last_frame_index: -1, last_display_us: 0,
 };
 const latencies = [];
+const freezeLog = []; // the first freezes: frame, gap, when (for diagnosis)
 const bytesLog = []; // [time_ms, bytes] of the last second
 const shownLog = []; // time_ms of frames shown in the last second
 
@@ -60,6 +61,8 @@ let timer = 0;
 let nextFrame = -1; // next frame to account
 const windowEnds = []; // {last, at_ms} of windows not yet fully accounted
 const droppedWindows = new Set();
+// Windows whose playout delay sample waits for their last frame to decode.
+const delayPending = [];
 let lastShown = null;
 
 function makeCombiner(kind, target) {
@@ -95,7 +98,15 @@ function accountMissing(upTo) {
   }
 }
 
+function delaySamples(frame, nowUsec) {
+  while (delayPending.length && delayPending[0].last <= frame) {
+    const w = delayPending.shift();
+    playout.window((w.last === frame ? nowUsec : w.arrival) - w.capture);
+  }
+}
+
 function onDecodedFrame(rec) {
+  delaySamples(rec.frame_index, nowUs());
   if (nextFrame < 0 || rec.frame_index < nextFrame) return; // before the stream, or given up
   accountMissing(rec.frame_index - 1);
   nextFrame = rec.frame_index + 1;
@@ -148,6 +159,7 @@ function showDue() {
       if (gap > FREEZE_MS) {
         stats.freezes++;
         stats.frozen_ms += gap;
+        if (freezeLog.length < 64) freezeLog.push({ frame: f.frame_index, gap_ms: gap, at_ms: performance.now() });
       }
       stats.freeze_longest_ms = Math.max(stats.freeze_longest_ms, gap);
     }
@@ -181,8 +193,13 @@ function onWindowEnd(w) {
   } else if (w.adus_dropped > 0) {
     stats.windows_partial++;
   }
+  // The adaptive policy's delay sample: pps-client takes the arrival of the
+  // window's last byte, decoding synchronously right then; here decoding is
+  // asynchronous (and slower in software), so the sample is taken when the
+  // window's last frame comes out of the decoder, arrival if it never does.
   if (w.begun && !w.dropped)
-    playout.window(w.complete_us - toClient(w.first_capture_us));
+    delayPending.push({ last: lastFrameOf(w.window_id, info.window_frames),
+      capture: toClient(w.first_capture_us), arrival: w.complete_us });
   if (w.begun) decoder.settle(lastFrameOf(w.window_id, info.window_frames));
   windowEnds.push({ last: lastFrameOf(w.window_id, info.window_frames), at: nowMs });
 }
@@ -320,6 +337,7 @@ function snapshot() {
     decode_ms_mean: d.decode_ms_n ? d.decode_ms_sum / d.decode_ms_n : null,
     clock_offset_ms: clock.offsetUs / 1000, rtt_ms: clock.bestRttUs / 1000,
     last_frame_index: stats.last_frame_index,
+    first_freezes: freezeLog,
   };
 }
 
@@ -328,8 +346,11 @@ function snapshot() {
 setInterval(() => {
   const nowMs = performance.now();
   decoder?.poll();
-  while (windowEnds.length && windowEnds[0].at < nowMs - ACCOUNT_AFTER_MS)
-    accountMissing(windowEnds.shift().last);
+  while (windowEnds.length && windowEnds[0].at < nowMs - ACCOUNT_AFTER_MS) {
+    const last = windowEnds.shift().last;
+    delaySamples(last - 1, 0);
+    accountMissing(last);
+  }
   if (overlay.hidden || !info) return;
   const s = snapshot();
   const f = (x, n = 0) => (x === null || x === undefined ? '-' : x.toFixed(n));

@@ -20,6 +20,7 @@ import base64
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import struct
@@ -119,6 +120,8 @@ def test_browser_stream(build, workdir, keep=None):
         print("SKIP: chromium, chromedriver or python3-selenium not installed")
         sys.exit(SKIP)
     source = source_luma(workdir)
+    # The server checks the MIN_BUF bound of WebSocket sessions independently.
+    os.environ["PPS_WEB_CHECK_BOUND"] = "1"
     server = Server(build, workdir, *server_settings())
     driver = None
     try:
@@ -145,6 +148,10 @@ def test_browser_stream(build, workdir, keep=None):
             driver.quit()
         server.stop()
 
+    bound = re.search(r"MIN_BUF check: (\d+) packets, max held - bound (-?\d+) packets, "
+                      r"(\d+) over", server.log())
+    check(bound, "no MIN_BUF check in the server's log")
+    bound_packets, bound_max_over = int(bound.group(1)), int(bound.group(2))
     full = base64.b64decode(grab["luma"])
     base = base64.b64decode(grab["luma_base"])
     check(len(full) == WIDTH * HEIGHT and len(base) == WIDTH * HEIGHT, "read-back size")
@@ -157,6 +164,7 @@ def test_browser_stream(build, workdir, keep=None):
         "browser": stats, "pps_client": summary,
         "psnr_base_db": psnr_base, "psnr_full_db": psnr_full, "grab_layers": grab["layers"],
         "grab_frame": grab["frame_index"], "seconds": elapsed, "renderer": grab["renderer"],
+        "minbuf_check_packets": bound_packets, "minbuf_max_over_bound_pkts": bound_max_over,
     }
     print(json.dumps({k: v for k, v in figures.items() if k not in ("browser", "pps_client")}))
     print("browser:   shown %d/%d (%.1f%%), latency p50 %.1f p95 %.1f ms, layers shown %s, "
@@ -180,6 +188,10 @@ def test_browser_stream(build, workdir, keep=None):
         with open(os.path.join(keep, "browser-figures.json"), "w") as f:
             json.dump(figures, f, indent=1)
 
+    # MIN_BUF on the browser's socket: every packet within A*cwnd + min(B, cwnd)
+    # + sacked (tolerance 0 on loopback, as test-minbuf).
+    check(bound_packets >= 100, "only %d packets checked" % bound_packets)
+    check(bound_max_over <= 0, "MIN_BUF bound exceeded by %d packets" % bound_max_over)
     check(stats["frames_total"] >= 30 * (DURATION_S - 1), "too few frames accounted")
     check(stats["frames_shown_pct"] >= 95, "browser showed %.1f%% of frames"
           % stats["frames_shown_pct"])
