@@ -334,6 +334,27 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 			pps_minbuf_kick(s->writer);
 		return;
 	}
+	case PPS_WIRE_RECOVERY_REQUEST: {
+		int64_t now = pps_server_now_us();
+		bool recent;
+
+		if (s->state != PPS_SESSION_STREAMING) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, "RECOVERY_REQUEST before HELLO");
+			return;
+		}
+		/* The client lost a layer it was sent (its own decoder failed):
+		 * an IDR, at most as often as a sender-side base loss asks one. */
+		recent = s->last_loss_idr_us &&
+			 now - s->last_loss_idr_us < PPS_SESSION_LOSS_IDR_INTERVAL_US;
+		fprintf(stderr, "pps-server: client %s lost layer %u at frame %u%s\n", s->peer,
+			r->u.recovery_request.quality_layer, r->u.recovery_request.frame_index,
+			recent ? " (IDR asked recently)" : "; asking for an IDR");
+		if (recent)
+			return;
+		s->last_loss_idr_us = now;
+		s->ready_cb(s->user, s);
+		return;
+	}
 	case PPS_WIRE_BYE:
 		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
 			pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",

@@ -169,11 +169,15 @@ export class LayeredDecoder {
     this.laterThrough = -1;
     this.lastOutput = -1;
     this.broken = new Array(this.layers).fill(true); // until each layer's first IDR
+    // A layer that decoded and then lost its reference chain asks once for
+    // recovery (cb.onLayerLost), until its next IDR; not before its first.
+    this.lost = new Array(this.layers).fill(true);
     this.fillerTs = -1;
     // Per layer: anchor frame of the last filler ADU fed (see release()).
     this.fillerThrough = new Array(this.layers).fill(-1);
     this.stats = { adus_decoded: 0, adus_undecodable: 0, decode_errors: 0, layers_cut: 0,
-      frames_output: 0, frames_late: 0, decode_ms_sum: 0, decode_ms_n: 0 };
+      frames_output: 0, frames_late: 0, decode_ms_sum: 0, decode_ms_n: 0,
+      layers_lost: 0 };
     this.fedAt = new Map();
     this.decoders = [];
     for (let q = 0; q < this.layers; q++) this.decoders.push(this.makeDecoder(q));
@@ -188,6 +192,7 @@ export class LayeredDecoder {
         // A closed decoder cannot be reused: a fresh one waits for an IDR.
         this.decoders[q] = this.makeDecoder(q);
         this.broken[q] = true;
+        this.layerLost(q, -1);
       },
     });
     const w = q ? this.info.width : this.info.base_width;
@@ -195,6 +200,13 @@ export class LayeredDecoder {
     d.configure({ codec: 'avc1.42E01F', codedWidth: w, codedHeight: h,
       hardwareAcceleration: 'prefer-software', optimizeForLatency: true });
     return d;
+  }
+
+  layerLost(q, frameIndex) {
+    if (this.lost[q]) return;
+    this.lost[q] = true;
+    this.stats.layers_lost++;
+    this.cb.onLayerLost?.(q, frameIndex);
   }
 
   wasDecoded(id) {
@@ -224,6 +236,8 @@ export class LayeredDecoder {
       if (info.frame_type === FRAME_IDR) this.broken[q] = false;
       else decodable = false;
     }
+    if (info.frame_type === FRAME_IDR && decodable) this.lost[q] = false;
+    else if (!decodable) this.layerLost(q, info.frame_index);
     let rec = null;
     if (!split.fillersOnly) {
       if (info.frame_index > this.lastOutput) {
@@ -328,6 +342,7 @@ export class LayeredDecoder {
             if (!(held & (1 << q))) continue;
             flushes.push(this.decoders[q].flush().catch(() => {}));
             this.broken[q] = true;
+            this.layerLost(q, first.frame_index);
           }
           first.flushed = 'running';
           first.undecodable = true;

@@ -19,6 +19,7 @@ import { Playout, MAX_QUEUE_FRAMES } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
 
 const PING_INTERVAL_MS = 1000;
+const RECOVERY_INTERVAL_MS = 1000;
 const FREEZE_MS = 100;
 const MAX_LATENCIES = 1 << 17;
 // A window's frames that did not come out this long after its end are lost.
@@ -46,7 +47,7 @@ const stats = {
   layers_shown: [0, 0, 0, 0, 0],
   windows: 0, windows_dropped: 0, windows_partial: 0,
   bytes: 0, freezes: 0, frozen_ms: 0, freeze_longest_ms: 0,
-  base_losses: 0, last_frame_index: -1, last_display_us: 0,
+  base_losses: 0, last_frame_index: -1, last_display_us: 0, recovery_requests: 0,
 };
 const latencies = [];
 const freezeLog = []; // the first freezes: frame, gap, when (for diagnosis)
@@ -214,7 +215,11 @@ function onRecord(r) {
       if (!r.width || !r.height || r.width > 4096 || r.height > 4096 || !r.fps_num || !r.fps_den)
         throw new wire.WireError('STREAM_INFO sizes out of range');
       info = r;
-      decoder = new LayeredDecoder(info, { onFrame: onDecodedFrame, onError: (m) => console.warn(m) });
+      decoder = new LayeredDecoder(info, {
+        onFrame: onDecodedFrame,
+        onError: (m) => console.warn(m),
+        onLayerLost: (layer, frame) => requestRecovery(layer, frame),
+      });
       reasm = new Reassembly(info.window_frames, (adu) => decoder.push(adu), onWindowEnd);
       combiner?.setOutputSize(info.width, info.height);
       playout.setStream(info.latency_budget_ms * 1000,
@@ -258,12 +263,26 @@ function onRecord(r) {
   }
 }
 
+// Recovery: a layer's reference chain broke here (not at the sender, which
+// asks for an IDR by itself when it drops base data): ask for an IDR, at most
+// once a second from this side (the server rate-limits as well).
+let sendRecord = null;
+let lastRecoveryMs = -Infinity;
+function requestRecovery(layer, frame) {
+  const nowMs = performance.now();
+  if (!sendRecord || nowMs - lastRecoveryMs < RECOVERY_INTERVAL_MS) return;
+  lastRecoveryMs = nowMs;
+  stats.recovery_requests++;
+  sendRecord(wire.encodeRecoveryRequest(frame, layer));
+}
+
 function connect() {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const ws = new WebSocket(`${scheme}://${location.host}/stream`);
   const parser = new wire.RecordParser(wire.DEFAULT_MAX_RECORD_BYTES);
   let seq = 0, pingTimer = 0;
   ws.binaryType = 'arraybuffer';
+  sendRecord = (bytes) => { if (ws.readyState === 1) ws.send(bytes); };
   ws.onopen = () => {
     ws.send(wire.encodeHello(params.get('name') || 'browser', params.get('token') || '',
       wire.DEFAULT_MAX_RECORD_BYTES));
@@ -331,7 +350,8 @@ function snapshot() {
     windows_partial: stats.windows_partial,
     freezes: stats.freezes, frozen_ms: stats.frozen_ms,
     freeze_longest_ms: stats.freeze_longest_ms,
-    base_losses: stats.base_losses,
+    base_losses: stats.base_losses, recovery_requests: stats.recovery_requests,
+    layers_lost: d.layers_lost ?? 0,
     adus_decoded: d.adus_decoded ?? 0, adus_undecodable: d.adus_undecodable ?? 0,
     decode_errors: d.decode_errors ?? 0, layers_cut: d.layers_cut ?? 0,
     decode_ms_mean: d.decode_ms_n ? d.decode_ms_sum / d.decode_ms_n : null,

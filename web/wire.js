@@ -18,6 +18,7 @@ export const KIND = {
   CLOCK_PING: 6,
   CLOCK_PONG: 7,
   BYE: 8,
+  RECOVERY_REQUEST: 9,
 };
 
 export const BYE_REASON = ['normal', 'server-full', 'protocol-error', 'unsupported-version',
@@ -205,6 +206,16 @@ export function encodeClockPing(seq, clientSendUs) {
   v.setUint32(0, seq >>> 0);
   v.setBigInt64(4, BigInt(Math.round(clientSendUs)));
   return record(KIND.CLOCK_PING, body);
+}
+
+// The client lost layer `layer` from frame `frameIndex` on (its decoder
+// failed): the server answers with an IDR, rate-limited per client.
+export function encodeRecoveryRequest(frameIndex, layer) {
+  const body = new Uint8Array(5);
+  const v = new DataView(body.buffer);
+  v.setUint32(0, Math.max(frameIndex, 0) >>> 0);
+  v.setUint8(4, layer);
+  return record(KIND.RECOVERY_REQUEST, body);
 }
 
 export function encodeBye(reason, text) {

@@ -135,6 +135,8 @@ pps_wire_kind_name(unsigned kind)
 		return "CLOCK_PONG";
 	case PPS_WIRE_BYE:
 		return "BYE";
+	case PPS_WIRE_RECOVERY_REQUEST:
+		return "RECOVERY_REQUEST";
 	}
 	return "unknown";
 }
@@ -171,6 +173,7 @@ pps_wire_bye_reason_name(unsigned reason)
 #define CLOCK_PONG_BYTES 28
 #define BYE_FIXED_BYTES 3
 #define HELLO_FIXED_BYTES 8
+#define RECOVERY_REQUEST_BYTES 5
 
 size_t
 pps_wire_fragment_overhead(unsigned dep_count)
@@ -206,6 +209,8 @@ body_size(const pps_wire_record_t *r)
 		if (r->u.bye.text_len > PPS_WIRE_MAX_REASON_BYTES)
 			return -EINVAL;
 		return BYE_FIXED_BYTES + r->u.bye.text_len;
+	case PPS_WIRE_RECOVERY_REQUEST:
+		return RECOVERY_REQUEST_BYTES;
 	}
 	return -EINVAL;
 }
@@ -325,6 +330,10 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 		put_u16(&w, r->u.bye.reason);
 		put_u8(&w, r->u.bye.text_len);
 		put_bytes(&w, r->u.bye.text, r->u.bye.text_len);
+		break;
+	case PPS_WIRE_RECOVERY_REQUEST:
+		put_u32(&w, r->u.recovery_request.frame_index);
+		put_u8(&w, r->u.recovery_request.quality_layer);
 		break;
 	}
 	if (w.overflow)
@@ -578,6 +587,20 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		b->text[r->short_read ? 0 : b->text_len] = '\0';
 		return check_length(p, r, name);
 	}
+	case PPS_WIRE_RECOVERY_REQUEST: {
+		int ret;
+
+		out->u.recovery_request.frame_index = get_u32(r);
+		out->u.recovery_request.quality_layer = get_u8(r);
+		ret = check_length(p, r, name);
+		if (ret < 0)
+			return ret;
+		if (out->u.recovery_request.quality_layer > 3)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+				    "RECOVERY_REQUEST: quality_layer %u not 0..3",
+				    out->u.recovery_request.quality_layer);
+		return 0;
+	}
 	}
 	return fail(p, PPS_WIRE_ERR_KIND, "record kind %u unknown", kind);
 }
@@ -613,7 +636,7 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 				return fail(p, PPS_WIRE_ERR_VERSION,
 					    "record header: version %u, expected %d", version,
 					    PPS_WIRE_VERSION);
-			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_BYE)
+			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_RECOVERY_REQUEST)
 				return fail(p, PPS_WIRE_ERR_KIND, "record header: kind %u unknown",
 					    kind);
 			if (PPS_WIRE_HEADER_BYTES + body > p->max_record_bytes)

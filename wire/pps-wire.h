@@ -45,6 +45,7 @@ typedef enum {
 	PPS_WIRE_CLOCK_PING = 6,   /* client -> server */
 	PPS_WIRE_CLOCK_PONG = 7,   /* server -> client */
 	PPS_WIRE_BYE = 8,          /* either way, last record */
+	PPS_WIRE_RECOVERY_REQUEST = 9, /* client -> server: lost a layer, asks for an IDR */
 } pps_wire_kind_t;
 
 /* Reasons carried by BYE. */
@@ -136,6 +137,11 @@ typedef struct {
 } pps_wire_clock_pong_t;
 
 typedef struct {
+	uint32_t frame_index;  /* first frame the client could not decode */
+	uint8_t quality_layer; /* the layer it lost, 0 = base */
+} pps_wire_recovery_request_t;
+
+typedef struct {
 	uint16_t reason; /* pps_wire_bye_reason_t */
 	uint8_t text_len;
 	char text[PPS_WIRE_MAX_REASON_BYTES + 1]; /* NUL-terminated copy */
@@ -152,6 +158,7 @@ typedef struct {
 		pps_wire_clock_ping_t clock_ping;
 		pps_wire_clock_pong_t clock_pong;
 		pps_wire_bye_t bye;
+		pps_wire_recovery_request_t recovery_request;
 	} u;
 } pps_wire_record_t;
 

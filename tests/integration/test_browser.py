@@ -10,7 +10,8 @@
                    build dir (tests/browser-viewer.png). 77 without Chromium.
   browser_http     HTTP and WebSocket errors, raw sockets, no browser: 404,
                    405, bad handshake -> 400, unmasked frame -> close 1002,
-                   oversize message -> close 1009, text -> close 1003.
+                   oversize message -> close 1009, text -> close 1003; a
+                   RECOVERY_REQUEST in a WebSocket message is handled.
 
 usage: test_browser.py BUILD_DIR TEST [--keep DIR]
 With --keep, the page's statistics, pps-client's summary and both PSNRs are
@@ -300,6 +301,9 @@ def test_browser_http(build, workdir, keep=None):
             c = s.recv(65536)
             check(c, "stream ended early")
             data += c
+        # A recovery request (the page's decoder lost a layer): the server logs it
+        # and asks the encoder for an IDR.
+        s.sendall(masked(2, struct.pack(">BBHIB", 1, 9, 5, 7, 0)))
         s.sendall(masked(2, hello))
         data += read_all(s)
         check(close_code(data) == 1002, "second HELLO: close %s" % close_code(data))
@@ -308,6 +312,7 @@ def test_browser_http(build, workdir, keep=None):
     log = server.log()
     check("bad WebSocket handshake" in log, "bad handshakes not logged")
     check("unmasked client frame" in log, "unmasked frame not logged")
+    check("lost layer 0 at frame 7; asking for an IDR" in log, "recovery request not handled")
 
 
 TESTS = {"browser_stream": test_browser_stream, "browser_http": test_browser_http}

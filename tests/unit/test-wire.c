@@ -87,6 +87,10 @@ make_records(pps_wire_record_t *r)
 	r[n].u.bye.text_len = 11;
 	memcpy(r[n].u.bye.text, "server full", 12);
 	n++;
+	r[n].kind = PPS_WIRE_RECOVERY_REQUEST;
+	r[n].u.recovery_request = (pps_wire_recovery_request_t){ .frame_index = 4000000001u,
+								 .quality_layer = 1 };
+	n++;
 	return n;
 }
 
@@ -131,6 +135,9 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 	case PPS_WIRE_BYE:
 		return a->u.bye.reason == b->u.bye.reason &&
 		       strcmp(a->u.bye.text, b->u.bye.text) == 0;
+	case PPS_WIRE_RECOVERY_REQUEST:
+		return a->u.recovery_request.frame_index == b->u.recovery_request.frame_index &&
+		       a->u.recovery_request.quality_layer == b->u.recovery_request.quality_layer;
 	}
 	return false;
 }
@@ -168,7 +175,7 @@ check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect
 static void
 test_round_trip(void)
 {
-	pps_wire_record_t records[9];
+	pps_wire_record_t records[10];
 	size_t n = make_records(records);
 	uint8_t stream[4096];
 	size_t size = 0;
@@ -200,7 +207,7 @@ test_round_trip(void)
 static void
 test_encode_limits(void)
 {
-	pps_wire_record_t r[9];
+	pps_wire_record_t r[10];
 	uint8_t small[16];
 
 	make_records(r);
@@ -249,7 +256,7 @@ encode_into(pps_wire_record_t *r, uint8_t *buf)
 static void
 test_rejections(void)
 {
-	pps_wire_record_t r[9];
+	pps_wire_record_t r[10];
 	uint8_t buf[2048];
 	char msg[256];
 	long n;
