@@ -43,7 +43,8 @@ export class Reassembly {
         if (r.window_id <= this.lastWindow) throw new WireError('window id going back');
         if (r.adus > MAX_WINDOW_ADUS || r.bytes > MAX_WINDOW_BYTES)
           throw new WireError(`window ${r.window_id} over the limits`);
-        this.open = { ...r, got: new Map(), next: r.first_adu_id, received: 0, bytes_received: 0 };
+        this.open = { ...r, got: new Map(), next: r.first_adu_id, received: 0, bytes_received: 0,
+          reserved: 0 };
         return;
       }
       case KIND.ADU_FRAGMENT: {
@@ -57,8 +58,10 @@ export class Reassembly {
         let a = w.got.get(r.adu_id);
         if (!a) {
           if (r.offset !== 0) throw new WireError('fragment does not start its ADU');
-          if (w.bytes_received + r.total_bytes > MAX_WINDOW_BYTES)
+          // What the ADUs claim is allocated: bounded before allocating.
+          if (w.reserved + r.total_bytes > MAX_WINDOW_BYTES)
             throw new WireError('window over its byte limit');
+          w.reserved += r.total_bytes;
           a = { info: r, data: new Uint8Array(r.total_bytes), have: 0, taken: false };
           w.got.set(r.adu_id, a);
         } else if (r.offset !== a.have || r.total_bytes !== a.data.byteLength) {
@@ -268,7 +271,10 @@ export class LayeredDecoder {
       try {
         dec.decode(new EncodedVideoChunk({ type: isIdrPicture(pic) ? 'key' : 'delta',
           timestamp: ts, data: pic }));
-        if (frame) this.fedAt.set(q * 1e9 + info.frame_index, performance.now());
+        if (frame) {
+          if (this.fedAt.size >= MAX_RECORDS * 4) this.fedAt.clear(); // outputs that never came
+          this.fedAt.set(q * 1e9 + info.frame_index, performance.now());
+        }
       } catch (e) {
         this.stats.decode_errors++;
         if (rec) { rec.expect &= ~(1 << q); rec.undecodable = true; }

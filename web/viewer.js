@@ -84,6 +84,12 @@ function fail(message) {
   console.error('ppstream:', message);
 }
 
+// Bounded: only recent windows can still have frames to account.
+function markDropped(id) {
+  if (droppedWindows.size >= 4096) droppedWindows.delete(droppedWindows.values().next().value);
+  droppedWindows.add(id);
+}
+
 function reasonOf(frame) {
   const w = info.window_frames;
   const win = frame === 0 ? 0 : Math.floor((frame - 1) / w) + 1;
@@ -190,7 +196,7 @@ function onWindowEnd(w) {
   stats.windows++;
   if (w.dropped) {
     stats.windows_dropped++;
-    droppedWindows.add(w.window_id);
+    markDropped(w.window_id);
   } else if (w.adus_dropped > 0) {
     stats.windows_partial++;
   }
@@ -198,6 +204,7 @@ function onWindowEnd(w) {
   // window's last byte, decoding synchronously right then; here decoding is
   // asynchronous (and slower in software), so the sample is taken when the
   // window's last frame comes out of the decoder, arrival if it never does.
+  if (delayPending.length >= 256) delayPending.shift();
   if (w.begun && !w.dropped)
     delayPending.push({ last: lastFrameOf(w.window_id, info.window_frames),
       capture: toClient(w.first_capture_us), arrival: w.complete_us });
@@ -235,7 +242,7 @@ function onRecord(r) {
       if (r.kind !== wire.KIND.ADU_FRAGMENT) {
         // Window ids the sender skipped were discarded with their WINDOW_END.
         for (let id = reasm.lastWindow + 1; nextFrame >= 0 && id < r.window_id; id++) {
-          droppedWindows.add(id);
+          markDropped(id);
           stats.windows++;
           stats.windows_dropped++;
         }
