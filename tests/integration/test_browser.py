@@ -73,6 +73,26 @@ def psnr(a, b):
     return float("inf") if mse == 0 else 10 * math.log10(255 * 255 / mse)
 
 
+def client_luma(client, y4m, frame_index, layers):
+    """The luma of @frame_index in pps-client's y4m (frames in the order shown),
+    if pps-client showed it with @layers layers too (else None)."""
+    events = [e for e in client.events("frame") if e.get("shown")]
+    shown = [e["frame"] for e in events]
+    if frame_index not in shown:
+        return None
+    k = shown.index(frame_index)
+    if events[k]["quality_layers"] != layers:
+        return None
+    size = WIDTH * HEIGHT * 3 // 2
+    with open(y4m, "rb") as f:
+        f.readline()  # stream header
+        for _ in range(k):
+            f.readline()  # FRAME
+            f.seek(size, os.SEEK_CUR)
+        check(f.readline().startswith(b"FRAME"), "y4m frame header")
+        return f.read(WIDTH * HEIGHT)
+
+
 def find_browser():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
@@ -130,7 +150,9 @@ def test_browser_stream(build, workdir, keep=None):
         driver.get("http://127.0.0.1:%d/?name=selenium" % server.port)
         wait_for(driver, lambda s: s["state"] == "streaming", "the stream to start", 20)
         # pps-client on the same server, for the same time.
-        client = Client(build, workdir, server.address, duration=DURATION_S, name="client")
+        y4m = os.path.join(workdir, "client.y4m")
+        client = Client(build, workdir, server.address, duration=DURATION_S, name="client",
+                        extra=("--output", y4m))
         t0 = time.monotonic()
         stats = wait_for(driver, lambda s: s["frames_total"] >= 30 * (DURATION_S - 1),
                          "%d s of frames" % (DURATION_S - 1), DURATION_S + 15)
@@ -157,6 +179,11 @@ def test_browser_stream(build, workdir, keep=None):
     base = base64.b64decode(grab["luma_base"])
     check(len(full) == WIDTH * HEIGHT and len(base) == WIDTH * HEIGHT, "read-back size")
     psnr_full, psnr_base = psnr(full, source), psnr(base, source)
+    # The same frame as pps-client's C decoder showed it: bit for bit.
+    c_luma = client_luma(client, y4m, grab["frame_index"], grab["layers"])
+    check(c_luma is not None, "frame %d was not shown by pps-client with %d layers"
+          % (grab["frame_index"], grab["layers"]))
+    differing = sum(1 for p, q in zip(full, c_luma) if p != q)
     # The WebGL2 and JavaScript combines agree bit for bit (integer taps).
     check(grab.get("check_luma") == grab["luma"] and
           grab.get("check_luma_base") == grab["luma_base"],
@@ -165,6 +192,7 @@ def test_browser_stream(build, workdir, keep=None):
         "browser": stats, "pps_client": summary,
         "psnr_base_db": psnr_base, "psnr_full_db": psnr_full, "grab_layers": grab["layers"],
         "grab_frame": grab["frame_index"], "seconds": elapsed, "renderer": grab["renderer"],
+        "pixels_differing_from_pps_client": differing,
         "minbuf_check_packets": bound_packets, "minbuf_max_over_bound_pkts": bound_max_over,
     }
     print(json.dumps({k: v for k, v in figures.items() if k not in ("browser", "pps_client")}))
@@ -183,8 +211,9 @@ def test_browser_stream(build, workdir, keep=None):
           % (summary["frames_shown"], summary["frames_total"], summary["frames_shown_pct"],
              summary["frame_latency_p50_ms"], summary["frame_latency_p95_ms"],
              summary["frozen_total_ms"]))
-    print("PSNR-Y vs source: base only %.2f dB, base + enhancement %.2f dB" % (psnr_base,
-                                                                           psnr_full))
+    print("PSNR-Y vs source: base only %.2f dB, base + enhancement %.2f dB; frame %d: %d luma "
+          "samples differ from pps-client's" % (psnr_base, psnr_full, grab["frame_index"],
+                                                differing))
     if keep:
         with open(os.path.join(keep, "browser-figures.json"), "w") as f:
             json.dump(figures, f, indent=1)
@@ -204,6 +233,8 @@ def test_browser_stream(build, workdir, keep=None):
           "frames shown with the enhancement: %s" % stats["layers_shown"])
     check(psnr_full >= psnr_base + 3, "enhancement adds %.2f dB only" % (psnr_full - psnr_base))
     check(psnr_full >= 30, "PSNR with enhancement %.2f dB" % psnr_full)
+    check(differing == 0, "%d luma samples differ from pps-client's frame %d"
+          % (differing, grab["frame_index"]))
     # Latency: the same stream, the same playout policy as pps-client; a
     # generous margin (the browser's timers and software GL), no absolute bound.
     p50, cp50 = stats["frame_latency_p50_ms"], summary["frame_latency_p50_ms"]

@@ -72,7 +72,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=4, help="seconds of cross traffic first")
     ap.add_argument("--size", default="320x240", help="source WxH (default 320x240)")
     ap.add_argument("--pattern", default="smpte", help="source pattern")
-    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--out", help="output directory (required)")
     ap.add_argument("--name", default="weblab", help="lab name")
     ap.add_argument("--drive", nargs=3, metavar=("URL", "SECONDS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -81,6 +81,8 @@ def main():
             drive_browser(args.drive[0], float(args.drive[1]), args.drive[2], wd)
         return 0
 
+    if not args.out:
+        ap.error("--out is required")
     if not shutil.which("chromium") or not shutil.which("chromedriver"):
         print("pps-browser-lab: chromium / chromedriver not installed", file=sys.stderr)
         return SKIP
