@@ -9,7 +9,9 @@ p50/p95 and freezes, and writes DIR/browser-lab.json.
     build/tools/netlab/pps-browser-lab --flows 20 --duration 30 --out /tmp/blab
 
 Link: 10 Mbit/s, 50 ms RTT, drop-tail of 1 BDP (the sweep's must-show cell).
-Both viewers use their default playout policy (adaptive). Chromium gets
+Both viewers use their default playout policy (adaptive). The server checks
+the MIN_BUF bound on the browser's socket independently (PPS_WEB_CHECK_BOUND)
+and the result is printed. Chromium gets
 --unsafely-treat-insecure-origin-as-secure for the lab address: WebCodecs
 needs a secure context and the lab has no TLS. Needs root (pps-netlab);
 exits 77 where the lab or Chromium is not available.
@@ -109,8 +111,9 @@ def main():
             port_file = os.path.join(out, "port")
             if os.path.exists(port_file):
                 os.unlink(port_file)
+            # PPS_WEB_CHECK_BOUND: the independent MIN_BUF check on the browser's socket.
             server = subprocess.Popen(lab.exec_argv("snd", [
-                server_exe, "--listen", "%s:0" % snd, "--port-file", port_file, "--quiet",
+                "env", "PPS_WEB_CHECK_BOUND=1", server_exe, "--listen", "%s:0" % snd, "--port-file", port_file, "--quiet",
                 "--duration", "%g" % (args.duration + 15), "--stats-json",
                 os.path.join(out, "server.json"),
                 "--set", "source.width=" + width, "--set", "source.height=" + height,
@@ -166,9 +169,13 @@ def main():
     print("%-16s %12s %12s" % ("", "pps-client", "browser"))
     for name, cv, bv in rows:
         print("%-16s %12.1f %12.1f" % (name, cv or 0, bv or 0))
+    with open(os.path.join(out, "server.err")) as f:
+        bound = [line.strip() for line in f if "MIN_BUF check" in line]
+    print("browser socket: %s" % (bound[-1].split(": ", 2)[-1] if bound else "no MIN_BUF check"))
     with open(os.path.join(out, "browser-lab.json"), "w") as f:
         json.dump({"flows": args.flows, "duration_s": args.duration, "size": args.size,
-                   "pattern": args.pattern, "pps_client": c, "browser": b}, f, indent=1)
+                   "pattern": args.pattern, "pps_client": c, "browser": b,
+                   "minbuf_check": bound[-1] if bound else None}, f, indent=1)
     return 0
 
 
