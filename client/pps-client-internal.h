@@ -129,7 +129,7 @@ typedef struct {
 	const char *server; /* HOST:PORT (validated by the configuration) */
 	const char *name;   /* sent in HELLO */
 	size_t max_record_bytes;
-	const char *access_token; /* sent in HELLO; "" = none ([client] access_token) */
+	const char *access_token; /* proved by challenge-response, never sent; "" = none */
 	int64_t ping_interval_us;
 	int64_t handshake_timeout_us; /* connect to STREAM_INFO, else the connection fails */
 	bool reconnect;
@@ -263,6 +263,7 @@ typedef enum {
 	PPS_PLAYOUT_FIXED = 0,
 	PPS_PLAYOUT_ASAP = 1,
 	PPS_PLAYOUT_ADAPTIVE = 2,
+	PPS_PLAYOUT_SMOOTH = 3,
 } pps_playout_policy_t;
 
 const char *pps_playout_policy_name(pps_playout_policy_t policy);
@@ -275,6 +276,14 @@ typedef struct pps_playout pps_playout_t;
 #define PPS_PLAYOUT_MAX_BYTES  (256u << 20)
 /* Adaptive policy: time constant of its delay estimate. */
 #define PPS_PLAYOUT_SETTLE_MS 1000.0
+/* Smooth policy: the delay is this quantile of the window delays of the last
+ * PPS_PLAYOUT_SMOOTH_HORIZON_MS (at most PPS_PLAYOUT_SMOOTH_WINDOWS windows),
+ * plus a decode margin; it rises at once and falls by 1/PPS_PLAYOUT_SMOOTH_FALL
+ * of the excess per window. */
+#define PPS_PLAYOUT_SMOOTH_PERCENTILE 90
+#define PPS_PLAYOUT_SMOOTH_HORIZON_MS 2000
+#define PPS_PLAYOUT_SMOOTH_WINDOWS    128
+#define PPS_PLAYOUT_SMOOTH_FALL       8
 
 /* A decoded frame waiting for its display time. Times: client clock, microseconds. */
 typedef struct {
@@ -312,7 +321,8 @@ int64_t pps_playout_display_time(const pps_playout_t *playout, int64_t capture_u
 
 /*
  * Queues a copy of @picture for its display time: 0, -ETIME if that time has
- * passed (the frame is late; nothing queued), -ENOMEM.
+ * passed (the frame is late; nothing queued), -ENOMEM. The smooth and asap
+ * policies never return -ETIME: a frame past its time is shown at once.
  */
 int pps_playout_push(pps_playout_t *playout, const pps_frame_t *picture,
                      const pps_playout_frame_t *meta, int64_t now_us);
@@ -326,6 +336,9 @@ uint64_t pps_playout_overflows(const pps_playout_t *playout);
 
 /* Current playout delay (capture to display), for logs. */
 int64_t pps_playout_delay_us(const pps_playout_t *playout);
+/* Whether a frame past its display time is dropped (fixed, adaptive) rather
+ * than shown at once (asap, smooth). */
+bool pps_playout_drops_late(const pps_playout_t *playout);
 /* "normal" or "spike" (adaptive only). */
 const char *pps_playout_mode(const pps_playout_t *playout);
 

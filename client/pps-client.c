@@ -66,7 +66,8 @@ usage(FILE *out)
 	    "to stderr)\n"
 	    "  --log FILE               JSON Lines events: frames, windows, clock, summary\n"
 	    "  --stats-json FILE        write the summary as one JSON object on exit\n"
-	    "  --policy fixed|asap|adaptive   playout policy (same as --set playout.policy=...)\n"
+	    "  --policy NAME            playout policy: adaptive, smooth, asap or fixed (same as\n"
+	    "                           --set playout.policy=...)\n"
 	    "  --tolerance MS           fixed policy: show at capture time + MS (0 = from the "
 	    "stream)\n"
 	    "  --duration SECONDS       stop after this long (default: until Ctrl-C or the server "
@@ -280,7 +281,7 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 		int64_t latency_us = w->complete_us - first_capture;
 		int64_t delay_us = pps_playout_delay_us(c->playout);
 
-		if (delay_us > 0 && latency_us > delay_us)
+		if (delay_us > 0 && latency_us > delay_us && pps_playout_drops_late(c->playout))
 			sw.status = PPS_WINDOW_LATE;
 		pps_playout_window(c->playout, latency_us);
 	}

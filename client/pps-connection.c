@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,6 +36,7 @@ struct pps_connection {
 	int fd;
 	bool connected; /* TCP up, HELLO sent */
 	bool streaming; /* STREAM_INFO accepted */
+	bool answered;  /* CHALLENGE answered on this connection */
 	bool stopped;
 	struct event *read_event, *connect_event;
 	struct event *reconnect_timer, *ping_timer, *handshake_timer;
@@ -99,6 +101,7 @@ ended(pps_connection_t *c, const char *why, bool failure)
 
 	close_socket(c);
 	c->streaming = false;
+	c->answered = false;
 	pps_wire_parser_free(c->parser);
 	c->parser = NULL;
 	if (c->stopped)
@@ -193,6 +196,30 @@ handle_bye(pps_connection_t *c, const pps_wire_bye_t *bye)
 	ended(c, why, bye->reason != PPS_WIRE_BYE_NORMAL || !c->streaming);
 }
 
+/* The server asks us to prove the token: HMAC over its nonce, never the
+ * token itself. 0, or -EPROTO with the reason in @err. */
+static int
+answer_challenge(pps_connection_t *c, const pps_wire_challenge_t *challenge, char *err,
+                 size_t err_size)
+{
+	pps_wire_record_t auth = {.kind = PPS_WIRE_AUTH};
+	const char *token = c->params.access_token;
+
+	if (!token || !token[0] || c->answered || c->streaming) {
+		snprintf(err, err_size, "unexpected CHALLENGE%s",
+		         !token || !token[0] ? " (no client.access_token, none asked for)" : "");
+		return -EPROTO;
+	}
+	c->answered = true;
+	auth.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	pps_wire_auth_mac(token, strlen(token), challenge->nonce, auth.u.auth.mac);
+	if (pps_connection_send(c, &auth) < 0) {
+		snprintf(err, err_size, "cannot send AUTH");
+		return -EPROTO;
+	}
+	return 0;
+}
+
 static void
 read_cb(evutil_socket_t fd, short what, void *user)
 {
@@ -247,7 +274,10 @@ read_cb(evutil_socket_t fd, short what, void *user)
 			handle_bye(c, &record.u.bye);
 			return;
 		}
-		ret = c->callbacks.record_cb(&record, err, sizeof(err), c->user);
+		if (record.kind == PPS_WIRE_CHALLENGE)
+			ret = answer_challenge(c, &record.u.challenge, err, sizeof(err));
+		else
+			ret = c->callbacks.record_cb(&record, err, sizeof(err), c->user);
 		if (ret < 0 && c->connected && c->connections == connection) {
 			pps_connection_fail(c, err);
 			return;
@@ -279,14 +309,9 @@ connected(pps_connection_t *c)
 	hello.u.hello.max_record_bytes = (uint16_t)c->params.max_record_bytes;
 	hello.u.hello.name_len =
 	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "%.64s", c->name);
-	if (c->params.access_token) {
-		size_t n = strlen(c->params.access_token);
-
-		if (n > sizeof(hello.u.hello.auth))
-			n = sizeof(hello.u.hello.auth); /* refused at start-up; see pps-client.c */
-		memcpy(hello.u.hello.auth, c->params.access_token, n);
-		hello.u.hello.auth_len = (uint8_t)n;
-	}
+	/* With a token we ask for a challenge; the token never goes out. */
+	if (c->params.access_token && c->params.access_token[0])
+		hello.u.hello.flags = PPS_WIRE_HELLO_CHALLENGE;
 	if (pps_connection_send(c, &hello) < 0) {
 		ended(c, "cannot send HELLO", true);
 		return;

@@ -38,7 +38,7 @@ static const char *const priority_policies[] = { "temporal-first", "quality-firs
 						 NULL };
 static const char *const transport_modes[] = { "tcp", "minbuf", NULL };
 static const char *const congestion_controls[] = { "default", "cubic", "reno", "bbr", NULL };
-static const char *const playout_policies[] = { "fixed", "asap", "adaptive", NULL };
+static const char *const playout_policies[] = { "fixed", "asap", "adaptive", "smooth", NULL };
 static const char *const display_modes[] = { "auto", "sdl", "none", NULL };
 static const char *const clock_modes[] = { "auto", "shared", "estimate", NULL };
 
@@ -56,9 +56,14 @@ static const pps_config_key_t keys[] = {
 	INT("server", "evict_after_s", "10", 0, 3600, SERVER,
 	    "a client that takes no data for this long (it stopped reading) is dropped with BYE "
 	    "too-slow; 0 = never"),
+	INT("server", "recovery_budget_pct", "5", 0, 100, SERVER,
+	    "IDRs forced for clients that joined or lost their base layer may add at most this "
+	    "share of the encoded rate (a token bucket in bits; beyond it requests wait, at "
+	    "least 500 ms apart in any case); 0 = time bound only"),
 	STRING("server", "access_token", "", SERVER,
-	       "if set, only clients whose HELLO carries this token are served (client."
-	       "access_token); sent in the clear, so put TLS around untrusted paths"),
+	       "if set, only clients that prove they hold this token are served (client."
+	       "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
+	       "wire; the stream itself is not encrypted)"),
 
 	/* [source] */
 	ENUM("source", "type", "test", source_types, SERVER,
@@ -122,6 +127,9 @@ static const pps_config_key_t keys[] = {
 	     "TCP congestion control per connection; default = the system's"),
 	BOOL("transport", "thin_linear_timeouts", "false", SERVER,
 	     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+	BOOL("transport", "pacing", "false", SERVER,
+	     "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
+	     "turns on TCP's internal pacing) instead of sending a window's packets in a burst"),
 	ENUM("transport", "latency_cap", "yielding", pps_latency_cap_names, SERVER,
 	     "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
 	     "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
@@ -150,8 +158,8 @@ static const pps_config_key_t keys[] = {
 		"server to connect to (host:port or [v6addr]:port)"),
 	STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
 	STRING("client", "access_token", "", CLIENT,
-	       "token sent in HELLO for a server that requires one (server.access_token; at most "
-	       "64 bytes)"),
+	       "token for a server that requires one (server.access_token; at most 64 bytes); "
+	       "proved by challenge-response, never sent"),
 	BOOL("client", "reconnect", "false", CLIENT,
 	     "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
 	INT("client", "reconnect_attempts", "10", 1, 1000000, CLIENT,
@@ -167,9 +175,11 @@ static const pps_config_key_t keys[] = {
 	     "only if it exceeds its uncertainty)"),
 
 	/* [playout] */
-	ENUM("playout", "policy", "adaptive", playout_policies, CLIENT,
+	ENUM("playout", "policy", "asap", playout_policies, CLIENT,
 	     "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
-	     "budget down), fixed (capture time + tolerance) or asap (as soon as decoded)"),
+	     "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
+	     "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
+	     "(as soon as decoded)"),
 	INT("playout", "tolerance_ms", "0", 0, 10000, CLIENT,
 	    "fixed policy: display at capture time + this; 0 = what the stream can meet "
 	    "(server budget + measured round trip + 10 ms)"),

@@ -153,6 +153,7 @@ int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_
 	out->congestion =
 		(pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
 	out->thin_linear_timeouts = pps_config_get_bool(config, "transport", "thin_linear_timeouts");
+	out->pacing = pps_config_get_bool(config, "transport", "pacing");
 	return 0;
 }
 
@@ -705,7 +706,13 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 		r = -errno;
 		goto err_buf;
 	}
-	if ((r = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 0)) < 0 ||
+	/* TCP_NODELAY on: uncorking then sends the sub-MSS tail at once. With
+	 * Nagle on, the kernel's Minshall check holds that tail while an earlier
+	 * short packet is unacked; corking again right after keeps it held until
+	 * the next push, one window later, where it merges with the next
+	 * window's first packet. On loopback the ACK comes back before the next
+	 * write, which is why only real RTTs showed it (a frame interval). */
+	if ((r = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1)) < 0 ||
 	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_CORK, 1)) < 0)
 		goto err_buf;
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT) {
@@ -717,6 +724,12 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 	}
 	if (params->thin_linear_timeouts &&
 	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1)) < 0)
+		goto err_buf;
+	/* Any SO_MAX_PACING_RATE but ~0U ("unlimited") marks the socket as
+	 * needing pacing, and without the fq qdisc TCP then paces itself at
+	 * its congestion control's rate; this cap is far above any path. */
+	if (params->pacing &&
+	    (r = set_int_opt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, INT_MAX)) < 0)
 		goto err_buf;
 
 	if (params->mode == PPS_MINBUF_MODE_MINBUF) {

@@ -66,7 +66,8 @@
  * There is no timer and no busy loop; stats.wakeups_idle counts wake-ups that
  * found no room (the tests require them to stay a small fraction of writes).
  *
- * Framing: TCP_CORK is on for the connection's life, TCP_NODELAY off, and
+ * Framing: TCP_CORK is on for the connection's life, TCP_NODELAY on (so that
+ * uncorking pushes a short tail at once rather than Nagle holding it), and
  * every packet the producer returns is at most one MSS (re-read before every
  * write; it changes with the path MTU). A packet flagged push, or shorter than
  * the MSS, ends its batch and is pushed by uncorking and corking again
@@ -141,6 +142,10 @@ typedef struct {
 	bool ecn;   /* ECN wanted: only reported, see above */
 	pps_minbuf_congestion_t congestion;
 	bool thin_linear_timeouts;
+	/* TCP's internal pacing (SO_MAX_PACING_RATE set below "unlimited"): the
+	 * kernel spreads packets at about 1.2 x cwnd / srtt instead of sending
+	 * what cwnd allows back to back. */
+	bool pacing;
 	/* Most packets per write(2); 0 = PPS_DEFAULT_MINBUF_BATCH_PKTS. */
 	unsigned batch_pkts;
 } pps_minbuf_params_t;
@@ -150,7 +155,7 @@ typedef struct {
 /* Fills @params with the defaults: minbuf, A=1, B=3, no ECN, default cc. */
 void pps_minbuf_params_init(pps_minbuf_params_t *params);
 
-/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts. */
+/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts, pacing. */
 int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
 /* Names shared by config, CLI and logs: "tcp"/"minbuf", "default"/"cubic"/... */
@@ -245,7 +250,7 @@ typedef struct pps_minbuf pps_minbuf_t;
 /*
  * Binds a writer to @fd, a connected TCP socket (made non-blocking here; the
  * caller keeps ownership and closes it after pps_minbuf_free()). Sets TCP_CORK,
- * clears TCP_NODELAY, applies congestion control and thin linear timeouts.
+ * sets TCP_NODELAY, applies congestion control and thin linear timeouts.
  * Nothing is written until the first pps_minbuf_kick(). Returns NULL with
  * errno set: EINVAL (bad params), ENOENT (congestion control not available),
  * ENOMEM, or the setsockopt error.

@@ -79,8 +79,12 @@ typedef struct pps_server pps_server_t;
 
 typedef enum {
 	PPS_SESSION_AWAIT_HELLO,
+	PPS_SESSION_AWAIT_AUTH, /* CHALLENGE sent, its answer not yet in */
 	PPS_SESSION_STREAMING,
 } pps_session_state_t;
+
+/* The session's clock (CLOCK_REALTIME microseconds); tests inject their own. */
+typedef int64_t (*pps_session_clock_cb)(void *user);
 
 /* Asked when a client's HELLO is otherwise acceptable: may it stream now
  * (false: it is refused with BYE server-full)? */
@@ -90,12 +94,15 @@ typedef struct {
 	const pps_config_t *config;
 	pps_minbuf_params_t transport;
 	pps_path_params_t path;
-	const char *access_token;  /* "" or NULL: anyone; else HELLO must carry it */
+	const char *access_token;  /* "" or NULL: anyone; else the client must prove it
+	                            * by challenge-response (HELLO flag, CHALLENGE, AUTH) */
 	int64_t evict_after_us;    /* no data taken for this long: BYE too-slow; 0 never */
 	pps_session_admit_cb admit_cb;
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
 	int64_t hello_timeout_us;
+	pps_session_clock_cb clock_cb; /* NULL: pps_server_now_us() */
+	void *clock_user;
 } pps_session_params_t;
 
 /* Called when the session is gone for good (its socket failed, the peer left
@@ -103,9 +110,10 @@ typedef struct {
 typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
 /* Called once the client's HELLO was accepted, and again whenever the client
  * lost base-layer data (deadline or undecodable) and can decode nothing more
- * until the next IDR (at most once per PPS_SESSION_LOSS_IDR_INTERVAL_US per
- * client, so one client on a bad path cannot raise everyone's IDR rate):
- * the server asks the encoder for one. */
+ * until the next IDR: the listener asks the encoder for one within its
+ * recovery bounds (pps-server-lib.h), at most one loss request per
+ * PPS_SESSION_LOSS_IDR_INTERVAL_US per client, so one client on a bad path
+ * cannot raise everyone's IDR rate. */
 #define PPS_SESSION_LOSS_IDR_INTERVAL_US 2000000
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
@@ -123,6 +131,13 @@ void pps_session_refuse(pps_session_t *session, pps_wire_bye_reason_t reason, co
 void pps_session_say_bye(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 const char *pps_session_peer(const pps_session_t *session); /* "addr:port name" */
 unsigned pps_session_id(const pps_session_t *session);
+/* The BYE reason this session refused its client with, or -1 (it left, or
+ * its socket failed, or it is still open). */
+int pps_session_bye_reason(const pps_session_t *session);
+/* Applies the handshake timeout and the slow-client eviction at the session
+ * clock's now; the session's own timers call it, tests call it after moving
+ * their clock. It may close the session (closed_cb). */
+void pps_session_check_timeouts(pps_session_t *session);
 void pps_session_get_sched_stats(const pps_session_t *session, pps_sched_stats_t *stats);
 int pps_session_get_transport_stats(const pps_session_t *session, pps_minbuf_stats_t *stats);
 /* The client's path estimate (valid = false before it has one). */

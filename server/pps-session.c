@@ -44,8 +44,11 @@ struct pps_session {
 	bool closing;
 	uint64_t pings;
 	uint64_t base_dropped; /* base-layer ADUs dropped for this client so far */
-	int64_t last_loss_idr_us; /* last IDR this client asked for after a loss */
 	int64_t last_progress_us; /* last time the writer took a packet */
+	int64_t accepted_us;      /* for the handshake timeout */
+	int bye_reason;           /* the BYE reason we refused with, or -1 */
+	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
+	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
 };
 
@@ -74,6 +77,13 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 	return 0;
 }
 
+/* The params' clock (tests inject one), else the real one. */
+static int64_t
+session_now(const pps_session_t *s)
+{
+	return s->params.clock_cb ? s->params.clock_cb(s->params.clock_user) : pps_server_now_us();
+}
+
 static void
 session_close(pps_session_t *s)
 {
@@ -92,6 +102,7 @@ static void
 refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
 {
 	fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+	s->bye_reason = (int)reason;
 	pps_session_say_bye(s, reason, why);
 	session_close(s);
 }
@@ -99,8 +110,8 @@ refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
 /*
  * A dropped base-layer ADU breaks this client's reference chain: everything
  * until the next IDR is undecodable for it (and the regulator will not send
- * it). Rather than lose the rest of the GOP, ask for an IDR now; the media
- * side rate-limits requests from all clients together.
+ * it). Rather than lose the rest of the GOP, ask for an IDR now; the
+ * listener's recovery bounds (per client, in time, in bits) decide when.
  */
 static void
 check_base_loss(pps_session_t *s)
@@ -109,12 +120,7 @@ check_base_loss(pps_session_t *s)
 
 	pps_sched_get_stats(s->sched, &st);
 	if (st.layer[0][0].adus_dropped > s->base_dropped) {
-		int64_t now = pps_server_now_us();
-
 		s->base_dropped = st.layer[0][0].adus_dropped;
-		if (s->last_loss_idr_us && now - s->last_loss_idr_us < PPS_SESSION_LOSS_IDR_INTERVAL_US)
-			return;
-		s->last_loss_idr_us = now;
 		s->ready_cb(s->user, s);
 	}
 }
@@ -130,7 +136,7 @@ arm_deadline_timer(pps_session_t *s)
 		event_del(s->deadline_timer);
 		return;
 	}
-	wait_us = deadline - pps_server_now_us();
+	wait_us = deadline - session_now(s);
 	if (wait_us < 0)
 		wait_us = 0;
 	tv.tv_sec = (time_t)(wait_us / 1000000);
@@ -145,24 +151,11 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_session_t *s = user;
 
-	int64_t now = pps_server_now_us();
-
-	if (pps_sched_expire(s->sched, now) > 0) {
+	if (pps_sched_expire(s->sched, session_now(s)) > 0) {
 		check_base_loss(s);
 		pps_minbuf_kick(s->writer);
 	}
-	/* A client that stopped reading only loses its own windows, but it
-	 * holds a slot and a socket: after evict_after_us without taking any
-	 * data it goes. */
-	if (!s->closing && s->params.evict_after_us > 0 &&
-	    now - s->last_progress_us > s->params.evict_after_us) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "too slow: took no data for %lld s",
-			 (long long)(s->params.evict_after_us / 1000000));
-		refuse(s, PPS_WIRE_BYE_TOO_SLOW, why);
-		return;
-	}
+	pps_session_check_timeouts(s);
 	if (!s->closing)
 		arm_deadline_timer(s);
 }
@@ -179,7 +172,7 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 		return 0;
 	/* A browser's packet is one WebSocket frame: its header fits in the MSS too. */
 	room = s->web ? PPS_WS_DATA_HEADER_BYTES : 0;
-	ret = pps_sched_next_packet(s->sched, pps_server_now_us(), mss_bytes - room, buf + room,
+	ret = pps_sched_next_packet(s->sched, session_now(s), mss_bytes - room, buf + room,
 				    len_bytes, push);
 	if (ret == 1 && s->web) {
 		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
@@ -188,7 +181,7 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 					     s->params.transport.b);
 	}
 	if (ret == 1)
-		s->last_progress_us = pps_server_now_us();
+		s->last_progress_us = session_now(s);
 	check_base_loss(s);
 	return ret;
 }
@@ -200,7 +193,7 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 {
 	pps_session_t *s = user;
 	pps_path_sample_t sample = {
-		.now_us = pps_server_now_us(),
+		.now_us = session_now(s),
 		.delivery_rate_bps = ms->delivery_rate_bps,
 		.delivery_app_limited = ms->delivery_app_limited,
 		.min_rtt_us = ms->min_rtt_us,
@@ -229,10 +222,49 @@ writer_error_cb(void *user, int err)
 	session_close(s);
 }
 
+/* The client is who it must be: admit it and start streaming. */
+static void
+admit(pps_session_t *s)
+{
+	pps_wire_record_t info = { .kind = PPS_WIRE_STREAM_INFO };
+
+	if (s->params.admit_cb && !s->params.admit_cb(s->user, s)) {
+		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
+		return;
+	}
+	/* Never send the client a record longer than it said it accepts. */
+	s->params.sched.max_record_bytes =
+	    s->max_record_bytes ? s->max_record_bytes : PPS_WIRE_DEFAULT_MAX_RECORD_BYTES;
+	s->sched = pps_sched_new(&s->params.sched);
+	if (!s->sched) {
+		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");
+		return;
+	}
+	s->writer =
+	    pps_minbuf_new(s->base, s->fd, &s->params.transport, fill_cb, writer_error_cb, s);
+	if (!s->writer) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "cannot set up the %s transport: %s",
+		         pps_minbuf_mode_name(s->params.transport.mode), strerror(errno));
+		refuse(s, PPS_WIRE_BYE_INTERNAL, msg);
+		return;
+	}
+	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
+	info.u.stream_info = s->params.stream_info;
+	pps_sched_push_control(s->sched, &info);
+	s->state = PPS_SESSION_STREAMING;
+	s->last_progress_us = session_now(s);
+	event_del(s->hello_timer);
+	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
+	        pps_minbuf_mode_name(s->params.transport.mode));
+	pps_minbuf_kick(s->writer);
+	s->ready_cb(s->user, s);
+}
+
 static void
 handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 {
-	pps_wire_record_t info = { .kind = PPS_WIRE_STREAM_INFO };
 	char why[96];
 
 	if (hello->protocol_version != PPS_WIRE_VERSION) {
@@ -254,52 +286,50 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		s->peer[len++] = '"';
 		s->peer[len] = '\0';
 	}
+	s->max_record_bytes = hello->max_record_bytes;
 	if (s->params.access_token && s->params.access_token[0]) {
-		size_t want = strlen(s->params.access_token);
-		unsigned char diff = (unsigned char)(hello->auth_len != want);
+		pps_wire_record_t challenge = {.kind = PPS_WIRE_CHALLENGE};
+		int ret;
 
-		/* Compared whole, in time independent of where they differ. */
-		for (size_t i = 0; i < want && i < sizeof(hello->auth); i++)
-			diff |= (unsigned char)(hello->auth[i] ^ s->params.access_token[i]);
-		if (diff) {
+		/* The token itself must never cross the wire: a HELLO carrying
+		 * one in the clear, or not asking for a challenge, is refused. */
+		if (!(hello->flags & PPS_WIRE_HELLO_CHALLENGE)) {
 			refuse(s, PPS_WIRE_BYE_UNAUTHORIZED,
-			       hello->auth_len ? "wrong access token" : "access token required");
+			       hello->auth_len ? "plaintext tokens are refused: a client with "
+			                         "challenge-response is needed"
+			                       : "access token required");
 			return;
 		}
-	}
-	if (s->params.admit_cb && !s->params.admit_cb(s->user, s)) {
-		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
+		ret = pps_wire_auth_nonce(s->nonce);
+		if (ret < 0) {
+			snprintf(why, sizeof(why), "no random nonce: %s", strerror(-ret));
+			refuse(s, PPS_WIRE_BYE_INTERNAL, why);
+			return;
+		}
+		challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+		memcpy(challenge.u.challenge.nonce, s->nonce, PPS_WIRE_NONCE_BYTES);
+		/* Nothing else is queued yet: the record goes out whole. */
+		if (pps_server_write_record_now(s->fd, &challenge) < 0) {
+			refuse(s, PPS_WIRE_BYE_INTERNAL, "cannot send CHALLENGE");
+			return;
+		}
+		s->state = PPS_SESSION_AWAIT_AUTH;
 		return;
 	}
-	/* Never send the client a record longer than it said it accepts. */
-	s->params.sched.max_record_bytes = hello->max_record_bytes
-						   ? hello->max_record_bytes
-						   : PPS_WIRE_DEFAULT_MAX_RECORD_BYTES;
-	s->sched = pps_sched_new(&s->params.sched);
-	if (!s->sched) {
-		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");
-		return;
-	}
-	s->writer = pps_minbuf_new(s->base, s->fd, &s->params.transport, fill_cb, writer_error_cb,
-				   s);
-	if (!s->writer) {
-		char msg[128];
+	admit(s);
+}
 
-		snprintf(msg, sizeof(msg), "cannot set up the %s transport: %s",
-			 pps_minbuf_mode_name(s->params.transport.mode), strerror(errno));
-		refuse(s, PPS_WIRE_BYE_INTERNAL, msg);
+static void
+handle_auth(pps_session_t *s, const pps_wire_auth_t *auth)
+{
+	uint8_t want[PPS_WIRE_MAC_BYTES];
+
+	pps_wire_auth_mac(s->params.access_token, strlen(s->params.access_token), s->nonce, want);
+	if (!pps_wire_auth_equal(want, auth->mac)) {
+		refuse(s, PPS_WIRE_BYE_UNAUTHORIZED, "wrong access token");
 		return;
 	}
-	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
-	info.u.stream_info = s->params.stream_info;
-	pps_sched_push_control(s->sched, &info);
-	s->state = PPS_SESSION_STREAMING;
-	s->last_progress_us = pps_server_now_us();
-	event_del(s->hello_timer);
-	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
-		pps_minbuf_mode_name(s->params.transport.mode));
-	pps_minbuf_kick(s->writer);
-	s->ready_cb(s->user, s);
+	admit(s);
 }
 
 static void
@@ -315,9 +345,16 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		}
 		handle_hello(s, &r->u.hello);
 		return;
+	case PPS_WIRE_AUTH:
+		if (s->state != PPS_SESSION_AWAIT_AUTH) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, "AUTH without a CHALLENGE");
+			return;
+		}
+		handle_auth(s, &r->u.auth);
+		return;
 	case PPS_WIRE_CLOCK_PING: {
 		pps_wire_record_t pong = { .kind = PPS_WIRE_CLOCK_PONG };
-		int64_t now = pps_server_now_us();
+		int64_t now = session_now(s);
 
 		if (s->state != PPS_SESSION_STREAMING) {
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, "CLOCK_PING before HELLO");
@@ -334,27 +371,19 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 			pps_minbuf_kick(s->writer);
 		return;
 	}
-	case PPS_WIRE_RECOVERY_REQUEST: {
-		int64_t now = pps_server_now_us();
-		bool recent;
-
+	case PPS_WIRE_RECOVERY_REQUEST:
 		if (s->state != PPS_SESSION_STREAMING) {
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, "RECOVERY_REQUEST before HELLO");
 			return;
 		}
-		/* The client lost a layer it was sent (its own decoder failed):
-		 * an IDR, at most as often as a sender-side base loss asks one. */
-		recent = s->last_loss_idr_us &&
-			 now - s->last_loss_idr_us < PPS_SESSION_LOSS_IDR_INTERVAL_US;
-		fprintf(stderr, "pps-server: client %s lost layer %u at frame %u%s\n", s->peer,
-			r->u.recovery_request.quality_layer, r->u.recovery_request.frame_index,
-			recent ? " (IDR asked recently)" : "; asking for an IDR");
-		if (recent)
-			return;
-		s->last_loss_idr_us = now;
+		/* The client lost a layer it was sent (its own decoder failed): ask
+		 * for an IDR as for a base-layer loss seen here; the listener's
+		 * recovery bounds (per client, in time, in bits) decide when. */
+		fprintf(stderr, "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
+			s->peer, r->u.recovery_request.quality_layer,
+			r->u.recovery_request.frame_index);
 		s->ready_cb(s->user, s);
 		return;
-	}
 	case PPS_WIRE_BYE:
 		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
 			pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
@@ -434,7 +463,43 @@ read_cb(evutil_socket_t fd, short what, void *user)
 static void
 hello_timeout_cb(evutil_socket_t fd, short what, void *user)
 {
-	refuse(user, PPS_WIRE_BYE_PROTOCOL, "no HELLO in time");
+	pps_session_t *s = user;
+	int64_t left_us = s->accepted_us + s->params.hello_timeout_us - session_now(s);
+
+	pps_session_check_timeouts(s);
+	if (!s->closing && s->state != PPS_SESSION_STREAMING && left_us > 0) {
+		/* An injected clock behind the loop's: wait for the rest. */
+		struct timeval tv = {.tv_sec = (time_t)(left_us / 1000000),
+		                     .tv_usec = (suseconds_t)(left_us % 1000000)};
+
+		event_add(s->hello_timer, &tv);
+	}
+}
+
+void
+pps_session_check_timeouts(pps_session_t *s)
+{
+	int64_t now = session_now(s);
+
+	if (s->closing)
+		return;
+	if (s->state != PPS_SESSION_STREAMING) {
+		if (now - s->accepted_us >= s->params.hello_timeout_us)
+			refuse(s, PPS_WIRE_BYE_PROTOCOL,
+			       s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
+			                                           : "no AUTH in time");
+		return;
+	}
+	/* A client that stopped reading only loses its own windows, but it
+	 * holds a slot and a socket: after evict_after_us without taking any
+	 * data it goes. */
+	if (s->params.evict_after_us > 0 && now - s->last_progress_us > s->params.evict_after_us) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "too slow: took no data for %lld s",
+		         (long long)(s->params.evict_after_us / 1000000));
+		refuse(s, PPS_WIRE_BYE_TOO_SLOW, why);
+	}
 }
 
 static void
@@ -468,6 +533,8 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->closed_cb = closed_cb;
 	s->user = user;
 	s->state = PPS_SESSION_AWAIT_HELLO;
+	s->bye_reason = -1;
+	s->accepted_us = session_now(s);
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
 	s->path = pps_path_new(&params->path);
@@ -572,6 +639,12 @@ unsigned
 pps_session_id(const pps_session_t *s)
 {
 	return s->id;
+}
+
+int
+pps_session_bye_reason(const pps_session_t *s)
+{
+	return s->bye_reason;
 }
 
 void

@@ -265,6 +265,14 @@ function onRecord(r) {
     case wire.KIND.BYE:
       stats.bye = { reason: wire.BYE_REASON[r.reason] || 'unknown', text: r.text };
       return;
+    case wire.KIND.CHALLENGE: {
+      const token = params.get('token') || '';
+      if (info || !token || challenged) throw new wire.WireError('unexpected CHALLENGE');
+      challenged = true;
+      wire.encodeAuth(token, r.nonce).then((auth) => sendRecord?.(auth),
+        (e) => fail(`cannot answer the challenge: ${e.message}`));
+      return;
+    }
     default:
       throw new wire.WireError(`unexpected ${r.kind}`);
   }
@@ -274,6 +282,7 @@ function onRecord(r) {
 // asks for an IDR by itself when it drops base data): ask for an IDR, at most
 // once a second from this side (the server rate-limits as well).
 let sendRecord = null;
+let challenged = false;
 let lastRecoveryMs = -Infinity;
 function requestRecovery(layer, frame) {
   const nowMs = performance.now();

@@ -18,8 +18,14 @@ export const KIND = {
   CLOCK_PING: 6,
   CLOCK_PONG: 7,
   BYE: 8,
-  RECOVERY_REQUEST: 9,
+  CHALLENGE: 9,
+  AUTH: 10,
+  RECOVERY_REQUEST: 11,
 };
+
+export const HELLO_CHALLENGE = 0x0001; // HELLO flag: prove the token by challenge-response
+export const AUTH_HMAC_SHA256 = 1;
+const NONCE_BYTES = 32;
 
 export const BYE_REASON = ['normal', 'server-full', 'protocol-error', 'unsupported-version',
   'internal-error', 'unauthorized', 'too-slow'];
@@ -92,6 +98,10 @@ export function decodeBody(kind, body) {
         kind, seq: v.getUint32(0), client_send_us: i64(v, 4), server_recv_us: i64(v, 12),
         server_send_us: i64(v, 20),
       };
+    case KIND.CHALLENGE:
+      exact(1 + NONCE_BYTES, 'CHALLENGE');
+      need(v.getUint8(0) === AUTH_HMAC_SHA256, `CHALLENGE: method ${v.getUint8(0)} unknown`);
+      return { kind, method: v.getUint8(0), nonce: body.slice(1) };
     case KIND.BYE: {
       need(n >= 3, 'BYE: short');
       const len = v.getUint8(2);
@@ -155,7 +165,8 @@ export class RecordParser {
         at += take;
         if (this.len === HEADER_BYTES) {
           need(this.buf[0] === VERSION, `record version ${this.buf[0]}`);
-          need(this.buf[1] >= 1 && this.buf[1] <= 8, `record kind ${this.buf[1]}`);
+          need(this.buf[1] >= 1 && this.buf[1] <= KIND.RECOVERY_REQUEST,
+            `record kind ${this.buf[1]}`);
           const total = HEADER_BYTES + (this.buf[2] << 8 | this.buf[3]);
           need(total <= this.max, `record of ${total} bytes over the limit ${this.max}`);
         }
@@ -184,14 +195,16 @@ function record(kind, body) {
   return out;
 }
 
+// With a token, HELLO asks for a challenge (the token itself never goes out:
+// encodeAuth answers the CHALLENGE with its MAC).
 export function encodeHello(name, token, maxRecordBytes) {
   const enc = new TextEncoder();
   const n = enc.encode(name).subarray(0, 64);
-  const t = enc.encode(token || '').subarray(0, 64);
+  const t = new Uint8Array(0);
   const body = new Uint8Array(8 + n.byteLength + t.byteLength);
   const v = new DataView(body.buffer);
   v.setUint16(0, VERSION);
-  v.setUint16(2, 0);
+  v.setUint16(2, token ? HELLO_CHALLENGE : 0);
   v.setUint16(4, maxRecordBytes === DEFAULT_MAX_RECORD_BYTES ? 0 : maxRecordBytes);
   v.setUint8(6, n.byteLength);
   body.set(n, 7);
@@ -216,6 +229,23 @@ export function encodeRecoveryRequest(frameIndex, layer) {
   v.setUint32(0, Math.max(frameIndex, 0) >>> 0);
   v.setUint8(4, layer);
   return record(KIND.RECOVERY_REQUEST, body);
+}
+
+// AUTH: HMAC-SHA256(key = token, "ppstream-auth-v1" || nonce) (PROTOCOL.md,
+// "Access control"); WebCrypto, so a secure context, as WebCodecs needs anyway.
+export async function encodeAuth(token, nonce) {
+  const enc = new TextEncoder();
+  const key = await crypto.subtle.importKey('raw', enc.encode(token),
+    { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const label = enc.encode('ppstream-auth-v1');
+  const message = new Uint8Array(label.byteLength + nonce.byteLength);
+  message.set(label, 0);
+  message.set(nonce, label.byteLength);
+  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, message));
+  const body = new Uint8Array(1 + mac.byteLength);
+  body[0] = AUTH_HMAC_SHA256;
+  body.set(mac, 1);
+  return record(KIND.AUTH, body);
 }
 
 export function encodeBye(reason, text) {

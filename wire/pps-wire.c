@@ -135,6 +135,10 @@ pps_wire_kind_name(unsigned kind)
 		return "CLOCK_PONG";
 	case PPS_WIRE_BYE:
 		return "BYE";
+	case PPS_WIRE_CHALLENGE:
+		return "CHALLENGE";
+	case PPS_WIRE_AUTH:
+		return "AUTH";
 	case PPS_WIRE_RECOVERY_REQUEST:
 		return "RECOVERY_REQUEST";
 	}
@@ -173,6 +177,8 @@ pps_wire_bye_reason_name(unsigned reason)
 #define CLOCK_PONG_BYTES 28
 #define BYE_FIXED_BYTES 3
 #define HELLO_FIXED_BYTES 8
+#define CHALLENGE_BYTES      (1 + PPS_WIRE_NONCE_BYTES)
+#define AUTH_BYTES           (1 + PPS_WIRE_MAC_BYTES)
 #define RECOVERY_REQUEST_BYTES 5
 
 size_t
@@ -209,6 +215,10 @@ body_size(const pps_wire_record_t *r)
 		if (r->u.bye.text_len > PPS_WIRE_MAX_REASON_BYTES)
 			return -EINVAL;
 		return BYE_FIXED_BYTES + r->u.bye.text_len;
+	case PPS_WIRE_CHALLENGE:
+		return CHALLENGE_BYTES;
+	case PPS_WIRE_AUTH:
+		return AUTH_BYTES;
 	case PPS_WIRE_RECOVERY_REQUEST:
 		return RECOVERY_REQUEST_BYTES;
 	}
@@ -330,6 +340,14 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 		put_u16(&w, r->u.bye.reason);
 		put_u8(&w, r->u.bye.text_len);
 		put_bytes(&w, r->u.bye.text, r->u.bye.text_len);
+		break;
+	case PPS_WIRE_CHALLENGE:
+		put_u8(&w, r->u.challenge.method);
+		put_bytes(&w, r->u.challenge.nonce, PPS_WIRE_NONCE_BYTES);
+		break;
+	case PPS_WIRE_AUTH:
+		put_u8(&w, r->u.auth.method);
+		put_bytes(&w, r->u.auth.mac, PPS_WIRE_MAC_BYTES);
 		break;
 	case PPS_WIRE_RECOVERY_REQUEST:
 		put_u32(&w, r->u.recovery_request.frame_index);
@@ -586,6 +604,26 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		get_bytes(r, b->text, b->text_len);
 		b->text[r->short_read ? 0 : b->text_len] = '\0';
 		return check_length(p, r, name);
+	}
+	case PPS_WIRE_CHALLENGE:
+	case PPS_WIRE_AUTH: {
+		/* Same layout: a method and 32 bytes (nonce or MAC). */
+		uint8_t method = get_u8(r);
+		uint8_t *bytes =
+		    kind == PPS_WIRE_CHALLENGE ? out->u.challenge.nonce : out->u.auth.mac;
+		int ret;
+
+		get_bytes(r, bytes, PPS_WIRE_NONCE_BYTES);
+		ret = check_length(p, r, name);
+		if (ret < 0)
+			return ret;
+		if (method != PPS_WIRE_AUTH_HMAC_SHA256)
+			return fail(p, PPS_WIRE_ERR_FIELD, "%s: method %u unknown", name, method);
+		if (kind == PPS_WIRE_CHALLENGE)
+			out->u.challenge.method = method;
+		else
+			out->u.auth.method = method;
+		return 0;
 	}
 	case PPS_WIRE_RECOVERY_REQUEST: {
 		int ret;

@@ -45,8 +45,18 @@ typedef enum {
 	PPS_WIRE_CLOCK_PING = 6,   /* client -> server */
 	PPS_WIRE_CLOCK_PONG = 7,   /* server -> client */
 	PPS_WIRE_BYE = 8,          /* either way, last record */
-	PPS_WIRE_RECOVERY_REQUEST = 9, /* client -> server: lost a layer, asks for an IDR */
+	PPS_WIRE_CHALLENGE = 9,    /* server -> client, answers a HELLO asking for one */
+	PPS_WIRE_AUTH = 10,        /* client -> server, answers CHALLENGE */
+	PPS_WIRE_RECOVERY_REQUEST = 11, /* client -> server: lost a layer, asks for an IDR */
 } pps_wire_kind_t;
+
+/* HELLO flags. */
+#define PPS_WIRE_HELLO_CHALLENGE 0x0001 /* the client proves a token by challenge-response */
+
+/* Challenge-response (PROTOCOL.md, "Access control"). */
+#define PPS_WIRE_AUTH_HMAC_SHA256 1 /* MAC = HMAC-SHA256(token, context || nonce) */
+#define PPS_WIRE_NONCE_BYTES      32
+#define PPS_WIRE_MAC_BYTES        32
 
 /* Reasons carried by BYE. */
 typedef enum {
@@ -61,12 +71,12 @@ typedef enum {
 
 typedef struct {
 	uint16_t protocol_version;
-	uint16_t flags;            /* reserved, 0 */
+	uint16_t flags;            /* PPS_WIRE_HELLO_*; other bits reserved (0, ignored) */
 	uint16_t max_record_bytes; /* largest record the client accepts, header included;
 				    * 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
 	uint8_t name_len;
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* NUL-terminated copy */
-	uint8_t auth_len;                       /* access token, when the server requires one */
+	uint8_t auth_len; /* legacy plaintext token: servers refuse it (use the challenge) */
 	uint8_t auth[PPS_WIRE_MAX_AUTH_BYTES];
 } pps_wire_hello_t;
 
@@ -148,6 +158,16 @@ typedef struct {
 } pps_wire_bye_t;
 
 typedef struct {
+	uint8_t method; /* PPS_WIRE_AUTH_HMAC_SHA256 */
+	uint8_t nonce[PPS_WIRE_NONCE_BYTES];
+} pps_wire_challenge_t;
+
+typedef struct {
+	uint8_t method; /* PPS_WIRE_AUTH_HMAC_SHA256 */
+	uint8_t mac[PPS_WIRE_MAC_BYTES];
+} pps_wire_auth_t;
+
+typedef struct {
 	pps_wire_kind_t kind;
 	union {
 		pps_wire_hello_t hello;
@@ -158,6 +178,8 @@ typedef struct {
 		pps_wire_clock_ping_t clock_ping;
 		pps_wire_clock_pong_t clock_pong;
 		pps_wire_bye_t bye;
+		pps_wire_challenge_t challenge;
+		pps_wire_auth_t auth;
 		pps_wire_recovery_request_t recovery_request;
 	} u;
 } pps_wire_record_t;
@@ -219,5 +241,18 @@ const char *pps_wire_parser_error(const pps_wire_parser_t *parser);
 
 /* Bytes of a partial record held (0 between records): trailing bytes at EOF. */
 size_t pps_wire_parser_pending(const pps_wire_parser_t *parser);
+
+/* ---- challenge-response (pps-wire-auth.c, GLib's GHmac) ---------------- */
+
+/* Fills @nonce with random bytes from the kernel (getrandom). 0 or -errno. */
+int pps_wire_auth_nonce(uint8_t nonce[PPS_WIRE_NONCE_BYTES]);
+
+/* @mac = HMAC-SHA256(key @token, "ppstream-auth-v1" || @nonce): what a client
+ * that holds @token answers a CHALLENGE with. */
+void pps_wire_auth_mac(const char *token, size_t token_len,
+                       const uint8_t nonce[PPS_WIRE_NONCE_BYTES], uint8_t mac[PPS_WIRE_MAC_BYTES]);
+
+/* Compares two MACs in time independent of where they differ. */
+bool pps_wire_auth_equal(const uint8_t a[PPS_WIRE_MAC_BYTES], const uint8_t b[PPS_WIRE_MAC_BYTES]);
 
 #endif /* PPS_WIRE_H */

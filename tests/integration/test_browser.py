@@ -334,7 +334,7 @@ def test_browser_http(build, workdir, keep=None):
             data += c
         # A recovery request (the page's decoder lost a layer): the server logs it
         # and asks the encoder for an IDR.
-        s.sendall(masked(2, struct.pack(">BBHIB", 1, 9, 5, 7, 0)))
+        s.sendall(masked(2, struct.pack(">BBHIB", 1, 11, 5, 7, 0)))
         s.sendall(masked(2, hello))
         data += read_all(s)
         check(close_code(data) == 1002, "second HELLO: close %s" % close_code(data))

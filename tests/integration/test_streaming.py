@@ -264,29 +264,108 @@ def wait_for_log(srv, text, timeout=20.0):
         time.sleep(0.05)
 
 
+def read_until(sock, kind, timeout=5.0):
+    """Reads records until one of @kind (returns its body) or EOF/timeout (None);
+    every record seen goes to the list returned second."""
+    sock.settimeout(timeout)
+    data, seen = b"", []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        while len(data) >= 4:
+            _, k, length = struct.unpack(">BBH", data[:4])
+            if len(data) < 4 + length:
+                break
+            seen.append((k, data[4:4 + length]))
+            data = data[4 + length:]
+            if k == kind:
+                return seen[-1][1], seen
+        try:
+            chunk = sock.recv(65536)
+        except (socket.timeout, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        data += chunk
+    return None, seen
+
+
+def challenge_hello(name=b"raw"):
+    return record(1, struct.pack(">HHHB", 1, 1, 0, len(name)) + name + b"\x00")
+
+
 def access_token(build, workdir):
-    """With [server] access_token set, a HELLO without it or with another one
-    is refused (BYE unauthorized, client exit 1); the right one streams."""
-    srv = Server(build, workdir, "server.access_token=s3cret-token")
+    """With [server] access_token set, a client proves the token by
+    challenge-response (HMAC-SHA256 over a fresh nonce) and never sends it:
+    no token, a wrong one, a plaintext one in HELLO and a replayed answer are
+    refused (BYE unauthorized, counted), the right one streams."""
+    import hashlib
+    import hmac
+    token = b"s3cret-token"
+    srv = Server(build, workdir, "server.access_token=" + token.decode())
     try:
         none = Client(build, workdir, srv.address, duration=3, name="none")
         wrong = Client(build, workdir, srv.address, "client.access_token=guess", duration=3,
                        name="wrong")
-        right = Client(build, workdir, srv.address, "client.access_token=s3cret-token",
+        right = Client(build, workdir, srv.address, "client.access_token=" + token.decode(),
                        duration=4, name="right")
+        # A raw peer: plaintext token in HELLO (the old way) is refused.
+        plain = socket.create_connection(("127.0.0.1", srv.port))
+        plain.sendall(record(1, struct.pack(">HHHB", 1, 0, 0, 3) + b"raw" +
+                             struct.pack(">B", len(token)) + token))
+        plain_bye, plain_seen = read_until(plain, 8)
+        plain.close()
+        # A raw peer doing the challenge-response by hand (Python's hmac).
+        raw = socket.create_connection(("127.0.0.1", srv.port))
+        raw.sendall(challenge_hello())
+        challenge, _ = read_until(raw, 9)
+        check(challenge is not None and len(challenge) == 33 and challenge[0] == 1,
+              "no CHALLENGE: %r" % challenge)
+        mac = hmac.new(token, b"ppstream-auth-v1" + challenge[1:], hashlib.sha256).digest()
+        raw.sendall(record(10, b"\x01" + mac))
+        info, raw_seen = read_until(raw, 2)
+        raw.close()
+        # The same answer on another connection (another nonce) is refused.
+        replay = socket.create_connection(("127.0.0.1", srv.port))
+        replay.sendall(challenge_hello())
+        challenge2, _ = read_until(replay, 9)
+        replay.sendall(record(10, b"\x01" + mac))
+        replay_bye, _ = read_until(replay, 8)
+        replay.close()
         rc_none, rc_wrong, rc_right = none.wait(), wrong.wait(), right.wait()
     finally:
         srv.stop()
+    stats = srv.stats()
     check(rc_none == 1 and "unauthorized" in none.stderr, "no token: exit %d: %s"
           % (rc_none, none.stderr))
     check(rc_wrong == 1 and "wrong access token" in wrong.stderr, "wrong token: exit %d: %s"
           % (rc_wrong, wrong.stderr))
     check(rc_right == 0 and right.summary()["frames_shown"] > 60, "right token: exit %d: %s"
           % (rc_right, right.stderr))
+    check(plain_bye is not None and struct.unpack(">H", plain_bye[:2])[0] == 5 and
+          all(k != 2 for k, _ in plain_seen), "plaintext token not refused: %r" % plain_seen)
+    check(info is not None, "right MAC by hand: no STREAM_INFO: %r" % raw_seen)
+    check(challenge2 is not None and challenge2 != challenge, "nonce reused")
+    check(replay_bye is not None and struct.unpack(">H", replay_bye[:2])[0] == 5,
+          "replayed answer not refused: %r" % replay_bye)
+    check(stats["clients_unauthorized"] == 4, "clients_unauthorized %r, want 4 (none, wrong, "
+          "plaintext, replay)" % stats.get("clients_unauthorized"))
     p = subprocess.run([os.path.join(build, "server", "pps-server"), "--set",
                         "server.access_token=" + "x" * 65], capture_output=True, text=True,
                        timeout=10)
     check(p.returncode == 2 and "at most 64 bytes" in p.stderr, p.stderr)
+
+
+def beyond_loopback_warning(build, workdir):
+    """Listening beyond loopback without a token draws a warning; with a
+    token, or on loopback, none."""
+    warn = "listening beyond loopback without [server] access_token"
+    for listen, token, want in (("0.0.0.0:0", "", True), ("0.0.0.0:0", "t0ken", False),
+                                ("127.0.0.1:0", "", False)):
+        srv = Server(build, workdir, "server.access_token=" + token, extra=["--listen", listen])
+        log = srv.log()
+        srv.stop()
+        check((warn in log) == want, "listen %s token %r: warning %s: %s"
+              % (listen, token, "missing" if want else "unexpected", log))
 
 
 def silent_connections(build, workdir):
@@ -338,10 +417,121 @@ def slow_reader_evicted(build, workdir):
           % (rc, other.stderr))
 
 
+def server_unwritable_outputs(build, workdir):
+    """--stats-json and --log that cannot be written make the server exit 1
+    with the file named (not 0 with the figures lost)."""
+    for opt in ("--stats-json", "--log"):
+        p = subprocess.run([os.path.join(build, "server", "pps-server"), "--listen",
+                            "127.0.0.1:0", "-q", "--duration", "1.5", opt, "/dev/full"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1 and opt + " /dev/full" in p.stderr,
+              "%s /dev/full: exit %d: %s" % (opt, p.returncode, p.stderr))
+
+
+def soak(build, workdir):
+    """A short soak: 200 connect/HELLO/STREAM_INFO/close cycles, then a slow
+    reader and a join/leave churner together, beside one viewer. The server
+    stays up and exits cleanly (no leak under ASan/LSan), its descriptors come
+    back to their count before the attack, and the viewer keeps getting frames
+    throughout (no second without one)."""
+    import threading
+
+    def fd_count(pid):
+        return len(os.listdir("/proc/%d/fd" % pid))
+
+    def wait_fds(pid, want, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            n = fd_count(pid)
+            if n == want:
+                return n
+            time.sleep(0.05)
+        return fd_count(pid)
+
+    srv = Server(build, workdir)
+    halt = threading.Event()
+    cycles = {"ok": 0, "churn": 0}
+
+    def slow_reader():
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(hello(b"slow"))
+        s.settimeout(0.05)
+        while not halt.wait(0.1):
+            try:
+                if not s.recv(512):
+                    break
+            except socket.timeout:
+                pass
+        s.close()
+
+    def churner():
+        while not halt.is_set():
+            c = socket.create_connection(("127.0.0.1", srv.port))
+            c.sendall(hello(b"churn"))
+            c.settimeout(0.05)
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:
+                try:
+                    if not c.recv(65536):
+                        break
+                except socket.timeout:
+                    pass
+            c.close()
+            cycles["churn"] += 1
+
+    try:
+        viewer = Client(build, workdir, srv.address, duration=14, name="viewer")
+        wait_for_log(srv, '"viewer" joined')
+        baseline = fd_count(srv.proc.pid)
+        rss_before = srv.rss_kib()
+        attack_start_us = time.time() * 1e6
+        for i in range(200):
+            c = socket.create_connection(("127.0.0.1", srv.port))
+            c.sendall(hello(b"cycle%d" % i))
+            info, _ = read_until(c, 2)
+            c.close()
+            cycles["ok"] += info is not None
+        threads = [threading.Thread(target=slow_reader), threading.Thread(target=churner)]
+        for t in threads:
+            t.start()
+        time.sleep(4)  # the attack's length, not a synchronisation
+        halt.set()
+        for t in threads:
+            t.join(timeout=10)
+        attack_end_us = time.time() * 1e6
+        fds_after = wait_fds(srv.proc.pid, baseline)
+        alive = srv.proc.poll() is None
+        rss_after = srv.rss_kib()
+        rc = viewer.wait()
+    finally:
+        halt.set()
+        server_rc = srv.stop()
+    shown = sorted(e["display_us"] for e in viewer.events("frame") if e["shown"])
+    during = [t for t in shown if attack_start_us <= t <= attack_end_us]
+    gaps = [b - a for a, b in zip(during, during[1:])]
+    longest_ms = max(gaps) / 1000 if gaps else float("inf")
+    print("soak: %d/200 handshakes, %d churn joins; server fds %d -> %d, RSS %d -> %d KiB; "
+          "viewer %d frames shown during the %.1f s attack, longest gap %.0f ms"
+          % (cycles["ok"], cycles["churn"], baseline, fds_after, rss_before, rss_after,
+             len(during), (attack_end_us - attack_start_us) / 1e6, longest_ms))
+    check(alive, "server died: " + srv.log()[-2000:])
+    # Under -Db_sanitize=address a leak makes the exit status non-zero.
+    check(server_rc == 0, "server exit %s: %s" % (server_rc, srv.log()[-3000:]))
+    check(cycles["ok"] == 200, "%d of 200 handshakes got STREAM_INFO" % cycles["ok"])
+    check(cycles["churn"] >= 5, "churner joined %d times" % cycles["churn"])
+    check(fds_after == baseline, "server fds %d after the attack, %d before" % (fds_after, baseline))
+    check(rc == 0, "viewer exit %d: %s" % (rc, viewer.stderr))
+    check(len(during) > 0 and longest_ms < 1000,
+          "viewer: %d frames during the attack, longest gap %.0f ms" % (len(during), longest_ms))
+
+
 TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
-                                 bad_source, access_token, silent_connections,
-                                 slow_reader_evicted]}
+                                 bad_source, access_token, beyond_loopback_warning,
+                                 silent_connections, slow_reader_evicted,
+                                 server_unwritable_outputs, soak]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))

@@ -12,22 +12,22 @@ static uint8_t payload[4000];
 static pps_wire_record_t
 begin(uint32_t window, uint16_t adus, uint32_t bytes, uint32_t first_adu)
 {
-	pps_wire_record_t r = { .kind = PPS_WIRE_WINDOW_BEGIN };
+	pps_wire_record_t r = {.kind = PPS_WIRE_WINDOW_BEGIN};
 
-	r.u.window_begin = (pps_wire_window_begin_t){ .window_id = window,
-						      .first_capture_us = 1000000,
-						      .deadline_us = 1250000,
-						      .frames = 2,
-						      .adus = adus,
-						      .bytes = bytes,
-						      .first_adu_id = first_adu };
+	r.u.window_begin = (pps_wire_window_begin_t){.window_id = window,
+	                                             .first_capture_us = 1000000,
+	                                             .deadline_us = 1250000,
+	                                             .frames = 2,
+	                                             .adus = adus,
+	                                             .bytes = bytes,
+	                                             .first_adu_id = first_adu};
 	return r;
 }
 
 static pps_wire_record_t
 fragment(uint32_t window, uint32_t adu, uint32_t offset, uint16_t len, uint32_t total)
 {
-	pps_wire_record_t r = { .kind = PPS_WIRE_ADU_FRAGMENT };
+	pps_wire_record_t r = {.kind = PPS_WIRE_ADU_FRAGMENT};
 
 	r.u.adu_fragment = (pps_wire_adu_fragment_t){.window_id = window,
 	                                             .adu_id = adu,
@@ -43,12 +43,10 @@ fragment(uint32_t window, uint32_t adu, uint32_t offset, uint16_t len, uint32_t 
 static pps_wire_record_t
 end(uint32_t window, uint16_t sent, uint16_t dropped, uint8_t flags)
 {
-	pps_wire_record_t r = { .kind = PPS_WIRE_WINDOW_END };
+	pps_wire_record_t r = {.kind = PPS_WIRE_WINDOW_END};
 
-	r.u.window_end = (pps_wire_window_end_t){ .window_id = window,
-						  .adus_sent = sent,
-						  .adus_dropped = dropped,
-						  .flags = flags };
+	r.u.window_end = (pps_wire_window_end_t){
+	    .window_id = window, .adus_sent = sent, .adus_dropped = dropped, .flags = flags};
 	return r;
 }
 
@@ -121,7 +119,7 @@ expect_error(pps_wire_record_t setup, pps_wire_record_t bad, const char *text)
 static void
 test_reasm_rejections(void)
 {
-	pps_wire_record_t none = { .kind = 0 };
+	pps_wire_record_t none = {.kind = 0};
 	pps_wire_record_t open = begin(5, 2, 1000, 100);
 
 	expect_error(none, fragment(5, 100, 0, 10, 10), "outside its window");
@@ -248,6 +246,69 @@ test_playout_stream_delay(void)
 	CHECK(pps_playout_delay_us(adaptive) >= 60000);
 	pps_playout_free(fixed);
 	pps_playout_free(adaptive);
+}
+
+/* Smooth: a percentile of the last window delays + 10 ms; up at once, down
+ * by 1/PPS_PLAYOUT_SMOOTH_FALL of the excess per window; late frames are
+ * shown at once, never dropped (times injected). */
+static void
+test_playout_smooth(void)
+{
+	pps_playout_t *p = pps_playout_new(PPS_PLAYOUT_SMOOTH, 0, NULL, NULL);
+	pps_frame_t *pic = pps_frame_new(16, 16), *out;
+	pps_playout_frame_t m = {.window = 1, .frame = 1, .capture_us = 1000000}, got;
+	const int64_t window_us = 66667;
+	/* Windows in the horizon, the percentile's rank among them, and how
+	 * many slow windows it takes to move it. */
+	const int horizon = (int)(PPS_PLAYOUT_SMOOTH_HORIZON_MS * 1000 / window_us) + 1;
+	const int rank = (horizon * PPS_PLAYOUT_SMOOTH_PERCENTILE + 99) / 100;
+	const int slow_to_move = horizon - rank + 1;
+	int64_t up, prev;
+
+	REQUIRE(p && pic && slow_to_move >= 2);
+	pps_playout_set_stream(p, 250000, window_us);
+	CHECK(!pps_playout_drops_late(p));
+	/* Before any window: as soon as decoded. */
+	CHECK_EQ_INT(pps_playout_display_time(p, 1000000, 1040000), 1040000);
+	/* A full horizon at 60 ms with one fewer slow window (100 ms, an
+	 * IDR's) than moves the percentile: it stays at 60 ms. */
+	for (int i = 0; i < horizon; i++)
+		pps_playout_window(p, i >= horizon - (slow_to_move - 1) ? 100000 : 60000);
+	CHECK_EQ_INT(pps_playout_delay_us(p), 70000);
+	CHECK_EQ_INT(pps_playout_display_time(p, 1000000, 0), 1070000);
+	/* A new round-trip measurement (every second) leaves it alone. */
+	pps_playout_set_rtt(p, 50000);
+	CHECK_EQ_INT(pps_playout_delay_us(p), 70000);
+	/* The path slows for enough windows: up at once. */
+	for (int i = 0; i < slow_to_move; i++)
+		pps_playout_window(p, 400000);
+	up = pps_playout_delay_us(p);
+	CHECK_EQ_INT(up, 410000);
+	/* It recovers: D holds while the slow windows can still reach the
+	 * percentile, then falls gradually, never in a jump. */
+	for (int i = 0; i < horizon - slow_to_move; i++)
+		pps_playout_window(p, 60000);
+	CHECK_EQ_INT(pps_playout_delay_us(p), up);
+	pps_playout_window(p, 60000);
+	CHECK_EQ_INT(pps_playout_delay_us(p),
+	             up - (up - 70000 + PPS_PLAYOUT_SMOOTH_FALL - 1) / PPS_PLAYOUT_SMOOTH_FALL);
+	for (int i = 0; i < 100; i++) {
+		prev = pps_playout_delay_us(p);
+		pps_playout_window(p, 60000);
+		CHECK(pps_playout_delay_us(p) <= prev);
+		CHECK(prev - pps_playout_delay_us(p) <= (410000 - 70000) / PPS_PLAYOUT_SMOOTH_FALL + 1);
+	}
+	CHECK(pps_playout_delay_us(p) < 72000);
+	CHECK(pps_playout_delay_us(p) >= 70000);
+	/* A frame past its display time is queued for now, not refused. */
+	m.capture_us = 1000000;
+	CHECK_EQ_INT(pps_playout_push(p, pic, &m, 2000000), 0);
+	CHECK_EQ_INT(pps_playout_next_due_us(p), 2000000);
+	out = pps_playout_pop_due(p, 2000000, &got);
+	CHECK(out != NULL);
+	pps_frame_free(out);
+	pps_frame_free(pic);
+	pps_playout_free(p);
 }
 
 static void
@@ -399,6 +460,7 @@ main(void)
 	test_reasm_rejections();
 	test_playout();
 	test_playout_stream_delay();
+	test_playout_smooth();
 	test_playout_queue();
 	test_stats_accounting();
 	test_sanitize();

@@ -14,7 +14,7 @@ make_records(pps_wire_record_t *r)
 {
 	size_t n = 0;
 
-	memset(r, 0, 9 * sizeof(*r));
+	memset(r, 0, 11 * sizeof(*r));
 	r[n].kind = PPS_WIRE_HELLO;
 	r[n].u.hello.protocol_version = PPS_WIRE_VERSION;
 	r[n].u.hello.max_record_bytes = 1500;
@@ -87,6 +87,16 @@ make_records(pps_wire_record_t *r)
 	r[n].u.bye.text_len = 11;
 	memcpy(r[n].u.bye.text, "server full", 12);
 	n++;
+	r[n].kind = PPS_WIRE_CHALLENGE;
+	r[n].u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	for (int i = 0; i < PPS_WIRE_NONCE_BYTES; i++)
+		r[n].u.challenge.nonce[i] = (uint8_t)(i * 13 + 1);
+	n++;
+	r[n].kind = PPS_WIRE_AUTH;
+	r[n].u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	for (int i = 0; i < PPS_WIRE_MAC_BYTES; i++)
+		r[n].u.auth.mac[i] = (uint8_t)(255 - i);
+	n++;
 	r[n].kind = PPS_WIRE_RECOVERY_REQUEST;
 	r[n].u.recovery_request = (pps_wire_recovery_request_t){ .frame_index = 4000000001u,
 								 .quality_layer = 1 };
@@ -135,6 +145,10 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 	case PPS_WIRE_BYE:
 		return a->u.bye.reason == b->u.bye.reason &&
 		       strcmp(a->u.bye.text, b->u.bye.text) == 0;
+	case PPS_WIRE_CHALLENGE:
+		return memcmp(&a->u.challenge, &b->u.challenge, sizeof(a->u.challenge)) == 0;
+	case PPS_WIRE_AUTH:
+		return memcmp(&a->u.auth, &b->u.auth, sizeof(a->u.auth)) == 0;
 	case PPS_WIRE_RECOVERY_REQUEST:
 		return a->u.recovery_request.frame_index == b->u.recovery_request.frame_index &&
 		       a->u.recovery_request.quality_layer == b->u.recovery_request.quality_layer;
@@ -175,7 +189,7 @@ check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect
 static void
 test_round_trip(void)
 {
-	pps_wire_record_t records[10];
+	pps_wire_record_t records[12];
 	size_t n = make_records(records);
 	uint8_t stream[4096];
 	size_t size = 0;
@@ -207,7 +221,7 @@ test_round_trip(void)
 static void
 test_encode_limits(void)
 {
-	pps_wire_record_t r[10];
+	pps_wire_record_t r[12];
 	uint8_t small[16];
 
 	make_records(r);
@@ -256,7 +270,7 @@ encode_into(pps_wire_record_t *r, uint8_t *buf)
 static void
 test_rejections(void)
 {
-	pps_wire_record_t r[10];
+	pps_wire_record_t r[12];
 	uint8_t buf[2048];
 	char msg[256];
 	long n;
@@ -276,8 +290,20 @@ test_rejections(void)
 	CHECK(strstr(msg, "protocol_version 9") != NULL);
 	r[1].u.stream_info.protocol_version = PPS_WIRE_VERSION;
 
-	/* Unknown kind. */
+	/* CHALLENGE and AUTH: a method other than HMAC-SHA256, a short nonce. */
+	r[8].u.challenge.method = 2;
+	n = encode_into(&r[8], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "CHALLENGE: method 2") != NULL);
+	r[8].u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	n = encode_into(&r[9], buf);
+	buf[3] = (uint8_t)(buf[3] - 1); /* the MAC one byte short */
+	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_SHORT);
+
+	/* Unknown kind (the one after RECOVERY_REQUEST, and far beyond). */
 	n = encode_into(&r[5], buf);
+	buf[1] = PPS_WIRE_RECOVERY_REQUEST + 1;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);
 	buf[1] = 42;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);
 
@@ -387,10 +413,39 @@ test_rejections(void)
 	CHECK(pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES + 1) == NULL);
 }
 
+/* The MAC against an independent HMAC-SHA256 (Python's hmac module):
+ * hmac.new(b"s3cret", b"ppstream-auth-v1" + bytes(range(32)), "sha256"). */
+static void
+test_auth_mac(void)
+{
+	static const char expect[] =
+	    "527943d4db84f182da178982a90d7e9e3d93d72f6b55c485670a6c2551a0b62d";
+	uint8_t nonce[PPS_WIRE_NONCE_BYTES], mac[PPS_WIRE_MAC_BYTES], other[PPS_WIRE_MAC_BYTES];
+	char hex[2 * PPS_WIRE_MAC_BYTES + 1];
+
+	for (int i = 0; i < PPS_WIRE_NONCE_BYTES; i++)
+		nonce[i] = (uint8_t)i;
+	pps_wire_auth_mac("s3cret", 6, nonce, mac);
+	for (int i = 0; i < PPS_WIRE_MAC_BYTES; i++)
+		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	CHECK(strcmp(hex, expect) == 0);
+	CHECK(pps_wire_auth_equal(mac, mac));
+	memcpy(other, mac, sizeof(mac));
+	other[PPS_WIRE_MAC_BYTES - 1] ^= 1;
+	CHECK(!pps_wire_auth_equal(mac, other));
+	pps_wire_auth_mac("s3creT", 6, nonce, other);
+	CHECK(!pps_wire_auth_equal(mac, other));
+	/* Two nonces from the kernel differ. */
+	CHECK_EQ_INT(pps_wire_auth_nonce(nonce), 0);
+	CHECK_EQ_INT(pps_wire_auth_nonce(other), 0);
+	CHECK(memcmp(nonce, other, PPS_WIRE_NONCE_BYTES) != 0);
+}
+
 int
 main(void)
 {
 	test_round_trip();
+	test_auth_mac();
 	test_encode_limits();
 	test_rejections();
 	return pps_test_result();

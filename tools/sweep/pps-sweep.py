@@ -61,10 +61,11 @@ PRESETS_DIR = os.path.join(HERE, "presets")
 NETLAB_STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 
 AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion",
-        "pattern", "trace", "server_set")
+        "pattern", "trace", "server_set", "playout")
 # Axes added for issue 10; when a matrix does not name them they are "" and
 # stay out of the cell id, so older sweep folders keep their ids (and resume).
-OPTIONAL_AXES = ("pattern", "trace", "server_set")
+OPTIONAL_AXES = ("pattern", "trace", "server_set", "playout")
+PLAYOUTS = ("fixed", "asap", "adaptive", "smooth")  # config/pps-config-keys.c playout_policies
 PATTERNS = ("ball", "smpte", "snow", "bar", "pinwheel")  # config/pps-config-keys.c test_patterns
 AXIS_DEFAULTS = {
     "transport": "tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)",
@@ -77,6 +78,7 @@ AXIS_DEFAULTS = {
     "pattern": "",
     "trace": "",
     "server_set": "",
+    "playout": "",
 }
 # Queue variants. droptail: FIFO of one bandwidth-delay product, ECN off.
 # drd-ecn: DRD with ECN negotiated by every flow (the stream and the
@@ -188,6 +190,10 @@ def parse_axis(name, text, traces=(), server_sets=()):
             if v not in traces:
                 raise UsageError(f"axis trace: no [trace {v}] section")
             out.append(v)
+        elif name == "playout":
+            if v not in PLAYOUTS:
+                raise UsageError(f"axis playout: '{v}' is not one of {', '.join(PLAYOUTS)}")
+            out.append(v)
         elif name == "server_set":
             if v != "default" and v not in server_sets:
                 raise UsageError(f"axis server_set: '{v}' is neither default nor a [server_set {v}] section")
@@ -204,6 +210,8 @@ def cell_id(cell):
         extra += f"-{cell['pattern']}"
     if cell.get("server_set"):
         extra += f"-s{cell['server_set']}"
+    if cell.get("playout"):
+        extra += f"-p{cell['playout']}"
     return (f"{transport_tag(cell['transport'])}-w{cell['window_frames']}-f{cell['flows']}-{link}-{rtt}ms-"
             f"{cell['queue']}-{cell['congestion']}{extra}-r{cell['rep']}")
 
@@ -246,8 +254,8 @@ def load_config(path, overrides):
     }
     if cfg["duration_s"] < 5 or cfg["warmup_s"] < 0 or cfg["repetitions"] < 1:
         raise UsageError(f"{path}: duration_s >= 5, warmup_s >= 0, repetitions >= 1")
-    if cfg["playout"] not in ("fixed", "asap", "adaptive"):
-        raise UsageError(f"{path}: playout: fixed, asap or adaptive")
+    if cfg["playout"] not in PLAYOUTS:
+        raise UsageError(f"{path}: playout: {', '.join(PLAYOUTS)}")
     for key in cfg["lab"]:
         if key not in ("drd_min_bdp", "drd_congest_bdp", "queue"):
             raise UsageError(f"{path}: [lab] {key}: unknown key (drd_min_bdp, drd_congest_bdp, queue)")
@@ -554,11 +562,12 @@ def cell_pattern(cell, cfg):
     return cell.get("pattern") or cfg["server_set"].get("source.pattern") or "ball"
 
 
-def client_argv(ctx, cfg, addr, port, celldir, log_name="client.jsonl", output_name="shown.y4m", psnr=None):
+def client_argv(ctx, cfg, addr, port, celldir, log_name="client.jsonl", output_name="shown.y4m", psnr=None,
+                playout=None):
     argv = [ctx.client, f"{addr}:{port}", "--display", "none", "--quiet",
             # The server's end ends the client; this bound is only a backstop.
             "--duration", "%g" % (cfg["duration_s"] + CLIENT_EXIT_GRACE_S),
-            "--log", os.path.join(celldir, log_name), "--policy", cfg["playout"]]
+            "--log", os.path.join(celldir, log_name), "--policy", playout or cfg["playout"]]
     if cfg.get("psnr") if psnr is None else psnr:
         argv += ["--output", os.path.join(celldir, output_name)]
     if cfg["tolerance_ms"]:
@@ -628,7 +637,7 @@ def run_cell(ctx, cell, celldir):
                                   start_new_session=True)
         port = read_port(fifo_fd, server, SERVER_READY_TIMEOUT_S)
         psnr = cfg.get("psnr") and cell_pattern(cell, cfg) in sweep_report.PSNR_PATTERNS and ctx.score is not None
-        cargv = client_argv(ctx, cfg, snd_addr, port, celldir, psnr=psnr)
+        cargv = client_argv(ctx, cfg, snd_addr, port, celldir, psnr=psnr, playout=cell.get("playout"))
         times["client_start_unix"] = time.time()
         client = subprocess.Popen(lab.exec_argv("rcv", cargv), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(celldir, "client.err"), "w"),
@@ -913,7 +922,7 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="run (or resume) a sweep (the default command)")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full, steps, steps-tiny, mustshow)")
+    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")

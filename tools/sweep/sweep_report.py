@@ -30,8 +30,10 @@ TOLERANCES_MS = (100, 160, 200, 300, 400, 500, 1000)
 CURVE_MS = list(range(0, 1501, 10))
 SHARE_TOLERANCE_MS = {"drd-ecn": 300, "droptail": 500}
 TRANSPORT_ORDER = ("tcp", "minbuf(1,0)", "minbuf(1,3)", "minbuf(2,0)")
-AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set")
-SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set")
+AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set",
+        "playout")
+SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set",
+                 "playout")
 LINUX_TCP_RTO_MIN_MS = 200.0
 
 # TOMCCAP 2008, 10 Mbit/s, 50 ms RTT, drop-tail (section 7.2).
@@ -104,6 +106,8 @@ def extras_name(d):
             out += f", {d[a]}"
     if d.get("server_set"):
         out += f", server_set {d['server_set']}"
+    if d.get("playout"):
+        out += f", playout {d['playout']}"
     return out
 
 
@@ -119,7 +123,7 @@ def scenario_name(sc, short=False):
 
 def scenario_tag(sc):
     d = dict(zip(SCENARIO_AXES, sc))
-    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set") if d.get(a))
+    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set", "playout") if d.get(a))
     return (f"w{d['window_frames']}-f{d['flows']}-{d['rate_mbit']:g}mbit-{d['rtt_ms']:g}ms-{d['queue']}-"
             f"{d['congestion']}{extra}").replace(".", "p")
 
@@ -1112,7 +1116,7 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 (a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
 `server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
-to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow. The sweep runs the union of the matrices' cross
+to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout. The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
 pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn

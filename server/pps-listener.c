@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The listening socket and the clients behind it: admission, the sessions,
+ * the fan-out of windows, and IDR requests routed through the recovery bounds.
+ *
+ * Admission: max_clients counts admitted (streaming) clients only. Connections
+ * still in their handshake are bounded apart (max_pending): at the bound the
+ * oldest of them goes, since it has had the longest to say HELLO, so silent
+ * connections cannot lock viewers out. max_per_address bounds one address's
+ * connections in any state.
+ */
+#include "pps-server-lib.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PPS_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+typedef struct link {
+	pps_session_t *session;
+	struct link *next;
+	char host[NI_MAXHOST]; /* the peer's address, for the per-address limit */
+	bool joined;           /* its first IDR request was its join */
+	pps_recovery_client_t recovery;
+} link_t;
+
+struct pps_listener {
+	struct event_base *base;
+	pps_listener_params_t params;
+	pps_listener_callbacks_t callbacks;
+	void *user;
+	struct evconnlistener *evl;
+	link_t *sessions; /* newest first */
+	link_t *dead;     /* closed, freed from reap_event */
+	struct event *reap_event;
+	struct event *recovery_timer;
+	pps_recovery_t *recovery;
+	unsigned next_id;
+	pps_listener_stats_t stats;
+	/* Refusals logged: at most PPS_LISTENER_REFUSALS_LOGGED_PER_S a second,
+	 * the rest counted and summed up in one line. */
+	int64_t refusal_second_us;
+	unsigned refusals_logged;
+	uint64_t refusals_unlogged;
+};
+
+static int64_t
+listener_now(const pps_listener_t *l)
+{
+	return l->params.session.clock_cb ? l->params.session.clock_cb(l->params.session.clock_user)
+	                                  : pps_server_now_us();
+}
+
+/* A flood of refused connections must not become a flood of log lines. */
+static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...)
+{
+	int64_t now = listener_now(l);
+	va_list ap;
+
+	if (now - l->refusal_second_us >= 1000000) {
+		if (l->refusals_unlogged)
+			fprintf(stderr, "pps-server: %" PRIu64 " more refusals not logged\n",
+			        l->refusals_unlogged);
+		l->refusal_second_us = now;
+		l->refusals_logged = 0;
+		l->refusals_unlogged = 0;
+	}
+	if (l->refusals_logged >= PPS_LISTENER_REFUSALS_LOGGED_PER_S) {
+		l->refusals_unlogged++;
+		l->stats.refusals_unlogged++;
+		return;
+	}
+	l->refusals_logged++;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static void
+count_sessions(const pps_listener_t *l, unsigned *streaming, unsigned *pending)
+{
+	*streaming = *pending = 0;
+	for (const link_t *k = l->sessions; k; k = k->next) {
+		if (pps_session_state(k->session) == PPS_SESSION_STREAMING)
+			(*streaming)++;
+		else
+			(*pending)++;
+	}
+}
+
+static link_t *
+find_link(pps_listener_t *l, const pps_session_t *session)
+{
+	for (link_t *k = l->sessions; k; k = k->next)
+		if (k->session == session)
+			return k;
+	return NULL;
+}
+
+static void
+reap_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_listener_t *l = user;
+
+	while (l->dead) {
+		link_t *k = l->dead;
+
+		l->dead = k->next;
+		pps_session_free(k->session);
+		free(k);
+	}
+}
+
+static void
+session_closed_cb(void *user, pps_session_t *session)
+{
+	pps_listener_t *l = user;
+	struct timeval now = {0, 0};
+
+	for (link_t **k = &l->sessions; *k; k = &(*k)->next) {
+		if ((*k)->session == session) {
+			link_t *dead = *k;
+
+			*k = dead->next;
+			switch (pps_session_bye_reason(session)) {
+			case PPS_WIRE_BYE_UNAUTHORIZED:
+				l->stats.clients_unauthorized++;
+				break;
+			case PPS_WIRE_BYE_TOO_SLOW:
+				l->stats.clients_evicted++;
+				break;
+			case PPS_WIRE_BYE_PROTOCOL:
+				if (pps_session_state(session) != PPS_SESSION_STREAMING)
+					l->stats.handshakes_dropped++;
+				break;
+			default:
+				break;
+			}
+			/* Freed from the loop, outside the session's own callbacks. */
+			dead->next = l->dead;
+			l->dead = dead;
+			event_add(l->reap_event, &now);
+			return;
+		}
+	}
+}
+
+/* A HELLO arrived: admitted while fewer than max_clients stream. */
+static bool
+session_admit_cb(void *user, pps_session_t *session)
+{
+	pps_listener_t *l = user;
+	unsigned streaming, pending;
+
+	count_sessions(l, &streaming, &pending);
+	if (streaming < l->params.max_clients)
+		return true;
+	log_refusal(l, "pps-server: refused %s: server full (max_clients %u)\n",
+	            pps_session_peer(session), l->params.max_clients);
+	l->stats.clients_refused++;
+	return false;
+}
+
+static void
+arm_recovery_timer(pps_listener_t *l, int64_t when_us)
+{
+	int64_t wait_us = when_us - listener_now(l);
+	struct timeval tv;
+
+	if (wait_us < 0)
+		wait_us = 0;
+	tv.tv_sec = (time_t)(wait_us / 1000000);
+	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	event_add(l->recovery_timer, &tv);
+}
+
+static void
+poll_recovery(pps_listener_t *l)
+{
+	int64_t when = 0;
+	int ret = pps_recovery_poll(l->recovery, listener_now(l), &when);
+
+	if (ret == PPS_RECOVERY_NOW)
+		l->callbacks.idr_cb(l->user);
+	else if (ret == PPS_RECOVERY_DEFERRED)
+		arm_recovery_timer(l, when);
+}
+
+static void
+recovery_timer_cb(evutil_socket_t fd, short what, void *user)
+{
+	poll_recovery(user);
+}
+
+/* A client joined (it can decode nothing until an IDR) or lost base-layer
+ * data (nothing more until the next IDR). */
+static void
+session_ready_cb(void *user, pps_session_t *session)
+{
+	pps_listener_t *l = user;
+	link_t *k = find_link(l, session);
+	int64_t when = 0;
+	bool join;
+	int ret;
+
+	if (!k)
+		return;
+	join = !k->joined;
+	k->joined = true;
+	ret = pps_recovery_request(l->recovery, &k->recovery, join, listener_now(l), &when);
+	if (ret == PPS_RECOVERY_NOW)
+		l->callbacks.idr_cb(l->user);
+	else if (ret == PPS_RECOVERY_DEFERRED)
+		arm_recovery_timer(l, when);
+}
+
+static void
+format_host(const struct sockaddr *addr, socklen_t len, char *host, size_t host_size, char *port,
+            size_t port_size)
+{
+	snprintf(host, host_size, "?");
+	snprintf(port, port_size, "?");
+	if (addr && len)
+		getnameinfo(addr, len, host, (socklen_t)host_size, port, (socklen_t)port_size,
+		            NI_NUMERICHOST | NI_NUMERICSERV);
+}
+
+int
+pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen_t addr_len)
+{
+	link_t *k, *oldest_pending = NULL;
+	pps_session_t *session;
+	char host[NI_MAXHOST], port[NI_MAXSERV], why[128];
+	unsigned streaming = 0, pending = 0, same_host = 0;
+	unsigned max_pending =
+	    l->params.max_pending ? l->params.max_pending : l->params.max_clients;
+
+	format_host(addr, addr_len, host, sizeof(host), port, sizeof(port));
+	for (k = l->sessions; k; k = k->next) {
+		if (pps_session_state(k->session) == PPS_SESSION_STREAMING) {
+			streaming++;
+		} else {
+			oldest_pending = k; /* newest first: the last one is the oldest */
+			pending++;
+		}
+		if (strcmp(k->host, host) == 0)
+			same_host++;
+	}
+	if (streaming >= l->params.max_clients || same_host >= l->params.max_per_address) {
+		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+
+		bye.u.bye.reason = PPS_WIRE_BYE_SERVER_FULL;
+		if (streaming >= l->params.max_clients)
+			snprintf(why, sizeof(why), "server full (%u clients)",
+			         l->params.max_clients);
+		else
+			snprintf(why, sizeof(why), "too many connections from %.64s (max %u)", host,
+			         l->params.max_per_address);
+		bye.u.bye.text_len =
+		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
+		pps_server_write_record_now(fd, &bye);
+		log_refusal(l, "pps-server: refused %s:%s: %s\n", host, port, why);
+		l->stats.clients_refused++;
+		close(fd);
+		return -EBUSY;
+	}
+	if (pending >= max_pending && oldest_pending)
+		pps_session_refuse(oldest_pending->session, PPS_WIRE_BYE_PROTOCOL,
+		                   "no HELLO yet and a newer connection needs the slot");
+	k = calloc(1, sizeof(*k));
+	session = k ? pps_session_new(l->base, fd, addr, addr_len, ++l->next_id, &l->params.session,
+	                              session_ready_cb, session_closed_cb, l)
+	            : NULL;
+	if (!session) {
+		fprintf(stderr, "pps-server: cannot accept a client: out of memory\n");
+		free(k);
+		close(fd);
+		return -ENOMEM;
+	}
+	k->session = session;
+	snprintf(k->host, sizeof(k->host), "%s", host);
+	k->next = l->sessions;
+	l->sessions = k;
+	l->stats.clients_total++;
+	return 0;
+}
+
+static void
+accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *addr, int len,
+          void *user)
+{
+	evutil_make_socket_closeonexec(fd);
+	pps_listener_add(user, fd, addr, (socklen_t)len);
+}
+
+static void
+accept_error_cb(struct evconnlistener *evl, void *user)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+
+	/* EMFILE and friends pass; the listener keeps going. */
+	fprintf(stderr, "pps-server: accept: %s\n", evutil_socket_error_to_string(err));
+}
+
+pps_listener_t *
+pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
+                 const pps_listener_callbacks_t *callbacks, void *user)
+{
+	pps_listener_t *l;
+
+	if (!base || !params || !callbacks || !callbacks->idr_cb || params->max_clients == 0 ||
+	    params->max_per_address == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		goto err;
+	l->base = base;
+	l->params = *params;
+	l->params.session.admit_cb = session_admit_cb;
+	l->callbacks = *callbacks;
+	l->user = user;
+	l->recovery = pps_recovery_new(&params->recovery);
+	if (!l->recovery)
+		goto err_free;
+	l->reap_event = evtimer_new(base, reap_cb, l);
+	l->recovery_timer = evtimer_new(base, recovery_timer_cb, l);
+	if (!l->reap_event || !l->recovery_timer) {
+		errno = ENOMEM;
+		goto err_free;
+	}
+	return l;
+
+err_free:
+	pps_listener_free(l);
+err:
+	if (errno != EINVAL)
+		errno = ENOMEM;
+	return NULL;
+}
+
+/* True for 127.0.0.0/8 and ::1 (and v4-mapped loopback). */
+static bool
+is_loopback(const struct sockaddr *addr)
+{
+	if (addr->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr) >> 24) == 127;
+	if (addr->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+	}
+	return false;
+}
+
+int
+pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out, char *err,
+                    size_t err_size)
+{
+	char host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	                         .ai_socktype = SOCK_STREAM,
+	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	struct sockaddr_storage bound;
+	socklen_t bound_len = sizeof(bound);
+	char bhost[NI_MAXHOST], bport[NI_MAXSERV];
+	const char *token = l->params.session.access_token;
+	int ret;
+
+	if (pps_config_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "[server] listen = %s: not host:port", listen_at);
+		return -EINVAL;
+	}
+	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "[server] listen = %s: %s", listen_at, gai_strerror(ret));
+		return -EINVAL;
+	}
+	l->evl = evconnlistener_new_bind(l->base, accept_cb, l,
+	                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+	                                     LEV_OPT_CLOSE_ON_EXEC,
+	                                 64, res->ai_addr, (int)res->ai_addrlen);
+	freeaddrinfo(res);
+	if (!l->evl) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot listen on %s: %s", listen_at, strerror(errno));
+		return ret;
+	}
+	evconnlistener_set_error_cb(l->evl, accept_error_cb);
+	getsockname(evconnlistener_get_fd(l->evl), (struct sockaddr *)&bound, &bound_len);
+	getnameinfo((struct sockaddr *)&bound, bound_len, bhost, sizeof(bhost), bport,
+	            sizeof(bport), NI_NUMERICHOST | NI_NUMERICSERV);
+	*port_out = (unsigned)strtoul(bport, NULL, 10);
+	fprintf(stderr, "pps-server: listening on %s%s%s:%s\n", strchr(bhost, ':') ? "[" : "",
+	        bhost, strchr(bhost, ':') ? "]" : "", bport);
+	if (!is_loopback((struct sockaddr *)&bound) && !(token && token[0]))
+		fprintf(stderr,
+		        "pps-server: warning: listening beyond loopback without "
+		        "[server] access_token: anyone who reaches %s can take the stream\n",
+		        listen_at);
+	return 0;
+}
+
+void
+pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
+{
+	pps_recovery_window_t rw = {.now_us = listener_now(l)};
+	size_t n = pps_window_adu_count(window);
+
+	for (size_t i = 0; i < n; i++) {
+		const pps_adu_t *adu = pps_window_adu(window, i);
+		const pps_adu_info_t *info = pps_adu_info(adu);
+		uint64_t bits = 8 * (uint64_t)pps_adu_size(adu);
+
+		rw.bits += bits;
+		if (info->frame_type == PPS_ADU_FRAME_IDR) {
+			if (!rw.idr_bits || info->capture_us < rw.idr_capture_us)
+				rw.idr_capture_us = info->capture_us;
+			rw.idr_bits += bits;
+		}
+	}
+	rw.frames = pps_window_frames(window);
+	rw.duration_us = (int64_t)rw.frames * l->params.frame_duration_us;
+	pps_recovery_add_window(l->recovery, &rw);
+	for (link_t *k = l->sessions, *next; k; k = next) {
+		next = k->next; /* a push may close (and unlink) this session */
+		pps_session_push_window(k->session, window);
+	}
+}
+
+void
+pps_listener_check_timeouts(pps_listener_t *l)
+{
+	for (link_t *k = l->sessions, *next; k; k = next) {
+		next = k->next;
+		pps_session_check_timeouts(k->session);
+	}
+	poll_recovery(l);
+}
+
+void
+pps_listener_foreach(pps_listener_t *l, pps_listener_session_cb cb, void *user)
+{
+	for (link_t *k = l->sessions; k; k = k->next)
+		cb(k->session, user);
+}
+
+void
+pps_listener_say_bye_all(pps_listener_t *l, pps_wire_bye_reason_t reason, const char *text)
+{
+	for (link_t *k = l->sessions; k; k = k->next)
+		pps_session_say_bye(k->session, reason, text);
+}
+
+void
+pps_listener_get_stats(const pps_listener_t *l, pps_listener_stats_t *stats)
+{
+	*stats = l->stats;
+	count_sessions(l, &stats->streaming, &stats->sessions);
+	stats->sessions += stats->streaming;
+	pps_recovery_get_stats(l->recovery, &stats->recovery);
+}
+
+void
+pps_listener_free(pps_listener_t *l)
+{
+	if (!l)
+		return;
+	if (l->evl)
+		evconnlistener_free(l->evl);
+	while (l->sessions) {
+		link_t *k = l->sessions;
+
+		l->sessions = k->next;
+		pps_session_free(k->session);
+		free(k);
+	}
+	reap_cb(-1, 0, l);
+	if (l->reap_event)
+		event_free(l->reap_event);
+	if (l->recovery_timer)
+		event_free(l->recovery_timer);
+	pps_recovery_free(l->recovery);
+	free(l);
+}

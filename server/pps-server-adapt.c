@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The closed loop, every [adapt] interval_ms: the clients' path estimates and
+ * what each layer produced since the last step go to the rate allocator
+ * (adapt/), and what it decides to the encoder (applied at its next mini-GOP).
+ */
+#include "pps-server-lib.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pps_adapt_loop {
+	pps_media_t *media;
+	pps_listener_t *listener;
+	pps_ratealloc_t *ratealloc;
+	struct event *timer;
+	int64_t last_us;
+	uint64_t last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
+	/* filled by collect_cb during one step */
+	pps_ratealloc_client_t clients[PPS_ADAPT_MAX_CLIENTS];
+	size_t n_clients;
+};
+
+static void
+collect_cb(pps_session_t *session, void *user)
+{
+	pps_adapt_loop_t *a = user;
+	pps_path_estimate_t e;
+
+	if (a->n_clients >= PPS_ADAPT_MAX_CLIENTS ||
+	    pps_session_state(session) != PPS_SESSION_STREAMING)
+		return;
+	pps_session_get_path(session, &e);
+	if (!e.valid)
+		return;
+	a->clients[a->n_clients].estimate_bps = e.estimate_bps;
+	a->clients[a->n_clients].min_rtt_us = e.min_rtt_us;
+	a->n_clients++;
+}
+
+static void
+to_encoder_rates(const pps_layer_rates_t *r, int layers, pps_encoder_rates_t *er)
+{
+	memset(er, 0, sizeof(*er));
+	for (int q = 0; q < layers && q < PPS_ADAPT_MAX_LAYERS && q < PPS_ADU_MAX_QUALITY_LAYERS;
+	     q++) {
+		er->kbps[q] = r->kbps[q];
+		er->buffer_kbit[q] = r->buffer_kbit[q];
+		er->crf[q] = r->crf[q];
+	}
+}
+
+static void
+step_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_adapt_loop_t *a = user;
+	uint64_t encoded_bps[PPS_ADU_MAX_QUALITY_LAYERS] = {0};
+	pps_media_stats_t ms;
+	pps_layer_rates_t r;
+	int64_t now = pps_server_now_us();
+	double dt = (double)(now - a->last_us) / 1e6;
+
+	pps_media_get_stats(a->media, &ms);
+	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS && dt > 0; q++)
+		encoded_bps[q] = (uint64_t)(8.0 * (double)(ms.bytes[q] - a->last_bytes[q]) / dt);
+	memcpy(a->last_bytes, ms.bytes, sizeof(a->last_bytes));
+	a->last_us = now;
+	a->n_clients = 0;
+	pps_listener_foreach(a->listener, collect_cb, a);
+	if (pps_ratealloc_update(a->ratealloc, now, a->clients, a->n_clients, encoded_bps, &r) ==
+	    1) {
+		pps_encoder_rates_t er;
+
+		to_encoder_rates(&r, PPS_ADU_MAX_QUALITY_LAYERS, &er);
+		pps_media_set_rates(a->media, &er);
+	}
+}
+
+pps_adapt_loop_t *
+pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wire_stream_info_t *si,
+                   int64_t latency_budget_us, pps_media_t *media, pps_listener_t *listener)
+{
+	pps_ratealloc_params_t ap = {
+	    .quality_layers = si->quality_layers,
+	    .base_share_pct = (int)pps_config_get_int(c, "adapt", "base_share_pct"),
+	    .probe_pct = (int)pps_config_get_int(c, "adapt", "probe_pct"),
+	    .min_base_kbps = (int)pps_config_get_int(c, "adapt", "min_base_kbps"),
+	    .min_crf = (int)pps_config_get_int(c, "adapt", "min_crf"),
+	    .latency_budget_us = latency_budget_us,
+	    .window_us = (int64_t)si->window_frames * 1000000 / (si->fps_num ? si->fps_num : 30),
+	    .interval_us = pps_config_get_int(c, "adapt", "interval_ms") * 1000,
+	};
+	int base_max = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
+	int enh_max = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
+	pps_adapt_loop_t *a;
+	pps_layer_rates_t r;
+	pps_encoder_rates_t er;
+	struct timeval tv;
+
+	for (int q = 0; q < ap.quality_layers; q++) {
+		int crf = q ? (int)pps_config_get_int(c, "encoder", "enhancement_crf") - 6 * (q - 1)
+		            : (int)pps_config_get_int(c, "encoder", "base_crf");
+		int max = q ? enh_max : base_max;
+
+		ap.max_kbps[q] = max > 0 ? max : 100000;
+		if (ap.max_kbps[q] < ap.min_base_kbps)
+			ap.max_kbps[q] = ap.min_base_kbps;
+		ap.max_crf[q] = crf < 0 ? 0 : crf;
+		if (ap.min_crf > ap.max_crf[q])
+			ap.min_crf = ap.max_crf[q];
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		fprintf(stderr, "pps-server: [adapt]: out of memory\n");
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->media = media;
+	a->listener = listener;
+	a->ratealloc = pps_ratealloc_new(&ap);
+	if (!a->ratealloc) {
+		fprintf(stderr, "pps-server: [adapt]: cannot start the rate allocator: %s\n",
+		        strerror(errno));
+		goto err;
+	}
+	pps_ratealloc_get(a->ratealloc, &r);
+	to_encoder_rates(&r, ap.quality_layers, &er);
+	pps_media_set_rates(media, &er);
+	a->last_us = pps_server_now_us();
+	a->timer = event_new(base, -1, EV_PERSIST, step_cb, a);
+	tv.tv_sec = (time_t)(ap.interval_us / 1000000);
+	tv.tv_usec = (suseconds_t)(ap.interval_us % 1000000);
+	if (!a->timer || event_add(a->timer, &tv) < 0) {
+		fprintf(stderr, "pps-server: event loop: cannot create the adaptation timer\n");
+		errno = ENOMEM;
+		goto err;
+	}
+	return a;
+
+err:
+	pps_adapt_loop_free(a);
+	return NULL;
+}
+
+void
+pps_adapt_loop_free(pps_adapt_loop_t *a)
+{
+	if (!a)
+		return;
+	if (a->timer)
+		event_free(a->timer);
+	pps_ratealloc_free(a->ratealloc);
+	free(a);
+}

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's side of the challenge-response (client/pps-connection.c)
+ * against a scripted server on a loopback socket in the same process: the
+ * token never appears in HELLO, the AUTH answer is the MAC of the server's
+ * nonce, and a CHALLENGE the client did not ask for, or a second one, ends
+ * the connection as a protocol error. No sleeps: the loop runs what is ready.
+ */
+#include "pps-client-internal.h"
+#include "pps-test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+typedef struct {
+	unsigned records;
+	bool got_stream_info;
+	bool closed;
+	bool failure;
+	char why[400];
+} sink_t;
+
+static int64_t
+fixed_clock(void *user)
+{
+	return 1700000000LL * 1000000;
+}
+
+static int
+record_cb(const pps_wire_record_t *record, char *err, size_t err_size, void *user)
+{
+	sink_t *s = user;
+
+	s->records++;
+	s->got_stream_info |= record->kind == PPS_WIRE_STREAM_INFO;
+	return 0;
+}
+
+static void
+closed_cb(const pps_connection_end_t *end, void *user)
+{
+	sink_t *s = user;
+
+	s->closed = true;
+	s->failure = end->failure;
+	snprintf(s->why, sizeof(s->why), "%s", end->why);
+}
+
+static void
+run_loop(struct event_base *base)
+{
+	for (int i = 0; i < 4; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* Reads one record from the scripted server's end (waits for it). */
+static int
+read_record(int fd, pps_wire_parser_t *parser, pps_wire_record_t *out)
+{
+	for (;;) {
+		uint8_t byte;
+		const uint8_t *data = &byte;
+		size_t len = 1;
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int ret;
+
+		if (poll(&pfd, 1, 5000) != 1 || recv(fd, &byte, 1, 0) != 1)
+			return -EIO;
+		ret = pps_wire_parser_next(parser, &data, &len, out);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+static void
+send_record(int fd, const pps_wire_record_t *r)
+{
+	uint8_t buf[512];
+	long n = pps_wire_encode(r, buf, sizeof(buf));
+
+	REQUIRE(n > 0 && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n);
+}
+
+typedef struct {
+	struct event_base *base;
+	pps_connection_t *connection;
+	pps_wire_parser_t *parser;
+	int server_fd;
+	sink_t sink;
+} fixture_t;
+
+/* A connection to a loopback listener, accepted: its HELLO is read into @hello. */
+static void
+fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
+	socklen_t len = sizeof(sin);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char address[64];
+	pps_connection_params_t params = {
+	    .server = address,
+	    .name = "unit",
+	    .max_record_bytes = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES,
+	    .access_token = token,
+	    .ping_interval_us = 1000000,
+	    .handshake_timeout_us = 5000000,
+	    .clock_cb = fixed_clock,
+	};
+	pps_connection_callbacks_t callbacks = {.record_cb = record_cb, .closed_cb = closed_cb};
+
+	memset(f, 0, sizeof(*f));
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	REQUIRE(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	REQUIRE(listen(lfd, 1) == 0 && getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
+	snprintf(address, sizeof(address), "127.0.0.1:%u", ntohs(sin.sin_port));
+	f->base = event_base_new();
+	f->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES);
+	REQUIRE(f->base && f->parser);
+	f->connection = pps_connection_new(f->base, &params, &callbacks, &f->sink);
+	REQUIRE(f->connection);
+	pps_connection_start(f->connection);
+	f->server_fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	REQUIRE(f->server_fd >= 0);
+	close(lfd);
+	run_loop(f->base); /* connected: HELLO goes out */
+	REQUIRE(read_record(f->server_fd, f->parser, hello) == 1);
+	REQUIRE(hello->kind == PPS_WIRE_HELLO);
+}
+
+static void
+fixture_free(fixture_t *f)
+{
+	pps_connection_free(f->connection);
+	pps_wire_parser_free(f->parser);
+	close(f->server_fd);
+	event_base_free(f->base);
+}
+
+static pps_wire_record_t
+challenge_record(uint8_t seed)
+{
+	pps_wire_record_t r = {.kind = PPS_WIRE_CHALLENGE};
+
+	r.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	for (int i = 0; i < PPS_WIRE_NONCE_BYTES; i++)
+		r.u.challenge.nonce[i] = (uint8_t)(seed + 7 * i);
+	return r;
+}
+
+static void
+test_answers_challenge(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, challenge = challenge_record(3), auth;
+	uint8_t want[PPS_WIRE_MAC_BYTES];
+
+	fixture_start(&f, "t0ken-secret", &hello);
+	/* The token is announced by a flag, never sent. */
+	CHECK(hello.u.hello.flags & PPS_WIRE_HELLO_CHALLENGE);
+	CHECK_EQ_INT(hello.u.hello.auth_len, 0);
+	send_record(f.server_fd, &challenge);
+	run_loop(f.base);
+	REQUIRE(read_record(f.server_fd, f.parser, &auth) == 1);
+	CHECK_EQ_INT(auth.kind, PPS_WIRE_AUTH);
+	pps_wire_auth_mac("t0ken-secret", 12, challenge.u.challenge.nonce, want);
+	CHECK(pps_wire_auth_equal(want, auth.u.auth.mac));
+	CHECK(!f.sink.closed);
+	/* A second CHALLENGE is not answered: protocol error. */
+	send_record(f.server_fd, &challenge);
+	run_loop(f.base);
+	CHECK(f.sink.closed && f.sink.failure);
+	CHECK(strstr(f.sink.why, "unexpected CHALLENGE") != NULL);
+	fixture_free(&f);
+}
+
+static void
+test_unasked_challenge(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, challenge = challenge_record(9);
+
+	fixture_start(&f, "", &hello);
+	CHECK_EQ_INT(hello.u.hello.flags & PPS_WIRE_HELLO_CHALLENGE, 0);
+	send_record(f.server_fd, &challenge);
+	run_loop(f.base);
+	CHECK(f.sink.closed && f.sink.failure);
+	CHECK(strstr(f.sink.why, "no client.access_token") != NULL);
+	fixture_free(&f);
+}
+
+/* A server without a token answers a flagged HELLO with STREAM_INFO at once. */
+static void
+test_no_challenge_needed(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, info = {.kind = PPS_WIRE_STREAM_INFO};
+
+	fixture_start(&f, "t0ken-secret", &hello);
+	info.u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
+	                                              .codec = 1,
+	                                              .width = 64,
+	                                              .height = 64,
+	                                              .base_width = 32,
+	                                              .base_height = 32,
+	                                              .fps_num = 30,
+	                                              .fps_den = 1,
+	                                              .window_frames = 2,
+	                                              .temporal_layers = 1,
+	                                              .quality_layers = 1,
+	                                              .latency_budget_ms = 250,
+	                                              .gop_frames = 60};
+	send_record(f.server_fd, &info);
+	run_loop(f.base);
+	CHECK(f.sink.got_stream_info);
+	CHECK(!f.sink.closed);
+	fixture_free(&f);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	test_answers_challenge();
+	test_unasked_challenge();
+	test_no_challenge_needed();
+	return pps_test_result();
+}

@@ -1,0 +1,672 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server library without a source or an encoder: sessions behind a
+ * listener, fed through socketpairs (AF_UNIX where no data is streamed,
+ * loopback TCP pairs where the MIN_BUF writer needs a TCP socket), with an
+ * injected clock: handshake, handshake timeout, access token, slow-client
+ * eviction, admission limits, and the IDR recovery bounds (in time, per
+ * client, in bits). No sleeps: the loop only runs what is ready now.
+ */
+#include "pps-server-lib.h"
+#include "pps-test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int64_t fake_now_us = 1700000000LL * 1000000;
+
+static int64_t
+fake_clock_cb(void *user)
+{
+	return fake_now_us;
+}
+
+static unsigned idr_count;
+
+static void
+count_idr_cb(void *user)
+{
+	idr_count++;
+}
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+static void
+default_params(pps_listener_params_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_clients = 4;
+	p->max_per_address = 4;
+	p->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
+	p->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
+	p->recovery.budget_pct = 0;
+	p->frame_duration_us = 33333;
+	pps_minbuf_params_init(&p->session.transport);
+	p->session.path.queue_target_us = 50000;
+	p->session.sched.latency_budget_us = 500000;
+	p->session.sched.max_windows = 8;
+	p->session.hello_timeout_us = 5000000;
+	p->session.evict_after_us = 3000000;
+	p->session.clock_cb = fake_clock_cb;
+	p->session.stream_info = (pps_wire_stream_info_t){
+	    .protocol_version = PPS_WIRE_VERSION,
+	    .codec = 1,
+	    .width = 640,
+	    .height = 480,
+	    .base_width = 320,
+	    .base_height = 240,
+	    .fps_num = 30,
+	    .fps_den = 1,
+	    .window_frames = 8,
+	    .temporal_layers = 3,
+	    .quality_layers = 2,
+	    .latency_budget_ms = 500,
+	    .gop_frames = 60,
+	};
+}
+
+static struct sockaddr_in
+addr_of(const char *ip, unsigned port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	return sin;
+}
+
+/* A connected loopback TCP pair: [0] the client's end, [1] the server's. */
+static void
+tcp_pair(int fds[2])
+{
+	struct sockaddr_in sin = addr_of("127.0.0.1", 0);
+	socklen_t len = sizeof(sin);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	REQUIRE(lfd >= 0);
+	REQUIRE(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	REQUIRE(listen(lfd, 1) == 0);
+	REQUIRE(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fds[0] >= 0);
+	REQUIRE(connect(fds[0], (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	fds[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	REQUIRE(fds[1] >= 0);
+	close(lfd);
+}
+
+static void
+unix_pair(int fds[2])
+{
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+}
+
+/* A client end and its parser. */
+typedef struct {
+	int fd;
+	pps_wire_parser_t *parser;
+	bool got_stream_info;
+	bool got_bye;
+	unsigned bye_reason;
+	bool got_challenge;
+	pps_wire_challenge_t challenge;
+	bool eof;
+} peer_t;
+
+static void
+peer_init(peer_t *p, int fd)
+{
+	memset(p, 0, sizeof(*p));
+	p->fd = fd;
+	p->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES);
+	REQUIRE(p->parser);
+}
+
+static void
+peer_close(peer_t *p)
+{
+	pps_wire_parser_free(p->parser);
+	close(p->fd);
+}
+
+static void
+peer_send(peer_t *p, const pps_wire_record_t *r)
+{
+	uint8_t buf[512];
+	long n = pps_wire_encode(r, buf, sizeof(buf));
+
+	REQUIRE(n > 0);
+	REQUIRE(send(p->fd, buf, (size_t)n, MSG_NOSIGNAL) == n);
+}
+
+static void
+peer_hello(peer_t *p, bool challenge)
+{
+	pps_wire_record_t r = {.kind = PPS_WIRE_HELLO};
+
+	r.u.hello.protocol_version = PPS_WIRE_VERSION;
+	if (challenge)
+		r.u.hello.flags = PPS_WIRE_HELLO_CHALLENGE;
+	peer_send(p, &r);
+}
+
+/* Reads whatever the server wrote so far. */
+static void
+peer_read(peer_t *p)
+{
+	for (;;) {
+		uint8_t buf[4096];
+		ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		const uint8_t *data = buf;
+		size_t len;
+		pps_wire_record_t r;
+
+		if (n == 0)
+			p->eof = true;
+		if (n <= 0)
+			return;
+		len = (size_t)n;
+		while (pps_wire_parser_next(p->parser, &data, &len, &r) == 1) {
+			if (r.kind == PPS_WIRE_STREAM_INFO)
+				p->got_stream_info = true;
+			if (r.kind == PPS_WIRE_CHALLENGE) {
+				p->got_challenge = true;
+				p->challenge = r.u.challenge;
+			}
+			if (r.kind == PPS_WIRE_BYE) {
+				p->got_bye = true;
+				p->bye_reason = r.u.bye.reason;
+			}
+		}
+	}
+}
+
+static void
+run_loop(struct event_base *base)
+{
+	/* What is readable now, and the zero-delay events it schedules. */
+	for (int i = 0; i < 4; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+typedef struct {
+	struct event_base *base;
+	pps_listener_t *listener;
+} fixture_t;
+
+static void
+fixture_new(fixture_t *f, const pps_listener_params_t *params)
+{
+	f->base = event_base_new();
+	REQUIRE(f->base);
+	idr_count = 0;
+	f->listener = pps_listener_new(f->base, params,
+	                               &(pps_listener_callbacks_t){.idr_cb = count_idr_cb}, NULL);
+	REQUIRE(f->listener);
+}
+
+static void
+fixture_free(fixture_t *f)
+{
+	pps_listener_free(f->listener);
+	event_base_free(f->base);
+}
+
+/* Adds the server end of a new pair from @ip; the client end goes to @peer. */
+static int
+connect_peer(fixture_t *f, peer_t *peer, const char *ip, bool tcp)
+{
+	int fds[2];
+	struct sockaddr_in sin = addr_of(ip, 40000);
+	int ret;
+
+	if (tcp)
+		tcp_pair(fds);
+	else
+		unix_pair(fds);
+	peer_init(peer, fds[0]);
+	ret = pps_listener_add(f->listener, fds[1], (struct sockaddr *)&sin, sizeof(sin));
+	run_loop(f->base);
+	return ret;
+}
+
+static pps_listener_stats_t
+stats_of(fixture_t *f)
+{
+	pps_listener_stats_t st;
+
+	pps_listener_get_stats(f->listener, &st);
+	return st;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void
+test_handshake_ok(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t c;
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.1", true), 0);
+	CHECK_EQ_INT(stats_of(&f).sessions, 1);
+	CHECK_EQ_INT(stats_of(&f).streaming, 0);
+	peer_hello(&c, false);
+	run_loop(f.base);
+	peer_read(&c);
+	CHECK(c.got_stream_info);
+	CHECK(!c.got_bye);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1);
+	CHECK_EQ_INT(idr_count, 1); /* a joiner needs an IDR */
+	peer_close(&c);
+	fixture_free(&f);
+}
+
+static void
+test_handshake_timeout(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t c;
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.1", false), 0);
+	fake_now_us += 4900000;
+	pps_listener_check_timeouts(f.listener);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).sessions, 1);
+	fake_now_us += 200000;
+	pps_listener_check_timeouts(f.listener);
+	run_loop(f.base);
+	peer_read(&c);
+	CHECK(c.got_bye);
+	CHECK_EQ_INT(c.bye_reason, PPS_WIRE_BYE_PROTOCOL);
+	CHECK_EQ_INT(stats_of(&f).sessions, 0);
+	CHECK_EQ_INT(stats_of(&f).handshakes_dropped, 1);
+	peer_close(&c);
+	fixture_free(&f);
+}
+
+/* Answers a challenge with the MAC of @token. */
+static void
+peer_auth(peer_t *p, const char *token)
+{
+	pps_wire_record_t r = {.kind = PPS_WIRE_AUTH};
+
+	r.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	pps_wire_auth_mac(token, strlen(token), p->challenge.nonce, r.u.auth.mac);
+	peer_send(p, &r);
+}
+
+static void
+test_access_token(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t none, plain, wrong, right;
+
+	default_params(&params);
+	params.max_per_address = 8;
+	params.session.access_token = "s3cret";
+	fixture_new(&f, &params);
+
+	/* No challenge asked for: refused, whatever HELLO carries. */
+	connect_peer(&f, &none, "10.0.0.1", false);
+	peer_hello(&none, false);
+	connect_peer(&f, &plain, "10.0.0.1", false);
+	{
+		pps_wire_record_t r = {.kind = PPS_WIRE_HELLO};
+
+		r.u.hello.protocol_version = PPS_WIRE_VERSION;
+		r.u.hello.auth_len = 6;
+		memcpy(r.u.hello.auth, "s3cret", 6);
+		peer_send(&plain, &r);
+	}
+	run_loop(f.base);
+	peer_read(&none);
+	peer_read(&plain);
+	CHECK(none.got_bye && none.bye_reason == PPS_WIRE_BYE_UNAUTHORIZED);
+	CHECK(plain.got_bye && plain.bye_reason == PPS_WIRE_BYE_UNAUTHORIZED);
+	CHECK(!plain.got_stream_info);
+
+	/* A MAC of another token: refused. */
+	connect_peer(&f, &wrong, "10.0.0.1", true);
+	peer_hello(&wrong, true);
+	run_loop(f.base);
+	peer_read(&wrong);
+	REQUIRE(wrong.got_challenge);
+	peer_auth(&wrong, "guess");
+	run_loop(f.base);
+	peer_read(&wrong);
+	CHECK(wrong.got_bye && wrong.bye_reason == PPS_WIRE_BYE_UNAUTHORIZED);
+	CHECK(!wrong.got_stream_info);
+
+	/* The right token's MAC over this connection's nonce: streams. */
+	connect_peer(&f, &right, "10.0.0.1", true);
+	peer_hello(&right, true);
+	run_loop(f.base);
+	peer_read(&right);
+	REQUIRE(right.got_challenge);
+	CHECK(memcmp(right.challenge.nonce, wrong.challenge.nonce, PPS_WIRE_NONCE_BYTES) != 0);
+	peer_auth(&right, "s3cret");
+	run_loop(f.base);
+	peer_read(&right);
+	CHECK(right.got_stream_info);
+	CHECK(!right.got_bye);
+	CHECK_EQ_INT(stats_of(&f).clients_unauthorized, 3);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1);
+	peer_close(&none);
+	peer_close(&plain);
+	peer_close(&wrong);
+	peer_close(&right);
+	fixture_free(&f);
+}
+
+static void
+test_slow_client_evicted(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t c;
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	connect_peer(&f, &c, "10.0.0.1", true);
+	peer_hello(&c, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1);
+	/* It took STREAM_INFO, then nothing for less than evict_after: kept. */
+	fake_now_us += 2900000;
+	pps_listener_check_timeouts(f.listener);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1);
+	fake_now_us += 200000;
+	pps_listener_check_timeouts(f.listener);
+	run_loop(f.base);
+	peer_read(&c);
+	CHECK(c.got_stream_info);
+	CHECK(c.got_bye);
+	CHECK_EQ_INT(c.bye_reason, PPS_WIRE_BYE_TOO_SLOW);
+	CHECK_EQ_INT(stats_of(&f).sessions, 0);
+	CHECK_EQ_INT(stats_of(&f).clients_evicted, 1);
+	peer_close(&c);
+	fixture_free(&f);
+}
+
+static void
+test_limits(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t a, b, c, d, e, g;
+
+	/* max_clients counts streaming clients; a third is refused at accept. */
+	default_params(&params);
+	params.max_clients = 2;
+	fixture_new(&f, &params);
+	connect_peer(&f, &a, "10.0.0.1", true);
+	connect_peer(&f, &b, "10.0.0.2", true);
+	peer_hello(&a, false);
+	peer_hello(&b, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 2);
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.3", false), -EBUSY);
+	peer_read(&c);
+	CHECK(c.got_bye && c.bye_reason == PPS_WIRE_BYE_SERVER_FULL);
+	CHECK_EQ_INT(stats_of(&f).clients_refused, 1);
+	peer_close(&a);
+	peer_close(&b);
+	peer_close(&c);
+	fixture_free(&f);
+
+	/* Admission at HELLO: two in their handshake, one slot. */
+	default_params(&params);
+	params.max_clients = 1;
+	params.max_pending = 4;
+	fixture_new(&f, &params);
+	connect_peer(&f, &a, "10.0.0.1", true);
+	connect_peer(&f, &b, "10.0.0.2", true);
+	peer_hello(&a, false);
+	run_loop(f.base);
+	peer_hello(&b, false);
+	run_loop(f.base);
+	peer_read(&a);
+	peer_read(&b);
+	CHECK(a.got_stream_info);
+	CHECK(b.got_bye && b.bye_reason == PPS_WIRE_BYE_SERVER_FULL);
+	peer_close(&a);
+	peer_close(&b);
+	fixture_free(&f);
+
+	/* Per address, in any state. */
+	default_params(&params);
+	params.max_per_address = 2;
+	fixture_new(&f, &params);
+	CHECK_EQ_INT(connect_peer(&f, &a, "10.0.0.5", false), 0);
+	CHECK_EQ_INT(connect_peer(&f, &b, "10.0.0.5", false), 0);
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.5", false), -EBUSY);
+	CHECK_EQ_INT(connect_peer(&f, &d, "10.0.0.6", false), 0);
+	peer_read(&c);
+	CHECK(c.got_bye && c.bye_reason == PPS_WIRE_BYE_SERVER_FULL);
+	CHECK_EQ_INT(stats_of(&f).sessions, 3);
+	peer_close(&a);
+	peer_close(&b);
+	peer_close(&c);
+	peer_close(&d);
+	fixture_free(&f);
+
+	/* Pending handshakes bounded apart: the oldest goes for a newcomer. */
+	default_params(&params);
+	params.max_pending = 2;
+	fixture_new(&f, &params);
+	connect_peer(&f, &e, "10.0.0.1", false);
+	connect_peer(&f, &g, "10.0.0.2", false);
+	connect_peer(&f, &a, "10.0.0.3", false);
+	peer_read(&e);
+	peer_read(&g);
+	CHECK(e.got_bye && e.bye_reason == PPS_WIRE_BYE_PROTOCOL);
+	CHECK(!g.got_bye);
+	CHECK_EQ_INT(stats_of(&f).sessions, 2);
+	CHECK_EQ_INT(stats_of(&f).handshakes_dropped, 1);
+	peer_close(&e);
+	peer_close(&g);
+	peer_close(&a);
+	fixture_free(&f);
+}
+
+/* A flood of refusals: a few log lines a second, the rest counted. */
+static void
+test_refusal_logs_bounded(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t a, r;
+
+	default_params(&params);
+	params.max_per_address = 1;
+	fixture_new(&f, &params);
+	CHECK_EQ_INT(connect_peer(&f, &a, "10.0.0.9", false), 0);
+	for (int i = 0; i < 3 * PPS_LISTENER_REFUSALS_LOGGED_PER_S; i++) {
+		CHECK_EQ_INT(connect_peer(&f, &r, "10.0.0.9", false), -EBUSY);
+		peer_close(&r);
+	}
+	CHECK_EQ_INT(stats_of(&f).clients_refused, 3 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	CHECK_EQ_INT(stats_of(&f).refusals_unlogged, 2 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	fake_now_us += 1000000; /* a new second: logged again */
+	CHECK_EQ_INT(connect_peer(&f, &r, "10.0.0.9", false), -EBUSY);
+	peer_close(&r);
+	CHECK_EQ_INT(stats_of(&f).refusals_unlogged, 2 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	peer_close(&a);
+	fixture_free(&f);
+}
+
+/* Joins through the listener: the second within min_interval is deferred,
+ * not dropped, and asked for once the interval is over. */
+static void
+test_listener_defers_idr(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t a, b;
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	connect_peer(&f, &a, "10.0.0.1", true);
+	connect_peer(&f, &b, "10.0.0.2", true);
+	peer_hello(&a, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(idr_count, 1);
+	fake_now_us += 100000;
+	peer_hello(&b, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(idr_count, 1);
+	CHECK_EQ_INT(stats_of(&f).recovery.deferred, 1);
+	fake_now_us += 300000;
+	pps_listener_check_timeouts(f.listener);
+	CHECK_EQ_INT(idr_count, 1);
+	fake_now_us += 200000;
+	pps_listener_check_timeouts(f.listener);
+	CHECK_EQ_INT(idr_count, 2);
+	pps_listener_check_timeouts(f.listener);
+	CHECK_EQ_INT(idr_count, 2); /* one IDR for the one deferred request */
+	peer_close(&a);
+	peer_close(&b);
+	fixture_free(&f);
+}
+
+/* A 1 Mbit/s stream of 8-frame windows whose IDR costs ~117 kbit extra. */
+static pps_recovery_window_t
+window_at(int64_t now_us, bool idr)
+{
+	pps_recovery_window_t w = {
+	    .now_us = now_us, .bits = 266667, .duration_us = 266667, .frames = 8};
+
+	if (idr) {
+		w.bits += 116667;
+		w.idr_bits = 150000;
+		w.idr_capture_us = now_us - 200000;
+	}
+	return w;
+}
+
+static void
+add_window(pps_recovery_t *r, pps_recovery_window_t w)
+{
+	pps_recovery_add_window(r, &w);
+}
+
+static void
+test_recovery_bounds(void)
+{
+	pps_recovery_params_t params = {
+	    .min_interval_us = 500000, .client_interval_us = 2000000, .budget_pct = 10};
+	pps_recovery_t *r = pps_recovery_new(&params);
+	pps_recovery_client_t a = {0}, b = {0}, c = {0};
+	pps_recovery_stats_t st;
+	int64_t t = 1000000000, when = 0;
+
+	REQUIRE(r);
+	for (int i = 0; i < 8; i++)
+		add_window(r, window_at(t += 266667, i == 4));
+	pps_recovery_get_stats(r, &st);
+	CHECK(st.idr_cost_bits > 100000 && st.idr_cost_bits < 130000);
+
+	CHECK_EQ_INT(pps_recovery_request(r, &a, true, t, &when), PPS_RECOVERY_NOW);
+	/* A second join: the bucket is empty; 10% of 1 Mbit/s refills one IDR's
+	 * ~117 kbit in ~1.17 s, later than the 500 ms interval. */
+	CHECK_EQ_INT(pps_recovery_request(r, &b, true, t + 100000, &when), PPS_RECOVERY_DEFERRED);
+	CHECK(when > t + 1100000 && when < t + 1300000);
+	/* Client a's loss within 2 s of its join: dropped (the pending IDR serves it). */
+	CHECK_EQ_INT(pps_recovery_request(r, &a, false, t + 200000, &when), PPS_RECOVERY_DROPPED);
+	CHECK_EQ_INT(pps_recovery_poll(r, t + 600000, &when), PPS_RECOVERY_DEFERRED);
+	CHECK_EQ_INT(pps_recovery_poll(r, when, &when), PPS_RECOVERY_NOW);
+	CHECK_EQ_INT(pps_recovery_poll(r, when + 1, &when), PPS_RECOVERY_NONE);
+
+	/* A pending request served by an IDR the encoder made on its own. */
+	t += 1300000;
+	CHECK_EQ_INT(pps_recovery_request(r, &c, true, t, &when), PPS_RECOVERY_DEFERRED);
+	add_window(r, window_at(t + 266667, true));
+	CHECK_EQ_INT(pps_recovery_poll(r, when, &when), PPS_RECOVERY_NONE);
+	pps_recovery_get_stats(r, &st);
+	CHECK_EQ_INT(st.served_by_encoder, 1);
+	pps_recovery_free(r);
+}
+
+/* Under a join every 100 ms for 60 s, forced IDRs add at most the budget
+ * (plus the one IDR the bucket starts with). */
+static void
+test_recovery_budget_under_churn(void)
+{
+	pps_recovery_params_t params = {
+	    .min_interval_us = 500000, .client_interval_us = 2000000, .budget_pct = 5};
+	pps_recovery_t *r = pps_recovery_new(&params);
+	pps_recovery_stats_t st;
+	int64_t t = 1000000000, pending_at = 0, next_window = t, end = t + 60000000;
+	uint64_t encoded_bits = 0, forced = 0;
+
+	REQUIRE(r);
+	/* The cost of an IDR is learnt from one of the encoder's own. */
+	for (int i = 0; i < 8; i++, next_window += 266667) {
+		pps_recovery_window_t w = window_at(next_window, i == 4);
+
+		encoded_bits += w.bits;
+		pps_recovery_add_window(r, &w);
+	}
+	t = next_window;
+	end = t + 60000000;
+	pps_recovery_get_stats(r, &st);
+	REQUIRE(st.idr_cost_bits > 100000);
+	for (; t < end; t += 100000) {
+		pps_recovery_client_t joiner = {0};
+		int64_t when = 0;
+		int ret;
+
+		while (next_window <= t) {
+			pps_recovery_window_t w = window_at(next_window, false);
+
+			next_window += 266667;
+			encoded_bits += w.bits;
+			pps_recovery_add_window(r, &w);
+		}
+		if (pending_at && t >= pending_at) {
+			ret = pps_recovery_poll(r, t, &when);
+			pending_at = ret == PPS_RECOVERY_DEFERRED ? when : 0;
+			forced += ret == PPS_RECOVERY_NOW;
+		}
+		ret = pps_recovery_request(r, &joiner, true, t, &when);
+		forced += ret == PPS_RECOVERY_NOW;
+		if (ret == PPS_RECOVERY_DEFERRED && !pending_at)
+			pending_at = when;
+	}
+	pps_recovery_get_stats(r, &st);
+	CHECK(forced >= 20); /* joins are served, every ~2.3 s */
+	/* ~117 kbit each, 5% of 1 Mbit/s: one per ~2.3 s after the first. */
+	CHECK((double)(forced - 1) * (double)st.idr_cost_bits <= 0.05 * (double)encoded_bits);
+	CHECK(forced <= 30);
+	CHECK(st.requests == 600);
+	pps_recovery_free(r);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	test_handshake_ok();
+	test_handshake_timeout();
+	test_access_token();
+	test_slow_client_evicted();
+	test_limits();
+	test_refusal_logs_bounded();
+	test_listener_defers_idr();
+	test_recovery_bounds();
+	test_recovery_budget_under_churn();
+	return pps_test_result();
+}
