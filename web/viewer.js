@@ -7,7 +7,7 @@
 // minus capture time on the viewer's clock (offset from CLOCK_PING/PONG).
 // window.ppsStats() returns the statistics as a JSON-able object.
 //
-// URL parameters: policy=fixed|asap|adaptive (default adaptive, as
+// URL parameters: policy=fixed|asap|adaptive|smooth (default asap, as
 // pps-client), tolerance_ms (fixed policy; 0 = from the stream), token
 // (the server's access token), name, overlay=0 (hide the overlay),
 // renderer=webgl2|cpu|auto (auto: the WebGL2 combine unless WebGL is a
@@ -15,7 +15,7 @@
 
 import * as wire from './wire.js';
 import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf } from './decode.js';
-import { Playout, MAX_QUEUE_FRAMES } from './playout.js';
+import { Playout, MAX_QUEUE_FRAMES, DEFAULT_POLICY } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
 
 const PING_INTERVAL_MS = 1000;
@@ -55,7 +55,7 @@ const bytesLog = []; // [time_ms, bytes] of the last second
 const shownLog = []; // time_ms of frames shown in the last second
 
 let info = null, decoder = null, reasm = null, combiner = null;
-const playout = new Playout(params.get('policy') || 'adaptive',
+const playout = new Playout(params.get('policy') || DEFAULT_POLICY,
   Number(params.get('tolerance_ms') || 0) * 1000);
 let queue = []; // decoded frames waiting for their display time, in display order
 let timer = 0;
@@ -126,16 +126,15 @@ function onDecodedFrame(rec) {
   stats.frames_decoded++;
   const now = nowUs();
   const capture = toClient(rec.capture_us);
-  const due = playout.displayTimeUs(capture, now);
-  if (due < now) {
+  const win = rec.frame_index === 0 ? 0 : Math.floor((rec.frame_index - 1) / info.window_frames) + 1;
+  const due = playout.place(win, capture, now, queue);
+  if (due === null) {
     stats.reasons.late++;
     return;
   }
   rec.due_us = due;
   rec.capture_client_us = capture;
-  let i = queue.length;
-  while (i > 0 && queue[i - 1].due_us > due) i--;
-  queue.splice(i, 0, rec);
+  queue.push(rec); // place() keeps display times in capture order
   if (queue.length > MAX_QUEUE_FRAMES) {
     queue.shift();
     stats.reasons.overflow++;
