@@ -16,6 +16,7 @@ libevent-dev libx264-dev libsdl2-dev
 valgrind iproute2 iperf3 procps psmisc
 python3-matplotlib python3-numpy
 srt-tools
+chromium chromium-driver python3-selenium
 "
 
 missing=""

@@ -6,6 +6,8 @@
  * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
  */
 #include "pps-server-internal.h"
+#include "pps-web.h"
+#include "pps-websocket.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +49,7 @@ struct pps_session {
 	int bye_reason;           /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
+	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
 };
 
 int64_t
@@ -163,10 +166,20 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 	pps_session_t *s = user;
 
 	int ret;
+	size_t room;
 
 	if (s->closing)
 		return 0;
-	ret = pps_sched_next_packet(s->sched, session_now(s), mss_bytes, buf, len_bytes, push);
+	/* A browser's packet is one WebSocket frame: its header fits in the MSS too. */
+	room = s->web ? PPS_WS_DATA_HEADER_BYTES : 0;
+	ret = pps_sched_next_packet(s->sched, session_now(s), mss_bytes - room, buf + room,
+				    len_bytes, push);
+	if (ret == 1 && s->web) {
+		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
+		if (s->params.transport.mode == PPS_MINBUF_MODE_MINBUF)
+			pps_web_check_packet(s->web, s->fd, mss_bytes, s->params.transport.a,
+					     s->params.transport.b);
+	}
 	if (ret == 1)
 		s->last_progress_us = session_now(s);
 	check_base_loss(s);
@@ -193,6 +206,8 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 		.mss_bytes = ms->mss_bytes,
 	};
 
+	if (s->web)
+		pps_web_check_batch(s->web);
 	pps_path_add_sample(s->path, &sample);
 	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
 }
@@ -356,6 +371,19 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 			pps_minbuf_kick(s->writer);
 		return;
 	}
+	case PPS_WIRE_RECOVERY_REQUEST:
+		if (s->state != PPS_SESSION_STREAMING) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, "RECOVERY_REQUEST before HELLO");
+			return;
+		}
+		/* The client lost a layer it was sent (its own decoder failed): ask
+		 * for an IDR as for a base-layer loss seen here; the listener's
+		 * recovery bounds (per client, in time, in bits) decide when. */
+		fprintf(stderr, "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
+			s->peer, r->u.recovery_request.quality_layer,
+			r->u.recovery_request.frame_index);
+		s->ready_cb(s->user, s);
+		return;
 	case PPS_WIRE_BYE:
 		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
 			pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
@@ -368,6 +396,12 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		refuse(s, PPS_WIRE_BYE_PROTOCOL, why);
 		return;
 	}
+}
+
+static void
+web_done_cb(void *user)
+{
+	session_close(user);
 }
 
 static void
@@ -393,6 +427,19 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		return;
 	}
 	len = (size_t)n;
+	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
+	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
+	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len))
+		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
+	if (s->web) {
+		long wire = pps_web_input(s->web, buf, len, sizeof(buf));
+
+		if (wire < 0) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
+			return;
+		}
+		len = (size_t)wire;
+	}
 	while (!s->closing) {
 		pps_wire_record_t record;
 		int ret = pps_wire_parser_next(s->parser, &data, &len, &record);
@@ -525,6 +572,7 @@ pps_session_free(pps_session_t *s)
 	pps_sched_free(s->sched);
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
+	pps_web_free(s->web);
 	close(s->fd);
 	free(s);
 }
@@ -565,7 +613,9 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 	memcpy(bye.u.bye.text, text, len);
 	/* Only between records: a batch the kernel took in part would have the
 	 * BYE land inside a record. */
-	if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
+	if (s->web && (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0))
+		pps_web_say_bye(s->web, &bye);
+	else if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
 		pps_server_write_record_now(s->fd, &bye);
 	shutdown(s->fd, SHUT_WR);
 	/* Closing a socket with unread input (a CLOCK_PING in flight) makes the

@@ -139,6 +139,8 @@ pps_wire_kind_name(unsigned kind)
 		return "CHALLENGE";
 	case PPS_WIRE_AUTH:
 		return "AUTH";
+	case PPS_WIRE_RECOVERY_REQUEST:
+		return "RECOVERY_REQUEST";
 	}
 	return "unknown";
 }
@@ -177,6 +179,7 @@ pps_wire_bye_reason_name(unsigned reason)
 #define HELLO_FIXED_BYTES 8
 #define CHALLENGE_BYTES      (1 + PPS_WIRE_NONCE_BYTES)
 #define AUTH_BYTES           (1 + PPS_WIRE_MAC_BYTES)
+#define RECOVERY_REQUEST_BYTES 5
 
 size_t
 pps_wire_fragment_overhead(unsigned dep_count)
@@ -216,6 +219,8 @@ body_size(const pps_wire_record_t *r)
 		return CHALLENGE_BYTES;
 	case PPS_WIRE_AUTH:
 		return AUTH_BYTES;
+	case PPS_WIRE_RECOVERY_REQUEST:
+		return RECOVERY_REQUEST_BYTES;
 	}
 	return -EINVAL;
 }
@@ -343,6 +348,10 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 	case PPS_WIRE_AUTH:
 		put_u8(&w, r->u.auth.method);
 		put_bytes(&w, r->u.auth.mac, PPS_WIRE_MAC_BYTES);
+		break;
+	case PPS_WIRE_RECOVERY_REQUEST:
+		put_u32(&w, r->u.recovery_request.frame_index);
+		put_u8(&w, r->u.recovery_request.quality_layer);
 		break;
 	}
 	if (w.overflow)
@@ -616,6 +625,20 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			out->u.auth.method = method;
 		return 0;
 	}
+	case PPS_WIRE_RECOVERY_REQUEST: {
+		int ret;
+
+		out->u.recovery_request.frame_index = get_u32(r);
+		out->u.recovery_request.quality_layer = get_u8(r);
+		ret = check_length(p, r, name);
+		if (ret < 0)
+			return ret;
+		if (out->u.recovery_request.quality_layer > 3)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+				    "RECOVERY_REQUEST: quality_layer %u not 0..3",
+				    out->u.recovery_request.quality_layer);
+		return 0;
+	}
 	}
 	return fail(p, PPS_WIRE_ERR_KIND, "record kind %u unknown", kind);
 }
@@ -651,7 +674,7 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 				return fail(p, PPS_WIRE_ERR_VERSION,
 					    "record header: version %u, expected %d", version,
 					    PPS_WIRE_VERSION);
-			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_AUTH)
+			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_RECOVERY_REQUEST)
 				return fail(p, PPS_WIRE_ERR_KIND, "record header: kind %u unknown",
 					    kind);
 			if (PPS_WIRE_HEADER_BYTES + body > p->max_record_bytes)

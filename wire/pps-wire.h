@@ -47,6 +47,7 @@ typedef enum {
 	PPS_WIRE_BYE = 8,          /* either way, last record */
 	PPS_WIRE_CHALLENGE = 9,    /* server -> client, answers a HELLO asking for one */
 	PPS_WIRE_AUTH = 10,        /* client -> server, answers CHALLENGE */
+	PPS_WIRE_RECOVERY_REQUEST = 11, /* client -> server: lost a layer, asks for an IDR */
 } pps_wire_kind_t;
 
 /* HELLO flags. */
@@ -146,6 +147,11 @@ typedef struct {
 } pps_wire_clock_pong_t;
 
 typedef struct {
+	uint32_t frame_index;  /* first frame the client could not decode */
+	uint8_t quality_layer; /* the layer it lost, 0 = base */
+} pps_wire_recovery_request_t;
+
+typedef struct {
 	uint16_t reason; /* pps_wire_bye_reason_t */
 	uint8_t text_len;
 	char text[PPS_WIRE_MAX_REASON_BYTES + 1]; /* NUL-terminated copy */
@@ -174,6 +180,7 @@ typedef struct {
 		pps_wire_bye_t bye;
 		pps_wire_challenge_t challenge;
 		pps_wire_auth_t auth;
+		pps_wire_recovery_request_t recovery_request;
 	} u;
 } pps_wire_record_t;
 

@@ -112,7 +112,8 @@ def bad_peers(build, workdir):
         good = Client(build, workdir, srv.address, duration=8, name="good")
         time.sleep(1.5)
         cases = [
-            (b"GET / HTTP/1.1\r\n\r\n", "version"),
+            # (An ASCII capital first is HTTP for the browser viewer: test_browser.py.)
+            (b"get / http/1.1\r\n\r\n", "version"),
             (record(1, b"\x00" * 600), "maximum"),
             (hello(version=7), "version 7"),
             (record(6, struct.pack(">Iq", 1, 2)), "CLOCK_PING before HELLO"),

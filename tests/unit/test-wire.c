@@ -97,6 +97,10 @@ make_records(pps_wire_record_t *r)
 	for (int i = 0; i < PPS_WIRE_MAC_BYTES; i++)
 		r[n].u.auth.mac[i] = (uint8_t)(255 - i);
 	n++;
+	r[n].kind = PPS_WIRE_RECOVERY_REQUEST;
+	r[n].u.recovery_request = (pps_wire_recovery_request_t){ .frame_index = 4000000001u,
+								 .quality_layer = 1 };
+	n++;
 	return n;
 }
 
@@ -145,6 +149,9 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 		return memcmp(&a->u.challenge, &b->u.challenge, sizeof(a->u.challenge)) == 0;
 	case PPS_WIRE_AUTH:
 		return memcmp(&a->u.auth, &b->u.auth, sizeof(a->u.auth)) == 0;
+	case PPS_WIRE_RECOVERY_REQUEST:
+		return a->u.recovery_request.frame_index == b->u.recovery_request.frame_index &&
+		       a->u.recovery_request.quality_layer == b->u.recovery_request.quality_layer;
 	}
 	return false;
 }
@@ -182,7 +189,7 @@ check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect
 static void
 test_round_trip(void)
 {
-	pps_wire_record_t records[11];
+	pps_wire_record_t records[12];
 	size_t n = make_records(records);
 	uint8_t stream[4096];
 	size_t size = 0;
@@ -214,7 +221,7 @@ test_round_trip(void)
 static void
 test_encode_limits(void)
 {
-	pps_wire_record_t r[11];
+	pps_wire_record_t r[12];
 	uint8_t small[16];
 
 	make_records(r);
@@ -263,7 +270,7 @@ encode_into(pps_wire_record_t *r, uint8_t *buf)
 static void
 test_rejections(void)
 {
-	pps_wire_record_t r[11];
+	pps_wire_record_t r[12];
 	uint8_t buf[2048];
 	char msg[256];
 	long n;
@@ -293,9 +300,9 @@ test_rejections(void)
 	buf[3] = (uint8_t)(buf[3] - 1); /* the MAC one byte short */
 	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_SHORT);
 
-	/* Unknown kind (the one after AUTH, and far beyond). */
+	/* Unknown kind (the one after RECOVERY_REQUEST, and far beyond). */
 	n = encode_into(&r[5], buf);
-	buf[1] = PPS_WIRE_AUTH + 1;
+	buf[1] = PPS_WIRE_RECOVERY_REQUEST + 1;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);
 	buf[1] = 42;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP/1.1 and WebSocket on a session's socket: see pps-web.h.
+ */
+#include "pps-web.h"
+#include "pps-websocket.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+typedef enum {
+	WEB_READING_REQUEST,
+	WEB_ANSWERING, /* an HTTP answer is being written; then done_cb */
+	WEB_UPGRADED,
+	WEB_FAILED,
+} web_state_t;
+
+struct pps_web {
+	struct event_base *base;
+	int fd;
+	char peer[160];
+	pps_web_done_cb done_cb;
+	void *user;
+	web_state_t state;
+	char request[PPS_WS_MAX_REQUEST_BYTES];
+	size_t request_len;
+	/* the answer: a head of our own and a body borrowed from pps_web_files */
+	char head[512];
+	size_t head_len, head_done;
+	const uint8_t *body;
+	size_t body_len, body_done;
+	struct event *write_event;
+	pps_ws_reader_t *reader;
+	bool peer_closed;
+	char error[160];
+	/* PPS_WEB_CHECK_BOUND */
+	bool check;
+	uint32_t batch_fills;
+	uint64_t checks, checks_over;
+	int max_over;
+};
+
+const pps_web_file_t *
+pps_web_file_find(const char *path)
+{
+	if (path[0] != '/')
+		return NULL;
+	path++;
+	if (!path[0])
+		path = "index.html";
+	for (size_t i = 0; i < pps_web_files_count; i++)
+		if (strcmp(pps_web_files[i].name, path) == 0)
+			return &pps_web_files[i];
+	return NULL;
+}
+
+bool
+pps_web_sniff(const uint8_t *buf, size_t len)
+{
+	return len > 0 && buf[0] >= 'A' && buf[0] <= 'Z';
+}
+
+static void
+finish(pps_web_t *w)
+{
+	event_del(w->write_event);
+	shutdown(w->fd, SHUT_WR);
+	w->done_cb(w->user);
+}
+
+static void
+write_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_web_t *w = user;
+
+	while (w->head_done < w->head_len || w->body_done < w->body_len) {
+		struct iovec iov[2] = {
+		    {w->head + w->head_done, w->head_len - w->head_done},
+		    {(void *)(w->body + w->body_done), w->body_len - w->body_done},
+		};
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+		ssize_t n = sendmsg(w->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		size_t head_part;
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return; /* EV_WRITE calls again */
+			snprintf(w->error, sizeof(w->error), "send: %s", strerror(errno));
+			break;
+		}
+		head_part = (size_t)n < iov[0].iov_len ? (size_t)n : iov[0].iov_len;
+		w->head_done += head_part;
+		w->body_done += (size_t)n - head_part;
+	}
+	finish(w);
+}
+
+/* Queues an answer; it is written from the loop, then the exchange ends. */
+static void
+answer(pps_web_t *w, int status, const char *reason, const pps_web_file_t *file, bool head_only,
+       const char *extra_headers)
+{
+	const char *type = file ? file->content_type : "text/plain; charset=utf-8";
+	size_t body_len = file ? file->size : strlen(reason) + 1;
+	int n;
+
+	w->state = WEB_ANSWERING;
+	n = snprintf(w->head, sizeof(w->head),
+	             "HTTP/1.1 %d %s\r\n"
+	             "Content-Type: %s\r\n"
+	             "Content-Length: %zu\r\n"
+	             "Cache-Control: no-store\r\n"
+	             "X-Content-Type-Options: nosniff\r\n"
+	             "Connection: close\r\n"
+	             "%s\r\n",
+	             status, reason, type, body_len, extra_headers ? extra_headers : "");
+	w->head_len = n > 0 && (size_t)n < sizeof(w->head) ? (size_t)n : 0;
+	if (head_only) {
+		w->body_len = 0;
+	} else if (file) {
+		w->body = file->data;
+		w->body_len = file->size;
+	} else {
+		/* The reason as the body, one line: appended to the head buffer. */
+		n = snprintf(w->head + w->head_len, sizeof(w->head) - w->head_len, "%s\n", reason);
+		if (n > 0 && (size_t)n < sizeof(w->head) - w->head_len)
+			w->head_len += (size_t)n;
+	}
+	fprintf(stderr, "pps-server: http %s: %d %s\n", w->peer, status, reason);
+	event_add(w->write_event, NULL);
+}
+
+/* Sends the 101 now: nothing else can be queued on a fresh connection. */
+static int
+upgrade(pps_web_t *w, const char *accept)
+{
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+	                 "HTTP/1.1 101 Switching Protocols\r\n"
+	                 "Upgrade: websocket\r\n"
+	                 "Connection: Upgrade\r\n"
+	                 "Sec-WebSocket-Accept: %s\r\n\r\n",
+	                 accept);
+
+	if (send(w->fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		return -EIO;
+	w->reader = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
+	if (!w->reader)
+		return -ENOMEM;
+	w->state = WEB_UPGRADED;
+	fprintf(stderr, "pps-server: http %s: WebSocket %s\n", w->peer, PPS_WEB_STREAM_PATH);
+	return 0;
+}
+
+static long
+frames(pps_web_t *w, uint8_t *buf, size_t len)
+{
+	size_t data = 0;
+	int ret = pps_ws_reader_feed(w->reader, buf, len, &data);
+
+	if (ret == 0)
+		return (long)data;
+	w->peer_closed = ret == 1;
+	snprintf(w->error, sizeof(w->error), "WebSocket: %s", pps_ws_reader_error(w->reader));
+	w->state = WEB_FAILED;
+	return -ECONNRESET;
+}
+
+long
+pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity)
+{
+	pps_ws_request_t req;
+	const pps_web_file_t *file;
+	char accept[PPS_WS_ACCEPT_BYTES];
+	const char *why = NULL;
+	size_t take, rest;
+	int ret;
+
+	switch (w->state) {
+	case WEB_UPGRADED:
+		return frames(w, buf, len);
+	case WEB_ANSWERING:
+		return 0; /* pipelined requests are not served: Connection: close */
+	case WEB_FAILED:
+		return -ECONNRESET;
+	case WEB_READING_REQUEST:
+		break;
+	}
+	take =
+	    len < sizeof(w->request) - w->request_len ? len : sizeof(w->request) - w->request_len;
+	memcpy(w->request + w->request_len, buf, take);
+	w->request_len += take;
+	ret = pps_ws_request_parse(w->request, w->request_len, &req);
+	if (ret == 0)
+		return 0;
+	if (ret < 0) {
+		answer(w, ret == -EMSGSIZE ? 431 : 400,
+		       ret == -EMSGSIZE ? "Request Header Fields Too Large" : "Bad Request", NULL,
+		       false, NULL);
+		return 0;
+	}
+	if (pps_ws_request_is_upgrade(&req)) {
+		if (strcmp(req.path, PPS_WEB_STREAM_PATH) != 0) {
+			answer(w, 404, "Not Found", NULL, false, NULL);
+			return 0;
+		}
+		if (pps_ws_handshake(&req, accept, &why) < 0) {
+			/* RFC 6455 section 4.4: say which version we speak. */
+			fprintf(stderr, "pps-server: http %s: bad WebSocket handshake: %s\n",
+			        w->peer, why);
+			answer(w, 400, "Bad Request", NULL, false, "Sec-WebSocket-Version: 13\r\n");
+			return 0;
+		}
+		if (upgrade(w, accept) < 0) {
+			snprintf(w->error, sizeof(w->error), "cannot answer the upgrade");
+			w->state = WEB_FAILED;
+			return -ECONNRESET;
+		}
+		/* Frames sent right behind the request: hand them on. */
+		rest = w->request_len - req.head_bytes;
+		if (rest > capacity)
+			rest = capacity;
+		memcpy(buf, w->request + req.head_bytes, rest);
+		return rest ? frames(w, buf, rest) : 0;
+	}
+	if (strcmp(req.method, "GET") != 0 && strcmp(req.method, "HEAD") != 0) {
+		answer(w, 405, "Method Not Allowed", NULL, false, "Allow: GET, HEAD\r\n");
+		return 0;
+	}
+	file = pps_web_file_find(req.path);
+	if (!file)
+		answer(w, 404, "Not Found", NULL, false, NULL);
+	else
+		answer(w, 200, "OK", file, strcmp(req.method, "HEAD") == 0, NULL);
+	return 0;
+}
+
+bool
+pps_web_upgraded(const pps_web_t *w)
+{
+	return w->reader != NULL;
+}
+
+const char *
+pps_web_error(const pps_web_t *w)
+{
+	return w->error[0] ? w->error : "WebSocket closed";
+}
+
+static uint16_t
+close_code_for(const pps_wire_bye_t *bye)
+{
+	switch (bye->reason) {
+	case PPS_WIRE_BYE_NORMAL:
+		return PPS_WS_CLOSE_GOING_AWAY; /* the server goes away */
+	case PPS_WIRE_BYE_SERVER_FULL:
+		return PPS_WS_CLOSE_TRY_LATER;
+	case PPS_WIRE_BYE_INTERNAL:
+		return PPS_WS_CLOSE_INTERNAL;
+	case PPS_WIRE_BYE_PROTOCOL:
+		return PPS_WS_CLOSE_PROTOCOL;
+	default:
+		return PPS_WS_CLOSE_POLICY; /* version, unauthorized, too slow */
+	}
+}
+
+void
+pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
+{
+	uint8_t buf[PPS_WS_DATA_HEADER_BYTES + 512], close_frame[10 + 2];
+	uint16_t code;
+	size_t n = 0, header;
+	long rec;
+	int off = 0;
+
+	if (!w->reader)
+		return;
+	if (!w->peer_closed) {
+		rec = pps_wire_encode(bye, buf + PPS_WS_DATA_HEADER_BYTES,
+		                      sizeof(buf) - PPS_WS_DATA_HEADER_BYTES);
+		if (rec > 0)
+			n = pps_ws_wrap_binary(buf, (size_t)rec);
+	}
+	/* The reader's error, the peer's own code echoed, or the BYE's reason. */
+	code = pps_ws_reader_close_code(w->reader);
+	if (!code || code == 1005)
+		code = w->peer_closed ? PPS_WS_CLOSE_NORMAL : close_code_for(&bye->u.bye);
+	header = pps_ws_frame_header(PPS_WS_OP_CLOSE, 2, close_frame);
+	close_frame[header] = (uint8_t)(code >> 8);
+	close_frame[header + 1] = (uint8_t)code;
+	if (n + header + 2 <= sizeof(buf)) {
+		memcpy(buf + n, close_frame, header + 2);
+		n += header + 2;
+	}
+	/* Uncorked, so it leaves now: it is the last thing said. */
+	setsockopt(w->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	if (send(w->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		fprintf(stderr, "pps-server: http %s: close frame: %s\n", w->peer, strerror(errno));
+}
+
+pps_web_t *
+pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb, void *user)
+{
+	pps_web_t *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		goto err;
+	w->base = base;
+	w->fd = fd;
+	w->done_cb = done_cb;
+	w->user = user;
+	snprintf(w->peer, sizeof(w->peer), "%s", peer);
+	w->check = getenv("PPS_WEB_CHECK_BOUND") && strcmp(getenv("PPS_WEB_CHECK_BOUND"), "1") == 0;
+	w->write_event = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, w);
+	if (!w->write_event)
+		goto err_free;
+	return w;
+
+err_free:
+	free(w);
+err:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+pps_web_free(pps_web_t *w)
+{
+	if (!w)
+		return;
+	if (w->check && w->checks)
+		fprintf(stderr,
+		        "pps-server: http %s: MIN_BUF check: %llu packets, max held - bound %d "
+		        "packets, %llu over\n",
+		        w->peer, (unsigned long long)w->checks, w->max_over,
+		        (unsigned long long)w->checks_over);
+	if (w->write_event)
+		event_free(w->write_event);
+	pps_ws_reader_free(w->reader);
+	free(w);
+}
+
+void
+pps_web_check_packet(pps_web_t *w, int fd, size_t mss_bytes, unsigned a, unsigned b)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int outq = 0, over;
+	uint32_t held, bound, cwnd;
+
+	if (!w->check || mss_bytes == 0)
+		return;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 || ioctl(fd, SIOCOUTQ, &outq) < 0)
+		return;
+	held =
+	    ((uint32_t)outq + (uint32_t)mss_bytes - 1) / (uint32_t)mss_bytes + w->batch_fills + 1;
+	cwnd = ti.tcpi_snd_cwnd;
+	bound = a * cwnd + (b < cwnd ? b : cwnd) + ti.tcpi_sacked;
+	over = (int)held - (int)bound;
+	if (w->checks == 0 || over > w->max_over)
+		w->max_over = over;
+	w->checks_over += over > 0;
+	w->checks++;
+	w->batch_fills++;
+}
+
+void
+pps_web_check_batch(pps_web_t *w)
+{
+	w->batch_fills = 0;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The browser side of a session: on the same listener as pps-client, a
+ * connection whose first byte is an ASCII capital (an HTTP method; a wire
+ * record starts with version 1) is an HTTP/1.1 client. A GET of a file of
+ * web/ (embedded at build time, see pps-web-embed.py) is answered and the
+ * connection closed; an Upgrade to WebSocket on PPS_WEB_STREAM_PATH turns it
+ * into a session like any other: the client's binary messages carry its wire
+ * records (HELLO, CLOCK_PING, BYE) to the session's bounds-checked parser, and
+ * the session's packets leave as one binary message each (pps_ws_wrap_binary
+ * in the session's fill callback), through the same regulator and MIN_BUF
+ * writer as a pps-client's.
+ *
+ * Why the same listener: one port to open, forward or put behind a TLS proxy,
+ * and the page and its stream share an origin; the two protocols cannot be
+ * confused by their first byte.
+ *
+ * Errors: a malformed request or a bad handshake gets 400 (405 for another
+ * method, 404 for an unknown file) and the connection closes; a bad client
+ * frame closes the WebSocket with the reader's code (1002 unmasked or
+ * malformed, 1003 text, 1009 too big).
+ *
+ * Threading: the loop's thread, like the session that owns it.
+ */
+#ifndef PPS_WEB_H
+#define PPS_WEB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pps-wire.h"
+
+struct event_base;
+
+/* Where the viewer opens its WebSocket. */
+#define PPS_WEB_STREAM_PATH "/stream"
+/* Largest client message (one wire record of a client, HELLO at most ~140 bytes). */
+#define PPS_WEB_MAX_CLIENT_MESSAGE_BYTES 512
+
+/* A file of web/, embedded in the program (generated pps-web-files.c). */
+typedef struct {
+	const char *name; /* "index.html", "viewer.js", ... */
+	const char *content_type;
+	const uint8_t *data;
+	size_t size;
+} pps_web_file_t;
+
+extern const pps_web_file_t pps_web_files[];
+extern const size_t pps_web_files_count;
+
+/* The embedded file for a request path ("/" is index.html), or NULL. */
+const pps_web_file_t *pps_web_file_find(const char *path);
+
+typedef struct pps_web pps_web_t;
+
+/* The HTTP exchange is over (response written, or the socket failed): the
+ * owner closes the connection. Never called from inside pps_web_input(). */
+typedef void (*pps_web_done_cb)(void *user);
+
+/* True if a connection that starts with @buf speaks HTTP. */
+bool pps_web_sniff(const uint8_t *buf, size_t len);
+
+/* @fd stays the caller's; @peer is for logs. NULL + errno. */
+pps_web_t *pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb,
+                       void *user);
+void pps_web_free(pps_web_t *web);
+
+/*
+ * Bytes the connection received (@len in @buf, which holds @capacity).
+ * Returns how many bytes of wire records it left at the front of @buf (0 while
+ * the request head is incomplete or an HTTP answer is being written), or
+ * -ECONNRESET when the connection must go now (a bad frame, the peer's close):
+ * pps_web_error() says why, pps_web_say_bye() then sends the close frame.
+ */
+long pps_web_input(pps_web_t *web, uint8_t *buf, size_t len, size_t capacity);
+
+/* True once the WebSocket handshake succeeded. */
+bool pps_web_upgraded(const pps_web_t *web);
+
+/* Why the connection is going, for the log. */
+const char *pps_web_error(const pps_web_t *web);
+
+/*
+ * Last words, written now between records (uncorked): @bye in a binary
+ * message (unless the peer closed first), then a close frame whose code says
+ * the same (or the frame reader's error code). Nothing before the upgrade.
+ */
+void pps_web_say_bye(pps_web_t *web, const pps_wire_record_t *bye);
+
+/*
+ * Independent MIN_BUF check (the one test-minbuf and pps-protolat
+ * --check-bound make for TCP sockets), on when the environment has
+ * PPS_WEB_CHECK_BOUND=1: before each packet the writer pulls, held =
+ * ceil(SIOCOUTQ / mss) + packets already pulled for this write + 1, against
+ * A*cwnd + min(B, cwnd) + sacked from a TCP_INFO of our own. The result is
+ * logged when the connection ends ("MIN_BUF check: ..."). The owner calls
+ * pps_web_check_packet() from its fill callback and pps_web_check_batch()
+ * from its writer's sample callback (a new write decision).
+ */
+void pps_web_check_packet(pps_web_t *web, int fd, size_t mss_bytes, unsigned a, unsigned b);
+void pps_web_check_batch(pps_web_t *web);
+
+#endif /* PPS_WEB_H */

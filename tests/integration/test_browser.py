@@ -1,0 +1,360 @@
+# SPDX-License-Identifier: MIT
+"""The browser viewer (issue 15) against a real pps-server on loopback.
+
+  browser_stream   headless Chromium (chromedriver) opens the page the server
+                   serves, beside a pps-client on the same server; asserts
+                   frames shown, the enhancement layer applied (PSNR of a frame
+                   read back from the WebGL combine against the source, base
+                   only and base + enhancement), latency from the page's
+                   statistics against pps-client's; keeps a screenshot in the
+                   build dir (tests/browser-viewer.png). 77 without Chromium.
+  browser_http     HTTP and WebSocket errors, raw sockets, no browser: 404,
+                   405, bad handshake -> 400, unmasked frame -> close 1002,
+                   oversize message -> close 1009, text -> close 1003; a
+                   RECOVERY_REQUEST in a WebSocket message is handled.
+
+usage: test_browser.py BUILD_DIR TEST [--keep DIR]
+With --keep, the page's statistics, pps-client's summary and both PSNRs are
+written to DIR/browser-figures.json (the must-show figures).
+"""
+import base64
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SKIP, Client, Failure, Server, check  # noqa: E402
+
+# 320x240 (base 160x120): a headless Chromium's software decode and combine
+# keep up at 30 frames/s on a loaded 2-core CI machine (640x480 did not).
+WIDTH, HEIGHT = 320, 240
+# A static zone plate: fine detail the half-resolution base cannot carry, so
+# the enhancement layer's effect shows, and a source we can regenerate.
+PATTERN = "videotestsrc is-live=true pattern=zone-plate kx2=20 ky2=20"
+CAPS = "video/x-raw,format=I420,width=%d,height=%d" % (WIDTH, HEIGHT)
+# The pixel timecode's blocks (codec/pps-timecode.c: 14 x 8 blocks of 16 px).
+TIMECODE_W, TIMECODE_H = 14 * 16, 8 * 16
+DURATION_S = 10
+
+
+def server_settings():
+    return ["source.type=pipeline", "source.pipeline=%s ! %s" % (PATTERN, CAPS),
+            "source.width=%d" % WIDTH, "source.height=%d" % HEIGHT,
+            "server.max_clients_per_address=16"]
+
+
+def source_luma(workdir):
+    path = os.path.join(workdir, "source.yuv")
+    subprocess.run(["gst-launch-1.0", "-q"] + PATTERN.replace("is-live=true ", "").split() +
+                   ["num-buffers=1", "!", CAPS + ",framerate=30/1", "!", "filesink",
+                    "location=" + path], check=True, timeout=30)
+    with open(path, "rb") as f:
+        return f.read()[:WIDTH * HEIGHT]
+
+
+def psnr(a, b):
+    """Luma PSNR outside the timecode blocks (they change every frame)."""
+    se, n = 0, 0
+    for y in range(HEIGHT):
+        x0 = TIMECODE_W if y < TIMECODE_H else 0
+        row_a = a[y * WIDTH + x0:(y + 1) * WIDTH]
+        row_b = b[y * WIDTH + x0:(y + 1) * WIDTH]
+        se += sum((p - q) * (p - q) for p, q in zip(row_a, row_b))
+        n += WIDTH - x0
+    mse = se / n
+    return float("inf") if mse == 0 else 10 * math.log10(255 * 255 / mse)
+
+
+def client_luma(client, y4m, frame_index, layers):
+    """The luma of @frame_index in pps-client's y4m (frames in the order shown),
+    if pps-client showed it with @layers layers too (else None)."""
+    events = [e for e in client.events("frame") if e.get("shown")]
+    shown = [e["frame"] for e in events]
+    if frame_index not in shown:
+        return None
+    k = shown.index(frame_index)
+    if events[k]["quality_layers"] != layers:
+        return None
+    size = WIDTH * HEIGHT * 3 // 2
+    with open(y4m, "rb") as f:
+        f.readline()  # stream header
+        for _ in range(k):
+            f.readline()  # FRAME
+            f.seek(size, os.SEEK_CUR)
+        check(f.readline().startswith(b"FRAME"), "y4m frame header")
+        return f.read(WIDTH * HEIGHT)
+
+
+def find_browser():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return None
+    if not chromium or not driver:
+        return None
+    return chromium, driver
+
+
+def start_browser(chromium, driver_path, workdir):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                "--window-size=720,600", "--enable-unsafe-swiftshader",
+                "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
+                "--user-data-dir=" + os.path.join(workdir, "chromium")]:
+        options.add_argument(arg)
+    service = Service(executable_path=driver_path, log_path=os.path.join(workdir, "driver.log"))
+    return webdriver.Chrome(service=service, options=options)
+
+
+def wait_for(driver, cond, what, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = driver.execute_script("return window.ppsStats ? window.ppsStats() : null")
+        if stats and stats.get("state") == "failed":
+            raise Failure("viewer failed: %s" % stats.get("error"))
+        if stats and cond(stats):
+            return stats
+        if time.monotonic() > deadline:
+            logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
+            raise Failure("timed out waiting for %s; stats %s; console %s"
+                          % (what, json.dumps(stats), logs[-10:]))
+        time.sleep(0.2)
+
+
+def test_browser_stream(build, workdir, keep=None):
+    found = find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    source = source_luma(workdir)
+    # The server checks the MIN_BUF bound of WebSocket sessions independently.
+    os.environ["PPS_WEB_CHECK_BOUND"] = "1"
+    server = Server(build, workdir, *server_settings())
+    driver = None
+    try:
+        driver = start_browser(found[0], found[1], workdir)
+        driver.get("http://127.0.0.1:%d/?name=selenium" % server.port)
+        wait_for(driver, lambda s: s["state"] == "streaming", "the stream to start", 20)
+        # pps-client on the same server, for the same time.
+        y4m = os.path.join(workdir, "client.y4m")
+        client = Client(build, workdir, server.address, duration=DURATION_S, name="client",
+                        extra=("--output", y4m))
+        t0 = time.monotonic()
+        stats = wait_for(driver, lambda s: s["frames_total"] >= 30 * (DURATION_S - 1),
+                         "%d s of frames" % (DURATION_S - 1), DURATION_S + 15)
+        grab = driver.execute_script("return window.ppsGrab(true)")
+        check(grab is not None, "no frame on screen to read back")
+        shot = os.path.join(build, "tests", "browser-viewer.png")
+        os.makedirs(os.path.dirname(shot), exist_ok=True)
+        driver.save_screenshot(shot)
+        check(client.wait(timeout=DURATION_S + 30) == 0,
+              "pps-client failed: %s" % client.stderr[-2000:])
+        summary = client.summary()
+        stats = driver.execute_script("return window.ppsStats()")
+        elapsed = time.monotonic() - t0
+    finally:
+        if driver:
+            driver.quit()
+        server.stop()
+
+    bound = re.search(r"MIN_BUF check: (\d+) packets, max held - bound (-?\d+) packets, "
+                      r"(\d+) over", server.log())
+    check(bound, "no MIN_BUF check in the server's log")
+    bound_packets, bound_max_over = int(bound.group(1)), int(bound.group(2))
+    full = base64.b64decode(grab["luma"])
+    base = base64.b64decode(grab["luma_base"])
+    check(len(full) == WIDTH * HEIGHT and len(base) == WIDTH * HEIGHT, "read-back size")
+    psnr_full, psnr_base = psnr(full, source), psnr(base, source)
+    # The same frame as pps-client's C decoder showed it: bit for bit.
+    c_luma = client_luma(client, y4m, grab["frame_index"], grab["layers"])
+    check(c_luma is not None, "frame %d was not shown by pps-client with %d layers"
+          % (grab["frame_index"], grab["layers"]))
+    differing = sum(1 for p, q in zip(full, c_luma) if p != q)
+    # The WebGL2 and JavaScript combines agree bit for bit (integer taps).
+    check(grab.get("check_luma") == grab["luma"] and
+          grab.get("check_luma_base") == grab["luma_base"],
+          "%s and %s combines differ" % (grab["renderer"], grab.get("check_renderer")))
+    figures = {
+        "browser": stats, "pps_client": summary,
+        "psnr_base_db": psnr_base, "psnr_full_db": psnr_full, "grab_layers": grab["layers"],
+        "grab_frame": grab["frame_index"], "seconds": elapsed, "renderer": grab["renderer"],
+        "pixels_differing_from_pps_client": differing,
+        "minbuf_check_packets": bound_packets, "minbuf_max_over_bound_pkts": bound_max_over,
+    }
+    print(json.dumps({k: v for k, v in figures.items() if k not in ("browser", "pps_client")}))
+    print("browser:   shown %d/%d (%.1f%%), latency p50 %.1f p95 %.1f ms, layers shown %s, "
+          "frozen %.0f ms, decode %.2f ms/frame"
+          % (stats["frames_shown"], stats["frames_total"], stats["frames_shown_pct"] or 0,
+             stats["frame_latency_p50_ms"] or -1, stats["frame_latency_p95_ms"] or -1,
+             stats["layers_shown"], stats["frozen_ms"], stats["decode_ms_mean"] or -1))
+    print("browser not shown: late %d, undecodable %d, dropped %d, lost %d, overflow %d; "
+          "windows %d (%d partial, %d dropped); %d freezes, longest %.0f ms; renderer %s"
+          % (stats["frames_late"], stats["frames_undecodable"], stats["frames_dropped"],
+             stats["frames_lost"], stats["frames_overflow"], stats["windows"],
+             stats["windows_partial"], stats["windows_dropped"], stats["freezes"],
+             stats["freeze_longest_ms"], stats["renderer"]))
+    print("pps-client: shown %d/%d (%.1f%%), latency p50 %.1f p95 %.1f ms, frozen %.0f ms"
+          % (summary["frames_shown"], summary["frames_total"], summary["frames_shown_pct"],
+             summary["frame_latency_p50_ms"], summary["frame_latency_p95_ms"],
+             summary["frozen_total_ms"]))
+    print("PSNR-Y vs source: base only %.2f dB, base + enhancement %.2f dB; frame %d: %d luma "
+          "samples differ from pps-client's" % (psnr_base, psnr_full, grab["frame_index"],
+                                                differing))
+    if keep:
+        with open(os.path.join(keep, "browser-figures.json"), "w") as f:
+            json.dump(figures, f, indent=1)
+
+    # MIN_BUF on the browser's socket: every packet within A*cwnd + min(B, cwnd)
+    # + sacked (tolerance 0 on loopback, as test-minbuf).
+    check(bound_packets >= 100, "only %d packets checked" % bound_packets)
+    check(bound_max_over <= 0, "MIN_BUF bound exceeded by %d packets" % bound_max_over)
+    check(stats["frames_total"] >= 30 * (DURATION_S - 1), "too few frames accounted")
+    check(stats["frames_shown_pct"] >= 95, "browser showed %.1f%% of frames"
+          % stats["frames_shown_pct"])
+    check(stats["decode_errors"] == 0, "decode errors: %d" % stats["decode_errors"])
+    # The enhancement layer was decoded and combined: most frames with both
+    # layers, and the read-back frame clearly closer to the source.
+    check(grab["layers"] == 2, "frame read back with %d layer(s)" % grab["layers"])
+    check(stats["layers_shown"][1] >= 0.9 * stats["frames_shown"],
+          "frames shown with the enhancement: %s" % stats["layers_shown"])
+    check(psnr_full >= psnr_base + 3, "enhancement adds %.2f dB only" % (psnr_full - psnr_base))
+    check(psnr_full >= 30, "PSNR with enhancement %.2f dB" % psnr_full)
+    check(differing == 0, "%d luma samples differ from pps-client's frame %d"
+          % (differing, grab["frame_index"]))
+    # Latency: the same stream, the same playout policy as pps-client; a
+    # generous margin (the browser's timers and software GL), no absolute bound.
+    p50, cp50 = stats["frame_latency_p50_ms"], summary["frame_latency_p50_ms"]
+    check(p50 is not None and p50 > 0, "no latency measured")
+    check(p50 <= 2 * cp50 + 100, "browser p50 %.1f ms vs pps-client %.1f ms" % (p50, cp50))
+
+
+def ws_connect(port, extra=b"", key=None, version=b"13", path=b"/stream"):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    key = key or base64.b64encode(os.urandom(16))
+    s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key +
+              b"\r\nSec-WebSocket-Version: " + version + b"\r\n" + extra + b"\r\n")
+    return s
+
+
+def read_all(s, timeout=5):
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            data += c
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return data
+
+
+def masked(opcode, payload, mask=b"\x11\x22\x33\x44"):
+    head = bytes([0x80 | opcode])
+    head += bytes([0x80 | len(payload)]) if len(payload) < 126 else \
+        bytes([0x80 | 126]) + struct.pack(">H", len(payload))
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def close_code(data):
+    """The code of the close frame after the 101 head, or None."""
+    i = data.find(b"\r\n\r\n")
+    i = i + 4 if i >= 0 else 0
+    while i + 2 <= len(data):
+        op, n = data[i] & 15, data[i + 1] & 127
+        j = i + 2
+        if n == 126:
+            n = struct.unpack(">H", data[j:j + 2])[0]
+            j += 2
+        if op == 8 and n >= 2:
+            return struct.unpack(">H", data[j:j + 2])[0]
+        i = j + n
+    return None
+
+
+def test_browser_http(build, workdir, keep=None):
+    server = Server(build, workdir, "server.max_clients_per_address=16")
+    try:
+        def get(request):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            s.sendall(request)
+            return read_all(s)
+
+        r = get(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(r.startswith(b"HTTP/1.1 200 ") and b"text/html" in r and b"viewer.js" in r,
+              "GET /: %r" % r[:200])
+        r = get(b"GET /viewer.js HTTP/1.1\r\n\r\n")
+        check(r.startswith(b"HTTP/1.1 200 ") and b"text/javascript" in r, "viewer.js")
+        check(get(b"GET /../meson.build HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 404 "), "404")
+        check(get(b"POST / HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 405 "), "405")
+        check(get(b"GET / HTTP/1.1\r\nno colon\r\n\r\n").startswith(b"HTTP/1.1 400 "),
+              "malformed head")
+        check(get(b"GET / HTTP/1.1\r\nX: " + b"a" * 5000 + b"\r\n\r\n")
+              .startswith(b"HTTP/1.1 431 "), "over-long head")
+        # Bad handshakes: 400 and close.
+        for kw in [dict(version=b"8"), dict(key=b"bm90IDE2IGJ5dGVz")]:
+            r = read_all(ws_connect(server.port, **kw))
+            check(r.startswith(b"HTTP/1.1 400 ") and b"Sec-WebSocket-Version: 13" in r,
+                  "bad handshake %s: %r" % (kw, r[:100]))
+        # A good handshake, then bad frames: closed with a code.
+        hello = struct.pack(">BBH", 1, 1, 11) + struct.pack(">HHHB", 1, 0, 0, 3) + b"raw\x00"
+        for frame, code in [(bytes([0x82, len(hello)]) + hello, 1002),  # unmasked
+                            (masked(2, b"\x00" * 600), 1009),            # over 512 bytes
+                            (masked(1, b"hello"), 1003)]:                # text
+            s = ws_connect(server.port)
+            s.sendall(frame)
+            r = read_all(s)
+            check(r.startswith(b"HTTP/1.1 101 "), "no 101: %r" % r[:100])
+            check(close_code(r) == code, "expected close %d, got %s" % (code, close_code(r)))
+        # A masked HELLO streams; a protocol error inside the records (a second
+        # HELLO) ends with BYE protocol-error and close 1002.
+        s = ws_connect(server.port)
+        s.sendall(masked(2, hello))
+        s.settimeout(5)
+        data = b""
+        while len(data) < 2000:
+            c = s.recv(65536)
+            check(c, "stream ended early")
+            data += c
+        # A recovery request (the page's decoder lost a layer): the server logs it
+        # and asks the encoder for an IDR.
+        s.sendall(masked(2, struct.pack(">BBHIB", 1, 11, 5, 7, 0)))
+        s.sendall(masked(2, hello))
+        data += read_all(s)
+        check(close_code(data) == 1002, "second HELLO: close %s" % close_code(data))
+    finally:
+        server.stop()
+    log = server.log()
+    check("bad WebSocket handshake" in log, "bad handshakes not logged")
+    check("unmasked client frame" in log, "unmasked frame not logged")
+    check("lost layer 0 at frame 7; asking for an IDR" in log, "recovery request not handled")
+
+
+TESTS = {"browser_stream": test_browser_stream, "browser_http": test_browser_http}
+
+if __name__ == "__main__":
+    build, name = sys.argv[1], sys.argv[2]
+    keep = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--keep" else None
+    with tempfile.TemporaryDirectory(prefix="pps-web-") as workdir:
+        try:
+            TESTS[name](os.path.abspath(build), workdir, keep)
+        except Failure as e:
+            print("FAIL: %s" % e)
+            sys.exit(1)
+    print("ok")
