@@ -356,10 +356,12 @@ pps_player_stop(pps_player_t *p)
 {
 	if (p->stopped)
 		return;
+	pps_connection_stop(p->connection);
+	/* The decoder's last frames come out: shown if due already (asap), as
+	 * pps-client always did; the rest are logged stopped. */
+	pps_receiver_finish(p->receiver);
 	p->stopped = true;
 	event_del(p->play_timer);
-	pps_connection_stop(p->connection);
-	pps_receiver_finish(p->receiver);
 	pps_playout_flush(p->playout);
 }
 
