@@ -5,7 +5,7 @@
 # with the status line), until Ctrl-C or --duration.
 #
 #   scripts/demo.sh [--duration SECONDS] [--window 2|4] [--transport minbuf|tcp]
-#                   [any further pps-client options, e.g. --policy adaptive]
+#                   [any further pps-client options, e.g. --policy smooth]
 set -eu
 cd "$(dirname "$0")/.."
 
