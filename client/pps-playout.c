@@ -64,7 +64,7 @@ struct pps_playout {
 	int64_t budget_us, window_us;
 	int64_t rtt_us; /* best measured, 0 = none yet */
 	/* adaptive */
-	bool have_estimate;
+	bool have_estimate; /* adaptive or smooth: a window has set delay_us */
 	bool spike;
 	double u, v;   /* delay estimate and variation, microseconds */
 	double d1, d2; /* last two delays */
@@ -74,7 +74,6 @@ struct pps_playout {
 	/* smooth: the last window delays, a ring */
 	int64_t recent_us[PPS_PLAYOUT_SMOOTH_WINDOWS];
 	size_t recent_next, recent_count;
-	bool have_smooth;
 	/* asap pacing: the first frame shown of the current window */
 	uint32_t anchor_window;
 	int64_t anchor_capture_us, anchor_display_us;
@@ -194,12 +193,12 @@ smooth_window(pps_playout_t *p, int64_t delay_us)
 	qsort(sorted, n, sizeof(sorted[0]), compare_int64);
 	rank = (n * PPS_PLAYOUT_SMOOTH_PERCENTILE + 99) / 100; /* ceil, in integers */
 	target = sorted[rank > 0 ? rank - 1 : 0] + DECODE_MARGIN_US;
-	if (!p->have_smooth || target >= p->delay_us)
+	if (!p->have_estimate || target >= p->delay_us)
 		p->delay_us = target;
 	else
 		p->delay_us -= (p->delay_us - target + PPS_PLAYOUT_SMOOTH_FALL - 1) /
 		               PPS_PLAYOUT_SMOOTH_FALL;
-	p->have_smooth = true;
+	p->have_estimate = true;
 }
 
 void
@@ -256,7 +255,7 @@ pps_playout_display_time(const pps_playout_t *p, int64_t capture_us, int64_t now
 		return capture_us + p->delay_us;
 	case PPS_PLAYOUT_SMOOTH:
 		/* Until the first window: as soon as decoded. */
-		return p->have_smooth ? capture_us + p->delay_us : now_us;
+		return p->have_estimate ? capture_us + p->delay_us : now_us;
 	case PPS_PLAYOUT_FIXED:
 	default:
 		return capture_us + pps_playout_stream_delay_us(p);
@@ -272,7 +271,7 @@ pps_playout_delay_us(const pps_playout_t *p)
 	case PPS_PLAYOUT_ADAPTIVE:
 		return p->delay_us;
 	case PPS_PLAYOUT_SMOOTH:
-		return p->have_smooth ? p->delay_us : 0;
+		return p->have_estimate ? p->delay_us : 0;
 	case PPS_PLAYOUT_FIXED:
 	default:
 		return pps_playout_stream_delay_us(p);
