@@ -36,7 +36,7 @@
 
 /* A window can hold at most this much, whatever WINDOW_BEGIN claims. */
 #define PPS_REASM_MAX_WINDOW_BYTES (64u << 20)
-#define PPS_REASM_MAX_ADUS 1024
+#define PPS_REASM_MAX_ADUS         1024
 
 typedef struct pps_reasm pps_reasm_t;
 
@@ -45,14 +45,14 @@ typedef struct {
 	int64_t first_capture_us;
 	int64_t deadline_us;
 	unsigned frames;
-	unsigned adus_total;     /* from WINDOW_BEGIN */
+	unsigned adus_total; /* from WINDOW_BEGIN */
 	uint32_t bytes_total;
-	unsigned adus_received;  /* whole ADUs */
-	uint64_t bytes_received; /* payload bytes, whole or not */
+	unsigned adus_received;           /* whole ADUs */
+	uint64_t bytes_received;          /* payload bytes, whole or not */
 	unsigned adus_sent, adus_dropped; /* from WINDOW_END */
-	bool dropped;            /* the sender sent nothing */
-	uint32_t first_adu_id;   /* from WINDOW_BEGIN: ADU ids are first_adu_id .. + adus_total - 1 */
-	bool begun;              /* WINDOW_BEGIN seen */
+	bool dropped;                     /* the sender sent nothing */
+	uint32_t first_adu_id; /* from WINDOW_BEGIN: ADU ids are first_adu_id .. + adus_total - 1 */
+	bool begun;            /* WINDOW_BEGIN seen */
 } pps_reasm_window_t;
 
 /* @window_frames (W, from STREAM_INFO): fragments must belong to their window's frames. */
@@ -67,14 +67,14 @@ void pps_reasm_free(pps_reasm_t *reasm);
  * that does not fit its ADU or window, limits exceeded).
  */
 int pps_reasm_record(pps_reasm_t *reasm, const pps_wire_record_t *record, char *err,
-		     size_t err_size);
+                     size_t err_size);
 
 /*
  * The completed window: its summary and its whole ADUs in decode order (the
  * caller owns the references and frees the array with free()).
  */
 void pps_reasm_take(pps_reasm_t *reasm, pps_reasm_window_t *window, pps_adu_t ***adus,
-		    size_t *n_adus);
+                    size_t *n_adus);
 
 /*
  * Hands out the whole ADU @id of the open window early, if it has arrived,
@@ -423,7 +423,7 @@ typedef struct {
 	double fps_shown;
 	double bits_per_second;
 	unsigned max_temporal_layers, max_quality_layers;
-	uint64_t windows_late, windows_dropped; /* so far */
+	uint64_t windows_late, windows_dropped;    /* so far */
 	double freeze_longest_ms, frozen_total_ms; /* so far */
 } pps_stats_rolling_t;
 void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *out);
@@ -443,12 +443,12 @@ typedef enum {
  * y4m output (@y4m_path may be NULL or ""). NULL with @err on failure.
  */
 pps_display_t *pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err,
-			       size_t err_size);
+                               size_t err_size);
 void pps_display_free(pps_display_t *display);
 bool pps_display_has_window(const pps_display_t *display);
 /* Shows one frame (and writes it to the y4m file) with an overlay line. */
 int pps_display_show(pps_display_t *display, const pps_frame_t *picture, int fps,
-		     const char *overlay);
+                     const char *overlay);
 /* Handles window events; returns true if the user closed the window. */
 bool pps_display_poll_quit(pps_display_t *display);
 

@@ -196,8 +196,8 @@ smooth_window(pps_playout_t *p, int64_t delay_us)
 	if (!p->have_estimate || target >= p->delay_us)
 		p->delay_us = target;
 	else
-		p->delay_us -= (p->delay_us - target + PPS_PLAYOUT_SMOOTH_FALL - 1) /
-		               PPS_PLAYOUT_SMOOTH_FALL;
+		p->delay_us -=
+		    (p->delay_us - target + PPS_PLAYOUT_SMOOTH_FALL - 1) / PPS_PLAYOUT_SMOOTH_FALL;
 	p->have_estimate = true;
 }
 

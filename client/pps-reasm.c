@@ -82,8 +82,8 @@ pps_reasm_last_window(const pps_reasm_t *r)
 	return r->last_window;
 }
 
-static int
-error(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int error(char *err, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int
 error(char *err, size_t size, const char *fmt, ...)
@@ -101,15 +101,15 @@ begin(pps_reasm_t *r, const pps_wire_window_begin_t *b, char *err, size_t err_si
 {
 	if (r->open)
 		return error(err, err_size, "WINDOW_BEGIN %u inside window %u", b->window_id,
-			     r->window.window_id);
+		             r->window.window_id);
 	if ((int64_t)b->window_id <= r->last_window)
 		return error(err, err_size, "WINDOW_BEGIN %u after window %lld (ids must increase)",
-			     b->window_id, (long long)r->last_window);
+		             b->window_id, (long long)r->last_window);
 	if (b->adus > PPS_REASM_MAX_ADUS || b->bytes > PPS_REASM_MAX_WINDOW_BYTES)
 		return error(err, err_size,
-			     "WINDOW_BEGIN %u: %u ADUs / %u bytes over the limits (%u / %u)",
-			     b->window_id, b->adus, b->bytes, PPS_REASM_MAX_ADUS,
-			     PPS_REASM_MAX_WINDOW_BYTES);
+		             "WINDOW_BEGIN %u: %u ADUs / %u bytes over the limits (%u / %u)",
+		             b->window_id, b->adus, b->bytes, PPS_REASM_MAX_ADUS,
+		             PPS_REASM_MAX_WINDOW_BYTES);
 	clear_adus(r);
 	memset(&r->window, 0, sizeof(r->window));
 	r->window.window_id = b->window_id;
@@ -143,7 +143,7 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 
 	if (!r->open || f->window_id != r->window.window_id)
 		return error(err, err_size, "ADU_FRAGMENT of window %u outside its window",
-			     f->window_id);
+		             f->window_id);
 	/* Frame numbers are bound to window ids (PROTOCOL.md), so a frame
 	 * number cannot jump further than the window ids do. */
 	if (pps_window_index_of_frame(f->frame_index, r->window_frames) != f->window_id)
@@ -153,26 +153,25 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 	if (!a) {
 		if (f->offset != 0)
 			return error(err, err_size, "ADU %u: first fragment at offset %u",
-				     f->adu_id, f->offset);
+			             f->adu_id, f->offset);
 		if (f->adu_id - r->window.first_adu_id >= r->window.adus_total)
 			return error(err, err_size, "ADU %u outside window %u's ids %u..%u",
-				     f->adu_id, r->window.window_id, r->window.first_adu_id,
-				     r->window.first_adu_id + r->window.adus_total - 1);
+			             f->adu_id, r->window.window_id, r->window.first_adu_id,
+			             r->window.first_adu_id + r->window.adus_total - 1);
 		if (r->n_adus == r->window.adus_total || r->n_adus == PPS_REASM_MAX_ADUS)
 			return error(err, err_size, "window %u: more ADUs than the %u announced",
-				     r->window.window_id, r->window.adus_total);
+			             r->window.window_id, r->window.adus_total);
 		if (f->total_bytes > r->window.bytes_total ||
 		    r->allocated + f->total_bytes > r->window.bytes_total)
-			return error(err, err_size,
-				     "ADU %u: %u bytes over the %u bytes window %u announced",
-				     f->adu_id, f->total_bytes, r->window.bytes_total,
-				     r->window.window_id);
+			return error(
+			    err, err_size, "ADU %u: %u bytes over the %u bytes window %u announced",
+			    f->adu_id, f->total_bytes, r->window.bytes_total, r->window.window_id);
 		a = &r->adus[r->n_adus];
 		memset(a, 0, sizeof(*a));
 		a->data = malloc(f->total_bytes);
 		if (!a->data)
 			return error(err, err_size, "out of memory for a %u byte ADU",
-				     f->total_bytes);
+			             f->total_bytes);
 		r->n_adus++;
 		r->allocated += f->total_bytes;
 		a->total_bytes = f->total_bytes;
@@ -186,11 +185,11 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 		a->info.dep_count = f->dep_count;
 		memcpy(a->info.deps, f->deps, sizeof(a->info.deps));
 	} else if (f->total_bytes != a->total_bytes || f->offset != a->received ||
-		   f->frame_index != a->info.frame_index) {
+	           f->frame_index != a->info.frame_index) {
 		return error(err, err_size,
-			     "ADU %u: fragment at offset %u of %u bytes does not continue it "
-			     "(%u of %u received)",
-			     f->adu_id, f->offset, f->total_bytes, a->received, a->total_bytes);
+		             "ADU %u: fragment at offset %u of %u bytes does not continue it "
+		             "(%u of %u received)",
+		             f->adu_id, f->offset, f->total_bytes, a->received, a->total_bytes);
 	}
 	memcpy(a->data + f->offset, f->payload, f->payload_len);
 	a->received += f->payload_len;
@@ -208,10 +207,10 @@ end(pps_reasm_t *r, const pps_wire_window_end_t *e, char *err, size_t err_size)
 		/* A window the sender never began. */
 		if (r->open)
 			return error(err, err_size, "dropped WINDOW_END %u inside window %u",
-				     e->window_id, r->window.window_id);
+			             e->window_id, r->window.window_id);
 		if ((int64_t)e->window_id <= r->last_window)
-			return error(err, err_size, "WINDOW_END %u after window %lld",
-				     e->window_id, (long long)r->last_window);
+			return error(err, err_size, "WINDOW_END %u after window %lld", e->window_id,
+			             (long long)r->last_window);
 		clear_adus(r);
 		memset(&r->window, 0, sizeof(r->window));
 		r->window.window_id = e->window_id;
@@ -220,7 +219,7 @@ end(pps_reasm_t *r, const pps_wire_window_end_t *e, char *err, size_t err_size)
 	} else {
 		if (!r->open || e->window_id != r->window.window_id)
 			return error(err, err_size, "WINDOW_END %u without its WINDOW_BEGIN",
-				     e->window_id);
+			             e->window_id);
 		/* Begun, but nothing whole was sent before the deadline. */
 		r->window.dropped = (e->flags & PPS_WIRE_WINDOW_END_DROPPED) != 0;
 		r->window.adus_sent = e->adus_sent;
@@ -244,7 +243,7 @@ pps_reasm_record(pps_reasm_t *r, const pps_wire_record_t *record, char *err, siz
 		return end(r, &record->u.window_end, err, err_size);
 	default:
 		return error(err, err_size, "%s is not a window record",
-			     pps_wire_kind_name(record->kind));
+		             pps_wire_kind_name(record->kind));
 	}
 }
 

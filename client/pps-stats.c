@@ -20,7 +20,7 @@
 
 #define MAX_SAMPLES (4u << 20)
 
-const int pps_stats_tolerances_ms[6] = { 100, 160, 200, 300, 500, 1000 };
+const int pps_stats_tolerances_ms[6] = {100, 160, 200, 300, 500, 1000};
 
 typedef struct {
 	uint32_t frame;
@@ -192,25 +192,26 @@ pps_stats_frame(pps_stats_t *s, const pps_stats_frame_t *f)
 			s->roll_max_q = f->quality_layers;
 	}
 	if (grow((void **)&s->frames, &s->cap_frames, s->n_frames, sizeof(*s->frames)))
-		s->frames[s->n_frames++] = (frame_sample_t){ .frame = f->frame,
-							     .capture_us = f->capture_us,
-							     .display_us = f->shown ? f->display_us : 0 };
+		s->frames[s->n_frames++] =
+		    (frame_sample_t){.frame = f->frame,
+		                     .capture_us = f->capture_us,
+		                     .display_us = f->shown ? f->display_us : 0};
 	else
 		s->frames_unsampled++;
 log:
 	if (!s->log)
 		return;
 	fprintf(s->log,
-		"{\"type\":\"frame\",\"window\":%" PRIu32 ",\"frame\":%" PRIu32
-		",\"capture_us\":%" PRId64,
-		f->window, f->frame, f->capture_us);
+	        "{\"type\":\"frame\",\"window\":%" PRIu32 ",\"frame\":%" PRIu32
+	        ",\"capture_us\":%" PRId64,
+	        f->window, f->frame, f->capture_us);
 	if (f->shown)
 		fprintf(s->log, ",\"display_us\":%" PRId64 ",\"latency_ms\":%.3f", f->display_us,
-			latency_ms);
+		        latency_ms);
 	else
 		fprintf(s->log, ",\"display_us\":null,\"latency_ms\":null");
 	fprintf(s->log, ",\"temporal_layers\":%u,\"quality_layers\":%u,\"shown\":%s",
-		f->temporal_layers, f->quality_layers, f->shown ? "true" : "false");
+	        f->temporal_layers, f->quality_layers, f->shown ? "true" : "false");
 	if (f->reason)
 		fprintf(s->log, ",\"reason\":\"%s\"", f->reason);
 	/* Per-stage times (client clock); the server's encode and send times are
@@ -264,8 +265,8 @@ pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
 {
 	bool dropped = strcmp(w->status, PPS_WINDOW_DROPPED) == 0;
 	bool join = strcmp(w->status, PPS_WINDOW_JOIN) == 0;
-	double latency_ms = w->complete_us ? (double)(w->complete_us - w->first_capture_us) / 1000.0
-					   : 0;
+	double latency_ms =
+	    w->complete_us ? (double)(w->complete_us - w->first_capture_us) / 1000.0 : 0;
 	uint64_t windows = w->windows ? w->windows : 1;
 
 	if (join) {
@@ -282,7 +283,7 @@ pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
 		for (int i = 0; i < 6; i++)
 			s->within[i] += latency_ms <= pps_stats_tolerances_ms[i];
 		if (grow((void **)&s->window_latency_ms, &s->cap_windows, s->n_windows,
-			 sizeof(float)))
+		         sizeof(float)))
 			s->window_latency_ms[s->n_windows++] = (float)latency_ms;
 	}
 	if (!s->log)
@@ -296,17 +297,17 @@ pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
 		return;
 	}
 	fprintf(s->log,
-		"{\"type\":\"window\",\"window\":%" PRIu32 ",\"first_capture_us\":%" PRId64
-		",\"complete_us\":%" PRId64 ",",
-		w->window, w->first_capture_us, w->complete_us);
+	        "{\"type\":\"window\",\"window\":%" PRIu32 ",\"first_capture_us\":%" PRId64
+	        ",\"complete_us\":%" PRId64 ",",
+	        w->window, w->first_capture_us, w->complete_us);
 	if (dropped || join)
 		fprintf(s->log, "\"latency_ms\":null,");
 	else
 		fprintf(s->log, "\"latency_ms\":%.3f,", latency_ms);
 	fprintf(s->log,
-		"\"status\":\"%s\",\"adus_received\":%u,\"adus_sent\":%u,\"adus_total\":%u"
-		",\"bytes\":%" PRIu64 "}\n",
-		w->status, w->adus_received, w->adus_sent, w->adus_total, w->bytes);
+	        "\"status\":\"%s\",\"adus_received\":%u,\"adus_sent\":%u,\"adus_total\":%u"
+	        ",\"bytes\":%" PRIu64 "}\n",
+	        w->status, w->adus_received, w->adus_sent, w->adus_total, w->bytes);
 }
 
 void
@@ -402,21 +403,22 @@ pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 	o->windows_dropped = s->windows_dropped;
 	o->windows_late = s->windows_late;
 	for (int i = 0; i < 6; i++)
-		o->within_pct[i] = s->windows_transmitted
-					   ? 100.0 * (double)s->within[i] / (double)s->windows_transmitted
-					   : 0;
+		o->within_pct[i] = s->windows_transmitted ? 100.0 * (double)s->within[i] /
+		                                                (double)s->windows_transmitted
+		                                          : 0;
 	o->dropped_windows_pct =
-		s->windows_total ? 100.0 * (double)s->windows_dropped / (double)s->windows_total : 0;
+	    s->windows_total ? 100.0 * (double)s->windows_dropped / (double)s->windows_total : 0;
 	o->frames_total = s->frames_total;
 	o->frames_shown = s->frames_shown;
 	o->frames_shown_pct =
-		s->frames_total ? 100.0 * (double)s->frames_shown / (double)s->frames_total : 0;
+	    s->frames_total ? 100.0 * (double)s->frames_shown / (double)s->frames_total : 0;
 	if (s->n_frames)
 		lat = malloc(s->n_frames * sizeof(*lat));
 	for (size_t i = 0; lat && i < s->n_frames; i++) {
 		if (s->frames[i].display_us)
-			lat[n++] = (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
-					   1000.0);
+			lat[n++] =
+			    (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
+			            1000.0);
 	}
 	if (lat)
 		qsort(lat, n, sizeof(*lat), compare_float);
@@ -461,8 +463,8 @@ pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 		free(v);
 	}
 	o->seconds = s->last_byte_us > s->first_byte_us
-			     ? (double)(s->last_byte_us - s->first_byte_us) / 1e6
-			     : 0;
+	                 ? (double)(s->last_byte_us - s->first_byte_us) / 1e6
+	                 : 0;
 	o->bits_per_second = o->seconds > 0 ? 8.0 * (double)s->bytes / o->seconds : 0;
 }
 
@@ -532,16 +534,16 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 	if (!table)
 		return;
 	fprintf(table,
-		"\n"
-		"  pps-client summary (%.1f s)\n"
-		"  -----------------------------------------------\n"
-		"  windows                  %8" PRIu64 " (%" PRIu64 " transmitted, %" PRIu64
-		" dropped by the sender = %.1f%%)\n",
-		o->seconds, o->windows_total, o->windows_transmitted, o->windows_dropped,
-		o->dropped_windows_pct);
+	        "\n"
+	        "  pps-client summary (%.1f s)\n"
+	        "  -----------------------------------------------\n"
+	        "  windows                  %8" PRIu64 " (%" PRIu64 " transmitted, %" PRIu64
+	        " dropped by the sender = %.1f%%)\n",
+	        o->seconds, o->windows_total, o->windows_transmitted, o->windows_dropped,
+	        o->dropped_windows_pct);
 	for (int i = 0; i < 6; i++)
 		fprintf(table, "  windows within %4d ms   %7.1f%%\n", pps_stats_tolerances_ms[i],
-			o->within_pct[i]);
+		        o->within_pct[i]);
 	fprintf(table,
 	        "  window latency p50/p95   %7.1f / %.1f ms\n"
 	        "  frames shown             %8" PRIu64 " of %" PRIu64 " (%.1f%%)\n"

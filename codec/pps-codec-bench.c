@@ -21,8 +21,8 @@
 #include <time.h>
 
 typedef struct {
-	int frames, width, height, temporal, quality, window, threads, base_crf, enh_crf,
-		scale, gop;
+	int frames, width, height, temporal, quality, window, threads, base_crf, enh_crf, scale,
+	    gop;
 	const char *pattern, *preset;
 } options_t;
 
@@ -71,10 +71,10 @@ capture_frames(const options_t *o)
 		return 0;
 	}
 	snprintf(set, sizeof(set),
-		 "source.pipeline=videotestsrc is-live=false num-buffers=%d pattern=%s%s",
-		 o->frames, o->pattern,
-		 strcmp(o->pattern, "ball") && strcmp(o->pattern, "snow") ? " horizontal-speed=2"
-									   : "");
+	         "source.pipeline=videotestsrc is-live=false num-buffers=%d pattern=%s%s",
+	         o->frames, o->pattern,
+	         strcmp(o->pattern, "ball") && strcmp(o->pattern, "snow") ? " horizontal-speed=2"
+	                                                                  : "");
 	pps_config_set(c, "source.type=pipeline", err, sizeof(err));
 	pps_config_set(c, set, err, sizeof(err));
 	pps_config_set(c, "source.queue_frames=256", err, sizeof(err));
@@ -123,16 +123,24 @@ now_s(clockid_t id)
 }
 
 static int
-encode(const options_t *o, int quality, int base_crf, adu_list_t *out,
-       pps_encoder_stats_t *stats, pps_stream_params_t *stream, double *wall_s)
+encode(const options_t *o, int quality, int base_crf, adu_list_t *out, pps_encoder_stats_t *stats,
+       pps_stream_params_t *stream, double *wall_s)
 {
 	pps_encoder_params_t p = {
-		.width = o->width, .height = o->height, .fps = 30,
-		.temporal_layers = o->temporal, .quality_layers = quality,
-		.base_scale = quality > 1 ? o->scale : 1, .gop_frames = o->gop,
-		.window_frames = o->window, .preset = o->preset, .threads = o->threads,
-		.base_crf = base_crf, .base_vbv_kbps = 0, .enhancement_crf = o->enh_crf,
-		.enhancement_vbv_kbps = 0,
+	    .width = o->width,
+	    .height = o->height,
+	    .fps = 30,
+	    .temporal_layers = o->temporal,
+	    .quality_layers = quality,
+	    .base_scale = quality > 1 ? o->scale : 1,
+	    .gop_frames = o->gop,
+	    .window_frames = o->window,
+	    .preset = o->preset,
+	    .threads = o->threads,
+	    .base_crf = base_crf,
+	    .base_vbv_kbps = 0,
+	    .enhancement_crf = o->enh_crf,
+	    .enhancement_vbv_kbps = 0,
 	};
 	pps_encoder_t *e = pps_encoder_new(&p);
 	double t0;
@@ -176,8 +184,8 @@ on_decoded(const pps_decoded_frame_t *f, void *user)
 
 /* Decodes the subset temporal <= t, quality < q; returns its payload bytes. */
 static uint64_t
-decode_subset(const adu_list_t *l, const pps_stream_params_t *stream, int t, int q,
-	      bool with_ssim, quality_t *quality)
+decode_subset(const adu_list_t *l, const pps_stream_params_t *stream, int t, int q, bool with_ssim,
+              quality_t *quality)
 {
 	pps_decoder_t *d;
 	uint64_t bytes = 0;
@@ -217,7 +225,7 @@ kbps(uint64_t bytes, int frames)
 int
 main(int argc, char **argv)
 {
-	options_t o = { 300, 640, 480, 3, 2, 4, 1, 26, 24, 2, 60, "ball", "veryfast" };
+	options_t o = {300, 640, 480, 3, 2, 4, 1, 26, 24, 2, 60, "ball", "veryfast"};
 	adu_list_t stack;
 	pps_encoder_stats_t st;
 	pps_stream_params_t stream;
@@ -254,9 +262,9 @@ main(int argc, char **argv)
 			o.gop = atoi(v);
 		else {
 			fprintf(stderr, "usage: pps-codec-bench [--frames N] [--size WxH] "
-					"[--layers TxQ] [--window W] [--pattern P] [--preset P] "
-					"[--threads N] [--base-crf N] [--enh-crf N] [--scale N] "
-					"[--gop N]\n");
+			                "[--layers TxQ] [--window W] [--pattern P] [--preset P] "
+			                "[--threads N] [--base-crf N] [--enh-crf N] [--scale N] "
+			                "[--gop N]\n");
 			return 2;
 		}
 	}
@@ -297,17 +305,18 @@ main(int argc, char **argv)
 			quality_t r;
 			uint64_t bytes = decode_subset(&stack, &stream, t, q, true, &r);
 
-			printf("    {\"temporal_layers\": %d, \"quality_layers\": %d, \"frames\": %d, "
-			       "\"kbps\": %.1f, \"psnr_y\": %.2f, \"ssim_y\": %.4f}%s\n",
-			       t + 1, q, r.frames, kbps(bytes, captured),
-			       r.frames ? r.psnr_sum / r.frames : 0,
-			       r.frames ? r.ssim_sum / r.frames : 0,
-			       q == stream.quality_layers && t == stream.temporal_layers - 1 ? ""
-											   : ",");
+			printf(
+			    "    {\"temporal_layers\": %d, \"quality_layers\": %d, \"frames\": %d, "
+			    "\"kbps\": %.1f, \"psnr_y\": %.2f, \"ssim_y\": %.4f}%s\n",
+			    t + 1, q, r.frames, kbps(bytes, captured),
+			    r.frames ? r.psnr_sum / r.frames : 0,
+			    r.frames ? r.ssim_sum / r.frames : 0,
+			    q == stream.quality_layers && t == stream.temporal_layers - 1 ? ""
+			                                                                  : ",");
 		}
 	printf("  ],\n");
 	decode_subset(&stack, &stream, stream.temporal_layers - 1, stream.quality_layers, false,
-		      &full);
+	              &full);
 	full_psnr = full.psnr_sum / full.frames;
 
 	/* Single-layer x264, same preset and GOP: bisect for the two integer

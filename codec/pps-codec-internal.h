@@ -36,7 +36,7 @@ int pps_gop_ref_frames(const pps_gop_t *gop, uint32_t n, uint32_t refs[2]);
  * Identical bits on every machine: integer arithmetic only.
  */
 void pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_height,
-		       uint8_t *dst, int dst_stride, int dst_width, int dst_height);
+                       uint8_t *dst, int dst_stride, int dst_width, int dst_height);
 
 /*
  * ADU payload: [u8 flags | n][n x u32 little-endian size][pictures].
@@ -45,8 +45,8 @@ void pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int sr
  * carries no frame: the fillers that close its frame's mini-GOP, so that
  * libavcodec outputs the mini-GOP's pictures (see pps-encoder.c).
  */
-#define PPS_CODEC_ADU_FILLERS_ONLY 0x80u
-#define PPS_CODEC_ADU_COUNT_MASK 0x7fu
+#define PPS_CODEC_ADU_FILLERS_ONLY     0x80u
+#define PPS_CODEC_ADU_COUNT_MASK       0x7fu
 #define PPS_CODEC_MAX_PICTURES_PER_ADU 16
 
 #endif /* PPS_CODEC_INTERNAL_H */

@@ -27,7 +27,9 @@ pps_testutil_generate(pps_frame_t *f, uint32_t n, int64_t capture_us)
 		for (int x = 0; x < w; x++) {
 			/* Scrolling texture blocks over a smooth moving wave. */
 			int tex = (int)(hash((uint32_t)((x + (int)n * 2) / 4) * 7919u +
-					     (uint32_t)(y / 4)) % 41) - 20;
+			                     (uint32_t)(y / 4)) %
+			                41) -
+			          20;
 			double wave = 60.0 * sin((x + 2.0 * n) / 17.0) * cos((y - 1.0 * n) / 23.0);
 			int v = 120 + (int)wave + tex;
 
@@ -58,7 +60,7 @@ pps_testutil_psnr_y(const pps_frame_t *a, const pps_frame_t *b)
 	for (int y = 0; y < a->height; y++)
 		for (int x = 0; x < a->width; x++) {
 			int d = a->planes[0][(size_t)y * a->strides[0] + x] -
-				b->planes[0][(size_t)y * b->strides[0] + x];
+			        b->planes[0][(size_t)y * b->strides[0] + x];
 			sse += d * d;
 		}
 	if (sse == 0)
@@ -79,8 +81,10 @@ pps_testutil_ssim_y(const pps_frame_t *a, const pps_frame_t *b)
 
 			for (int j = 0; j < 8; j++)
 				for (int i = 0; i < 8; i++) {
-					double pa = a->planes[0][(size_t)(y + j) * a->strides[0] + x + i];
-					double pb = b->planes[0][(size_t)(y + j) * b->strides[0] + x + i];
+					double pa =
+					    a->planes[0][(size_t)(y + j) * a->strides[0] + x + i];
+					double pb =
+					    b->planes[0][(size_t)(y + j) * b->strides[0] + x + i];
 
 					sa += pa;
 					sb += pb;
@@ -93,7 +97,7 @@ pps_testutil_ssim_y(const pps_frame_t *a, const pps_frame_t *b)
 			double cov = sab / 64 - ma * mb;
 
 			total += ((2 * ma * mb + c1) * (2 * cov + c2)) /
-				 ((ma * ma + mb * mb + c1) * (va + vb + c2));
+			         ((ma * ma + mb * mb + c1) * (va + vb + c2));
 			count++;
 		}
 	return count ? total / count : 1.0;

@@ -39,12 +39,12 @@
  * the pixels; they are valid only for the duration of the call.
  */
 typedef struct {
-	int width;           /* luma width in pixels, even */
-	int height;          /* luma height in pixels, even */
-	uint8_t *planes[3];  /* Y, U, V */
-	int strides[3];      /* bytes per row of each plane */
+	int width;            /* luma width in pixels, even */
+	int height;           /* luma height in pixels, even */
+	uint8_t *planes[3];   /* Y, U, V */
+	int strides[3];       /* bytes per row of each plane */
 	uint32_t frame_index; /* display order, consecutive from 0 */
-	int64_t capture_us;  /* CLOCK_REALTIME at capture, microseconds */
+	int64_t capture_us;   /* CLOCK_REALTIME at capture, microseconds */
 } pps_frame_t;
 
 /* Allocates a tightly packed I420 picture (one malloc). NULL + errno on failure. */
@@ -88,7 +88,7 @@ typedef struct {
  * source and GStreamer's reason in @err. Calls gst_init() if needed.
  */
 pps_capture_t *pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb,
-			       void *user, char *err, size_t err_size);
+                               void *user, char *err, size_t err_size);
 
 /*
  * Starts capturing and waits (up to 10 s) for the first frame, so a missing
@@ -106,7 +106,7 @@ int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
  * delivery thread without waiting for a frame.
  */
 pps_capture_t *pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb,
-				    void *user, char *err, size_t err_size);
+                                    void *user, char *err, size_t err_size);
 /*
  * Copies @frame (its width and height must be the capture's; capture_us is
  * kept, frame_index ignored) into the queue: never blocks; when full the
@@ -135,7 +135,7 @@ const char *pps_capture_error(pps_capture_t *capture);
 
 /* Everything a decoder needs to know about a stream (the STREAM_INFO record). */
 typedef struct {
-	int width, height;           /* full resolution */
+	int width, height; /* full resolution */
 	int fps;
 	int base_width, base_height; /* base layer resolution */
 	int temporal_layers;         /* effective: 1, 2 or 3 */
@@ -148,13 +148,13 @@ typedef struct {
 
 typedef struct {
 	int width, height, fps;
-	int temporal_layers;  /* wanted 1..3; reduced so the mini-GOP divides window_frames */
-	int quality_layers;   /* 1..3 */
-	int base_scale;       /* 1..4; 1 with quality_layers > 1 is allowed (SNR layers) */
-	int gop_frames;       /* rounded up to a multiple of window_frames */
-	int window_frames;    /* adaptation window W ([pps] window_frames) */
-	const char *preset;   /* x264 preset name */
-	int threads;          /* x264 slice threads per layer, 0 = automatic */
+	int temporal_layers; /* wanted 1..3; reduced so the mini-GOP divides window_frames */
+	int quality_layers;  /* 1..3 */
+	int base_scale;      /* 1..4; 1 with quality_layers > 1 is allowed (SNR layers) */
+	int gop_frames;      /* rounded up to a multiple of window_frames */
+	int window_frames;   /* adaptation window W ([pps] window_frames) */
+	const char *preset;  /* x264 preset name */
+	int threads;         /* x264 slice threads per layer, 0 = automatic */
 	int base_crf, base_vbv_kbps;               /* vbv 0 = uncapped */
 	int enhancement_crf, enhancement_vbv_kbps; /* layer q uses crf - 6 * (q - 1) */
 	/* Open every layer with VBV (an uncapped layer at 100 Mbit/s) so that
@@ -189,8 +189,8 @@ void pps_encoder_free(pps_encoder_t *encoder);
  * Returns 0 or a negative errno.
  * Single-threaded: call from one thread at a time.
  */
-int pps_encoder_encode(pps_encoder_t *encoder, const pps_frame_t *frame,
-		       pps_encoder_adu_cb adu_cb, void *user);
+int pps_encoder_encode(pps_encoder_t *encoder, const pps_frame_t *frame, pps_encoder_adu_cb adu_cb,
+                       void *user);
 
 /*
  * Window-complete signal: every ADU of frames 0 .. N-1 has been emitted, where
@@ -220,9 +220,9 @@ typedef struct {
 int pps_encoder_set_rates(pps_encoder_t *encoder, const pps_encoder_rates_t *rates);
 
 typedef struct {
-	uint64_t frames;          /* frames encoded */
-	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];     /* ADU payload bytes per quality layer */
-	uint64_t cpu_us[PPS_ADU_MAX_QUALITY_LAYERS];    /* thread CPU time per quality layer */
+	uint64_t frames;                             /* frames encoded */
+	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];  /* ADU payload bytes per quality layer */
+	uint64_t cpu_us[PPS_ADU_MAX_QUALITY_LAYERS]; /* thread CPU time per quality layer */
 	uint64_t filler_pictures; /* x264 filler pictures (see pps-encoder.c), all layers */
 	uint64_t filler_bytes;    /* of bytes[]: filler pictures and their payload headers */
 	uint64_t reconfigs;       /* rate settings applied (pps_encoder_set_rates) */
@@ -241,12 +241,12 @@ enum {
 };
 
 typedef struct {
-	pps_frame_t picture;      /* full resolution I420; planes NULL if nothing to show */
+	pps_frame_t picture; /* full resolution I420; planes NULL if nothing to show */
 	uint32_t frame_index;
 	int64_t capture_us;
-	uint8_t temporal_layer;   /* of this frame */
-	uint8_t quality_layers;   /* layers used: 1 = base only, 0 = none (repeated) */
-	uint32_t flags;           /* PPS_DECODER_FRAME_* */
+	uint8_t temporal_layer; /* of this frame */
+	uint8_t quality_layers; /* layers used: 1 = base only, 0 = none (repeated) */
+	uint32_t flags;         /* PPS_DECODER_FRAME_* */
 } pps_decoded_frame_t;
 
 /* Called inside pps_decoder_push()/pps_decoder_drain(), frames in display order. */
@@ -255,7 +255,7 @@ typedef void (*pps_decoder_frame_cb)(const pps_decoded_frame_t *frame, void *use
 typedef struct pps_decoder pps_decoder_t;
 
 pps_decoder_t *pps_decoder_new(const pps_stream_params_t *params, pps_decoder_frame_cb frame_cb,
-			       void *user);
+                               void *user);
 void pps_decoder_free(pps_decoder_t *decoder);
 
 /*
@@ -294,11 +294,11 @@ int pps_decoder_drain(pps_decoder_t *decoder);
 
 typedef struct {
 	uint64_t adus_decoded;
-	uint64_t adus_undecodable;   /* dependencies missing: not fed */
+	uint64_t adus_undecodable; /* dependencies missing: not fed */
 	uint64_t frames_output;
 	uint64_t frames_repeated;
-	uint64_t frames_late;        /* came out of order and were dropped */
-	uint64_t layers_cut;         /* a layer cut before its filler ADU: flushed until its IDR */
+	uint64_t frames_late; /* came out of order and were dropped */
+	uint64_t layers_cut;  /* a layer cut before its filler ADU: flushed until its IDR */
 } pps_decoder_stats_t;
 void pps_decoder_get_stats(const pps_decoder_t *decoder, pps_decoder_stats_t *stats);
 
@@ -310,10 +310,10 @@ void pps_decoder_get_stats(const pps_decoder_t *decoder, pps_decoder_stats_t *st
  * least 224 x 128, smaller otherwise) with a CRC-16, robust to coding at the
  * base layer's coarse quantizer.
  */
-void pps_timecode_stamp(uint8_t *y_plane, int stride, int width, int height,
-			uint32_t frame_index, int64_t capture_us);
+void pps_timecode_stamp(uint8_t *y_plane, int stride, int width, int height, uint32_t frame_index,
+                        int64_t capture_us);
 /* Reads a stamp back: 0, or -ENOENT if there is none or the CRC fails. */
 int pps_timecode_read(const uint8_t *y_plane, int stride, int width, int height,
-		      uint32_t *frame_index, int64_t *capture_us);
+                      uint32_t *frame_index, int64_t *capture_us);
 
 #endif /* PPS_CODEC_H */

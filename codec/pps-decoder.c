@@ -49,11 +49,11 @@ struct pps_decoder {
 	record_t record[MAX_RECORDS];
 	uint32_t decoded[DECODED_RING];
 	unsigned decoded_count;
-	int64_t safe_through;   /* frames <= this will get no more pushes */
-	int64_t later_through;  /* frames <= this: an ADU of a later mini-GOP was pushed */
+	int64_t safe_through;  /* frames <= this will get no more pushes */
+	int64_t later_through; /* frames <= this: an ADU of a later mini-GOP was pushed */
 	bool broken[PPS_ADU_MAX_QUALITY_LAYERS]; /* layer flushed: wait for its IDR */
-	int64_t last_output;    /* last frame index handed out */
-	pps_frame_t *output;    /* the last good picture, reused */
+	int64_t last_output;                     /* last frame index handed out */
+	pps_frame_t *output;                     /* the last good picture, reused */
 	bool have_output;
 	pps_decoder_stats_t stats;
 };
@@ -237,7 +237,7 @@ add_residual(pps_frame_t *pic, const pps_frame_t *res)
 static void
 output_record(pps_decoder_t *d, record_t *rec)
 {
-	pps_decoded_frame_t out = { 0 };
+	pps_decoded_frame_t out = {0};
 	int used = 0;
 
 	while (used < d->params.quality_layers && rec->got_mask & (1u << used))
@@ -250,11 +250,11 @@ output_record(pps_decoder_t *d, record_t *rec)
 		else
 			for (int p = 0; p < 3; p++)
 				pps_upscale_plane(base->planes[p], base->strides[p],
-						  p ? base->width / 2 : base->width,
-						  p ? base->height / 2 : base->height,
-						  d->output->planes[p], d->output->strides[p],
-						  p ? d->output->width / 2 : d->output->width,
-						  p ? d->output->height / 2 : d->output->height);
+				                  p ? base->width / 2 : base->width,
+				                  p ? base->height / 2 : base->height,
+				                  d->output->planes[p], d->output->strides[p],
+				                  p ? d->output->width / 2 : d->output->width,
+				                  p ? d->output->height / 2 : d->output->height);
 		for (int q = 1; q < used; q++)
 			add_residual(d->output, rec->picture[q]);
 		d->have_output = true;
@@ -355,7 +355,7 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	offset = header;
 	for (int i = 0; i < n; i++) {
 		uint32_t sz = (uint32_t)data[1 + 4 * i] | (uint32_t)data[2 + 4 * i] << 8 |
-			      (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
+		              (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
 
 		if (sz > size - offset)
 			return -EINVAL;
@@ -423,7 +423,7 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	offset = header;
 	for (int i = 0; i < n && r >= 0; i++) {
 		uint32_t sz = (uint32_t)data[1 + 4 * i] | (uint32_t)data[2 + 4 * i] << 8 |
-			      (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
+		              (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
 		bool frame = !fillers_only && i == n - 1;
 
 		/* Only the last picture of a picture ADU is the frame; the others are fillers. */

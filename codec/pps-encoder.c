@@ -52,8 +52,8 @@ typedef struct {
 	uint32_t frame_index;
 	int64_t capture_us;
 	pps_adu_frame_type_t type;
-	pps_frame_t *source;    /* full resolution */
-	pps_frame_t *base;      /* base resolution input (== source when scale 1) */
+	pps_frame_t *source;     /* full resolution */
+	pps_frame_t *base;       /* base resolution input (== source when scale 1) */
 	pps_frame_t *base_recon; /* base reconstruction */
 	pps_frame_t *prediction; /* full-res prediction for the next layer, then its recon */
 	uint8_t *payload[PPS_ADU_MAX_QUALITY_LAYERS];
@@ -94,7 +94,7 @@ struct pps_encoder {
 	slot_t slot[4];
 	pps_frame_t *residual; /* scratch: the picture fed to an enhancement x264 */
 	uint32_t next_frame;
-	uint32_t round_start;   /* first frame of the current mini-GOP */
+	uint32_t round_start; /* first frame of the current mini-GOP */
 	uint32_t next_id;
 	uint32_t decode_count; /* ADUs per layer so far (each layer has the same count) */
 	uint32_t frames_complete;
@@ -141,8 +141,8 @@ pps_encoder_params_from_config(pps_encoder_params_t *p, const pps_config_t *c)
 }
 
 static int
-layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int crf,
-	   int vbv_kbps, int bframes, bool residual)
+layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int crf, int vbv_kbps,
+           int bframes, bool residual)
 {
 	x264_param_t xp;
 
@@ -285,7 +285,7 @@ add_residual(pps_frame_t *prediction, const x264_image_t *img)
 		for (int y = 0; y < h; y++) {
 			uint8_t *d = prediction->planes[p] + (size_t)y * prediction->strides[p];
 			const uint8_t *r = p ? img->plane[1] + (size_t)y * img->i_stride[1]
-					     : img->plane[0] + (size_t)y * img->i_stride[0];
+			                     : img->plane[0] + (size_t)y * img->i_stride[0];
 			int step = p ? 2 : 1, off = p == 2 ? 1 : 0;
 
 			for (int x = 0; x < w; x++) {
@@ -298,8 +298,7 @@ add_residual(pps_frame_t *prediction, const x264_image_t *img)
 }
 
 static int
-layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size,
-	     x264_picture_t *out)
+layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size, x264_picture_t *out)
 {
 	layer_t *l = &e->layer[q];
 	intptr_t tag = (intptr_t)out->opaque;
@@ -313,13 +312,13 @@ layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size,
 		e->stats.filler_bytes += (uint64_t)size + 4; /* and its size in the header */
 		/* Coded after the round's last real picture: they close the round. */
 		return fillers_append(l->real_out == l->real_in ? &l->closing : &l->leading,
-				      nal[0].p_payload, (size_t)size);
+		                      nal[0].p_payload, (size_t)size);
 	}
 	s = &e->slot[tag - 1];
 	if (s->type == PPS_ADU_FRAME_IDR)
 		fillers_clear(&l->leading); /* the IDR resets the references */
-	s->payload[q] = payload_build(&l->leading, nal[0].p_payload, (size_t)size,
-				      &s->payload_size[q]);
+	s->payload[q] =
+	    payload_build(&l->leading, nal[0].p_payload, (size_t)size, &s->payload_size[q]);
 	if (!s->payload[q])
 		return -ENOMEM;
 	fillers_clear(&l->leading);
@@ -331,12 +330,13 @@ layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size,
 		if (q == 0) {
 			recon_copy(s->base_recon, &out->img);
 			for (int p = 0; p < 3; p++)
-				pps_upscale_plane(s->base_recon->planes[p], s->base_recon->strides[p],
-						  p ? s->base_recon->width / 2 : s->base_recon->width,
-						  p ? s->base_recon->height / 2 : s->base_recon->height,
-						  s->prediction->planes[p], s->prediction->strides[p],
-						  p ? s->prediction->width / 2 : s->prediction->width,
-						  p ? s->prediction->height / 2 : s->prediction->height);
+				pps_upscale_plane(
+				    s->base_recon->planes[p], s->base_recon->strides[p],
+				    p ? s->base_recon->width / 2 : s->base_recon->width,
+				    p ? s->base_recon->height / 2 : s->base_recon->height,
+				    s->prediction->planes[p], s->prediction->strides[p],
+				    p ? s->prediction->width / 2 : s->prediction->width,
+				    p ? s->prediction->height / 2 : s->prediction->height);
 		} else {
 			add_residual(s->prediction, &out->img);
 		}
@@ -345,8 +345,7 @@ layer_output(pps_encoder_t *e, int q, x264_nal_t *nal, int nal_count, int size,
 }
 
 static int
-layer_feed(pps_encoder_t *e, int q, const pps_frame_t *picture, int x264_type, int qp,
-	   intptr_t tag)
+layer_feed(pps_encoder_t *e, int q, const pps_frame_t *picture, int x264_type, int qp, intptr_t tag)
 {
 	layer_t *l = &e->layer[q];
 	x264_picture_t in, out;
@@ -379,8 +378,7 @@ layer_flush(pps_encoder_t *e, int q, const pps_frame_t *anchor)
 {
 	layer_t *l = &e->layer[q];
 
-	for (int i = 0; l->real_out < l->real_in || l->closing.count < l->reorder_pictures;
-	     i++) {
+	for (int i = 0; l->real_out < l->real_in || l->closing.count < l->reorder_pictures; i++) {
 		int r;
 
 		if (i == MAX_FLUSH_CALLS)
@@ -424,9 +422,9 @@ downscale(pps_frame_t *dst, const pps_frame_t *src, int scale)
 				int sum = 0;
 
 				for (int j = 0; j < scale; j++) {
-					const uint8_t *s = src->planes[p] +
-							   (size_t)(y * scale + j) * src->strides[p] +
-							   x * scale;
+					const uint8_t *s =
+					    src->planes[p] +
+					    (size_t)(y * scale + j) * src->strides[p] + x * scale;
 					for (int i = 0; i < scale; i++)
 						sum += s[i];
 				}
@@ -490,9 +488,9 @@ pps_encoder_new(const pps_encoder_params_t *params)
 	int base_w, base_h, bframes, err;
 
 	if (params->width < 16 || params->height < 16 || (params->width | params->height) & 1 ||
-	    params->fps < 1 || params->quality_layers < 1 ||
-	    params->quality_layers > 3 || params->base_scale < 1 || params->base_scale > 4 ||
-	    params->window_frames < 1 || params->temporal_layers < 1 || !params->preset) {
+	    params->fps < 1 || params->quality_layers < 1 || params->quality_layers > 3 ||
+	    params->base_scale < 1 || params->base_scale > 4 || params->window_frames < 1 ||
+	    params->temporal_layers < 1 || !params->preset) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -512,9 +510,8 @@ pps_encoder_new(const pps_encoder_params_t *params)
 	e->stream.fps = params->fps;
 	e->stream.base_width = base_w;
 	e->stream.base_height = base_h;
-	e->stream.temporal_layers =
-		pps_gop_init(&e->gop, params->temporal_layers, params->window_frames,
-			     params->gop_frames);
+	e->stream.temporal_layers = pps_gop_init(&e->gop, params->temporal_layers,
+	                                         params->window_frames, params->gop_frames);
 	e->stream.quality_layers = e->layers;
 	e->stream.minigop_frames = e->gop.minigop_frames;
 	e->stream.window_frames = params->window_frames;
@@ -523,12 +520,12 @@ pps_encoder_new(const pps_encoder_params_t *params)
 	bframes = e->gop.minigop_frames - 1;
 
 	err = layer_open(&e->layer[0], &e->params, base_w, base_h, params->base_crf,
-			 params->base_vbv_kbps, bframes, false);
+	                 params->base_vbv_kbps, bframes, false);
 	for (int q = 1; q < e->layers && !err; q++) {
 		int crf = params->enhancement_crf - 6 * (q - 1);
 
 		err = layer_open(&e->layer[q], &e->params, params->width, params->height,
-				 crf < 0 ? 0 : crf, params->enhancement_vbv_kbps, bframes, true);
+		                 crf < 0 ? 0 : crf, params->enhancement_vbv_kbps, bframes, true);
 	}
 	if (err)
 		goto err_free;
@@ -569,7 +566,7 @@ static int
 emit_fillers(pps_encoder_t *e, int q, const slot_t *anchor, pps_encoder_adu_cb cb, void *user)
 {
 	layer_t *l = &e->layer[q];
-	pps_adu_info_t info = { 0 };
+	pps_adu_info_t info = {0};
 	pps_adu_t *adu;
 	uint8_t *payload;
 	size_t size;
@@ -621,7 +618,7 @@ emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 		int nrefs = pps_gop_ref_frames(&e->gop, s->frame_index, refs);
 
 		for (int q = 0; q < e->layers; q++) {
-			pps_adu_info_t info = { 0 };
+			pps_adu_info_t info = {0};
 			pps_adu_t *adu;
 
 			info.id = e->next_id++;
@@ -636,7 +633,7 @@ emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
 
 				if (f >= e->round_start)
 					info.deps[info.dep_count++] =
-						e->slot[f - e->round_start].adu_id[q];
+					    e->slot[f - e->round_start].adu_id[q];
 				else if (e->have_anchor && f == e->anchor_frame)
 					info.deps[info.dep_count++] = e->chain_id[q];
 			}
@@ -727,8 +724,7 @@ pps_encoder_set_rates(pps_encoder_t *e, const pps_encoder_rates_t *rates)
 }
 
 int
-pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_cb cb,
-		   void *user)
+pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_cb cb, void *user)
 {
 	uint32_t n = e->next_frame;
 	int idx = (int)(n - e->round_start);

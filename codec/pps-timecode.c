@@ -10,9 +10,9 @@
 
 #include <errno.h>
 
-#define COLS 14
-#define ROWS 8
-#define BITS (COLS * ROWS)
+#define COLS  14
+#define ROWS  8
+#define BITS  (COLS * ROWS)
 #define BLACK 16
 #define WHITE 235
 
@@ -56,7 +56,7 @@ pack(uint8_t bytes[14], uint32_t frame_index, int64_t capture_us)
 
 void
 pps_timecode_stamp(uint8_t *y_plane, int stride, int width, int height, uint32_t frame_index,
-		   int64_t capture_us)
+                   int64_t capture_us)
 {
 	int b = block_size(width, height);
 	uint8_t bytes[BITS / 8];
@@ -75,12 +75,12 @@ pps_timecode_stamp(uint8_t *y_plane, int stride, int width, int height, uint32_t
 }
 
 int
-pps_timecode_read(const uint8_t *y_plane, int stride, int width, int height,
-		  uint32_t *frame_index, int64_t *capture_us)
+pps_timecode_read(const uint8_t *y_plane, int stride, int width, int height, uint32_t *frame_index,
+                  int64_t *capture_us)
 {
 	int b = block_size(width, height);
 	int q = b / 4; /* sample the centre half of each block */
-	uint8_t bytes[BITS / 8] = { 0 };
+	uint8_t bytes[BITS / 8] = {0};
 	uint64_t t = 0;
 	uint32_t index = 0;
 

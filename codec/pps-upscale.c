@@ -29,8 +29,8 @@ build_taps(int src_len, int dst_len, int *index, int *frac)
 }
 
 void
-pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_height,
-		  uint8_t *dst, int dst_stride, int dst_width, int dst_height)
+pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_height, uint8_t *dst,
+                  int dst_stride, int dst_width, int dst_height)
 {
 	int *xi = malloc(sizeof(int) * (size_t)(2 * dst_width + 2 * dst_height));
 	uint16_t *rows = malloc(sizeof(uint16_t) * (size_t)dst_width * (size_t)src_height);

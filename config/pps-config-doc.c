@@ -16,9 +16,11 @@ int
 main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "server") == 0)
-		return pps_config_write_example(PPS_CONFIG_PROGRAM_SERVER, "server", stdout) ? 1 : 0;
+		return pps_config_write_example(PPS_CONFIG_PROGRAM_SERVER, "server", stdout) ? 1
+		                                                                             : 0;
 	if (argc == 2 && strcmp(argv[1], "client") == 0)
-		return pps_config_write_example(PPS_CONFIG_PROGRAM_CLIENT, "client", stdout) ? 1 : 0;
+		return pps_config_write_example(PPS_CONFIG_PROGRAM_CLIENT, "client", stdout) ? 1
+		                                                                             : 0;
 	if (argc == 2 && strcmp(argv[1], "reference") == 0)
 		return pps_config_write_reference(stdout) ? 1 : 0;
 	fprintf(stderr, "usage: %s server|client|reference\n", argv[0]);

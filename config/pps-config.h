@@ -30,10 +30,10 @@ typedef enum {
 } pps_config_program_t;
 
 typedef enum {
-	PPS_CONFIG_TYPE_INT,    /* 64-bit signed integer, range [min, max] */
-	PPS_CONFIG_TYPE_BOOL,   /* true/false (GKeyFile spelling) */
-	PPS_CONFIG_TYPE_STRING, /* free text; may be empty */
-	PPS_CONFIG_TYPE_ENUM,   /* one of a NULL-terminated list of names */
+	PPS_CONFIG_TYPE_INT,     /* 64-bit signed integer, range [min, max] */
+	PPS_CONFIG_TYPE_BOOL,    /* true/false (GKeyFile spelling) */
+	PPS_CONFIG_TYPE_STRING,  /* free text; may be empty */
+	PPS_CONFIG_TYPE_ENUM,    /* one of a NULL-terminated list of names */
 	PPS_CONFIG_TYPE_ADDRESS, /* HOST:PORT or [V6ADDR]:PORT, port 0..65535 */
 } pps_config_type_t;
 
@@ -83,8 +83,7 @@ int pps_config_set(pps_config_t *config, const char *assignment, char *err, size
  * removed from argv and *argc updated, so the program parses the rest.
  * Returns 0 or a negative errno with the message in @err.
  */
-int pps_config_parse_args(pps_config_t *config, int *argc, char **argv, char *err,
-			  size_t err_size);
+int pps_config_parse_args(pps_config_t *config, int *argc, char **argv, char *err, size_t err_size);
 
 /*
  * Typed getters. Asking for a key that does not exist, of the wrong type or
@@ -93,8 +92,7 @@ int pps_config_parse_args(pps_config_t *config, int *argc, char **argv, char *er
  */
 int64_t pps_config_get_int(const pps_config_t *config, const char *section, const char *key);
 bool pps_config_get_bool(const pps_config_t *config, const char *section, const char *key);
-const char *pps_config_get_string(const pps_config_t *config, const char *section,
-				  const char *key);
+const char *pps_config_get_string(const pps_config_t *config, const char *section, const char *key);
 /* Index of the value in the key's choices list. */
 int pps_config_get_enum(const pps_config_t *config, const char *section, const char *key);
 
@@ -104,11 +102,10 @@ int pps_config_get_enum(const pps_config_t *config, const char *section, const c
  * -EINVAL if it is not of that form or a part does not fit its buffer.
  */
 int pps_config_split_address(const char *address, char *host, size_t host_size, char *port,
-			     size_t port_size);
+                             size_t port_size);
 
 /* Where a value came from, for logs: "default", the file's path, or "--set". */
-const char *pps_config_get_origin(const pps_config_t *config, const char *section,
-				  const char *key);
+const char *pps_config_get_origin(const pps_config_t *config, const char *section, const char *key);
 
 /*
  * Writes the documented INI example for @program: every key with its default

@@ -20,24 +20,24 @@
 #define PPS_ADU_MAX_DEPS 4
 /* Layer limits, shared with the wire format. */
 #define PPS_ADU_MAX_TEMPORAL_LAYERS 4
-#define PPS_ADU_MAX_QUALITY_LAYERS 4
+#define PPS_ADU_MAX_QUALITY_LAYERS  4
 
 typedef enum {
-	PPS_ADU_FRAME_IDR = 0, /* intra, resets every dependency of its layer */
-	PPS_ADU_FRAME_P = 1,   /* reference, temporal layer 0 */
+	PPS_ADU_FRAME_IDR = 0,  /* intra, resets every dependency of its layer */
+	PPS_ADU_FRAME_P = 1,    /* reference, temporal layer 0 */
 	PPS_ADU_FRAME_BREF = 2, /* B used as reference (hierarchical GOP middle layer) */
-	PPS_ADU_FRAME_B = 3,   /* disposable B, top temporal layer */
+	PPS_ADU_FRAME_B = 3,    /* disposable B, top temporal layer */
 } pps_adu_frame_type_t;
 
 typedef struct {
-	uint32_t id;             /* unique per stream, increasing in decode order */
-	uint32_t frame_index;    /* display order, from the capture */
-	int64_t capture_us;      /* CLOCK_REALTIME when the frame was captured, microseconds */
-	uint32_t decode_order;   /* position in the layer's bitstream */
-	uint8_t frame_type;      /* pps_adu_frame_type_t */
-	uint8_t temporal_layer;  /* 0 = base frame rate */
-	uint8_t quality_layer;   /* 0 = base quality */
-	uint8_t dep_count;       /* valid entries in deps */
+	uint32_t id;            /* unique per stream, increasing in decode order */
+	uint32_t frame_index;   /* display order, from the capture */
+	int64_t capture_us;     /* CLOCK_REALTIME when the frame was captured, microseconds */
+	uint32_t decode_order;  /* position in the layer's bitstream */
+	uint8_t frame_type;     /* pps_adu_frame_type_t */
+	uint8_t temporal_layer; /* 0 = base frame rate */
+	uint8_t quality_layer;  /* 0 = base quality */
+	uint8_t dep_count;      /* valid entries in deps */
 	uint32_t deps[PPS_ADU_MAX_DEPS]; /* ids of the ADUs this one needs to decode */
 } pps_adu_info_t;
 

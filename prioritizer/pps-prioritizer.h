@@ -87,7 +87,7 @@ typedef void (*pps_windower_window_cb)(void *user, pps_window_t *window);
 typedef struct pps_windower pps_windower_t;
 
 pps_windower_t *pps_windower_new(unsigned window_frames, pps_priority_policy_t policy,
-				 pps_windower_window_cb window_cb, void *user);
+                                 pps_windower_window_cb window_cb, void *user);
 void pps_windower_free(pps_windower_t *windower);
 
 /*
@@ -110,7 +110,8 @@ typedef struct {
 	int64_t latency_budget_us; /* deadline = first capture time + budget */
 	unsigned max_windows;      /* queued windows; the oldest is dropped past it */
 	size_t max_record_bytes;   /* no record longer than this, header included (the
-				    * client's limit from HELLO); 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
+	                            * client's limit from HELLO); 0 =
+	                            * PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
 	/* Base anchors (quality 0, temporal 0: the IDR/P chain every later
 	 * picture references) are still sent up to this long after their
 	 * window's deadline: a late anchor costs its own window's frames, a
@@ -120,7 +121,7 @@ typedef struct {
 } pps_sched_params_t;
 
 #define PPS_DEFAULT_MAX_WINDOWS 64
-#define PPS_SCHED_MAX_CONTROL 32 /* control records (PONG, BYE) waiting */
+#define PPS_SCHED_MAX_CONTROL   32 /* control records (PONG, BYE) waiting */
 /* A fragment carries at least this much payload unless the ADU's rest is smaller. */
 #define PPS_SCHED_MIN_FRAGMENT_BYTES 64
 
@@ -131,11 +132,11 @@ typedef struct {
 
 typedef struct {
 	uint64_t windows_base_late; /* passed their deadline with base anchors still to send */
-	uint64_t windows_complete; /* every ADU sent */
-	uint64_t windows_partial;  /* some sent, some dropped */
-	uint64_t windows_dropped;  /* nothing sent (deadline passed first) */
-	uint64_t windows_overflow; /* dropped because max_windows were queued */
-	uint64_t adus_undecodable; /* skipped: something they depend on was dropped */
+	uint64_t windows_complete;  /* every ADU sent */
+	uint64_t windows_partial;   /* some sent, some dropped */
+	uint64_t windows_dropped;   /* nothing sent (deadline passed first) */
+	uint64_t windows_overflow;  /* dropped because max_windows were queued */
+	uint64_t adus_undecodable;  /* skipped: something they depend on was dropped */
 	uint64_t packets, packet_bytes;
 	uint64_t control_overflow; /* control records refused: queue full */
 	pps_sched_layer_stats_t layer[PPS_ADU_MAX_TEMPORAL_LAYERS][PPS_ADU_MAX_QUALITY_LAYERS];
@@ -186,8 +187,8 @@ bool pps_sched_has_data(const pps_sched_t *sched);
  * nothing more is queued (the writer flushes it now); 0 when there is nothing
  * to send; -EINVAL for an mss below 128.
  */
-int pps_sched_next_packet(pps_sched_t *sched, int64_t now_us, size_t mss, uint8_t *buf,
-			  size_t *len, bool *push);
+int pps_sched_next_packet(pps_sched_t *sched, int64_t now_us, size_t mss, uint8_t *buf, size_t *len,
+                          bool *push);
 
 void pps_sched_get_stats(const pps_sched_t *sched, pps_sched_stats_t *out);
 
@@ -217,6 +218,6 @@ void pps_synth_free(pps_synth_t *synth);
  * frame index all of whose ADUs have now been emitted, or -1 if none yet.
  */
 int64_t pps_synth_frame(pps_synth_t *synth, uint32_t frame_index, int64_t capture_us,
-			pps_synth_adu_cb adu_cb, void *user);
+                        pps_synth_adu_cb adu_cb, void *user);
 
 #endif /* PPS_PRIORITIZER_H */

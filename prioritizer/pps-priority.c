@@ -20,9 +20,9 @@
 #include <string.h>
 
 static const char *const policy_names[] = {
-	[PPS_PRIORITY_TEMPORAL_FIRST] = "temporal-first",
-	[PPS_PRIORITY_QUALITY_FIRST] = "quality-first",
-	[PPS_PRIORITY_BALANCED] = "balanced",
+    [PPS_PRIORITY_TEMPORAL_FIRST] = "temporal-first",
+    [PPS_PRIORITY_QUALITY_FIRST] = "quality-first",
+    [PPS_PRIORITY_BALANCED] = "balanced",
 };
 
 const char *

@@ -33,7 +33,7 @@ typedef struct {
 	int64_t deadline_us;
 	entry_state_t state;
 	bool begin_sent;
-	bool late; /* past its deadline: only base anchors still go out */
+	bool late;            /* past its deadline: only base anchors still go out */
 	size_t next_adu;      /* index in send order of the ADU being sent */
 	uint32_t next_offset; /* bytes of it already sent */
 	uint16_t adus_sent, adus_dropped;
@@ -63,7 +63,8 @@ pps_sched_new(const pps_sched_params_t *params)
 	pps_sched_t *s;
 
 	if (params->latency_budget_us <= 0 || params->max_windows < 2 ||
-	    (params->max_record_bytes && params->max_record_bytes < PPS_WIRE_MIN_MAX_RECORD_BYTES)) {
+	    (params->max_record_bytes &&
+	     params->max_record_bytes < PPS_WIRE_MIN_MAX_RECORD_BYTES)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -268,8 +269,8 @@ pps_sched_next_deadline_us(const pps_sched_t *s)
 	for (size_t i = 0; i < s->count; i++) {
 		const entry_t *e = &s->entries[(s->head + i) % s->params.max_windows];
 
-		int64_t deadline = e->late ? e->deadline_us + s->params.base_grace_us
-					   : e->deadline_us;
+		int64_t deadline =
+		    e->late ? e->deadline_us + s->params.base_grace_us : e->deadline_us;
 
 		if (e->state != ENTRY_ENDED && deadline < next)
 			next = deadline;
@@ -384,7 +385,7 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 
 int
 pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, size_t *len,
-		      bool *push)
+                      bool *push)
 {
 	size_t pos = 0;
 	bool full = false;

@@ -58,10 +58,10 @@ pps_synth_new(const pps_synth_params_t *params)
 	while (m > 0 && params->window_frames % (m + 1) != 0)
 		m = m == 3 ? 1 : 0;
 	s->mini_gop = m + 1;
-	s->gop = params->gop_frames < params->window_frames ? params->window_frames
-							     : params->gop_frames;
-	s->gop = (s->gop + params->window_frames - 1) / params->window_frames *
-		 params->window_frames;
+	s->gop =
+	    params->gop_frames < params->window_frames ? params->window_frames : params->gop_frames;
+	s->gop =
+	    (s->gop + params->window_frames - 1) / params->window_frames * params->window_frames;
 	s->rng = params->seed ? params->seed : 0x9e3779b9u;
 	s->done_through = -1;
 	return s;
@@ -87,7 +87,7 @@ static size_t
 adu_size(pps_synth_t *s, pps_adu_frame_type_t type, unsigned quality)
 {
 	/* Bytes at 640x480, 30 frames/s, for the base; enhancement 1.5x. */
-	static const double base[] = { 14000, 3200, 1600, 700 };
+	static const double base[] = {14000, 3200, 1600, 700};
 	double size = base[type] * (quality ? 1.5 : 1.0) * s->p.size_scale;
 	double jitter = 0.7 + 0.6 * (next_random(s) % 1000) / 1000.0;
 	size_t bytes = (size_t)(size * jitter);
@@ -139,14 +139,13 @@ emit(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_adu_frame_type_t ty
 }
 
 int64_t
-pps_synth_frame(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_synth_adu_cb cb,
-		void *user)
+pps_synth_frame(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_synth_adu_cb cb, void *user)
 {
 	unsigned m = s->mini_gop - 1;
 	bool idr = frame % s->gop == 0 || !s->have_anchor;
 	/* The M frames before an IDR are P frames: nothing crosses the IDR. */
 	bool before_idr = m > 0 && frame % s->mini_gop != 0 &&
-			  (frame / s->mini_gop + 1) * s->mini_gop % s->gop == 0;
+	                  (frame / s->mini_gop + 1) * s->mini_gop % s->gop == 0;
 	uint32_t prev[PPS_ADU_MAX_QUALITY_LAYERS], ids[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint32_t bref[PPS_ADU_MAX_QUALITY_LAYERS], b_ids[PPS_ADU_MAX_QUALITY_LAYERS];
 
@@ -162,7 +161,7 @@ pps_synth_frame(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_synth_ad
 	if (idr) {
 		emit(s, frame, capture_us, PPS_ADU_FRAME_IDR, 0, NULL, 0, ids, cb, user);
 	} else {
-		const uint32_t *refs[1] = { prev };
+		const uint32_t *refs[1] = {prev};
 
 		emit(s, frame, capture_us, PPS_ADU_FRAME_P, 0, refs, 1, ids, cb, user);
 	}
@@ -171,23 +170,23 @@ pps_synth_frame(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_synth_ad
 
 	/* This anchor releases the B frames of its mini-GOP, in decode order. */
 	if (m == 1 && s->pending[0].used) {
-		const uint32_t *refs[2] = { prev, ids };
+		const uint32_t *refs[2] = {prev, ids};
 
 		emit(s, s->pending[0].frame_index, s->pending[0].capture_us, PPS_ADU_FRAME_B, 1,
 		     refs, 2, b_ids, cb, user);
 	} else if (m == 3 && s->pending[1].used) {
-		const uint32_t *bref_refs[2] = { prev, ids };
+		const uint32_t *bref_refs[2] = {prev, ids};
 
-		emit(s, s->pending[1].frame_index, s->pending[1].capture_us, PPS_ADU_FRAME_BREF,
-		     1, bref_refs, 2, bref, cb, user);
+		emit(s, s->pending[1].frame_index, s->pending[1].capture_us, PPS_ADU_FRAME_BREF, 1,
+		     bref_refs, 2, bref, cb, user);
 		if (s->pending[0].used) {
-			const uint32_t *refs[2] = { prev, bref };
+			const uint32_t *refs[2] = {prev, bref};
 
 			emit(s, s->pending[0].frame_index, s->pending[0].capture_us,
 			     PPS_ADU_FRAME_B, 2, refs, 2, b_ids, cb, user);
 		}
 		if (s->pending[2].used) {
-			const uint32_t *refs[2] = { bref, ids };
+			const uint32_t *refs[2] = {bref, ids};
 
 			emit(s, s->pending[2].frame_index, s->pending[2].capture_us,
 			     PPS_ADU_FRAME_B, 2, refs, 2, b_ids, cb, user);

@@ -92,7 +92,7 @@ struct pps_windower {
 	pps_priority_policy_t policy;
 	pps_windower_window_cb window_cb;
 	void *user;
-	bool open;      /* an open window exists */
+	bool open; /* an open window exists */
 	uint32_t open_id;
 	bool closed_any;
 	uint32_t last_closed_id;
@@ -102,7 +102,7 @@ struct pps_windower {
 
 pps_windower_t *
 pps_windower_new(unsigned window_frames, pps_priority_policy_t policy,
-		 pps_windower_window_cb window_cb, void *user)
+                 pps_windower_window_cb window_cb, void *user)
 {
 	pps_windower_t *w;
 
@@ -137,7 +137,7 @@ close_open_window(pps_windower_t *w)
 {
 	pps_window_t *window;
 	uint32_t first_frame = UINT32_MAX;
-	uint64_t seen_frames[2] = { 0, 0 }; /* bitmap over frame offsets in the window */
+	uint64_t seen_frames[2] = {0, 0}; /* bitmap over frame offsets in the window */
 	int ret;
 
 	if (!w->open)

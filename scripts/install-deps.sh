@@ -6,7 +6,7 @@
 set -eu
 
 PACKAGES="
-build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev
+build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev clang-format git
 libglib2.0-dev
 libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad

@@ -26,20 +26,20 @@
 
 /* "Open" values for the two wake-up thresholds: large enough never to gate. */
 #define LOWAT_OPEN_BYTES INT_MAX
-#define SNDBUF_OPEN_REQ (INT_MAX / 2) /* the kernel clamps it to net.core.wmem_max */
-#define BUF_MIN_BYTES (256u * 1024u)
+#define SNDBUF_OPEN_REQ  (INT_MAX / 2) /* the kernel clamps it to net.core.wmem_max */
+#define BUF_MIN_BYTES    (256u * 1024u)
 
 /*
  * Fields of struct tcp_info newer than Debian 12's uapi header, read by byte
  * offset from the end of tcpi_snd_wnd when the running kernel returns them:
  * tcpi_rcv_wnd (+0, 6.2), tcpi_rehash (+4, 6.2), tcpi_total_rto (+8, 6.7).
  */
-#define TCPI_EXT_OFFSET (offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(uint32_t))
+#define TCPI_EXT_OFFSET       (offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(uint32_t))
 #define TCPI_TOTAL_RTO_OFFSET (TCPI_EXT_OFFSET + 8)
 
 typedef enum {
-	STATE_IDLE,         /* producer had nothing: the next kick runs */
-	STATE_WAIT_KERNEL,  /* EV_WRITE armed: the kernel wakes us */
+	STATE_IDLE,        /* producer had nothing: the next kick runs */
+	STATE_WAIT_KERNEL, /* EV_WRITE armed: the kernel wakes us */
 	STATE_FAILED,
 } state_t;
 
@@ -66,12 +66,12 @@ struct pps_minbuf {
 	size_t pend_len;
 	bool pend_push;
 
-	int lowat_bytes; /* current TCP_NOTSENT_LOWAT we set */
-	int64_t gate_wq_bytes; /* wmem_queued when the SO_SNDBUF gate was armed */
+	int lowat_bytes;          /* current TCP_NOTSENT_LOWAT we set */
+	int64_t gate_wq_bytes;    /* wmem_queued when the SO_SNDBUF gate was armed */
 	uint32_t gate_bound_pkts; /* bound when the last gate was armed */
-	bool gate_kept;            /* the armed gate was kept by the steady-state path */
-	uint32_t keep_suppress;    /* arms left before keeping a gate is tried again */
-	int sndbuf_req;  /* current SO_SNDBUF request we set */
+	bool gate_kept;           /* the armed gate was kept by the steady-state path */
+	uint32_t keep_suppress;   /* arms left before keeping a gate is tried again */
+	int sndbuf_req;           /* current SO_SNDBUF request we set */
 	int sndbuf_min_bytes;
 	uint32_t mss_bytes;
 
@@ -94,10 +94,11 @@ typedef struct {
 	bool capped; /* the latency cap, not cwnd, set the bound */
 } info_t;
 
-static const char *const mode_names[] = { "tcp", "minbuf" };
-static const char *const congestion_names[] = { "default", "cubic", "reno", "bbr" };
+static const char *const mode_names[] = {"tcp", "minbuf"};
+static const char *const congestion_names[] = {"default", "cubic", "reno", "bbr"};
 
-void pps_minbuf_params_init(pps_minbuf_params_t *params)
+void
+pps_minbuf_params_init(pps_minbuf_params_t *params)
 {
 	memset(params, 0, sizeof(*params));
 	params->mode = PPS_MINBUF_MODE_MINBUF;
@@ -107,12 +108,14 @@ void pps_minbuf_params_init(pps_minbuf_params_t *params)
 	params->batch_pkts = PPS_DEFAULT_MINBUF_BATCH_PKTS;
 }
 
-const char *pps_minbuf_mode_name(pps_minbuf_mode_t mode)
+const char *
+pps_minbuf_mode_name(pps_minbuf_mode_t mode)
 {
 	return (unsigned)mode < 2 ? mode_names[mode] : "?";
 }
 
-int pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
+int
+pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
 {
 	for (unsigned i = 0; i < 2; i++) {
 		if (strcmp(name, mode_names[i]) == 0) {
@@ -123,12 +126,14 @@ int pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
 	return -EINVAL;
 }
 
-const char *pps_minbuf_congestion_name(pps_minbuf_congestion_t cc)
+const char *
+pps_minbuf_congestion_name(pps_minbuf_congestion_t cc)
 {
 	return (unsigned)cc < 4 ? congestion_names[cc] : "?";
 }
 
-int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
+int
+pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
 {
 	for (unsigned i = 0; i < 4; i++) {
 		if (strcmp(name, congestion_names[i]) == 0) {
@@ -139,7 +144,8 @@ int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *o
 	return -EINVAL;
 }
 
-int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out)
+int
+pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out)
 {
 	if (!config || !out)
 		return -EINVAL;
@@ -151,25 +157,29 @@ int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_
 	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
 	out->ecn = pps_config_get_bool(config, "transport", "ecn");
 	out->congestion =
-		(pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
-	out->thin_linear_timeouts = pps_config_get_bool(config, "transport", "thin_linear_timeouts");
+	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
+	out->thin_linear_timeouts =
+	    pps_config_get_bool(config, "transport", "thin_linear_timeouts");
 	out->pacing = pps_config_get_bool(config, "transport", "pacing");
 	return 0;
 }
 
-static int set_int_opt(int fd, int level, int name, int val)
+static int
+set_int_opt(int fd, int level, int name, int val)
 {
 	if (setsockopt(fd, level, name, &val, sizeof(val)) < 0)
 		return -errno;
 	return 0;
 }
 
-static void hist_add(uint64_t *hist, uint32_t v)
+static void
+hist_add(uint64_t *hist, uint32_t v)
 {
 	hist[v < PPS_MINBUF_HIST_PKTS - 1 ? v : PPS_MINBUF_HIST_PKTS - 1]++;
 }
 
-static int read_info(pps_minbuf_t *w, info_t *out)
+static int
+read_info(pps_minbuf_t *w, info_t *out)
 {
 	uint8_t raw[sizeof(struct tcp_info) + 128];
 	struct tcp_info ti;
@@ -218,7 +228,8 @@ static int read_info(pps_minbuf_t *w, info_t *out)
 }
 
 /* Folds one reading into the counters (cwnd, srtt, loss recovery, MSS). */
-static void account_info(pps_minbuf_t *w, const info_t *in)
+static void
+account_info(pps_minbuf_t *w, const info_t *in)
 {
 	pps_minbuf_stats_t *st = &w->stats;
 	const pps_minbuf_sample_t *s = &in->s;
@@ -256,7 +267,8 @@ static void account_info(pps_minbuf_t *w, const info_t *in)
 		st->ecn_negotiated = true;
 }
 
-static int set_lowat(pps_minbuf_t *w, int val)
+static int
+set_lowat(pps_minbuf_t *w, int val)
 {
 	if (val == w->lowat_bytes)
 		return 0;
@@ -266,7 +278,8 @@ static int set_lowat(pps_minbuf_t *w, int val)
 	return r;
 }
 
-static int set_sndbuf(pps_minbuf_t *w, int req)
+static int
+set_sndbuf(pps_minbuf_t *w, int req)
 {
 	if (req == w->sndbuf_req)
 		return 0;
@@ -276,7 +289,8 @@ static int set_sndbuf(pps_minbuf_t *w, int req)
 	return r;
 }
 
-static int open_gates(pps_minbuf_t *w)
+static int
+open_gates(pps_minbuf_t *w)
 {
 	int r = set_lowat(w, LOWAT_OPEN_BYTES);
 	if (r == 0 && w->params.mode == PPS_MINBUF_MODE_MINBUF)
@@ -284,7 +298,8 @@ static int open_gates(pps_minbuf_t *w)
 	return r;
 }
 
-static int arm(pps_minbuf_t *w)
+static int
+arm(pps_minbuf_t *w)
 {
 	w->state = STATE_WAIT_KERNEL;
 	if (w->armed)
@@ -298,7 +313,8 @@ static int arm(pps_minbuf_t *w)
 	return 0;
 }
 
-static void disarm(pps_minbuf_t *w)
+static void
+disarm(pps_minbuf_t *w)
 {
 	if (w->armed) {
 		event_del(w->ev_write);
@@ -307,7 +323,8 @@ static void disarm(pps_minbuf_t *w)
 	w->state = STATE_IDLE;
 }
 
-static int cork_push(pps_minbuf_t *w)
+static int
+cork_push(pps_minbuf_t *w)
 {
 	/* Uncorking pushes the partial tail (IWQoS 2002 section 2.3); corking
 	 * again keeps the next packets whole. */
@@ -325,7 +342,8 @@ static int cork_push(pps_minbuf_t *w)
  * data in flight and too little of it for SO_SNDBUF's minimum): the caller then
  * writes one more packet, which stays unsent and lets NOTSENT_LOWAT gate.
  */
-static int arm_wait(pps_minbuf_t *w, const info_t *in)
+static int
+arm_wait(pps_minbuf_t *w, const info_t *in)
 {
 	const uint32_t mss = in->s.mss_bytes;
 	const pps_minbuf_sample_t *s = &in->s;
@@ -338,7 +356,8 @@ static int arm_wait(pps_minbuf_t *w, const info_t *in)
 	 * comes from ACKs and SACKs: exactly the events that create MIN_BUF room.
 	 * When the flow is not cwnd-limited (receive window, pacing), unsent
 	 * data leaves without room appearing, so wait for acked bytes instead. */
-	int64_t in_flight = (int64_t)s->unacked_pkts - s->sacked_pkts - s->lost_pkts + s->retrans_pkts;
+	int64_t in_flight =
+	    (int64_t)s->unacked_pkts - s->sacked_pkts - s->lost_pkts + s->retrans_pkts;
 	if (s->notsent_bytes > 0 && in_flight >= (int64_t)s->cwnd_pkts) {
 		int64_t v = 2 * (int64_t)in->s.notsent_bytes - (int64_t)mss + 1;
 		if (v < 1)
@@ -378,7 +397,8 @@ static int arm_wait(pps_minbuf_t *w, const info_t *in)
 }
 
 /* Pulls up to @max_pkts packets of at most @mss bytes into the batch buffer. */
-static int pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
+static int
+pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
 {
 	size_t off = 0;
 	uint32_t n = 0;
@@ -430,7 +450,8 @@ static int pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
  * (overhead under SKB_OVERHEAD_BYTES). The margin is doubled for that slack.
  */
 #define SKB_OVERHEAD_BYTES 1024
-static int prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, uint32_t pkts)
+static int
+prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, uint32_t pkts)
 {
 	int r = 0;
 	if (w->lowat_bytes != LOWAT_OPEN_BYTES &&
@@ -438,14 +459,15 @@ static int prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, ui
 		r = set_lowat(w, LOWAT_OPEN_BYTES);
 	if (r == 0 && w->sndbuf_req != SNDBUF_OPEN_REQ &&
 	    w->gate_wq_bytes + 2 * ((int64_t)len_bytes + (int64_t)pkts * SKB_OVERHEAD_BYTES) >=
-		    2 * (int64_t)w->sndbuf_req)
+	        2 * (int64_t)w->sndbuf_req)
 		r = set_sndbuf(w, SNDBUF_OPEN_REQ);
 	return r;
 }
 
 /* Writes the pending batch. 0 when all of it is in the kernel, -EAGAIN when
  * the kernel refused the rest (EV_WRITE armed), or a negative errno. */
-static int flush(pps_minbuf_t *w)
+static int
+flush(pps_minbuf_t *w)
 {
 	bool reopened = false;
 
@@ -490,7 +512,8 @@ static int flush(pps_minbuf_t *w)
 }
 
 /* Runs until the producer is empty or the kernel has no room. */
-static int run_once(pps_minbuf_t *w, bool woken)
+static int
+run_once(pps_minbuf_t *w, bool woken)
 {
 	bool first = true;
 	bool keep_gate = false;
@@ -588,15 +611,14 @@ static int run_once(pps_minbuf_t *w, bool woken)
 			 * the gate fires early and the next wake-up (counted idle) re-arms.
 			 */
 			keep_gate = woken && !overshoot && w->armed && !w->pend_push &&
-				    w->keep_suppress == 0 &&
-				    in.s.bound_pkts == w->gate_bound_pkts &&
-				    in.s.held_pkts + got == in.s.bound_pkts &&
-				    lowat == w->lowat_bytes && sndbuf == w->sndbuf_req &&
-				    (lowat != LOWAT_OPEN_BYTES || sndbuf != SNDBUF_OPEN_REQ);
+			            w->keep_suppress == 0 &&
+			            in.s.bound_pkts == w->gate_bound_pkts &&
+			            in.s.held_pkts + got == in.s.bound_pkts &&
+			            lowat == w->lowat_bytes && sndbuf == w->sndbuf_req &&
+			            (lowat != LOWAT_OPEN_BYTES || sndbuf != SNDBUF_OPEN_REQ);
 		}
 		hist_add(w->stats.held_hist, in.s.held_pkts);
-		hist_add(w->stats.unsent_hist,
-			 (in.s.notsent_bytes + mss - 1) / mss);
+		hist_add(w->stats.unsent_hist, (in.s.notsent_bytes + mss - 1) / mss);
 		uint32_t after = in.s.held_pkts + got;
 		if (after > w->stats.max_held_after_pkts)
 			w->stats.max_held_after_pkts = after;
@@ -608,12 +630,14 @@ static int run_once(pps_minbuf_t *w, bool woken)
 	}
 }
 
-void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts)
+void
+pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts)
 {
 	w->cap_pkts = cap_pkts;
 }
 
-static void fail(pps_minbuf_t *w, int err)
+static void
+fail(pps_minbuf_t *w, int err)
 {
 	disarm(w);
 	w->state = STATE_FAILED;
@@ -622,7 +646,8 @@ static void fail(pps_minbuf_t *w, int err)
 		w->error(w->user, err); /* may free w */
 }
 
-static void run(pps_minbuf_t *w, bool woken)
+static void
+run(pps_minbuf_t *w, bool woken)
 {
 	if (w->state == STATE_FAILED)
 		return;
@@ -643,7 +668,8 @@ static void run(pps_minbuf_t *w, bool woken)
 	w->running = false;
 }
 
-static void on_writable(evutil_socket_t fd, short what, void *arg)
+static void
+on_writable(evutil_socket_t fd, short what, void *arg)
 {
 	pps_minbuf_t *w = arg;
 	(void)fd;
@@ -652,7 +678,8 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 	run(w, true);
 }
 
-void pps_minbuf_kick(pps_minbuf_t *w)
+void
+pps_minbuf_kick(pps_minbuf_t *w)
 {
 	if (!w)
 		return;
@@ -663,8 +690,9 @@ void pps_minbuf_kick(pps_minbuf_t *w)
 	run(w, false);
 }
 
-pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *params,
-			     pps_minbuf_fill_cb fill, pps_minbuf_error_cb error, void *user)
+pps_minbuf_t *
+pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *params,
+               pps_minbuf_fill_cb fill, pps_minbuf_error_cb error, void *user)
 {
 	pps_minbuf_t *w;
 	int r;
@@ -717,7 +745,8 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 		goto err_buf;
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT) {
 		const char *name = congestion_names[params->congestion];
-		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0) {
+		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) <
+		    0) {
 			r = -errno;
 			goto err_buf;
 		}
@@ -728,8 +757,7 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 	/* Any SO_MAX_PACING_RATE but ~0U ("unlimited") marks the socket as
 	 * needing pacing, and without the fq qdisc TCP then paces itself at
 	 * its congestion control's rate; this cap is far above any path. */
-	if (params->pacing &&
-	    (r = set_int_opt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, INT_MAX)) < 0)
+	if (params->pacing && (r = set_int_opt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, INT_MAX)) < 0)
 		goto err_buf;
 
 	if (params->mode == PPS_MINBUF_MODE_MINBUF) {
@@ -774,7 +802,8 @@ err_free:
 	return NULL;
 }
 
-void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user)
+void
+pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user)
 {
 	if (!w)
 		return;
@@ -782,7 +811,8 @@ void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *us
 	w->sample_user = user;
 }
 
-int pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
+int
+pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
 {
 	if (!w || !out)
 		return -EINVAL;
@@ -790,12 +820,14 @@ int pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
 	return 0;
 }
 
-size_t pps_minbuf_pending_bytes(const pps_minbuf_t *w)
+size_t
+pps_minbuf_pending_bytes(const pps_minbuf_t *w)
 {
 	return w ? w->pend_len - w->pend_off : 0;
 }
 
-void pps_minbuf_free(pps_minbuf_t *w)
+void
+pps_minbuf_free(pps_minbuf_t *w)
 {
 	if (!w)
 		return;

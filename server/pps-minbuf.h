@@ -173,7 +173,7 @@ int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *o
  * called several times in a row for one write. It must not free the writer.
  */
 typedef int (*pps_minbuf_fill_cb)(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes,
-				  bool *push);
+                                  bool *push);
 
 /* The socket (or the producer) failed with @err (negative errno); the writer
  * has stopped. The owner removes the connection; it may free the writer here. */
@@ -225,7 +225,7 @@ typedef struct {
 	uint32_t mss_bytes;           /* last MSS read */
 	uint32_t max_held_after_pkts; /* largest held + written right after a write */
 	int32_t max_over_bound_pkts;  /* largest (held + written) - bound; <= 0 in bound;
-				       * INT32_MIN before the first write */
+	                               * INT32_MIN before the first write */
 	/* At write time (the reading the write was decided on), in packets. */
 	uint64_t held_hist[PPS_MINBUF_HIST_PKTS];
 	uint64_t unsent_hist[PPS_MINBUF_HIST_PKTS];
@@ -256,7 +256,7 @@ typedef struct pps_minbuf pps_minbuf_t;
  * ENOMEM, or the setsockopt error.
  */
 pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *params,
-			     pps_minbuf_fill_cb fill, pps_minbuf_error_cb error, void *user);
+                             pps_minbuf_fill_cb fill, pps_minbuf_error_cb error, void *user);
 
 /* The producer has new data: write now if there is room, else when room appears. */
 void pps_minbuf_kick(pps_minbuf_t *w);

@@ -48,12 +48,12 @@ typedef struct {
 	uint64_t queue_waits;     /* encoder thread waited: the loop fell behind */
 	uint64_t capture_dropped; /* raw frames the capture queue dropped */
 	uint64_t capture_frames;
-	uint64_t idr_requests;    /* IDRs asked of the encoder (after the rate limit) */
-	uint64_t idr_deferred;    /* requests that waited for the rate limit */
+	uint64_t idr_requests; /* IDRs asked of the encoder (after the rate limit) */
+	uint64_t idr_deferred; /* requests that waited for the rate limit */
 } pps_media_stats_t;
 
 pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
-			   pps_media_window_cb window_cb, void *user, char *err, size_t err_size);
+                           pps_media_window_cb window_cb, void *user, char *err, size_t err_size);
 /* The same, with the frames pushed by the program instead of captured by a
  * pipeline (the ppssink element): [source] width, height, queue_frames and
  * timecode still apply (pps_capture_new_push()). */
@@ -105,9 +105,9 @@ typedef struct {
 	const pps_config_t *config;
 	pps_minbuf_params_t transport;
 	pps_path_params_t path;
-	const char *access_token;  /* "" or NULL: anyone; else the client must prove it
-	                            * by challenge-response (HELLO flag, CHALLENGE, AUTH) */
-	int64_t evict_after_us;    /* no data taken for this long: BYE too-slow; 0 never */
+	const char *access_token; /* "" or NULL: anyone; else the client must prove it
+	                           * by challenge-response (HELLO flag, CHALLENGE, AUTH) */
+	int64_t evict_after_us;   /* no data taken for this long: BYE too-slow; 0 never */
 	pps_session_admit_cb admit_cb;
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
@@ -129,9 +129,9 @@ typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
-			       socklen_t addr_len, unsigned id, const pps_session_params_t *params,
-			       pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,
-			       void *user);
+                               socklen_t addr_len, unsigned id, const pps_session_params_t *params,
+                               pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,
+                               void *user);
 void pps_session_free(pps_session_t *session);
 pps_session_state_t pps_session_state(const pps_session_t *session);
 /* Queues a window for this client (takes its own reference). */

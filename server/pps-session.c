@@ -43,10 +43,10 @@ struct pps_session {
 	void *user;
 	bool closing;
 	uint64_t pings;
-	uint64_t base_dropped; /* base-layer ADUs dropped for this client so far */
-	int64_t last_progress_us; /* last time the writer took a packet */
-	int64_t accepted_us;      /* for the handshake timeout */
-	int bye_reason;           /* the BYE reason we refused with, or -1 */
+	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
+	int64_t last_progress_us;            /* last time the writer took a packet */
+	int64_t accepted_us;                 /* for the handshake timeout */
+	int bye_reason;                      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
@@ -173,12 +173,12 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 	/* A browser's packet is one WebSocket frame: its header fits in the MSS too. */
 	room = s->web ? PPS_WS_DATA_HEADER_BYTES : 0;
 	ret = pps_sched_next_packet(s->sched, session_now(s), mss_bytes - room, buf + room,
-				    len_bytes, push);
+	                            len_bytes, push);
 	if (ret == 1 && s->web) {
 		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
 		if (s->params.transport.mode == PPS_MINBUF_MODE_MINBUF)
 			pps_web_check_packet(s->web, s->fd, mss_bytes, s->params.transport.a,
-					     s->params.transport.b);
+			                     s->params.transport.b);
 	}
 	if (ret == 1)
 		s->last_progress_us = session_now(s);
@@ -193,17 +193,17 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 {
 	pps_session_t *s = user;
 	pps_path_sample_t sample = {
-		.now_us = session_now(s),
-		.delivery_rate_bps = ms->delivery_rate_bps,
-		.delivery_app_limited = ms->delivery_app_limited,
-		.min_rtt_us = ms->min_rtt_us,
-		.srtt_us = ms->srtt_us,
-		.bytes_acked = ms->bytes_acked,
-		.total_retrans_pkts = ms->total_retrans_pkts,
-		.lost_pkts = ms->lost_pkts,
-		.cwnd_pkts = ms->cwnd_pkts,
-		.unacked_pkts = ms->unacked_pkts,
-		.mss_bytes = ms->mss_bytes,
+	    .now_us = session_now(s),
+	    .delivery_rate_bps = ms->delivery_rate_bps,
+	    .delivery_app_limited = ms->delivery_app_limited,
+	    .min_rtt_us = ms->min_rtt_us,
+	    .srtt_us = ms->srtt_us,
+	    .bytes_acked = ms->bytes_acked,
+	    .total_retrans_pkts = ms->total_retrans_pkts,
+	    .lost_pkts = ms->lost_pkts,
+	    .cwnd_pkts = ms->cwnd_pkts,
+	    .unacked_pkts = ms->unacked_pkts,
+	    .mss_bytes = ms->mss_bytes,
 	};
 
 	if (s->web)
@@ -218,7 +218,7 @@ writer_error_cb(void *user, int err)
 	pps_session_t *s = user;
 
 	fprintf(stderr, "pps-server: client %s: socket error: %s; removed\n", s->peer,
-		strerror(-err));
+	        strerror(-err));
 	session_close(s);
 }
 
@@ -226,7 +226,7 @@ writer_error_cb(void *user, int err)
 static void
 admit(pps_session_t *s)
 {
-	pps_wire_record_t info = { .kind = PPS_WIRE_STREAM_INFO };
+	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
 
 	if (s->params.admit_cb && !s->params.admit_cb(s->user, s)) {
 		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
@@ -268,8 +268,9 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 	char why[96];
 
 	if (hello->protocol_version != PPS_WIRE_VERSION) {
-		snprintf(why, sizeof(why), "protocol version %u not supported (this server speaks %d)",
-			 hello->protocol_version, PPS_WIRE_VERSION);
+		snprintf(why, sizeof(why),
+		         "protocol version %u not supported (this server speaks %d)",
+		         hello->protocol_version, PPS_WIRE_VERSION);
 		refuse(s, PPS_WIRE_BYE_VERSION, why);
 		return;
 	}
@@ -281,8 +282,8 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		len = strlen(s->peer);
 		for (unsigned i = 0; i < hello->name_len && len + 2 < sizeof(s->peer); i++)
 			s->peer[len++] = (hello->name[i] >= 0x20 && hello->name[i] < 0x7f)
-						 ? hello->name[i]
-						 : '?';
+			                     ? hello->name[i]
+			                     : '?';
 		s->peer[len++] = '"';
 		s->peer[len] = '\0';
 	}
@@ -353,7 +354,7 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		handle_auth(s, &r->u.auth);
 		return;
 	case PPS_WIRE_CLOCK_PING: {
-		pps_wire_record_t pong = { .kind = PPS_WIRE_CLOCK_PONG };
+		pps_wire_record_t pong = {.kind = PPS_WIRE_CLOCK_PONG};
 		int64_t now = session_now(s);
 
 		if (s->state != PPS_SESSION_STREAMING) {
@@ -379,20 +380,21 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		/* The client lost a layer it was sent (its own decoder failed): ask
 		 * for an IDR as for a base-layer loss seen here; the listener's
 		 * recovery bounds (per client, in time, in bits) decide when. */
-		fprintf(stderr, "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
-			s->peer, r->u.recovery_request.quality_layer,
-			r->u.recovery_request.frame_index);
+		fprintf(stderr,
+		        "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
+		        s->peer, r->u.recovery_request.quality_layer,
+		        r->u.recovery_request.frame_index);
 		s->ready_cb(s->user, s);
 		return;
 	case PPS_WIRE_BYE:
 		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
-			pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
-			r->u.bye.text);
+		        pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
+		        r->u.bye.text);
 		session_close(s);
 		return;
 	default:
 		snprintf(why, sizeof(why), "protocol error: %s is a server record",
-			 pps_wire_kind_name(r->kind));
+		         pps_wire_kind_name(r->kind));
 		refuse(s, PPS_WIRE_BYE_PROTOCOL, why);
 		return;
 	}
@@ -422,7 +424,7 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		if (errno == EAGAIN || errno == EINTR)
 			return;
 		fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n", s->peer,
-			strerror(errno));
+		        strerror(errno));
 		session_close(s);
 		return;
 	}
@@ -450,9 +452,10 @@ read_cb(evutil_socket_t fd, short what, void *user)
 			char why[224];
 
 			snprintf(why, sizeof(why), "protocol error: %s",
-				 pps_wire_parser_error(s->parser));
-			refuse(s, ret == -PPS_WIRE_ERR_VERSION ? PPS_WIRE_BYE_VERSION
-							       : PPS_WIRE_BYE_PROTOCOL,
+			         pps_wire_parser_error(s->parser));
+			refuse(s,
+			       ret == -PPS_WIRE_ERR_VERSION ? PPS_WIRE_BYE_VERSION
+			                                    : PPS_WIRE_BYE_PROTOCOL,
 			       why);
 			return;
 		}
@@ -508,7 +511,7 @@ format_peer(const struct sockaddr *addr, socklen_t len, char *out, size_t size)
 	char host[NI_MAXHOST], port[NI_MAXSERV];
 
 	if (getnameinfo(addr, len, host, sizeof(host), port, sizeof(port),
-			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+	                NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
 		snprintf(out, size, "?");
 		return;
 	}
@@ -517,8 +520,8 @@ format_peer(const struct sockaddr *addr, socklen_t len, char *out, size_t size)
 
 pps_session_t *
 pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, socklen_t addr_len,
-		unsigned id, const pps_session_params_t *params, pps_session_ready_cb ready_cb,
-		pps_session_closed_cb closed_cb, void *user)
+                unsigned id, const pps_session_params_t *params, pps_session_ready_cb ready_cb,
+                pps_session_closed_cb closed_cb, void *user)
 {
 	pps_session_t *s = calloc(1, sizeof(*s));
 	struct timeval hello_tv;
@@ -603,7 +606,7 @@ pps_session_refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *t
 void
 pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *text)
 {
-	pps_wire_record_t bye = { .kind = PPS_WIRE_BYE };
+	pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
 	size_t len = strlen(text);
 
 	if (len > PPS_WIRE_MAX_REASON_BYTES)

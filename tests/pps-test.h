@@ -24,8 +24,8 @@ static int pps_test_failures;
 	do {                                                                                       \
 		long long a_ = (long long)(a), b_ = (long long)(b);                                \
 		if (a_ != b_) {                                                                    \
-			fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n", __FILE__, \
-				__LINE__, #a, #b, a_, b_);                                         \
+			fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n",          \
+			        __FILE__, __LINE__, #a, #b, a_, b_);                               \
 			pps_test_failures++;                                                       \
 		}                                                                                  \
 	} while (0)

@@ -36,7 +36,7 @@ put_u8(writer_t *w, uint8_t v)
 static void
 put_u16(writer_t *w, uint16_t v)
 {
-	uint8_t b[2] = { (uint8_t)(v >> 8), (uint8_t)v };
+	uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
 
 	put_bytes(w, b, 2);
 }
@@ -44,7 +44,7 @@ put_u16(writer_t *w, uint16_t v)
 static void
 put_u32(writer_t *w, uint32_t v)
 {
-	uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
+	uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
 
 	put_bytes(w, b, 4);
 }
@@ -89,7 +89,7 @@ get_u8(reader_t *r)
 static uint16_t
 get_u16(reader_t *r)
 {
-	uint8_t b[2] = { 0, 0 };
+	uint8_t b[2] = {0, 0};
 
 	get_bytes(r, b, 2);
 	return (uint16_t)(b[0] << 8 | b[1]);
@@ -98,7 +98,7 @@ get_u16(reader_t *r)
 static uint32_t
 get_u32(reader_t *r)
 {
-	uint8_t b[4] = { 0, 0, 0, 0 };
+	uint8_t b[4] = {0, 0, 0, 0};
 
 	get_bytes(r, b, 4);
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
@@ -169,16 +169,16 @@ pps_wire_bye_reason_name(unsigned reason)
 
 /* ---- encoding ---------------------------------------------------------- */
 
-#define STREAM_INFO_BYTES 28
-#define WINDOW_BEGIN_BYTES 32
-#define FRAGMENT_FIXED_BYTES 38 /* without deps and payload */
-#define WINDOW_END_BYTES 17
-#define CLOCK_PING_BYTES 12
-#define CLOCK_PONG_BYTES 28
-#define BYE_FIXED_BYTES 3
-#define HELLO_FIXED_BYTES 8
-#define CHALLENGE_BYTES      (1 + PPS_WIRE_NONCE_BYTES)
-#define AUTH_BYTES           (1 + PPS_WIRE_MAC_BYTES)
+#define STREAM_INFO_BYTES      28
+#define WINDOW_BEGIN_BYTES     32
+#define FRAGMENT_FIXED_BYTES   38 /* without deps and payload */
+#define WINDOW_END_BYTES       17
+#define CLOCK_PING_BYTES       12
+#define CLOCK_PONG_BYTES       28
+#define BYE_FIXED_BYTES        3
+#define HELLO_FIXED_BYTES      8
+#define CHALLENGE_BYTES        (1 + PPS_WIRE_NONCE_BYTES)
+#define AUTH_BYTES             (1 + PPS_WIRE_MAC_BYTES)
 #define RECOVERY_REQUEST_BYTES 5
 
 size_t
@@ -241,7 +241,7 @@ long
 pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 {
 	long size = pps_wire_record_size(r);
-	writer_t w = { .p = buf, .end = buf + capacity };
+	writer_t w = {.p = buf, .end = buf + capacity};
 
 	if (size < 0)
 		return size;
@@ -363,12 +363,12 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 
 struct pps_wire_parser {
 	size_t max_record_bytes;
-	size_t have;     /* bytes of the current record in buf */
-	size_t need;     /* header + body length once the header is in, else header */
-	bool returned;   /* the record in buf was handed out by the last call */
-	int error;       /* negative pps_wire_error_t once failed */
+	size_t have;   /* bytes of the current record in buf */
+	size_t need;   /* header + body length once the header is in, else header */
+	bool returned; /* the record in buf was handed out by the last call */
+	int error;     /* negative pps_wire_error_t once failed */
 	char message[192];
-	uint8_t buf[];   /* max_record_bytes */
+	uint8_t buf[]; /* max_record_bytes */
 };
 
 pps_wire_parser_t *
@@ -429,7 +429,7 @@ check_length(pps_wire_parser_t *p, const reader_t *r, const char *kind)
 		return fail(p, PPS_WIRE_ERR_SHORT, "%s: body shorter than its fields", kind);
 	if (r->p != r->end)
 		return fail(p, PPS_WIRE_ERR_TRAILING, "%s: %zu bytes of trailing garbage", kind,
-			    (size_t)(r->end - r->p));
+		            (size_t)(r->end - r->p));
 	return 0;
 }
 
@@ -451,10 +451,10 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		if (!r->short_read && h->max_record_bytes &&
 		    h->max_record_bytes < PPS_WIRE_MIN_MAX_RECORD_BYTES)
 			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: max_record_bytes %u below %d",
-				    h->max_record_bytes, PPS_WIRE_MIN_MAX_RECORD_BYTES);
+			            h->max_record_bytes, PPS_WIRE_MIN_MAX_RECORD_BYTES);
 		if (h->name_len > PPS_WIRE_MAX_NAME_BYTES)
 			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: name_len %u over %d",
-				    h->name_len, PPS_WIRE_MAX_NAME_BYTES);
+			            h->name_len, PPS_WIRE_MAX_NAME_BYTES);
 		if (!get_bytes(r, h->name, h->name_len))
 			return check_length(p, r, name);
 		if (memchr(h->name, '\0', h->name_len))
@@ -463,7 +463,7 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		h->auth_len = get_u8(r);
 		if (h->auth_len > PPS_WIRE_MAX_AUTH_BYTES)
 			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: auth_len %u over %d",
-				    h->auth_len, PPS_WIRE_MAX_AUTH_BYTES);
+			            h->auth_len, PPS_WIRE_MAX_AUTH_BYTES);
 		get_bytes(r, h->auth, h->auth_len);
 		return check_length(p, r, name);
 	}
@@ -491,20 +491,20 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			return ret;
 		if (s->protocol_version != PPS_WIRE_VERSION)
 			return fail(p, PPS_WIRE_ERR_VERSION,
-				    "STREAM_INFO: protocol_version %u, expected %d",
-				    s->protocol_version, PPS_WIRE_VERSION);
+			            "STREAM_INFO: protocol_version %u, expected %d",
+			            s->protocol_version, PPS_WIRE_VERSION);
 		if (!s->width || !s->height || !s->base_width || !s->base_height)
 			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: zero picture size");
 		if (!s->fps_num || !s->fps_den)
 			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: frame rate %u/%u",
-				    s->fps_num, s->fps_den);
+			            s->fps_num, s->fps_den);
 		if (s->window_frames < 1 || s->window_frames > 64)
-			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: window_frames %u not 1..64",
-				    s->window_frames);
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "STREAM_INFO: window_frames %u not 1..64", s->window_frames);
 		if (s->temporal_layers < 1 || s->temporal_layers > 4 || s->quality_layers < 1 ||
 		    s->quality_layers > 4)
 			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: layers %ux%u not 1..4",
-				    s->temporal_layers, s->quality_layers);
+			            s->temporal_layers, s->quality_layers);
 		return 0;
 	}
 	case PPS_WIRE_WINDOW_BEGIN: {
@@ -536,14 +536,13 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			return check_length(p, r, name);
 		if (f->frame_type > 3)
 			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: frame_type %u not 0..3",
-				    f->frame_type);
+			            f->frame_type);
 		if (f->temporal_layer > 3 || f->quality_layer > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD,
-				    "ADU_FRAGMENT: layer t%u q%u not 0..3", f->temporal_layer,
-				    f->quality_layer);
+			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: layer t%u q%u not 0..3",
+			            f->temporal_layer, f->quality_layer);
 		if (f->dep_count > PPS_WIRE_MAX_DEPS)
 			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: dep_count %u over %d",
-				    f->dep_count, PPS_WIRE_MAX_DEPS);
+			            f->dep_count, PPS_WIRE_MAX_DEPS);
 		for (unsigned i = 0; i < f->dep_count; i++)
 			f->deps[i] = get_u32(r);
 		f->offset = get_u32(r);
@@ -557,8 +556,8 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: empty payload");
 		if ((uint64_t)f->offset + f->payload_len > f->total_bytes)
 			return fail(p, PPS_WIRE_ERR_FIELD,
-				    "ADU_FRAGMENT: offset %u + length %u exceeds total_bytes %u",
-				    f->offset, f->payload_len, f->total_bytes);
+			            "ADU_FRAGMENT: offset %u + length %u exceeds total_bytes %u",
+			            f->offset, f->payload_len, f->total_bytes);
 		return 0;
 	}
 	case PPS_WIRE_WINDOW_END: {
@@ -576,11 +575,11 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			return ret;
 		if (e->flags & ~PPS_WIRE_WINDOW_END_DROPPED)
 			return fail(p, PPS_WIRE_ERR_FIELD, "WINDOW_END: unknown flags 0x%02x",
-				    e->flags);
+			            e->flags);
 		if ((e->flags & PPS_WIRE_WINDOW_END_DROPPED) && e->adus_sent)
 			return fail(p, PPS_WIRE_ERR_FIELD,
-				    "WINDOW_END: window marked dropped but adus_sent %u",
-				    e->adus_sent);
+			            "WINDOW_END: window marked dropped but adus_sent %u",
+			            e->adus_sent);
 		return 0;
 	}
 	case PPS_WIRE_CLOCK_PING:
@@ -599,8 +598,8 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		b->reason = get_u16(r);
 		b->text_len = get_u8(r);
 		if (b->text_len > PPS_WIRE_MAX_REASON_BYTES)
-			return fail(p, PPS_WIRE_ERR_FIELD, "BYE: text_len %u over %d",
-				    b->text_len, PPS_WIRE_MAX_REASON_BYTES);
+			return fail(p, PPS_WIRE_ERR_FIELD, "BYE: text_len %u over %d", b->text_len,
+			            PPS_WIRE_MAX_REASON_BYTES);
 		get_bytes(r, b->text, b->text_len);
 		b->text[r->short_read ? 0 : b->text_len] = '\0';
 		return check_length(p, r, name);
@@ -635,8 +634,8 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			return ret;
 		if (out->u.recovery_request.quality_layer > 3)
 			return fail(p, PPS_WIRE_ERR_FIELD,
-				    "RECOVERY_REQUEST: quality_layer %u not 0..3",
-				    out->u.recovery_request.quality_layer);
+			            "RECOVERY_REQUEST: quality_layer %u not 0..3",
+			            out->u.recovery_request.quality_layer);
 		return 0;
 	}
 	}
@@ -645,7 +644,7 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 
 int
 pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
-		     pps_wire_record_t *out)
+                     pps_wire_record_t *out)
 {
 	if (p->error)
 		return p->error;
@@ -672,23 +671,22 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 
 			if (version != PPS_WIRE_VERSION)
 				return fail(p, PPS_WIRE_ERR_VERSION,
-					    "record header: version %u, expected %d", version,
-					    PPS_WIRE_VERSION);
+				            "record header: version %u, expected %d", version,
+				            PPS_WIRE_VERSION);
 			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_RECOVERY_REQUEST)
 				return fail(p, PPS_WIRE_ERR_KIND, "record header: kind %u unknown",
-					    kind);
+				            kind);
 			if (PPS_WIRE_HEADER_BYTES + body > p->max_record_bytes)
 				return fail(p, PPS_WIRE_ERR_TOO_LONG,
-					    "%s: length %zu over the maximum %zu",
-					    pps_wire_kind_name(kind), body,
-					    p->max_record_bytes - PPS_WIRE_HEADER_BYTES);
+				            "%s: length %zu over the maximum %zu",
+				            pps_wire_kind_name(kind), body,
+				            p->max_record_bytes - PPS_WIRE_HEADER_BYTES);
 			p->need = PPS_WIRE_HEADER_BYTES + body;
 			if (body > 0)
 				continue;
 		}
 		{
-			reader_t r = { .p = p->buf + PPS_WIRE_HEADER_BYTES,
-				       .end = p->buf + p->need };
+			reader_t r = {.p = p->buf + PPS_WIRE_HEADER_BYTES, .end = p->buf + p->need};
 			int ret = decode_body(p, p->buf[1], &r, out);
 
 			if (ret < 0)

@@ -23,30 +23,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PPS_WIRE_VERSION 1
+#define PPS_WIRE_VERSION      1
 #define PPS_WIRE_HEADER_BYTES 4
 /* Largest record the format can express (header + 65535 body bytes). */
 #define PPS_WIRE_MAX_RECORD_BYTES (PPS_WIRE_HEADER_BYTES + 65535)
-#define PPS_WIRE_MAX_NAME_BYTES 64
-#define PPS_WIRE_MAX_AUTH_BYTES 64
+#define PPS_WIRE_MAX_NAME_BYTES   64
+#define PPS_WIRE_MAX_AUTH_BYTES   64
 #define PPS_WIRE_MAX_REASON_BYTES 200
-#define PPS_WIRE_MAX_DEPS 4
+#define PPS_WIRE_MAX_DEPS         4
 /* Largest record a receiver must accept unless its HELLO asks for less or more. */
 #define PPS_WIRE_DEFAULT_MAX_RECORD_BYTES 16384
 /* Smallest limit a receiver may ask for: a packet of control records fits. */
 #define PPS_WIRE_MIN_MAX_RECORD_BYTES 256
 
 typedef enum {
-	PPS_WIRE_HELLO = 1,        /* client -> server, first record */
-	PPS_WIRE_STREAM_INFO = 2,  /* server -> client, first record */
-	PPS_WIRE_WINDOW_BEGIN = 3, /* server -> client */
-	PPS_WIRE_ADU_FRAGMENT = 4, /* server -> client */
-	PPS_WIRE_WINDOW_END = 5,   /* server -> client */
-	PPS_WIRE_CLOCK_PING = 6,   /* client -> server */
-	PPS_WIRE_CLOCK_PONG = 7,   /* server -> client */
-	PPS_WIRE_BYE = 8,          /* either way, last record */
-	PPS_WIRE_CHALLENGE = 9,    /* server -> client, answers a HELLO asking for one */
-	PPS_WIRE_AUTH = 10,        /* client -> server, answers CHALLENGE */
+	PPS_WIRE_HELLO = 1,             /* client -> server, first record */
+	PPS_WIRE_STREAM_INFO = 2,       /* server -> client, first record */
+	PPS_WIRE_WINDOW_BEGIN = 3,      /* server -> client */
+	PPS_WIRE_ADU_FRAGMENT = 4,      /* server -> client */
+	PPS_WIRE_WINDOW_END = 5,        /* server -> client */
+	PPS_WIRE_CLOCK_PING = 6,        /* client -> server */
+	PPS_WIRE_CLOCK_PONG = 7,        /* server -> client */
+	PPS_WIRE_BYE = 8,               /* either way, last record */
+	PPS_WIRE_CHALLENGE = 9,         /* server -> client, answers a HELLO asking for one */
+	PPS_WIRE_AUTH = 10,             /* client -> server, answers CHALLENGE */
 	PPS_WIRE_RECOVERY_REQUEST = 11, /* client -> server: lost a layer, asks for an IDR */
 } pps_wire_kind_t;
 
@@ -60,20 +60,20 @@ typedef enum {
 
 /* Reasons carried by BYE. */
 typedef enum {
-	PPS_WIRE_BYE_NORMAL = 0,        /* shutting down */
-	PPS_WIRE_BYE_SERVER_FULL = 1,   /* max_clients reached */
-	PPS_WIRE_BYE_PROTOCOL = 2,      /* malformed or unexpected record */
-	PPS_WIRE_BYE_VERSION = 3,       /* unsupported protocol version */
-	PPS_WIRE_BYE_INTERNAL = 4,      /* the sender failed */
-	PPS_WIRE_BYE_UNAUTHORIZED = 5,  /* HELLO without the server's access token */
-	PPS_WIRE_BYE_TOO_SLOW = 6,      /* the client took no data for too long */
+	PPS_WIRE_BYE_NORMAL = 0,       /* shutting down */
+	PPS_WIRE_BYE_SERVER_FULL = 1,  /* max_clients reached */
+	PPS_WIRE_BYE_PROTOCOL = 2,     /* malformed or unexpected record */
+	PPS_WIRE_BYE_VERSION = 3,      /* unsupported protocol version */
+	PPS_WIRE_BYE_INTERNAL = 4,     /* the sender failed */
+	PPS_WIRE_BYE_UNAUTHORIZED = 5, /* HELLO without the server's access token */
+	PPS_WIRE_BYE_TOO_SLOW = 6,     /* the client took no data for too long */
 } pps_wire_bye_reason_t;
 
 typedef struct {
 	uint16_t protocol_version;
 	uint16_t flags;            /* PPS_WIRE_HELLO_*; other bits reserved (0, ignored) */
 	uint16_t max_record_bytes; /* largest record the client accepts, header included;
-				    * 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
+	                            * 0 = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES */
 	uint8_t name_len;
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* NUL-terminated copy */
 	uint8_t auth_len; /* legacy plaintext token: servers refuse it (use the challenge) */
@@ -82,8 +82,8 @@ typedef struct {
 
 typedef struct {
 	uint16_t protocol_version;
-	uint8_t codec;           /* 1 = H.264 layered (base + residual enhancement) */
-	uint8_t upscale_filter;  /* id of the base-layer upscaler both ends share */
+	uint8_t codec;          /* 1 = H.264 layered (base + residual enhancement) */
+	uint8_t upscale_filter; /* id of the base-layer upscaler both ends share */
 	uint16_t width, height;
 	uint16_t base_width, base_height;
 	uint16_t fps_num, fps_den;
@@ -117,8 +117,8 @@ typedef struct {
 	uint8_t dep_count;
 	uint16_t priority; /* 0 = most important, sent first */
 	uint32_t deps[PPS_WIRE_MAX_DEPS];
-	uint32_t offset;       /* of this fragment's payload in the ADU */
-	uint32_t total_bytes;  /* of the whole ADU */
+	uint32_t offset;      /* of this fragment's payload in the ADU */
+	uint32_t total_bytes; /* of the whole ADU */
 	uint16_t payload_len;
 	const uint8_t *payload; /* decode: points into the parser, valid until its next call */
 } pps_wire_adu_fragment_t;
@@ -208,12 +208,12 @@ long pps_wire_encode(const pps_wire_record_t *record, uint8_t *buf, size_t capac
 /* Parser errors, returned negated by pps_wire_parser_next(). */
 typedef enum {
 	PPS_WIRE_OK = 0,
-	PPS_WIRE_ERR_VERSION,   /* header version is not PPS_WIRE_VERSION */
-	PPS_WIRE_ERR_KIND,      /* unknown record kind */
-	PPS_WIRE_ERR_TOO_LONG,  /* length over the configured maximum */
-	PPS_WIRE_ERR_SHORT,     /* body shorter than its kind's fields */
-	PPS_WIRE_ERR_TRAILING,  /* body longer than its kind's fields */
-	PPS_WIRE_ERR_FIELD,     /* a field out of range (names it in the message) */
+	PPS_WIRE_ERR_VERSION,  /* header version is not PPS_WIRE_VERSION */
+	PPS_WIRE_ERR_KIND,     /* unknown record kind */
+	PPS_WIRE_ERR_TOO_LONG, /* length over the configured maximum */
+	PPS_WIRE_ERR_SHORT,    /* body shorter than its kind's fields */
+	PPS_WIRE_ERR_TRAILING, /* body longer than its kind's fields */
+	PPS_WIRE_ERR_FIELD,    /* a field out of range (names it in the message) */
 } pps_wire_error_t;
 
 typedef struct pps_wire_parser pps_wire_parser_t;
@@ -234,7 +234,7 @@ void pps_wire_parser_free(pps_wire_parser_t *parser);
  * pps_wire_parser_error(). After an error every call fails the same way.
  */
 int pps_wire_parser_next(pps_wire_parser_t *parser, const uint8_t **data, size_t *len,
-			 pps_wire_record_t *out);
+                         pps_wire_record_t *out);
 
 /* The last error as one line naming the record and field, or "". */
 const char *pps_wire_parser_error(const pps_wire_parser_t *parser);

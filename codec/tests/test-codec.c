@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W 320
-#define H 240
-#define FRAMES 64
+#define W         320
+#define H         240
+#define FRAMES    64
 #define MARGIN_DB 0.5
-#define T0_US 1700000000000000LL
+#define T0_US     1700000000000000LL
 
 static pps_adu_t *adus[FRAMES * 4];
 static int adu_count;
@@ -33,14 +33,14 @@ static pps_stream_params_t stream;
 static pps_frame_t *source[FRAMES];
 
 static int failures;
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			failures++;                                                        \
-		}                                                                          \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fprintf(stderr, "\n");                                                     \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static void
@@ -55,10 +55,20 @@ static void
 encode_sequence(void)
 {
 	pps_encoder_params_t p = {
-		.width = W, .height = H, .fps = 30, .temporal_layers = 3, .quality_layers = 2,
-		.base_scale = 2, .gop_frames = 32, .window_frames = 4, .preset = "veryfast",
-		.threads = 1, .base_crf = 30, .base_vbv_kbps = 0, .enhancement_crf = 26,
-		.enhancement_vbv_kbps = 0,
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = 3,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 32,
+	    .window_frames = 4,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 30,
+	    .base_vbv_kbps = 0,
+	    .enhancement_crf = 26,
+	    .enhancement_vbv_kbps = 0,
 	};
 	pps_encoder_t *e = pps_encoder_new(&p);
 
@@ -118,8 +128,8 @@ on_frame(const pps_decoded_frame_t *f, void *user)
 		r->shown[n] = true;
 		r->psnr[n] = pps_testutil_psnr_y(&f->picture, source[n]);
 		r->timecode_ok[n] = pps_timecode_read(f->picture.planes[0], f->picture.strides[0],
-						      W, H, &tc_index, &tc_us) == 0 &&
-				    tc_index == n && tc_us == T0_US + n * 33333LL;
+		                                      W, H, &tc_index, &tc_us) == 0 &&
+		                    tc_index == n && tc_us == T0_US + n * 33333LL;
 	}
 }
 
@@ -146,20 +156,40 @@ decode(keep_fn keep, result_t *r)
 	CHECK(r->order_ok, "frames out of display order");
 }
 
-static bool keep_all(const pps_adu_info_t *i) { (void)i; return true; }
-static bool keep_base(const pps_adu_info_t *i) { return i->quality_layer == 0; }
-static bool keep_no_top(const pps_adu_info_t *i) { return i->temporal_layer < 2; }
-static bool keep_no_b(const pps_adu_info_t *i) { return i->temporal_layer == 0; }
-static bool keep_enh_until_30(const pps_adu_info_t *i)
+static bool
+keep_all(const pps_adu_info_t *i)
+{
+	(void)i;
+	return true;
+}
+static bool
+keep_base(const pps_adu_info_t *i)
+{
+	return i->quality_layer == 0;
+}
+static bool
+keep_no_top(const pps_adu_info_t *i)
+{
+	return i->temporal_layer < 2;
+}
+static bool
+keep_no_b(const pps_adu_info_t *i)
+{
+	return i->temporal_layer == 0;
+}
+static bool
+keep_enh_until_30(const pps_adu_info_t *i)
 {
 	return i->quality_layer == 0 || i->frame_index < 30;
 }
 /* A base P in the middle of the first GOP, and an enhancement P in the second. */
-static bool keep_no_base_p12(const pps_adu_info_t *i)
+static bool
+keep_no_base_p12(const pps_adu_info_t *i)
 {
 	return !(i->frame_index == 12 && i->quality_layer == 0);
 }
-static bool keep_no_enh_p44(const pps_adu_info_t *i)
+static bool
+keep_no_enh_p44(const pps_adu_info_t *i)
 {
 	return !(i->frame_index == 44 && i->quality_layer == 1);
 }
@@ -187,8 +217,8 @@ static int
 case_structure(void)
 {
 	int last_window = 0, pictures = 0, fillers = 0, minigops = 0;
-	uint32_t last_filler[2] = { 0, 0 }; /* per quality layer */
-	int64_t closed = -1; /* frames <= this had their filler ADUs */
+	uint32_t last_filler[2] = {0, 0}; /* per quality layer */
+	int64_t closed = -1;              /* frames <= this had their filler ADUs */
 
 	for (int i = 0; i < adu_count; i++) {
 		const pps_adu_info_t *a = pps_adu_info(adus[i]);
@@ -200,8 +230,8 @@ case_structure(void)
 		      last_window);
 		last_window = window;
 		/* Emitted in the call that input the frame's anchor: no extra delay. */
-		CHECK(emitted_in_call[i] == (anchor ? (int)a->frame_index
-						    : (int)((a->frame_index + 3) / 4 * 4)),
+		CHECK(emitted_in_call[i] ==
+		          (anchor ? (int)a->frame_index : (int)((a->frame_index + 3) / 4 * 4)),
 		      "frame %u emitted at call %d", a->frame_index, emitted_in_call[i]);
 		for (int d = 0; d < a->dep_count; d++) {
 			bool found = false;
@@ -212,15 +242,17 @@ case_structure(void)
 
 					found = true;
 					CHECK((b->frame_index + 3) / 4 == (uint32_t)window ||
-						      b->frame_type <= PPS_ADU_FRAME_P,
+					          b->frame_type <= PPS_ADU_FRAME_P,
 					      "dependency into another window's B frame");
-					CHECK(b->quality_layer <= a->quality_layer, "dep on a higher layer");
+					CHECK(b->quality_layer <= a->quality_layer,
+					      "dep on a higher layer");
 					/* Fillers need their anchor, in their own layer only. */
 					if (is_filler(adus[i]))
 						CHECK(b->quality_layer == a->quality_layer &&
-							      b->frame_index == a->frame_index &&
-							      !is_filler(adus[j]),
-						      "filler ADU %u depends on ADU %u", a->id, b->id);
+						          b->frame_index == a->frame_index &&
+						          !is_filler(adus[j]),
+						      "filler ADU %u depends on ADU %u", a->id,
+						      b->id);
 				}
 			CHECK(found, "ADU %u depends on %u, not emitted before", a->id, a->deps[d]);
 		}
@@ -229,7 +261,7 @@ case_structure(void)
 			 * it, two pictures (num_reorder_frames with a B pyramid). */
 			fillers++;
 			CHECK(a->frame_type == PPS_ADU_FRAME_P && a->temporal_layer == 0 &&
-				      a->dep_count == 1,
+			          a->dep_count == 1,
 			      "filler ADU %u: type %u, layer %u, %u deps", a->id, a->frame_type,
 			      a->temporal_layer, a->dep_count);
 			CHECK((pps_adu_data(adus[i])[0] & PPS_CODEC_ADU_COUNT_MASK) == 2,
@@ -250,7 +282,8 @@ case_structure(void)
 			      "anchor ADU %u does not depend on filler ADU %u", a->id,
 			      last_filler[a->quality_layer]);
 		if (a->frame_index % 32 == 0)
-			CHECK(a->frame_type == PPS_ADU_FRAME_IDR, "frame %u not IDR", a->frame_index);
+			CHECK(a->frame_type == PPS_ADU_FRAME_IDR, "frame %u not IDR",
+			      a->frame_index);
 		if (a->frame_index % 32 >= 29)
 			CHECK(a->frame_type == PPS_ADU_FRAME_P, "frame %u before IDR not P",
 			      a->frame_index);
@@ -345,7 +378,7 @@ case_ref_mid_gop(void)
 		CHECK(r.reported[n] || n == 12, "frame %d not reported", n);
 		if (lost && n != 12)
 			CHECK(!r.shown[n] && (r.flags[n] & PPS_DECODER_FRAME_UNDECODABLE) &&
-				      (r.flags[n] & PPS_DECODER_FRAME_REPEATED),
+			          (r.flags[n] & PPS_DECODER_FRAME_REPEATED),
 			      "frame %d: shown %d flags %x", n, r.shown[n], r.flags[n]);
 		else if (!lost)
 			CHECK(r.shown[n] && r.flags[n] == 0 && r.layers[n] == 2, "frame %d", n);
@@ -357,7 +390,7 @@ case_ref_mid_gop(void)
 	for (int n = 0; n < FRAMES; n++) {
 		if (n >= 41)
 			CHECK(r.shown[n] && r.layers[n] == 1 &&
-				      (n == 44 || (r.flags[n] & PPS_DECODER_FRAME_UNDECODABLE)),
+			          (n == 44 || (r.flags[n] & PPS_DECODER_FRAME_UNDECODABLE)),
 			      "frame %d: layers %d flags %x", n, r.layers[n], r.flags[n]);
 		else
 			CHECK(r.shown[n] && r.layers[n] == 2, "frame %d", n);
@@ -393,7 +426,7 @@ on_cut_frame(const pps_decoded_frame_t *f, void *user)
 static int
 case_enh_filler_cut(void)
 {
-	cut_t c = { .last_output = -1 };
+	cut_t c = {.last_output = -1};
 	pps_decoder_t *d = pps_decoder_new(&stream, on_cut_frame, &c);
 	int64_t out_after_window6 = -1;
 
@@ -430,8 +463,8 @@ case_enh_filler_cut(void)
 
 /* ----------------------------------------------------- reorder holdback */
 
-#define HOLDBACK_FRAMES 64
-#define HOLDBACK_IDR_AT 41 /* an out-of-period IDR request: a forced-P run */
+#define HOLDBACK_FRAMES   64
+#define HOLDBACK_IDR_AT   41 /* an out-of-period IDR request: a forced-P run */
 #define HOLDBACK_MAX_ADUS (HOLDBACK_FRAMES * 6)
 
 typedef struct {
@@ -472,10 +505,10 @@ on_holdback_frame(const pps_decoded_frame_t *f, void *user)
  */
 static void
 holdback_decode(const adu_list_t *list, const pps_stream_params_t *sp, keep_fn keep,
-		const char *what)
+                const char *what)
 {
 	uint32_t w = (uint32_t)sp->window_frames;
-	holdback_t h = { .last_output = -1 };
+	holdback_t h = {.last_output = -1};
 	int boundaries = 0, late = 0, max_lag_frames = 0;
 	pps_decoder_t *d = pps_decoder_new(sp, on_holdback_frame, &h);
 
@@ -511,9 +544,10 @@ holdback_decode(const adu_list_t *list, const pps_stream_params_t *sp, keep_fn k
 	}
 	pps_decoder_drain(d);
 	pps_decoder_free(d);
-	fprintf(stderr, "%s: %d windows, %d with frames held back (up to %d frames); "
-		"frames output by the window's last push:", what, boundaries, late,
-		max_lag_frames);
+	fprintf(stderr,
+	        "%s: %d windows, %d with frames held back (up to %d frames); "
+	        "frames output by the window's last push:",
+	        what, boundaries, late, max_lag_frames);
 	for (int n = 0; n <= HOLDBACK_FRAMES; n++)
 		if (h.pushes_outputs[n])
 			fprintf(stderr, " %d x %d", h.pushes_outputs[n], n);
@@ -524,15 +558,24 @@ static int
 case_holdback(int temporal_layers, int window_frames)
 {
 	pps_encoder_params_t p = {
-		.width = W, .height = H, .fps = 30, .temporal_layers = temporal_layers,
-		.quality_layers = 2, .base_scale = 2, .gop_frames = 32,
-		.window_frames = window_frames, .preset = "veryfast", .threads = 1,
-		.base_crf = 30, .base_vbv_kbps = 0, .enhancement_crf = 26,
-		.enhancement_vbv_kbps = 0,
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = temporal_layers,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 32,
+	    .window_frames = window_frames,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 30,
+	    .base_vbv_kbps = 0,
+	    .enhancement_crf = 26,
+	    .enhancement_vbv_kbps = 0,
 	};
 	pps_encoder_t *e = pps_encoder_new(&p);
 	pps_frame_t *frame = pps_frame_new(W, H);
-	adu_list_t list = { .count = 0 };
+	adu_list_t list = {.count = 0};
 	pps_stream_params_t sp;
 	char what[64];
 
@@ -558,7 +601,7 @@ case_holdback(int temporal_layers, int window_frames)
 	holdback_decode(&list, &sp, keep_base, what);
 	if (temporal_layers == 3) {
 		snprintf(what, sizeof(what), "%dT/W%d no top temporal", temporal_layers,
-			 window_frames);
+		         window_frames);
 		holdback_decode(&list, &sp, keep_no_top, what);
 	}
 	snprintf(what, sizeof(what), "%dT/W%d anchors only", temporal_layers, window_frames);
@@ -570,7 +613,6 @@ case_holdback(int temporal_layers, int window_frames)
 	return 0;
 }
 
-
 /* Noise (like videotestsrc's snow): no encoder can code it small at any CRF. */
 static void
 fill_noise(pps_frame_t *f, uint32_t seed)
@@ -581,7 +623,8 @@ fill_noise(pps_frame_t *f, uint32_t seed)
 		for (int y = 0; y < h; y++)
 			for (int x = 0; x < w; x++) {
 				seed = seed * 1664525u + 1013904223u;
-				f->planes[pl][(size_t)y * f->strides[pl] + x] = (uint8_t)(seed >> 24);
+				f->planes[pl][(size_t)y * f->strides[pl] + x] =
+				    (uint8_t)(seed >> 24);
 			}
 	}
 }
@@ -614,19 +657,29 @@ static int
 case_rates(void)
 {
 	pps_encoder_params_t p = {
-		.width = W, .height = H, .fps = 30, .temporal_layers = 2, .quality_layers = 2,
-		.base_scale = 2, .gop_frames = 30, .window_frames = 2, .preset = "veryfast",
-		.threads = 1, .base_crf = 20, .base_vbv_kbps = 0, .enhancement_crf = 20,
-		.enhancement_vbv_kbps = 0, .rate_adaptive = true,
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = 2,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 30,
+	    .window_frames = 2,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 20,
+	    .base_vbv_kbps = 0,
+	    .enhancement_crf = 20,
+	    .enhancement_vbv_kbps = 0,
+	    .rate_adaptive = true,
 	};
-	pps_encoder_rates_t high = { .kbps = { 3000, 6000 }, .buffer_kbit = { 1500, 3000 },
-				     .crf = { 20, 20 } };
-	pps_encoder_rates_t low = { .kbps = { 300, 600 }, .buffer_kbit = { 40, 300 },
-				    .crf = { 26, 24 } };
+	pps_encoder_rates_t high = {
+	    .kbps = {3000, 6000}, .buffer_kbit = {1500, 3000}, .crf = {20, 20}};
+	pps_encoder_rates_t low = {.kbps = {300, 600}, .buffer_kbit = {40, 300}, .crf = {26, 24}};
 	pps_encoder_rates_t bad = low;
 	pps_encoder_t *e = pps_encoder_new(&p);
 	pps_frame_t *frame = pps_frame_new(W, H);
-	rate_count_t hi = { .counting = false }, lo = { .counting = false };
+	rate_count_t hi = {.counting = false}, lo = {.counting = false};
 	pps_encoder_stats_t st;
 	double hi_kbps[2], lo_kbps[2];
 
@@ -655,9 +708,10 @@ case_rates(void)
 		hi_kbps[q] = (double)hi.bytes[q] * 8 * 30 / 60 / 1000;
 		lo_kbps[q] = (double)lo.bytes[q] * 8 * 30 / 60 / 1000;
 	}
-	fprintf(stderr, "rates: base %.0f -> %.0f kbit/s (cap 3000 -> 300), enhancement %.0f -> %.0f "
-			"(6000 -> 600); largest base ADU at 300 kbit/s: %zu bytes (buffer 40 kbit)\n",
-		hi_kbps[0], lo_kbps[0], hi_kbps[1], lo_kbps[1], lo.max_base_bytes);
+	fprintf(stderr,
+	        "rates: base %.0f -> %.0f kbit/s (cap 3000 -> 300), enhancement %.0f -> %.0f "
+	        "(6000 -> 600); largest base ADU at 300 kbit/s: %zu bytes (buffer 40 kbit)\n",
+	        hi_kbps[0], lo_kbps[0], hi_kbps[1], lo_kbps[1], lo.max_base_bytes);
 	CHECK(lo_kbps[0] <= 300 * 1.3, "base %.0f kbit/s over its 300 kbit/s cap", lo_kbps[0]);
 	CHECK(lo_kbps[1] <= 600 * 1.3, "enhancement %.0f kbit/s over 600", lo_kbps[1]);
 	CHECK(hi_kbps[0] > 2 * lo_kbps[0], "base did not follow: %.0f vs %.0f", hi_kbps[0],

@@ -37,22 +37,22 @@
 
 #include "pps-minbuf.h"
 
-#define SKIP 77
-#define TOTAL_BYTES (12u * 1024u * 1024u)
+#define SKIP             77
+#define TOTAL_BYTES      (12u * 1024u * 1024u)
 #define READ_CHUNK_BYTES (24u * 1024u)
-#define READ_TICK_US 1000
-#define RCVBUF_BYTES (96 * 1024)
-#define MAXSEG_BYTES 1448
+#define READ_TICK_US     1000
+#define RCVBUF_BYTES     (96 * 1024)
+#define MAXSEG_BYTES     1448
 
 static int failures;
-#define CHECK(cond, ...)                                                                    \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-			fprintf(stderr, __VA_ARGS__);                                       \
-			fputc('\n', stderr);                                                \
-			failures++;                                                         \
-		}                                                                           \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 typedef enum { TEST_BOUND, TEST_MSS, TEST_TCP } test_kind_t;
@@ -76,7 +76,7 @@ typedef struct {
 	uint32_t batch_fills; /* packets filled since the writer's last sample */
 	uint64_t fills;
 	uint64_t bound_checks;
-	int max_over;          /* independent check: held - bound, max over all fills */
+	int max_over; /* independent check: held - bound, max over all fills */
 	uint32_t max_held_pkts;
 	uint32_t max_notsent_pkts;
 	uint32_t last_mss;
@@ -88,19 +88,22 @@ typedef struct {
 	bool finished;
 } ctx_t;
 
-static uint8_t pattern(uint64_t off)
+static uint8_t
+pattern(uint64_t off)
 {
 	return (uint8_t)(off % 251u);
 }
 
-static int tcp_info_of(int fd, struct tcp_info *ti)
+static int
+tcp_info_of(int fd, struct tcp_info *ti)
 {
 	socklen_t len = sizeof(*ti);
 	memset(ti, 0, sizeof(*ti));
 	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len);
 }
 
-static int set_lo_mtu(int sock, int mtu)
+static int
+set_lo_mtu(int sock, int mtu)
 {
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
@@ -117,7 +120,8 @@ static int set_lo_mtu(int sock, int mtu)
 
 /* ---- reader thread: reads READ_CHUNK_BYTES per tick and checks the bytes ---- */
 
-static void on_read_tick(evutil_socket_t fd, short what, void *arg)
+static void
+on_read_tick(evutil_socket_t fd, short what, void *arg)
 {
 	ctx_t *c = arg;
 	static uint8_t buf[READ_CHUNK_BYTES];
@@ -154,10 +158,11 @@ static void on_read_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void *reader_main(void *arg)
+static void *
+reader_main(void *arg)
 {
 	ctx_t *c = arg;
-	struct timeval tv = { 0, READ_TICK_US };
+	struct timeval tv = {0, READ_TICK_US};
 	c->rbase = event_base_new();
 	c->rtick = event_new(c->rbase, -1, EV_PERSIST, on_read_tick, c);
 	event_add(c->rtick, &tv);
@@ -177,7 +182,8 @@ static void *reader_main(void *arg)
  * only lower held or raise cwnd and sacked (cubic on loopback never lowers
  * cwnd without loss), so any excess is the writer's fault.
  */
-static void check_bound(ctx_t *c, size_t mss)
+static void
+check_bound(ctx_t *c, size_t mss)
 {
 	struct tcp_info ti;
 	int outq = 0;
@@ -201,7 +207,8 @@ static void check_bound(ctx_t *c, size_t mss)
 	c->bound_checks++;
 }
 
-static int fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
+static int
+fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 {
 	ctx_t *c = user;
 	if (c->produced >= TOTAL_BYTES)
@@ -245,21 +252,24 @@ static int fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 	return 1;
 }
 
-static void on_sample(void *user, const pps_minbuf_sample_t *s)
+static void
+on_sample(void *user, const pps_minbuf_sample_t *s)
 {
 	ctx_t *c = user;
 	(void)s;
 	c->batch_fills = 0;
 }
 
-static void on_error(void *user, int err)
+static void
+on_error(void *user, int err)
 {
 	ctx_t *c = user;
 	CHECK(0, "writer error %s", strerror(-err));
 	event_base_loopbreak(c->base);
 }
 
-static void on_done(evutil_socket_t fd, short what, void *arg)
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
 {
 	ctx_t *c = arg;
 	(void)fd;
@@ -268,7 +278,8 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(c->base);
 }
 
-static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+static void
+on_watchdog(evutil_socket_t fd, short what, void *arg)
 {
 	ctx_t *c = arg;
 	(void)fd;
@@ -278,9 +289,10 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(c->base);
 }
 
-static int connect_pair(int *wfd, int *rfd)
+static int
+connect_pair(int *wfd, int *rfd)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof(a);
 	int one = 1, maxseg = MAXSEG_BYTES, rcvbuf = RCVBUF_BYTES;
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -308,7 +320,8 @@ static int connect_pair(int *wfd, int *rfd)
 	return 0;
 }
 
-static void print_hist(const char *name, const uint64_t *h)
+static void
+print_hist(const char *name, const uint64_t *h)
 {
 	printf("  %s:", name);
 	for (int i = 0; i < PPS_MINBUF_HIST_PKTS; i++)
@@ -317,7 +330,8 @@ static void print_hist(const char *name, const uint64_t *h)
 	printf("\n");
 }
 
-static int run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
+static int
+run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 {
 	ctx_t c;
 	memset(&c, 0, sizeof(c));
@@ -362,7 +376,7 @@ static int run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	pps_minbuf_set_sample_cb(c.w, on_sample, &c);
 	struct event *done = event_new(c.base, c.done_pipe[0], EV_READ, on_done, &c);
 	struct event *dog = evtimer_new(c.base, on_watchdog, &c);
-	struct timeval dog_tv = { 60, 0 };
+	struct timeval dog_tv = {60, 0};
 	event_add(done, NULL);
 	event_add(dog, &dog_tv);
 
@@ -383,10 +397,13 @@ static int run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	tcp_info_of(c.wfd, &ti);
 
 	printf("%s mode=%s A=%u B=%u: produced %llu received %llu\n",
-	       kind == TEST_BOUND ? "bound" : kind == TEST_MSS ? "mss" : "tcp",
+	       kind == TEST_BOUND ? "bound"
+	       : kind == TEST_MSS ? "mss"
+	                          : "tcp",
 	       pps_minbuf_mode_name(mode), a, b, (unsigned long long)c.produced,
 	       (unsigned long long)c.received);
-	printf("  writes %llu packets %llu wakeups %llu idle %llu kicks %llu pushes %llu partial %llu\n",
+	printf("  writes %llu packets %llu wakeups %llu idle %llu kicks %llu pushes %llu partial "
+	       "%llu\n",
 	       (unsigned long long)st.writes, (unsigned long long)st.packets,
 	       (unsigned long long)st.wakeups, (unsigned long long)st.wakeups_idle,
 	       (unsigned long long)st.kicks, (unsigned long long)st.pushes,
@@ -395,12 +412,14 @@ static int run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	       (unsigned long long)st.gate_lowat, (unsigned long long)st.gate_sndbuf,
 	       (unsigned long long)st.gate_reopens, (unsigned long long)st.overshoot_pkts,
 	       (unsigned long long)st.mss_changes);
-	printf("  writer max over bound %d, max held after write %u; independent: %llu checks, max over %d, max held %u, max unsent %u\n",
+	printf("  writer max over bound %d, max held after write %u; independent: %llu checks, max "
+	       "over %d, max held %u, max unsent %u\n",
 	       st.max_over_bound_pkts, st.max_held_after_pkts, (unsigned long long)c.bound_checks,
 	       c.max_over, c.max_held_pkts, c.max_notsent_pkts);
-	printf("  cwnd min/max %u/%u, data_segs_out %u, retrans %llu, mss mismatches %llu, mss seen",
-	       st.cwnd_min_pkts, st.cwnd_max_pkts, ti.tcpi_data_segs_out,
-	       (unsigned long long)st.retrans_pkts, (unsigned long long)c.mss_mismatch);
+	printf(
+	    "  cwnd min/max %u/%u, data_segs_out %u, retrans %llu, mss mismatches %llu, mss seen",
+	    st.cwnd_min_pkts, st.cwnd_max_pkts, ti.tcpi_data_segs_out,
+	    (unsigned long long)st.retrans_pkts, (unsigned long long)c.mss_mismatch);
 	for (unsigned i = 0; i < c.n_mss_seen; i++)
 		printf(" %u", c.mss_seen[i]);
 	printf("\n");
@@ -423,25 +442,29 @@ static int run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 		CHECK(c.max_over <= 0, "kernel held %d packets over the bound", c.max_over);
 		CHECK(st.max_over_bound_pkts <= 0, "writer's own view: %d over",
 		      st.max_over_bound_pkts);
-		CHECK(st.overshoot_pkts == 0, "overshoot %llu", (unsigned long long)st.overshoot_pkts);
-		CHECK(c.mss_mismatch == 0, "mss mismatches %llu", (unsigned long long)c.mss_mismatch);
+		CHECK(st.overshoot_pkts == 0, "overshoot %llu",
+		      (unsigned long long)st.overshoot_pkts);
+		CHECK(c.mss_mismatch == 0, "mss mismatches %llu",
+		      (unsigned long long)c.mss_mismatch);
 		/* MSS framing: each packet leaves as one segment. Tolerance: when
 		 * the slow reader's window opens by less than an MSS, the kernel's
 		 * window probe (tcp_write_wakeup) may send part of a packet. A
 		 * misaligned writer would double the count instead. */
-		CHECK(ti.tcpi_data_segs_out <= st.packets + st.retrans_pkts + st.packets / 500 + 2 &&
-			      ti.tcpi_data_segs_out >= st.packets,
+		CHECK(ti.tcpi_data_segs_out <=
+		              st.packets + st.retrans_pkts + st.packets / 500 + 2 &&
+		          ti.tcpi_data_segs_out >= st.packets,
 		      "data segments %u vs packets %llu", ti.tcpi_data_segs_out,
 		      (unsigned long long)st.packets);
 		CHECK(st.gate_lowat + st.gate_sndbuf > 0, "the writer never had to wait");
 	} else if (kind == TEST_MSS) {
 		CHECK(st.mss_changes >= 2, "mss changes %llu", (unsigned long long)st.mss_changes);
 		CHECK(c.n_mss_seen >= 3 && c.mss_seen[1] < c.mss_seen[0] &&
-			      c.mss_seen[2] > c.mss_seen[1],
+		          c.mss_seen[2] > c.mss_seen[1],
 		      "mss did not follow the MTU (seen %u values)", c.n_mss_seen);
 		/* Between the writer's TCP_INFO and ours the kernel may resync its
 		 * MSS at most once per change. */
-		CHECK(c.mss_mismatch <= 2, "mss mismatches %llu", (unsigned long long)c.mss_mismatch);
+		CHECK(c.mss_mismatch <= 2, "mss mismatches %llu",
+		      (unsigned long long)c.mss_mismatch);
 	} else {
 		/* tcp mode is the kernel's default buffering: it holds far more
 		 * than any MIN_BUF bound would allow (cwnd + 3 packets here). */
@@ -464,11 +487,12 @@ static int run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	return failures ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	if (argc >= 4 && strcmp(argv[1], "bound") == 0)
 		return run(TEST_BOUND, PPS_MINBUF_MODE_MINBUF, (unsigned)atoi(argv[2]),
-			   (unsigned)atoi(argv[3]));
+		           (unsigned)atoi(argv[3]));
 	if (argc >= 2 && strcmp(argv[1], "mss") == 0)
 		return run(TEST_MSS, PPS_MINBUF_MODE_MINBUF, 1, 3);
 	if (argc >= 2 && strcmp(argv[1], "tcp") == 0)

@@ -296,7 +296,8 @@ test_playout_smooth(void)
 		prev = pps_playout_delay_us(p);
 		pps_playout_window(p, 60000);
 		CHECK(pps_playout_delay_us(p) <= prev);
-		CHECK(prev - pps_playout_delay_us(p) <= (410000 - 70000) / PPS_PLAYOUT_SMOOTH_FALL + 1);
+		CHECK(prev - pps_playout_delay_us(p) <=
+		      (410000 - 70000) / PPS_PLAYOUT_SMOOTH_FALL + 1);
 	}
 	CHECK(pps_playout_delay_us(p) < 72000);
 	CHECK(pps_playout_delay_us(p) >= 70000);

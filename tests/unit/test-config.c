@@ -68,10 +68,11 @@ test_file_and_set_precedence(void)
 	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
 	char err[256];
 	char *path = write_temp("server.ini", "# comment\n[pps]\nwindow_frames = 4\n"
-					      "latency_budget_ms=300\n[transport]\nmode = tcp\n"
-					      "[source]\nfile = /tmp/a b.mkv\n");
-	char *argv[] = { "prog", "--set", "pps.window_frames=8", "--config", path, "-q",
-			 "--set=transport.ecn=true", "--", "--set", NULL };
+	                                      "latency_budget_ms=300\n[transport]\nmode = tcp\n"
+	                                      "[source]\nfile = /tmp/a b.mkv\n");
+	char *argv[] = {"prog",  "--set", "pps.window_frames=8",      "--config",
+	                path,    "-q",    "--set=transport.ecn=true", "--",
+	                "--set", NULL};
 	int argc = 9;
 
 	REQUIRE(c);
@@ -113,33 +114,36 @@ static void
 test_file_errors(void)
 {
 	expect_file_error("[pps]\nwindow_frames = 0\n",
-			  "server.ini: [pps] window_frames = 0: must be 1..64");
+	                  "server.ini: [pps] window_frames = 0: must be 1..64");
 	expect_file_error("[pps]\nwindow_frames = two\n",
-			  "server.ini: [pps] window_frames = two: must be 1..64");
+	                  "server.ini: [pps] window_frames = two: must be 1..64");
 	expect_file_error("[pps]\nwindow_frames = 99999999999999999999\n",
-			  "server.ini: [pps] window_frames = 99999999999999999999: must be 1..64");
-	expect_file_error("[pps]\nwindw_frames = 2\n", "server.ini: [pps] windw_frames: unknown key");
+	                  "server.ini: [pps] window_frames = 99999999999999999999: must be 1..64");
+	expect_file_error("[pps]\nwindw_frames = 2\n",
+	                  "server.ini: [pps] windw_frames: unknown key");
 	expect_file_error("[ppz]\nwindow_frames = 2\n", "server.ini: [ppz]: unknown section");
 	expect_file_error("[ppz]\n", "server.ini: [ppz]: unknown section");
 	expect_file_error("[transport]\necn = maybe\n",
-			  "server.ini: [transport] ecn = maybe: must be true or false");
+	                  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
-			  "server.ini: [transport] mode = fast: must be one of tcp, minbuf");
+	                  "server.ini: [transport] mode = fast: must be one of tcp, minbuf");
 	expect_file_error("[server]\nlisten = 7400\n",
-			  "server.ini: [server] listen = 7400: must be HOST:PORT or [V6ADDR]:PORT");
-	expect_file_error("[server]\nlisten = ::1:7400\n",
-			  "server.ini: [server] listen = ::1:7400: must be HOST:PORT or [V6ADDR]:PORT");
+	                  "server.ini: [server] listen = 7400: must be HOST:PORT or [V6ADDR]:PORT");
+	expect_file_error(
+	    "[server]\nlisten = ::1:7400\n",
+	    "server.ini: [server] listen = ::1:7400: must be HOST:PORT or [V6ADDR]:PORT");
 	expect_file_error("[server]\nlisten = localhost:70000\n",
-			  "server.ini: [server] listen = localhost:70000: must be HOST:PORT or "
-			  "[V6ADDR]:PORT");
-	expect_file_error("[playout]\npolicy = fixed\n",
-			  "server.ini: [playout] policy: not used by this program (it is a client key)");
+	                  "server.ini: [server] listen = localhost:70000: must be HOST:PORT or "
+	                  "[V6ADDR]:PORT");
+	expect_file_error(
+	    "[playout]\npolicy = fixed\n",
+	    "server.ini: [playout] policy: not used by this program (it is a client key)");
 	{
 		pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
 		char err[256];
 
 		CHECK_EQ_INT(pps_config_load_file(c, "/nonexistent/server.ini", err, sizeof(err)),
-			     -ENOENT);
+		             -ENOENT);
 		CHECK(strstr(err, "/nonexistent/server.ini") != NULL);
 		pps_config_free(c);
 	}
@@ -173,18 +177,19 @@ test_set_errors(void)
 	CHECK(pps_config_set(c, "playout.tolerance_ms=", err, sizeof(err)) < 0);
 	CHECK(strcmp(err, "--set: [playout] tolerance_ms = (empty): must be 0..10000") == 0);
 	/* A failed --set changes nothing. */
-	CHECK_EQ_INT(pps_config_get_int(c, "playout", "tolerance_ms"), 0); /* the default: from the stream */
+	CHECK_EQ_INT(pps_config_get_int(c, "playout", "tolerance_ms"),
+	             0); /* the default: from the stream */
 	CHECK_EQ_INT(pps_config_set(c, "playout.policy=adaptive", err, sizeof(err)), 0);
 	CHECK_EQ_INT(pps_config_get_enum(c, "playout", "policy"), 2);
 	{
-		char *argv[] = { "prog", "--set", NULL };
+		char *argv[] = {"prog", "--set", NULL};
 		int argc = 2;
 
 		CHECK(pps_config_parse_args(c, &argc, argv, err, sizeof(err)) < 0);
 		CHECK(strcmp(err, "--set: missing value") == 0);
 	}
 	{
-		char *argv[] = { "prog", "--config", "a", "--config", "b", NULL };
+		char *argv[] = {"prog", "--config", "a", "--config", "b", NULL};
 		int argc = 5;
 
 		CHECK(pps_config_parse_args(c, &argc, argv, err, sizeof(err)) < 0);
@@ -197,20 +202,20 @@ test_split_address(void)
 {
 	char host[64], port[8];
 
-	CHECK_EQ_INT(pps_config_split_address("127.0.0.1:7400", host, sizeof(host), port,
-					      sizeof(port)), 0);
+	CHECK_EQ_INT(
+	    pps_config_split_address("127.0.0.1:7400", host, sizeof(host), port, sizeof(port)), 0);
 	CHECK(strcmp(host, "127.0.0.1") == 0 && strcmp(port, "7400") == 0);
 	CHECK_EQ_INT(pps_config_split_address("[::1]:0", host, sizeof(host), port, sizeof(port)),
-		     0);
+	             0);
 	CHECK(strcmp(host, "::1") == 0 && strcmp(port, "0") == 0);
 	CHECK_EQ_INT(pps_config_split_address(":7400", host, sizeof(host), port, sizeof(port)), 0);
 	CHECK(host[0] == '\0');
-	CHECK_EQ_INT(pps_config_split_address("[::1]7400", host, sizeof(host), port,
-					      sizeof(port)), -EINVAL);
+	CHECK_EQ_INT(pps_config_split_address("[::1]7400", host, sizeof(host), port, sizeof(port)),
+	             -EINVAL);
 	CHECK_EQ_INT(pps_config_split_address("host:", host, sizeof(host), port, sizeof(port)),
-		     -EINVAL);
+	             -EINVAL);
 	CHECK_EQ_INT(pps_config_split_address("host:12x", host, sizeof(host), port, sizeof(port)),
-		     -EINVAL);
+	             -EINVAL);
 }
 
 /* Every key's default passes its own validation, and names are sane. */
@@ -227,7 +232,7 @@ test_table(void)
 
 		REQUIRE(c);
 		snprintf(assignment, sizeof(assignment), "%s.%s=%s", keys[i].section, keys[i].key,
-			 keys[i].default_value);
+		         keys[i].default_value);
 		CHECK_EQ_INT(pps_config_set(c, assignment, err, sizeof(err)), 0);
 		CHECK(keys[i].help && keys[i].help[0] && keys[i].programs);
 		CHECK(pps_config_key_find(keys[i].section, keys[i].key) == &keys[i]);
@@ -243,8 +248,7 @@ test_examples_match_table(void)
 	static const struct {
 		pps_config_program_t program;
 		const char *name;
-	} files[] = { { PPS_CONFIG_PROGRAM_SERVER, "server" },
-		      { PPS_CONFIG_PROGRAM_CLIENT, "client" } };
+	} files[] = {{PPS_CONFIG_PROGRAM_SERVER, "server"}, {PPS_CONFIG_PROGRAM_CLIENT, "client"}};
 
 	for (size_t i = 0; i < 2; i++) {
 		char path[512], err[256];
@@ -260,9 +264,10 @@ test_examples_match_table(void)
 		shipped = read_file(path);
 		CHECK(shipped != NULL);
 		if (shipped && strcmp(shipped, buf) != 0) {
-			fprintf(stderr, "%s differs from the key table: regenerate it with "
-					"`build/config/pps-config-doc %s > config/%s.ini`\n",
-				path, files[i].name, files[i].name);
+			fprintf(stderr,
+			        "%s differs from the key table: regenerate it with "
+			        "`build/config/pps-config-doc %s > config/%s.ini`\n",
+			        path, files[i].name, files[i].name);
 			CHECK(!"example file up to date");
 		}
 		CHECK_EQ_INT(pps_config_load_file(c, path, err, sizeof(err)), 0);
@@ -299,13 +304,13 @@ test_readme_reference(void)
 			snprintf(needle, sizeof(needle), "| `%s` | `", keys[i].key);
 			if (!strstr(begin, needle)) {
 				fprintf(stderr, "README.md option reference lacks [%s] %s\n",
-					keys[i].section, keys[i].key);
+				        keys[i].section, keys[i].key);
 				CHECK(!"key in README");
 			}
 		}
 		if (strcmp(begin, buf) != 0) {
 			fprintf(stderr, "README.md option reference differs from the key table: "
-					"regenerate it with `scripts/update-docs.sh`\n");
+			                "regenerate it with `scripts/update-docs.sh`\n");
 			CHECK(!"README reference up to date");
 		}
 	}

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define FRAME_US 33333
+#define FRAME_US    33333
 #define MAX_WINDOWS 256
 
 typedef struct {
@@ -33,24 +33,24 @@ add_adu_cb(void *user, pps_adu_t *adu)
 /* Runs the synthetic stream for @frames frames into windows. */
 static void
 make_windows(window_list_t *list, unsigned frames, unsigned window_frames, unsigned t_layers,
-	     unsigned q_layers, unsigned gop, pps_priority_policy_t policy, uint32_t seed,
-	     double scale)
+             unsigned q_layers, unsigned gop, pps_priority_policy_t policy, uint32_t seed,
+             double scale)
 {
-	pps_synth_params_t sp = { .fps = 30,
-				  .window_frames = window_frames,
-				  .temporal_layers = t_layers,
-				  .quality_layers = q_layers,
-				  .gop_frames = gop,
-				  .seed = seed,
-				  .size_scale = scale };
+	pps_synth_params_t sp = {.fps = 30,
+	                         .window_frames = window_frames,
+	                         .temporal_layers = t_layers,
+	                         .quality_layers = q_layers,
+	                         .gop_frames = gop,
+	                         .seed = seed,
+	                         .size_scale = scale};
 	pps_synth_t *synth = pps_synth_new(&sp);
 	pps_windower_t *wr = pps_windower_new(window_frames, policy, collect_window_cb, list);
 
 	REQUIRE(synth && wr);
 	list->n = 0;
 	for (uint32_t f = 0; f < frames; f++) {
-		int64_t done = pps_synth_frame(synth, f, 1000000 + (int64_t)f * FRAME_US,
-					       add_adu_cb, wr);
+		int64_t done =
+		    pps_synth_frame(synth, f, 1000000 + (int64_t)f * FRAME_US, add_adu_cb, wr);
 		if (done >= 0)
 			CHECK_EQ_INT(pps_windower_frames_done(wr, (uint32_t)done), 0);
 	}
@@ -107,7 +107,7 @@ test_windower(void)
 		CHECK_EQ_INT(pps_window_frames(w), 4);
 		CHECK_EQ_INT(pps_window_adu_count(w), 8);
 		CHECK_EQ_INT(pps_window_first_capture_us(w),
-			     1000000 + (int64_t)((i - 1) * 4 + 1) * FRAME_US);
+		             1000000 + (int64_t)((i - 1) * 4 + 1) * FRAME_US);
 		for (size_t a = 0; a < pps_window_adu_count(w); a++) {
 			const pps_adu_info_t *info = pps_adu_info(pps_window_adu(w, a));
 
@@ -150,11 +150,11 @@ test_priority_property(void)
 	uint32_t rng = 12345;
 
 	for (int round = 0; round < 60; round++) {
-		unsigned wf = (unsigned[]){ 1, 2, 4, 8 }[round % 4];
+		unsigned wf = (unsigned[]){1, 2, 4, 8}[round % 4];
 		window_list_t list;
 
 		make_windows(&list, 40, wf, 1 + round % 3, 1 + (round / 3) % 3, 8 * wf,
-			     (pps_priority_policy_t)(round % 3), (uint32_t)round + 1, 1.0);
+		             (pps_priority_policy_t)(round % 3), (uint32_t)round + 1, 1.0);
 		for (size_t i = 0; i < list.n; i++)
 			CHECK(order_respects_deps(list.windows[i]));
 		free_windows(&list);
@@ -213,7 +213,7 @@ test_priority_policies(void)
 	REQUIRE(pps_window_adu_count(w) == 16);
 	{
 		/* temporal-first: all base quality (t0 then t1), then enhancement. */
-		unsigned expect_q[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1 };
+		unsigned expect_q[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
 		uint32_t b_frames[4];
 		size_t nb = 0;
 
@@ -348,7 +348,7 @@ adu_intact(const receiver_t *rx, uint32_t adu_id)
 static pps_sched_t *
 new_sched(int64_t budget_us, unsigned max_windows)
 {
-	pps_sched_params_t params = { .latency_budget_us = budget_us, .max_windows = max_windows };
+	pps_sched_params_t params = {.latency_budget_us = budget_us, .max_windows = max_windows};
 	pps_sched_t *s = pps_sched_new(&params);
 
 	REQUIRE(s);
@@ -391,7 +391,8 @@ test_sched_complete(void)
 	CHECK_EQ_INT(st.packets, packets);
 	for (size_t i = 0; i < list.n; i++) {
 		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
-			CHECK(adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+			CHECK(
+			    adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
 	}
 	/* Packing: full packets except at window ends. */
 	CHECK(st.packet_bytes > (uint64_t)(packets - pushes) * (1448 - 200));
@@ -409,7 +410,7 @@ test_sched_mss_changes(void)
 	pps_sched_t *s = new_sched(1000000, 64);
 	receiver_t rx;
 	uint8_t buf[9000];
-	static const size_t mss_cycle[] = { 1448, 536, 8948, 1200, 128, 1448, 2000 };
+	static const size_t mss_cycle[] = {1448, 536, 8948, 1200, 128, 1448, 2000};
 	size_t len, k = 0;
 	bool push;
 
@@ -427,7 +428,8 @@ test_sched_mss_changes(void)
 	}
 	for (size_t i = 0; i < list.n; i++) {
 		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
-			CHECK(adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+			CHECK(
+			    adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
 	}
 	CHECK_EQ_INT(pps_sched_next_packet(s, 0, 100, buf, &len, &push), -EINVAL);
 	free_windows(&list);
@@ -441,8 +443,8 @@ static void
 test_sched_record_limit(void)
 {
 	window_list_t list;
-	pps_sched_params_t params = { .latency_budget_us = 1000000, .max_windows = 64,
-				      .max_record_bytes = 1000 };
+	pps_sched_params_t params = {
+	    .latency_budget_us = 1000000, .max_windows = 64, .max_record_bytes = 1000};
 	pps_sched_t *s = pps_sched_new(&params);
 	static uint8_t buf[65483];
 	receiver_t rx;
@@ -473,7 +475,8 @@ test_sched_record_limit(void)
 	CHECK(packets > 0 && packets <= list.n + 2); /* a window fits a packet */
 	for (size_t i = 0; i < list.n; i++) {
 		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
-			CHECK(adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+			CHECK(
+			    adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
 	}
 	params.max_record_bytes = 100;
 	CHECK(pps_sched_new(&params) == NULL);
@@ -577,7 +580,7 @@ test_sched_decodability(void)
 	for (size_t i = 0; i < list.n; i++) {
 		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
 			const pps_adu_info_t *info =
-				pps_adu_info(pps_window_adu(list.windows[i], a));
+			    pps_adu_info(pps_window_adu(list.windows[i], a));
 
 			if (info->frame_index == 8 && info->frame_type == PPS_ADU_FRAME_IDR)
 				idr_window = i;
@@ -587,7 +590,7 @@ test_sched_decodability(void)
 	for (size_t i = 1; i < list.n; i++) {
 		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
 			const pps_adu_info_t *info =
-				pps_adu_info(pps_window_adu(list.windows[i], a));
+			    pps_adu_info(pps_window_adu(list.windows[i], a));
 			bool got = rx.data[info->id % 4096] != NULL;
 
 			/* Frames 3..7 follow the dropped P chain: nothing of them
@@ -610,15 +613,23 @@ test_sched_enhancement_needs_base(void)
 	pps_sched_t *s = new_sched(1000000, 8);
 	pps_adu_t *adus[2];
 	pps_window_t *w;
-	window_list_t list = { .n = 0 };
-	pps_windower_t *wr = pps_windower_new(1, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb,
-					      &list);
-	pps_adu_info_t base = { .id = 100, .frame_index = 5, .capture_us = 1000000,
-				.frame_type = PPS_ADU_FRAME_P, .dep_count = 1, .deps = { 99 } };
-	pps_adu_info_t enh = { .id = 101, .frame_index = 5, .capture_us = 1000000,
-			       .frame_type = PPS_ADU_FRAME_P, .quality_layer = 1,
-			       .dep_count = 1, .deps = { 100 } };
-	uint8_t bytes[10] = { 0 }, buf[1500];
+	window_list_t list = {.n = 0};
+	pps_windower_t *wr =
+	    pps_windower_new(1, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_adu_info_t base = {.id = 100,
+	                       .frame_index = 5,
+	                       .capture_us = 1000000,
+	                       .frame_type = PPS_ADU_FRAME_P,
+	                       .dep_count = 1,
+	                       .deps = {99}};
+	pps_adu_info_t enh = {.id = 101,
+	                      .frame_index = 5,
+	                      .capture_us = 1000000,
+	                      .frame_type = PPS_ADU_FRAME_P,
+	                      .quality_layer = 1,
+	                      .dep_count = 1,
+	                      .deps = {100}};
+	uint8_t bytes[10] = {0}, buf[1500];
 	size_t len;
 	bool push;
 	pps_sched_stats_t st;
@@ -682,10 +693,10 @@ test_sched_overload(void)
 	CHECK(st.windows_partial + st.windows_dropped > 0);
 	/* Base layer first: the base temporal layer got through more often. */
 	fprintf(stderr, "overload: base %llu/%llu enhancement %llu/%llu sent/dropped\n",
-		(unsigned long long)st.layer[0][0].adus_sent,
-		(unsigned long long)st.layer[0][0].adus_dropped,
-		(unsigned long long)st.layer[0][1].adus_sent,
-		(unsigned long long)st.layer[0][1].adus_dropped);
+	        (unsigned long long)st.layer[0][0].adus_sent,
+	        (unsigned long long)st.layer[0][0].adus_dropped,
+	        (unsigned long long)st.layer[0][1].adus_sent,
+	        (unsigned long long)st.layer[0][1].adus_dropped);
 	CHECK(st.layer[0][0].adus_sent > st.layer[0][1].adus_sent);
 	CHECK_EQ_INT(rx.ends + st.windows_overflow, list.n);
 	free_windows(&list);
@@ -699,7 +710,7 @@ test_sched_control(void)
 {
 	window_list_t list;
 	pps_sched_t *s = new_sched(1000000, 8);
-	pps_wire_record_t pong = { .kind = PPS_WIRE_CLOCK_PONG };
+	pps_wire_record_t pong = {.kind = PPS_WIRE_CLOCK_PONG};
 	pps_wire_parser_t *p = pps_wire_parser_new(4096);
 	pps_wire_record_t r;
 	uint8_t buf[1500];
@@ -729,7 +740,6 @@ test_sched_control(void)
 	pps_sched_free(s);
 }
 
-
 /* Drains @s at @now_us; counts whole ADUs per (temporal, quality) layer. */
 static void
 drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
@@ -749,7 +759,8 @@ drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
 
 			if (r.kind == PPS_WIRE_WINDOW_END)
 				(*ends)++;
-			if (r.kind == PPS_WIRE_ADU_FRAGMENT && f->offset + f->payload_len == f->total_bytes)
+			if (r.kind == PPS_WIRE_ADU_FRAGMENT &&
+			    f->offset + f->payload_len == f->total_bytes)
 				adus[f->temporal_layer][f->quality_layer]++;
 		}
 	}
@@ -762,11 +773,11 @@ drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
 static void
 test_sched_base_grace(void)
 {
-	pps_sched_params_t params = { .latency_budget_us = 100000, .max_windows = 64,
-				      .base_grace_us = 500000 };
+	pps_sched_params_t params = {
+	    .latency_budget_us = 100000, .max_windows = 64, .base_grace_us = 500000};
 	window_list_t list;
 	pps_sched_t *s = pps_sched_new(&params);
-	unsigned adus[4][4] = { { 0 } }, anchors = 0, ends = 0;
+	unsigned adus[4][4] = {{0}}, anchors = 0, ends = 0;
 	pps_sched_stats_t st;
 	int64_t now;
 
@@ -776,7 +787,8 @@ test_sched_base_grace(void)
 	for (size_t i = 0; i < list.n; i++) {
 		pps_sched_push_window(s, list.windows[i]);
 		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
-			const pps_adu_info_t *info = pps_adu_info(pps_window_adu(list.windows[i], a));
+			const pps_adu_info_t *info =
+			    pps_adu_info(pps_window_adu(list.windows[i], a));
 
 			anchors += info->quality_layer == 0 && info->temporal_layer == 0;
 		}
@@ -787,7 +799,7 @@ test_sched_base_grace(void)
 	CHECK_EQ_INT(pps_sched_expire(s, now), 3);
 	/* The timer's next event is the end of the first window's grace. */
 	CHECK_EQ_INT(pps_sched_next_deadline_us(s),
-		     pps_window_first_capture_us(list.windows[0]) + 100000 + 500000);
+	             pps_window_first_capture_us(list.windows[0]) + 100000 + 500000);
 	drain_count(s, now, adus, &ends);
 	CHECK_EQ_INT(adus[0][0], anchors);
 	for (int t = 0; t < 4; t++)

@@ -24,63 +24,63 @@ make_records(pps_wire_record_t *r)
 	memcpy(r[n].u.hello.auth, "\x01\x02\x03", 3);
 	n++;
 	r[n].kind = PPS_WIRE_STREAM_INFO;
-	r[n].u.stream_info = (pps_wire_stream_info_t){ .protocol_version = PPS_WIRE_VERSION,
-						       .codec = 1,
-						       .upscale_filter = 1,
-						       .width = 640,
-						       .height = 480,
-						       .base_width = 320,
-						       .base_height = 240,
-						       .fps_num = 30,
-						       .fps_den = 1,
-						       .window_frames = 2,
-						       .temporal_layers = 3,
-						       .quality_layers = 2,
-						       .priority_policy = 0,
-						       .latency_budget_ms = 250,
-						       .gop_frames = 60 };
+	r[n].u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
+	                                              .codec = 1,
+	                                              .upscale_filter = 1,
+	                                              .width = 640,
+	                                              .height = 480,
+	                                              .base_width = 320,
+	                                              .base_height = 240,
+	                                              .fps_num = 30,
+	                                              .fps_den = 1,
+	                                              .window_frames = 2,
+	                                              .temporal_layers = 3,
+	                                              .quality_layers = 2,
+	                                              .priority_policy = 0,
+	                                              .latency_budget_ms = 250,
+	                                              .gop_frames = 60};
 	n++;
 	r[n].kind = PPS_WIRE_WINDOW_BEGIN;
-	r[n].u.window_begin = (pps_wire_window_begin_t){ .window_id = 77,
-							 .first_capture_us = 1700000000123456LL,
-							 .deadline_us = 1700000000373456LL,
-							 .frames = 2,
-							 .adus = 4,
-							 .bytes = 12345,
-							 .first_adu_id = 998 };
+	r[n].u.window_begin = (pps_wire_window_begin_t){.window_id = 77,
+	                                                .first_capture_us = 1700000000123456LL,
+	                                                .deadline_us = 1700000000373456LL,
+	                                                .frames = 2,
+	                                                .adus = 4,
+	                                                .bytes = 12345,
+	                                                .first_adu_id = 998};
 	n++;
 	r[n].kind = PPS_WIRE_ADU_FRAGMENT;
-	r[n].u.adu_fragment = (pps_wire_adu_fragment_t){ .window_id = 77,
-							 .adu_id = 1001,
-							 .frame_index = 153,
-							 .capture_us = 1700000000123456LL,
-							 .decode_order = 99,
-							 .frame_type = 2,
-							 .temporal_layer = 1,
-							 .quality_layer = 1,
-							 .dep_count = 3,
-							 .priority = 5,
-							 .deps = { 990, 995, 1000 },
-							 .offset = 100,
-							 .total_bytes = 5000,
-							 .payload_len = sizeof(payload),
-							 .payload = payload };
+	r[n].u.adu_fragment = (pps_wire_adu_fragment_t){.window_id = 77,
+	                                                .adu_id = 1001,
+	                                                .frame_index = 153,
+	                                                .capture_us = 1700000000123456LL,
+	                                                .decode_order = 99,
+	                                                .frame_type = 2,
+	                                                .temporal_layer = 1,
+	                                                .quality_layer = 1,
+	                                                .dep_count = 3,
+	                                                .priority = 5,
+	                                                .deps = {990, 995, 1000},
+	                                                .offset = 100,
+	                                                .total_bytes = 5000,
+	                                                .payload_len = sizeof(payload),
+	                                                .payload = payload};
 	n++;
 	r[n].kind = PPS_WIRE_WINDOW_END;
-	r[n].u.window_end = (pps_wire_window_end_t){ .window_id = 77,
-						     .adus_sent = 3,
-						     .adus_dropped = 1,
-						     .bytes_sent = 9000,
-						     .bytes_dropped = 3345 };
+	r[n].u.window_end = (pps_wire_window_end_t){.window_id = 77,
+	                                            .adus_sent = 3,
+	                                            .adus_dropped = 1,
+	                                            .bytes_sent = 9000,
+	                                            .bytes_dropped = 3345};
 	n++;
 	r[n].kind = PPS_WIRE_CLOCK_PING;
-	r[n].u.clock_ping = (pps_wire_clock_ping_t){ .seq = 9, .client_send_us = -5 };
+	r[n].u.clock_ping = (pps_wire_clock_ping_t){.seq = 9, .client_send_us = -5};
 	n++;
 	r[n].kind = PPS_WIRE_CLOCK_PONG;
-	r[n].u.clock_pong = (pps_wire_clock_pong_t){ .seq = 9,
-						     .client_send_us = -5,
-						     .server_recv_us = 1700000000000001LL,
-						     .server_send_us = 1700000000000002LL };
+	r[n].u.clock_pong = (pps_wire_clock_pong_t){.seq = 9,
+	                                            .client_send_us = -5,
+	                                            .server_recv_us = 1700000000000001LL,
+	                                            .server_send_us = 1700000000000002LL};
 	n++;
 	r[n].kind = PPS_WIRE_BYE;
 	r[n].u.bye.reason = PPS_WIRE_BYE_SERVER_FULL;
@@ -98,8 +98,8 @@ make_records(pps_wire_record_t *r)
 		r[n].u.auth.mac[i] = (uint8_t)(255 - i);
 	n++;
 	r[n].kind = PPS_WIRE_RECOVERY_REQUEST;
-	r[n].u.recovery_request = (pps_wire_recovery_request_t){ .frame_index = 4000000001u,
-								 .quality_layer = 1 };
+	r[n].u.recovery_request =
+	    (pps_wire_recovery_request_t){.frame_index = 4000000001u, .quality_layer = 1};
 	n++;
 	return n;
 }
@@ -120,8 +120,8 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 	case PPS_WIRE_STREAM_INFO:
 		return memcmp(&a->u.stream_info, &b->u.stream_info, sizeof(a->u.stream_info)) == 0;
 	case PPS_WIRE_WINDOW_BEGIN:
-		return memcmp(&a->u.window_begin, &b->u.window_begin,
-			      sizeof(a->u.window_begin)) == 0;
+		return memcmp(&a->u.window_begin, &b->u.window_begin, sizeof(a->u.window_begin)) ==
+		       0;
 	case PPS_WIRE_ADU_FRAGMENT: {
 		const pps_wire_adu_fragment_t *x = &a->u.adu_fragment, *y = &b->u.adu_fragment;
 
@@ -160,7 +160,7 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
  * @bytewise); checks the records come back equal. */
 static void
 check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect, size_t n,
-	     size_t split, bool bytewise)
+             size_t split, bool bytewise)
 {
 	pps_wire_parser_t *p = pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES);
 	size_t got = 0, offset = 0;
@@ -248,7 +248,7 @@ parse_one(const uint8_t *bytes, size_t size, size_t max, char *message, size_t m
 	snprintf(message, message_size, "%s", pps_wire_parser_error(p));
 	/* A failed parser stays failed. */
 	if (ret < 0) {
-		uint8_t more[1] = { 0 };
+		uint8_t more[1] = {0};
 		const uint8_t *m = more;
 		size_t mlen = 1;
 
@@ -310,12 +310,12 @@ test_rejections(void)
 	/* Length over the configured maximum: refused from the header alone. */
 	n = encode_into(&r[3], buf);
 	CHECK_EQ_INT(parse_one(buf, PPS_WIRE_HEADER_BYTES, 512, msg, sizeof(msg)),
-		     -PPS_WIRE_ERR_TOO_LONG);
+	             -PPS_WIRE_ERR_TOO_LONG);
 	CHECK(strstr(msg, "ADU_FRAGMENT") && strstr(msg, "maximum"));
 
 	/* A huge length claimed by garbage does not make the parser allocate. */
 	{
-		uint8_t evil[4] = { PPS_WIRE_VERSION, PPS_WIRE_ADU_FRAGMENT, 0xff, 0xff };
+		uint8_t evil[4] = {PPS_WIRE_VERSION, PPS_WIRE_ADU_FRAGMENT, 0xff, 0xff};
 
 		CHECK_EQ_INT(parse_one(evil, 4, 1500, msg, sizeof(msg)), -PPS_WIRE_ERR_TOO_LONG);
 	}
@@ -340,8 +340,7 @@ test_rejections(void)
 	buf[3] += 2; /* body length 12 -> 14 */
 	buf[n] = 0xaa;
 	buf[n + 1] = 0xbb;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n + 2, 4096, msg, sizeof(msg)),
-		     -PPS_WIRE_ERR_TRAILING);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n + 2, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_TRAILING);
 	CHECK(strstr(msg, "CLOCK_PING") && strstr(msg, "2 bytes"));
 
 	/* Short body. */

@@ -112,17 +112,19 @@ pps_linkem_link_config_check(const pps_linkem_link_config_t *config, char *err, 
 		return -EINVAL;
 	}
 	if (config->queue_limit_pkts > PPS_LINKEM_LINK_MAX_PKTS) {
-		snprintf(err, err_size, "queue limit must be <= %d packets", PPS_LINKEM_LINK_MAX_PKTS);
+		snprintf(err, err_size, "queue limit must be <= %d packets",
+		         PPS_LINKEM_LINK_MAX_PKTS);
 		return -EINVAL;
 	}
 	if (!(config->loss_probability >= 0 && config->loss_probability <= 1)) {
 		snprintf(err, err_size, "loss probability must lie in [0, 1]");
 		return -EINVAL;
 	}
-	if (config->aqm == PPS_LINKEM_AQM_DRD && config->drd_congest_bytes <= config->drd_min_bytes) {
+	if (config->aqm == PPS_LINKEM_AQM_DRD &&
+	    config->drd_congest_bytes <= config->drd_min_bytes) {
 		snprintf(err, err_size, "DRD needs drdmin < drdcongest (got %llu and %llu bytes)",
-			 (unsigned long long)config->drd_min_bytes,
-			 (unsigned long long)config->drd_congest_bytes);
+		         (unsigned long long)config->drd_min_bytes,
+		         (unsigned long long)config->drd_congest_bytes);
 		return -EINVAL;
 	}
 	return 0;
@@ -215,8 +217,8 @@ link_departure_schedule(pps_linkem_link_t *link, int64_t now_ns, uint32_t size_b
 	if (!trace) {
 		/* size * 8e9 fits easily: sizes are < 2^14 bytes. */
 		int64_t serialization_ns =
-			(int64_t)(((uint64_t)size_bytes * 8000000000ULL + link->config.rate_bps / 2) /
-				  link->config.rate_bps);
+		    (int64_t)(((uint64_t)size_bytes * 8000000000ULL + link->config.rate_bps / 2) /
+		              link->config.rate_bps);
 
 		start_ns = now_ns > link->busy_until_ns ? now_ns : link->busy_until_ns;
 		link->busy_until_ns = start_ns + serialization_ns;
@@ -232,10 +234,10 @@ link_departure_schedule(pps_linkem_link_t *link, int64_t now_ns, uint32_t size_b
 	 */
 	if (!link->opportunity_started ||
 	    link->config.trace_epoch_ns +
-			    pps_linkem_trace_opportunity_ns(trace, link->opportunity_index) <
-		    now_ns) {
-		link->opportunity_index = pps_linkem_trace_first_at_or_after(
-			trace, now_ns - link->config.trace_epoch_ns);
+	            pps_linkem_trace_opportunity_ns(trace, link->opportunity_index) <
+	        now_ns) {
+		link->opportunity_index =
+		    pps_linkem_trace_first_at_or_after(trace, now_ns - link->config.trace_epoch_ns);
 		link->opportunity_credit_bytes = PPS_LINKEM_TRACE_OPPORTUNITY_BYTES;
 		link->opportunity_started = true;
 	}
@@ -268,7 +270,7 @@ link_drd_decide(pps_linkem_link_t *link, uint8_t ecn)
 	if (link->queue_bytes <= c->drd_min_bytes)
 		return PPS_LINKEM_VERDICT_QUEUED;
 	fraction = (double)(link->queue_bytes - c->drd_min_bytes) /
-		   (double)(c->drd_congest_bytes - c->drd_min_bytes);
+	           (double)(c->drd_congest_bytes - c->drd_min_bytes);
 	if (ecn == 3)
 		return PPS_LINKEM_VERDICT_QUEUED; /* already CE: nothing to add */
 	if (link_random_uniform(link) >= fraction)
@@ -299,7 +301,7 @@ link_count_drop(pps_linkem_link_t *link, pps_linkem_verdict_t verdict)
 
 int
 pps_linkem_link_packet_offer(pps_linkem_link_t *link, int64_t now_ns, const uint8_t *packet,
-			     size_t size_bytes, pps_linkem_offer_t *offer)
+                             size_t size_bytes, pps_linkem_offer_t *offer)
 {
 	const pps_linkem_link_config_t *c = &link->config;
 	pps_linkem_verdict_t verdict = PPS_LINKEM_VERDICT_QUEUED;
@@ -319,7 +321,7 @@ pps_linkem_link_packet_offer(pps_linkem_link_t *link, int64_t now_ns, const uint
 	else if (c->loss_probability > 0 && link_random_uniform(link) < c->loss_probability)
 		verdict = PPS_LINKEM_VERDICT_DROP_LOSS;
 	else if (link->tail_seq - link->queue_seq + 1 > c->queue_limit_pkts ||
-		 link->queue_bytes + size_bytes > c->queue_limit_bytes)
+	         link->queue_bytes + size_bytes > c->queue_limit_bytes)
 		verdict = PPS_LINKEM_VERDICT_DROP_QUEUE;
 	else if (c->aqm == PPS_LINKEM_AQM_DRD)
 		verdict = link_drd_decide(link, offer->ecn);
@@ -422,7 +424,7 @@ link_sojourn_quantile_ns(const pps_linkem_link_t *link, uint64_t total, double f
 			int64_t edge_ns = (int64_t)((bin + 1) * SOJOURN_BIN_NS);
 
 			return edge_ns < link->stats.sojourn_max_ns ? edge_ns
-								    : link->stats.sojourn_max_ns;
+			                                            : link->stats.sojourn_max_ns;
 		}
 	}
 	return link->stats.sojourn_max_ns;

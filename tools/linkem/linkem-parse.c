@@ -40,10 +40,8 @@ pps_linkem_parse_rate_bps(const char *text, uint64_t *rate_bps)
 		const char *suffix;
 		double scale;
 	} units[] = {
-		{"", 1}, {"bit", 1}, {"bps", 1},
-		{"k", 1e3}, {"kbit", 1e3}, {"kbps", 1e3},
-		{"m", 1e6}, {"mbit", 1e6}, {"mbps", 1e6},
-		{"g", 1e9}, {"gbit", 1e9}, {"gbps", 1e9},
+	    {"", 1},    {"bit", 1},    {"bps", 1},    {"k", 1e3}, {"kbit", 1e3}, {"kbps", 1e3},
+	    {"m", 1e6}, {"mbit", 1e6}, {"mbps", 1e6}, {"g", 1e9}, {"gbit", 1e9}, {"gbps", 1e9},
 	};
 	const char *suffix;
 	double value;
@@ -70,7 +68,7 @@ pps_linkem_parse_duration_ns(const char *text, int64_t *duration_ns)
 		const char *suffix;
 		double scale;
 	} units[] = {
-		{"", 1e6}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"s", 1e9},
+	    {"", 1e6}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"s", 1e9},
 	};
 	const char *suffix;
 	double value;

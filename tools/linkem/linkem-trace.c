@@ -63,13 +63,13 @@ pps_linkem_trace_load(const char *path, char *err, size_t err_size)
 		/* A line of 255 characters is not a timestamp; nor is "-3" or "12x". */
 		if (!isdigit((unsigned char)*p) || errno || *end || ms > 86400000ULL) {
 			snprintf(err, err_size, "trace %s:%u: expected a millisecond timestamp",
-				 path, line_number);
+			         path, line_number);
 			return trace_fail(trace, file, EINVAL);
 		}
 		if (trace->n_opportunities &&
 		    (int64_t)ms * 1000000 < trace->opportunity_ns[trace->n_opportunities - 1]) {
 			snprintf(err, err_size, "trace %s:%u: timestamps must not decrease", path,
-				 line_number);
+			         line_number);
 			return trace_fail(trace, file, EINVAL);
 		}
 		if (trace->n_opportunities == capacity) {
@@ -94,8 +94,8 @@ pps_linkem_trace_load(const char *path, char *err, size_t err_size)
 	}
 	trace->period_ns = trace->opportunity_ns[trace->n_opportunities - 1];
 	if (trace->period_ns <= 0) {
-		snprintf(err, err_size, "trace %s: last timestamp must be > 0 ms (it is the period)",
-			 path);
+		snprintf(err, err_size,
+		         "trace %s: last timestamp must be > 0 ms (it is the period)", path);
 		return trace_fail(trace, NULL, EINVAL);
 	}
 	return trace;

@@ -93,29 +93,31 @@ const char *pps_linkem_aqm_name(pps_linkem_aqm_t aqm);
 int pps_linkem_aqm_from_name(const char *name, pps_linkem_aqm_t *aqm);
 
 typedef struct {
-	uint64_t rate_bps;                /* constant rate; 0 when trace is set */
-	const pps_linkem_trace_t *trace;  /* borrowed, must outlive the link; or NULL */
-	int64_t trace_epoch_ns;           /* time of the trace's opportunity 0 */
-	int64_t delay_ns;                 /* one-way propagation delay, >= 0 */
-	uint64_t queue_limit_pkts;        /* > 0 */
-	uint64_t queue_limit_bytes;       /* > 0 */
+	uint64_t rate_bps;               /* constant rate; 0 when trace is set */
+	const pps_linkem_trace_t *trace; /* borrowed, must outlive the link; or NULL */
+	int64_t trace_epoch_ns;          /* time of the trace's opportunity 0 */
+	int64_t delay_ns;                /* one-way propagation delay, >= 0 */
+	uint64_t queue_limit_pkts;       /* > 0 */
+	uint64_t queue_limit_bytes;      /* > 0 */
 	pps_linkem_aqm_t aqm;
-	uint64_t drd_min_bytes;           /* DRD: start marking above this queue size */
-	uint64_t drd_congest_bytes;       /* DRD: drop everything above this (> drd_min) */
-	bool drd_drop_not_ect;            /* DRD: drop non-ECT packets where ECT ones are marked */
-	double loss_probability;          /* independent random loss, [0, 1] */
-	uint64_t seed;                    /* seeds loss and DRD decisions */
+	uint64_t drd_min_bytes;     /* DRD: start marking above this queue size */
+	uint64_t drd_congest_bytes; /* DRD: drop everything above this (> drd_min) */
+	bool drd_drop_not_ect;      /* DRD: drop non-ECT packets where ECT ones are marked */
+	double loss_probability;    /* independent random loss, [0, 1] */
+	uint64_t seed;              /* seeds loss and DRD decisions */
 } pps_linkem_link_config_t;
 
 /* What happened to an offered packet. */
 typedef enum {
-	PPS_LINKEM_VERDICT_QUEUED,      /* accepted unchanged */
-	PPS_LINKEM_VERDICT_MARKED,      /* accepted, CE set by DRD */
-	PPS_LINKEM_VERDICT_DROP_LOSS,   /* random loss */
-	PPS_LINKEM_VERDICT_DROP_QUEUE,  /* queue limit (packets or bytes) reached */
-	PPS_LINKEM_VERDICT_DROP_AQM,    /* DRD: above drd_congest, or early drop of non-ECT */
-	PPS_LINKEM_VERDICT_DROP_OVERSIZE, /* larger than PPS_LINKEM_LINK_MAX_PACKET_BYTES, or empty */
-	PPS_LINKEM_VERDICT_DROP_OVERFLOW, /* PPS_LINKEM_LINK_MAX_PKTS reached (delay line too long) */
+	PPS_LINKEM_VERDICT_QUEUED,        /* accepted unchanged */
+	PPS_LINKEM_VERDICT_MARKED,        /* accepted, CE set by DRD */
+	PPS_LINKEM_VERDICT_DROP_LOSS,     /* random loss */
+	PPS_LINKEM_VERDICT_DROP_QUEUE,    /* queue limit (packets or bytes) reached */
+	PPS_LINKEM_VERDICT_DROP_AQM,      /* DRD: above drd_congest, or early drop of non-ECT */
+	PPS_LINKEM_VERDICT_DROP_OVERSIZE, /* larger than PPS_LINKEM_LINK_MAX_PACKET_BYTES, or empty
+	                                   */
+	PPS_LINKEM_VERDICT_DROP_OVERFLOW, /* PPS_LINKEM_LINK_MAX_PKTS reached (delay line too long)
+	                                   */
 } pps_linkem_verdict_t;
 
 /* Log word for a verdict: "queued", "marked", "drop-loss", ... */
@@ -134,11 +136,11 @@ typedef struct {
 typedef struct {
 	uint64_t arrived_pkts, arrived_bytes;
 	uint64_t delivered_pkts, delivered_bytes;
-	uint64_t lost_pkts;            /* random loss */
-	uint64_t dropped_queue_pkts;   /* drop-tail at the limit */
-	uint64_t dropped_aqm_pkts;     /* DRD drops */
-	uint64_t dropped_other_pkts;   /* oversize, overflow */
-	uint64_t marked_pkts;          /* CE set by DRD */
+	uint64_t lost_pkts;          /* random loss */
+	uint64_t dropped_queue_pkts; /* drop-tail at the limit */
+	uint64_t dropped_aqm_pkts;   /* DRD drops */
+	uint64_t dropped_other_pkts; /* oversize, overflow */
+	uint64_t marked_pkts;        /* CE set by DRD */
 	uint64_t max_queue_pkts, max_queue_bytes;
 	int64_t sojourn_p50_ns, sojourn_p95_ns, sojourn_p99_ns, sojourn_max_ns;
 } pps_linkem_link_stats_t;
@@ -150,7 +152,7 @@ typedef struct pps_linkem_link pps_linkem_link_t;
  * pps_linkem_link_new() too, and by pps-linkem before it creates anything.
  */
 int pps_linkem_link_config_check(const pps_linkem_link_config_t *config, char *err,
-				 size_t err_size);
+                                 size_t err_size);
 
 /* A new, empty link. NULL with errno set (EINVAL for a bad config, ENOMEM). */
 pps_linkem_link_t *pps_linkem_link_new(const pps_linkem_link_config_t *config);
@@ -163,7 +165,7 @@ void pps_linkem_link_free(pps_linkem_link_t *link);
  * -ENOMEM (then the packet is counted as dropped, other).
  */
 int pps_linkem_link_packet_offer(pps_linkem_link_t *link, int64_t now_ns, const uint8_t *packet,
-				 size_t size_bytes, pps_linkem_offer_t *offer);
+                                 size_t size_bytes, pps_linkem_offer_t *offer);
 
 /* Delivery time of the oldest accepted packet, or INT64_MAX when the link is empty. */
 int64_t pps_linkem_link_next_delivery_ns(const pps_linkem_link_t *link);

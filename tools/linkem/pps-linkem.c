@@ -40,8 +40,8 @@
 
 #define PROGRAM "pps-linkem"
 
-#define PPS_DEFAULT_LINKEM_DEV       "pps0"
-#define PPS_DEFAULT_LINKEM_DRD_MIN   0.5 /* bandwidth-delay products */
+#define PPS_DEFAULT_LINKEM_DEV         "pps0"
+#define PPS_DEFAULT_LINKEM_DRD_MIN     0.5 /* bandwidth-delay products */
 #define PPS_DEFAULT_LINKEM_DRD_CONGEST 1.5
 /* Packets read per readiness callback, so one busy side cannot starve the other. */
 #define LINKEM_READ_BATCH_PKTS 64
@@ -57,11 +57,11 @@
 enum { DIR_FWD, DIR_REV, DIR_COUNT };
 
 typedef struct {
-	const char *name;     /* "fwd" (snd -> rcv) or "rev" (rcv -> snd) */
-	uint64_t rate_bps;    /* 0: not given */
+	const char *name;  /* "fwd" (snd -> rcv) or "rev" (rcv -> snd) */
+	uint64_t rate_bps; /* 0: not given */
 	const char *trace_path;
 	int64_t delay_ns;
-	const char *queue_pkts_text;  /* NULL or "auto": derived */
+	const char *queue_pkts_text; /* NULL or "auto": derived */
 	const char *queue_bytes_text;
 	pps_linkem_aqm_t aqm;
 	double drd_min_bdp, drd_congest_bdp;
@@ -95,8 +95,8 @@ typedef struct {
 	pps_linkem_link_t *link;
 	struct event *read_event;
 	struct event *timer_event;
-	int64_t armed_ns; /* delivery time the timer is armed for; INT64_MAX: not armed */
-	int64_t wake_lead_ns; /* the timer is armed this much before the delivery time */
+	int64_t armed_ns;      /* delivery time the timer is armed for; INT64_MAX: not armed */
+	int64_t wake_lead_ns;  /* the timer is armed this much before the delivery time */
 	int64_t armed_wake_ns; /* when the timer should go off; INT64_MIN: at once */
 	uint64_t write_errors;
 	/* |time written to the far device - delivery time|, and how many went early. */
@@ -131,41 +131,46 @@ now_ns(void)
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-		"usage: " PROGRAM " --snd-netns NS --rcv-netns NS [options]\n"
-		"Forwards IP packets between a TUN device in the sender's namespace and one in\n"
-		"the receiver's, through an emulated bottleneck in each direction.\n"
-		"\n"
-		"Link settings (both directions; prefix with fwd- for snd->rcv or rev- for\n"
-		"rcv->snd only, e.g. --fwd-rate 10mbit --rev-rate 1mbit):\n"
-		"  --rate RATE          bottleneck rate: 10mbit, 800kbit, 12000 (bit/s)\n"
-		"  --trace FILE         mahimahi trace instead of a rate (1500-byte opportunities, ms)\n"
-		"  --delay TIME         one-way propagation delay: 25ms, 500us (default 0)\n"
-		"  --queue N|auto       queue limit in packets (default auto: 1 BDP, DRD: 2x drdcongest)\n"
-		"  --queue-bytes N|auto queue limit in bytes (default auto: as --queue, 1500 B/packet)\n"
-		"  --aqm droptail|drd   queue discipline (default droptail)\n"
-		"  --drd-min X          DRD: mark ECT packets above X BDP (default %.1f)\n"
-		"  --drd-congest Y      DRD: drop above Y BDP (default %.1f)\n"
-		"  --drd-drop-not-ect   DRD: drop non-ECT packets where ECT ones would be marked\n"
-		"  --loss P             independent random loss probability: 0.01 or 1%%\n"
-		"BDP = rate x (fwd delay + rev delay), per direction; a trace uses its mean rate.\n"
-		"\n"
-		"Other options:\n"
-		"  --snd-dev NAME, --rcv-dev NAME  TUN device names (default " PPS_DEFAULT_LINKEM_DEV ")\n"
-		"  --log FILE           per-packet log (TSV: arrival, departure, sojourn, verdict)\n"
-		"  --stats FILE         counters as JSON, written on exit and on SIGUSR1\n"
-		"  --duration TIME      exit after this long (default: at SIGINT/SIGTERM)\n"
-		"  --seed N             seed of the loss and DRD random draws (default 1)\n"
-		"  --ready-fd N         write \"ready\\n\" to fd N once both devices exist\n"
-		"  --die-with-parent    exit when the parent process exits\n"
-		"  --rt-priority N      run SCHED_FIFO at priority N (1-99) if permitted (default 0: off)\n"
-		"  --check              validate, print the resolved settings as JSON, exit\n"
-		"Exit status: 0 done, 1 runtime failure, 2 bad settings, 77 not permitted.\n",
-		PPS_DEFAULT_LINKEM_DRD_MIN, PPS_DEFAULT_LINKEM_DRD_CONGEST);
+	fprintf(
+	    out,
+	    "usage: " PROGRAM " --snd-netns NS --rcv-netns NS [options]\n"
+	    "Forwards IP packets between a TUN device in the sender's namespace and one in\n"
+	    "the receiver's, through an emulated bottleneck in each direction.\n"
+	    "\n"
+	    "Link settings (both directions; prefix with fwd- for snd->rcv or rev- for\n"
+	    "rcv->snd only, e.g. --fwd-rate 10mbit --rev-rate 1mbit):\n"
+	    "  --rate RATE          bottleneck rate: 10mbit, 800kbit, 12000 (bit/s)\n"
+	    "  --trace FILE         mahimahi trace instead of a rate (1500-byte opportunities, "
+	    "ms)\n"
+	    "  --delay TIME         one-way propagation delay: 25ms, 500us (default 0)\n"
+	    "  --queue N|auto       queue limit in packets (default auto: 1 BDP, DRD: 2x "
+	    "drdcongest)\n"
+	    "  --queue-bytes N|auto queue limit in bytes (default auto: as --queue, 1500 "
+	    "B/packet)\n"
+	    "  --aqm droptail|drd   queue discipline (default droptail)\n"
+	    "  --drd-min X          DRD: mark ECT packets above X BDP (default %.1f)\n"
+	    "  --drd-congest Y      DRD: drop above Y BDP (default %.1f)\n"
+	    "  --drd-drop-not-ect   DRD: drop non-ECT packets where ECT ones would be marked\n"
+	    "  --loss P             independent random loss probability: 0.01 or 1%%\n"
+	    "BDP = rate x (fwd delay + rev delay), per direction; a trace uses its mean rate.\n"
+	    "\n"
+	    "Other options:\n"
+	    "  --snd-dev NAME, --rcv-dev NAME  TUN device names (default " PPS_DEFAULT_LINKEM_DEV
+	    ")\n"
+	    "  --log FILE           per-packet log (TSV: arrival, departure, sojourn, verdict)\n"
+	    "  --stats FILE         counters as JSON, written on exit and on SIGUSR1\n"
+	    "  --duration TIME      exit after this long (default: at SIGINT/SIGTERM)\n"
+	    "  --seed N             seed of the loss and DRD random draws (default 1)\n"
+	    "  --ready-fd N         write \"ready\\n\" to fd N once both devices exist\n"
+	    "  --die-with-parent    exit when the parent process exits\n"
+	    "  --rt-priority N      run SCHED_FIFO at priority N (1-99) if permitted (default 0: "
+	    "off)\n"
+	    "  --check              validate, print the resolved settings as JSON, exit\n"
+	    "Exit status: 0 done, 1 runtime failure, 2 bad settings, 77 not permitted.\n",
+	    PPS_DEFAULT_LINKEM_DRD_MIN, PPS_DEFAULT_LINKEM_DRD_CONGEST);
 }
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-die_usage(const char *format, ...)
+static void __attribute__((format(printf, 1, 2), noreturn)) die_usage(const char *format, ...)
 {
 	va_list args;
 
@@ -180,7 +185,7 @@ die_usage(const char *format, ...)
 /* Applies one link option to the directions it names. Returns false if @key is not one. */
 static bool
 settings_apply_link_option(settings_t *s, const char *option, const char *key, const char *value,
-			   bool both, int only)
+                           bool both, int only)
 {
 	for (int d = 0; d < DIR_COUNT; d++) {
 		direction_settings_t *dir = &s->dir[d];
@@ -189,13 +194,14 @@ settings_apply_link_option(settings_t *s, const char *option, const char *key, c
 			continue;
 		if (strcmp(key, "rate") == 0) {
 			if (pps_linkem_parse_rate_bps(value, &dir->rate_bps) < 0)
-				die_usage("%s: '%s' is not a rate > 0 (e.g. 10mbit, 800kbit)", option,
-					  value);
+				die_usage("%s: '%s' is not a rate > 0 (e.g. 10mbit, 800kbit)",
+				          option, value);
 		} else if (strcmp(key, "trace") == 0) {
 			dir->trace_path = value;
 		} else if (strcmp(key, "delay") == 0) {
 			if (pps_linkem_parse_duration_ns(value, &dir->delay_ns) < 0)
-				die_usage("%s: '%s' is not a delay >= 0 (e.g. 25ms)", option, value);
+				die_usage("%s: '%s' is not a delay >= 0 (e.g. 25ms)", option,
+				          value);
 		} else if (strcmp(key, "queue") == 0) {
 			dir->queue_pkts_text = value;
 		} else if (strcmp(key, "queue-bytes") == 0) {
@@ -210,11 +216,13 @@ settings_apply_link_option(settings_t *s, const char *option, const char *key, c
 			errno = 0;
 			*target = strtod(value, &end);
 			if (errno || end == value || *end || !isfinite(*target) || *target < 0)
-				die_usage("%s: '%s' is not a multiple of the BDP >= 0", option, value);
+				die_usage("%s: '%s' is not a multiple of the BDP >= 0", option,
+				          value);
 		} else if (strcmp(key, "loss") == 0) {
 			if (pps_linkem_parse_probability(value, &dir->loss_probability) < 0)
-				die_usage("%s: '%s' is not a probability in [0, 1] (e.g. 0.01, 1%%)",
-					  option, value);
+				die_usage(
+				    "%s: '%s' is not a probability in [0, 1] (e.g. 0.01, 1%%)",
+				    option, value);
 		} else {
 			return false;
 		}
@@ -250,7 +258,7 @@ settings_parse(settings_t *s, int argc, char **argv)
 			die_usage("unexpected argument '%s' (see --help)", arg);
 		eq = strchr(arg, '=');
 		snprintf(option, sizeof(option), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg),
-			 arg);
+		         arg);
 		key = option + 2;
 		if (strncmp(key, "fwd-", 4) == 0 || strncmp(key, "rev-", 4) == 0) {
 			both = false;
@@ -292,7 +300,7 @@ settings_parse(settings_t *s, int argc, char **argv)
 		} else if (strcmp(key, "snd-dev") == 0 || strcmp(key, "rcv-dev") == 0) {
 			if (!*value || strlen(value) >= IFNAMSIZ)
 				die_usage("%s: '%s' is not a device name (1-%d characters)", option,
-					  value, IFNAMSIZ - 1);
+				          value, IFNAMSIZ - 1);
 			s->dev[key[0] == 's' ? DIR_FWD : DIR_REV] = value;
 		} else if (strcmp(key, "log") == 0) {
 			s->log_path = value;
@@ -301,7 +309,8 @@ settings_parse(settings_t *s, int argc, char **argv)
 		} else if (strcmp(key, "duration") == 0) {
 			if (pps_linkem_parse_duration_ns(value, &s->duration_ns) < 0 ||
 			    s->duration_ns == 0)
-				die_usage("%s: '%s' is not a duration > 0 (e.g. 600s)", option, value);
+				die_usage("%s: '%s' is not a duration > 0 (e.g. 600s)", option,
+				          value);
 		} else if (strcmp(key, "seed") == 0) {
 			if (pps_linkem_parse_count(value, &s->seed) < 0)
 				die_usage("%s: '%s' is not a non-negative integer", option, value);
@@ -331,7 +340,7 @@ settings_parse(settings_t *s, int argc, char **argv)
 			die_usage("%s: give a rate or a trace, not both", dir->name);
 		if (!dir->trace_path && !dir->rate_bps)
 			die_usage("%s: a rate (--rate or --%s-rate) or a trace is required",
-				  dir->name, dir->name);
+			          dir->name, dir->name);
 	}
 }
 
@@ -366,7 +375,8 @@ direction_configure(linkem_t *lk, int d)
 		lk->dir[d].trace = pps_linkem_trace_load(ds->trace_path, err, sizeof(err));
 		if (!lk->dir[d].trace) {
 			if (errno == ENOMEM)
-				snprintf(err, sizeof(err), "out of memory loading %s", ds->trace_path);
+				snprintf(err, sizeof(err), "out of memory loading %s",
+				         ds->trace_path);
 			die_usage("%s: %s", ds->name, err);
 		}
 		c->trace = lk->dir[d].trace;
@@ -378,12 +388,13 @@ direction_configure(linkem_t *lk, int d)
 	bdp_bytes = (uint64_t)((double)mean_rate_bps / 8 * (double)rtt_ns / 1e9);
 	if (ds->aqm == PPS_LINKEM_AQM_DRD) {
 		if (ds->drd_min_bdp >= ds->drd_congest_bdp)
-			die_usage("%s: --drd-min (%g BDP) must be below --drd-congest (%g BDP)", ds->name,
-				  ds->drd_min_bdp, ds->drd_congest_bdp);
+			die_usage("%s: --drd-min (%g BDP) must be below --drd-congest (%g BDP)",
+			          ds->name, ds->drd_min_bdp, ds->drd_congest_bdp);
 		if (bdp_bytes == 0)
-			die_usage("%s: DRD thresholds are multiples of the bandwidth-delay product, "
-				  "which is 0 without a delay",
-				  ds->name);
+			die_usage(
+			    "%s: DRD thresholds are multiples of the bandwidth-delay product, "
+			    "which is 0 without a delay",
+			    ds->name);
 	}
 
 	c->delay_ns = ds->delay_ns;
@@ -403,7 +414,8 @@ direction_configure(linkem_t *lk, int d)
 	pkts = settings_queue_value(ds->name, "queue", ds->queue_pkts_text);
 	bytes = settings_queue_value(ds->name, "queue-bytes", ds->queue_bytes_text);
 	if (!pkts && !bytes) {
-		uint64_t target = ds->aqm == PPS_LINKEM_AQM_DRD ? 2 * c->drd_congest_bytes : bdp_bytes;
+		uint64_t target =
+		    ds->aqm == PPS_LINKEM_AQM_DRD ? 2 * c->drd_congest_bytes : bdp_bytes;
 
 		pkts = (target + LINKEM_MTU_BYTES - 1) / LINKEM_MTU_BYTES;
 		if (pkts < 2)
@@ -441,7 +453,7 @@ direction_timing_error_quantile_ns(const direction_t *dir, double fraction)
 		seen += dir->timing_error_bins[bin];
 		if (seen >= rank && seen > 0)
 			return edge_ns < dir->timing_error_max_ns ? edge_ns
-								  : dir->timing_error_max_ns;
+			                                          : dir->timing_error_max_ns;
 	}
 	return dir->timing_error_max_ns;
 }
@@ -453,25 +465,25 @@ direction_settings_print_json(FILE *out, const linkem_t *lk, int d)
 	const pps_linkem_link_config_t *c = &lk->dir[d].config;
 
 	fprintf(out,
-		"\"%s\": {\"rate_bps\": %" PRIu64 ", \"trace\": %s%s%s, \"delay_ns\": %" PRId64
-		", \"queue_limit_pkts\": %" PRIu64 ", \"queue_limit_bytes\": %" PRIu64
-		", \"aqm\": \"%s\", \"drd_min_bdp\": %g, \"drd_congest_bdp\": %g"
-		", \"drd_min_bytes\": %" PRIu64 ", \"drd_congest_bytes\": %" PRIu64
-		", \"drd_drop_not_ect\": %s, \"loss\": %g}",
-		ds->name, c->trace ? pps_linkem_trace_mean_rate_bps(c->trace) : c->rate_bps,
-		ds->trace_path ? "\"" : "", ds->trace_path ? ds->trace_path : "null",
-		ds->trace_path ? "\"" : "", c->delay_ns, c->queue_limit_pkts, c->queue_limit_bytes,
-		pps_linkem_aqm_name(c->aqm), ds->drd_min_bdp, ds->drd_congest_bdp, c->drd_min_bytes,
-		c->drd_congest_bytes, c->drd_drop_not_ect ? "true" : "false", c->loss_probability);
+	        "\"%s\": {\"rate_bps\": %" PRIu64 ", \"trace\": %s%s%s, \"delay_ns\": %" PRId64
+	        ", \"queue_limit_pkts\": %" PRIu64 ", \"queue_limit_bytes\": %" PRIu64
+	        ", \"aqm\": \"%s\", \"drd_min_bdp\": %g, \"drd_congest_bdp\": %g"
+	        ", \"drd_min_bytes\": %" PRIu64 ", \"drd_congest_bytes\": %" PRIu64
+	        ", \"drd_drop_not_ect\": %s, \"loss\": %g}",
+	        ds->name, c->trace ? pps_linkem_trace_mean_rate_bps(c->trace) : c->rate_bps,
+	        ds->trace_path ? "\"" : "", ds->trace_path ? ds->trace_path : "null",
+	        ds->trace_path ? "\"" : "", c->delay_ns, c->queue_limit_pkts, c->queue_limit_bytes,
+	        pps_linkem_aqm_name(c->aqm), ds->drd_min_bdp, ds->drd_congest_bdp, c->drd_min_bytes,
+	        c->drd_congest_bytes, c->drd_drop_not_ect ? "true" : "false", c->loss_probability);
 }
 
 static void
 linkem_stats_print_json(FILE *out, const linkem_t *lk)
 {
 	fprintf(out,
-		"{\"epoch_monotonic_ns\": %" PRId64 ", \"epoch_realtime_ns\": %" PRId64
-		", \"settings\": {",
-		lk->epoch_ns, lk->epoch_realtime_ns);
+	        "{\"epoch_monotonic_ns\": %" PRId64 ", \"epoch_realtime_ns\": %" PRId64
+	        ", \"settings\": {",
+	        lk->epoch_ns, lk->epoch_realtime_ns);
 	for (int d = 0; d < DIR_COUNT; d++) {
 		direction_settings_print_json(out, lk, d);
 		fprintf(out, d + 1 < DIR_COUNT ? ", " : "}");
@@ -481,25 +493,26 @@ linkem_stats_print_json(FILE *out, const linkem_t *lk)
 
 		pps_linkem_link_stats_get(lk->dir[d].link, &st);
 		fprintf(out,
-			", \"%s\": {\"arrived_pkts\": %" PRIu64 ", \"arrived_bytes\": %" PRIu64
-			", \"delivered_pkts\": %" PRIu64 ", \"delivered_bytes\": %" PRIu64
-			", \"lost_pkts\": %" PRIu64 ", \"dropped_queue_pkts\": %" PRIu64
-			", \"dropped_aqm_pkts\": %" PRIu64 ", \"dropped_other_pkts\": %" PRIu64
-			", \"marked_pkts\": %" PRIu64 ", \"write_errors\": %" PRIu64
-			", \"max_queue_pkts\": %" PRIu64 ", \"max_queue_bytes\": %" PRIu64
-			", \"sojourn_p50_ns\": %" PRId64 ", \"sojourn_p95_ns\": %" PRId64
-			", \"sojourn_p99_ns\": %" PRId64 ", \"sojourn_max_ns\": %" PRId64
-			", \"timing_error_p50_ns\": %" PRId64 ", \"timing_error_p99_ns\": %" PRId64
-			", \"timing_error_max_ns\": %" PRId64 ", \"early_pkts\": %" PRIu64
-			", \"wake_lead_ns\": %" PRId64 "}",
-			lk->settings.dir[d].name, st.arrived_pkts, st.arrived_bytes,
-			st.delivered_pkts, st.delivered_bytes, st.lost_pkts, st.dropped_queue_pkts,
-			st.dropped_aqm_pkts, st.dropped_other_pkts, st.marked_pkts,
-			lk->dir[d].write_errors, st.max_queue_pkts, st.max_queue_bytes,
-			st.sojourn_p50_ns, st.sojourn_p95_ns, st.sojourn_p99_ns, st.sojourn_max_ns,
-			direction_timing_error_quantile_ns(&lk->dir[d], 0.5),
-			direction_timing_error_quantile_ns(&lk->dir[d], 0.99),
-			lk->dir[d].timing_error_max_ns, lk->dir[d].early_pkts, lk->dir[d].wake_lead_ns);
+		        ", \"%s\": {\"arrived_pkts\": %" PRIu64 ", \"arrived_bytes\": %" PRIu64
+		        ", \"delivered_pkts\": %" PRIu64 ", \"delivered_bytes\": %" PRIu64
+		        ", \"lost_pkts\": %" PRIu64 ", \"dropped_queue_pkts\": %" PRIu64
+		        ", \"dropped_aqm_pkts\": %" PRIu64 ", \"dropped_other_pkts\": %" PRIu64
+		        ", \"marked_pkts\": %" PRIu64 ", \"write_errors\": %" PRIu64
+		        ", \"max_queue_pkts\": %" PRIu64 ", \"max_queue_bytes\": %" PRIu64
+		        ", \"sojourn_p50_ns\": %" PRId64 ", \"sojourn_p95_ns\": %" PRId64
+		        ", \"sojourn_p99_ns\": %" PRId64 ", \"sojourn_max_ns\": %" PRId64
+		        ", \"timing_error_p50_ns\": %" PRId64 ", \"timing_error_p99_ns\": %" PRId64
+		        ", \"timing_error_max_ns\": %" PRId64 ", \"early_pkts\": %" PRIu64
+		        ", \"wake_lead_ns\": %" PRId64 "}",
+		        lk->settings.dir[d].name, st.arrived_pkts, st.arrived_bytes,
+		        st.delivered_pkts, st.delivered_bytes, st.lost_pkts, st.dropped_queue_pkts,
+		        st.dropped_aqm_pkts, st.dropped_other_pkts, st.marked_pkts,
+		        lk->dir[d].write_errors, st.max_queue_pkts, st.max_queue_bytes,
+		        st.sojourn_p50_ns, st.sojourn_p95_ns, st.sojourn_p99_ns, st.sojourn_max_ns,
+		        direction_timing_error_quantile_ns(&lk->dir[d], 0.5),
+		        direction_timing_error_quantile_ns(&lk->dir[d], 0.99),
+		        lk->dir[d].timing_error_max_ns, lk->dir[d].early_pkts,
+		        lk->dir[d].wake_lead_ns);
 	}
 	fprintf(out, "}\n");
 }
@@ -522,7 +535,7 @@ linkem_stats_write(const linkem_t *lk)
 	linkem_stats_print_json(out, lk);
 	if (fclose(out) != 0 || rename(tmp, lk->settings.stats_path) != 0)
 		fprintf(stderr, PROGRAM ": stats %s: %s\n", lk->settings.stats_path,
-			strerror(errno));
+		        strerror(errno));
 }
 
 static void
@@ -536,34 +549,34 @@ linkem_summary_print(FILE *out, const linkem_t *lk)
 			continue;
 		pps_linkem_link_stats_get(lk->dir[d].link, &st);
 		fprintf(out, "%s %s: ", lk->settings.dir[d].name,
-			d == DIR_FWD ? "(snd->rcv)" : "(rcv->snd)");
+		        d == DIR_FWD ? "(snd->rcv)" : "(rcv->snd)");
 		if (c->trace)
 			fprintf(out, "trace %s", lk->settings.dir[d].trace_path);
 		else
 			fprintf(out, "rate %" PRIu64 " bit/s", c->rate_bps);
 		fprintf(out,
-			", delay %.3f ms, queue %" PRIu64 " pkts/%" PRIu64 " bytes %s, loss %g\n",
-			(double)c->delay_ns / 1e6, c->queue_limit_pkts, c->queue_limit_bytes,
-			pps_linkem_aqm_name(c->aqm), c->loss_probability);
+		        ", delay %.3f ms, queue %" PRIu64 " pkts/%" PRIu64 " bytes %s, loss %g\n",
+		        (double)c->delay_ns / 1e6, c->queue_limit_pkts, c->queue_limit_bytes,
+		        pps_linkem_aqm_name(c->aqm), c->loss_probability);
 		fprintf(out,
-			"  arrived %" PRIu64 " pkts %" PRIu64 " bytes; delivered %" PRIu64
-			" pkts %" PRIu64 " bytes\n"
-			"  dropped: queue %" PRIu64 ", aqm %" PRIu64 ", loss %" PRIu64
-			", other %" PRIu64 "; marked %" PRIu64 "; write errors %" PRIu64 "\n"
-			"  max queue %" PRIu64 " pkts %" PRIu64 " bytes; sojourn p50 %.3f p95 %.3f"
-			" p99 %.3f max %.3f ms\n"
-			"  delivery timing error p50 %.3f p99 %.3f max %.3f ms (%" PRIu64
-			" early, wake-up lead %.3f ms)\n",
-			st.arrived_pkts, st.arrived_bytes, st.delivered_pkts, st.delivered_bytes,
-			st.dropped_queue_pkts, st.dropped_aqm_pkts, st.lost_pkts,
-			st.dropped_other_pkts, st.marked_pkts, lk->dir[d].write_errors,
-			st.max_queue_pkts, st.max_queue_bytes, (double)st.sojourn_p50_ns / 1e6,
-			(double)st.sojourn_p95_ns / 1e6, (double)st.sojourn_p99_ns / 1e6,
-			(double)st.sojourn_max_ns / 1e6,
-			(double)direction_timing_error_quantile_ns(&lk->dir[d], 0.5) / 1e6,
-			(double)direction_timing_error_quantile_ns(&lk->dir[d], 0.99) / 1e6,
-			(double)lk->dir[d].timing_error_max_ns / 1e6, lk->dir[d].early_pkts,
-			(double)lk->dir[d].wake_lead_ns / 1e6);
+		        "  arrived %" PRIu64 " pkts %" PRIu64 " bytes; delivered %" PRIu64
+		        " pkts %" PRIu64 " bytes\n"
+		        "  dropped: queue %" PRIu64 ", aqm %" PRIu64 ", loss %" PRIu64
+		        ", other %" PRIu64 "; marked %" PRIu64 "; write errors %" PRIu64 "\n"
+		        "  max queue %" PRIu64 " pkts %" PRIu64 " bytes; sojourn p50 %.3f p95 %.3f"
+		        " p99 %.3f max %.3f ms\n"
+		        "  delivery timing error p50 %.3f p99 %.3f max %.3f ms (%" PRIu64
+		        " early, wake-up lead %.3f ms)\n",
+		        st.arrived_pkts, st.arrived_bytes, st.delivered_pkts, st.delivered_bytes,
+		        st.dropped_queue_pkts, st.dropped_aqm_pkts, st.lost_pkts,
+		        st.dropped_other_pkts, st.marked_pkts, lk->dir[d].write_errors,
+		        st.max_queue_pkts, st.max_queue_bytes, (double)st.sojourn_p50_ns / 1e6,
+		        (double)st.sojourn_p95_ns / 1e6, (double)st.sojourn_p99_ns / 1e6,
+		        (double)st.sojourn_max_ns / 1e6,
+		        (double)direction_timing_error_quantile_ns(&lk->dir[d], 0.5) / 1e6,
+		        (double)direction_timing_error_quantile_ns(&lk->dir[d], 0.99) / 1e6,
+		        (double)lk->dir[d].timing_error_max_ns / 1e6, lk->dir[d].early_pkts,
+		        (double)lk->dir[d].wake_lead_ns / 1e6);
 	}
 	fflush(out);
 }
@@ -596,30 +609,31 @@ direction_timer_arm(direction_t *dir, int64_t now)
 
 static void
 direction_log_offer(direction_t *dir, int64_t arrival_ns, size_t size_bytes,
-		    const pps_linkem_offer_t *offer)
+                    const pps_linkem_offer_t *offer)
 {
 	FILE *log = dir->linkem->log;
 	int64_t epoch = dir->linkem->epoch_ns;
 	bool accepted = offer->verdict == PPS_LINKEM_VERDICT_QUEUED ||
-			offer->verdict == PPS_LINKEM_VERDICT_MARKED;
+	                offer->verdict == PPS_LINKEM_VERDICT_MARKED;
 
 	if (!log)
 		return;
 	if (accepted)
 		fprintf(log,
-			"%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%zu\t%u\t%" PRIu64
-			"\t%" PRIu64 "\t%" PRIu64 "\n",
-			dir->linkem->settings.dir[dir->index].name,
-			pps_linkem_verdict_name(offer->verdict), arrival_ns - epoch,
-			offer->departure_ns - epoch, offer->delivery_ns - epoch,
-			offer->departure_ns - arrival_ns, size_bytes, offer->ecn, offer->queue_pkts,
-			offer->queue_bytes, offer->queue_bytes_seen);
+		        "%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64
+		        "\t%zu\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		        dir->linkem->settings.dir[dir->index].name,
+		        pps_linkem_verdict_name(offer->verdict), arrival_ns - epoch,
+		        offer->departure_ns - epoch, offer->delivery_ns - epoch,
+		        offer->departure_ns - arrival_ns, size_bytes, offer->ecn, offer->queue_pkts,
+		        offer->queue_bytes, offer->queue_bytes_seen);
 	else
-		fprintf(log, "%s\t%s\t%" PRId64 "\t-\t-\t-\t%zu\t%u\t%" PRIu64 "\t%" PRIu64
-			     "\t%" PRIu64 "\n",
-			dir->linkem->settings.dir[dir->index].name,
-			pps_linkem_verdict_name(offer->verdict), arrival_ns - epoch, size_bytes,
-			offer->ecn, offer->queue_pkts, offer->queue_bytes, offer->queue_bytes_seen);
+		fprintf(log,
+		        "%s\t%s\t%" PRId64 "\t-\t-\t-\t%zu\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		        "\n",
+		        dir->linkem->settings.dir[dir->index].name,
+		        pps_linkem_verdict_name(offer->verdict), arrival_ns - epoch, size_bytes,
+		        offer->ecn, offer->queue_pkts, offer->queue_bytes, offer->queue_bytes_seen);
 }
 
 static void
@@ -636,8 +650,8 @@ direction_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				fprintf(stderr, PROGRAM ": %s read: %s\n",
-					dir->linkem->settings.dir[dir->index].name,
-					strerror(errno));
+				        dir->linkem->settings.dir[dir->index].name,
+				        strerror(errno));
 			break;
 		}
 		arrival_ns = now_ns();
@@ -665,7 +679,7 @@ direction_timer_cb(evutil_socket_t fd, short what, void *arg)
 		int64_t latency_ns = now - dir->armed_wake_ns;
 
 		dir->wake_lead_ns += latency_ns > dir->wake_lead_ns ? LINKEM_WAKE_LEAD_STEP_NS
-								   : -LINKEM_WAKE_LEAD_STEP_NS;
+		                                                    : -LINKEM_WAKE_LEAD_STEP_NS;
 		if (dir->wake_lead_ns < 0)
 			dir->wake_lead_ns = 0;
 		if (dir->wake_lead_ns > LINKEM_WAKE_LEAD_MAX_NS)
@@ -803,8 +817,8 @@ linkem_events_setup(linkem_t *lk)
 	for (int d = 0; d < DIR_COUNT; d++) {
 		direction_t *dir = &lk->dir[d];
 
-		dir->read_event = event_new(lk->base, dir->in_fd, EV_READ | EV_PERSIST,
-					    direction_read_cb, dir);
+		dir->read_event =
+		    event_new(lk->base, dir->in_fd, EV_READ | EV_PERSIST, direction_read_cb, dir);
 		dir->timer_event = evtimer_new(lk->base, direction_timer_cb, dir);
 		if (!dir->read_event || !dir->timer_event || event_add(dir->read_event, NULL) < 0)
 			return -ENOMEM;
@@ -816,8 +830,8 @@ linkem_events_setup(linkem_t *lk)
 	}
 	if (lk->settings.duration_ns) {
 		struct timeval tv = {
-			.tv_sec = (time_t)(lk->settings.duration_ns / 1000000000),
-			.tv_usec = (suseconds_t)(lk->settings.duration_ns % 1000000000 / 1000),
+		    .tv_sec = (time_t)(lk->settings.duration_ns / 1000000000),
+		    .tv_usec = (suseconds_t)(lk->settings.duration_ns % 1000000000 / 1000),
 		};
 
 		lk->duration_event = evtimer_new(lk->base, linkem_duration_cb, lk);
@@ -889,15 +903,16 @@ main(int argc, char **argv)
 		struct sched_param param = {.sched_priority = lk.settings.rt_priority};
 
 		if (sched_setscheduler(0, SCHED_FIFO, &param) < 0)
-			fprintf(stderr, PROGRAM ": SCHED_FIFO %d refused (%s); running unprioritized\n",
-				lk.settings.rt_priority, strerror(errno));
+			fprintf(stderr,
+			        PROGRAM ": SCHED_FIFO %d refused (%s); running unprioritized\n",
+			        lk.settings.rt_priority, strerror(errno));
 	}
 
 	if (lk.settings.log_path) {
 		lk.log = fopen(lk.settings.log_path, "w");
 		if (!lk.log) {
 			fprintf(stderr, PROGRAM ": log %s: %s\n", lk.settings.log_path,
-				strerror(errno));
+			        strerror(errno));
 			goto out;
 		}
 		setvbuf(lk.log, NULL, _IOFBF, 1 << 20);
@@ -933,7 +948,7 @@ main(int argc, char **argv)
 		dir->link = pps_linkem_link_new(&dir->config);
 		if (!dir->link) {
 			fprintf(stderr, PROGRAM ": %s link: %s\n", lk.settings.dir[d].name,
-				strerror(errno));
+			        strerror(errno));
 			goto out;
 		}
 	}
@@ -942,12 +957,14 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (lk.log) {
-		fprintf(lk.log, "# pps-linkem per-packet log; times in ns since epoch_monotonic_ns=%" PRId64
-				"\n# settings ",
-			lk.epoch_ns);
+		fprintf(lk.log,
+		        "# pps-linkem per-packet log; times in ns since epoch_monotonic_ns=%" PRId64
+		        "\n# settings ",
+		        lk.epoch_ns);
 		linkem_stats_print_json(lk.log, &lk);
-		fprintf(lk.log, "dir\tevent\tarrival_ns\tdeparture_ns\tdelivery_ns\tsojourn_ns\tbytes"
-				"\tecn\tqueue_pkts\tqueue_bytes\tqueue_bytes_seen\n");
+		fprintf(lk.log,
+		        "dir\tevent\tarrival_ns\tdeparture_ns\tdelivery_ns\tsojourn_ns\tbytes"
+		        "\tecn\tqueue_pkts\tqueue_bytes\tqueue_bytes_seen\n");
 	}
 	if (lk.settings.ready_fd >= 0) {
 		if (write(lk.settings.ready_fd, "ready\n", 6) != 6)

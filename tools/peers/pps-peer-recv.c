@@ -79,19 +79,20 @@ on_new_sample_cb(GstAppSink *sink, gpointer user)
 		gst_sample_unref(sample);
 		return GST_FLOW_OK;
 	}
-	found = pps_timecode_read(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
-				  GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), GST_VIDEO_INFO_WIDTH(&info),
-				  GST_VIDEO_INFO_HEIGHT(&info), &index, &capture_us) == 0;
+	found =
+	    pps_timecode_read(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
+	                      GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), GST_VIDEO_INFO_WIDTH(&info),
+	                      GST_VIDEO_INFO_HEIGHT(&info), &index, &capture_us) == 0;
 	if (!r->frames_decoded) {
 		r->first_recv_us = recv_us;
 		fprintf(r->y4m, "YUV4MPEG2 W%d H%d F%d:1 Ip A1:1 C420jpeg\n",
-			GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info), r->fps);
+		        GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info), r->fps);
 	}
 	r->last_recv_us = recv_us;
 	r->frames_decoded++;
 	r->frames_with_timecode += found;
 	fprintf(r->frames, "%" PRIu64 "\t%" PRId64 "\t%d\t%u\t%" PRId64 "\n", r->frames_decoded - 1,
-		recv_us, found, found ? index : 0, found ? capture_us : 0);
+	        recv_us, found, found ? index : 0, found ? capture_us : 0);
 	fputs("FRAME\n", r->y4m);
 	for (int p = 0; p < 3; p++) {
 		int w = GST_VIDEO_FRAME_COMP_WIDTH(&frame, p);
@@ -128,27 +129,28 @@ count_bytes_cb(GstPad *pad, GstPadProbeInfo *info, gpointer user)
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: pps-peer-recv --source tcp|srt --connect HOST:PORT --output FILE.y4m\n"
-		"                     --frames FILE.tsv [OPTION]...\n"
-		"Receive a pps-peer-send stream, decode it and log every picture's timecode.\n\n"
-		"  --source tcp|srt         transport (tcpclientsrc, or srtsrc as caller)\n"
-		"  --connect HOST:PORT      the sender\n"
-		"  --output FILE.y4m        every decoded picture, in order\n"
-		"  --frames FILE.tsv        per picture: ordinal, recv_us, timecode_ok, frame_index,\n"
-		"                           capture_us (CLOCK_REALTIME, microseconds)\n"
-		"  --fps N                  frame rate written into the y4m header (default 30)\n"
-		"  --srt-latency-ms N       SRT latency (default %d)\n"
-		"  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
-		"  --stats-json FILE        counters as JSON at exit\n"
-		"  -h, --help\n\n"
-		"Exit status: 0 done, 1 runtime error, 2 usage.\n",
-		PPS_DEFAULT_SRT_LATENCY_MS);
+	fprintf(
+	    out,
+	    "Usage: pps-peer-recv --source tcp|srt --connect HOST:PORT --output FILE.y4m\n"
+	    "                     --frames FILE.tsv [OPTION]...\n"
+	    "Receive a pps-peer-send stream, decode it and log every picture's timecode.\n\n"
+	    "  --source tcp|srt         transport (tcpclientsrc, or srtsrc as caller)\n"
+	    "  --connect HOST:PORT      the sender\n"
+	    "  --output FILE.y4m        every decoded picture, in order\n"
+	    "  --frames FILE.tsv        per picture: ordinal, recv_us, timecode_ok, frame_index,\n"
+	    "                           capture_us (CLOCK_REALTIME, microseconds)\n"
+	    "  --fps N                  frame rate written into the y4m header (default 30)\n"
+	    "  --srt-latency-ms N       SRT latency (default %d)\n"
+	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
+	    "  --stats-json FILE        counters as JSON at exit\n"
+	    "  -h, --help\n\n"
+	    "Exit status: 0 done, 1 runtime error, 2 usage.\n",
+	    PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
 static void
 write_stats(const char *path, const receiver_t *r, const char *source, double seconds,
-	    const char *srt)
+            const char *srt)
 {
 	FILE *f = fopen(path, "w");
 
@@ -157,11 +159,11 @@ write_stats(const char *path, const receiver_t *r, const char *source, double se
 		return;
 	}
 	fprintf(f,
-		"{\"source\":\"%s\",\"seconds\":%.3f,\"frames_decoded\":%" PRIu64
-		",\"frames_with_timecode\":%" PRIu64 ",\"bytes_received\":%" PRIu64
-		",\"first_recv_us\":%" PRId64 ",\"last_recv_us\":%" PRId64 ",\"srt_stats\":",
-		source, seconds, r->frames_decoded, r->frames_with_timecode, r->bytes_received,
-		r->first_recv_us, r->last_recv_us);
+	        "{\"source\":\"%s\",\"seconds\":%.3f,\"frames_decoded\":%" PRIu64
+	        ",\"frames_with_timecode\":%" PRIu64 ",\"bytes_received\":%" PRIu64
+	        ",\"first_recv_us\":%" PRId64 ",\"last_recv_us\":%" PRId64 ",\"srt_stats\":",
+	        source, seconds, r->frames_decoded, r->frames_with_timecode, r->bytes_received,
+	        r->first_recv_us, r->last_recv_us);
 	pps_peer_write_json_string(f, srt);
 	fputs("}\n", f);
 	fclose(f);
@@ -171,24 +173,24 @@ int
 main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "source", required_argument, NULL, 's' },
-		{ "connect", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "frames", required_argument, NULL, 'f' },
-		{ "fps", required_argument, NULL, 'F' },
-		{ "srt-latency-ms", required_argument, NULL, 'L' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "stats-json", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"source", required_argument, NULL, 's'},
+	    {"connect", required_argument, NULL, 'c'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"frames", required_argument, NULL, 'f'},
+	    {"fps", required_argument, NULL, 'F'},
+	    {"srt-latency-ms", required_argument, NULL, 'L'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"stats-json", required_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *source = NULL, *connect = NULL, *output = NULL, *frames_path = NULL;
 	const char *stats_path = NULL;
 	int srt_latency_ms = PPS_DEFAULT_SRT_LATENCY_MS, port = 0, opt, status = 1;
 	double duration_s = 0, seconds;
 	char host[256], *description, *srt_stats = NULL;
-	receiver_t r = { .fps = 30 };
-	GstAppSinkCallbacks callbacks = { 0 };
+	receiver_t r = {.fps = 30};
+	GstAppSinkCallbacks callbacks = {0};
 	GstElement *sink;
 	GError *error = NULL;
 	GstBus *bus;
@@ -237,8 +239,8 @@ main(int argc, char **argv)
 	r.y4m = fopen(output, "w");
 	r.frames = fopen(frames_path, "w");
 	if (!r.y4m || !r.frames) {
-		fprintf(stderr, "pps-peer-recv: cannot write %s: %s\n", !r.y4m ? output : frames_path,
-			strerror(errno));
+		fprintf(stderr, "pps-peer-recv: cannot write %s: %s\n",
+		        !r.y4m ? output : frames_path, strerror(errno));
 		goto err_files;
 	}
 	fputs("ordinal\trecv_us\ttimecode_ok\tframe_index\tcapture_us\n", r.frames);
@@ -247,14 +249,14 @@ main(int argc, char **argv)
 	/* Slice threads only: frame threading would hold a decoded picture back
 	 * by one frame per extra thread, a delay no live viewer would choose. */
 	description = g_strdup_printf(
-		"%s name=src ! tsdemux ! h264parse ! avdec_h264 thread-type=slice ! videoconvert ! "
-		"video/x-raw,format=I420 ! appsink name=sink sync=false max-buffers=4",
-		strcmp(source, "srt") ? "tcpclientsrc" : "srtsrc");
+	    "%s name=src ! tsdemux ! h264parse ! avdec_h264 thread-type=slice ! videoconvert ! "
+	    "video/x-raw,format=I420 ! appsink name=sink sync=false max-buffers=4",
+	    strcmp(source, "srt") ? "tcpclientsrc" : "srtsrc");
 	r.pipeline = gst_parse_launch(description, &error);
 	g_free(description);
 	if (!r.pipeline || error) {
 		fprintf(stderr, "pps-peer-recv: cannot build the pipeline: %s\n",
-			error ? error->message : "unknown error");
+		        error ? error->message : "unknown error");
 		g_clear_error(&error);
 		goto err_files;
 	}
@@ -269,7 +271,7 @@ main(int argc, char **argv)
 	}
 	pad = gst_element_get_static_pad(r.src, "src");
 	gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
-			  count_bytes_cb, &r, NULL);
+	                  count_bytes_cb, &r, NULL);
 	gst_object_unref(pad);
 	sink = gst_bin_get_by_name(GST_BIN(r.pipeline), "sink");
 	callbacks.new_sample = on_new_sample_cb;
@@ -290,15 +292,15 @@ main(int argc, char **argv)
 		/* The bus is the only thing waited on; 100 ms bounds how late a
 		 * signal or the deadline is noticed. */
 		GstMessage *msg = gst_bus_timed_pop_filtered(bus, 100 * GST_MSECOND,
-							     GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+		                                             GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
 
 		if (msg) {
 			if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
 				GError *e = NULL;
 
 				gst_message_parse_error(msg, &e, NULL);
-				fprintf(stderr, "pps-peer-recv: %s: %s\n", GST_OBJECT_NAME(msg->src),
-					e ? e->message : "error");
+				fprintf(stderr, "pps-peer-recv: %s: %s\n",
+				        GST_OBJECT_NAME(msg->src), e ? e->message : "error");
 				g_clear_error(&e);
 				status = 1;
 			} else {
@@ -316,9 +318,10 @@ main(int argc, char **argv)
 	if (stats_path)
 		write_stats(stats_path, &r, source, seconds, srt_stats);
 	g_free(srt_stats);
-	fprintf(stderr, "pps-peer-recv: %" PRIu64 " pictures, %" PRIu64 " with a timecode, %" PRIu64
-			" bytes\n",
-		r.frames_decoded, r.frames_with_timecode, r.bytes_received);
+	fprintf(stderr,
+	        "pps-peer-recv: %" PRIu64 " pictures, %" PRIu64 " with a timecode, %" PRIu64
+	        " bytes\n",
+	        r.frames_decoded, r.frames_with_timecode, r.bytes_received);
 	gst_object_unref(r.src);
 	gst_object_unref(r.pipeline);
 	fclose(r.y4m);

@@ -44,10 +44,10 @@
 
 #include "pps-codec.h"
 
-#define RING_FRAMES 96
+#define RING_FRAMES   96
 #define SEARCH_FRAMES 32
-#define CHECK_EVERY 30
-#define PSNR_MAX_DB 100.0
+#define CHECK_EVERY   30
+#define PSNR_MAX_DB   100.0
 
 typedef struct {
 	GstElement *pipeline;
@@ -65,17 +65,18 @@ reference_open(reference_t *ref, const char *pattern, int width, int height, int
 	GError *error = NULL;
 	int block = 16;
 	char *description = g_strdup_printf(
-		"videotestsrc pattern=%s%s ! "
-		"video/x-raw,format=I420,width=%d,height=%d,framerate=%d/1,pixel-aspect-ratio=1/1 ! "
-		"appsink name=sink sync=false max-buffers=4",
-		pattern, strcmp(pattern, "ball") && strcmp(pattern, "snow") ? " horizontal-speed=2" : "",
-		width, height, fps);
+	    "videotestsrc pattern=%s%s ! "
+	    "video/x-raw,format=I420,width=%d,height=%d,framerate=%d/1,pixel-aspect-ratio=1/1 ! "
+	    "appsink name=sink sync=false max-buffers=4",
+	    pattern,
+	    strcmp(pattern, "ball") && strcmp(pattern, "snow") ? " horizontal-speed=2" : "", width,
+	    height, fps);
 
 	ref->pipeline = gst_parse_launch(description, &error);
 	g_free(description);
 	if (!ref->pipeline || error) {
 		fprintf(stderr, "pps-peer-score: reference pipeline: %s\n",
-			error ? error->message : "unknown error");
+		        error ? error->message : "unknown error");
 		g_clear_error(&error);
 		return -EINVAL;
 	}
@@ -125,14 +126,15 @@ reference_get(reference_t *ref, int64_t n)
 		if (!sample)
 			return NULL;
 		if (!gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) ||
-		    !gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ)) {
+		    !gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample),
+		                         GST_MAP_READ)) {
 			gst_sample_unref(sample);
 			return NULL;
 		}
 		for (int y = 0; y < ref->height; y++)
 			memcpy(dst + (size_t)y * ref->width,
 			       (const uint8_t *)GST_VIDEO_FRAME_PLANE_DATA(&frame, 0) +
-				       (size_t)y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
+			           (size_t)y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
 			       (size_t)ref->width);
 		gst_video_frame_unmap(&frame);
 		gst_sample_unref(sample);
@@ -203,7 +205,7 @@ ssim_y(const reference_t *ref, const uint8_t *a, const uint8_t *b)
 			vb = sbb / 64.0 - mb * mb;
 			cov = sab / 64.0 - ma * mb;
 			total += ((2 * ma * mb + c1) * (2 * cov + c2)) /
-				 ((ma * ma + mb * mb + c1) * (va + vb + c2));
+			         ((ma * ma + mb * mb + c1) * (va + vb + c2));
 			windows++;
 		}
 	}
@@ -238,13 +240,13 @@ int
 main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "pattern", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"pattern", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *pattern = "smpte";
 	int fps, width, height, opt, status = 0;
-	reference_t ref = { 0 };
+	reference_t ref = {0};
 	uint8_t *picture;
 	size_t picture_bytes;
 	FILE *in;
@@ -259,9 +261,11 @@ main(int argc, char **argv)
 			pattern = optarg;
 			break;
 		case 'h':
-			printf("Usage: pps-peer-score [--pattern smpte] SHOWN.y4m > scores.tsv\n"
-			       "PSNR/SSIM of each shown picture against the regenerated test source\n"
-			       "picture with the same timecode (see the comment in pps-peer-score.c).\n");
+			printf(
+			    "Usage: pps-peer-score [--pattern smpte] SHOWN.y4m > scores.tsv\n"
+			    "PSNR/SSIM of each shown picture against the regenerated test source\n"
+			    "picture with the same timecode (see the comment in "
+			    "pps-peer-score.c).\n");
 			return 0;
 		default:
 			return 2;
@@ -273,10 +277,12 @@ main(int argc, char **argv)
 	}
 	in = fopen(argv[optind], "r");
 	if (!in) {
-		fprintf(stderr, "pps-peer-score: cannot read %s: %s\n", argv[optind], strerror(errno));
+		fprintf(stderr, "pps-peer-score: cannot read %s: %s\n", argv[optind],
+		        strerror(errno));
 		return 1;
 	}
-	printf("ordinal\ttimecode_ok\tframe_index\tcapture_us\tref_frame\tpsnr_y\tssim_y\tref_check\n");
+	printf("ordinal\ttimecode_ok\tframe_index\tcapture_us\tref_frame\tpsnr_y\tssim_y\tref_"
+	       "check\n");
 	if (parse_y4m_header(in, &width, &height, &fps) < 0 || fps < 1) {
 		/* An empty file (nothing was shown) is a valid, empty result. */
 		fclose(in);
@@ -288,7 +294,7 @@ main(int argc, char **argv)
 	gst_init(NULL, NULL);
 	if (!picture || reference_open(&ref, pattern, width, height, fps) < 0) {
 		fprintf(stderr, "pps-peer-score: cannot set up the reference (%s %dx%d)\n", pattern,
-			width, height);
+		        width, height);
 		status = 1;
 		goto out;
 	}
@@ -297,7 +303,8 @@ main(int argc, char **argv)
 		int64_t capture_us, n;
 		const uint8_t *r;
 
-		if (strncmp(line, "FRAME", 5) || fread(picture, 1, picture_bytes, in) != picture_bytes)
+		if (strncmp(line, "FRAME", 5) ||
+		    fread(picture, 1, picture_bytes, in) != picture_bytes)
 			break;
 		if (pps_timecode_read(picture, width, width, height, &index, &capture_us) < 0) {
 			printf("%" PRId64 "\t0\t0\t0\t-1\t\t\t-1\n", ordinal);
@@ -321,7 +328,8 @@ main(int argc, char **argv)
 		n = n_first + llround((double)(capture_us - capture_first) / period_us);
 		r = reference_get(&ref, n);
 		if (!r) {
-			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t-1\t\t\t-1\n", ordinal, index, capture_us);
+			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t-1\t\t\t-1\n", ordinal, index,
+			       capture_us);
 			continue;
 		}
 		{
@@ -335,10 +343,10 @@ main(int argc, char **argv)
 				/* reference_get(n + 1) may not evict n: the ring holds 96. */
 				r = reference_get(&ref, n);
 				check = r && (!before || psnr_y(&ref, before, picture) < p) &&
-					(!after || psnr_y(&ref, after, picture) < p);
+				        (!after || psnr_y(&ref, after, picture) < p);
 			}
-			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t%" PRId64 "\t%.3f\t%.5f\t%d\n", ordinal,
-			       index, capture_us, n, p, s, check);
+			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t%" PRId64 "\t%.3f\t%.5f\t%d\n",
+			       ordinal, index, capture_us, n, p, s, check);
 		}
 	}
 out:

@@ -27,7 +27,7 @@
 #include "pps-config.h"
 #include "peer-common.h"
 
-#define PPS_DEFAULT_PEER_KBPS 1800
+#define PPS_DEFAULT_PEER_KBPS      1800
 #define PPS_DEFAULT_SRT_LATENCY_MS 120
 /* Raw frames appsrc may hold before it drops the oldest. */
 #define APPSRC_MAX_FRAMES 4
@@ -124,26 +124,27 @@ count_bytes_cb(GstPad *pad, GstPadProbeInfo *info, gpointer user)
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: pps-peer-send --sink tcp|srt --listen HOST:PORT [OPTION]...\n"
-		"Stream ppstream's test source with x264 over plain TCP (tcpserversink) or SRT\n"
-		"(srtsink, listener), for the peer comparison (docs/PEERS.md).\n\n"
-		"  --sink tcp|srt           transport\n"
-		"  --listen HOST:PORT       where the receiver connects\n"
-		"  --kbps N                 x264 bitrate (default %d)\n"
-		"  --srt-latency-ms N       SRT latency (default %d, libsrt's default)\n"
-		"  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
-		"  --stats-json FILE        counters as JSON at exit\n"
-		"  --set SECTION.KEY=VALUE  source setting (source.pattern=smpte, ...); repeatable\n"
-		"  -h, --help\n\n"
-		"Prints \"ready\" on stdout once the sink listens.\n"
-		"Exit status: 0 done, 1 runtime error, 2 usage.\n",
-		PPS_DEFAULT_PEER_KBPS, PPS_DEFAULT_SRT_LATENCY_MS);
+	fprintf(
+	    out,
+	    "Usage: pps-peer-send --sink tcp|srt --listen HOST:PORT [OPTION]...\n"
+	    "Stream ppstream's test source with x264 over plain TCP (tcpserversink) or SRT\n"
+	    "(srtsink, listener), for the peer comparison (docs/PEERS.md).\n\n"
+	    "  --sink tcp|srt           transport\n"
+	    "  --listen HOST:PORT       where the receiver connects\n"
+	    "  --kbps N                 x264 bitrate (default %d)\n"
+	    "  --srt-latency-ms N       SRT latency (default %d, libsrt's default)\n"
+	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
+	    "  --stats-json FILE        counters as JSON at exit\n"
+	    "  --set SECTION.KEY=VALUE  source setting (source.pattern=smpte, ...); repeatable\n"
+	    "  -h, --help\n\n"
+	    "Prints \"ready\" on stdout once the sink listens.\n"
+	    "Exit status: 0 done, 1 runtime error, 2 usage.\n",
+	    PPS_DEFAULT_PEER_KBPS, PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
 static void
 write_stats(const char *path, const sender_t *s, const pps_capture_stats_t *cap, double seconds,
-	    const char *sink, int kbps, const char *srt)
+            const char *sink, int kbps, const char *srt)
 {
 	FILE *f = fopen(path, "w");
 
@@ -151,14 +152,14 @@ write_stats(const char *path, const sender_t *s, const pps_capture_stats_t *cap,
 		fprintf(stderr, "pps-peer-send: cannot write %s: %s\n", path, strerror(errno));
 		return;
 	}
-	fprintf(f,
-		"{\"sink\":\"%s\",\"kbps\":%d,\"seconds\":%.3f,\"frames_captured\":%" PRIu64
-		",\"frames_dropped_capture\":%" PRIu64 ",\"frames_pushed\":%" PRIu64
-		",\"frames_refused\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
-		",\"first_index\":%u,\"last_index\":%u,\"first_capture_us\":%" PRId64
-		",\"srt_stats\":",
-		sink, kbps, seconds, cap->frames_captured, cap->frames_dropped, s->frames_pushed,
-		s->frames_refused, s->bytes_sent, s->first_index, s->last_index, s->first_capture_us);
+	fprintf(
+	    f,
+	    "{\"sink\":\"%s\",\"kbps\":%d,\"seconds\":%.3f,\"frames_captured\":%" PRIu64
+	    ",\"frames_dropped_capture\":%" PRIu64 ",\"frames_pushed\":%" PRIu64
+	    ",\"frames_refused\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
+	    ",\"first_index\":%u,\"last_index\":%u,\"first_capture_us\":%" PRId64 ",\"srt_stats\":",
+	    sink, kbps, seconds, cap->frames_captured, cap->frames_dropped, s->frames_pushed,
+	    s->frames_refused, s->bytes_sent, s->first_index, s->last_index, s->first_capture_us);
 	pps_peer_write_json_string(f, srt);
 	fputs("}\n", f);
 	fclose(f);
@@ -168,25 +169,25 @@ int
 main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "sink", required_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "kbps", required_argument, NULL, 'k' },
-		{ "srt-latency-ms", required_argument, NULL, 'L' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "stats-json", required_argument, NULL, 'j' },
-		{ "set", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"sink", required_argument, NULL, 's'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"kbps", required_argument, NULL, 'k'},
+	    {"srt-latency-ms", required_argument, NULL, 'L'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"stats-json", required_argument, NULL, 'j'},
+	    {"set", required_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *sink_name = NULL, *listen = NULL, *stats_path = NULL;
 	int kbps = PPS_DEFAULT_PEER_KBPS, srt_latency_ms = PPS_DEFAULT_SRT_LATENCY_MS, port = 0;
 	double duration_s = 0;
 	char host[256], err[512], *description, *srt_stats;
 	double seconds;
-	sender_t s = { 0 };
+	sender_t s = {0};
 	pps_config_t *config;
 	pps_capture_t *capture = NULL;
-	pps_capture_stats_t cap_stats = { 0 };
+	pps_capture_stats_t cap_stats = {0};
 	GError *error = NULL;
 	GstBus *bus;
 	GstCaps *caps;
@@ -254,28 +255,29 @@ main(int argc, char **argv)
 	 * picture's last < 7 packets until the next picture fills the message,
 	 * up to one frame period (docs/PEERS.md shows the measured cost). */
 	description = g_strdup_printf(
-		"appsrc name=src is-live=true format=time do-timestamp=true ! "
-		"x264enc tune=zerolatency bitrate=%d speed-preset=veryfast key-int-max=%d ! "
-		"h264parse config-interval=-1 ! mpegtsmux alignment=%d ! %s name=sink",
-		kbps, 2 * fps, strcmp(sink_name, "srt") ? -1 : 7,
-		strcmp(sink_name, "srt") ? "tcpserversink sync=false async=false"
-					 : "srtsink sync=false async=false wait-for-connection=false");
+	    "appsrc name=src is-live=true format=time do-timestamp=true ! "
+	    "x264enc tune=zerolatency bitrate=%d speed-preset=veryfast key-int-max=%d ! "
+	    "h264parse config-interval=-1 ! mpegtsmux alignment=%d ! %s name=sink",
+	    kbps, 2 * fps, strcmp(sink_name, "srt") ? -1 : 7,
+	    strcmp(sink_name, "srt") ? "tcpserversink sync=false async=false"
+	                             : "srtsink sync=false async=false wait-for-connection=false");
 	s.pipeline = gst_parse_launch(description, &error);
 	g_free(description);
 	if (!s.pipeline || error) {
 		fprintf(stderr, "pps-peer-send: cannot build the pipeline: %s\n",
-			error ? error->message : "unknown error");
+		        error ? error->message : "unknown error");
 		g_clear_error(&error);
 		goto err_config;
 	}
 	s.appsrc = gst_bin_get_by_name(GST_BIN(s.pipeline), "src");
 	s.sink = gst_bin_get_by_name(GST_BIN(s.pipeline), "sink");
-	caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "I420", "width",
-				   G_TYPE_INT, width, "height", G_TYPE_INT, height, "framerate",
-				   GST_TYPE_FRACTION, fps, 1, "pixel-aspect-ratio", GST_TYPE_FRACTION,
-				   1, 1, NULL);
-	g_object_set(s.appsrc, "caps", caps, "max-bytes", (guint64)(s.frame_bytes * APPSRC_MAX_FRAMES),
-		     "leaky-type", 2 /* downstream: drop the oldest */, NULL);
+	caps =
+	    gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "I420", "width", G_TYPE_INT,
+	                        width, "height", G_TYPE_INT, height, "framerate", GST_TYPE_FRACTION,
+	                        fps, 1, "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, NULL);
+	g_object_set(s.appsrc, "caps", caps, "max-bytes",
+	             (guint64)(s.frame_bytes * APPSRC_MAX_FRAMES), "leaky-type",
+	             2 /* downstream: drop the oldest */, NULL);
 	gst_caps_unref(caps);
 	if (!strcmp(sink_name, "srt")) {
 		char *uri = g_strdup_printf("srt://%s:%d?mode=listener", host, port);
@@ -287,11 +289,12 @@ main(int argc, char **argv)
 	}
 	pad = gst_element_get_static_pad(s.sink, "sink");
 	gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
-			  count_bytes_cb, &s, NULL);
+	                  count_bytes_cb, &s, NULL);
 	gst_object_unref(pad);
 
 	if (gst_element_set_state(s.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-		fprintf(stderr, "pps-peer-send: cannot start the %s sink on %s\n", sink_name, listen);
+		fprintf(stderr, "pps-peer-send: cannot start the %s sink on %s\n", sink_name,
+		        listen);
 		goto err_pipeline;
 	}
 	capture = pps_capture_new(config, on_frame_cb, &s, err, sizeof(err));
@@ -312,15 +315,15 @@ main(int argc, char **argv)
 		/* Waiting on the bus is this program's only loop; 100 ms bounds how
 		 * late a signal or the deadline is noticed. */
 		GstMessage *msg = gst_bus_timed_pop_filtered(bus, 100 * GST_MSECOND,
-							     GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+		                                             GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
 
 		if (msg) {
 			if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
 				GError *e = NULL;
 
 				gst_message_parse_error(msg, &e, NULL);
-				fprintf(stderr, "pps-peer-send: %s: %s\n", GST_OBJECT_NAME(msg->src),
-					e ? e->message : "error");
+				fprintf(stderr, "pps-peer-send: %s: %s\n",
+				        GST_OBJECT_NAME(msg->src), e ? e->message : "error");
 				g_clear_error(&e);
 				status = 1;
 			}

@@ -43,9 +43,9 @@
 
 #include "pps-minbuf.h"
 
-#define PROGRAM "pps-protolat"
-#define EXIT_USAGE 2
-#define MAGIC 0x70706c74u /* "pplt" */
+#define PROGRAM           "pps-protolat"
+#define EXIT_USAGE        2
+#define MAGIC             0x70706c74u /* "pplt" */
 #define ACCEPT_TIMEOUT_MS 30000
 
 /* On the wire, little-endian host order (both ends run on this host). */
@@ -56,7 +56,8 @@ typedef struct {
 	int64_t send_ns;
 } pkt_header_t;
 
-static int64_t now_ns(void)
+static int64_t
+now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -90,16 +91,19 @@ typedef struct {
  * lowers held; a loss or ECN reduction of cwnd in those microseconds can put
  * this packet over, which the netlab suite tolerates (1 packet, rarely).
  */
-static void check_bound(sender_t *s, size_t mss)
+static void
+check_bound(sender_t *s, size_t mss)
 {
 	struct tcp_info ti;
 	socklen_t tl = sizeof(ti);
 	int outq = 0;
-	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 || ioctl(s->fd, SIOCOUTQ, &outq) < 0)
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 ||
+	    ioctl(s->fd, SIOCOUTQ, &outq) < 0)
 		return;
 	uint32_t held = ((uint32_t)outq + (uint32_t)mss - 1) / (uint32_t)mss + s->batch_fills + 1;
 	uint32_t cw = ti.tcpi_snd_cwnd;
-	uint32_t bound = s->params->a * cw + (s->params->b < cw ? s->params->b : cw) + ti.tcpi_sacked;
+	uint32_t bound =
+	    s->params->a * cw + (s->params->b < cw ? s->params->b : cw) + ti.tcpi_sacked;
 	int over = (int)held - (int)bound;
 	if (s->checks == 0 || over > s->max_over)
 		s->max_over = over;
@@ -110,7 +114,8 @@ static void check_bound(sender_t *s, size_t mss)
 	s->checks++;
 }
 
-static int sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
+static int
+sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 {
 	sender_t *s = user;
 	if (s->stopping)
@@ -120,7 +125,7 @@ static int sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *
 	if (s->check && s->params->mode == PPS_MINBUF_MODE_MINBUF)
 		check_bound(s, mss);
 	s->batch_fills++;
-	pkt_header_t h = { MAGIC, (uint32_t)mss, s->seq++, now_ns() };
+	pkt_header_t h = {MAGIC, (uint32_t)mss, s->seq++, now_ns()};
 	memcpy(buf, &h, sizeof(h));
 	memset(buf + sizeof(h), 0x5a, mss - sizeof(h));
 	*len = mss;
@@ -128,25 +133,29 @@ static int sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *
 	return 1;
 }
 
-static void sender_error(void *user, int err)
+static void
+sender_error(void *user, int err)
 {
 	sender_t *s = user;
 	s->err = err;
 	event_base_loopbreak(s->base);
 }
 
-static void sender_sample(void *user, const pps_minbuf_sample_t *x)
+static void
+sender_sample(void *user, const pps_minbuf_sample_t *x)
 {
 	sender_t *s = user;
 	s->batch_fills = 0;
 	if (!s->samples)
 		return;
 	fprintf(s->samples, "%.6f,%u,%u,%u,%u,%u,%u,%u,%u\n", (double)(now_ns() - s->t0_ns) / 1e9,
-		x->cwnd_pkts, x->held_pkts, x->bound_pkts, x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1),
-		x->sacked_pkts, x->lost_pkts, x->srtt_us, x->written_pkts);
+	        x->cwnd_pkts, x->held_pkts, x->bound_pkts,
+	        x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1), x->sacked_pkts, x->lost_pkts,
+	        x->srtt_us, x->written_pkts);
 }
 
-static void sender_stop(evutil_socket_t fd, short what, void *arg)
+static void
+sender_stop(evutil_socket_t fd, short what, void *arg)
 {
 	sender_t *s = arg;
 	(void)fd;
@@ -155,7 +164,8 @@ static void sender_stop(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(s->base);
 }
 
-static void json_hist(FILE *f, const char *name, const uint64_t *h)
+static void
+json_hist(FILE *f, const char *name, const uint64_t *h)
 {
 	fprintf(f, "  \"%s\": [", name);
 	for (int i = 0; i < PPS_MINBUF_HIST_PKTS; i++)
@@ -163,8 +173,9 @@ static void json_hist(FILE *f, const char *name, const uint64_t *h)
 	fprintf(f, "],\n");
 }
 
-static int write_stats(const char *path, const pps_minbuf_params_t *p, const pps_minbuf_stats_t *st,
-		       double duration_s, uint64_t seq, int err, const sender_t *s)
+static int
+write_stats(const char *path, const pps_minbuf_params_t *p, const pps_minbuf_stats_t *st,
+            double duration_s, uint64_t seq, int err, const sender_t *s)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
@@ -174,45 +185,56 @@ static int write_stats(const char *path, const pps_minbuf_params_t *p, const pps
 	if (!f)
 		return -errno;
 	fprintf(f, "{\n  \"mode\": \"%s\", \"a\": %u, \"b\": %u, \"congestion\": \"%s\",\n",
-		pps_minbuf_mode_name(p->mode), p->a, p->b, pps_minbuf_congestion_name(p->congestion));
+	        pps_minbuf_mode_name(p->mode), p->a, p->b,
+	        pps_minbuf_congestion_name(p->congestion));
 	fprintf(f, "  \"thin_linear_timeouts\": %s, \"ecn_wanted\": %s, \"ecn_negotiated\": %s,\n",
-		p->thin_linear_timeouts ? "true" : "false", p->ecn ? "true" : "false",
-		st->ecn_negotiated ? "true" : "false");
-	fprintf(f, "  \"error\": %d, \"duration_s\": %.3f, \"packets_generated\": %" PRIu64 ",\n", err,
-		duration_s, seq);
-	fprintf(f, "  \"user_s\": %.6f, \"sys_s\": %.6f, \"voluntary_ctxsw\": %ld, \"involuntary_ctxsw\": %ld,\n",
-		user_s, sys_s, ru.ru_nvcsw, ru.ru_nivcsw);
-	fprintf(f, "  \"writes\": %" PRIu64 ", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
-		   ", \"wakeups\": %" PRIu64 ", \"wakeups_idle\": %" PRIu64 ",\n",
-		st->writes, st->packets, st->bytes, st->wakeups, st->wakeups_idle);
-	fprintf(f, "  \"pushes\": %" PRIu64 ", \"partial_writes\": %" PRIu64 ", \"gate_lowat\": %" PRIu64
-		   ", \"gate_sndbuf\": %" PRIu64 ", \"gate_reopens\": %" PRIu64 ", \"gates_kept\": %" PRIu64
-		   ", \"overshoot_pkts\": %" PRIu64 ", \"mss_changes\": %" PRIu64 ", \"mss_bytes\": %u,\n",
-		st->pushes, st->partial_writes, st->gate_lowat, st->gate_sndbuf, st->gate_reopens, st->gates_kept,
-		st->overshoot_pkts, st->mss_changes, st->mss_bytes);
+	        p->thin_linear_timeouts ? "true" : "false", p->ecn ? "true" : "false",
+	        st->ecn_negotiated ? "true" : "false");
+	fprintf(f, "  \"error\": %d, \"duration_s\": %.3f, \"packets_generated\": %" PRIu64 ",\n",
+	        err, duration_s, seq);
+	fprintf(f,
+	        "  \"user_s\": %.6f, \"sys_s\": %.6f, \"voluntary_ctxsw\": %ld, "
+	        "\"involuntary_ctxsw\": %ld,\n",
+	        user_s, sys_s, ru.ru_nvcsw, ru.ru_nivcsw);
+	fprintf(f,
+	        "  \"writes\": %" PRIu64 ", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
+	        ", \"wakeups\": %" PRIu64 ", \"wakeups_idle\": %" PRIu64 ",\n",
+	        st->writes, st->packets, st->bytes, st->wakeups, st->wakeups_idle);
+	fprintf(f,
+	        "  \"pushes\": %" PRIu64 ", \"partial_writes\": %" PRIu64
+	        ", \"gate_lowat\": %" PRIu64 ", \"gate_sndbuf\": %" PRIu64
+	        ", \"gate_reopens\": %" PRIu64 ", \"gates_kept\": %" PRIu64
+	        ", \"overshoot_pkts\": %" PRIu64 ", \"mss_changes\": %" PRIu64
+	        ", \"mss_bytes\": %u,\n",
+	        st->pushes, st->partial_writes, st->gate_lowat, st->gate_sndbuf, st->gate_reopens,
+	        st->gates_kept, st->overshoot_pkts, st->mss_changes, st->mss_bytes);
 	fprintf(f, "  \"max_held_after_pkts\": %u, \"max_over_bound_pkts\": %d,\n",
-		st->max_held_after_pkts, st->max_over_bound_pkts);
+	        st->max_held_after_pkts, st->max_over_bound_pkts);
 	fprintf(f, "  \"cwnd_min_pkts\": %u, \"cwnd_max_pkts\": %u, \"cwnd_mean_pkts\": %.2f,\n",
-		st->cwnd_min_pkts, st->cwnd_max_pkts,
-		st->samples ? (double)st->cwnd_sum_pkts / (double)st->samples : 0.0);
+	        st->cwnd_min_pkts, st->cwnd_max_pkts,
+	        st->samples ? (double)st->cwnd_sum_pkts / (double)st->samples : 0.0);
 	fprintf(f, "  \"srtt_min_us\": %u, \"srtt_max_us\": %u, \"srtt_mean_us\": %.1f,\n",
-		st->srtt_min_us, st->srtt_max_us,
-		st->samples ? (double)st->srtt_sum_us / (double)st->samples : 0.0);
-	fprintf(f, "  \"retrans_pkts\": %" PRIu64 ", \"rto_events\": %" PRIu64 ", \"max_backoff\": %u,\n",
-		st->retrans_pkts, st->rto_events, st->max_backoff);
+	        st->srtt_min_us, st->srtt_max_us,
+	        st->samples ? (double)st->srtt_sum_us / (double)st->samples : 0.0);
+	fprintf(f,
+	        "  \"retrans_pkts\": %" PRIu64 ", \"rto_events\": %" PRIu64
+	        ", \"max_backoff\": %u,\n",
+	        st->retrans_pkts, st->rto_events, st->max_backoff);
 	json_hist(f, "held_hist", st->held_hist);
 	json_hist(f, "unsent_hist", st->unsent_hist);
 	if (s->check)
-		fprintf(f, "  \"check_packets\": %" PRIu64 ", \"check_over_packets\": %" PRIu64
-			   ", \"check_over_total_pkts\": %" PRIu64 ", \"check_max_over_pkts\": %d,\n",
-			s->checks, s->checks_over, s->over_pkts_total, s->max_over);
+		fprintf(f,
+		        "  \"check_packets\": %" PRIu64 ", \"check_over_packets\": %" PRIu64
+		        ", \"check_over_total_pkts\": %" PRIu64 ", \"check_max_over_pkts\": %d,\n",
+		        s->checks, s->checks_over, s->over_pkts_total, s->max_over);
 	fprintf(f, "  \"samples\": %" PRIu64 "\n}\n", st->samples);
 	return fclose(f) == 0 ? 0 : -errno;
 }
 
-static int listen_on(const char *bind_addr, int port)
+static int
+listen_on(const char *bind_addr, int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	int one = 1;
 	if (inet_pton(AF_INET, bind_addr, &a.sin_addr) != 1)
 		return -EINVAL;
@@ -228,7 +250,8 @@ static int listen_on(const char *bind_addr, int port)
 	return l;
 }
 
-static int run_send(int argc, char **argv)
+static int
+run_send(int argc, char **argv)
 {
 	pps_minbuf_params_t p;
 	const char *stats_path = NULL, *samples_path = NULL, *bind_addr = "0.0.0.0";
@@ -294,7 +317,7 @@ static int run_send(int argc, char **argv)
 	printf("ready %d\n", ntohs(a.sin_port));
 	fflush(stdout);
 
-	struct pollfd pfd = { l, POLLIN, 0 };
+	struct pollfd pfd = {l, POLLIN, 0};
 	if (poll(&pfd, 1, ACCEPT_TIMEOUT_MS) != 1) {
 		fprintf(stderr, PROGRAM ": no receiver within %d ms\n", ACCEPT_TIMEOUT_MS);
 		return 1;
@@ -314,8 +337,9 @@ static int run_send(int argc, char **argv)
 	s.base = event_base_new();
 	s.w = pps_minbuf_new(s.base, fd, &p, sender_fill, sender_error, &s);
 	if (!s.w) {
-		fprintf(stderr, PROGRAM ": writer (%s, A=%u B=%u, %s): %s\n", pps_minbuf_mode_name(p.mode),
-			p.a, p.b, pps_minbuf_congestion_name(p.congestion), strerror(errno));
+		fprintf(stderr, PROGRAM ": writer (%s, A=%u B=%u, %s): %s\n",
+		        pps_minbuf_mode_name(p.mode), p.a, p.b,
+		        pps_minbuf_congestion_name(p.congestion), strerror(errno));
 		return 1;
 	}
 	s.t0_ns = now_ns();
@@ -325,12 +349,14 @@ static int run_send(int argc, char **argv)
 			fprintf(stderr, PROGRAM ": %s: %s\n", samples_path, strerror(errno));
 			return 1;
 		}
-		fprintf(s.samples, "t_s,cwnd_pkts,held_pkts,bound_pkts,unsent_pkts,sacked_pkts,lost_pkts,srtt_us,written_pkts\n");
+		fprintf(s.samples, "t_s,cwnd_pkts,held_pkts,bound_pkts,unsent_pkts,sacked_pkts,"
+		                   "lost_pkts,srtt_us,written_pkts\n");
 	}
 	if (s.samples || s.check)
 		pps_minbuf_set_sample_cb(s.w, sender_sample, &s);
 	struct event *stop = evtimer_new(s.base, sender_stop, &s);
-	struct timeval tv = { (time_t)duration_s, (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6) };
+	struct timeval tv = {(time_t)duration_s,
+	                     (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6)};
 	evtimer_add(stop, &tv);
 	pps_minbuf_kick(s.w);
 	event_base_dispatch(s.base);
@@ -349,22 +375,24 @@ static int run_send(int argc, char **argv)
 	if (s.samples)
 		fclose(s.samples);
 	/* Discard what is still queued: the measurement ended with the timer. */
-	struct linger lg = { 1, 0 };
+	struct linger lg = {1, 0};
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	close(fd);
 	return r < 0 ? 1 : 0;
 
 usage:
-	fprintf(stderr,
-		"usage: " PROGRAM " send --port P [--bind ADDR] --mode tcp|minbuf [--a A] [--b B]\n"
-		"          [--congestion default|cubic|reno|bbr] [--thin] [--ecn] --duration-s S\n"
-		"          --stats FILE [--samples FILE] [--batch PKTS_PER_WRITE] [--check-bound]\n");
+	fprintf(
+	    stderr,
+	    "usage: " PROGRAM " send --port P [--bind ADDR] --mode tcp|minbuf [--a A] [--b B]\n"
+	    "          [--congestion default|cubic|reno|bbr] [--thin] [--ecn] --duration-s S\n"
+	    "          --stats FILE [--samples FILE] [--batch PKTS_PER_WRITE] [--check-bound]\n");
 	return EXIT_USAGE;
 }
 
 /* ---------------- receiver ---------------- */
 
-static int connect_to(const char *hostport)
+static int
+connect_to(const char *hostport)
 {
 	char host[256];
 	const char *colon = strrchr(hostport, ':');
@@ -372,7 +400,7 @@ static int connect_to(const char *hostport)
 		return -EINVAL;
 	memcpy(host, hostport, (size_t)(colon - hostport));
 	host[colon - hostport] = '\0';
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
 	if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
 		return -EINVAL;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -387,7 +415,8 @@ static int connect_to(const char *hostport)
 	return fd;
 }
 
-static int run_recv(int argc, char **argv)
+static int
+run_recv(int argc, char **argv)
 {
 	const char *peer = NULL, *log_path = NULL;
 	for (int i = 2; i + 1 < argc; i += 2) {
@@ -437,15 +466,17 @@ static int run_recv(int argc, char **argv)
 		while (have - off >= sizeof(pkt_header_t)) {
 			pkt_header_t h;
 			memcpy(&h, buf + off, sizeof(h));
-			if (h.magic != MAGIC || h.len_bytes < sizeof(h) || h.len_bytes > sizeof(buf)) {
-				fprintf(stderr, PROGRAM ": corrupt stream at packet %" PRIu64 "\n", packets);
+			if (h.magic != MAGIC || h.len_bytes < sizeof(h) ||
+			    h.len_bytes > sizeof(buf)) {
+				fprintf(stderr, PROGRAM ": corrupt stream at packet %" PRIu64 "\n",
+				        packets);
 				rc = 1;
 				goto out;
 			}
 			if (have - off < h.len_bytes)
 				break;
-			fprintf(log, "%" PRIu64 ",%" PRId64 ",%" PRId64 ",%u\n", h.seq, h.send_ns, t,
-				h.len_bytes);
+			fprintf(log, "%" PRIu64 ",%" PRId64 ",%" PRId64 ",%u\n", h.seq, h.send_ns,
+			        t, h.len_bytes);
 			packets++;
 			bytes += h.len_bytes;
 			off += h.len_bytes;
@@ -464,7 +495,8 @@ usage:
 	return EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	if (argc >= 2 && !strcmp(argv[1], "send"))

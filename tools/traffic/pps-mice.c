@@ -74,18 +74,19 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-		"usage: " PROGRAM " server --bind ADDR [--port P] [--congestion CC] [--duration TIME]\n"
-		"       " PROGRAM " client --to ADDR [--port P] [--bytes N] [--interval TIME]\n"
-		"                  [--count N] [--congestion CC] [--duration TIME] [--log FILE]\n"
-		"  --port P          TCP port (default %d)\n"
-		"  --bytes N         bytes per flow (default %d)\n"
-		"  --interval TIME   time between flow starts (default 1s)\n"
-		"  --count N         stop after N flows (default: at --duration)\n"
-		"  --congestion CC   TCP_CONGESTION of every socket (default " PPS_DEFAULT_MICE_CONGESTION
-		")\n"
-		"  --duration TIME   stop after this long (default 60s)\n"
-		"  --log FILE        one line per flow: start_ns fct_ns ok\n",
-		PPS_DEFAULT_MICE_PORT, PPS_DEFAULT_MICE_BYTES);
+	        "usage: " PROGRAM
+	        " server --bind ADDR [--port P] [--congestion CC] [--duration TIME]\n"
+	        "       " PROGRAM " client --to ADDR [--port P] [--bytes N] [--interval TIME]\n"
+	        "                  [--count N] [--congestion CC] [--duration TIME] [--log FILE]\n"
+	        "  --port P          TCP port (default %d)\n"
+	        "  --bytes N         bytes per flow (default %d)\n"
+	        "  --interval TIME   time between flow starts (default 1s)\n"
+	        "  --count N         stop after N flows (default: at --duration)\n"
+	        "  --congestion CC   TCP_CONGESTION of every socket "
+	        "(default " PPS_DEFAULT_MICE_CONGESTION ")\n"
+	        "  --duration TIME   stop after this long (default 60s)\n"
+	        "  --log FILE        one line per flow: start_ns fct_ns ok\n",
+	        PPS_DEFAULT_MICE_PORT, PPS_DEFAULT_MICE_BYTES);
 }
 
 static void __attribute__((noreturn))
@@ -123,7 +124,8 @@ settings_parse(mice_settings_t *s, int argc, char **argv)
 		if (strcmp(option, "--bind") == 0 || strcmp(option, "--to") == 0) {
 			s->addr = value;
 		} else if (strcmp(option, "--port") == 0) {
-			if (pps_linkem_parse_count(value, &number) < 0 || number == 0 || number > 65535)
+			if (pps_linkem_parse_count(value, &number) < 0 || number == 0 ||
+			    number > 65535)
 				die_usage(option, value, "a port number");
 			s->port = (uint16_t)number;
 		} else if (strcmp(option, "--bytes") == 0) {
@@ -150,7 +152,7 @@ settings_parse(mice_settings_t *s, int argc, char **argv)
 	}
 	if (!s->addr) {
 		fprintf(stderr, PROGRAM ": %s needs %s ADDR\n", s->mode,
-			strcmp(s->mode, "server") == 0 ? "--bind" : "--to");
+		        strcmp(s->mode, "server") == 0 ? "--bind" : "--to");
 		exit(PPS_LINKEM_EXIT_USAGE);
 	}
 }
@@ -267,7 +269,7 @@ run_server(const mice_settings_t *s)
 /* One flow. Returns its completion time in ns, or a negative errno. */
 static int64_t
 client_flow_run(const mice_settings_t *s, const struct sockaddr_in *to, const char *chunk,
-		size_t chunk_bytes)
+                size_t chunk_bytes)
 {
 	int64_t start_ns = now_ns(), deadline_ns = start_ns + MICE_FLOW_TIMEOUT_NS;
 	uint64_t left_bytes = s->flow_bytes;
@@ -354,7 +356,7 @@ run_client(const mice_settings_t *s)
 	while (!stop_requested && (s->count == 0 || flows < s->count)) {
 		int64_t slot_ns = start_ns + (int64_t)flows * s->interval_ns, fct;
 		struct timespec ts = {.tv_sec = (time_t)(slot_ns / 1000000000),
-				      .tv_nsec = (long)(slot_ns % 1000000000)};
+		                      .tv_nsec = (long)(slot_ns % 1000000000)};
 
 		if (slot_ns >= end_ns)
 			break;
@@ -364,8 +366,8 @@ run_client(const mice_settings_t *s)
 		fct = client_flow_run(s, &to, chunk, sizeof(chunk));
 		flows++;
 		if (log)
-			fprintf(log, "%" PRId64 "\t%" PRId64 "\t%d\n", slot_ns,
-				fct >= 0 ? fct : -1, fct >= 0);
+			fprintf(log, "%" PRId64 "\t%" PRId64 "\t%d\n", slot_ns, fct >= 0 ? fct : -1,
+			        fct >= 0);
 		if (fct < 0) {
 			failed++;
 			continue;

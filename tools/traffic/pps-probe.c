@@ -29,12 +29,12 @@
 
 #define PROGRAM "pps-probe"
 
-#define PPS_DEFAULT_PROBE_PORT     5301
-#define PPS_DEFAULT_PROBE_COUNT    20
+#define PPS_DEFAULT_PROBE_PORT        5301
+#define PPS_DEFAULT_PROBE_COUNT       20
 #define PPS_DEFAULT_PROBE_INTERVAL_NS 100000000LL
-#define PPS_DEFAULT_PROBE_IP_BYTES 64
+#define PPS_DEFAULT_PROBE_IP_BYTES    64
 #define PPS_DEFAULT_PROBE_DURATION_NS 60000000000LL
-#define PPS_DEFAULT_PROBE_TIMEOUT_NS 2000000000LL
+#define PPS_DEFAULT_PROBE_TIMEOUT_NS  2000000000LL
 
 /* IPv4 (20) + UDP (8) headers: --ip-bytes counts the whole packet on the wire. */
 #define PROBE_HEADER_BYTES 28
@@ -93,11 +93,12 @@ static void
 sleep_until_ns(int64_t deadline_ns)
 {
 	struct timespec ts = {
-		.tv_sec = (time_t)(deadline_ns / 1000000000),
-		.tv_nsec = (long)(deadline_ns % 1000000000),
+	    .tv_sec = (time_t)(deadline_ns / 1000000000),
+	    .tv_nsec = (long)(deadline_ns % 1000000000),
 	};
 
-	while (!stop_requested && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (!stop_requested &&
+	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -105,19 +106,20 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-		"usage: " PROGRAM " echo|sink --bind ADDR [--port P] [options]\n"
-		"       " PROGRAM " ping|blast --to ADDR [--port P] [options]\n"
-		"  --port P          UDP port (default %d)\n"
-		"  --duration TIME   stop after this long (default 60s)\n"
-		"ping:  --count N (default %d), --interval TIME (default 100ms),\n"
-		"       --ip-bytes N (whole IP packet, default %d), --timeout TIME (default 2s)\n"
-		"blast: --rate RATE (e.g. 15mbit, counted on IP packets), --ip-bytes N (default 1500),\n"
-		"       --tos N (IP TOS byte: 2 = ECT(0), 1 = ECT(1))\n"
-		"sink:  --log FILE (arrival_ns seq tos ip_bytes per datagram; arrival_ns is the\n"
-		"       kernel's receive time on CLOCK_MONOTONIC),\n"
-		"       --idle-exit TIME (stop this long after the last datagram)\n"
-		"ping, sink: --json prints the summary as one JSON object\n",
-		PPS_DEFAULT_PROBE_PORT, PPS_DEFAULT_PROBE_COUNT, PPS_DEFAULT_PROBE_IP_BYTES);
+	        "usage: " PROGRAM " echo|sink --bind ADDR [--port P] [options]\n"
+	        "       " PROGRAM " ping|blast --to ADDR [--port P] [options]\n"
+	        "  --port P          UDP port (default %d)\n"
+	        "  --duration TIME   stop after this long (default 60s)\n"
+	        "ping:  --count N (default %d), --interval TIME (default 100ms),\n"
+	        "       --ip-bytes N (whole IP packet, default %d), --timeout TIME (default 2s)\n"
+	        "blast: --rate RATE (e.g. 15mbit, counted on IP packets), --ip-bytes N (default "
+	        "1500),\n"
+	        "       --tos N (IP TOS byte: 2 = ECT(0), 1 = ECT(1))\n"
+	        "sink:  --log FILE (arrival_ns seq tos ip_bytes per datagram; arrival_ns is the\n"
+	        "       kernel's receive time on CLOCK_MONOTONIC),\n"
+	        "       --idle-exit TIME (stop this long after the last datagram)\n"
+	        "ping, sink: --json prints the summary as one JSON object\n",
+	        PPS_DEFAULT_PROBE_PORT, PPS_DEFAULT_PROBE_COUNT, PPS_DEFAULT_PROBE_IP_BYTES);
 }
 
 static void __attribute__((noreturn))
@@ -165,7 +167,8 @@ settings_parse(probe_settings_t *s, int argc, char **argv)
 		} else if (strcmp(option, "--to") == 0) {
 			s->to_addr = value;
 		} else if (strcmp(option, "--port") == 0) {
-			if (pps_linkem_parse_count(value, &number) < 0 || number == 0 || number > 65535)
+			if (pps_linkem_parse_count(value, &number) < 0 || number == 0 ||
+			    number > 65535)
 				die_usage(option, value, "a port number");
 			s->port = (uint16_t)number;
 		} else if (strcmp(option, "--count") == 0) {
@@ -306,8 +309,8 @@ run_echo(const probe_settings_t *s)
 	while (wait_readable(fd, deadline_ns)) {
 		struct sockaddr_in from;
 		socklen_t from_len = sizeof(from);
-		ssize_t n = recvfrom(fd, buffer, sizeof(buffer), 0, (struct sockaddr *)&from,
-				     &from_len);
+		ssize_t n =
+		    recvfrom(fd, buffer, sizeof(buffer), 0, (struct sockaddr *)&from, &from_len);
 
 		if (n > 0)
 			sendto(fd, buffer, (size_t)n, 0, (struct sockaddr *)&from, from_len);
@@ -342,7 +345,7 @@ run_ping(const probe_settings_t *s)
 	fd = socket_open(NULL, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
 		fprintf(stderr, PROGRAM ": connect %s:%u: %s\n", s->to_addr, s->port,
-			strerror(errno));
+		        strerror(errno));
 		free(rtt_ns);
 		return 1;
 	}
@@ -380,11 +383,12 @@ run_ping(const probe_settings_t *s)
 	if (s->json) {
 		printf("{\"sent\": %" PRIu64 ", \"received\": %" PRIu64, sent, received);
 		if (received)
-			printf(", \"rtt_min_ms\": %.3f, \"rtt_median_ms\": %.3f, \"rtt_mean_ms\": %.3f"
-			       ", \"rtt_max_ms\": %.3f",
-			       (double)rtt_ns[0] / 1e6, (double)rtt_ns[received / 2] / 1e6,
-			       (double)sum_ns / (double)received / 1e6,
-			       (double)rtt_ns[received - 1] / 1e6);
+			printf(
+			    ", \"rtt_min_ms\": %.3f, \"rtt_median_ms\": %.3f, \"rtt_mean_ms\": %.3f"
+			    ", \"rtt_max_ms\": %.3f",
+			    (double)rtt_ns[0] / 1e6, (double)rtt_ns[received / 2] / 1e6,
+			    (double)sum_ns / (double)received / 1e6,
+			    (double)rtt_ns[received - 1] / 1e6);
 		printf(", \"ip_bytes\": %" PRIu64 "}\n", s->ip_bytes);
 	} else if (received) {
 		printf("ping %s: %" PRIu64 " sent, %" PRIu64 " received, %" PRIu64
@@ -420,7 +424,7 @@ run_blast(const probe_settings_t *s)
 		fprintf(stderr, PROGRAM ": IP_TOS %d: %s\n", s->tos, strerror(errno));
 	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
 		fprintf(stderr, PROGRAM ": connect %s:%u: %s\n", s->to_addr, s->port,
-			strerror(errno));
+		        strerror(errno));
 		close(fd);
 		return 1;
 	}
@@ -474,10 +478,10 @@ run_sink(const probe_settings_t *s)
 		char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
 		struct iovec iov = {.iov_base = buffer, .iov_len = sizeof(buffer)};
 		struct msghdr msg = {
-			.msg_iov = &iov,
-			.msg_iovlen = 1,
-			.msg_control = control,
-			.msg_controllen = sizeof(control),
+		    .msg_iov = &iov,
+		    .msg_iovlen = 1,
+		    .msg_control = control,
+		    .msg_controllen = sizeof(control),
 		};
 		probe_payload_t probe = {0};
 		int tos = 0;
@@ -501,7 +505,8 @@ run_sink(const probe_settings_t *s)
 
 				memcpy(&ts, CMSG_DATA(c), sizeof(ts));
 				arrival_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-				/* Kernel stamps are CLOCK_REALTIME; the lab's clock is CLOCK_MONOTONIC. */
+				/* Kernel stamps are CLOCK_REALTIME; the lab's clock is
+				 * CLOCK_MONOTONIC. */
 				arrival_ns -= realtime_ns() - last_ns;
 			}
 		}
@@ -513,8 +518,8 @@ run_sink(const probe_settings_t *s)
 		if (log) {
 			if (n >= (ssize_t)sizeof(probe))
 				memcpy(&probe, buffer, sizeof(probe));
-			fprintf(log, "%" PRId64 "\t%" PRIu32 "\t%d\t%zd\n", arrival_ns, probe.seq, tos,
-				n + PROBE_HEADER_BYTES);
+			fprintf(log, "%" PRId64 "\t%" PRIu32 "\t%d\t%zd\n", arrival_ns, probe.seq,
+			        tos, n + PROBE_HEADER_BYTES);
 		}
 	}
 	close(fd);

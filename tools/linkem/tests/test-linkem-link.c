@@ -14,12 +14,12 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                            \
-		}                                                                              \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static uint16_t
@@ -57,12 +57,12 @@ static pps_linkem_link_config_t
 config_rate(uint64_t rate_bps, int64_t delay_ns, uint64_t limit_pkts)
 {
 	pps_linkem_link_config_t c = {
-		.rate_bps = rate_bps,
-		.delay_ns = delay_ns,
-		.queue_limit_pkts = limit_pkts,
-		.queue_limit_bytes = limit_pkts * 1500,
-		.aqm = PPS_LINKEM_AQM_DROPTAIL,
-		.seed = 7,
+	    .rate_bps = rate_bps,
+	    .delay_ns = delay_ns,
+	    .queue_limit_pkts = limit_pkts,
+	    .queue_limit_bytes = limit_pkts * 1500,
+	    .aqm = PPS_LINKEM_AQM_DROPTAIL,
+	    .seed = 7,
 	};
 	return c;
 }
@@ -156,7 +156,8 @@ static void
 test_trace(void)
 {
 	char err[256];
-	pps_linkem_trace_t *trace = pps_linkem_trace_load(trace_write("1\n1\n3\n"), err, sizeof(err));
+	pps_linkem_trace_t *trace =
+	    pps_linkem_trace_load(trace_write("1\n1\n3\n"), err, sizeof(err));
 	pps_linkem_link_config_t c = config_rate(0, 5 * MS, 100);
 	const int64_t expected_ms[] = {1, 1, 3, 4, 4, 6, 7};
 	pps_linkem_link_t *link;
