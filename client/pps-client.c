@@ -9,6 +9,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-config.h"
+#include "pps-version.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -67,11 +68,13 @@ usage(FILE *out)
 	    "                           after client.reconnect_attempts tries in a row without a "
 	    "stream\n"
 	    "  -q, --quiet              no status line\n"
-	    "  -h, --help               this help\n");
+	    "  -h, --help               this help\n"
+	    "  -V, --version            the version\n");
 	pps_config_print_usage(out);
 	fprintf(out,
 	        "\n"
 	        "Settings are in config/client.ini (every key, with its default) and the README.\n"
+	        "\n"
 	        "Exit status: 0 the stream ran and ended (BYE, --duration, Ctrl-C); 1 no stream "
 	        "(cannot\n"
 	        "connect, refused, handshake timeout, reconnect gave up), the server vanished "
@@ -273,6 +276,7 @@ main(int argc, char **argv)
 	    {"reconnect", no_argument, NULL, 'r'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const pps_player_callbacks_t player_callbacks = {
@@ -300,13 +304,18 @@ main(int argc, char **argv)
 			pps_config_free(c.config);
 			return 0;
 		}
+		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf("pps-client %s\n", PPS_VERSION);
+			pps_config_free(c.config);
+			return 0;
+		}
 	}
 	if (pps_config_parse_args(c.config, &argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-client: %s\n", err);
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}
-	while ((opt = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "qhV", options, NULL)) != -1) {
 		int ret = 0;
 
 		switch (opt) {

@@ -10,6 +10,7 @@
  * loop, --log), connects their callbacks and prints status lines.
  */
 #include "pps-server-lib.h"
+#include "pps-version.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -55,18 +56,21 @@ usage(FILE *out)
 	    "  --log FILE               JSON Lines once a second: each client's path estimate\n"
 	    "                           and the encoder's layer rates (see the README)\n"
 	    "  -q, --quiet              no status line\n"
-	    "  -h, --help               this help\n");
+	    "  -h, --help               this help\n"
+	    "  -V, --version            the version\n");
 	pps_config_print_usage(out);
-	fprintf(
-	    out,
-	    "\n"
-	    "Settings are in config/server.ini (every key, with its default) and the README.\n"
-	    "Examples:\n"
-	    "  pps-server                                   test pattern on 127.0.0.1:7400\n"
-	    "  pps-server --set transport.mode=tcp          the kernel's buffering, for "
-	    "comparison\n"
-	    "  pps-server --set source.type=camera --set source.device=/dev/video0\n"
-	    "Exit status: 0 stopped cleanly, 1 runtime error (source, socket), 2 usage/config.\n");
+	fprintf(out,
+	        "\n"
+	        "Settings are in config/server.ini (every key, with its default) and the README.\n"
+	        "Examples:\n"
+	        "  pps-server                                   test pattern on 127.0.0.1:7400\n"
+	        "  pps-server --set transport.mode=tcp          the kernel's buffering, for "
+	        "comparison\n"
+	        "  pps-server --set source.type=camera --set source.device=/dev/video0\n"
+	        "\n"
+	        "Exit status: 0 stopped cleanly (SIGINT, SIGTERM, --duration); 1 runtime error\n"
+	        "(source, socket, an output that cannot be written); 2 usage or configuration "
+	        "error.\n");
 }
 
 static void
@@ -136,6 +140,7 @@ main(int argc, char **argv)
 	    {"log", required_argument, NULL, 'L'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	server_t srv = {.exit_status = 0};
@@ -161,13 +166,18 @@ main(int argc, char **argv)
 			pps_config_free(srv.config);
 			return 0;
 		}
+		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf("pps-server %s\n", PPS_VERSION);
+			pps_config_free(srv.config);
+			return 0;
+		}
 	}
 	if (pps_config_parse_args(srv.config, &argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-server: %s\n", err);
 		pps_config_free(srv.config);
 		return PPS_EXIT_USAGE;
 	}
-	while ((opt = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "qhV", options, NULL)) != -1) {
 		char *end;
 
 		switch (opt) {
@@ -247,7 +257,7 @@ main(int argc, char **argv)
 		                             srv.listener, err, sizeof(err));
 		if (!srv.log) {
 			fprintf(stderr, "pps-server: %s\n", err);
-			srv.exit_status = PPS_EXIT_USAGE;
+			srv.exit_status = 1; /* an output that cannot be written, as --port-file */
 			goto out;
 		}
 	}

@@ -18,6 +18,7 @@
  * 1 ns timer slack keep deliveries within a few microseconds of their time.
  */
 #include "linkem.h"
+#include "pps-version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,7 +134,7 @@ usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: " PROGRAM " --snd-netns NS --rcv-netns NS [options]\n"
+	    "Usage: " PROGRAM " --snd-netns NS --rcv-netns NS [options]\n"
 	    "Forwards IP packets between a TUN device in the sender's namespace and one in\n"
 	    "the receiver's, through an emulated bottleneck in each direction.\n"
 	    "\n"
@@ -158,7 +159,8 @@ usage(FILE *out)
 	    "  --snd-dev NAME, --rcv-dev NAME  TUN device names (default " PPS_DEFAULT_LINKEM_DEV
 	    ")\n"
 	    "  --log FILE           per-packet log (TSV: arrival, departure, sojourn, verdict)\n"
-	    "  --stats FILE         counters as JSON, written on exit and on SIGUSR1\n"
+	    "  --stats-json FILE    counters as JSON, written on exit and on SIGUSR1 (also\n"
+	    "                       --stats FILE)\n"
 	    "  --duration TIME      exit after this long (default: at SIGINT/SIGTERM)\n"
 	    "  --seed N             seed of the loss and DRD random draws (default 1)\n"
 	    "  --ready-fd N         write \"ready\\n\" to fd N once both devices exist\n"
@@ -166,7 +168,11 @@ usage(FILE *out)
 	    "  --rt-priority N      run SCHED_FIFO at priority N (1-99) if permitted (default 0: "
 	    "off)\n"
 	    "  --check              validate, print the resolved settings as JSON, exit\n"
-	    "Exit status: 0 done, 1 runtime failure, 2 bad settings, 77 not permitted.\n",
+	    "  -h, --help           this help\n"
+	    "  -V, --version        the version\n"
+	    "\n"
+	    "Exit status: 0 done; 1 runtime error; 2 usage error (bad settings); 77 not\n"
+	    "permitted (no root or no /dev/net/tun).\n",
 	    PPS_DEFAULT_LINKEM_DRD_MIN, PPS_DEFAULT_LINKEM_DRD_CONGEST);
 }
 
@@ -254,6 +260,10 @@ settings_parse(settings_t *s, int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		}
+		if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {
+			printf(PROGRAM " %s\n", PPS_VERSION);
+			exit(0);
+		}
 		if (strncmp(arg, "--", 2) != 0)
 			die_usage("unexpected argument '%s' (see --help)", arg);
 		eq = strchr(arg, '=');
@@ -304,7 +314,7 @@ settings_parse(settings_t *s, int argc, char **argv)
 			s->dev[key[0] == 's' ? DIR_FWD : DIR_REV] = value;
 		} else if (strcmp(key, "log") == 0) {
 			s->log_path = value;
-		} else if (strcmp(key, "stats") == 0) {
+		} else if (strcmp(key, "stats") == 0 || strcmp(key, "stats-json") == 0) {
 			s->stats_path = value;
 		} else if (strcmp(key, "duration") == 0) {
 			if (pps_linkem_parse_duration_ns(value, &s->duration_ns) < 0 ||

@@ -26,6 +26,7 @@
 
 #include "pps-codec.h"
 #include "pps-config.h"
+#include "pps-version.h"
 #include "peer-common.h"
 
 #define PPS_DEFAULT_SRT_LATENCY_MS 120
@@ -143,8 +144,9 @@ usage(FILE *out)
 	    "  --srt-latency-ms N       SRT latency (default %d)\n"
 	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
 	    "  --stats-json FILE        counters as JSON at exit\n"
-	    "  -h, --help\n\n"
-	    "Exit status: 0 done, 1 runtime error, 2 usage.\n",
+	    "  -h, --help               this help\n"
+	    "  -V, --version            the version\n\n"
+	    "Exit status: 0 done; 1 runtime error; 2 usage error.\n",
 	    PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
@@ -182,6 +184,7 @@ main(int argc, char **argv)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-json", required_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *source = NULL, *connect = NULL, *output = NULL, *frames_path = NULL;
@@ -197,7 +200,7 @@ main(int argc, char **argv)
 	GstPad *pad;
 	int64_t start_us, deadline_us;
 
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			source = optarg;
@@ -226,7 +229,11 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("pps-peer-recv %s\n", PPS_VERSION);
+			return 0;
 		default:
+			fprintf(stderr, "pps-peer-recv: see --help\n");
 			return 2;
 		}
 	}

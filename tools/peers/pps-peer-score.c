@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "pps-codec.h"
+#include "pps-version.h"
 
 #define RING_FRAMES   96
 #define SEARCH_FRAMES 32
@@ -236,12 +237,28 @@ parse_y4m_header(FILE *in, int *width, int *height, int *fps)
 	return *width > 0 && *height > 0 && !(*width & 1) && !(*height & 1) ? 0 : -EINVAL;
 }
 
+static void
+usage(FILE *out)
+{
+	fprintf(out, "Usage: pps-peer-score [OPTION]... SHOWN.y4m > scores.tsv\n"
+	             "PSNR/SSIM of each shown picture against the regenerated test source picture\n"
+	             "with the same timecode, one TSV line per picture (docs/PEERS.md).\n"
+	             "\n"
+	             "  --pattern NAME           the sender's test pattern (default smpte)\n"
+	             "  -h, --help               this help\n"
+	             "  -V, --version            the version\n"
+	             "\n"
+	             "Exit status: 0 done (an empty file is an empty result); 1 runtime error;\n"
+	             "2 usage error.\n");
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option options[] = {
 	    {"pattern", required_argument, NULL, 'p'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *pattern = "smpte";
@@ -255,24 +272,24 @@ main(int argc, char **argv)
 	int64_t n_first = 0, capture_first = 0, scored = 0;
 	double period_us;
 
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			pattern = optarg;
 			break;
 		case 'h':
-			printf(
-			    "Usage: pps-peer-score [--pattern smpte] SHOWN.y4m > scores.tsv\n"
-			    "PSNR/SSIM of each shown picture against the regenerated test source\n"
-			    "picture with the same timecode (see the comment in "
-			    "pps-peer-score.c).\n");
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("pps-peer-score %s\n", PPS_VERSION);
 			return 0;
 		default:
+			fprintf(stderr, "pps-peer-score: see --help\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "Usage: pps-peer-score [--pattern P] SHOWN.y4m\n");
+		fprintf(stderr, "Usage: pps-peer-score [--pattern P] SHOWN.y4m (see --help)\n");
 		return 2;
 	}
 	in = fopen(argv[optind], "r");

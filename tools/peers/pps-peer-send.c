@@ -25,6 +25,7 @@
 
 #include "pps-codec.h"
 #include "pps-config.h"
+#include "pps-version.h"
 #include "peer-common.h"
 
 #define PPS_DEFAULT_PEER_KBPS      1800
@@ -135,10 +136,13 @@ usage(FILE *out)
 	    "  --srt-latency-ms N       SRT latency (default %d, libsrt's default)\n"
 	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
 	    "  --stats-json FILE        counters as JSON at exit\n"
-	    "  --set SECTION.KEY=VALUE  source setting (source.pattern=smpte, ...); repeatable\n"
-	    "  -h, --help\n\n"
+	    "  --config FILE            read [source] settings from a server INI file\n"
+	    "  --set SECTION.KEY=VALUE  source setting (source.pattern=smpte, ...); repeatable;\n"
+	    "                           applied after --config\n"
+	    "  -h, --help               this help\n"
+	    "  -V, --version            the version\n\n"
 	    "Prints \"ready\" on stdout once the sink listens.\n"
-	    "Exit status: 0 done, 1 runtime error, 2 usage.\n",
+	    "Exit status: 0 done; 1 runtime error; 2 usage or configuration error.\n",
 	    PPS_DEFAULT_PEER_KBPS, PPS_DEFAULT_SRT_LATENCY_MS);
 }
 
@@ -177,6 +181,7 @@ main(int argc, char **argv)
 	    {"stats-json", required_argument, NULL, 'j'},
 	    {"set", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *sink_name = NULL, *listen = NULL, *stats_path = NULL;
@@ -200,7 +205,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-peer-send: out of memory\n");
 		return 1;
 	}
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	/* --config FILE and --set, as pps-server takes them (applied in that order). */
+	if (pps_config_parse_args(config, &argc, argv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pps-peer-send: %s\n", err);
+		goto err_usage;
+	}
+	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			sink_name = optarg;
@@ -228,6 +238,10 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			pps_config_free(config);
+			return 0;
+		case 'V':
+			printf("pps-peer-send %s\n", PPS_VERSION);
 			pps_config_free(config);
 			return 0;
 		default:

@@ -42,6 +42,7 @@
 #include <event2/event.h>
 
 #include "pps-minbuf.h"
+#include "pps-version.h"
 
 #define PROGRAM           "pps-protolat"
 #define EXIT_USAGE        2
@@ -294,9 +295,9 @@ run_send(int argc, char **argv)
 				goto usage;
 		} else if (!strcmp(o, "--batch"))
 			p.batch_pkts = (unsigned)atoi(v);
-		else if (!strcmp(o, "--duration-s"))
+		else if (!strcmp(o, "--duration-s") || !strcmp(o, "--duration"))
 			duration_s = atof(v);
-		else if (!strcmp(o, "--stats"))
+		else if (!strcmp(o, "--stats") || !strcmp(o, "--stats-json"))
 			stats_path = v;
 		else if (!strcmp(o, "--samples"))
 			samples_path = v;
@@ -495,14 +496,60 @@ usage:
 	return EXIT_USAGE;
 }
 
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+	        "Usage: " PROGRAM
+	        " send --port P --mode tcp|minbuf --duration S --stats-json FILE\n"
+	        "                    [OPTION]...\n"
+	        "       " PROGRAM " recv --connect HOST:PORT --log FILE\n"
+	        "The latency stream of the protocol-latency benchmark (IWQoS 2002 section 4).\n"
+	        "send listens (prints \"ready PORT\" once bound), accepts one receiver and writes\n"
+	        "timestamped packets through the MIN_BUF writer as fast as it takes them; recv\n"
+	        "connects, reads until EOF and logs seq,send_ns,recv_ns,bytes per packet.\n"
+	        "\n"
+	        "send:\n"
+	        "  --port P                 TCP port to listen on (0 = any free one)\n"
+	        "  --bind ADDR              address to listen on (default 0.0.0.0)\n"
+	        "  --mode tcp|minbuf        the kernel's buffering or MIN_BUF(A, B)\n"
+	        "  --a A, --b B             MIN_BUF parameters\n"
+	        "  --congestion NAME        default, cubic, reno or bbr\n"
+	        "  --thin, --ecn            thin-stream linear timeouts; ECN\n"
+	        "  --batch N                packets per write\n"
+	        "  --duration SECONDS       seconds to send (also --duration-s)\n"
+	        "  --stats-json FILE        the writer's counters and CPU time as JSON (also\n"
+	        "                           --stats)\n"
+	        "  --samples FILE           per-write samples\n"
+	        "  --check-bound            check the MIN_BUF bound at every packet (in --stats)\n"
+	        "recv:\n"
+	        "  --connect HOST:PORT      the sender\n"
+	        "  --log FILE               CSV, one line per packet\n"
+	        "\n"
+	        "  -h, --help               this help\n"
+	        "  -V, --version            the version\n"
+	        "\n"
+	        "Exit status: 0 done; 1 runtime error; 2 usage error.\n");
+}
+
 int
 main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf(PROGRAM " %s\n", PPS_VERSION);
+			return 0;
+		}
+	}
 	if (argc >= 2 && !strcmp(argv[1], "send"))
 		return run_send(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "recv"))
 		return run_recv(argc, argv);
-	fprintf(stderr, "usage: " PROGRAM " send|recv ... (see the source's header)\n");
+	fprintf(stderr, "usage: " PROGRAM " send|recv ... (see --help)\n");
 	return EXIT_USAGE;
 }

@@ -15,6 +15,7 @@
  * concurrent mice. Everything stops at --duration or SIGINT/SIGTERM.
  */
 #include "linkem.h"
+#include "pps-version.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -74,7 +75,7 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	        "usage: " PROGRAM
+	        "Usage: " PROGRAM
 	        " server --bind ADDR [--port P] [--congestion CC] [--duration TIME]\n"
 	        "       " PROGRAM " client --to ADDR [--port P] [--bytes N] [--interval TIME]\n"
 	        "                  [--count N] [--congestion CC] [--duration TIME] [--log FILE]\n"
@@ -85,7 +86,11 @@ usage(FILE *out)
 	        "  --congestion CC   TCP_CONGESTION of every socket "
 	        "(default " PPS_DEFAULT_MICE_CONGESTION ")\n"
 	        "  --duration TIME   stop after this long (default 60s)\n"
-	        "  --log FILE        one line per flow: start_ns fct_ns ok\n",
+	        "  --log FILE        one line per flow: start_ns fct_ns ok\n"
+	        "  -h, --help        this help\n"
+	        "  -V, --version     the version\n"
+	        "\n"
+	        "Exit status: 0 done; 1 runtime error; 2 usage error.\n",
 	        PPS_DEFAULT_MICE_PORT, PPS_DEFAULT_MICE_BYTES);
 }
 
@@ -105,9 +110,19 @@ settings_parse(mice_settings_t *s, int argc, char **argv)
 	s->interval_ns = PPS_DEFAULT_MICE_INTERVAL_NS;
 	s->duration_ns = PPS_DEFAULT_MICE_DURATION_NS;
 	s->congestion = PPS_DEFAULT_MICE_CONGESTION;
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		usage(argc < 2 ? stderr : stdout);
-		exit(argc < 2 ? PPS_LINKEM_EXIT_USAGE : 0);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		}
+		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf(PROGRAM " %s\n", PPS_VERSION);
+			exit(0);
+		}
+	}
+	if (argc < 2) {
+		usage(stderr);
+		exit(PPS_LINKEM_EXIT_USAGE);
 	}
 	s->mode = argv[1];
 	if (strcmp(s->mode, "server") != 0 && strcmp(s->mode, "client") != 0)

@@ -13,6 +13,7 @@
  * Pacing uses clock_nanosleep on absolute CLOCK_MONOTONIC deadlines.
  */
 #include "linkem.h"
+#include "pps-version.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -106,7 +107,7 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	        "usage: " PROGRAM " echo|sink --bind ADDR [--port P] [options]\n"
+	        "Usage: " PROGRAM " echo|sink --bind ADDR [--port P] [options]\n"
 	        "       " PROGRAM " ping|blast --to ADDR [--port P] [options]\n"
 	        "  --port P          UDP port (default %d)\n"
 	        "  --duration TIME   stop after this long (default 60s)\n"
@@ -118,7 +119,11 @@ usage(FILE *out)
 	        "sink:  --log FILE (arrival_ns seq tos ip_bytes per datagram; arrival_ns is the\n"
 	        "       kernel's receive time on CLOCK_MONOTONIC),\n"
 	        "       --idle-exit TIME (stop this long after the last datagram)\n"
-	        "ping, sink: --json prints the summary as one JSON object\n",
+	        "ping, sink: --json prints the summary as one JSON object\n"
+	        "  -h, --help        this help\n"
+	        "  -V, --version     the version\n"
+	        "\n"
+	        "Exit status: 0 done; 1 runtime error; 2 usage error.\n",
 	        PPS_DEFAULT_PROBE_PORT, PPS_DEFAULT_PROBE_COUNT, PPS_DEFAULT_PROBE_IP_BYTES);
 }
 
@@ -139,9 +144,19 @@ settings_parse(probe_settings_t *s, int argc, char **argv)
 	s->duration_ns = PPS_DEFAULT_PROBE_DURATION_NS;
 	s->timeout_ns = PPS_DEFAULT_PROBE_TIMEOUT_NS;
 	s->tos = -1;
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		usage(argc < 2 ? stderr : stdout);
-		exit(argc < 2 ? PPS_LINKEM_EXIT_USAGE : 0);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		}
+		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf(PROGRAM " %s\n", PPS_VERSION);
+			exit(0);
+		}
+	}
+	if (argc < 2) {
+		usage(stderr);
+		exit(PPS_LINKEM_EXIT_USAGE);
 	}
 	s->mode = argv[1];
 	if (strcmp(s->mode, "echo") && strcmp(s->mode, "ping") && strcmp(s->mode, "blast") &&
