@@ -6,6 +6,7 @@
 #
 #   scripts/demo.sh [--duration SECONDS] [--window 2|4] [--transport minbuf|tcp]
 #                   [any further pps-client options, e.g. --policy smooth]
+#   scripts/demo.sh --help | --version
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,11 @@ while [ $# -gt 0 ]; do
 	--transport) transport="$2"; shift 2 ;;
 	--port) port="$2"; shift 2 ;;
 	-h|--help)
-		sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//'
+		# The comment block above, without its '#' (it ends at the first line that is not one).
+		sed -n '3,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+		exit 0 ;;
+	-V|--version)
+		echo "demo.sh $(sed -n "s/^  version : '\(.*\)',$/\1/p" meson.build)"
 		exit 0 ;;
 	*) break ;;
 	esac

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+"""Every program's conventions (issue 13 item 3), run on the built programs:
+
+  help VERSION PROGRAM...   --help and --version of each: exit 0, stdout not
+                            empty, stderr empty; --help finishes in well under
+                            a second (it ran nothing: pps-codec-bench's
+                            benchmark takes 12 s); a C program's help starts
+                            with "Usage:" and documents its exit statuses, its
+                            --version is exactly "<program> VERSION".
+  usage PROGRAM...          an unknown option is a usage error: exit 2, a
+                            message on stderr, nothing on stdout.
+
+A PROGRAM is a path; one ending in .py, .sh or without an ELF header is a
+script (run with /usr/bin/python3 or sh) whose --version is optional.
+"""
+import os
+import subprocess
+import sys
+import time
+
+# --help must not run anything: a second is ~10x what the slowest (pps-client,
+# SDL and GStreamer linked in) takes here, and far below any benchmark's run.
+HELP_LIMIT_S = 1.0 * (10 if os.environ.get("PPS_UNDER_VALGRIND") else 1)
+
+
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def command(path):
+    if is_elf(path):
+        return [path]
+    if path.endswith(".sh"):
+        return ["sh", path]
+    return ["/usr/bin/python3", path]
+
+
+def name_of(path):
+    name = os.path.basename(path)
+    return name[:-3] if name.endswith((".py", ".sh")) and not name.endswith("demo.sh") else name
+
+
+def run(path, *args):
+    start = time.monotonic()
+    p = subprocess.run(command(path) + list(args), capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    return p, time.monotonic() - start
+
+
+def check_help(version, paths):
+    failures = []
+    for path in paths:
+        name, elf = name_of(path), is_elf(path)
+        p, seconds = run(path, "--help")
+        what = "%s --help" % name
+        if p.returncode != 0:
+            failures.append("%s: exit %d (stderr: %s)" % (what, p.returncode, p.stderr.strip()))
+        if not p.stdout.strip():
+            failures.append("%s: nothing on stdout" % what)
+        if p.stderr:
+            failures.append("%s: stderr not empty: %s" % (what, p.stderr.strip()))
+        if seconds > HELP_LIMIT_S:
+            failures.append("%s: took %.1f s (> %.1f s): it ran something" %
+                            (what, seconds, HELP_LIMIT_S))
+        if elf and not p.stdout.startswith("Usage: " + name):
+            failures.append("%s: does not start with 'Usage: %s'" % (what, name))
+        if elf and "Exit status: 0" not in p.stdout:
+            failures.append("%s: no 'Exit status: 0 ...' line" % what)
+        if elf and not ("-V, --version" in p.stdout and "-h, --help" in p.stdout):
+            failures.append("%s: -h, --help and -V, --version are not listed" % what)
+
+        p, _ = run(path, "--version")
+        what = "%s --version" % name
+        if not elf and p.returncode == 2 and not p.stdout:
+            print("%s: none (a script without --version)" % what)
+            continue
+        if p.returncode != 0 or p.stderr:
+            failures.append("%s: exit %d, stderr: %s" % (what, p.returncode, p.stderr.strip()))
+        if elf and p.stdout != "%s %s\n" % (name, version):
+            failures.append("%s: %r, expected %r" % (what, p.stdout, "%s %s\n" % (name, version)))
+        elif not p.stdout.strip():
+            failures.append("%s: nothing on stdout" % what)
+    return failures
+
+
+def check_usage(paths):
+    failures = []
+    for path in paths:
+        name = name_of(path)
+        p, _ = run(path, "--no-such-option")
+        what = "%s --no-such-option" % name
+        if p.returncode != 2:
+            failures.append("%s: exit %d, expected 2 (usage error)" % (what, p.returncode))
+        if p.stdout:
+            failures.append("%s: stdout not empty: %s" % (what, p.stdout.strip()[:200]))
+        if not p.stderr.strip():
+            failures.append("%s: no message on stderr" % what)
+    return failures
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "help":
+        failures, paths = check_help(argv[2], argv[3:]), argv[3:]
+    elif len(argv) >= 2 and argv[1] == "usage":
+        failures, paths = check_usage(argv[2:]), argv[2:]
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for f in failures:
+        print("FAIL " + f)
+    print("%d programs checked, %d failures" % (len(paths), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
