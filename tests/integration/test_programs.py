@@ -9,13 +9,19 @@
                             --version is exactly "<program> VERSION".
   usage PROGRAM...          an unknown option is a usage error: exit 2, a
                             message on stderr, nothing on stdout.
+  json PPS_LINKEM           JSON with a string from the user in it parses:
+                            pps-linkem --check with a trace whose path has a
+                            quote, a backslash and a tab (its settings JSON
+                            once printed the path raw and was invalid).
 
 A PROGRAM is a path; one ending in .py, .sh or without an ELF header is a
 script (run with /usr/bin/python3 or sh) whose --version is optional.
 """
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 # --help must not run anything: a second is ~10x what the slowest (pps-client,
@@ -99,9 +105,33 @@ def check_usage(paths):
     return failures
 
 
+def check_json(linkem):
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, 'a "quoted"\\ trace\t.txt')
+        with open(trace, "w") as f:
+            f.write("1\n2\n3\n")
+        p = subprocess.run([linkem, "--snd-netns", "a", "--rcv-netns", "b", "--trace", trace,
+                            "--delay", "10ms", "--check"], capture_output=True, text=True,
+                           timeout=30)
+        if p.returncode != 0:
+            return ["pps-linkem --check: exit %d: %s" % (p.returncode, p.stderr.strip())]
+        try:
+            settings = json.loads(p.stdout)["settings"]
+        except (ValueError, KeyError) as e:
+            return ["pps-linkem --check: not JSON with settings (%s): %s" % (e, p.stdout)]
+        for direction in ("fwd", "rev"):
+            if settings[direction]["trace"] != trace:
+                failures.append("pps-linkem --check: %s trace %r, expected %r" %
+                                (direction, settings[direction]["trace"], trace))
+    return failures
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "help":
         failures, paths = check_help(argv[2], argv[3:]), argv[3:]
+    elif len(argv) == 3 and argv[1] == "json":
+        failures, paths = check_json(argv[2]), argv[2:]
     elif len(argv) >= 2 and argv[1] == "usage":
         failures, paths = check_usage(argv[2:]), argv[2:]
     else:

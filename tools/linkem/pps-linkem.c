@@ -38,6 +38,7 @@
 #include <sys/prctl.h>
 
 #include <event2/event.h>
+#include <json-glib/json-glib.h>
 
 #define PROGRAM "pps-linkem"
 
@@ -468,63 +469,93 @@ direction_timing_error_quantile_ns(const direction_t *dir, double fraction)
 	return dir->timing_error_max_ns;
 }
 
-static void
-direction_settings_print_json(FILE *out, const linkem_t *lk, int d)
+/* The settings of one direction as resolved (JSON; the trace path is any string). */
+static JsonObject *
+direction_settings_json(const linkem_t *lk, int d)
 {
 	const direction_settings_t *ds = &lk->settings.dir[d];
 	const pps_linkem_link_config_t *c = &lk->dir[d].config;
+	JsonObject *o = json_object_new();
 
-	fprintf(out,
-	        "\"%s\": {\"rate_bps\": %" PRIu64 ", \"trace\": %s%s%s, \"delay_ns\": %" PRId64
-	        ", \"queue_limit_pkts\": %" PRIu64 ", \"queue_limit_bytes\": %" PRIu64
-	        ", \"aqm\": \"%s\", \"drd_min_bdp\": %g, \"drd_congest_bdp\": %g"
-	        ", \"drd_min_bytes\": %" PRIu64 ", \"drd_congest_bytes\": %" PRIu64
-	        ", \"drd_drop_not_ect\": %s, \"loss\": %g}",
-	        ds->name, c->trace ? pps_linkem_trace_mean_rate_bps(c->trace) : c->rate_bps,
-	        ds->trace_path ? "\"" : "", ds->trace_path ? ds->trace_path : "null",
-	        ds->trace_path ? "\"" : "", c->delay_ns, c->queue_limit_pkts, c->queue_limit_bytes,
-	        pps_linkem_aqm_name(c->aqm), ds->drd_min_bdp, ds->drd_congest_bdp, c->drd_min_bytes,
-	        c->drd_congest_bytes, c->drd_drop_not_ect ? "true" : "false", c->loss_probability);
+	json_object_set_int_member(
+	    o, "rate_bps",
+	    (gint64)(c->trace ? pps_linkem_trace_mean_rate_bps(c->trace) : c->rate_bps));
+	if (ds->trace_path)
+		json_object_set_string_member(o, "trace", ds->trace_path);
+	else
+		json_object_set_null_member(o, "trace");
+	json_object_set_int_member(o, "delay_ns", c->delay_ns);
+	json_object_set_int_member(o, "queue_limit_pkts", (gint64)c->queue_limit_pkts);
+	json_object_set_int_member(o, "queue_limit_bytes", (gint64)c->queue_limit_bytes);
+	json_object_set_string_member(o, "aqm", pps_linkem_aqm_name(c->aqm));
+	json_object_set_double_member(o, "drd_min_bdp", ds->drd_min_bdp);
+	json_object_set_double_member(o, "drd_congest_bdp", ds->drd_congest_bdp);
+	json_object_set_int_member(o, "drd_min_bytes", (gint64)c->drd_min_bytes);
+	json_object_set_int_member(o, "drd_congest_bytes", (gint64)c->drd_congest_bytes);
+	json_object_set_boolean_member(o, "drd_drop_not_ect", c->drd_drop_not_ect);
+	json_object_set_double_member(o, "loss", c->loss_probability);
+	return o;
 }
 
+/* The counters of one direction's link. */
+static JsonObject *
+direction_stats_json(const linkem_t *lk, int d)
+{
+	const direction_t *dir = &lk->dir[d];
+	pps_linkem_link_stats_t st;
+	JsonObject *o = json_object_new();
+
+	pps_linkem_link_stats_get(dir->link, &st);
+	json_object_set_int_member(o, "arrived_pkts", (gint64)st.arrived_pkts);
+	json_object_set_int_member(o, "arrived_bytes", (gint64)st.arrived_bytes);
+	json_object_set_int_member(o, "delivered_pkts", (gint64)st.delivered_pkts);
+	json_object_set_int_member(o, "delivered_bytes", (gint64)st.delivered_bytes);
+	json_object_set_int_member(o, "lost_pkts", (gint64)st.lost_pkts);
+	json_object_set_int_member(o, "dropped_queue_pkts", (gint64)st.dropped_queue_pkts);
+	json_object_set_int_member(o, "dropped_aqm_pkts", (gint64)st.dropped_aqm_pkts);
+	json_object_set_int_member(o, "dropped_other_pkts", (gint64)st.dropped_other_pkts);
+	json_object_set_int_member(o, "marked_pkts", (gint64)st.marked_pkts);
+	json_object_set_int_member(o, "write_errors", (gint64)dir->write_errors);
+	json_object_set_int_member(o, "max_queue_pkts", (gint64)st.max_queue_pkts);
+	json_object_set_int_member(o, "max_queue_bytes", (gint64)st.max_queue_bytes);
+	json_object_set_int_member(o, "sojourn_p50_ns", st.sojourn_p50_ns);
+	json_object_set_int_member(o, "sojourn_p95_ns", st.sojourn_p95_ns);
+	json_object_set_int_member(o, "sojourn_p99_ns", st.sojourn_p99_ns);
+	json_object_set_int_member(o, "sojourn_max_ns", st.sojourn_max_ns);
+	json_object_set_int_member(o, "timing_error_p50_ns",
+	                           direction_timing_error_quantile_ns(dir, 0.5));
+	json_object_set_int_member(o, "timing_error_p99_ns",
+	                           direction_timing_error_quantile_ns(dir, 0.99));
+	json_object_set_int_member(o, "timing_error_max_ns", dir->timing_error_max_ns);
+	json_object_set_int_member(o, "early_pkts", (gint64)dir->early_pkts);
+	json_object_set_int_member(o, "wake_lead_ns", dir->wake_lead_ns);
+	return o;
+}
+
+/* One line of JSON (json-glib: every string escaped): the epoch, the settings
+ * of both directions and, once the links exist, their counters. */
 static void
 linkem_stats_print_json(FILE *out, const linkem_t *lk)
 {
-	fprintf(out,
-	        "{\"epoch_monotonic_ns\": %" PRId64 ", \"epoch_realtime_ns\": %" PRId64
-	        ", \"settings\": {",
-	        lk->epoch_ns, lk->epoch_realtime_ns);
-	for (int d = 0; d < DIR_COUNT; d++) {
-		direction_settings_print_json(out, lk, d);
-		fprintf(out, d + 1 < DIR_COUNT ? ", " : "}");
-	}
-	for (int d = 0; d < DIR_COUNT && lk->dir[d].link; d++) {
-		pps_linkem_link_stats_t st;
+	JsonObject *root = json_object_new(), *settings = json_object_new();
+	JsonNode *node;
+	char *text;
 
-		pps_linkem_link_stats_get(lk->dir[d].link, &st);
-		fprintf(out,
-		        ", \"%s\": {\"arrived_pkts\": %" PRIu64 ", \"arrived_bytes\": %" PRIu64
-		        ", \"delivered_pkts\": %" PRIu64 ", \"delivered_bytes\": %" PRIu64
-		        ", \"lost_pkts\": %" PRIu64 ", \"dropped_queue_pkts\": %" PRIu64
-		        ", \"dropped_aqm_pkts\": %" PRIu64 ", \"dropped_other_pkts\": %" PRIu64
-		        ", \"marked_pkts\": %" PRIu64 ", \"write_errors\": %" PRIu64
-		        ", \"max_queue_pkts\": %" PRIu64 ", \"max_queue_bytes\": %" PRIu64
-		        ", \"sojourn_p50_ns\": %" PRId64 ", \"sojourn_p95_ns\": %" PRId64
-		        ", \"sojourn_p99_ns\": %" PRId64 ", \"sojourn_max_ns\": %" PRId64
-		        ", \"timing_error_p50_ns\": %" PRId64 ", \"timing_error_p99_ns\": %" PRId64
-		        ", \"timing_error_max_ns\": %" PRId64 ", \"early_pkts\": %" PRIu64
-		        ", \"wake_lead_ns\": %" PRId64 "}",
-		        lk->settings.dir[d].name, st.arrived_pkts, st.arrived_bytes,
-		        st.delivered_pkts, st.delivered_bytes, st.lost_pkts, st.dropped_queue_pkts,
-		        st.dropped_aqm_pkts, st.dropped_other_pkts, st.marked_pkts,
-		        lk->dir[d].write_errors, st.max_queue_pkts, st.max_queue_bytes,
-		        st.sojourn_p50_ns, st.sojourn_p95_ns, st.sojourn_p99_ns, st.sojourn_max_ns,
-		        direction_timing_error_quantile_ns(&lk->dir[d], 0.5),
-		        direction_timing_error_quantile_ns(&lk->dir[d], 0.99),
-		        lk->dir[d].timing_error_max_ns, lk->dir[d].early_pkts,
-		        lk->dir[d].wake_lead_ns);
-	}
-	fprintf(out, "}\n");
+	json_object_set_int_member(root, "epoch_monotonic_ns", lk->epoch_ns);
+	json_object_set_int_member(root, "epoch_realtime_ns", lk->epoch_realtime_ns);
+	for (int d = 0; d < DIR_COUNT; d++)
+		json_object_set_object_member(settings, lk->settings.dir[d].name,
+		                              direction_settings_json(lk, d));
+	json_object_set_object_member(root, "settings", settings);
+	for (int d = 0; d < DIR_COUNT && lk->dir[d].link; d++)
+		json_object_set_object_member(root, lk->settings.dir[d].name,
+		                              direction_stats_json(lk, d));
+	node = json_node_init_object(json_node_alloc(), root);
+	text = json_to_string(node, FALSE);
+	fprintf(out, "%s\n", text);
+	g_free(text);
+	json_node_unref(node);
+	json_object_unref(root);
 }
 
 /* Written to a temporary name and renamed, so a reader never sees half a file. */
