@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,29 +36,28 @@ struct pps_server_log {
 	int write_error; /* first negative errno */
 };
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void
-json_string(FILE *f, const char *text)
+/* An array of @n integers. */
+static JsonArray *
+int_array(const uint64_t *v, int n)
 {
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
+	JsonArray *a = json_array_sized_new((guint)n);
+
+	for (int i = 0; i < n; i++)
+		json_array_add_int_element(a, (gint64)v[i]);
+	return a;
 }
 
+/* One JSON line (json-glib: the peer's address and every name escaped). */
 static void
-int_array(FILE *f, const char *name, const uint64_t *v, int n)
+write_line(pps_server_log_t *g, JsonObject *o)
 {
-	fprintf(f, ",\"%s\":[", name);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%" PRIu64, i ? "," : "", v[i]);
-	fputc(']', f);
+	JsonNode *node = json_node_init_object(json_node_alloc(), o);
+	char *text = json_to_string(node, FALSE);
+
+	fprintf(g->f, "%s\n", text);
+	g_free(text);
+	json_node_unref(node);
+	json_object_unref(o);
 }
 
 static client_mark_t *
@@ -88,6 +88,7 @@ path_line_cb(pps_session_t *session, void *user)
 	pps_sched_stats_t st;
 	uint64_t sent[PPS_ADU_MAX_QUALITY_LAYERS] = {0}, v[PPS_ADU_MAX_QUALITY_LAYERS];
 	client_mark_t *mark;
+	JsonObject *o;
 
 	if (pps_session_state(session) != PPS_SESSION_STREAMING)
 		return;
@@ -102,23 +103,29 @@ path_line_cb(pps_session_t *session, void *user)
 			sent[q] += st.layer[t][q].bytes_sent;
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)(8.0 * (double)(sent[q] - mark->sent[q]) / g->dt_s);
-	fprintf(g->f,
-	        "{\"event\":\"path\",\"t_us\":%" PRId64 ",\"client\":%u,\"peer\":", g->last_us,
-	        pps_session_id(session));
-	json_string(g->f, pps_session_peer(session));
-	fprintf(g->f,
-	        ",\"valid\":%s,\"estimate_bps\":%" PRIu64 ",\"delivery_rate_bps\":%" PRIu64
-	        ",\"acked_bps\":%" PRIu64 ",\"min_rtt_us\":%u,\"srtt_us\":%u"
-	        ",\"queue_delay_us\":%u,\"retrans_pkts\":%" PRIu64 ",\"lost_pkts\":%u"
-	        ",\"app_limited\":%s,\"congested\":%s,\"cwnd_pkts\":%u"
-	        ",\"inflight_cap_pkts\":%u,\"cap_state\":\"%s\"",
-	        e.valid ? "true" : "false", e.estimate_bps, e.delivery_rate_bps, e.acked_bps,
-	        e.min_rtt_us, e.srtt_us, e.queue_delay_us, e.retrans_pkts, e.lost_pkts,
-	        e.app_limited ? "true" : "false", e.congested ? "true" : "false", e.cwnd_pkts,
-	        e.inflight_cap_pkts, pps_path_cap_state_name(e.cap_state));
-	int_array(g->f, "sent_layer_bps", v, g->layers);
-	fprintf(g->f, ",\"dropped_windows\":%" PRIu64 "}\n",
-	        st.windows_dropped - mark->windows_dropped);
+	o = json_object_new();
+	json_object_set_string_member(o, "event", "path");
+	json_object_set_int_member(o, "t_us", g->last_us);
+	json_object_set_int_member(o, "client", pps_session_id(session));
+	json_object_set_string_member(o, "peer", pps_session_peer(session));
+	json_object_set_boolean_member(o, "valid", e.valid);
+	json_object_set_int_member(o, "estimate_bps", (gint64)e.estimate_bps);
+	json_object_set_int_member(o, "delivery_rate_bps", (gint64)e.delivery_rate_bps);
+	json_object_set_int_member(o, "acked_bps", (gint64)e.acked_bps);
+	json_object_set_int_member(o, "min_rtt_us", e.min_rtt_us);
+	json_object_set_int_member(o, "srtt_us", e.srtt_us);
+	json_object_set_int_member(o, "queue_delay_us", e.queue_delay_us);
+	json_object_set_int_member(o, "retrans_pkts", (gint64)e.retrans_pkts);
+	json_object_set_int_member(o, "lost_pkts", e.lost_pkts);
+	json_object_set_boolean_member(o, "app_limited", e.app_limited);
+	json_object_set_boolean_member(o, "congested", e.congested);
+	json_object_set_int_member(o, "cwnd_pkts", e.cwnd_pkts);
+	json_object_set_int_member(o, "inflight_cap_pkts", e.inflight_cap_pkts);
+	json_object_set_string_member(o, "cap_state", pps_path_cap_state_name(e.cap_state));
+	json_object_set_array_member(o, "sent_layer_bps", int_array(v, g->layers));
+	json_object_set_int_member(o, "dropped_windows",
+	                           (gint64)(st.windows_dropped - mark->windows_dropped));
+	write_line(g, o);
 	memcpy(mark->sent, sent, sizeof(mark->sent));
 	mark->windows_dropped = st.windows_dropped;
 }
@@ -132,6 +139,7 @@ tick_cb(evutil_socket_t fd, short what, void *user)
 	pps_encoder_rates_t rates;
 	uint64_t v[PPS_ADU_MAX_QUALITY_LAYERS];
 	size_t kept = 0;
+	JsonObject *o;
 
 	g->dt_s = (double)(now - g->last_us) / 1e6;
 	if (g->dt_s <= 0)
@@ -147,21 +155,24 @@ tick_cb(evutil_socket_t fd, short what, void *user)
 
 	pps_media_get_stats(g->media, &ms);
 	pps_media_get_rates(g->media, &rates);
-	fprintf(g->f, "{\"event\":\"rates\",\"t_us\":%" PRId64, now);
+	o = json_object_new();
+	json_object_set_string_member(o, "event", "rates");
+	json_object_set_int_member(o, "t_us", now);
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)rates.kbps[q];
-	int_array(g->f, "target_kbps", v, g->layers);
+	json_object_set_array_member(o, "target_kbps", int_array(v, g->layers));
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)rates.buffer_kbit[q];
-	int_array(g->f, "buffer_kbit", v, g->layers);
+	json_object_set_array_member(o, "buffer_kbit", int_array(v, g->layers));
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)rates.crf[q];
-	int_array(g->f, "crf", v, g->layers);
+	json_object_set_array_member(o, "crf", int_array(v, g->layers));
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)(8.0 * (double)(ms.bytes[q] - g->last_bytes[q]) / g->dt_s);
-	int_array(g->f, "encoded_layer_bps", v, g->layers);
-	fprintf(g->f, ",\"idr_requests\":%" PRIu64 ",\"idr_deferred\":%" PRIu64 "}\n",
-	        ms.idr_requests, ms.idr_deferred);
+	json_object_set_array_member(o, "encoded_layer_bps", int_array(v, g->layers));
+	json_object_set_int_member(o, "idr_requests", (gint64)ms.idr_requests);
+	json_object_set_int_member(o, "idr_deferred", (gint64)ms.idr_deferred);
+	write_line(g, o);
 	if (fflush(g->f) != 0 && !g->write_error)
 		g->write_error = -errno;
 	memcpy(g->last_bytes, ms.bytes, sizeof(g->last_bytes));

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -132,9 +134,15 @@ pps_server_report_status(pps_server_report_t *srv)
 
 typedef struct {
 	bool quiet;
-	FILE *json;
-	bool first;
+	JsonArray *clients; /* --stats-json, else NULL */
 } final_t;
+
+/* %.3f as before json-glib (which prints every double with 17 digits). */
+static double
+round_ms(double seconds)
+{
+	return round(seconds * 1000.0) / 1000.0;
+}
 
 static void
 final_client_cb(pps_session_t *session, void *user)
@@ -159,21 +167,87 @@ final_client_cb(pps_session_t *session, void *user)
 		        pps_session_id(session), pps_session_peer(session), st.windows_complete,
 		        st.windows_partial, st.windows_dropped, bytes, ts.writes, ts.retrans_pkts,
 		        ts.rto_events);
-	if (f->json)
-		fprintf(f->json,
-		        "%s{\"id\":%u,\"windows_complete\":%" PRIu64 ",\"windows_partial\":%" PRIu64
-		        ",\"windows_dropped\":%" PRIu64 ",\"windows_overflow\":%" PRIu64
-		        ",\"adus_undecodable\":%" PRIu64 ",\"adu_bytes_sent\":%" PRIu64
-		        ",\"wire_bytes\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"wakeups\":%" PRIu64
-		        ",\"retrans_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64
-		        ",\"capped_writes\":%" PRIu64 ",\"estimate_bps\":%" PRIu64
-		        ",\"min_rtt_us\":%u,\"queue_delay_us\":%u,\"cap_state\":\"%s\"}",
-		        f->first ? "" : ",", pps_session_id(session), st.windows_complete,
-		        st.windows_partial, st.windows_dropped, st.windows_overflow,
-		        st.adus_undecodable, bytes, ts.bytes, ts.writes, ts.wakeups,
-		        ts.retrans_pkts, ts.rto_events, ts.capped_writes, pe.estimate_bps,
-		        pe.min_rtt_us, pe.queue_delay_us, pps_path_cap_state_name(pe.cap_state));
-	f->first = false;
+	if (f->clients) {
+		JsonObject *o = json_object_new();
+
+		json_object_set_int_member(o, "id", pps_session_id(session));
+		json_object_set_int_member(o, "windows_complete", (gint64)st.windows_complete);
+		json_object_set_int_member(o, "windows_partial", (gint64)st.windows_partial);
+		json_object_set_int_member(o, "windows_dropped", (gint64)st.windows_dropped);
+		json_object_set_int_member(o, "windows_overflow", (gint64)st.windows_overflow);
+		json_object_set_int_member(o, "adus_undecodable", (gint64)st.adus_undecodable);
+		json_object_set_int_member(o, "adu_bytes_sent", (gint64)bytes);
+		json_object_set_int_member(o, "wire_bytes", (gint64)ts.bytes);
+		json_object_set_int_member(o, "writes", (gint64)ts.writes);
+		json_object_set_int_member(o, "wakeups", (gint64)ts.wakeups);
+		json_object_set_int_member(o, "retrans_pkts", (gint64)ts.retrans_pkts);
+		json_object_set_int_member(o, "rto_events", (gint64)ts.rto_events);
+		json_object_set_int_member(o, "capped_writes", (gint64)ts.capped_writes);
+		json_object_set_int_member(o, "estimate_bps", (gint64)pe.estimate_bps);
+		json_object_set_int_member(o, "min_rtt_us", pe.min_rtt_us);
+		json_object_set_int_member(o, "queue_delay_us", pe.queue_delay_us);
+		json_object_set_string_member(o, "cap_state",
+		                              pps_path_cap_state_name(pe.cap_state));
+		json_array_add_object_element(f->clients, o);
+	}
+}
+
+/* --stats-json: the final counters, one JSON object (json-glib). */
+static int
+write_stats_json(const char *path, int quality_layers, double secs, const pps_media_stats_t *m,
+                 const pps_listener_stats_t *l, const struct rusage *ru, JsonArray *clients)
+{
+	JsonObject *o = json_object_new();
+	JsonArray *layers = json_array_new();
+	JsonNode *node;
+	char *text;
+	FILE *f;
+	int ret = 0;
+
+	json_object_set_double_member(o, "seconds", round_ms(secs));
+	json_object_set_int_member(o, "frames_encoded", (gint64)m->frames_encoded);
+	json_object_set_int_member(o, "raw_frames_dropped", (gint64)m->capture_dropped);
+	json_object_set_int_member(o, "windows", (gint64)m->windows);
+	json_object_set_int_member(o, "clients_total", (gint64)l->clients_total);
+	json_object_set_int_member(o, "clients_refused", (gint64)l->clients_refused);
+	json_object_set_int_member(o, "clients_unauthorized", (gint64)l->clients_unauthorized);
+	json_object_set_int_member(o, "clients_evicted", (gint64)l->clients_evicted);
+	json_object_set_int_member(o, "handshakes_dropped", (gint64)l->handshakes_dropped);
+	json_object_set_int_member(o, "refusals_unlogged", (gint64)l->refusals_unlogged);
+	json_object_set_double_member(
+	    o, "cpu_user_s",
+	    round_ms((double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6));
+	json_object_set_double_member(
+	    o, "cpu_system_s",
+	    round_ms((double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6));
+	json_object_set_int_member(o, "idr_requests", (gint64)m->idr_requests);
+	json_object_set_int_member(o, "idr_deferred", (gint64)m->idr_deferred);
+	json_object_set_int_member(o, "recovery_requests", (gint64)l->recovery.requests);
+	json_object_set_int_member(o, "recovery_granted", (gint64)l->recovery.granted);
+	json_object_set_int_member(o, "recovery_deferred", (gint64)l->recovery.deferred);
+	json_object_set_int_member(o, "recovery_dropped_client",
+	                           (gint64)l->recovery.dropped_client);
+	json_object_set_int_member(o, "recovery_served_by_encoder",
+	                           (gint64)l->recovery.served_by_encoder);
+	json_object_set_int_member(o, "idr_cost_bits", (gint64)l->recovery.idr_cost_bits);
+	for (int q = 0; q < quality_layers; q++)
+		json_array_add_int_element(layers, (gint64)m->bytes[q]);
+	json_object_set_array_member(o, "layer_bytes", layers);
+	json_object_set_array_member(o, "clients", json_array_ref(clients));
+	node = json_node_init_object(json_node_alloc(), o);
+	text = json_to_string(node, FALSE);
+	f = fopen(path, "w");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "pps-server: --stats-json %s: %s\n", path, strerror(errno));
+	} else if ((fprintf(f, "%s\n", text) < 0) | (fclose(f) != 0)) {
+		ret = -EIO;
+		fprintf(stderr, "pps-server: --stats-json %s: cannot write\n", path);
+	}
+	g_free(text);
+	json_node_unref(node);
+	json_object_unref(o);
+	return ret;
 }
 
 int
@@ -181,7 +255,7 @@ pps_server_report_final(const pps_server_report_t *srv, bool quiet, const char *
 {
 	pps_media_stats_t ms;
 	pps_listener_stats_t ls;
-	final_t f = {.quiet = quiet, .first = true};
+	final_t f = {.quiet = quiet};
 	struct rusage ru;
 	int ret = 0;
 	double secs = (double)(pps_server_now_us() - srv->start_us) / 1e6;
@@ -197,46 +271,13 @@ pps_server_report_final(const pps_server_report_t *srv, bool quiet, const char *
 		        secs, ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
 		        ls.clients_refused + ls.clients_unauthorized, ls.clients_unauthorized);
 	}
-	if (stats_json) {
-		f.json = fopen(stats_json, "w");
-		if (!f.json) {
-			ret = -errno;
-			fprintf(stderr, "pps-server: --stats-json %s: %s\n", stats_json,
-			        strerror(errno));
-		}
-	}
-	if (f.json) {
-		fprintf(f.json,
-		        "{\"seconds\":%.3f,\"frames_encoded\":%" PRIu64
-		        ",\"raw_frames_dropped\":%" PRIu64 ",\"windows\":%" PRIu64
-		        ",\"clients_total\":%" PRIu64 ",\"clients_refused\":%" PRIu64
-		        ",\"clients_unauthorized\":%" PRIu64 ",\"clients_evicted\":%" PRIu64
-		        ",\"handshakes_dropped\":%" PRIu64 ",\"refusals_unlogged\":%" PRIu64
-		        ",\"cpu_user_s\":%.3f,\"cpu_system_s\":%.3f"
-		        ",\"idr_requests\":%" PRIu64 ",\"idr_deferred\":%" PRIu64
-		        ",\"recovery_requests\":%" PRIu64 ",\"recovery_granted\":%" PRIu64
-		        ",\"recovery_deferred\":%" PRIu64 ",\"recovery_dropped_client\":%" PRIu64
-		        ",\"recovery_served_by_encoder\":%" PRIu64 ",\"idr_cost_bits\":%" PRIu64
-		        ",\"layer_bytes\":[",
-		        secs, ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
-		        ls.clients_refused, ls.clients_unauthorized, ls.clients_evicted,
-		        ls.handshakes_dropped, ls.refusals_unlogged,
-		        (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
-		        (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
-		        ms.idr_requests, ms.idr_deferred, ls.recovery.requests, ls.recovery.granted,
-		        ls.recovery.deferred, ls.recovery.dropped_client,
-		        ls.recovery.served_by_encoder, ls.recovery.idr_cost_bits);
-		for (int q = 0; q < srv->quality_layers; q++)
-			fprintf(f.json, "%s%" PRIu64, q ? "," : "", ms.bytes[q]);
-		fprintf(f.json, "],\"clients\":[");
-	}
+	if (stats_json)
+		f.clients = json_array_new();
 	pps_listener_foreach(srv->listener, final_client_cb, &f);
-	if (f.json) {
-		fprintf(f.json, "]}\n");
-		if (ferror(f.json) | (fclose(f.json) != 0)) {
-			ret = -EIO;
-			fprintf(stderr, "pps-server: --stats-json %s: cannot write\n", stats_json);
-		}
+	if (stats_json) {
+		ret = write_stats_json(stats_json, srv->quality_layers, secs, &ms, &ls, &ru,
+		                       f.clients);
+		json_array_unref(f.clients);
 	}
 	return ret;
 }

@@ -13,12 +13,17 @@
                             pps-linkem --check with a trace whose path has a
                             quote, a backslash and a tab (its settings JSON
                             once printed the path raw and was invalid).
+  json-server SERVER CLIENT a pps-client named with quotes, a backslash and a
+                            newline: pps-server's --log lines and --stats-json
+                            parse, and the log names the client as the server
+                            shows it (the newline as '?').
 
 A PROGRAM is a path; one ending in .py, .sh or without an ELF header is a
 script (run with /usr/bin/python3 or sh) whose --version is optional.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,11 +132,53 @@ def check_json(linkem):
     return failures
 
 
+def check_json_server(server, client):
+    name = 'a "quoted" \\ name\nwith a newline'
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file, log, stats = (os.path.join(tmp, f) for f in ("port", "log.jsonl", "s.json"))
+        srv = subprocess.Popen([server, "--listen", "127.0.0.1:0", "--port-file", port_file,
+                                "--log", log, "--stats-json", stats, "-q"],
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while not (os.path.exists(port_file) and os.path.getsize(port_file) > 0):
+                if srv.poll() is not None or time.monotonic() > deadline:
+                    return ["pps-server did not start"]
+                time.sleep(0.05)
+            port = int(open(port_file).read())
+            # The server's log has a "path" line per streaming client once a second.
+            p = subprocess.run([client, "127.0.0.1:%d" % port, "--display", "none", "-q",
+                                "--duration", "2.5", "--set", "client.name=" + name],
+                               capture_output=True, text=True, timeout=60)
+            if p.returncode != 0:
+                return ["pps-client: exit %d: %s" % (p.returncode, p.stderr)]
+        finally:
+            srv.send_signal(signal.SIGTERM)
+            _, err = srv.communicate(timeout=30)
+        if srv.returncode != 0:
+            return ["pps-server: exit %d: %s" % (srv.returncode, err)]
+        try:
+            lines = [json.loads(line) for line in open(log)]
+            json.load(open(stats))
+        except ValueError as e:
+            return ["pps-server --log or --stats-json is not JSON: %s" % e]
+        peers = [line["peer"] for line in lines if line["event"] == "path"]
+        if not peers:
+            return ["pps-server --log: no path line while the client streamed"]
+        # The server shows a control character in a peer's name as '?'.
+        shown = name.replace("\n", "?")
+        if not all(peer.endswith(' "%s"' % shown) for peer in peers):
+            return ["pps-server --log: peer %r does not end with the name %r" % (peers[0], shown)]
+    return []
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "help":
         failures, paths = check_help(argv[2], argv[3:]), argv[3:]
     elif len(argv) == 3 and argv[1] == "json":
         failures, paths = check_json(argv[2]), argv[2:]
+    elif len(argv) == 4 and argv[1] == "json-server":
+        failures, paths = check_json_server(argv[2], argv[3]), argv[2:]
     elif len(argv) >= 2 and argv[1] == "usage":
         failures, paths = check_usage(argv[2:]), argv[2:]
     else:
