@@ -12,7 +12,7 @@ libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
 libavcodec-dev libavutil-dev
-libjson-glib-dev
+libjson-glib-dev help2man
 libevent-dev libx264-dev libsdl2-dev
 valgrind iproute2 iperf3 procps psmisc
 python3-matplotlib python3-numpy

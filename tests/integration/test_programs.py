@@ -17,12 +17,18 @@
                             newline: pps-server's --log lines and --stats-json
                             parse, and the log names the client as the server
                             shows it (the newline as '?').
+  install MESON BUILD PREFIX BINDIR SYSCONFDIR MANDIR UNITDIR MAN(0|1)
+                            `meson install --destdir` into a temporary
+                            directory installs the programs, the configuration
+                            files, the systemd unit pointing at them and (MAN=1)
+                            the man pages.
 
 A PROGRAM is a path; one ending in .py, .sh or without an ELF header is a
 script (run with /usr/bin/python3 or sh) whose --version is optional.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -172,6 +178,77 @@ def check_json_server(server, client):
     return []
 
 
+def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, man):
+    failures = []
+    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def under(root, directory, *names):
+        return os.path.join(root + os.path.join(prefix, directory), *names)
+
+    with tempfile.TemporaryDirectory() as root:
+        p = subprocess.run([meson, "install", "-C", build, "--no-rebuild", "--quiet",
+                            "--destdir", root], capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            return ["meson install: exit %d: %s%s" % (p.returncode, p.stdout, p.stderr)]
+        for name in ("pps-server", "pps-client", "pps-linkem", "pps-mice", "pps-probe",
+                     "pps-netlab"):
+            path = under(root, bindir, name)
+            if not os.access(path, os.X_OK):
+                failures.append("not installed (or not executable): %s" % path)
+        for name in ("server.ini", "client.ini"):
+            path = under(root, sysconfdir, "ppstream", name)
+            if not os.path.exists(path):
+                failures.append("not installed: %s" % path)
+            elif open(path).read() != open(os.path.join(source, "config", name)).read():
+                failures.append("%s differs from config/%s" % (path, name))
+        unit = under(root, unitdir, "pps-server.service")
+        want = "ExecStart=%s --config %s\n" % (os.path.join(prefix, bindir, "pps-server"),
+                                               os.path.join(prefix, sysconfdir, "ppstream",
+                                                            "server.ini"))
+        if not os.path.exists(unit):
+            failures.append("not installed: %s" % unit)
+        else:
+            text = open(unit).read()
+            if want not in text:
+                failures.append("%s: no line %r" % (unit, want))
+            for setting in ("DynamicUser=yes", "NoNewPrivileges=yes", "ProtectSystem=strict"):
+                if setting + "\n" not in text:
+                    failures.append("%s: no %s" % (unit, setting))
+            if "@bindir@" in text or "@sysconfdir@" in text:
+                failures.append("%s: a placeholder left" % unit)
+            analyze = shutil.which("systemd-analyze")
+            if analyze and want in text:
+                # Its syntax and settings, with ExecStart at the files under the destdir.
+                copy = os.path.join(root, "pps-server.service")
+                with open(copy, "w") as f:
+                    f.write(text.replace(want, "ExecStart=%s --config %s\n" % (
+                        under(root, bindir, "pps-server"),
+                        under(root, sysconfdir, "ppstream", "server.ini"))))
+                p = subprocess.run([analyze, "verify", "--man=no", copy], capture_output=True,
+                                   text=True, timeout=60)
+                if p.returncode != 0 or p.stderr.strip():
+                    failures.append("systemd-analyze verify %s: exit %d: %s" %
+                                    (unit, p.returncode, p.stderr.strip()))
+        if man == "1":
+            for name in ("pps-server", "pps-client", "pps-linkem", "pps-mice", "pps-probe",
+                         "pps-netlab"):
+                path = under(root, mandir, "man1", name + ".1")
+                if not os.path.exists(path):
+                    failures.append("no man page: %s" % path)
+                    continue
+                page = open(path).read()
+                if ".TH " not in page or ".SH DESCRIPTION" not in page:
+                    failures.append("%s: not a help2man page" % path)
+            server_page = under(root, mandir, "man1", "pps-server.1")
+            if os.path.exists(server_page) and (
+                    ".SH SETTINGS" not in open(server_page).read()
+                    or "server.listen" not in open(server_page).read()):
+                failures.append("%s: no SETTINGS section with server.listen" % server_page)
+        else:
+            print("help2man not found at configure time: man pages not checked")
+    return failures
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "help":
         failures, paths = check_help(argv[2], argv[3:]), argv[3:]
@@ -179,6 +256,8 @@ def main(argv):
         failures, paths = check_json(argv[2]), argv[2:]
     elif len(argv) == 4 and argv[1] == "json-server":
         failures, paths = check_json_server(argv[2], argv[3]), argv[2:]
+    elif len(argv) == 10 and argv[1] == "install":
+        failures, paths = check_install(*argv[2:]), [argv[3]]
     elif len(argv) >= 2 and argv[1] == "usage":
         failures, paths = check_usage(argv[2:]), argv[2:]
     else:

@@ -500,10 +500,8 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	        "Usage: " PROGRAM
-	        " send --port P --mode tcp|minbuf --duration S --stats-json FILE\n"
-	        "                    [OPTION]...\n"
-	        "       " PROGRAM " recv --connect HOST:PORT --log FILE\n"
+	        "Usage: " PROGRAM " send --port P --mode tcp|minbuf --stats-json FILE [OPTION]...\n"
+	        "  or:  " PROGRAM " recv --connect HOST:PORT --log FILE\n"
 	        "The latency stream of the protocol-latency benchmark (IWQoS 2002 section 4).\n"
 	        "send listens (prints \"ready PORT\" once bound), accepts one receiver and writes\n"
 	        "timestamped packets through the MIN_BUF writer as fast as it takes them; recv\n"

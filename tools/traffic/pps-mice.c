@@ -75,10 +75,13 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	        "Usage: " PROGRAM
-	        " server --bind ADDR [--port P] [--congestion CC] [--duration TIME]\n"
-	        "       " PROGRAM " client --to ADDR [--port P] [--bytes N] [--interval TIME]\n"
-	        "                  [--count N] [--congestion CC] [--duration TIME] [--log FILE]\n"
+	        "Usage: " PROGRAM " server --bind ADDR [OPTION]...\n"
+	        "  or:  " PROGRAM " client --to ADDR [OPTION]...\n"
+	        "Short TCP flows for the network lab: the client opens a connection every\n"
+	        "--interval, sends --bytes and logs each flow's completion time.\n"
+	        "\n"
+	        "  --bind ADDR       server: IPv4 address to listen on\n"
+	        "  --to ADDR         client: the server's IPv4 address\n"
 	        "  --port P          TCP port (default %d)\n"
 	        "  --bytes N         bytes per flow (default %d)\n"
 	        "  --interval TIME   time between flow starts (default 1s)\n"

@@ -107,8 +107,13 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	        "Usage: " PROGRAM " echo|sink --bind ADDR [--port P] [options]\n"
-	        "       " PROGRAM " ping|blast --to ADDR [--port P] [options]\n"
+	        "Usage: " PROGRAM " echo|sink --bind ADDR [OPTION]...\n"
+	        "  or:  " PROGRAM " ping|blast --to ADDR [OPTION]...\n"
+	        "UDP probes for the network lab: echo and ping measure round trips, blast\n"
+	        "sends at a rate, sink receives and logs.\n"
+	        "\n"
+	        "  --bind ADDR       echo, sink: IPv4 address to listen on\n"
+	        "  --to ADDR         ping, blast: the peer's IPv4 address\n"
 	        "  --port P          UDP port (default %d)\n"
 	        "  --duration TIME   stop after this long (default 60s)\n"
 	        "ping:  --count N (default %d), --interval TIME (default 100ms),\n"
