@@ -298,17 +298,9 @@ main(int argc, char **argv)
 	c.config = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
 	if (!c.config)
 		return 1;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
-			pps_config_free(c.config);
-			return 0;
-		}
-		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
-			printf("pps-client %s\n", PPS_VERSION);
-			pps_config_free(c.config);
-			return 0;
-		}
+	if (pps_cli_help_or_version(argc, argv, "pps-client", usage)) {
+		pps_config_free(c.config);
+		return 0;
 	}
 	if (pps_config_parse_args(c.config, &argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-client: %s\n", err);

@@ -33,14 +33,8 @@ usage(FILE *out)
 int
 main(int argc, char **argv)
 {
-	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		usage(stdout);
+	if (pps_cli_help_or_version(argc, argv, "pps-config-doc", usage))
 		return 0;
-	}
-	if (argc == 2 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
-		printf("pps-config-doc %s\n", PPS_VERSION);
-		return 0;
-	}
 	if (argc == 2 && strcmp(argv[1], "server") == 0)
 		return pps_config_write_example(PPS_CONFIG_PROGRAM_SERVER, "server", stdout) ? 1
 		                                                                             : 0;

@@ -160,17 +160,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-server: out of memory\n");
 		return 1;
 	}
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
-			pps_config_free(srv.config);
-			return 0;
-		}
-		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
-			printf("pps-server %s\n", PPS_VERSION);
-			pps_config_free(srv.config);
-			return 0;
-		}
+	if (pps_cli_help_or_version(argc, argv, "pps-server", usage)) {
+		pps_config_free(srv.config);
+		return 0;
 	}
 	if (pps_config_parse_args(srv.config, &argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-server: %s\n", err);

@@ -534,16 +534,8 @@ int
 main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
-			printf(PROGRAM " %s\n", PPS_VERSION);
-			return 0;
-		}
-	}
+	if (pps_cli_help_or_version(argc, argv, PROGRAM, usage))
+		return 0;
 	if (argc >= 2 && !strcmp(argv[1], "send"))
 		return run_send(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "recv"))

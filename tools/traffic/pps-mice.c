@@ -113,16 +113,8 @@ settings_parse(mice_settings_t *s, int argc, char **argv)
 	s->interval_ns = PPS_DEFAULT_MICE_INTERVAL_NS;
 	s->duration_ns = PPS_DEFAULT_MICE_DURATION_NS;
 	s->congestion = PPS_DEFAULT_MICE_CONGESTION;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
-			printf(PROGRAM " %s\n", PPS_VERSION);
-			exit(0);
-		}
-	}
+	if (pps_cli_help_or_version(argc, argv, PROGRAM, usage))
+		exit(0);
 	if (argc < 2) {
 		usage(stderr);
 		exit(PPS_LINKEM_EXIT_USAGE);
