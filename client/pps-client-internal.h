@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "pps-adu.h"
+#include "pps-client-policy.h"
 #include "pps-codec.h"
 #include "pps-wire.h"
 
@@ -98,13 +99,8 @@ typedef int64_t (*pps_client_clock_cb)(void *user);
 /* CLOCK_REALTIME in microseconds (the program's pps_client_clock_cb). */
 int64_t pps_client_realtime_us(void *unused);
 
-/* The server's clock offset from PING/PONG samples (best round trip wins). */
-typedef enum {
-	PPS_CLOCK_AUTO = 0,     /* apply the offset only if it exceeds its uncertainty */
-	PPS_CLOCK_SHARED = 1,   /* same host: never apply it */
-	PPS_CLOCK_ESTIMATE = 2, /* always apply it */
-} pps_clock_mode_t;
-
+/* The server's clock offset from PING/PONG samples (best round trip wins);
+ * pps_clock_mode_t is in pps-client-policy.h. */
 typedef struct pps_clock pps_clock_t;
 
 pps_clock_t *pps_clock_new(pps_clock_mode_t mode);
@@ -259,14 +255,7 @@ void pps_receiver_get_stats(const pps_receiver_t *receiver, pps_receiver_stats_t
 
 /* ---- playout policies (pure; the caller passes times) ------------------- */
 
-typedef enum {
-	PPS_PLAYOUT_FIXED = 0,
-	PPS_PLAYOUT_ASAP = 1,
-	PPS_PLAYOUT_ADAPTIVE = 2,
-	PPS_PLAYOUT_SMOOTH = 3,
-} pps_playout_policy_t;
-
-const char *pps_playout_policy_name(pps_playout_policy_t policy);
+/* pps_playout_policy_t and its names are in pps-client-policy.h. */
 
 typedef struct pps_playout pps_playout_t;
 
@@ -432,11 +421,7 @@ void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *
 
 typedef struct pps_display pps_display_t;
 
-typedef enum {
-	PPS_DISPLAY_AUTO = 0,
-	PPS_DISPLAY_SDL = 1,
-	PPS_DISPLAY_NONE = 2,
-} pps_display_mode_t;
+/* pps_display_mode_t and its names are in pps-client-policy.h. */
 
 /*
  * Opens the display (@mode; auto = SDL if a display is available) and the

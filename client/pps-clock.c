@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct pps_clock {
@@ -28,11 +29,31 @@ pps_client_realtime_us(void *unused)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+const char *
+pps_clock_mode_name(pps_clock_mode_t mode)
+{
+	return (unsigned)mode < PPS_CLOCK_MODE_COUNT ? pps_clock_mode_names[mode] : "unknown";
+}
+
+int
+pps_clock_mode_from_name(const char *name)
+{
+	for (int i = 0; i < PPS_CLOCK_MODE_COUNT; i++)
+		if (strcmp(pps_clock_mode_names[i], name) == 0)
+			return i;
+	return -EINVAL;
+}
+
 pps_clock_t *
 pps_clock_new(pps_clock_mode_t mode)
 {
-	pps_clock_t *c = calloc(1, sizeof(*c));
+	pps_clock_t *c;
 
+	if ((unsigned)mode >= PPS_CLOCK_MODE_COUNT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;

@@ -90,17 +90,17 @@ struct pps_playout {
 const char *
 pps_playout_policy_name(pps_playout_policy_t policy)
 {
-	switch (policy) {
-	case PPS_PLAYOUT_FIXED:
-		return "fixed";
-	case PPS_PLAYOUT_ASAP:
-		return "asap";
-	case PPS_PLAYOUT_ADAPTIVE:
-		return "adaptive";
-	case PPS_PLAYOUT_SMOOTH:
-		return "smooth";
-	}
-	return "unknown";
+	return (unsigned)policy < PPS_PLAYOUT_POLICY_COUNT ? pps_playout_policy_names[policy]
+	                                                   : "unknown";
+}
+
+int
+pps_playout_policy_from_name(const char *name)
+{
+	for (int i = 0; i < PPS_PLAYOUT_POLICY_COUNT; i++)
+		if (strcmp(pps_playout_policy_names[i], name) == 0)
+			return i;
+	return -EINVAL;
 }
 
 pps_playout_t *

@@ -94,9 +94,6 @@ typedef struct {
 	bool capped; /* the latency cap, not cwnd, set the bound */
 } info_t;
 
-static const char *const mode_names[] = {"tcp", "minbuf"};
-static const char *const congestion_names[] = {"default", "cubic", "reno", "bbr"};
-
 void
 pps_minbuf_params_init(pps_minbuf_params_t *params)
 {
@@ -111,14 +108,14 @@ pps_minbuf_params_init(pps_minbuf_params_t *params)
 const char *
 pps_minbuf_mode_name(pps_minbuf_mode_t mode)
 {
-	return (unsigned)mode < 2 ? mode_names[mode] : "?";
+	return (unsigned)mode < PPS_MINBUF_MODE_COUNT ? pps_minbuf_mode_names[mode] : "?";
 }
 
 int
 pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
 {
-	for (unsigned i = 0; i < 2; i++) {
-		if (strcmp(name, mode_names[i]) == 0) {
+	for (unsigned i = 0; i < PPS_MINBUF_MODE_COUNT; i++) {
+		if (strcmp(name, pps_minbuf_mode_names[i]) == 0) {
 			*out = (pps_minbuf_mode_t)i;
 			return 0;
 		}
@@ -129,14 +126,14 @@ pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
 const char *
 pps_minbuf_congestion_name(pps_minbuf_congestion_t cc)
 {
-	return (unsigned)cc < 4 ? congestion_names[cc] : "?";
+	return (unsigned)cc < PPS_MINBUF_CONGESTION_COUNT ? pps_minbuf_congestion_names[cc] : "?";
 }
 
 int
 pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
 {
-	for (unsigned i = 0; i < 4; i++) {
-		if (strcmp(name, congestion_names[i]) == 0) {
+	for (unsigned i = 0; i < PPS_MINBUF_CONGESTION_COUNT; i++) {
+		if (strcmp(name, pps_minbuf_congestion_names[i]) == 0) {
 			*out = (pps_minbuf_congestion_t)i;
 			return 0;
 		}
@@ -150,8 +147,8 @@ pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *o
 	if (!config || !out)
 		return -EINVAL;
 	pps_minbuf_params_init(out);
-	/* The config's choice lists are in the enums' order ("tcp", "minbuf";
-	 * "default", "cubic", "reno", "bbr"): see config/pps-config-keys.c. */
+	/* The keys' choices are pps_minbuf_mode_names and
+	 * pps_minbuf_congestion_names: a choice index is the enum value. */
 	out->mode = (pps_minbuf_mode_t)pps_config_get_enum(config, "transport", "mode");
 	out->a = (unsigned)pps_config_get_int(config, "transport", "minbuf_a");
 	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
@@ -698,9 +695,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	int r;
 
 	if (!base || fd < 0 || !params || !fill || params->a < 1 || params->a > 1024 ||
-	    params->b > 1u << 20 ||
-	    (params->mode != PPS_MINBUF_MODE_TCP && params->mode != PPS_MINBUF_MODE_MINBUF) ||
-	    (unsigned)params->congestion > PPS_MINBUF_CONGESTION_BBR) {
+	    params->b > 1u << 20 || (unsigned)params->mode >= PPS_MINBUF_MODE_COUNT ||
+	    (unsigned)params->congestion >= PPS_MINBUF_CONGESTION_COUNT) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -744,7 +740,7 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_CORK, 1)) < 0)
 		goto err_buf;
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT) {
-		const char *name = congestion_names[params->congestion];
+		const char *name = pps_minbuf_congestion_names[params->congestion];
 		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) <
 		    0) {
 			r = -errno;

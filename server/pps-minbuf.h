@@ -123,6 +123,7 @@ typedef struct pps_config pps_config_t;
 typedef enum {
 	PPS_MINBUF_MODE_TCP = 0, /* "tcp": kernel default buffering (baseline) */
 	PPS_MINBUF_MODE_MINBUF,  /* "minbuf": A*cwnd + min(B, cwnd) + sacked */
+	PPS_MINBUF_MODE_COUNT
 } pps_minbuf_mode_t;
 
 typedef enum {
@@ -130,7 +131,33 @@ typedef enum {
 	PPS_MINBUF_CONGESTION_CUBIC,
 	PPS_MINBUF_CONGESTION_RENO,
 	PPS_MINBUF_CONGESTION_BBR,
+	PPS_MINBUF_CONGESTION_COUNT
 } pps_minbuf_congestion_t;
+
+/*
+ * The names of the modes and congestion controls, indexed by the enum and
+ * NULL-terminated: the one spelling that config ([transport] mode and
+ * congestion refer to these arrays as their choices, so a choice index is the
+ * enum value), CLI, logs and TCP_CONGESTION use. Defined here rather than in
+ * pps-minbuf.c so that config/ reads them without linking this library, which
+ * itself reads config (no link cycle).
+ */
+static const char *const pps_minbuf_mode_names[] = {
+    [PPS_MINBUF_MODE_TCP] = "tcp",
+    [PPS_MINBUF_MODE_MINBUF] = "minbuf",
+    [PPS_MINBUF_MODE_COUNT] = NULL,
+};
+static const char *const pps_minbuf_congestion_names[] = {
+    [PPS_MINBUF_CONGESTION_DEFAULT] = "default", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
+    [PPS_MINBUF_CONGESTION_RENO] = "reno",       [PPS_MINBUF_CONGESTION_BBR] = "bbr",
+    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_minbuf_mode_names) / sizeof(pps_minbuf_mode_names[0]) ==
+                   PPS_MINBUF_MODE_COUNT + 1,
+               "a name for every pps_minbuf_mode_t");
+_Static_assert(sizeof(pps_minbuf_congestion_names) / sizeof(pps_minbuf_congestion_names[0]) ==
+                   PPS_MINBUF_CONGESTION_COUNT + 1,
+               "a name for every pps_minbuf_congestion_t");
 
 #define PPS_DEFAULT_MINBUF_A 1
 #define PPS_DEFAULT_MINBUF_B 3
@@ -158,7 +185,8 @@ void pps_minbuf_params_init(pps_minbuf_params_t *params);
 /* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts, pacing. */
 int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
-/* Names shared by config, CLI and logs: "tcp"/"minbuf", "default"/"cubic"/... */
+/* Lookups in the tables above. A name for a value out of range is "?"; a
+ * name not in the table is -EINVAL (*out untouched), otherwise 0. */
 const char *pps_minbuf_mode_name(pps_minbuf_mode_t mode);
 int pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out);
 const char *pps_minbuf_congestion_name(pps_minbuf_congestion_t cc);
