@@ -5,6 +5,7 @@
  * most half that round trip), and conversion of server times to ours.
  */
 #include "pps-client-internal.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,11 +23,8 @@ struct pps_clock {
 int64_t
 pps_client_realtime_us(void *unused)
 {
-	struct timespec ts;
-
 	(void)unused;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return pps_time_realtime_us();
 }
 
 const char *

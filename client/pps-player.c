@@ -14,6 +14,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-prioritizer.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -71,7 +72,7 @@ playout_discard_cb(const pps_playout_frame_t *frame, const char *reason, void *u
 static void
 show(pps_player_t *p, pps_frame_t *picture, const pps_playout_frame_t *m)
 {
-	int64_t now = pps_client_realtime_us(NULL);
+	int64_t now = pps_time_realtime_us();
 	pps_stats_frame_t f = {
 	    .window = m->window,
 	    .frame = m->frame,
@@ -103,7 +104,7 @@ arm_play_timer(pps_player_t *p)
 		event_del(p->play_timer);
 		return;
 	}
-	wait = due - pps_client_realtime_us(NULL);
+	wait = due - pps_time_realtime_us();
 	if (wait < 0)
 		wait = 0;
 	tv.tv_sec = (time_t)(wait / 1000000);
@@ -119,7 +120,7 @@ play_due(pps_player_t *p)
 	pps_frame_t *picture;
 
 	while (!p->stopped &&
-	       (picture = pps_playout_pop_due(p->playout, pps_client_realtime_us(NULL), &meta))) {
+	       (picture = pps_playout_pop_due(p->playout, pps_time_realtime_us(), &meta))) {
 		show(p, picture, &meta);
 		pps_frame_free(picture);
 	}
@@ -141,7 +142,7 @@ receiver_frame_cb(const pps_receiver_frame_t *rf, void *user)
 {
 	pps_player_t *p = user;
 	const pps_decoded_frame_t *df = rf->decoded;
-	int64_t now = pps_client_realtime_us(NULL);
+	int64_t now = pps_time_realtime_us();
 	pps_playout_frame_t m = {
 	    .window = pps_window_index_of_frame(df->frame_index, window_frames(p)),
 	    .frame = df->frame_index,
@@ -228,7 +229,7 @@ handle_pong(pps_player_t *p, const pps_wire_clock_pong_t *pong)
 {
 	char event[256];
 
-	if (pps_clock_pong(p->clock, pong, pps_client_realtime_us(NULL)) < 0)
+	if (pps_clock_pong(p->clock, pong, pps_time_realtime_us()) < 0)
 		return;
 	pps_playout_set_rtt(p->playout, pps_clock_best_rtt_us(p->clock));
 	snprintf(event, sizeof(event),
@@ -237,7 +238,7 @@ handle_pong(pps_player_t *p, const pps_wire_clock_pong_t *pong)
 	         ",\"uncertainty_us\":%" PRId64,
 	         pong->seq, pps_clock_last_rtt_us(p->clock),
 	         ((pong->server_recv_us - pong->client_send_us) +
-	          (pong->server_send_us - pps_client_realtime_us(NULL))) /
+	          (pong->server_send_us - pps_time_realtime_us())) /
 	             2,
 	         pps_clock_offset_us(p->clock), pps_clock_best_rtt_us(p->clock) / 2);
 	pps_stats_event(p->stats, event);
@@ -273,7 +274,7 @@ connection_bytes_cb(size_t bytes, void *user)
 {
 	pps_player_t *p = user;
 
-	pps_stats_bytes(p->stats, bytes, pps_client_realtime_us(NULL));
+	pps_stats_bytes(p->stats, bytes, pps_time_realtime_us());
 }
 
 static void

@@ -26,8 +26,6 @@
 
 struct event_base;
 
-int64_t pps_server_now_us(void); /* CLOCK_REALTIME, the clock of capture times */
-
 /* ---- media ------------------------------------------------------------- */
 
 /* Bounded hand-over between the encoder thread and the loop. Past it the
@@ -112,7 +110,7 @@ typedef struct {
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
 	int64_t hello_timeout_us;
-	pps_session_clock_cb clock_cb; /* NULL: pps_server_now_us() */
+	pps_session_clock_cb clock_cb; /* NULL: pps_time_realtime_us() */
 	void *clock_user;
 } pps_session_params_t;
 

@@ -6,6 +6,7 @@
  * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
  */
 #include "pps-server-internal.h"
+#include "pps-time.h"
 #include "pps-web.h"
 #include "pps-websocket.h"
 
@@ -52,15 +53,6 @@ struct pps_session {
 	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
 };
 
-int64_t
-pps_server_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int
 pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 {
@@ -81,7 +73,8 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 static int64_t
 session_now(const pps_session_t *s)
 {
-	return s->params.clock_cb ? s->params.clock_cb(s->params.clock_user) : pps_server_now_us();
+	return s->params.clock_cb ? s->params.clock_cb(s->params.clock_user)
+	                          : pps_time_realtime_us();
 }
 
 static void

@@ -42,6 +42,7 @@
 #include <event2/event.h>
 
 #include "pps-minbuf.h"
+#include "pps-time.h"
 
 #define PROGRAM           "pps-protolat"
 #define EXIT_USAGE        2
@@ -55,14 +56,6 @@ typedef struct {
 	uint64_t seq;
 	int64_t send_ns;
 } pkt_header_t;
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---------------- sender ---------------- */
 
@@ -125,7 +118,7 @@ sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 	if (s->check && s->params->mode == PPS_MINBUF_MODE_MINBUF)
 		check_bound(s, mss);
 	s->batch_fills++;
-	pkt_header_t h = {MAGIC, (uint32_t)mss, s->seq++, now_ns()};
+	pkt_header_t h = {MAGIC, (uint32_t)mss, s->seq++, pps_time_monotonic_ns()};
 	memcpy(buf, &h, sizeof(h));
 	memset(buf + sizeof(h), 0x5a, mss - sizeof(h));
 	*len = mss;
@@ -148,10 +141,10 @@ sender_sample(void *user, const pps_minbuf_sample_t *x)
 	s->batch_fills = 0;
 	if (!s->samples)
 		return;
-	fprintf(s->samples, "%.6f,%u,%u,%u,%u,%u,%u,%u,%u\n", (double)(now_ns() - s->t0_ns) / 1e9,
-	        x->cwnd_pkts, x->held_pkts, x->bound_pkts,
-	        x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1), x->sacked_pkts, x->lost_pkts,
-	        x->srtt_us, x->written_pkts);
+	fprintf(s->samples, "%.6f,%u,%u,%u,%u,%u,%u,%u,%u\n",
+	        (double)(pps_time_monotonic_ns() - s->t0_ns) / 1e9, x->cwnd_pkts, x->held_pkts,
+	        x->bound_pkts, x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1), x->sacked_pkts,
+	        x->lost_pkts, x->srtt_us, x->written_pkts);
 }
 
 static void
@@ -342,7 +335,7 @@ run_send(int argc, char **argv)
 		        pps_minbuf_congestion_name(p.congestion), strerror(errno));
 		return 1;
 	}
-	s.t0_ns = now_ns();
+	s.t0_ns = pps_time_monotonic_ns();
 	if (samples_path) {
 		s.samples = fopen(samples_path, "w");
 		if (!s.samples) {
@@ -360,7 +353,7 @@ run_send(int argc, char **argv)
 	evtimer_add(stop, &tv);
 	pps_minbuf_kick(s.w);
 	event_base_dispatch(s.base);
-	double elapsed_s = (double)(now_ns() - s.t0_ns) / 1e9;
+	double elapsed_s = (double)(pps_time_monotonic_ns() - s.t0_ns) / 1e9;
 
 	pps_minbuf_stats_t st;
 	pps_minbuf_stats(s.w, &st);
@@ -460,7 +453,7 @@ run_recv(int argc, char **argv)
 		}
 		if (k == 0)
 			break;
-		int64_t t = now_ns();
+		int64_t t = pps_time_monotonic_ns();
 		have += (size_t)k;
 		size_t off = 0;
 		while (have - off >= sizeof(pkt_header_t)) {

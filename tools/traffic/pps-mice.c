@@ -15,6 +15,7 @@
  * concurrent mice. Everything stops at --duration or SIGINT/SIGTERM.
  */
 #include "linkem.h"
+#include "pps-time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,15 +60,6 @@ static void
 stop_handler(int signal_number)
 {
 	stop_requested = 1;
-}
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void
@@ -184,7 +176,7 @@ wait_for(int fd, short events, int64_t deadline_ns)
 	struct pollfd pfd = {.fd = fd, .events = events};
 
 	while (!stop_requested) {
-		int64_t left_ns = deadline_ns - now_ns();
+		int64_t left_ns = deadline_ns - pps_time_monotonic_ns();
 		int ready;
 
 		if (left_ns <= 0)
@@ -202,7 +194,7 @@ static int
 run_server(const mice_settings_t *s)
 {
 	struct pollfd fds[1 + MICE_SERVER_MAX_FLOWS];
-	int64_t deadline_ns = now_ns() + s->duration_ns;
+	int64_t deadline_ns = pps_time_monotonic_ns() + s->duration_ns;
 	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(s->port)};
 	uint64_t flows = 0;
 	nfds_t n_fds = 1;
@@ -225,7 +217,7 @@ run_server(const mice_settings_t *s)
 	fflush(stdout);
 	fds[0] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
 	while (!stop_requested) {
-		int64_t left_ns = deadline_ns - now_ns();
+		int64_t left_ns = deadline_ns - pps_time_monotonic_ns();
 		int ready;
 
 		if (left_ns <= 0)
@@ -271,7 +263,7 @@ static int64_t
 client_flow_run(const mice_settings_t *s, const struct sockaddr_in *to, const char *chunk,
                 size_t chunk_bytes)
 {
-	int64_t start_ns = now_ns(), deadline_ns = start_ns + MICE_FLOW_TIMEOUT_NS;
+	int64_t start_ns = pps_time_monotonic_ns(), deadline_ns = start_ns + MICE_FLOW_TIMEOUT_NS;
 	uint64_t left_bytes = s->flow_bytes;
 	char sink[4096];
 	int64_t result;
@@ -313,7 +305,7 @@ client_flow_run(const mice_settings_t *s, const struct sockaddr_in *to, const ch
 			goto out;
 		}
 	}
-	result = now_ns() - start_ns;
+	result = pps_time_monotonic_ns() - start_ns;
 out:
 	close(fd);
 	return result;
@@ -331,7 +323,7 @@ static int
 run_client(const mice_settings_t *s)
 {
 	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(s->port)};
-	int64_t start_ns = now_ns(), end_ns = start_ns + s->duration_ns;
+	int64_t start_ns = pps_time_monotonic_ns(), end_ns = start_ns + s->duration_ns;
 	size_t capacity = 1024, n_ok = 0;
 	uint64_t failed = 0, flows = 0;
 	int64_t *fct_ns;
@@ -355,8 +347,7 @@ run_client(const mice_settings_t *s)
 	}
 	while (!stop_requested && (s->count == 0 || flows < s->count)) {
 		int64_t slot_ns = start_ns + (int64_t)flows * s->interval_ns, fct;
-		struct timespec ts = {.tv_sec = (time_t)(slot_ns / 1000000000),
-		                      .tv_nsec = (long)(slot_ns % 1000000000)};
+		struct timespec ts = pps_time_ns_to_timespec(slot_ns);
 
 		if (slot_ns >= end_ns)
 			break;

@@ -13,6 +13,7 @@
  * Pacing uses clock_nanosleep on absolute CLOCK_MONOTONIC deadlines.
  */
 #include "linkem.h"
+#include "pps-time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -71,31 +72,10 @@ stop_handler(int signal_number)
 	stop_requested = 1;
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t
-realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 sleep_until_ns(int64_t deadline_ns)
 {
-	struct timespec ts = {
-	    .tv_sec = (time_t)(deadline_ns / 1000000000),
-	    .tv_nsec = (long)(deadline_ns % 1000000000),
-	};
+	struct timespec ts = pps_time_ns_to_timespec(deadline_ns);
 
 	while (!stop_requested &&
 	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -275,7 +255,7 @@ wait_readable(int fd, int64_t deadline_ns)
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	while (!stop_requested) {
-		int64_t left_ns = deadline_ns - now_ns();
+		int64_t left_ns = deadline_ns - pps_time_monotonic_ns();
 		int ready;
 
 		if (left_ns <= 0)
@@ -299,7 +279,7 @@ ready_announce(void)
 static int
 run_echo(const probe_settings_t *s)
 {
-	int64_t deadline_ns = now_ns() + s->duration_ns;
+	int64_t deadline_ns = pps_time_monotonic_ns() + s->duration_ns;
 	uint8_t buffer[65536];
 	int fd = socket_open(s->bind_addr, s->port);
 
@@ -332,7 +312,7 @@ run_ping(const probe_settings_t *s)
 {
 	uint8_t buffer[65536] = {0}, reply[65536];
 	size_t payload_bytes = s->ip_bytes - PROBE_HEADER_BYTES;
-	int64_t *rtt_ns, start_ns = now_ns(), sum_ns = 0;
+	int64_t *rtt_ns, start_ns = pps_time_monotonic_ns(), sum_ns = 0;
 	uint64_t received = 0, sent = 0;
 	struct sockaddr_in to;
 	int fd;
@@ -354,7 +334,7 @@ run_ping(const probe_settings_t *s)
 		int64_t slot_ns = start_ns + (int64_t)seq * s->interval_ns, deadline_ns;
 
 		sleep_until_ns(slot_ns);
-		probe.sent_ns = now_ns();
+		probe.sent_ns = pps_time_monotonic_ns();
 		memcpy(buffer, &probe, sizeof(probe));
 		if (send(fd, buffer, payload_bytes, 0) < 0) {
 			fprintf(stderr, PROGRAM ": send: %s\n", strerror(errno));
@@ -366,7 +346,7 @@ run_ping(const probe_settings_t *s)
 		while (wait_readable(fd, deadline_ns)) {
 			probe_payload_t echoed;
 			ssize_t n = recv(fd, reply, sizeof(reply), 0);
-			int64_t arrival_ns = now_ns();
+			int64_t arrival_ns = pps_time_monotonic_ns();
 
 			if (n < (ssize_t)sizeof(echoed))
 				continue;
@@ -410,7 +390,7 @@ run_blast(const probe_settings_t *s)
 	size_t payload_bytes = s->ip_bytes - PROBE_HEADER_BYTES;
 	/* Nanoseconds between packets at the requested rate, counted on whole IP packets. */
 	double gap_ns = (double)s->ip_bytes * 8e9 / (double)s->rate_bps;
-	int64_t start_ns = now_ns(), end_ns = start_ns + s->duration_ns;
+	int64_t start_ns = pps_time_monotonic_ns(), end_ns = start_ns + s->duration_ns;
 	uint64_t sent = 0, errors = 0;
 	struct sockaddr_in to;
 	int fd;
@@ -435,7 +415,7 @@ run_blast(const probe_settings_t *s)
 		if (slot_ns >= end_ns)
 			break;
 		sleep_until_ns(slot_ns);
-		probe.sent_ns = now_ns();
+		probe.sent_ns = pps_time_monotonic_ns();
 		memcpy(buffer, &probe, sizeof(probe));
 		if (send(fd, buffer, payload_bytes, 0) < 0)
 			errors++;
@@ -453,7 +433,7 @@ static int
 run_sink(const probe_settings_t *s)
 {
 	uint64_t packets = 0, bytes = 0, per_ecn[4] = {0};
-	int64_t deadline_ns = now_ns() + s->duration_ns, first_ns = 0, last_ns = 0;
+	int64_t deadline_ns = pps_time_monotonic_ns() + s->duration_ns, first_ns = 0, last_ns = 0;
 	uint8_t buffer[65536];
 	FILE *log = NULL;
 	int fd;
@@ -494,7 +474,7 @@ run_sink(const probe_settings_t *s)
 		n = recvmsg(fd, &msg, 0);
 		if (n < 0)
 			continue;
-		last_ns = now_ns();
+		last_ns = pps_time_monotonic_ns();
 		if (!packets)
 			first_ns = last_ns;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -507,7 +487,7 @@ run_sink(const probe_settings_t *s)
 				arrival_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 				/* Kernel stamps are CLOCK_REALTIME; the lab's clock is
 				 * CLOCK_MONOTONIC. */
-				arrival_ns -= realtime_ns() - last_ns;
+				arrival_ns -= pps_time_realtime_ns() - last_ns;
 			}
 		}
 		if (!arrival_ns)
