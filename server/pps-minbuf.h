@@ -185,6 +185,36 @@ void pps_minbuf_params_init(pps_minbuf_params_t *params);
 /* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts, pacing. */
 int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
+/*
+ * The MIN_BUF bound for a congestion window of @cwnd_pkts, in packets:
+ * A * cwnd + min(B, cwnd). The packets SACKed out (left the network, still
+ * unacked) are added to it by whoever reads them with the window.
+ */
+uint32_t pps_minbuf_bound_pkts(unsigned a, unsigned b, uint32_t cwnd_pkts);
+
+/* One independent check of the bound (below). */
+typedef struct {
+	uint32_t held_pkts;    /* ceil(SIOCOUTQ / mss) + packets pulled before + 1 */
+	uint32_t notsent_pkts; /* ceil(tcpi_notsent_bytes / mss) */
+	uint32_t bound_pkts;   /* pps_minbuf_bound_pkts(a, b, tcpi_snd_cwnd) + tcpi_sacked */
+	int32_t over_pkts;     /* held - bound: > 0 is over the bound */
+	uint32_t mss_bytes;    /* tcpi_snd_mss */
+} pps_minbuf_check_t;
+
+/*
+ * Checks from outside the writer, with a TCP_INFO and a SIOCOUTQ of its own,
+ * that the packet a fill callback is about to hand over keeps @fd within the
+ * bound: called from the callback, before that packet is counted in
+ * @pulled_pkts (packets already pulled for the same write, not yet in the
+ * kernel). For tests, the protocol benchmark and the web viewer's check. An
+ * ACK between the writer's reading and this one only lowers held; a cwnd
+ * reduction in between can put one write's packets over (rare, tolerated by
+ * the netlab suite). @mss_bytes is the MSS the writer passed to the callback.
+ * Returns 0 and fills @out, -EINVAL for @mss_bytes 0, or the socket's -errno.
+ */
+int pps_minbuf_check_packet(int fd, size_t mss_bytes, unsigned a, unsigned b, uint32_t pulled_pkts,
+                            pps_minbuf_check_t *out);
+
 /* Lookups in the tables above. A name for a value out of range is "?"; a
  * name not in the table is -EINVAL (*out untouched), otherwise 0. */
 const char *pps_minbuf_mode_name(pps_minbuf_mode_t mode);

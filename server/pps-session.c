@@ -6,6 +6,7 @@
  * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
  */
 #include "pps-server-internal.h"
+#include "pps-socket.h"
 #include "pps-time.h"
 #include "pps-web.h"
 #include "pps-websocket.h"
@@ -58,12 +59,12 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 {
 	uint8_t buf[512];
 	long n = pps_wire_encode(record, buf, sizeof(buf));
-	int off = 0;
 
 	if (n < 0)
 		return (int)n;
-	/* Uncork so the record leaves now; it is the last thing we say. */
-	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	/* Uncork so the record leaves now; it is the last thing we say. If
+	 * uncorking fails the send below still queues it (and reports). */
+	(void)pps_socket_set_cork(fd, false);
 	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 		return -errno;
 	return 0;

@@ -33,15 +33,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
 
 #include "pps-minbuf.h"
+#include "pps-socket.h"
 #include "pps-time.h"
 
 #define PROGRAM           "pps-protolat"
@@ -76,28 +74,16 @@ typedef struct {
 	int max_over;
 } sender_t;
 
-/*
- * Independent MIN_BUF check at every packet pulled, just before the write
- * that carries it: held = ceil(SIOCOUTQ / mss) + packets already pulled for
- * this write + this one, against A*cwnd + min(B, cwnd) + sacked from a
- * TCP_INFO of our own. An ACK between the writer's reading and ours only
- * lowers held; a loss or ECN reduction of cwnd in those microseconds can put
- * this packet over, which the netlab suite tolerates (1 packet, rarely).
- */
+/* Independent MIN_BUF check at every packet pulled, just before the write
+ * that carries it (pps_minbuf_check_packet: what it reads and why a packet
+ * may rarely be over). */
 static void
 check_bound(sender_t *s, size_t mss)
 {
-	struct tcp_info ti;
-	socklen_t tl = sizeof(ti);
-	int outq = 0;
-	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 ||
-	    ioctl(s->fd, SIOCOUTQ, &outq) < 0)
-		return;
-	uint32_t held = ((uint32_t)outq + (uint32_t)mss - 1) / (uint32_t)mss + s->batch_fills + 1;
-	uint32_t cw = ti.tcpi_snd_cwnd;
-	uint32_t bound =
-	    s->params->a * cw + (s->params->b < cw ? s->params->b : cw) + ti.tcpi_sacked;
-	int over = (int)held - (int)bound;
+	pps_minbuf_check_t c;
+	if (pps_minbuf_check_packet(s->fd, mss, s->params->a, s->params->b, s->batch_fills, &c) < 0)
+		return; /* a socket error shows on the writer's next write */
+	int over = c.over_pkts;
 	if (s->checks == 0 || over > s->max_over)
 		s->max_over = over;
 	if (over > 0) {
@@ -228,13 +214,12 @@ static int
 listen_on(const char *bind_addr, int port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int one = 1;
 	if (inet_pton(AF_INET, bind_addr, &a.sin_addr) != 1)
 		return -EINVAL;
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0)
 		return -errno;
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)pps_socket_set_reuseaddr(l); /* only spares a wait between runs */
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0) {
 		int e = -errno;
 		close(l);
@@ -368,8 +353,7 @@ run_send(int argc, char **argv)
 	if (s.samples)
 		fclose(s.samples);
 	/* Discard what is still queued: the measurement ended with the timer. */
-	struct linger lg = {1, 0};
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	(void)pps_socket_set_linger(fd, true, 0); /* else close() waits for it, no harm */
 	close(fd);
 	return r < 0 ? 1 : 0;
 

@@ -15,6 +15,7 @@
  * concurrent mice. Everything stops at --duration or SIGINT/SIGTERM.
  */
 #include "linkem.h"
+#include "pps-socket.h"
 #include "pps-time.h"
 
 #include <arpa/inet.h>
@@ -152,19 +153,16 @@ settings_parse(mice_settings_t *s, int argc, char **argv)
 static int
 tcp_socket_open(const char *congestion)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
 
 	if (fd < 0) {
 		fprintf(stderr, PROGRAM ": socket: %s\n", strerror(errno));
 		return -errno;
 	}
-	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion, (socklen_t)strlen(congestion)) <
-	    0) {
-		int error = errno;
-
-		fprintf(stderr, PROGRAM ": TCP_CONGESTION %s: %s\n", congestion, strerror(error));
+	if ((r = pps_socket_set_congestion(fd, congestion)) < 0) {
+		fprintf(stderr, PROGRAM ": TCP_CONGESTION %s: %s\n", congestion, strerror(-r));
 		close(fd);
-		return -error;
+		return r;
 	}
 	return fd;
 }
@@ -199,14 +197,14 @@ run_server(const mice_settings_t *s)
 	uint64_t flows = 0;
 	nfds_t n_fds = 1;
 	char buffer[65536];
-	int one = 1, listen_fd;
+	int listen_fd;
 
 	if (inet_pton(AF_INET, s->addr, &addr.sin_addr) != 1)
 		die_usage("--bind", s->addr, "an IPv4 address");
 	listen_fd = tcp_socket_open(s->congestion);
 	if (listen_fd < 0)
 		return 1;
-	setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)pps_socket_set_reuseaddr(listen_fd); /* only spares a wait between runs */
 	if (bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    listen(listen_fd, 128) < 0) {
 		fprintf(stderr, PROGRAM ": listen %s:%u: %s\n", s->addr, s->port, strerror(errno));

@@ -13,6 +13,7 @@
  * Pacing uses clock_nanosleep on absolute CLOCK_MONOTONIC deadlines.
  */
 #include "linkem.h"
+#include "pps-socket.h"
 #include "pps-time.h"
 
 #include <arpa/inet.h>
@@ -219,21 +220,22 @@ static int
 socket_open(const char *bind_addr, uint16_t port)
 {
 	struct sockaddr_in addr;
-	int fd, one = 1;
+	int fd;
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		fprintf(stderr, PROGRAM ": socket: %s\n", strerror(errno));
 		return -errno;
 	}
-	/* Ask for each datagram's TOS byte: that is where ECN CE shows. */
-	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	/* Ask for each datagram's TOS byte: that is where ECN CE shows. Best
+	 * effort, both: without them the sink logs TOS 0 and user-space times. */
+	(void)pps_socket_set_recv_tos(fd, true);
 	/*
 	 * And for the kernel's receive time: a TUN write delivers the datagram to
 	 * the socket in the writer's context, so this is when pps-linkem let it
 	 * go, free of our own scheduling delay.
 	 */
-	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+	(void)pps_socket_set_timestamp_ns(fd, true);
 	if (!bind_addr)
 		return fd;
 	if (address_make(bind_addr, port, &addr) < 0)
@@ -393,15 +395,15 @@ run_blast(const probe_settings_t *s)
 	int64_t start_ns = pps_time_monotonic_ns(), end_ns = start_ns + s->duration_ns;
 	uint64_t sent = 0, errors = 0;
 	struct sockaddr_in to;
-	int fd;
+	int fd, r;
 
 	if (address_make(s->to_addr, s->port, &to) < 0)
 		return PPS_LINKEM_EXIT_USAGE;
 	fd = socket_open(NULL, 0);
 	if (fd < 0)
 		return 1;
-	if (s->tos >= 0 && setsockopt(fd, IPPROTO_IP, IP_TOS, &s->tos, sizeof(s->tos)) < 0)
-		fprintf(stderr, PROGRAM ": IP_TOS %d: %s\n", s->tos, strerror(errno));
+	if (s->tos >= 0 && (r = pps_socket_set_ip_tos(fd, s->tos)) < 0)
+		fprintf(stderr, PROGRAM ": IP_TOS %d: %s\n", s->tos, strerror(-r));
 	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
 		fprintf(stderr, PROGRAM ": connect %s:%u: %s\n", s->to_addr, s->port,
 		        strerror(errno));
