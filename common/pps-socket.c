@@ -22,6 +22,18 @@ set_int(int fd, int level, int name, int value)
 }
 
 int
+pps_socket_get_error(int fd, int *error)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) < 0)
+		return -errno;
+	*error = v;
+	return 0;
+}
+
+int
 pps_socket_set_nonblocking(int fd)
 {
 	int flags = fcntl(fd, F_GETFL);

@@ -20,6 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* SO_ERROR: the socket's pending error, which it clears (how a non-blocking
+ * connect reports its outcome): *error is a positive errno, or 0 for none. */
+int pps_socket_get_error(int fd, int *error);
+
 /* O_NONBLOCK on (fcntl); other file status flags are kept. */
 int pps_socket_set_nonblocking(int fd);
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +74,7 @@ test_bad_descriptor(void)
 	int v = 12345;
 	size_t len = 999;
 
+	CHECK_EQ_INT(pps_socket_get_error(fd, &v), -EBADF);
 	CHECK_EQ_INT(pps_socket_set_nonblocking(fd), -EBADF);
 	CHECK_EQ_INT(pps_socket_set_reuseaddr(fd), -EBADF);
 	CHECK_EQ_INT(pps_socket_set_linger(fd, true, 0), -EBADF);
@@ -136,6 +138,10 @@ test_tcp_socket(void)
 	CHECK_EQ_INT(pps_socket_set_max_pacing_rate(fd, 1000000), 0);
 	CHECK_EQ_INT(pps_socket_set_linger(fd, true, 0), 0);
 
+	v = -1;
+	CHECK_EQ_INT(pps_socket_get_error(fd, &v), 0);
+	CHECK_EQ_INT(v, 0);
+
 	/* The kernel doubles an SO_SNDBUF request. */
 	CHECK_EQ_INT(pps_socket_set_sndbuf(fd, 65536), 0);
 	CHECK_EQ_INT(pps_socket_get_sndbuf(fd, &v), 0);
@@ -170,9 +176,38 @@ test_udp_socket(void)
 	close(fd);
 }
 
+/* A non-blocking connect to a port nobody listens on: SO_ERROR tells. */
+static void
+test_connect_error(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0), err = -1;
+
+	REQUIRE(l >= 0 && fd >= 0);
+	/* A free port: bound, then closed without listening. */
+	REQUIRE(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(getsockname(l, (struct sockaddr *)&a, &al) == 0);
+	close(l);
+	CHECK_EQ_INT(pps_socket_set_nonblocking(fd), 0);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == EINPROGRESS) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		CHECK_EQ_INT(poll(&p, 1, 5000), 1);
+		CHECK_EQ_INT(pps_socket_get_error(fd, &err), 0);
+		CHECK_EQ_INT(err, ECONNREFUSED);
+		/* Reading it cleared it. */
+		CHECK_EQ_INT(pps_socket_get_error(fd, &err), 0);
+		CHECK_EQ_INT(err, 0);
+	} else {
+		CHECK_EQ_INT(errno, ECONNREFUSED); /* refused at once: nothing pending */
+	}
+	close(fd);
+}
+
 int
 main(void)
 {
+	test_connect_error();
 	test_clocks();
 	test_bad_descriptor();
 	test_not_a_socket();
