@@ -370,6 +370,9 @@ typedef struct {
 	uint64_t bytes;
 } pps_stats_window_t;
 
+/* The log record of a receiver's window report, field for field (times as
+ * the receiver gives them: the player moves first_capture_us to its clock). */
+void pps_stats_window_from_receiver(const pps_receiver_window_t *window, pps_stats_window_t *out);
 void pps_stats_window(pps_stats_t *stats, const pps_stats_window_t *window);
 void pps_stats_bytes(pps_stats_t *stats, size_t bytes, int64_t now_us);
 /* Any other event: a JSON object body without braces, e.g. "\"type\":\"clock\",...". */

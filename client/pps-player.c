@@ -46,21 +46,31 @@ window_frames(const pps_player_t *p)
 
 /* ---- playout -> show_cb ----------------------------------------------------- */
 
+/* One frame's log record: shown at @display_us if @reason is NULL, else
+ * not shown for @reason. */
 static void
-log_not_shown(pps_player_t *p, const pps_playout_frame_t *m, const char *reason)
+log_frame(pps_player_t *p, const pps_playout_frame_t *m, int64_t display_us, const char *reason)
 {
 	pps_stats_frame_t f = {
 	    .window = m->window,
 	    .frame = m->frame,
 	    .capture_us = m->capture_us,
+	    .display_us = reason ? 0 : display_us,
 	    .temporal_layers = m->temporal_layers,
 	    .quality_layers = m->quality_layers,
+	    .shown = !reason,
 	    .reason = reason,
 	    .received_us = m->received_us,
 	    .decoded_us = m->decoded_us,
 	};
 
 	pps_stats_frame(p->stats, &f);
+}
+
+static void
+log_not_shown(pps_player_t *p, const pps_playout_frame_t *m, const char *reason)
+{
+	log_frame(p, m, 0, reason);
 }
 
 static void
@@ -73,23 +83,12 @@ static void
 show(pps_player_t *p, pps_frame_t *picture, const pps_playout_frame_t *m)
 {
 	int64_t now = pps_time_realtime_us();
-	pps_stats_frame_t f = {
-	    .window = m->window,
-	    .frame = m->frame,
-	    .capture_us = m->capture_us,
-	    .display_us = now,
-	    .temporal_layers = m->temporal_layers,
-	    .quality_layers = m->quality_layers,
-	    .shown = true,
-	    .received_us = m->received_us,
-	    .decoded_us = m->decoded_us,
-	};
 
 	if (!p->callbacks.show_cb(picture, m, now, p->user)) {
 		log_not_shown(p, m, PPS_FRAME_OVERFLOW);
 		return;
 	}
-	pps_stats_frame(p->stats, &f);
+	log_frame(p, m, now, NULL);
 }
 
 static void
@@ -182,17 +181,10 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 	pps_player_t *p = user;
 	int64_t first_capture =
 	    w->first_capture_us ? pps_clock_to_client(p->clock, w->first_capture_us) : 0;
-	pps_stats_window_t sw = {
-	    .window = w->window_id,
-	    .windows = w->windows,
-	    .first_capture_us = first_capture,
-	    .complete_us = w->complete_us,
-	    .status = w->status,
-	    .adus_received = w->adus_received,
-	    .adus_sent = w->adus_sent,
-	    .adus_total = w->adus_total,
-	    .bytes = w->bytes,
-	};
+	pps_stats_window_t sw;
+
+	pps_stats_window_from_receiver(w, &sw);
+	sw.first_capture_us = first_capture;
 
 	if (w->complete_us && strcmp(w->status, PPS_WINDOW_JOIN) != 0) {
 		int64_t latency_us = w->complete_us - first_capture;

@@ -253,6 +253,22 @@ pps_stats_missing(pps_stats_t *s, uint32_t window_frames, int64_t first_frame, u
 }
 
 void
+pps_stats_window_from_receiver(const pps_receiver_window_t *w, pps_stats_window_t *out)
+{
+	*out = (pps_stats_window_t){
+	    .window = w->window_id,
+	    .windows = w->windows,
+	    .first_capture_us = w->first_capture_us,
+	    .complete_us = w->complete_us,
+	    .status = w->status,
+	    .adus_received = w->adus_received,
+	    .adus_sent = w->adus_sent,
+	    .adus_total = w->adus_total,
+	    .bytes = w->bytes,
+	};
+}
+
+void
 pps_stats_window(pps_stats_t *s, const pps_stats_window_t *w)
 {
 	bool dropped = strcmp(w->status, PPS_WINDOW_DROPPED) == 0;
