@@ -148,8 +148,10 @@ pps_path_new(const pps_path_params_t *params)
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	p->params = *params;
 	p->retest_us = PPS_PATH_RETEST_US;
 	return p;

@@ -73,8 +73,10 @@ pps_ratealloc_new(const pps_ratealloc_params_t *params)
 		}
 	}
 	ra = calloc(1, sizeof(*ra));
-	if (!ra)
+	if (!ra) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	ra->params = *params;
 	for (int q = 0; q < params->quality_layers; q++) {
 		ra->current.kbps[q] = params->max_kbps[q];

@@ -103,6 +103,7 @@ int64_t pps_client_realtime_us(void *unused);
  * pps_clock_mode_t is in pps-client-policy.h. */
 typedef struct pps_clock pps_clock_t;
 
+/* NULL with errno set: EINVAL (mode out of range), ENOMEM. */
 pps_clock_t *pps_clock_new(pps_clock_mode_t mode);
 void pps_clock_free(pps_clock_t *clock);
 /* A new connection: forget the offset. */
@@ -286,7 +287,9 @@ typedef struct {
 typedef void (*pps_playout_discard_cb)(const pps_playout_frame_t *frame, const char *reason,
                                        void *user);
 
-/* @tolerance_us: the fixed policy's delay; 0 = from the stream (pps_playout_stream_delay_us). */
+/* @tolerance_us: the fixed policy's delay; 0 = from the stream (pps_playout_stream_delay_us).
+ * @discard_cb may be NULL. NULL with errno set: EINVAL (policy out of range,
+ * negative tolerance), ENOMEM. */
 pps_playout_t *pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us,
                                pps_playout_discard_cb discard_cb, void *user);
 void pps_playout_free(pps_playout_t *playout);
@@ -428,7 +431,9 @@ typedef struct pps_display pps_display_t;
 
 /*
  * Opens the display (@mode; auto = SDL if a display is available) and the
- * y4m output (@y4m_path may be NULL or ""). NULL with @err on failure.
+ * y4m output (@y4m_path may be NULL or ""). NULL with @err and errno set on
+ * failure: EINVAL (mode out of range), ENOMEM, the y4m file's open error, or
+ * ENODEV (mode sdl and no window can be opened).
  */
 pps_display_t *pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err,
                                size_t err_size);
@@ -474,7 +479,8 @@ typedef struct {
 	void (*closed_cb)(const pps_connection_end_t *end, void *user);
 } pps_player_callbacks_t;
 
-/* show_cb and closed_cb required. NULL + errno. */
+/* show_cb and closed_cb required. NULL with errno set: EINVAL (an argument
+ * missing or out of range, as its part reports it), ENOMEM. */
 pps_player_t *pps_player_new(struct event_base *base, const pps_player_params_t *params,
                              const pps_player_callbacks_t *callbacks, void *user);
 /* After pps_player_stop() (or before start). */

@@ -300,27 +300,42 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	    .bytes_cb = connection_bytes_cb,
 	    .closed_cb = connection_closed_cb,
 	};
-	pps_player_t *p = calloc(1, sizeof(*p));
+	pps_player_t *p;
 
+	if (!base || !params || !callbacks || !callbacks->show_cb || !callbacks->closed_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	p->callbacks = *callbacks;
 	p->user = user;
-	p->playout = pps_playout_new(params->policy, params->tolerance_us, playout_discard_cb, p);
-	p->stats = pps_stats_new(params->log, 30);
-	p->clock = pps_clock_new(params->clock_mode);
-	p->receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, p);
-	p->connection = pps_connection_new(base, &params->connection, &connection_callbacks, p);
-	p->play_timer = evtimer_new(base, play_timer_cb, p);
-	if (!p->playout || !p->stats || !p->clock || !p->receiver || !p->connection ||
-	    !p->play_timer) {
-		pps_player_free(p);
+	/* Each part sets errno when it fails (EINVAL for a policy, clock mode or
+	 * connection parameter out of range, ENOMEM): that is the player's. */
+	if (!(p->playout =
+	          pps_playout_new(params->policy, params->tolerance_us, playout_discard_cb, p)) ||
+	    !(p->stats = pps_stats_new(params->log, 30)) ||
+	    !(p->clock = pps_clock_new(params->clock_mode)) ||
+	    !(p->receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, p)) ||
+	    !(p->connection =
+	          pps_connection_new(base, &params->connection, &connection_callbacks, p)))
+		goto err_free;
+	if (!(p->play_timer = evtimer_new(base, play_timer_cb, p))) {
 		errno = ENOMEM;
-		return NULL;
+		goto err_free;
 	}
 	return p;
+
+err_free : {
+	int saved = errno;
+
+	pps_player_free(p);
+	errno = saved;
+	return NULL;
+}
 }
 
 void

@@ -107,8 +107,13 @@ pps_playout_t *
 pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us,
                 pps_playout_discard_cb discard_cb, void *user)
 {
-	pps_playout_t *p = calloc(1, sizeof(*p));
+	pps_playout_t *p;
 
+	if ((unsigned)policy >= PPS_PLAYOUT_POLICY_COUNT || tolerance_us < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;

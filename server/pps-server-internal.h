@@ -126,6 +126,9 @@ typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
 #define PPS_SESSION_LOSS_IDR_INTERVAL_US 2000000
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
+/* A session for the accepted socket @fd, which it owns from then on (closed by
+ * pps_session_free). NULL with errno set (EINVAL for missing arguments or
+ * path parameters out of range, ENOMEM), the caller still owning @fd. */
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
                                socklen_t addr_len, unsigned id, const pps_session_params_t *params,
                                pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,

@@ -517,9 +517,15 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
                 unsigned id, const pps_session_params_t *params, pps_session_ready_cb ready_cb,
                 pps_session_closed_cb closed_cb, void *user)
 {
-	pps_session_t *s = calloc(1, sizeof(*s));
+	pps_session_t *s;
 	struct timeval hello_tv;
+	int err = ENOMEM; /* what a failed libevent or allocation call means */
 
+	if (!base || fd < 0 || !params || !ready_cb || !closed_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto err;
 	s->base = base;
@@ -535,6 +541,8 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
 	s->path = pps_path_new(&params->path);
+	if (!s->path)
+		err = errno; /* EINVAL: the path parameters */
 	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
 	s->deadline_timer = evtimer_new(base, deadline_cb, s);
 	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
@@ -547,10 +555,10 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	return s;
 
 err_free:
+	s->fd = -1; /* the caller keeps its socket when there is no session */
 	pps_session_free(s);
-	s = NULL;
 err:
-	errno = ENOMEM;
+	errno = err;
 	return NULL;
 }
 
@@ -570,7 +578,8 @@ pps_session_free(pps_session_t *s)
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
 	pps_web_free(s->web);
-	close(s->fd);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s);
 }
 

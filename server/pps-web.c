@@ -308,8 +308,13 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 pps_web_t *
 pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb, void *user)
 {
-	pps_web_t *w = calloc(1, sizeof(*w));
+	pps_web_t *w;
 
+	if (!base || fd < 0 || !peer || !done_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		goto err;
 	w->base = base;
