@@ -5,11 +5,11 @@
  * most half that round trip), and conversion of server times to ours.
  */
 #include "pps-client-internal.h"
+#include "pps-names.h"
 #include "pps-time.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 struct pps_clock {
@@ -30,16 +30,13 @@ pps_client_realtime_us(void *unused)
 const char *
 pps_clock_mode_name(pps_clock_mode_t mode)
 {
-	return (unsigned)mode < PPS_CLOCK_MODE_COUNT ? pps_clock_mode_names[mode] : "unknown";
+	return pps_names_get(pps_clock_mode_names, (int)mode, "unknown");
 }
 
 int
 pps_clock_mode_from_name(const char *name)
 {
-	for (int i = 0; i < PPS_CLOCK_MODE_COUNT; i++)
-		if (strcmp(pps_clock_mode_names[i], name) == 0)
-			return i;
-	return -EINVAL;
+	return pps_names_find(pps_clock_mode_names, name);
 }
 
 pps_clock_t *

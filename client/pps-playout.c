@@ -35,6 +35,7 @@
  * and go back to NORMAL when it falls under 10 ms.
  */
 #include "pps-client-internal.h"
+#include "pps-names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -90,17 +91,13 @@ struct pps_playout {
 const char *
 pps_playout_policy_name(pps_playout_policy_t policy)
 {
-	return (unsigned)policy < PPS_PLAYOUT_POLICY_COUNT ? pps_playout_policy_names[policy]
-	                                                   : "unknown";
+	return pps_names_get(pps_playout_policy_names, (int)policy, "unknown");
 }
 
 int
 pps_playout_policy_from_name(const char *name)
 {
-	for (int i = 0; i < PPS_PLAYOUT_POLICY_COUNT; i++)
-		if (strcmp(pps_playout_policy_names[i], name) == 0)
-			return i;
-	return -EINVAL;
+	return pps_names_find(pps_playout_policy_names, name);
 }
 
 pps_playout_t *

@@ -4,6 +4,7 @@
  * documented in pps-minbuf.h; this file comments the kernel details they rest on.
  */
 #include "pps-minbuf.h"
+#include "pps-names.h"
 #include "pps-socket.h"
 
 #include <assert.h>
@@ -109,37 +110,35 @@ pps_minbuf_params_init(pps_minbuf_params_t *params)
 const char *
 pps_minbuf_mode_name(pps_minbuf_mode_t mode)
 {
-	return (unsigned)mode < PPS_MINBUF_MODE_COUNT ? pps_minbuf_mode_names[mode] : "?";
+	return pps_names_get(pps_minbuf_mode_names, (int)mode, "?");
 }
 
 int
 pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
 {
-	for (unsigned i = 0; i < PPS_MINBUF_MODE_COUNT; i++) {
-		if (strcmp(name, pps_minbuf_mode_names[i]) == 0) {
-			*out = (pps_minbuf_mode_t)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int i = pps_names_find(pps_minbuf_mode_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_minbuf_mode_t)i;
+	return 0;
 }
 
 const char *
 pps_minbuf_congestion_name(pps_minbuf_congestion_t cc)
 {
-	return (unsigned)cc < PPS_MINBUF_CONGESTION_COUNT ? pps_minbuf_congestion_names[cc] : "?";
+	return pps_names_get(pps_minbuf_congestion_names, (int)cc, "?");
 }
 
 int
 pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
 {
-	for (unsigned i = 0; i < PPS_MINBUF_CONGESTION_COUNT; i++) {
-		if (strcmp(name, pps_minbuf_congestion_names[i]) == 0) {
-			*out = (pps_minbuf_congestion_t)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int i = pps_names_find(pps_minbuf_congestion_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_minbuf_congestion_t)i;
+	return 0;
 }
 
 int

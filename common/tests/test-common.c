@@ -3,6 +3,7 @@
  * common/: the clock readers agree with each other and with the system, and
  * every socket option wrapper reports a failure as a negative errno.
  */
+#include "pps-names.h"
 #include "pps-socket.h"
 #include "pps-test.h"
 #include "pps-time.h"
@@ -204,9 +205,27 @@ test_connect_error(void)
 	close(fd);
 }
 
+static void
+test_names(void)
+{
+	static const char *const names[] = {"zero", "one", "two", NULL};
+	static const char *const empty[] = {NULL};
+
+	CHECK_EQ_INT(pps_names_find(names, "zero"), 0);
+	CHECK_EQ_INT(pps_names_find(names, "two"), 2);
+	CHECK_EQ_INT(pps_names_find(names, "Two"), -EINVAL);
+	CHECK_EQ_INT(pps_names_find(names, ""), -EINVAL);
+	CHECK_EQ_INT(pps_names_find(empty, "zero"), -EINVAL);
+	CHECK(strcmp(pps_names_get(names, 1, "?"), "one") == 0);
+	CHECK(strcmp(pps_names_get(names, 3, "?"), "?") == 0);
+	CHECK(strcmp(pps_names_get(names, -1, "?"), "?") == 0);
+	CHECK(strcmp(pps_names_get(empty, 0, "none"), "none") == 0);
+}
+
 int
 main(void)
 {
+	test_names();
 	test_connect_error();
 	test_clocks();
 	test_bad_descriptor();
