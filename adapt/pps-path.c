@@ -44,7 +44,16 @@
 #define MIN_CAP_PKTS         4
 #define TEST_MIN_US          200000
 
-const char *const pps_latency_cap_names[] = {"off", "always", "yielding", NULL};
+const char *const pps_latency_cap_names[] = {
+    [PPS_LATENCY_CAP_OFF] = "off",
+    [PPS_LATENCY_CAP_ALWAYS] = "always",
+    [PPS_LATENCY_CAP_YIELDING] = "yielding",
+    [PPS_LATENCY_CAP_YIELDING + 1] = NULL,
+};
+/* [transport] latency_cap's index is the enum value (config refers to this table). */
+_Static_assert(sizeof(pps_latency_cap_names) / sizeof(pps_latency_cap_names[0]) ==
+                   PPS_LATENCY_CAP_YIELDING + 2,
+               "a name for every pps_latency_cap_policy_t");
 
 /* Extreme (max or min) of values over the last few 100 ms buckets. */
 typedef struct {
@@ -148,8 +157,10 @@ pps_path_new(const pps_path_params_t *params)
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	p->params = *params;
 	p->retest_us = PPS_PATH_RETEST_US;
 	return p;

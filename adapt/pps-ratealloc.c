@@ -38,7 +38,15 @@
 #define DECREASE_THRESHOLD_PCT 90
 #define MAX_STEP_UP_PCT        125
 
-const char *const pps_adapt_mode_names[] = {"closed-loop", "fixed", NULL};
+const char *const pps_adapt_mode_names[] = {
+    [PPS_ADAPT_MODE_CLOSED_LOOP] = "closed-loop",
+    [PPS_ADAPT_MODE_FIXED] = "fixed",
+    [PPS_ADAPT_MODE_FIXED + 1] = NULL,
+};
+/* [adapt] mode's index is the enum value (config refers to this table). */
+_Static_assert(sizeof(pps_adapt_mode_names) / sizeof(pps_adapt_mode_names[0]) ==
+                   PPS_ADAPT_MODE_FIXED + 2,
+               "a name for every pps_adapt_mode_t");
 
 struct pps_ratealloc {
 	pps_ratealloc_params_t params;
@@ -73,8 +81,10 @@ pps_ratealloc_new(const pps_ratealloc_params_t *params)
 		}
 	}
 	ra = calloc(1, sizeof(*ra));
-	if (!ra)
+	if (!ra) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	ra->params = *params;
 	for (int q = 0; q < params->quality_layers; q++) {
 		ra->current.kbps[q] = params->max_kbps[q];

@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "pps-adu.h"
+#include "pps-client-policy.h"
 #include "pps-codec.h"
 #include "pps-wire.h"
 
@@ -98,15 +99,11 @@ typedef int64_t (*pps_client_clock_cb)(void *user);
 /* CLOCK_REALTIME in microseconds (the program's pps_client_clock_cb). */
 int64_t pps_client_realtime_us(void *unused);
 
-/* The server's clock offset from PING/PONG samples (best round trip wins). */
-typedef enum {
-	PPS_CLOCK_AUTO = 0,     /* apply the offset only if it exceeds its uncertainty */
-	PPS_CLOCK_SHARED = 1,   /* same host: never apply it */
-	PPS_CLOCK_ESTIMATE = 2, /* always apply it */
-} pps_clock_mode_t;
-
+/* The server's clock offset from PING/PONG samples (best round trip wins);
+ * pps_clock_mode_t is in pps-client-policy.h. */
 typedef struct pps_clock pps_clock_t;
 
+/* NULL with errno set: EINVAL (mode out of range), ENOMEM. */
 pps_clock_t *pps_clock_new(pps_clock_mode_t mode);
 void pps_clock_free(pps_clock_t *clock);
 /* A new connection: forget the offset. */
@@ -259,14 +256,7 @@ void pps_receiver_get_stats(const pps_receiver_t *receiver, pps_receiver_stats_t
 
 /* ---- playout policies (pure; the caller passes times) ------------------- */
 
-typedef enum {
-	PPS_PLAYOUT_FIXED = 0,
-	PPS_PLAYOUT_ASAP = 1,
-	PPS_PLAYOUT_ADAPTIVE = 2,
-	PPS_PLAYOUT_SMOOTH = 3,
-} pps_playout_policy_t;
-
-const char *pps_playout_policy_name(pps_playout_policy_t policy);
+/* pps_playout_policy_t and its names are in pps-client-policy.h. */
 
 typedef struct pps_playout pps_playout_t;
 
@@ -297,7 +287,9 @@ typedef struct {
 typedef void (*pps_playout_discard_cb)(const pps_playout_frame_t *frame, const char *reason,
                                        void *user);
 
-/* @tolerance_us: the fixed policy's delay; 0 = from the stream (pps_playout_stream_delay_us). */
+/* @tolerance_us: the fixed policy's delay; 0 = from the stream (pps_playout_stream_delay_us).
+ * @discard_cb may be NULL. NULL with errno set: EINVAL (policy out of range,
+ * negative tolerance), ENOMEM. */
 pps_playout_t *pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us,
                                pps_playout_discard_cb discard_cb, void *user);
 void pps_playout_free(pps_playout_t *playout);
@@ -381,6 +373,9 @@ typedef struct {
 	uint64_t bytes;
 } pps_stats_window_t;
 
+/* The log record of a receiver's window report, field for field (times as
+ * the receiver gives them: the player moves first_capture_us to its clock). */
+void pps_stats_window_from_receiver(const pps_receiver_window_t *window, pps_stats_window_t *out);
 void pps_stats_window(pps_stats_t *stats, const pps_stats_window_t *window);
 void pps_stats_bytes(pps_stats_t *stats, size_t bytes, int64_t now_us);
 /* Any other event: a JSON object body without braces, e.g. "\"type\":\"clock\",...". */
@@ -432,15 +427,13 @@ void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *
 
 typedef struct pps_display pps_display_t;
 
-typedef enum {
-	PPS_DISPLAY_AUTO = 0,
-	PPS_DISPLAY_SDL = 1,
-	PPS_DISPLAY_NONE = 2,
-} pps_display_mode_t;
+/* pps_display_mode_t and its names are in pps-client-policy.h. */
 
 /*
  * Opens the display (@mode; auto = SDL if a display is available) and the
- * y4m output (@y4m_path may be NULL or ""). NULL with @err on failure.
+ * y4m output (@y4m_path may be NULL or ""). NULL with @err and errno set on
+ * failure: EINVAL (mode out of range), ENOMEM, the y4m file's open error, or
+ * ENODEV (mode sdl and no window can be opened).
  */
 pps_display_t *pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err,
                                size_t err_size);
@@ -486,7 +479,8 @@ typedef struct {
 	void (*closed_cb)(const pps_connection_end_t *end, void *user);
 } pps_player_callbacks_t;
 
-/* show_cb and closed_cb required. NULL + errno. */
+/* show_cb and closed_cb required. NULL with errno set: EINVAL (an argument
+ * missing or out of range, as its part reports it), ENOMEM. */
 pps_player_t *pps_player_new(struct event_base *base, const pps_player_params_t *params,
                              const pps_player_callbacks_t *callbacks, void *user);
 /* After pps_player_stop() (or before start). */

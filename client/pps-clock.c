@@ -5,6 +5,8 @@
  * most half that round trip), and conversion of server times to ours.
  */
 #include "pps-client-internal.h"
+#include "pps-names.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,18 +23,32 @@ struct pps_clock {
 int64_t
 pps_client_realtime_us(void *unused)
 {
-	struct timespec ts;
-
 	(void)unused;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return pps_time_realtime_us();
+}
+
+const char *
+pps_clock_mode_name(pps_clock_mode_t mode)
+{
+	return pps_names_get(pps_clock_mode_names, (int)mode, "unknown");
+}
+
+int
+pps_clock_mode_from_name(const char *name)
+{
+	return pps_names_find(pps_clock_mode_names, name);
 }
 
 pps_clock_t *
 pps_clock_new(pps_clock_mode_t mode)
 {
-	pps_clock_t *c = calloc(1, sizeof(*c));
+	pps_clock_t *c;
 
+	if ((unsigned)mode >= PPS_CLOCK_MODE_COUNT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;

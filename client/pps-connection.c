@@ -12,6 +12,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-config.h"
+#include "pps-socket.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -325,14 +326,14 @@ static void
 connect_done_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_connection_t *c = user;
-	int err = 0;
-	socklen_t len = sizeof(err);
+	int err = 0, r;
 	char why[400];
 
 	(void)what;
 	event_free(c->connect_event);
 	c->connect_event = NULL;
-	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	if ((r = pps_socket_get_error(fd, &err)) < 0)
+		err = -r;
 	if (err) {
 		snprintf(why, sizeof(why), "cannot connect to %s: %s", c->server, strerror(err));
 		ended(c, why, true);

@@ -34,10 +34,18 @@ display_available(void)
 pps_display_t *
 pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t err_size)
 {
-	pps_display_t *d = calloc(1, sizeof(*d));
+	pps_display_t *d;
+	int error = ENODEV; /* unless the failure below says otherwise */
 
+	if ((unsigned)mode >= PPS_DISPLAY_MODE_COUNT) {
+		snprintf(err, err_size, "display mode %d: unknown", (int)mode);
+		errno = EINVAL;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(err, err_size, "out of memory");
+		errno = ENOMEM;
 		return NULL;
 	}
 	if (y4m_path && strcmp(y4m_path, "-") == 0) {
@@ -47,7 +55,8 @@ pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t
 	} else if (y4m_path && *y4m_path) {
 		d->y4m = fopen(y4m_path, "wb");
 		if (!d->y4m) {
-			snprintf(err, err_size, "--output %s: %s", y4m_path, strerror(errno));
+			error = errno;
+			snprintf(err, err_size, "--output %s: %s", y4m_path, strerror(error));
 			goto err;
 		}
 	}
@@ -87,6 +96,7 @@ pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t
 	return d;
 err:
 	pps_display_free(d);
+	errno = error;
 	return NULL;
 }
 

@@ -14,6 +14,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-prioritizer.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -45,21 +46,31 @@ window_frames(const pps_player_t *p)
 
 /* ---- playout -> show_cb ----------------------------------------------------- */
 
+/* One frame's log record: shown at @display_us if @reason is NULL, else
+ * not shown for @reason. */
 static void
-log_not_shown(pps_player_t *p, const pps_playout_frame_t *m, const char *reason)
+log_frame(pps_player_t *p, const pps_playout_frame_t *m, int64_t display_us, const char *reason)
 {
 	pps_stats_frame_t f = {
 	    .window = m->window,
 	    .frame = m->frame,
 	    .capture_us = m->capture_us,
+	    .display_us = reason ? 0 : display_us,
 	    .temporal_layers = m->temporal_layers,
 	    .quality_layers = m->quality_layers,
+	    .shown = !reason,
 	    .reason = reason,
 	    .received_us = m->received_us,
 	    .decoded_us = m->decoded_us,
 	};
 
 	pps_stats_frame(p->stats, &f);
+}
+
+static void
+log_not_shown(pps_player_t *p, const pps_playout_frame_t *m, const char *reason)
+{
+	log_frame(p, m, 0, reason);
 }
 
 static void
@@ -71,24 +82,13 @@ playout_discard_cb(const pps_playout_frame_t *frame, const char *reason, void *u
 static void
 show(pps_player_t *p, pps_frame_t *picture, const pps_playout_frame_t *m)
 {
-	int64_t now = pps_client_realtime_us(NULL);
-	pps_stats_frame_t f = {
-	    .window = m->window,
-	    .frame = m->frame,
-	    .capture_us = m->capture_us,
-	    .display_us = now,
-	    .temporal_layers = m->temporal_layers,
-	    .quality_layers = m->quality_layers,
-	    .shown = true,
-	    .received_us = m->received_us,
-	    .decoded_us = m->decoded_us,
-	};
+	int64_t now = pps_time_realtime_us();
 
 	if (!p->callbacks.show_cb(picture, m, now, p->user)) {
 		log_not_shown(p, m, PPS_FRAME_OVERFLOW);
 		return;
 	}
-	pps_stats_frame(p->stats, &f);
+	log_frame(p, m, now, NULL);
 }
 
 static void
@@ -103,7 +103,7 @@ arm_play_timer(pps_player_t *p)
 		event_del(p->play_timer);
 		return;
 	}
-	wait = due - pps_client_realtime_us(NULL);
+	wait = due - pps_time_realtime_us();
 	if (wait < 0)
 		wait = 0;
 	tv.tv_sec = (time_t)(wait / 1000000);
@@ -119,7 +119,7 @@ play_due(pps_player_t *p)
 	pps_frame_t *picture;
 
 	while (!p->stopped &&
-	       (picture = pps_playout_pop_due(p->playout, pps_client_realtime_us(NULL), &meta))) {
+	       (picture = pps_playout_pop_due(p->playout, pps_time_realtime_us(), &meta))) {
 		show(p, picture, &meta);
 		pps_frame_free(picture);
 	}
@@ -141,7 +141,7 @@ receiver_frame_cb(const pps_receiver_frame_t *rf, void *user)
 {
 	pps_player_t *p = user;
 	const pps_decoded_frame_t *df = rf->decoded;
-	int64_t now = pps_client_realtime_us(NULL);
+	int64_t now = pps_time_realtime_us();
 	pps_playout_frame_t m = {
 	    .window = pps_window_index_of_frame(df->frame_index, window_frames(p)),
 	    .frame = df->frame_index,
@@ -181,17 +181,10 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 	pps_player_t *p = user;
 	int64_t first_capture =
 	    w->first_capture_us ? pps_clock_to_client(p->clock, w->first_capture_us) : 0;
-	pps_stats_window_t sw = {
-	    .window = w->window_id,
-	    .windows = w->windows,
-	    .first_capture_us = first_capture,
-	    .complete_us = w->complete_us,
-	    .status = w->status,
-	    .adus_received = w->adus_received,
-	    .adus_sent = w->adus_sent,
-	    .adus_total = w->adus_total,
-	    .bytes = w->bytes,
-	};
+	pps_stats_window_t sw;
+
+	pps_stats_window_from_receiver(w, &sw);
+	sw.first_capture_us = first_capture;
 
 	if (w->complete_us && strcmp(w->status, PPS_WINDOW_JOIN) != 0) {
 		int64_t latency_us = w->complete_us - first_capture;
@@ -228,7 +221,7 @@ handle_pong(pps_player_t *p, const pps_wire_clock_pong_t *pong)
 {
 	char event[256];
 
-	if (pps_clock_pong(p->clock, pong, pps_client_realtime_us(NULL)) < 0)
+	if (pps_clock_pong(p->clock, pong, pps_time_realtime_us()) < 0)
 		return;
 	pps_playout_set_rtt(p->playout, pps_clock_best_rtt_us(p->clock));
 	snprintf(event, sizeof(event),
@@ -237,7 +230,7 @@ handle_pong(pps_player_t *p, const pps_wire_clock_pong_t *pong)
 	         ",\"uncertainty_us\":%" PRId64,
 	         pong->seq, pps_clock_last_rtt_us(p->clock),
 	         ((pong->server_recv_us - pong->client_send_us) +
-	          (pong->server_send_us - pps_client_realtime_us(NULL))) /
+	          (pong->server_send_us - pps_time_realtime_us())) /
 	             2,
 	         pps_clock_offset_us(p->clock), pps_clock_best_rtt_us(p->clock) / 2);
 	pps_stats_event(p->stats, event);
@@ -273,7 +266,7 @@ connection_bytes_cb(size_t bytes, void *user)
 {
 	pps_player_t *p = user;
 
-	pps_stats_bytes(p->stats, bytes, pps_client_realtime_us(NULL));
+	pps_stats_bytes(p->stats, bytes, pps_time_realtime_us());
 }
 
 static void
@@ -307,27 +300,42 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	    .bytes_cb = connection_bytes_cb,
 	    .closed_cb = connection_closed_cb,
 	};
-	pps_player_t *p = calloc(1, sizeof(*p));
+	pps_player_t *p;
 
+	if (!base || !params || !callbacks || !callbacks->show_cb || !callbacks->closed_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	p->callbacks = *callbacks;
 	p->user = user;
-	p->playout = pps_playout_new(params->policy, params->tolerance_us, playout_discard_cb, p);
-	p->stats = pps_stats_new(params->log, 30);
-	p->clock = pps_clock_new(params->clock_mode);
-	p->receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, p);
-	p->connection = pps_connection_new(base, &params->connection, &connection_callbacks, p);
-	p->play_timer = evtimer_new(base, play_timer_cb, p);
-	if (!p->playout || !p->stats || !p->clock || !p->receiver || !p->connection ||
-	    !p->play_timer) {
-		pps_player_free(p);
+	/* Each part sets errno when it fails (EINVAL for a policy, clock mode or
+	 * connection parameter out of range, ENOMEM): that is the player's. */
+	if (!(p->playout =
+	          pps_playout_new(params->policy, params->tolerance_us, playout_discard_cb, p)) ||
+	    !(p->stats = pps_stats_new(params->log, 30)) ||
+	    !(p->clock = pps_clock_new(params->clock_mode)) ||
+	    !(p->receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, p)) ||
+	    !(p->connection =
+	          pps_connection_new(base, &params->connection, &connection_callbacks, p)))
+		goto err_free;
+	if (!(p->play_timer = evtimer_new(base, play_timer_cb, p))) {
 		errno = ENOMEM;
-		return NULL;
+		goto err_free;
 	}
 	return p;
+
+err_free : {
+	int saved = errno;
+
+	pps_player_free(p);
+	errno = saved;
+	return NULL;
+}
 }
 
 void

@@ -35,6 +35,7 @@
  * and go back to NORMAL when it falls under 10 ms.
  */
 #include "pps-client-internal.h"
+#include "pps-names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -90,25 +91,26 @@ struct pps_playout {
 const char *
 pps_playout_policy_name(pps_playout_policy_t policy)
 {
-	switch (policy) {
-	case PPS_PLAYOUT_FIXED:
-		return "fixed";
-	case PPS_PLAYOUT_ASAP:
-		return "asap";
-	case PPS_PLAYOUT_ADAPTIVE:
-		return "adaptive";
-	case PPS_PLAYOUT_SMOOTH:
-		return "smooth";
-	}
-	return "unknown";
+	return pps_names_get(pps_playout_policy_names, (int)policy, "unknown");
+}
+
+int
+pps_playout_policy_from_name(const char *name)
+{
+	return pps_names_find(pps_playout_policy_names, name);
 }
 
 pps_playout_t *
 pps_playout_new(pps_playout_policy_t policy, int64_t tolerance_us,
                 pps_playout_discard_cb discard_cb, void *user)
 {
-	pps_playout_t *p = calloc(1, sizeof(*p));
+	pps_playout_t *p;
 
+	if ((unsigned)policy >= PPS_PLAYOUT_POLICY_COUNT || tolerance_us < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;

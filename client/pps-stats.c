@@ -10,6 +10,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-prioritizer.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -67,15 +68,6 @@ struct pps_stats {
 	unsigned roll_max_t, roll_max_q;
 };
 
-static int64_t
-now_realtime_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 pps_stats_t *
 pps_stats_new(FILE *log, double fps)
 {
@@ -87,7 +79,7 @@ pps_stats_new(FILE *log, double fps)
 	}
 	s->log = log;
 	s->fps = fps > 0 ? fps : 30;
-	s->roll_start_us = now_realtime_us();
+	s->roll_start_us = pps_time_realtime_us();
 	return s;
 }
 
@@ -258,6 +250,22 @@ pps_stats_missing(pps_stats_t *s, uint32_t window_frames, int64_t first_frame, u
 		        ",\"frames\":%" PRIu64 ",\"first_capture_us\":%" PRId64
 		        ",\"reason\":\"%s\"}\n",
 		        first_frame, count, first_capture_us, reason);
+}
+
+void
+pps_stats_window_from_receiver(const pps_receiver_window_t *w, pps_stats_window_t *out)
+{
+	*out = (pps_stats_window_t){
+	    .window = w->window_id,
+	    .windows = w->windows,
+	    .first_capture_us = w->first_capture_us,
+	    .complete_us = w->complete_us,
+	    .status = w->status,
+	    .adus_received = w->adus_received,
+	    .adus_sent = w->adus_sent,
+	    .adus_total = w->adus_total,
+	    .bytes = w->bytes,
+	};
 }
 
 void

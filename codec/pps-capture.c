@@ -10,6 +10,7 @@
  * delivery thread), so there is no GLib main loop to run.
  */
 #include "pps-codec.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <gst/app/gstappsink.h>
@@ -60,15 +61,6 @@ struct pps_capture {
 	pthread_t thread;
 };
 
-static int64_t
-realtime_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void
 fail_locked(pps_capture_t *c, const char *reason, const char *detail)
 {
@@ -109,7 +101,7 @@ on_bus_message(GstBus *bus, GstMessage *msg, gpointer data)
 static int64_t
 capture_time_us(pps_capture_t *c, GstSample *sample, GstBuffer *buffer)
 {
-	int64_t now_us = realtime_us();
+	int64_t now_us = pps_time_realtime_us();
 	GstClock *clock = gst_element_get_clock(c->pipeline);
 	const GstSegment *segment = gst_sample_get_segment(sample);
 	int64_t age_ns;
@@ -604,8 +596,8 @@ play_until_first_frame(pps_capture_t *c, bool *timed_out)
 		pthread_mutex_unlock(&c->lock);
 	}
 	/* Wait for the first frame: it proves the source exists and negotiates. */
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += START_TIMEOUT_S;
+	deadline = pps_time_ns_to_timespec(pps_time_realtime_ns() +
+	                                   (int64_t)START_TIMEOUT_S * PPS_TIME_NS_PER_S);
 	pthread_mutex_lock(&c->lock);
 	while (!c->got_frame && !c->failed && r == 0)
 		r = pthread_cond_timedwait(&c->cond, &c->lock, &deadline);

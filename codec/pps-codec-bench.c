@@ -12,6 +12,7 @@
  */
 #include "pps-codec-testutil.h"
 #include "pps-version.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <math.h>
@@ -114,15 +115,6 @@ on_adu(pps_adu_t *adu, void *user)
 	l->adus[l->count++] = adu;
 }
 
-static double
-now_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int
 encode(const options_t *o, int quality, int base_crf, adu_list_t *out, pps_encoder_stats_t *stats,
        pps_stream_params_t *stream, double *wall_s)
@@ -151,13 +143,13 @@ encode(const options_t *o, int quality, int base_crf, adu_list_t *out, pps_encod
 		return -1;
 	}
 	memset(out, 0, sizeof(*out));
-	t0 = now_s(CLOCK_MONOTONIC);
+	t0 = (double)pps_time_monotonic_ns() / 1e9;
 	for (int n = 0; n < captured; n++)
 		if (pps_encoder_encode(e, source[n], on_adu, out) < 0) {
 			fprintf(stderr, "pps-codec-bench: encode failed at frame %d\n", n);
 			return -1;
 		}
-	*wall_s = now_s(CLOCK_MONOTONIC) - t0;
+	*wall_s = (double)pps_time_monotonic_ns() / 1e9 - t0;
 	pps_encoder_get_stats(e, stats);
 	pps_encoder_get_stream_params(e, stream);
 	pps_encoder_free(e);

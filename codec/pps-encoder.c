@@ -35,6 +35,7 @@
  * next x264; layer q >= 2 codes the residual against layer q - 1's result.
  */
 #include "pps-codec-internal.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -108,15 +109,6 @@ struct pps_encoder {
 	bool rates_pending;
 	pps_encoder_stats_t stats;
 };
-
-static uint64_t
-thread_cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 void
 pps_encoder_params_from_config(pps_encoder_params_t *p, const pps_config_t *c)
@@ -751,7 +743,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		e->idr_requested = false;
 	}
 	s = &e->slot[idx];
-	t0 = thread_cpu_us();
+	t0 = (uint64_t)pps_time_thread_cpu_us();
 	pps_frame_copy(s->source, frame);
 	s->frame_index = n;
 	s->capture_us = frame->capture_us;
@@ -763,7 +755,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 	r = layer_feed(e, 0, s->base, x264_type_of(s->type), 0, idx + 1);
 	if (r == 0 && (s->type == PPS_ADU_FRAME_IDR || s->type == PPS_ADU_FRAME_P))
 		r = layer_flush(e, 0, s->base);
-	e->stats.cpu_us[0] += thread_cpu_us() - t0;
+	e->stats.cpu_us[0] += (uint64_t)pps_time_thread_cpu_us() - t0;
 	e->next_frame++;
 	e->stats.frames++;
 	if (r < 0)
@@ -772,7 +764,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		return 0; /* B frames wait for their anchor */
 
 	for (int q = 1; q < e->layers && r == 0; q++) {
-		t0 = thread_cpu_us();
+		t0 = (uint64_t)pps_time_thread_cpu_us();
 		e->layer[q].order_count = 0;
 		for (int i = 0; i <= idx && r == 0; i++) {
 			make_residual(e->residual, e->slot[i].source, e->slot[i].prediction);
@@ -781,7 +773,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		/* e->residual now holds the anchor's residual: the filler source. */
 		if (r == 0)
 			r = layer_flush(e, q, e->residual);
-		e->stats.cpu_us[q] += thread_cpu_us() - t0;
+		e->stats.cpu_us[q] += (uint64_t)pps_time_thread_cpu_us() - t0;
 	}
 	if (r == 0)
 		r = emit_round(e, idx + 1, cb, user);

@@ -3,10 +3,19 @@
  * The one table of configuration keys. The loader validates against it, the
  * example INI files and the README's option reference are generated from it
  * (`pps-config-doc`), and a test checks that both match.
+ *
+ * The choices of an enum key that a module turns into its own enum are that
+ * module's name table (pps_minbuf_mode_names, pps_playout_policy_names, ...),
+ * indexed by the enum: the module owns the spelling, and the index the loader
+ * returns is the enum value. The lists that stay here are passed on as
+ * strings (x264 presets, test patterns) or read only by the capture code.
  */
 #include "pps-config.h"
 
 #include "pps-adapt.h"
+#include "pps-client-policy.h"
+#include "pps-minbuf.h"
+#include "pps-prioritizer.h"
 
 #include <string.h>
 
@@ -45,13 +54,6 @@ static const char *const timecode_modes[] = {"auto", "true", "false", NULL};
 static const char *const test_patterns[] = {"ball", "smpte", "snow", "bar", "pinwheel", NULL};
 static const char *const x264_presets[] = {"ultrafast", "superfast", "veryfast", "faster",
                                            "fast",      "medium",    NULL};
-static const char *const priority_policies[] = {"temporal-first", "quality-first", "balanced",
-                                                NULL};
-static const char *const transport_modes[] = {"tcp", "minbuf", NULL};
-static const char *const congestion_controls[] = {"default", "cubic", "reno", "bbr", NULL};
-static const char *const playout_policies[] = {"fixed", "asap", "adaptive", "smooth", NULL};
-static const char *const display_modes[] = {"auto", "sdl", "none", NULL};
-static const char *const clock_modes[] = {"auto", "shared", "estimate", NULL};
 
 static const pps_config_key_t keys[] = {
     /* [server] */
@@ -124,7 +126,7 @@ static const pps_config_key_t keys[] = {
         "frames per adaptation window (the papers use 2 and 4 at 30 frames/s)"),
     INT("pps", "latency_budget_ms", "250", 10, 10000, SERVER,
         "a window's send deadline is its first frame's capture time plus this"),
-    ENUM("pps", "priority_policy", "temporal-first", priority_policies, SERVER,
+    ENUM("pps", "priority_policy", "temporal-first", pps_priority_policy_names, SERVER,
          "what to drop first: temporal-first keeps frame rate, quality-first keeps quality"),
     INT("pps", "base_grace_ms", "1000", 0, 10000, SERVER,
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
@@ -134,13 +136,13 @@ static const pps_config_key_t keys[] = {
 
     /* [transport] */
     ENUM(
-        "transport", "mode", "minbuf", transport_modes, SERVER,
+        "transport", "mode", "minbuf", pps_minbuf_mode_names, SERVER,
         "tcp (kernel send buffer) or minbuf (at most A*cwnd + min(B, cwnd) packets in the kernel)"),
     INT("transport", "minbuf_a", "1", 1, 16, SERVER,
         "MIN_BUF A: multiple of cwnd kept in the kernel"),
     INT("transport", "minbuf_b", "3", 0, 64, SERVER, "MIN_BUF B: extra packets kept in the kernel"),
     BOOL("transport", "ecn", "false", SERVER, "negotiate ECN on each connection"),
-    ENUM("transport", "congestion", "default", congestion_controls, SERVER,
+    ENUM("transport", "congestion", "default", pps_minbuf_congestion_names, SERVER,
          "TCP congestion control per connection; default = the system's"),
     BOOL("transport", "thin_linear_timeouts", "false", SERVER,
          "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
@@ -187,12 +189,12 @@ static const pps_config_key_t keys[] = {
         "largest wire record accepted from the server"),
     INT("client", "clock_ping_interval_ms", "1000", 100, 60000, CLIENT,
         "interval between CLOCK_PING records for the clock offset estimate"),
-    ENUM("client", "clock", "auto", clock_modes, CLIENT,
+    ENUM("client", "clock", "auto", pps_clock_mode_names, CLIENT,
          "shared (same host), estimate (apply the PING/PONG offset), or auto (apply it "
          "only if it exceeds its uncertainty)"),
 
     /* [playout] */
-    ENUM("playout", "policy", "asap", playout_policies, CLIENT,
+    ENUM("playout", "policy", "asap", pps_playout_policy_names, CLIENT,
          "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
          "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
          "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
@@ -202,7 +204,7 @@ static const pps_config_key_t keys[] = {
         "(server budget + measured round trip + 10 ms)"),
 
     /* [display] */
-    ENUM("display", "mode", "auto", display_modes, CLIENT,
+    ENUM("display", "mode", "auto", pps_display_mode_names, CLIENT,
          "auto (SDL window if a display is available), sdl or none"),
     STRING("display", "output", "", CLIENT, "write shown frames to this .y4m file"),
 

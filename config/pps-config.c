@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "pps-config.h"
+#include "pps-names.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -105,14 +106,14 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 		*number = 0;
 		return pps_config_split_address(text, host, sizeof(host), port, sizeof(port));
 	}
-	case PPS_CONFIG_TYPE_ENUM:
-		for (int i = 0; key->choices[i]; i++) {
-			if (strcmp(key->choices[i], text) == 0) {
-				*number = i;
-				return 0;
-			}
-		}
-		return -EINVAL;
+	case PPS_CONFIG_TYPE_ENUM: {
+		int i = pps_names_find(key->choices, text);
+
+		if (i < 0)
+			return i;
+		*number = i;
+		return 0;
+	}
 	}
 	return -EINVAL;
 }

@@ -4,6 +4,7 @@
  * for every key's name, range, choices, default and help.
  */
 #include "pps-gst.h"
+#include "pps-names.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,10 +79,9 @@ enum_type(const pps_config_key_t *k)
 static int
 choice_index(const pps_config_key_t *k, const char *value)
 {
-	for (int i = 0; k->choices[i]; i++)
-		if (strcmp(k->choices[i], value) == 0)
-			return i;
-	return 0;
+	int i = pps_names_find(k->choices, value);
+
+	return i < 0 ? 0 : i;
 }
 
 void

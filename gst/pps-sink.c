@@ -18,6 +18,7 @@
  */
 #include "pps-gst.h"
 #include "pps-server-lib.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -352,7 +353,7 @@ gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 static int64_t
 capture_time_us(GstPpsSink *sink, GstBuffer *buffer)
 {
-	int64_t now_us = pps_server_now_us();
+	int64_t now_us = pps_time_realtime_us();
 	GstClock *clock = gst_element_get_clock(GST_ELEMENT(sink));
 	GstClockTime running;
 	gint64 age_ns;

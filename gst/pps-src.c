@@ -20,6 +20,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-gst.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -538,7 +539,7 @@ gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
 		GstClockTime now = gst_clock_get_time(clock);
 		GstClockTime base = gst_element_get_base_time(GST_ELEMENT(src));
 		gint64 waited_ns =
-		    (pps_client_realtime_us(NULL) - item->display_us) * (gint64)GST_USECOND;
+		    (pps_time_realtime_us() - item->display_us) * (gint64)GST_USECOND;
 		GstClockTime running = now > base ? now - base : 0;
 
 		if (waited_ns < 0)

@@ -34,8 +34,11 @@ typedef enum {
 	PPS_PRIORITY_TEMPORAL_FIRST = 0, /* keep frame rate: drop quality layers first */
 	PPS_PRIORITY_QUALITY_FIRST = 1,  /* keep picture quality: drop frames first */
 	PPS_PRIORITY_BALANCED = 2,       /* alternate: layer sum t + q, then t */
+	PPS_PRIORITY_POLICY_COUNT
 } pps_priority_policy_t;
 
+/* The names, indexed by the enum, NULL-terminated: [pps] priority_policy's choices. */
+extern const char *const pps_priority_policy_names[];
 /* "temporal-first", "quality-first", "balanced" (the config spelling). */
 const char *pps_priority_policy_name(pps_priority_policy_t policy);
 /* The policy for a name, or -EINVAL. */

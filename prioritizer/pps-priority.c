@@ -19,25 +19,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const policy_names[] = {
+const char *const pps_priority_policy_names[] = {
     [PPS_PRIORITY_TEMPORAL_FIRST] = "temporal-first",
     [PPS_PRIORITY_QUALITY_FIRST] = "quality-first",
     [PPS_PRIORITY_BALANCED] = "balanced",
+    [PPS_PRIORITY_POLICY_COUNT] = NULL,
 };
+_Static_assert(sizeof(pps_priority_policy_names) / sizeof(pps_priority_policy_names[0]) ==
+                   PPS_PRIORITY_POLICY_COUNT + 1,
+               "a name for every pps_priority_policy_t");
 
 const char *
 pps_priority_policy_name(pps_priority_policy_t policy)
 {
-	if ((unsigned)policy < sizeof(policy_names) / sizeof(policy_names[0]))
-		return policy_names[policy];
+	if ((unsigned)policy < PPS_PRIORITY_POLICY_COUNT)
+		return pps_priority_policy_names[policy];
 	return "unknown";
 }
 
 int
 pps_priority_policy_from_name(const char *name)
 {
-	for (unsigned i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++) {
-		if (strcmp(policy_names[i], name) == 0)
+	for (unsigned i = 0; i < PPS_PRIORITY_POLICY_COUNT; i++) {
+		if (strcmp(pps_priority_policy_names[i], name) == 0)
 			return (int)i;
 	}
 	return -EINVAL;

@@ -10,6 +10,7 @@
  * connections in any state.
  */
 #include "pps-server-lib.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -57,7 +58,7 @@ static int64_t
 listener_now(const pps_listener_t *l)
 {
 	return l->params.session.clock_cb ? l->params.session.clock_cb(l->params.session.clock_user)
-	                                  : pps_server_now_us();
+	                                  : pps_time_realtime_us();
 }
 
 /* A flood of refused connections must not become a flood of log lines. */

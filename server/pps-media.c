@@ -10,6 +10,7 @@
  * the loop is PPS_MEDIA_QUEUE_ITEMS items behind.
  */
 #include "pps-server-internal.h"
+#include "pps-time.h"
 
 #include "pps-codec.h"
 
@@ -352,13 +353,13 @@ idr_now(pps_media_t *m, int64_t now)
 static void
 idr_timer_cb(evutil_socket_t fd, short what, void *user)
 {
-	idr_now(user, pps_server_now_us());
+	idr_now(user, pps_time_realtime_us());
 }
 
 void
 pps_media_request_idr(pps_media_t *m)
 {
-	int64_t now = pps_server_now_us();
+	int64_t now = pps_time_realtime_us();
 	int64_t wait_us;
 	struct timeval tv;
 

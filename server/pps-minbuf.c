@@ -4,6 +4,8 @@
  * documented in pps-minbuf.h; this file comments the kernel details they rest on.
  */
 #include "pps-minbuf.h"
+#include "pps-names.h"
+#include "pps-socket.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -94,9 +96,6 @@ typedef struct {
 	bool capped; /* the latency cap, not cwnd, set the bound */
 } info_t;
 
-static const char *const mode_names[] = {"tcp", "minbuf"};
-static const char *const congestion_names[] = {"default", "cubic", "reno", "bbr"};
-
 void
 pps_minbuf_params_init(pps_minbuf_params_t *params)
 {
@@ -111,37 +110,35 @@ pps_minbuf_params_init(pps_minbuf_params_t *params)
 const char *
 pps_minbuf_mode_name(pps_minbuf_mode_t mode)
 {
-	return (unsigned)mode < 2 ? mode_names[mode] : "?";
+	return pps_names_get(pps_minbuf_mode_names, (int)mode, "?");
 }
 
 int
 pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out)
 {
-	for (unsigned i = 0; i < 2; i++) {
-		if (strcmp(name, mode_names[i]) == 0) {
-			*out = (pps_minbuf_mode_t)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int i = pps_names_find(pps_minbuf_mode_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_minbuf_mode_t)i;
+	return 0;
 }
 
 const char *
 pps_minbuf_congestion_name(pps_minbuf_congestion_t cc)
 {
-	return (unsigned)cc < 4 ? congestion_names[cc] : "?";
+	return pps_names_get(pps_minbuf_congestion_names, (int)cc, "?");
 }
 
 int
 pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
 {
-	for (unsigned i = 0; i < 4; i++) {
-		if (strcmp(name, congestion_names[i]) == 0) {
-			*out = (pps_minbuf_congestion_t)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int i = pps_names_find(pps_minbuf_congestion_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_minbuf_congestion_t)i;
+	return 0;
 }
 
 int
@@ -150,8 +147,8 @@ pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *o
 	if (!config || !out)
 		return -EINVAL;
 	pps_minbuf_params_init(out);
-	/* The config's choice lists are in the enums' order ("tcp", "minbuf";
-	 * "default", "cubic", "reno", "bbr"): see config/pps-config-keys.c. */
+	/* The keys' choices are pps_minbuf_mode_names and
+	 * pps_minbuf_congestion_names: a choice index is the enum value. */
 	out->mode = (pps_minbuf_mode_t)pps_config_get_enum(config, "transport", "mode");
 	out->a = (unsigned)pps_config_get_int(config, "transport", "minbuf_a");
 	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
@@ -164,18 +161,37 @@ pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *o
 	return 0;
 }
 
-static int
-set_int_opt(int fd, int level, int name, int val)
-{
-	if (setsockopt(fd, level, name, &val, sizeof(val)) < 0)
-		return -errno;
-	return 0;
-}
-
 static void
 hist_add(uint64_t *hist, uint32_t v)
 {
 	hist[v < PPS_MINBUF_HIST_PKTS - 1 ? v : PPS_MINBUF_HIST_PKTS - 1]++;
+}
+
+uint32_t
+pps_minbuf_bound_pkts(unsigned a, unsigned b, uint32_t cwnd_pkts)
+{
+	return a * cwnd_pkts + (b < cwnd_pkts ? b : cwnd_pkts);
+}
+
+int
+pps_minbuf_check_packet(int fd, size_t mss_bytes, unsigned a, unsigned b, uint32_t pulled_pkts,
+                        pps_minbuf_check_t *out)
+{
+	struct tcp_info ti;
+	uint32_t mss = (uint32_t)mss_bytes;
+	int outq = 0, r;
+
+	if (mss_bytes == 0 || mss_bytes > UINT32_MAX)
+		return -EINVAL;
+	if ((r = pps_socket_get_tcp_info(fd, &ti, sizeof(ti), NULL)) < 0 ||
+	    (r = pps_socket_get_outq_bytes(fd, &outq)) < 0)
+		return r;
+	out->held_pkts = ((uint32_t)outq + mss - 1) / mss + pulled_pkts + 1;
+	out->notsent_pkts = (ti.tcpi_notsent_bytes + mss - 1) / mss;
+	out->bound_pkts = pps_minbuf_bound_pkts(a, b, ti.tcpi_snd_cwnd) + ti.tcpi_sacked;
+	out->over_pkts = (int32_t)out->held_pkts - (int32_t)out->bound_pkts;
+	out->mss_bytes = ti.tcpi_snd_mss;
+	return 0;
 }
 
 static int
@@ -183,10 +199,11 @@ read_info(pps_minbuf_t *w, info_t *out)
 {
 	uint8_t raw[sizeof(struct tcp_info) + 128];
 	struct tcp_info ti;
-	socklen_t len = sizeof(raw);
+	size_t len;
+	int r;
 
-	if (getsockopt(w->fd, IPPROTO_TCP, TCP_INFO, raw, &len) < 0)
-		return -errno;
+	if ((r = pps_socket_get_tcp_info(w->fd, raw, sizeof(raw), &len)) < 0)
+		return r;
 	memset(&ti, 0, sizeof(ti));
 	memcpy(&ti, raw, len < sizeof(ti) ? len : sizeof(ti));
 
@@ -201,9 +218,7 @@ read_info(pps_minbuf_t *w, info_t *out)
 	s->notsent_bytes = ti.tcpi_notsent_bytes;
 	s->srtt_us = ti.tcpi_rtt;
 	s->held_pkts = ti.tcpi_unacked + (ti.tcpi_notsent_bytes + s->mss_bytes - 1) / s->mss_bytes;
-	uint32_t cw = ti.tcpi_snd_cwnd;
-	uint32_t b = w->params.b < cw ? w->params.b : cw;
-	uint32_t bound = w->params.a * cw + b;
+	uint32_t bound = pps_minbuf_bound_pkts(w->params.a, w->params.b, ti.tcpi_snd_cwnd);
 	if (w->cap_pkts && w->cap_pkts < bound) {
 		bound = w->cap_pkts;
 		out->capped = true;
@@ -272,7 +287,7 @@ set_lowat(pps_minbuf_t *w, int val)
 {
 	if (val == w->lowat_bytes)
 		return 0;
-	int r = set_int_opt(w->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, val);
+	int r = pps_socket_set_notsent_lowat(w->fd, val);
 	if (r == 0)
 		w->lowat_bytes = val;
 	return r;
@@ -283,7 +298,7 @@ set_sndbuf(pps_minbuf_t *w, int req)
 {
 	if (req == w->sndbuf_req)
 		return 0;
-	int r = set_int_opt(w->fd, SOL_SOCKET, SO_SNDBUF, req);
+	int r = pps_socket_set_sndbuf(w->fd, req);
 	if (r == 0)
 		w->sndbuf_req = req;
 	return r;
@@ -328,9 +343,9 @@ cork_push(pps_minbuf_t *w)
 {
 	/* Uncorking pushes the partial tail (IWQoS 2002 section 2.3); corking
 	 * again keeps the next packets whole. */
-	int r = set_int_opt(w->fd, IPPROTO_TCP, TCP_CORK, 0);
+	int r = pps_socket_set_cork(w->fd, false);
 	if (r == 0)
-		r = set_int_opt(w->fd, IPPROTO_TCP, TCP_CORK, 1);
+		r = pps_socket_set_cork(w->fd, true);
 	if (r == 0)
 		w->stats.pushes++;
 	return r;
@@ -374,10 +389,8 @@ arm_wait(pps_minbuf_t *w, const info_t *in)
 	}
 
 	uint32_t mi[SK_MEMINFO_VARS];
-	socklen_t len = sizeof(mi);
-	memset(mi, 0, sizeof(mi));
-	if (getsockopt(w->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
-		return -errno;
+	if ((r = pps_socket_get_meminfo(w->fd, mi, SK_MEMINFO_VARS)) < 0)
+		return r;
 	int64_t wq = mi[SK_MEMINFO_WMEM_QUEUED];
 	w->gate_wq_bytes = wq;
 	/* Writable iff sndbuf - wq >= wq / 2 (sk_stream_wspace vs
@@ -698,9 +711,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	int r;
 
 	if (!base || fd < 0 || !params || !fill || params->a < 1 || params->a > 1024 ||
-	    params->b > 1u << 20 ||
-	    (params->mode != PPS_MINBUF_MODE_TCP && params->mode != PPS_MINBUF_MODE_MINBUF) ||
-	    (unsigned)params->congestion > PPS_MINBUF_CONGESTION_BBR) {
+	    params->b > 1u << 20 || (unsigned)params->mode >= PPS_MINBUF_MODE_COUNT ||
+	    (unsigned)params->congestion >= PPS_MINBUF_CONGESTION_COUNT) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -729,48 +741,35 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 		goto err_free;
 	}
 
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		r = -errno;
+	if ((r = pps_socket_set_nonblocking(fd)) < 0)
 		goto err_buf;
-	}
 	/* TCP_NODELAY on: uncorking then sends the sub-MSS tail at once. With
 	 * Nagle on, the kernel's Minshall check holds that tail while an earlier
 	 * short packet is unacked; corking again right after keeps it held until
 	 * the next push, one window later, where it merges with the next
 	 * window's first packet. On loopback the ACK comes back before the next
 	 * write, which is why only real RTTs showed it (a frame interval). */
-	if ((r = set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1)) < 0 ||
-	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_CORK, 1)) < 0)
+	if ((r = pps_socket_set_nodelay(fd, true)) < 0 || (r = pps_socket_set_cork(fd, true)) < 0)
 		goto err_buf;
-	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT) {
-		const char *name = congestion_names[params->congestion];
-		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) <
-		    0) {
-			r = -errno;
-			goto err_buf;
-		}
-	}
-	if (params->thin_linear_timeouts &&
-	    (r = set_int_opt(fd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1)) < 0)
+	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT &&
+	    (r = pps_socket_set_congestion(fd, pps_minbuf_congestion_names[params->congestion])) <
+	        0)
+		goto err_buf;
+	if (params->thin_linear_timeouts && (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)
 		goto err_buf;
 	/* Any SO_MAX_PACING_RATE but ~0U ("unlimited") marks the socket as
 	 * needing pacing, and without the fq qdisc TCP then paces itself at
 	 * its congestion control's rate; this cap is far above any path. */
-	if (params->pacing && (r = set_int_opt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, INT_MAX)) < 0)
+	if (params->pacing && (r = pps_socket_set_max_pacing_rate(fd, INT_MAX)) < 0)
 		goto err_buf;
 
 	if (params->mode == PPS_MINBUF_MODE_MINBUF) {
 		/* Learn the kernel's SO_SNDBUF floor (SOCK_MIN_SNDBUF), below which
 		 * the SO_SNDBUF wake-up cannot be armed, then open the buffer. */
 		int v = 0;
-		socklen_t vl = sizeof(v);
-		if ((r = set_int_opt(fd, SOL_SOCKET, SO_SNDBUF, 1)) < 0)
+		if ((r = pps_socket_set_sndbuf(fd, 1)) < 0 ||
+		    (r = pps_socket_get_sndbuf(fd, &v)) < 0)
 			goto err_buf;
-		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &vl) < 0) {
-			r = -errno;
-			goto err_buf;
-		}
 		w->sndbuf_min_bytes = v;
 		if ((r = open_gates(w)) < 0)
 			goto err_buf;

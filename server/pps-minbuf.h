@@ -123,6 +123,7 @@ typedef struct pps_config pps_config_t;
 typedef enum {
 	PPS_MINBUF_MODE_TCP = 0, /* "tcp": kernel default buffering (baseline) */
 	PPS_MINBUF_MODE_MINBUF,  /* "minbuf": A*cwnd + min(B, cwnd) + sacked */
+	PPS_MINBUF_MODE_COUNT
 } pps_minbuf_mode_t;
 
 typedef enum {
@@ -130,7 +131,33 @@ typedef enum {
 	PPS_MINBUF_CONGESTION_CUBIC,
 	PPS_MINBUF_CONGESTION_RENO,
 	PPS_MINBUF_CONGESTION_BBR,
+	PPS_MINBUF_CONGESTION_COUNT
 } pps_minbuf_congestion_t;
+
+/*
+ * The names of the modes and congestion controls, indexed by the enum and
+ * NULL-terminated: the one spelling that config ([transport] mode and
+ * congestion refer to these arrays as their choices, so a choice index is the
+ * enum value), CLI, logs and TCP_CONGESTION use. Defined here rather than in
+ * pps-minbuf.c so that config/ reads them without linking this library, which
+ * itself reads config (no link cycle).
+ */
+static const char *const pps_minbuf_mode_names[] = {
+    [PPS_MINBUF_MODE_TCP] = "tcp",
+    [PPS_MINBUF_MODE_MINBUF] = "minbuf",
+    [PPS_MINBUF_MODE_COUNT] = NULL,
+};
+static const char *const pps_minbuf_congestion_names[] = {
+    [PPS_MINBUF_CONGESTION_DEFAULT] = "default", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
+    [PPS_MINBUF_CONGESTION_RENO] = "reno",       [PPS_MINBUF_CONGESTION_BBR] = "bbr",
+    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_minbuf_mode_names) / sizeof(pps_minbuf_mode_names[0]) ==
+                   PPS_MINBUF_MODE_COUNT + 1,
+               "a name for every pps_minbuf_mode_t");
+_Static_assert(sizeof(pps_minbuf_congestion_names) / sizeof(pps_minbuf_congestion_names[0]) ==
+                   PPS_MINBUF_CONGESTION_COUNT + 1,
+               "a name for every pps_minbuf_congestion_t");
 
 #define PPS_DEFAULT_MINBUF_A 1
 #define PPS_DEFAULT_MINBUF_B 3
@@ -158,7 +185,38 @@ void pps_minbuf_params_init(pps_minbuf_params_t *params);
 /* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts, pacing. */
 int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
-/* Names shared by config, CLI and logs: "tcp"/"minbuf", "default"/"cubic"/... */
+/*
+ * The MIN_BUF bound for a congestion window of @cwnd_pkts, in packets:
+ * A * cwnd + min(B, cwnd). The packets SACKed out (left the network, still
+ * unacked) are added to it by whoever reads them with the window.
+ */
+uint32_t pps_minbuf_bound_pkts(unsigned a, unsigned b, uint32_t cwnd_pkts);
+
+/* One independent check of the bound (below). */
+typedef struct {
+	uint32_t held_pkts;    /* ceil(SIOCOUTQ / mss) + packets pulled before + 1 */
+	uint32_t notsent_pkts; /* ceil(tcpi_notsent_bytes / mss) */
+	uint32_t bound_pkts;   /* pps_minbuf_bound_pkts(a, b, tcpi_snd_cwnd) + tcpi_sacked */
+	int32_t over_pkts;     /* held - bound: > 0 is over the bound */
+	uint32_t mss_bytes;    /* tcpi_snd_mss */
+} pps_minbuf_check_t;
+
+/*
+ * Checks from outside the writer, with a TCP_INFO and a SIOCOUTQ of its own,
+ * that the packet a fill callback is about to hand over keeps @fd within the
+ * bound: called from the callback, before that packet is counted in
+ * @pulled_pkts (packets already pulled for the same write, not yet in the
+ * kernel). For tests, the protocol benchmark and the web viewer's check. An
+ * ACK between the writer's reading and this one only lowers held; a cwnd
+ * reduction in between can put one write's packets over (rare, tolerated by
+ * the netlab suite). @mss_bytes is the MSS the writer passed to the callback.
+ * Returns 0 and fills @out, -EINVAL for @mss_bytes 0, or the socket's -errno.
+ */
+int pps_minbuf_check_packet(int fd, size_t mss_bytes, unsigned a, unsigned b, uint32_t pulled_pkts,
+                            pps_minbuf_check_t *out);
+
+/* Lookups in the tables above. A name for a value out of range is "?"; a
+ * name not in the table is -EINVAL (*out untouched), otherwise 0. */
 const char *pps_minbuf_mode_name(pps_minbuf_mode_t mode);
 int pps_minbuf_mode_from_name(const char *name, pps_minbuf_mode_t *out);
 const char *pps_minbuf_congestion_name(pps_minbuf_congestion_t cc);

@@ -5,6 +5,7 @@
  * (adapt/), and what it decides to the encoder (applied at its next mini-GOP).
  */
 #include "pps-server-lib.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -60,7 +61,7 @@ step_cb(evutil_socket_t fd, short what, void *user)
 	uint64_t encoded_bps[PPS_ADU_MAX_QUALITY_LAYERS] = {0};
 	pps_media_stats_t ms;
 	pps_layer_rates_t r;
-	int64_t now = pps_server_now_us();
+	int64_t now = pps_time_realtime_us();
 	double dt = (double)(now - a->last_us) / 1e6;
 
 	pps_media_get_stats(a->media, &ms);
@@ -129,7 +130,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wir
 	pps_ratealloc_get(a->ratealloc, &r);
 	to_encoder_rates(&r, ap.quality_layers, &er);
 	pps_media_set_rates(media, &er);
-	a->last_us = pps_server_now_us();
+	a->last_us = pps_time_realtime_us();
 	a->timer = event_new(base, -1, EV_PERSIST, step_cb, a);
 	tv.tv_sec = (time_t)(ap.interval_us / 1000000);
 	tv.tv_usec = (suseconds_t)(ap.interval_us % 1000000);

@@ -26,8 +26,6 @@
 
 struct event_base;
 
-int64_t pps_server_now_us(void); /* CLOCK_REALTIME, the clock of capture times */
-
 /* ---- media ------------------------------------------------------------- */
 
 /* Bounded hand-over between the encoder thread and the loop. Past it the
@@ -112,7 +110,7 @@ typedef struct {
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
 	int64_t hello_timeout_us;
-	pps_session_clock_cb clock_cb; /* NULL: pps_server_now_us() */
+	pps_session_clock_cb clock_cb; /* NULL: pps_time_realtime_us() */
 	void *clock_user;
 } pps_session_params_t;
 
@@ -128,6 +126,9 @@ typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
 #define PPS_SESSION_LOSS_IDR_INTERVAL_US 2000000
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
+/* A session for the accepted socket @fd, which it owns from then on (closed by
+ * pps_session_free). NULL with errno set (EINVAL for missing arguments or
+ * path parameters out of range, ENOMEM), the caller still owning @fd. */
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
                                socklen_t addr_len, unsigned id, const pps_session_params_t *params,
                                pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,

@@ -5,6 +5,7 @@
  * (the encoder's targets and output, and the IDR requests so far).
  */
 #include "pps-server-lib.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -134,7 +135,7 @@ static void
 tick_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_server_log_t *g = user;
-	int64_t now = pps_server_now_us();
+	int64_t now = pps_time_realtime_us();
 	pps_media_stats_t ms;
 	pps_encoder_rates_t rates;
 	uint64_t v[PPS_ADU_MAX_QUALITY_LAYERS];
@@ -198,7 +199,7 @@ pps_server_log_new(struct event_base *base, const char *path, int quality_layers
 		snprintf(err, err_size, "--log %s: %s", path, strerror(errno));
 		goto err;
 	}
-	g->last_us = pps_server_now_us();
+	g->last_us = pps_time_realtime_us();
 	g->timer = event_new(base, -1, EV_PERSIST, tick_cb, g);
 	if (!g->timer || event_add(g->timer, &one_s) < 0) {
 		snprintf(err, err_size, "event loop: cannot create the --log timer");

@@ -5,6 +5,7 @@
  * --stats-json), read from the media and listener objects.
  */
 #include "pps-server-lib.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +40,7 @@ pps_server_report_new(pps_media_t *media, pps_listener_t *listener, int quality_
 	r->listener = listener;
 	r->quality_layers = quality_layers;
 	r->rate_adaptive = rate_adaptive;
-	r->start_us = r->last_status_us = pps_server_now_us();
+	r->start_us = r->last_status_us = pps_time_realtime_us();
 	return r;
 }
 
@@ -93,7 +94,7 @@ pps_server_report_status(pps_server_report_t *srv)
 {
 	pps_media_stats_t ms;
 	pps_listener_stats_t ls;
-	int64_t now = pps_server_now_us();
+	int64_t now = pps_time_realtime_us();
 	double dt = (double)(now - srv->last_status_us) / 1e6;
 	char line[2048];
 	status_line_t sl = {.line = line, .size = sizeof(line)};
@@ -258,7 +259,7 @@ pps_server_report_final(const pps_server_report_t *srv, bool quiet, const char *
 	final_t f = {.quiet = quiet};
 	struct rusage ru;
 	int ret = 0;
-	double secs = (double)(pps_server_now_us() - srv->start_us) / 1e6;
+	double secs = (double)(pps_time_realtime_us() - srv->start_us) / 1e6;
 
 	pps_media_get_stats(srv->media, &ms);
 	pps_listener_get_stats(srv->listener, &ls);

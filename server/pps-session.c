@@ -6,6 +6,8 @@
  * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
  */
 #include "pps-server-internal.h"
+#include "pps-socket.h"
+#include "pps-time.h"
 #include "pps-web.h"
 #include "pps-websocket.h"
 
@@ -52,26 +54,17 @@ struct pps_session {
 	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
 };
 
-int64_t
-pps_server_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int
 pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 {
 	uint8_t buf[512];
 	long n = pps_wire_encode(record, buf, sizeof(buf));
-	int off = 0;
 
 	if (n < 0)
 		return (int)n;
-	/* Uncork so the record leaves now; it is the last thing we say. */
-	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	/* Uncork so the record leaves now; it is the last thing we say. If
+	 * uncorking fails the send below still queues it (and reports). */
+	(void)pps_socket_set_cork(fd, false);
 	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 		return -errno;
 	return 0;
@@ -81,7 +74,8 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 static int64_t
 session_now(const pps_session_t *s)
 {
-	return s->params.clock_cb ? s->params.clock_cb(s->params.clock_user) : pps_server_now_us();
+	return s->params.clock_cb ? s->params.clock_cb(s->params.clock_user)
+	                          : pps_time_realtime_us();
 }
 
 static void
@@ -523,9 +517,15 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
                 unsigned id, const pps_session_params_t *params, pps_session_ready_cb ready_cb,
                 pps_session_closed_cb closed_cb, void *user)
 {
-	pps_session_t *s = calloc(1, sizeof(*s));
+	pps_session_t *s;
 	struct timeval hello_tv;
+	int err = ENOMEM; /* what a failed libevent or allocation call means */
 
+	if (!base || fd < 0 || !params || !ready_cb || !closed_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto err;
 	s->base = base;
@@ -541,6 +541,8 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
 	s->path = pps_path_new(&params->path);
+	if (!s->path)
+		err = errno; /* EINVAL: the path parameters */
 	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
 	s->deadline_timer = evtimer_new(base, deadline_cb, s);
 	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
@@ -553,10 +555,10 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	return s;
 
 err_free:
+	s->fd = -1; /* the caller keeps its socket when there is no session */
 	pps_session_free(s);
-	s = NULL;
 err:
-	errno = ENOMEM;
+	errno = err;
 	return NULL;
 }
 
@@ -576,7 +578,8 @@ pps_session_free(pps_session_t *s)
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
 	pps_web_free(s->web);
-	close(s->fd);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s);
 }
 

@@ -3,17 +3,16 @@
  * HTTP/1.1 and WebSocket on a session's socket: see pps-web.h.
  */
 #include "pps-web.h"
+#include "pps-minbuf.h"
+#include "pps-socket.h"
 #include "pps-websocket.h"
 
 #include <errno.h>
 #include <event2/event.h>
-#include <linux/sockios.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -280,7 +279,6 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 	uint16_t code;
 	size_t n = 0, header;
 	long rec;
-	int off = 0;
 
 	if (!w->reader)
 		return;
@@ -302,7 +300,7 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 		n += header + 2;
 	}
 	/* Uncorked, so it leaves now: it is the last thing said. */
-	setsockopt(w->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	(void)pps_socket_set_cork(w->fd, false); /* best effort; send() reports */
 	if (send(w->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		fprintf(stderr, "pps-server: http %s: close frame: %s\n", w->peer, strerror(errno));
 }
@@ -310,8 +308,13 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 pps_web_t *
 pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb, void *user)
 {
-	pps_web_t *w = calloc(1, sizeof(*w));
+	pps_web_t *w;
 
+	if (!base || fd < 0 || !peer || !done_cb) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		goto err;
 	w->base = base;
@@ -352,23 +355,14 @@ pps_web_free(pps_web_t *w)
 void
 pps_web_check_packet(pps_web_t *w, int fd, size_t mss_bytes, unsigned a, unsigned b)
 {
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	int outq = 0, over;
-	uint32_t held, bound, cwnd;
+	pps_minbuf_check_t c;
 
-	if (!w->check || mss_bytes == 0)
+	/* A socket error shows on the next write; the check skips this packet. */
+	if (!w->check || pps_minbuf_check_packet(fd, mss_bytes, a, b, w->batch_fills, &c) < 0)
 		return;
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 || ioctl(fd, SIOCOUTQ, &outq) < 0)
-		return;
-	held =
-	    ((uint32_t)outq + (uint32_t)mss_bytes - 1) / (uint32_t)mss_bytes + w->batch_fills + 1;
-	cwnd = ti.tcpi_snd_cwnd;
-	bound = a * cwnd + (b < cwnd ? b : cwnd) + ti.tcpi_sacked;
-	over = (int)held - (int)bound;
-	if (w->checks == 0 || over > w->max_over)
-		w->max_over = over;
-	w->checks_over += over > 0;
+	if (w->checks == 0 || c.over_pkts > w->max_over)
+		w->max_over = c.over_pkts;
+	w->checks_over += c.over_pkts > 0;
 	w->checks++;
 	w->batch_fills++;
 }

@@ -36,6 +36,7 @@
 #include <event2/event.h>
 
 #include "pps-minbuf.h"
+#include "pps-socket.h"
 
 #define SKIP             77
 #define TOTAL_BYTES      (12u * 1024u * 1024u)
@@ -92,14 +93,6 @@ static uint8_t
 pattern(uint64_t off)
 {
 	return (uint8_t)(off % 251u);
-}
-
-static int
-tcp_info_of(int fd, struct tcp_info *ti)
-{
-	socklen_t len = sizeof(*ti);
-	memset(ti, 0, sizeof(*ti));
-	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len);
 }
 
 static int
@@ -185,25 +178,21 @@ reader_main(void *arg)
 static void
 check_bound(ctx_t *c, size_t mss)
 {
-	struct tcp_info ti;
-	int outq = 0;
-	if (tcp_info_of(c->wfd, &ti) < 0 || ioctl(c->wfd, SIOCOUTQ, &outq) < 0) {
-		CHECK(0, "TCP_INFO/SIOCOUTQ: %s", strerror(errno));
+	pps_minbuf_check_t check;
+	int r =
+	    pps_minbuf_check_packet(c->wfd, mss, c->params.a, c->params.b, c->batch_fills, &check);
+	if (r < 0) {
+		CHECK(0, "TCP_INFO/SIOCOUTQ: %s", strerror(-r));
 		return;
 	}
-	uint32_t held = ((uint32_t)outq + (uint32_t)mss - 1) / (uint32_t)mss + c->batch_fills + 1;
-	uint32_t notsent = (ti.tcpi_notsent_bytes + (uint32_t)mss - 1) / (uint32_t)mss;
-	if (held > c->max_held_pkts)
-		c->max_held_pkts = held;
-	if (notsent > c->max_notsent_pkts)
-		c->max_notsent_pkts = notsent;
+	if (check.held_pkts > c->max_held_pkts)
+		c->max_held_pkts = check.held_pkts;
+	if (check.notsent_pkts > c->max_notsent_pkts)
+		c->max_notsent_pkts = check.notsent_pkts;
 	if (c->params.mode != PPS_MINBUF_MODE_MINBUF)
 		return;
-	uint32_t cw = ti.tcpi_snd_cwnd;
-	uint32_t bound = c->params.a * cw + (c->params.b < cw ? c->params.b : cw) + ti.tcpi_sacked;
-	int over = (int)held - (int)bound;
-	if (c->bound_checks == 0 || over > c->max_over)
-		c->max_over = over;
+	if (c->bound_checks == 0 || check.over_pkts > c->max_over)
+		c->max_over = check.over_pkts;
 	c->bound_checks++;
 }
 
@@ -217,7 +206,8 @@ fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 	/* The writer reads the MSS once per write: compare on a batch's first
 	 * packet (later ones may see the kernel resync mid-batch). */
 	struct tcp_info ti;
-	if (c->batch_fills == 0 && tcp_info_of(c->wfd, &ti) == 0 && ti.tcpi_snd_mss != mss)
+	if (c->batch_fills == 0 && pps_socket_get_tcp_info(c->wfd, &ti, sizeof(ti), NULL) == 0 &&
+	    ti.tcpi_snd_mss != mss)
 		c->mss_mismatch++;
 	if (mss != c->last_mss) {
 		if (c->n_mss_seen < 4)
@@ -294,18 +284,18 @@ connect_pair(int *wfd, int *rfd)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof(a);
-	int one = 1, maxseg = MAXSEG_BYTES, rcvbuf = RCVBUF_BYTES;
+	int e;
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int r = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0 || r < 0)
 		return -errno;
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)pps_socket_set_reuseaddr(l); /* an ephemeral port: only tidier */
 	/* Loopback's MSS is ~65 KB; 1448 makes packet counts realistic. Both
 	 * ends: the accepted socket inherits the listener's user MSS. */
-	if (setsockopt(l, IPPROTO_TCP, TCP_MAXSEG, &maxseg, sizeof(maxseg)) < 0 ||
-	    setsockopt(r, IPPROTO_TCP, TCP_MAXSEG, &maxseg, sizeof(maxseg)) < 0 ||
-	    setsockopt(r, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0)
-		return -errno;
+	if ((e = pps_socket_set_maxseg(l, MAXSEG_BYTES)) < 0 ||
+	    (e = pps_socket_set_maxseg(r, MAXSEG_BYTES)) < 0 ||
+	    (e = pps_socket_set_rcvbuf(r, RCVBUF_BYTES)) < 0)
+		return e;
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
 	    getsockname(l, (struct sockaddr *)&a, &al) < 0)
 		return -errno;
@@ -316,8 +306,7 @@ connect_pair(int *wfd, int *rfd)
 	if (*wfd < 0)
 		return -errno;
 	*rfd = r;
-	fcntl(r, F_SETFL, fcntl(r, F_GETFL) | O_NONBLOCK);
-	return 0;
+	return pps_socket_set_nonblocking(r);
 }
 
 static void
@@ -394,7 +383,7 @@ run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	pps_minbuf_stats_t st;
 	pps_minbuf_stats(c.w, &st);
 	struct tcp_info ti;
-	tcp_info_of(c.wfd, &ti);
+	(void)pps_socket_get_tcp_info(c.wfd, &ti, sizeof(ti), NULL); /* zeros if it fails */
 
 	printf("%s mode=%s A=%u B=%u: produced %llu received %llu\n",
 	       kind == TEST_BOUND ? "bound"
@@ -487,9 +476,84 @@ run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	return failures ? 1 : 0;
 }
 
+/* The pieces without a transfer (suite unit): the bound, the independent
+ * check's errors and its reading of an idle connection, the name tables'
+ * lookups, and the constructor's refusals. */
+static int
+run_unit(void)
+{
+	pps_minbuf_check_t check;
+	int wfd = -1, rfd = -1, r;
+
+	CHECK(pps_minbuf_bound_pkts(1, 0, 10) == 10, "A=1 B=0");
+	CHECK(pps_minbuf_bound_pkts(1, 3, 10) == 13, "A=1 B=3");
+	CHECK(pps_minbuf_bound_pkts(2, 3, 2) == 6, "B is capped at cwnd");
+	CHECK(pps_minbuf_bound_pkts(1, 3, 0) == 0, "no window, no room");
+
+	r = connect_pair(&wfd, &rfd);
+	CHECK(r == 0, "connect_pair: %s", strerror(-r));
+	if (r == 0) {
+		r = pps_minbuf_check_packet(wfd, 0, 1, 3, 0, &check);
+		CHECK(r == -EINVAL, "mss 0: %d", r);
+		r = pps_minbuf_check_packet(wfd, MAXSEG_BYTES, 1, 3, 2, &check);
+		CHECK(r == 0, "check: %s", strerror(-r));
+		/* Nothing written: held is the packets pulled (2) plus this one. */
+		CHECK(check.held_pkts == 3, "held %u", check.held_pkts);
+		CHECK(check.notsent_pkts == 0, "notsent %u", check.notsent_pkts);
+		CHECK(check.mss_bytes > 0 && check.mss_bytes <= MAXSEG_BYTES, "mss %u",
+		      check.mss_bytes);
+		CHECK(check.bound_pkts >= 4, "bound %u (initial cwnd >= 1, B = 3)",
+		      check.bound_pkts);
+		CHECK(check.over_pkts == (int32_t)check.held_pkts - (int32_t)check.bound_pkts,
+		      "over %d", check.over_pkts);
+		close(wfd);
+		close(rfd);
+		r = pps_minbuf_check_packet(wfd, MAXSEG_BYTES, 1, 3, 0, &check);
+		CHECK(r == -EBADF, "closed socket: %d", r);
+	}
+
+	for (int m = 0; m < PPS_MINBUF_MODE_COUNT; m++) {
+		pps_minbuf_mode_t back = PPS_MINBUF_MODE_COUNT;
+		CHECK(pps_minbuf_mode_from_name(pps_minbuf_mode_name((pps_minbuf_mode_t)m),
+		                                &back) == 0 &&
+		          back == (pps_minbuf_mode_t)m,
+		      "mode %d", m);
+	}
+	for (int cc = 0; cc < PPS_MINBUF_CONGESTION_COUNT; cc++) {
+		pps_minbuf_congestion_t back = PPS_MINBUF_CONGESTION_COUNT;
+		CHECK(pps_minbuf_congestion_from_name(
+		          pps_minbuf_congestion_name((pps_minbuf_congestion_t)cc), &back) == 0 &&
+		          back == (pps_minbuf_congestion_t)cc,
+		      "congestion %d", cc);
+	}
+	CHECK(strcmp(pps_minbuf_mode_name(PPS_MINBUF_MODE_COUNT), "?") == 0, "mode out of range");
+	pps_minbuf_mode_t untouched = PPS_MINBUF_MODE_TCP;
+	CHECK(pps_minbuf_mode_from_name("fast", &untouched) == -EINVAL &&
+	          untouched == PPS_MINBUF_MODE_TCP,
+	      "unknown mode name");
+
+	/* Constructors return NULL and set errno. */
+	struct event_base *base = event_base_new();
+	pps_minbuf_params_t params;
+	pps_minbuf_params_init(&params);
+	CHECK(base != NULL, "event_base_new");
+	errno = 0;
+	CHECK(!pps_minbuf_new(base, -1, &params, fill, NULL, NULL) && errno == EINVAL, "fd -1: %s",
+	      strerror(errno));
+	params.mode = PPS_MINBUF_MODE_COUNT;
+	errno = 0;
+	CHECK(!pps_minbuf_new(base, 0, &params, fill, NULL, NULL) && errno == EINVAL,
+	      "mode out of range: %s", strerror(errno));
+	if (base)
+		event_base_free(base);
+	return failures ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc >= 2 && strcmp(argv[1], "unit") == 0)
+		return run_unit();
 	if (argc >= 4 && strcmp(argv[1], "bound") == 0)
 		return run(TEST_BOUND, PPS_MINBUF_MODE_MINBUF, (unsigned)atoi(argv[2]),
 		           (unsigned)atoi(argv[3]));
@@ -497,6 +561,6 @@ main(int argc, char **argv)
 		return run(TEST_MSS, PPS_MINBUF_MODE_MINBUF, 1, 3);
 	if (argc >= 2 && strcmp(argv[1], "tcp") == 0)
 		return run(TEST_TCP, PPS_MINBUF_MODE_TCP, 1, 3);
-	fprintf(stderr, "usage: %s bound A B | mss | tcp\n", argv[0]);
+	fprintf(stderr, "usage: %s bound A B | mss | tcp | unit\n", argv[0]);
 	return 2;
 }

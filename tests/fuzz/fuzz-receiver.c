@@ -102,18 +102,9 @@ static void
 window_cb(const pps_receiver_window_t *w, void *user)
 {
 	sink_t *s = user;
-	pps_stats_window_t sw = {
-	    .window = w->window_id,
-	    .windows = w->windows,
-	    .first_capture_us = w->first_capture_us,
-	    .complete_us = w->complete_us,
-	    .status = w->status,
-	    .adus_received = w->adus_received,
-	    .adus_sent = w->adus_sent,
-	    .adus_total = w->adus_total,
-	    .bytes = w->bytes,
-	};
+	pps_stats_window_t sw;
 
+	pps_stats_window_from_receiver(w, &sw);
 	assert(w->windows <= MAX_GAP_WINDOWS(elapsed_windows(s)));
 	pps_stats_window(s->stats, &sw);
 }

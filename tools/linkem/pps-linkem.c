@@ -19,6 +19,7 @@
  */
 #include "linkem.h"
 #include "pps-version.h"
+#include "pps-time.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -120,15 +121,6 @@ struct linkem {
 	struct event *signal_events[3];
 	struct event *duration_event;
 };
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 usage(FILE *out)
@@ -695,7 +687,7 @@ direction_read_cb(evutil_socket_t fd, short what, void *arg)
 				        strerror(errno));
 			break;
 		}
-		arrival_ns = now_ns();
+		arrival_ns = pps_time_monotonic_ns();
 		pps_linkem_link_packet_offer(dir->link, arrival_ns, buffer, (size_t)n, &offer);
 		direction_log_offer(dir, arrival_ns, (size_t)n, &offer);
 		direction_timer_arm(dir, arrival_ns);
@@ -706,7 +698,7 @@ static void
 direction_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	direction_t *dir = arg;
-	int64_t now = now_ns(), until_ns;
+	int64_t now = pps_time_monotonic_ns(), until_ns;
 	const uint8_t *packet;
 	size_t size;
 
@@ -739,7 +731,7 @@ direction_timer_cb(evutil_socket_t fd, short what, void *arg)
 		/* A TUN write hands the packet to the namespace's stack; it does not block. */
 		if (write(dir->out_fd, packet, size) != (ssize_t)size)
 			dir->write_errors++;
-		error_ns = now_ns() - due_ns;
+		error_ns = pps_time_monotonic_ns() - due_ns;
 		if (error_ns < 0) {
 			dir->early_pkts++;
 			error_ns = -error_ns;
@@ -749,7 +741,7 @@ direction_timer_cb(evutil_socket_t fd, short what, void *arg)
 		if (error_ns > dir->timing_error_max_ns)
 			dir->timing_error_max_ns = error_ns;
 	}
-	direction_timer_arm(dir, now_ns());
+	direction_timer_arm(dir, pps_time_monotonic_ns());
 }
 
 static void
@@ -968,13 +960,8 @@ main(int argc, char **argv)
 		}
 		lk.tun_fd[d] = fd;
 	}
-	lk.epoch_ns = now_ns();
-	{
-		struct timespec wall;
-
-		clock_gettime(CLOCK_REALTIME, &wall);
-		lk.epoch_realtime_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
-	}
+	lk.epoch_ns = pps_time_monotonic_ns();
+	lk.epoch_realtime_ns = pps_time_realtime_ns();
 	for (int d = 0; d < DIR_COUNT; d++) {
 		direction_t *dir = &lk.dir[d];
 

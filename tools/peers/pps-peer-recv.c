@@ -28,6 +28,7 @@
 #include "pps-config.h"
 #include "pps-version.h"
 #include "peer-common.h"
+#include "pps-time.h"
 
 #define PPS_DEFAULT_SRT_LATENCY_MS 120
 
@@ -52,20 +53,11 @@ on_signal(int signo)
 	stop_requested = 1;
 }
 
-static int64_t
-clock_us(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static GstFlowReturn
 on_new_sample_cb(GstAppSink *sink, gpointer user)
 {
 	receiver_t *r = user;
-	int64_t recv_us = clock_us(CLOCK_REALTIME);
+	int64_t recv_us = pps_time_realtime_us();
 	GstSample *sample = gst_app_sink_pull_sample(sink);
 	GstVideoInfo info;
 	GstVideoFrame frame;
@@ -287,7 +279,7 @@ main(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	start_us = clock_us(CLOCK_MONOTONIC);
+	start_us = pps_time_monotonic_us();
 	deadline_us = duration_s > 0 ? start_us + (int64_t)(duration_s * 1e6) : INT64_MAX;
 	if (gst_element_set_state(r.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
 		fprintf(stderr, "pps-peer-recv: cannot connect to %s (%s)\n", connect, source);
@@ -295,7 +287,7 @@ main(int argc, char **argv)
 	}
 	bus = gst_element_get_bus(r.pipeline);
 	status = 0;
-	while (!stop_requested && clock_us(CLOCK_MONOTONIC) < deadline_us) {
+	while (!stop_requested && pps_time_monotonic_us() < deadline_us) {
 		/* The bus is the only thing waited on; 100 ms bounds how late a
 		 * signal or the deadline is noticed. */
 		GstMessage *msg = gst_bus_timed_pop_filtered(bus, 100 * GST_MSECOND,
@@ -318,7 +310,7 @@ main(int argc, char **argv)
 		}
 	}
 	gst_object_unref(bus);
-	seconds = (double)(clock_us(CLOCK_MONOTONIC) - start_us) / 1e6;
+	seconds = (double)(pps_time_monotonic_us() - start_us) / 1e6;
 	if (!strcmp(source, "srt"))
 		srt_stats = pps_peer_srt_stats_string(r.src);
 	gst_element_set_state(r.pipeline, GST_STATE_NULL);

@@ -27,6 +27,7 @@
 #include "pps-config.h"
 #include "pps-version.h"
 #include "peer-common.h"
+#include "pps-time.h"
 
 #define PPS_DEFAULT_PEER_KBPS      1800
 #define PPS_DEFAULT_SRT_LATENCY_MS 120
@@ -53,15 +54,6 @@ on_signal(int signo)
 {
 	(void)signo;
 	stop_requested = 1;
-}
-
-static int64_t
-monotonic_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Capture delivery thread: copy the stamped picture into a GstBuffer. */
@@ -321,11 +313,11 @@ main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 
-	start_us = monotonic_us();
+	start_us = pps_time_monotonic_us();
 	deadline_us = duration_s > 0 ? start_us + (int64_t)(duration_s * 1e6) : INT64_MAX;
 	bus = gst_element_get_bus(s.pipeline);
 	status = 0;
-	while (!stop_requested && monotonic_us() < deadline_us) {
+	while (!stop_requested && pps_time_monotonic_us() < deadline_us) {
 		/* Waiting on the bus is this program's only loop; 100 ms bounds how
 		 * late a signal or the deadline is noticed. */
 		GstMessage *msg = gst_bus_timed_pop_filtered(bus, 100 * GST_MSECOND,
@@ -354,7 +346,7 @@ main(int argc, char **argv)
 	pps_capture_stop(capture);
 	pps_capture_get_stats(capture, &cap_stats);
 	srt_stats = strcmp(sink_name, "srt") ? NULL : pps_peer_srt_stats_string(s.sink);
-	seconds = (double)(monotonic_us() - start_us) / 1e6;
+	seconds = (double)(pps_time_monotonic_us() - start_us) / 1e6;
 	/* Stopped first, so no streaming thread updates the counters being written. */
 	gst_element_set_state(s.pipeline, GST_STATE_NULL);
 	if (stats_path)

@@ -33,9 +33,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -43,6 +40,8 @@
 
 #include "pps-minbuf.h"
 #include "pps-version.h"
+#include "pps-socket.h"
+#include "pps-time.h"
 
 #define PROGRAM           "pps-protolat"
 #define EXIT_USAGE        2
@@ -56,14 +55,6 @@ typedef struct {
 	uint64_t seq;
 	int64_t send_ns;
 } pkt_header_t;
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---------------- sender ---------------- */
 
@@ -84,28 +75,16 @@ typedef struct {
 	int max_over;
 } sender_t;
 
-/*
- * Independent MIN_BUF check at every packet pulled, just before the write
- * that carries it: held = ceil(SIOCOUTQ / mss) + packets already pulled for
- * this write + this one, against A*cwnd + min(B, cwnd) + sacked from a
- * TCP_INFO of our own. An ACK between the writer's reading and ours only
- * lowers held; a loss or ECN reduction of cwnd in those microseconds can put
- * this packet over, which the netlab suite tolerates (1 packet, rarely).
- */
+/* Independent MIN_BUF check at every packet pulled, just before the write
+ * that carries it (pps_minbuf_check_packet: what it reads and why a packet
+ * may rarely be over). */
 static void
 check_bound(sender_t *s, size_t mss)
 {
-	struct tcp_info ti;
-	socklen_t tl = sizeof(ti);
-	int outq = 0;
-	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 ||
-	    ioctl(s->fd, SIOCOUTQ, &outq) < 0)
-		return;
-	uint32_t held = ((uint32_t)outq + (uint32_t)mss - 1) / (uint32_t)mss + s->batch_fills + 1;
-	uint32_t cw = ti.tcpi_snd_cwnd;
-	uint32_t bound =
-	    s->params->a * cw + (s->params->b < cw ? s->params->b : cw) + ti.tcpi_sacked;
-	int over = (int)held - (int)bound;
+	pps_minbuf_check_t c;
+	if (pps_minbuf_check_packet(s->fd, mss, s->params->a, s->params->b, s->batch_fills, &c) < 0)
+		return; /* a socket error shows on the writer's next write */
+	int over = c.over_pkts;
 	if (s->checks == 0 || over > s->max_over)
 		s->max_over = over;
 	if (over > 0) {
@@ -126,7 +105,7 @@ sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 	if (s->check && s->params->mode == PPS_MINBUF_MODE_MINBUF)
 		check_bound(s, mss);
 	s->batch_fills++;
-	pkt_header_t h = {MAGIC, (uint32_t)mss, s->seq++, now_ns()};
+	pkt_header_t h = {MAGIC, (uint32_t)mss, s->seq++, pps_time_monotonic_ns()};
 	memcpy(buf, &h, sizeof(h));
 	memset(buf + sizeof(h), 0x5a, mss - sizeof(h));
 	*len = mss;
@@ -149,10 +128,10 @@ sender_sample(void *user, const pps_minbuf_sample_t *x)
 	s->batch_fills = 0;
 	if (!s->samples)
 		return;
-	fprintf(s->samples, "%.6f,%u,%u,%u,%u,%u,%u,%u,%u\n", (double)(now_ns() - s->t0_ns) / 1e9,
-	        x->cwnd_pkts, x->held_pkts, x->bound_pkts,
-	        x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1), x->sacked_pkts, x->lost_pkts,
-	        x->srtt_us, x->written_pkts);
+	fprintf(s->samples, "%.6f,%u,%u,%u,%u,%u,%u,%u,%u\n",
+	        (double)(pps_time_monotonic_ns() - s->t0_ns) / 1e9, x->cwnd_pkts, x->held_pkts,
+	        x->bound_pkts, x->notsent_bytes / (x->mss_bytes ? x->mss_bytes : 1), x->sacked_pkts,
+	        x->lost_pkts, x->srtt_us, x->written_pkts);
 }
 
 static void
@@ -236,13 +215,12 @@ static int
 listen_on(const char *bind_addr, int port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int one = 1;
 	if (inet_pton(AF_INET, bind_addr, &a.sin_addr) != 1)
 		return -EINVAL;
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0)
 		return -errno;
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)pps_socket_set_reuseaddr(l); /* only spares a wait between runs */
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0) {
 		int e = -errno;
 		close(l);
@@ -343,7 +321,7 @@ run_send(int argc, char **argv)
 		        pps_minbuf_congestion_name(p.congestion), strerror(errno));
 		return 1;
 	}
-	s.t0_ns = now_ns();
+	s.t0_ns = pps_time_monotonic_ns();
 	if (samples_path) {
 		s.samples = fopen(samples_path, "w");
 		if (!s.samples) {
@@ -361,7 +339,7 @@ run_send(int argc, char **argv)
 	evtimer_add(stop, &tv);
 	pps_minbuf_kick(s.w);
 	event_base_dispatch(s.base);
-	double elapsed_s = (double)(now_ns() - s.t0_ns) / 1e9;
+	double elapsed_s = (double)(pps_time_monotonic_ns() - s.t0_ns) / 1e9;
 
 	pps_minbuf_stats_t st;
 	pps_minbuf_stats(s.w, &st);
@@ -376,8 +354,7 @@ run_send(int argc, char **argv)
 	if (s.samples)
 		fclose(s.samples);
 	/* Discard what is still queued: the measurement ended with the timer. */
-	struct linger lg = {1, 0};
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	(void)pps_socket_set_linger(fd, true, 0); /* else close() waits for it, no harm */
 	close(fd);
 	return r < 0 ? 1 : 0;
 
@@ -461,7 +438,7 @@ run_recv(int argc, char **argv)
 		}
 		if (k == 0)
 			break;
-		int64_t t = now_ns();
+		int64_t t = pps_time_monotonic_ns();
 		have += (size_t)k;
 		size_t off = 0;
 		while (have - off >= sizeof(pkt_header_t)) {

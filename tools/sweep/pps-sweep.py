@@ -65,7 +65,9 @@ AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "
 # Axes added for issue 10; when a matrix does not name them they are "" and
 # stay out of the cell id, so older sweep folders keep their ids (and resume).
 OPTIONAL_AXES = ("pattern", "trace", "server_set", "playout")
-PLAYOUTS = ("fixed", "asap", "adaptive", "smooth")  # config/pps-config-keys.c playout_policies
+# The build whose programs a sweep runs: --build, or the one this script was copied into.
+BUILD_DEFAULT = os.path.dirname(os.path.dirname(HERE))  # build/tools/sweep -> build
+BUILD = BUILD_DEFAULT  # run --build, once parsed
 PATTERNS = ("ball", "smpte", "snow", "bar", "pinwheel")  # config/pps-config-keys.c test_patterns
 AXIS_DEFAULTS = {
     "transport": "tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)",
@@ -147,6 +149,35 @@ def transport_tag(name):
     return "tcp" if name == "tcp" else "mb" + re.sub(r"\D", "", name)
 
 
+_playouts = {}
+
+
+def playouts():
+    """[playout] policy's names, in the client's order, as the client's own key
+    table spells them (client/pps-client-policy.h, printed by `pps-config-doc
+    client` as "(one of fixed, asap, ...)"), so that no copy lives here."""
+    build = BUILD
+    if build not in _playouts:
+        doc = os.path.join(build, "config", "pps-config-doc")
+        try:
+            text = subprocess.run([doc, "client"], check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError) as error:
+            raise UsageError(f"{doc} client: {error} (build first, or pass --build)") from None
+        section, comment, names = None, "", None
+        for line in text.splitlines():
+            if line.startswith("["):
+                section = line.strip("[] ")
+            elif line.startswith("#"):
+                comment = line
+            elif section == "playout" and line.split("=")[0].strip() == "policy":
+                m = re.search(r"\(one of ([^)]*)\)$", comment)
+                names = tuple(n.strip() for n in m.group(1).split(",")) if m else None
+        if not names:
+            raise UsageError(f"{doc} client: no [playout] policy choices in its output")
+        _playouts[build] = names
+    return _playouts[build]
+
+
 def parse_axis(name, text, traces=(), server_sets=()):
     values = [v.strip() for v in re.split(r",(?![^(]*\))", text) if v.strip()]
     if not values and name in OPTIONAL_AXES:
@@ -191,8 +222,8 @@ def parse_axis(name, text, traces=(), server_sets=()):
                 raise UsageError(f"axis trace: no [trace {v}] section")
             out.append(v)
         elif name == "playout":
-            if v not in PLAYOUTS:
-                raise UsageError(f"axis playout: '{v}' is not one of {', '.join(PLAYOUTS)}")
+            if v not in playouts():
+                raise UsageError(f"axis playout: '{v}' is not one of {', '.join(playouts())}")
             out.append(v)
         elif name == "server_set":
             if v != "default" and v not in server_sets:
@@ -254,8 +285,8 @@ def load_config(path, overrides):
     }
     if cfg["duration_s"] < 5 or cfg["warmup_s"] < 0 or cfg["repetitions"] < 1:
         raise UsageError(f"{path}: duration_s >= 5, warmup_s >= 0, repetitions >= 1")
-    if cfg["playout"] not in PLAYOUTS:
-        raise UsageError(f"{path}: playout: {', '.join(PLAYOUTS)}")
+    if cfg["playout"] not in playouts():
+        raise UsageError(f"{path}: playout: {', '.join(playouts())}")
     for key in cfg["lab"]:
         if key not in ("drd_min_bdp", "drd_congest_bdp", "queue"):
             raise UsageError(f"{path}: [lab] {key}: unknown key (drd_min_bdp, drd_congest_bdp, queue)")
@@ -765,7 +796,7 @@ class Context:
 
 
 def find_programs(args):
-    build = args.build or os.path.dirname(os.path.dirname(HERE))  # build/tools/sweep -> build
+    build = args.build or BUILD_DEFAULT
     ctx = Context()
     ctx.build = build
     ctx.netlab = args.netlab or os.path.join(build, "tools", "netlab", "pps-netlab")
@@ -951,6 +982,8 @@ def main(argv):
     if not argv or argv[0] not in ("run", "report", "presets", "-h", "--help"):
         argv = ["run"] + list(argv)
     args = build_parser().parse_args(argv)
+    global BUILD
+    BUILD = getattr(args, "build", None) or BUILD_DEFAULT
     try:
         return {"run": cmd_run, "report": cmd_report, "presets": cmd_presets}[args.command](args)
     except UsageError as error:

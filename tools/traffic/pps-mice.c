@@ -16,6 +16,8 @@
  */
 #include "linkem.h"
 #include "pps-version.h"
+#include "pps-socket.h"
+#include "pps-time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,15 +62,6 @@ static void
 stop_handler(int signal_number)
 {
 	stop_requested = 1;
-}
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void
@@ -170,19 +163,16 @@ settings_parse(mice_settings_t *s, int argc, char **argv)
 static int
 tcp_socket_open(const char *congestion)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
 
 	if (fd < 0) {
 		fprintf(stderr, PROGRAM ": socket: %s\n", strerror(errno));
 		return -errno;
 	}
-	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion, (socklen_t)strlen(congestion)) <
-	    0) {
-		int error = errno;
-
-		fprintf(stderr, PROGRAM ": TCP_CONGESTION %s: %s\n", congestion, strerror(error));
+	if ((r = pps_socket_set_congestion(fd, congestion)) < 0) {
+		fprintf(stderr, PROGRAM ": TCP_CONGESTION %s: %s\n", congestion, strerror(-r));
 		close(fd);
-		return -error;
+		return r;
 	}
 	return fd;
 }
@@ -194,7 +184,7 @@ wait_for(int fd, short events, int64_t deadline_ns)
 	struct pollfd pfd = {.fd = fd, .events = events};
 
 	while (!stop_requested) {
-		int64_t left_ns = deadline_ns - now_ns();
+		int64_t left_ns = deadline_ns - pps_time_monotonic_ns();
 		int ready;
 
 		if (left_ns <= 0)
@@ -212,19 +202,19 @@ static int
 run_server(const mice_settings_t *s)
 {
 	struct pollfd fds[1 + MICE_SERVER_MAX_FLOWS];
-	int64_t deadline_ns = now_ns() + s->duration_ns;
+	int64_t deadline_ns = pps_time_monotonic_ns() + s->duration_ns;
 	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(s->port)};
 	uint64_t flows = 0;
 	nfds_t n_fds = 1;
 	char buffer[65536];
-	int one = 1, listen_fd;
+	int listen_fd;
 
 	if (inet_pton(AF_INET, s->addr, &addr.sin_addr) != 1)
 		die_usage("--bind", s->addr, "an IPv4 address");
 	listen_fd = tcp_socket_open(s->congestion);
 	if (listen_fd < 0)
 		return 1;
-	setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)pps_socket_set_reuseaddr(listen_fd); /* only spares a wait between runs */
 	if (bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    listen(listen_fd, 128) < 0) {
 		fprintf(stderr, PROGRAM ": listen %s:%u: %s\n", s->addr, s->port, strerror(errno));
@@ -235,7 +225,7 @@ run_server(const mice_settings_t *s)
 	fflush(stdout);
 	fds[0] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
 	while (!stop_requested) {
-		int64_t left_ns = deadline_ns - now_ns();
+		int64_t left_ns = deadline_ns - pps_time_monotonic_ns();
 		int ready;
 
 		if (left_ns <= 0)
@@ -281,7 +271,7 @@ static int64_t
 client_flow_run(const mice_settings_t *s, const struct sockaddr_in *to, const char *chunk,
                 size_t chunk_bytes)
 {
-	int64_t start_ns = now_ns(), deadline_ns = start_ns + MICE_FLOW_TIMEOUT_NS;
+	int64_t start_ns = pps_time_monotonic_ns(), deadline_ns = start_ns + MICE_FLOW_TIMEOUT_NS;
 	uint64_t left_bytes = s->flow_bytes;
 	char sink[4096];
 	int64_t result;
@@ -323,7 +313,7 @@ client_flow_run(const mice_settings_t *s, const struct sockaddr_in *to, const ch
 			goto out;
 		}
 	}
-	result = now_ns() - start_ns;
+	result = pps_time_monotonic_ns() - start_ns;
 out:
 	close(fd);
 	return result;
@@ -341,7 +331,7 @@ static int
 run_client(const mice_settings_t *s)
 {
 	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(s->port)};
-	int64_t start_ns = now_ns(), end_ns = start_ns + s->duration_ns;
+	int64_t start_ns = pps_time_monotonic_ns(), end_ns = start_ns + s->duration_ns;
 	size_t capacity = 1024, n_ok = 0;
 	uint64_t failed = 0, flows = 0;
 	int64_t *fct_ns;
@@ -365,8 +355,7 @@ run_client(const mice_settings_t *s)
 	}
 	while (!stop_requested && (s->count == 0 || flows < s->count)) {
 		int64_t slot_ns = start_ns + (int64_t)flows * s->interval_ns, fct;
-		struct timespec ts = {.tv_sec = (time_t)(slot_ns / 1000000000),
-		                      .tv_nsec = (long)(slot_ns % 1000000000)};
+		struct timespec ts = pps_time_ns_to_timespec(slot_ns);
 
 		if (slot_ns >= end_ns)
 			break;

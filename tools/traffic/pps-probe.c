@@ -14,6 +14,8 @@
  */
 #include "linkem.h"
 #include "pps-version.h"
+#include "pps-socket.h"
+#include "pps-time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -72,31 +74,10 @@ stop_handler(int signal_number)
 	stop_requested = 1;
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t
-realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 sleep_until_ns(int64_t deadline_ns)
 {
-	struct timespec ts = {
-	    .tv_sec = (time_t)(deadline_ns / 1000000000),
-	    .tv_nsec = (long)(deadline_ns % 1000000000),
-	};
+	struct timespec ts = pps_time_ns_to_timespec(deadline_ns);
 
 	while (!stop_requested &&
 	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -251,21 +232,22 @@ static int
 socket_open(const char *bind_addr, uint16_t port)
 {
 	struct sockaddr_in addr;
-	int fd, one = 1;
+	int fd;
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		fprintf(stderr, PROGRAM ": socket: %s\n", strerror(errno));
 		return -errno;
 	}
-	/* Ask for each datagram's TOS byte: that is where ECN CE shows. */
-	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	/* Ask for each datagram's TOS byte: that is where ECN CE shows. Best
+	 * effort, both: without them the sink logs TOS 0 and user-space times. */
+	(void)pps_socket_set_recv_tos(fd, true);
 	/*
 	 * And for the kernel's receive time: a TUN write delivers the datagram to
 	 * the socket in the writer's context, so this is when pps-linkem let it
 	 * go, free of our own scheduling delay.
 	 */
-	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+	(void)pps_socket_set_timestamp_ns(fd, true);
 	if (!bind_addr)
 		return fd;
 	if (address_make(bind_addr, port, &addr) < 0)
@@ -287,7 +269,7 @@ wait_readable(int fd, int64_t deadline_ns)
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	while (!stop_requested) {
-		int64_t left_ns = deadline_ns - now_ns();
+		int64_t left_ns = deadline_ns - pps_time_monotonic_ns();
 		int ready;
 
 		if (left_ns <= 0)
@@ -311,7 +293,7 @@ ready_announce(void)
 static int
 run_echo(const probe_settings_t *s)
 {
-	int64_t deadline_ns = now_ns() + s->duration_ns;
+	int64_t deadline_ns = pps_time_monotonic_ns() + s->duration_ns;
 	uint8_t buffer[65536];
 	int fd = socket_open(s->bind_addr, s->port);
 
@@ -344,7 +326,7 @@ run_ping(const probe_settings_t *s)
 {
 	uint8_t buffer[65536] = {0}, reply[65536];
 	size_t payload_bytes = s->ip_bytes - PROBE_HEADER_BYTES;
-	int64_t *rtt_ns, start_ns = now_ns(), sum_ns = 0;
+	int64_t *rtt_ns, start_ns = pps_time_monotonic_ns(), sum_ns = 0;
 	uint64_t received = 0, sent = 0;
 	struct sockaddr_in to;
 	int fd;
@@ -366,7 +348,7 @@ run_ping(const probe_settings_t *s)
 		int64_t slot_ns = start_ns + (int64_t)seq * s->interval_ns, deadline_ns;
 
 		sleep_until_ns(slot_ns);
-		probe.sent_ns = now_ns();
+		probe.sent_ns = pps_time_monotonic_ns();
 		memcpy(buffer, &probe, sizeof(probe));
 		if (send(fd, buffer, payload_bytes, 0) < 0) {
 			fprintf(stderr, PROGRAM ": send: %s\n", strerror(errno));
@@ -378,7 +360,7 @@ run_ping(const probe_settings_t *s)
 		while (wait_readable(fd, deadline_ns)) {
 			probe_payload_t echoed;
 			ssize_t n = recv(fd, reply, sizeof(reply), 0);
-			int64_t arrival_ns = now_ns();
+			int64_t arrival_ns = pps_time_monotonic_ns();
 
 			if (n < (ssize_t)sizeof(echoed))
 				continue;
@@ -422,18 +404,18 @@ run_blast(const probe_settings_t *s)
 	size_t payload_bytes = s->ip_bytes - PROBE_HEADER_BYTES;
 	/* Nanoseconds between packets at the requested rate, counted on whole IP packets. */
 	double gap_ns = (double)s->ip_bytes * 8e9 / (double)s->rate_bps;
-	int64_t start_ns = now_ns(), end_ns = start_ns + s->duration_ns;
+	int64_t start_ns = pps_time_monotonic_ns(), end_ns = start_ns + s->duration_ns;
 	uint64_t sent = 0, errors = 0;
 	struct sockaddr_in to;
-	int fd;
+	int fd, r;
 
 	if (address_make(s->to_addr, s->port, &to) < 0)
 		return PPS_LINKEM_EXIT_USAGE;
 	fd = socket_open(NULL, 0);
 	if (fd < 0)
 		return 1;
-	if (s->tos >= 0 && setsockopt(fd, IPPROTO_IP, IP_TOS, &s->tos, sizeof(s->tos)) < 0)
-		fprintf(stderr, PROGRAM ": IP_TOS %d: %s\n", s->tos, strerror(errno));
+	if (s->tos >= 0 && (r = pps_socket_set_ip_tos(fd, s->tos)) < 0)
+		fprintf(stderr, PROGRAM ": IP_TOS %d: %s\n", s->tos, strerror(-r));
 	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
 		fprintf(stderr, PROGRAM ": connect %s:%u: %s\n", s->to_addr, s->port,
 		        strerror(errno));
@@ -447,7 +429,7 @@ run_blast(const probe_settings_t *s)
 		if (slot_ns >= end_ns)
 			break;
 		sleep_until_ns(slot_ns);
-		probe.sent_ns = now_ns();
+		probe.sent_ns = pps_time_monotonic_ns();
 		memcpy(buffer, &probe, sizeof(probe));
 		if (send(fd, buffer, payload_bytes, 0) < 0)
 			errors++;
@@ -465,7 +447,7 @@ static int
 run_sink(const probe_settings_t *s)
 {
 	uint64_t packets = 0, bytes = 0, per_ecn[4] = {0};
-	int64_t deadline_ns = now_ns() + s->duration_ns, first_ns = 0, last_ns = 0;
+	int64_t deadline_ns = pps_time_monotonic_ns() + s->duration_ns, first_ns = 0, last_ns = 0;
 	uint8_t buffer[65536];
 	FILE *log = NULL;
 	int fd;
@@ -506,7 +488,7 @@ run_sink(const probe_settings_t *s)
 		n = recvmsg(fd, &msg, 0);
 		if (n < 0)
 			continue;
-		last_ns = now_ns();
+		last_ns = pps_time_monotonic_ns();
 		if (!packets)
 			first_ns = last_ns;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -519,7 +501,7 @@ run_sink(const probe_settings_t *s)
 				arrival_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 				/* Kernel stamps are CLOCK_REALTIME; the lab's clock is
 				 * CLOCK_MONOTONIC. */
-				arrival_ns -= realtime_ns() - last_ns;
+				arrival_ns -= pps_time_realtime_ns() - last_ns;
 			}
 		}
 		if (!arrival_ns)

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's small contracts: its policy names and back, its constructors'
+ * NULL + errno on bad arguments, and the receiver->stats window mapping.
+ */
+#include "pps-client-internal.h"
+#include "pps-test.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+static void
+test_names(void)
+{
+	for (int i = 0; i < PPS_PLAYOUT_POLICY_COUNT; i++) {
+		const char *name = pps_playout_policy_name((pps_playout_policy_t)i);
+		CHECK(strcmp(name, pps_playout_policy_names[i]) == 0);
+		CHECK_EQ_INT(pps_playout_policy_from_name(name), i);
+	}
+	CHECK(strcmp(pps_playout_policy_name(PPS_PLAYOUT_POLICY_COUNT), "unknown") == 0);
+	CHECK_EQ_INT(pps_playout_policy_from_name("later"), -EINVAL);
+	for (int i = 0; i < PPS_CLOCK_MODE_COUNT; i++) {
+		const char *name = pps_clock_mode_name((pps_clock_mode_t)i);
+		CHECK(strcmp(name, pps_clock_mode_names[i]) == 0);
+		CHECK_EQ_INT(pps_clock_mode_from_name(name), i);
+	}
+	CHECK(strcmp(pps_clock_mode_name(PPS_CLOCK_MODE_COUNT), "unknown") == 0);
+	CHECK_EQ_INT(pps_clock_mode_from_name("atomic"), -EINVAL);
+	for (int i = 0; i < PPS_DISPLAY_MODE_COUNT; i++)
+		CHECK(pps_display_mode_names[i] && *pps_display_mode_names[i]);
+	CHECK(pps_display_mode_names[PPS_DISPLAY_MODE_COUNT] == NULL);
+}
+
+static bool
+show_cb(const pps_frame_t *picture, const pps_playout_frame_t *meta, int64_t display_us, void *user)
+{
+	return true;
+}
+
+static void
+closed_cb(const pps_connection_end_t *end, void *user)
+{
+}
+
+static void
+test_constructors(void)
+{
+	char err[256] = "";
+
+	errno = 0;
+	CHECK(!pps_clock_new(PPS_CLOCK_MODE_COUNT) && errno == EINVAL);
+	errno = 0;
+	CHECK(!pps_playout_new(PPS_PLAYOUT_POLICY_COUNT, 0, NULL, NULL) && errno == EINVAL);
+	errno = 0;
+	CHECK(!pps_playout_new(PPS_PLAYOUT_FIXED, -1, NULL, NULL) && errno == EINVAL);
+	errno = 0;
+	CHECK(!pps_display_new(PPS_DISPLAY_MODE_COUNT, NULL, err, sizeof(err)) && errno == EINVAL);
+	errno = 0;
+	CHECK(!pps_display_new(PPS_DISPLAY_NONE, "/nonexistent-dir/out.y4m", err, sizeof(err)) &&
+	      errno == ENOENT);
+	CHECK(strstr(err, "/nonexistent-dir/out.y4m") != NULL);
+
+	/* The player: missing arguments, then a part's own refusal passed on. */
+	struct event_base *base = event_base_new();
+	pps_player_callbacks_t callbacks = {.show_cb = show_cb, .closed_cb = closed_cb};
+	pps_player_params_t params = {
+	    .connection = {.server = "127.0.0.1:9",
+	                   .name = "test",
+	                   .max_record_bytes = 16384,
+	                   .ping_interval_us = 1000000,
+	                   .handshake_timeout_us = 1000000,
+	                   .clock_cb = pps_client_realtime_us},
+	    .clock_mode = PPS_CLOCK_AUTO,
+	    .policy = PPS_PLAYOUT_ASAP,
+	};
+	pps_player_t *p;
+
+	REQUIRE(base);
+	errno = 0;
+	CHECK(!pps_player_new(NULL, &params, &callbacks, NULL) && errno == EINVAL);
+	callbacks.show_cb = NULL;
+	errno = 0;
+	CHECK(!pps_player_new(base, &params, &callbacks, NULL) && errno == EINVAL);
+	callbacks.show_cb = show_cb;
+	params.clock_mode = PPS_CLOCK_MODE_COUNT;
+	errno = 0;
+	CHECK(!pps_player_new(base, &params, &callbacks, NULL) && errno == EINVAL);
+	params.clock_mode = PPS_CLOCK_AUTO;
+	params.connection.ping_interval_us = 0;
+	errno = 0;
+	CHECK(!pps_player_new(base, &params, &callbacks, NULL) && errno == EINVAL);
+	params.connection.ping_interval_us = 1000000;
+	p = pps_player_new(base, &params, &callbacks, NULL);
+	CHECK(p != NULL);
+	pps_player_free(p);
+	event_base_free(base);
+}
+
+static void
+test_window_mapping(void)
+{
+	pps_receiver_window_t w = {
+	    .window_id = 7,
+	    .windows = 3,
+	    .gap = true,
+	    .first_capture_us = 1000,
+	    .complete_us = 2000,
+	    .status = PPS_WINDOW_COMPLETE,
+	    .adus_received = 4,
+	    .adus_sent = 5,
+	    .adus_total = 6,
+	    .bytes = 12345,
+	};
+	pps_stats_window_t s;
+
+	memset(&s, 0xa5, sizeof(s));
+	pps_stats_window_from_receiver(&w, &s);
+	CHECK_EQ_INT(s.window, 7);
+	CHECK_EQ_INT(s.windows, 3);
+	CHECK_EQ_INT(s.first_capture_us, 1000);
+	CHECK_EQ_INT(s.complete_us, 2000);
+	CHECK(s.status == w.status);
+	CHECK_EQ_INT(s.adus_received, 4);
+	CHECK_EQ_INT(s.adus_sent, 5);
+	CHECK_EQ_INT(s.adus_total, 6);
+	CHECK_EQ_INT(s.bytes, 12345);
+}
+
+int
+main(void)
+{
+	test_names();
+	test_constructors();
+	test_window_mapping();
+	return pps_test_result();
+}

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+#include "pps-socket.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+
+#include <linux/sockios.h>
+
+static int
+set_int(int fd, int level, int name, int value)
+{
+	if (setsockopt(fd, level, name, &value, sizeof(value)) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+pps_socket_get_error(int fd, int *error)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) < 0)
+		return -errno;
+	*error = v;
+	return 0;
+}
+
+int
+pps_socket_set_nonblocking(int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+pps_socket_set_reuseaddr(int fd)
+{
+	return set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+}
+
+int
+pps_socket_set_linger(int fd, bool on, int seconds)
+{
+	struct linger lg = {.l_onoff = on, .l_linger = seconds};
+
+	if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+pps_socket_set_nodelay(int fd, bool on)
+{
+	return set_int(fd, IPPROTO_TCP, TCP_NODELAY, on);
+}
+
+int
+pps_socket_set_cork(int fd, bool on)
+{
+	return set_int(fd, IPPROTO_TCP, TCP_CORK, on);
+}
+
+int
+pps_socket_set_notsent_lowat(int fd, int bytes)
+{
+	return set_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, bytes);
+}
+
+int
+pps_socket_set_thin_linear_timeouts(int fd, bool on)
+{
+	return set_int(fd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, on);
+}
+
+int
+pps_socket_set_congestion(int fd, const char *name)
+{
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+pps_socket_set_maxseg(int fd, int bytes)
+{
+	return set_int(fd, IPPROTO_TCP, TCP_MAXSEG, bytes);
+}
+
+int
+pps_socket_set_sndbuf(int fd, int bytes)
+{
+	return set_int(fd, SOL_SOCKET, SO_SNDBUF, bytes);
+}
+
+int
+pps_socket_get_sndbuf(int fd, int *bytes)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len) < 0)
+		return -errno;
+	*bytes = v;
+	return 0;
+}
+
+int
+pps_socket_set_rcvbuf(int fd, int bytes)
+{
+	return set_int(fd, SOL_SOCKET, SO_RCVBUF, bytes);
+}
+
+int
+pps_socket_set_max_pacing_rate(int fd, int bytes_per_s)
+{
+	return set_int(fd, SOL_SOCKET, SO_MAX_PACING_RATE, bytes_per_s);
+}
+
+int
+pps_socket_get_tcp_info(int fd, void *info, size_t size_bytes, size_t *len_bytes)
+{
+	socklen_t len = (socklen_t)size_bytes;
+
+	memset(info, 0, size_bytes);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &len) < 0)
+		return -errno;
+	if (len_bytes)
+		*len_bytes = len;
+	return 0;
+}
+
+int
+pps_socket_get_outq_bytes(int fd, int *bytes)
+{
+	int v = 0;
+
+	if (ioctl(fd, SIOCOUTQ, &v) < 0)
+		return -errno;
+	*bytes = v;
+	return 0;
+}
+
+int
+pps_socket_get_meminfo(int fd, uint32_t *meminfo, size_t n)
+{
+	socklen_t len = (socklen_t)(n * sizeof(*meminfo));
+
+	memset(meminfo, 0, n * sizeof(*meminfo));
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, meminfo, &len) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+pps_socket_set_ip_tos(int fd, int tos)
+{
+	return set_int(fd, IPPROTO_IP, IP_TOS, tos);
+}
+
+int
+pps_socket_set_recv_tos(int fd, bool on)
+{
+	return set_int(fd, IPPROTO_IP, IP_RECVTOS, on);
+}
+
+int
+pps_socket_set_timestamp_ns(int fd, bool on)
+{
+	return set_int(fd, SOL_SOCKET, SO_TIMESTAMPNS, on);
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common/: the clock readers agree with each other and with the system, and
+ * every socket option wrapper reports a failure as a negative errno.
+ */
+#include "pps-names.h"
+#include "pps-socket.h"
+#include "pps-test.h"
+#include "pps-time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <linux/sock_diag.h>
+
+static void
+test_clocks(void)
+{
+	int64_t before_s = (int64_t)time(NULL);
+	int64_t real_us = pps_time_realtime_us();
+	int64_t real_ns = pps_time_realtime_ns();
+	int64_t after_s = (int64_t)time(NULL);
+
+	/* CLOCK_REALTIME is time(2)'s clock, in the right unit. */
+	CHECK(real_us / PPS_TIME_US_PER_S >= before_s && real_us / PPS_TIME_US_PER_S <= after_s);
+	CHECK(real_ns / PPS_TIME_NS_PER_US >= real_us);
+	CHECK(real_ns / PPS_TIME_NS_PER_US - real_us < PPS_TIME_US_PER_S);
+
+	int64_t m0 = pps_time_monotonic_us(), m0_ns = pps_time_monotonic_ns();
+	int64_t m1 = pps_time_monotonic_us();
+	CHECK(m0 > 0 && m1 >= m0);
+	CHECK(m0_ns / PPS_TIME_NS_PER_US >= m0 && m0_ns / PPS_TIME_NS_PER_US <= m1);
+
+	/* The thread's CPU clock moves while the thread computes. */
+	int64_t cpu0 = pps_time_thread_cpu_us(), cpu1 = cpu0;
+	volatile uint64_t sink = 0;
+	for (int i = 0; i < 100000000 && cpu1 < cpu0 + 1000; i++) {
+		sink += (uint64_t)i * 2654435761u;
+		if (i % 100000 == 0)
+			cpu1 = pps_time_thread_cpu_us();
+	}
+	CHECK(cpu0 >= 0 && cpu1 >= cpu0 + 1000);
+
+	/* Any clock id, and a failure for one the kernel does not know. */
+	int64_t ns = -1;
+	CHECK_EQ_INT(pps_time_clock_ns(CLOCK_MONOTONIC, &ns), 0);
+	CHECK(ns >= m0_ns);
+	ns = -1;
+	CHECK_EQ_INT(pps_time_clock_ns((clockid_t)0x7ff, &ns), -EINVAL);
+	CHECK_EQ_INT(ns, -1);
+
+	struct timespec ts = pps_time_ns_to_timespec(3 * (int64_t)PPS_TIME_NS_PER_S + 5);
+	CHECK(ts.tv_sec == 3 && ts.tv_nsec == 5);
+	CHECK_EQ_INT(pps_time_timespec_to_ns(&ts), 3 * (int64_t)PPS_TIME_NS_PER_S + 5);
+}
+
+/* Every wrapper on a closed descriptor: -EBADF, out-parameters untouched. */
+static void
+test_bad_descriptor(void)
+{
+	int fd = open("/dev/null", O_RDONLY);
+	REQUIRE(fd >= 0);
+	close(fd); /* now certainly not open */
+
+	uint8_t info[64];
+	uint32_t meminfo[SK_MEMINFO_VARS];
+	int v = 12345;
+	size_t len = 999;
+
+	CHECK_EQ_INT(pps_socket_get_error(fd, &v), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_nonblocking(fd), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_reuseaddr(fd), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_linger(fd, true, 0), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_nodelay(fd, true), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_cork(fd, true), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_notsent_lowat(fd, 1000), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_thin_linear_timeouts(fd, true), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_congestion(fd, "reno"), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_maxseg(fd, 1000), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_sndbuf(fd, 4096), -EBADF);
+	CHECK_EQ_INT(pps_socket_get_sndbuf(fd, &v), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_rcvbuf(fd, 4096), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_max_pacing_rate(fd, 1000000), -EBADF);
+	CHECK_EQ_INT(pps_socket_get_tcp_info(fd, info, sizeof(info), &len), -EBADF);
+	CHECK_EQ_INT(pps_socket_get_outq_bytes(fd, &v), -EBADF);
+	CHECK_EQ_INT(pps_socket_get_meminfo(fd, meminfo, SK_MEMINFO_VARS), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_ip_tos(fd, 2), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_recv_tos(fd, true), -EBADF);
+	CHECK_EQ_INT(pps_socket_set_timestamp_ns(fd, true), -EBADF);
+	CHECK_EQ_INT(v, 12345);
+	CHECK_EQ_INT(len, 999);
+}
+
+/* A file that is not a socket: -ENOTSOCK from the socket options. */
+static void
+test_not_a_socket(void)
+{
+	int fds[2];
+	int v = 12345;
+
+	REQUIRE(pipe(fds) == 0);
+	CHECK_EQ_INT(pps_socket_set_nodelay(fds[0], true), -ENOTSOCK);
+	CHECK_EQ_INT(pps_socket_get_sndbuf(fds[0], &v), -ENOTSOCK);
+	CHECK_EQ_INT(v, 12345);
+	/* O_NONBLOCK applies to any file. */
+	CHECK_EQ_INT(pps_socket_set_nonblocking(fds[0]), 0);
+	CHECK(fcntl(fds[0], F_GETFL) & O_NONBLOCK);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* A real TCP socket (not connected): the options take, and read back. */
+static void
+test_tcp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct tcp_info ti;
+	size_t len = 0;
+	int v = 0;
+
+	REQUIRE(fd >= 0);
+	CHECK_EQ_INT(pps_socket_set_reuseaddr(fd), 0);
+	CHECK_EQ_INT(pps_socket_set_nodelay(fd, true), 0);
+	CHECK_EQ_INT(pps_socket_set_cork(fd, true), 0);
+	CHECK_EQ_INT(pps_socket_set_cork(fd, false), 0);
+	CHECK_EQ_INT(pps_socket_set_notsent_lowat(fd, 16384), 0);
+	CHECK_EQ_INT(pps_socket_set_thin_linear_timeouts(fd, true), 0);
+	CHECK_EQ_INT(pps_socket_set_congestion(fd, "reno"), 0); /* built into every kernel */
+	CHECK_EQ_INT(pps_socket_set_congestion(fd, "no-such-cc"), -ENOENT);
+	CHECK_EQ_INT(pps_socket_set_maxseg(fd, 1000), 0);
+	CHECK_EQ_INT(pps_socket_set_max_pacing_rate(fd, 1000000), 0);
+	CHECK_EQ_INT(pps_socket_set_linger(fd, true, 0), 0);
+
+	v = -1;
+	CHECK_EQ_INT(pps_socket_get_error(fd, &v), 0);
+	CHECK_EQ_INT(v, 0);
+
+	/* The kernel doubles an SO_SNDBUF request. */
+	CHECK_EQ_INT(pps_socket_set_sndbuf(fd, 65536), 0);
+	CHECK_EQ_INT(pps_socket_get_sndbuf(fd, &v), 0);
+	CHECK_EQ_INT(v, 2 * 65536);
+
+	memset(&ti, 0xff, sizeof(ti));
+	CHECK_EQ_INT(pps_socket_get_tcp_info(fd, &ti, sizeof(ti), &len), 0);
+	CHECK(len > 0 && len <= sizeof(ti));
+	CHECK_EQ_INT(ti.tcpi_state, TCP_CLOSE);
+	v = -1;
+	CHECK_EQ_INT(pps_socket_get_outq_bytes(fd, &v), 0);
+	CHECK_EQ_INT(v, 0);
+
+	/* An IP-level option the TCP socket has, a UDP-only reading it has not. */
+	CHECK_EQ_INT(pps_socket_set_ip_tos(fd, 0), 0);
+	close(fd);
+}
+
+/* A UDP socket: the datagram options take; TCP's do not. */
+static void
+test_udp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct tcp_info ti;
+
+	REQUIRE(fd >= 0);
+	CHECK_EQ_INT(pps_socket_set_ip_tos(fd, 2), 0);
+	CHECK_EQ_INT(pps_socket_set_recv_tos(fd, true), 0);
+	CHECK_EQ_INT(pps_socket_set_timestamp_ns(fd, true), 0);
+	CHECK(pps_socket_set_nodelay(fd, true) < 0);
+	CHECK(pps_socket_get_tcp_info(fd, &ti, sizeof(ti), NULL) < 0);
+	close(fd);
+}
+
+/* A non-blocking connect to a port nobody listens on: SO_ERROR tells. */
+static void
+test_connect_error(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0), err = -1;
+
+	REQUIRE(l >= 0 && fd >= 0);
+	/* A free port: bound, then closed without listening. */
+	REQUIRE(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(getsockname(l, (struct sockaddr *)&a, &al) == 0);
+	close(l);
+	CHECK_EQ_INT(pps_socket_set_nonblocking(fd), 0);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == EINPROGRESS) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		CHECK_EQ_INT(poll(&p, 1, 5000), 1);
+		CHECK_EQ_INT(pps_socket_get_error(fd, &err), 0);
+		CHECK_EQ_INT(err, ECONNREFUSED);
+		/* Reading it cleared it. */
+		CHECK_EQ_INT(pps_socket_get_error(fd, &err), 0);
+		CHECK_EQ_INT(err, 0);
+	} else {
+		CHECK_EQ_INT(errno, ECONNREFUSED); /* refused at once: nothing pending */
+	}
+	close(fd);
+}
+
+static void
+test_names(void)
+{
+	static const char *const names[] = {"zero", "one", "two", NULL};
+	static const char *const empty[] = {NULL};
+
+	CHECK_EQ_INT(pps_names_find(names, "zero"), 0);
+	CHECK_EQ_INT(pps_names_find(names, "two"), 2);
+	CHECK_EQ_INT(pps_names_find(names, "Two"), -EINVAL);
+	CHECK_EQ_INT(pps_names_find(names, ""), -EINVAL);
+	CHECK_EQ_INT(pps_names_find(empty, "zero"), -EINVAL);
+	CHECK(strcmp(pps_names_get(names, 1, "?"), "one") == 0);
+	CHECK(strcmp(pps_names_get(names, 3, "?"), "?") == 0);
+	CHECK(strcmp(pps_names_get(names, -1, "?"), "?") == 0);
+	CHECK(strcmp(pps_names_get(empty, 0, "none"), "none") == 0);
+}
+
+int
+main(void)
+{
+	test_names();
+	test_connect_error();
+	test_clocks();
+	test_bad_descriptor();
+	test_not_a_socket();
+	test_tcp_socket();
+	test_udp_socket();
+	return pps_test_result();
+}
