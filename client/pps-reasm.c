@@ -228,7 +228,7 @@ end(pps_reasm_t *r, const pps_wire_window_end_t *e, char *err, size_t err_size)
 	r->open = false;
 	r->last_window = e->window_id;
 	r->ready = true;
-	return 1;
+	return 0;
 }
 
 int

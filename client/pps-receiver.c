@@ -445,9 +445,8 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 	case PPS_WIRE_ADU_FRAGMENT:
 		push_ready(r);
 		break;
-	case PPS_WIRE_WINDOW_END:
-		if (ret == 1)
-			window_end(r, now);
+	case PPS_WIRE_WINDOW_END: /* accepted: its window is complete */
+		window_end(r, now);
 		break;
 	default:
 		break;

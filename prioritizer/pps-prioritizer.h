@@ -150,10 +150,11 @@ pps_sched_t *pps_sched_new(const pps_sched_params_t *params);
 void pps_sched_free(pps_sched_t *sched);
 
 /*
- * Queues a window for this client (takes a new reference of its own). Past
- * max_windows the oldest queued window is dropped and counted.
+ * Queues a window for this client (takes a new reference of its own). It
+ * cannot fail, so it returns nothing: past max_windows the oldest queued
+ * window is dropped and counted (windows_overflow) to make room.
  */
-int pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
+void pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
 
 /*
  * Queues a control record (CLOCK_PONG, BYE, STREAM_INFO) to go out before

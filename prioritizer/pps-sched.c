@@ -171,7 +171,7 @@ end_entry(pps_sched_t *s, entry_t *e)
 	e->window = NULL;
 }
 
-int
+void
 pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 {
 	entry_t *e;
@@ -199,7 +199,6 @@ pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 	e->deadline_us = pps_window_first_capture_us(window) + s->params.latency_budget_us;
 	e->state = ENTRY_PENDING;
 	s->count++;
-	return 0;
 }
 
 int
@@ -288,11 +287,13 @@ pps_sched_has_data(const pps_sched_t *s)
 static bool
 append(uint8_t *buf, size_t mss, size_t *pos, const pps_wire_record_t *r)
 {
-	long n = pps_wire_encode(r, buf + *pos, mss - *pos);
+	size_t n;
 
-	if (n < 0)
+	/* -ENOSPC: the packet is full. -EINVAL cannot happen: the records are
+	 * built here within the wire's limits (deps: a _Static_assert). */
+	if (pps_wire_encode(r, buf + *pos, mss - *pos, &n) < 0)
 		return false;
-	*pos += (size_t)n;
+	*pos += n;
 	return true;
 }
 

@@ -128,6 +128,8 @@ typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
 #define PPS_SESSION_LOSS_IDR_INTERVAL_US 2000000
 typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
 
+/* Takes @fd on success; on failure NULL with errno (EINVAL for bad params,
+ * ENOMEM, EIO if the loop refuses @fd) and @fd is still the caller's. */
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
                                socklen_t addr_len, unsigned id, const pps_session_params_t *params,
                                pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,

@@ -65,14 +65,15 @@ int
 pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 {
 	uint8_t buf[512];
-	long n = pps_wire_encode(record, buf, sizeof(buf));
+	size_t n;
 	int off = 0;
+	int ret = pps_wire_encode(record, buf, sizeof(buf), &n);
 
-	if (n < 0)
-		return (int)n;
+	if (ret < 0)
+		return ret;
 	/* Uncork so the record leaves now; it is the last thing we say. */
 	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
-	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+	if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
 		return -errno;
 	return 0;
 }
@@ -446,7 +447,7 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		pps_wire_record_t record;
 		int ret = pps_wire_parser_next(s->parser, &data, &len, &record);
 
-		if (ret == 0)
+		if (ret == -EAGAIN)
 			break;
 		if (ret < 0) {
 			char why[224];
@@ -454,8 +455,9 @@ read_cb(evutil_socket_t fd, short what, void *user)
 			snprintf(why, sizeof(why), "protocol error: %s",
 			         pps_wire_parser_error(s->parser));
 			refuse(s,
-			       ret == -PPS_WIRE_ERR_VERSION ? PPS_WIRE_BYE_VERSION
-			                                    : PPS_WIRE_BYE_PROTOCOL,
+			       pps_wire_parser_error_code(s->parser) == PPS_WIRE_ERR_VERSION
+			           ? PPS_WIRE_BYE_VERSION
+			           : PPS_WIRE_BYE_PROTOCOL,
 			       why);
 			return;
 		}
@@ -525,9 +527,10 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 {
 	pps_session_t *s = calloc(1, sizeof(*s));
 	struct timeval hello_tv;
+	int saved_errno;
 
 	if (!s)
-		goto err;
+		return NULL; /* errno: ENOMEM */
 	s->base = base;
 	s->fd = fd;
 	s->id = id;
@@ -539,24 +542,34 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->bye_reason = -1;
 	s->accepted_us = session_now(s);
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
+	/* The constructors set errno (EINVAL for bad parameters, ENOMEM);
+	 * libevent's do not, and fail only for memory. */
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
+	if (!s->parser)
+		goto err_free;
 	s->path = pps_path_new(&params->path);
+	if (!s->path)
+		goto err_free;
 	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
 	s->deadline_timer = evtimer_new(base, deadline_cb, s);
 	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
-	if (!s->parser || !s->path || !s->read_event || !s->deadline_timer || !s->hello_timer)
+	if (!s->read_event || !s->deadline_timer || !s->hello_timer) {
+		errno = ENOMEM;
 		goto err_free;
+	}
 	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
 	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
-	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0)
+	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
+		errno = EIO; /* the loop's backend refused the descriptor */
 		goto err_free;
+	}
 	return s;
 
 err_free:
+	saved_errno = errno;
+	s->fd = -1; /* on failure the caller keeps its socket */
 	pps_session_free(s);
-	s = NULL;
-err:
-	errno = ENOMEM;
+	errno = saved_errno;
 	return NULL;
 }
 
@@ -576,7 +589,8 @@ pps_session_free(pps_session_t *s)
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
 	pps_web_free(s->web);
-	close(s->fd);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s);
 }
 

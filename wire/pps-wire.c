@@ -225,27 +225,29 @@ body_size(const pps_wire_record_t *r)
 	return -EINVAL;
 }
 
-long
-pps_wire_record_size(const pps_wire_record_t *record)
+int
+pps_wire_record_size(const pps_wire_record_t *record, size_t *size)
 {
 	long body = body_size(record);
 
 	if (body < 0)
-		return body;
+		return (int)body;
 	if (body > 65535)
 		return -EINVAL;
-	return PPS_WIRE_HEADER_BYTES + body;
+	*size = PPS_WIRE_HEADER_BYTES + (size_t)body;
+	return 0;
 }
 
-long
-pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
+int
+pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_t *written)
 {
-	long size = pps_wire_record_size(r);
 	writer_t w = {.p = buf, .end = buf + capacity};
+	size_t size;
+	int ret = pps_wire_record_size(r, &size);
 
-	if (size < 0)
-		return size;
-	if ((size_t)size > capacity)
+	if (ret < 0)
+		return ret;
+	if (size > capacity)
 		return -ENOSPC;
 	put_u8(&w, PPS_WIRE_VERSION);
 	put_u8(&w, (uint8_t)r->kind);
@@ -356,17 +358,18 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 	}
 	if (w.overflow)
 		return -ENOSPC;
-	return size;
+	*written = size;
+	return 0;
 }
 
 /* ---- parsing ----------------------------------------------------------- */
 
 struct pps_wire_parser {
 	size_t max_record_bytes;
-	size_t have;   /* bytes of the current record in buf */
-	size_t need;   /* header + body length once the header is in, else header */
-	bool returned; /* the record in buf was handed out by the last call */
-	int error;     /* negative pps_wire_error_t once failed */
+	size_t have;            /* bytes of the current record in buf */
+	size_t need;            /* header + body length once the header is in, else header */
+	bool returned;          /* the record in buf was handed out by the last call */
+	pps_wire_error_t error; /* PPS_WIRE_OK until it fails */
 	char message[192];
 	uint8_t buf[]; /* max_record_bytes */
 };
@@ -397,6 +400,12 @@ pps_wire_parser_free(pps_wire_parser_t *parser)
 	free(parser);
 }
 
+pps_wire_error_t
+pps_wire_parser_error_code(const pps_wire_parser_t *parser)
+{
+	return parser->error;
+}
+
 const char *
 pps_wire_parser_error(const pps_wire_parser_t *parser)
 {
@@ -409,6 +418,13 @@ pps_wire_parser_pending(const pps_wire_parser_t *parser)
 	return parser->returned ? 0 : parser->have;
 }
 
+/* The errno a failure returns: the detail stays in the parser. */
+static int
+error_errno(pps_wire_error_t error)
+{
+	return error == PPS_WIRE_ERR_TOO_LONG ? -EMSGSIZE : -EPROTO;
+}
+
 static int
 fail(pps_wire_parser_t *p, pps_wire_error_t error, const char *fmt, ...)
 {
@@ -417,8 +433,8 @@ fail(pps_wire_parser_t *p, pps_wire_error_t error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(p->message, sizeof(p->message), fmt, ap);
 	va_end(ap);
-	p->error = -(int)error;
-	return p->error;
+	p->error = error;
+	return error_errno(error);
 }
 
 /* Checks the body was read exactly: not short, nothing left over. */
@@ -646,8 +662,8 @@ int
 pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
                      pps_wire_record_t *out)
 {
-	if (p->error)
-		return p->error;
+	if (p->error != PPS_WIRE_OK)
+		return error_errno(p->error);
 	if (p->returned) {
 		/* The previous call returned this record; start the next one. */
 		p->returned = false;
@@ -692,8 +708,8 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 			if (ret < 0)
 				return ret;
 			p->returned = true;
-			return 1;
+			return 0;
 		}
 	}
-	return 0;
+	return -EAGAIN;
 }

@@ -286,7 +286,7 @@ receive_packet(receiver_t *rx, const uint8_t *pkt, size_t len, int64_t now_us)
 	int ret;
 
 	REQUIRE(p);
-	while ((ret = pps_wire_parser_next(p, &data, &len, &r)) == 1) {
+	while ((ret = pps_wire_parser_next(p, &data, &len, &r)) == 0) {
 		switch (r.kind) {
 		case PPS_WIRE_WINDOW_BEGIN:
 			CHECK(!rx->in_window);
@@ -325,7 +325,7 @@ receive_packet(receiver_t *rx, const uint8_t *pkt, size_t len, int64_t now_us)
 			break;
 		}
 	}
-	CHECK_EQ_INT(ret, 0);
+	CHECK_EQ_INT(ret, -EAGAIN);
 	CHECK_EQ_INT(pps_wire_parser_pending(p), 0); /* no record straddles packets */
 	pps_wire_parser_free(p);
 }
@@ -372,7 +372,7 @@ test_sched_complete(void)
 	memset(&rx, 0, sizeof(rx));
 	make_windows(&list, 21, 4, 3, 2, 20, PPS_PRIORITY_TEMPORAL_FIRST, 7, 1.0);
 	for (size_t i = 0; i < list.n; i++)
-		CHECK_EQ_INT(pps_sched_push_window(s, list.windows[i]), 0);
+		pps_sched_push_window(s, list.windows[i]);
 	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1) {
 		CHECK(len <= 1448);
 		receive_packet(&rx, buf, len, 1000000);
@@ -465,9 +465,9 @@ test_sched_record_limit(void)
 		int ret;
 
 		REQUIRE(p);
-		while ((ret = pps_wire_parser_next(p, &data, &left, &r)) == 1)
+		while ((ret = pps_wire_parser_next(p, &data, &left, &r)) == 0)
 			;
-		CHECK_EQ_INT(ret, 0); /* a record over 1000 bytes would fail here */
+		CHECK_EQ_INT(ret, -EAGAIN); /* a record over 1000 bytes: -EMSGSIZE */
 		pps_wire_parser_free(p);
 		receive_packet(&rx, buf, len, 1000000);
 		packets++;
@@ -727,7 +727,7 @@ test_sched_control(void)
 	}
 	CHECK_EQ_INT(accepted, PPS_SCHED_MAX_CONTROL);
 	REQUIRE(pps_sched_next_packet(s, 0, 1448, buf, &len, &push) == 1);
-	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &r), 1);
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &r), 0);
 	CHECK(r.kind == PPS_WIRE_CLOCK_PONG && r.u.clock_pong.seq == 0);
 	{
 		pps_sched_stats_t st;
@@ -754,7 +754,7 @@ drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
 		const uint8_t *data = buf;
 		pps_wire_record_t r;
 
-		while (pps_wire_parser_next(p, &data, &len, &r) == 1) {
+		while (pps_wire_parser_next(p, &data, &len, &r) == 0) {
 			const pps_wire_adu_fragment_t *f = &r.u.adu_fragment;
 
 			if (r.kind == PPS_WIRE_WINDOW_END)
