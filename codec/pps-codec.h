@@ -31,6 +31,7 @@
 
 #include "pps-adu.h"
 #include "pps-config.h"
+#include "pps-wire.h"
 
 /* ---------------------------------------------------------------- frames */
 
@@ -132,6 +133,8 @@ const char *pps_capture_error(pps_capture_t *capture);
 
 /* Deterministic upscale filters (server and client must use the same). */
 #define PPS_CODEC_UPSCALE_BILINEAR_Q8 1
+/* STREAM_INFO's codec: H.264 layered (base + residual enhancement). */
+#define PPS_CODEC_ID_H264_LAYERED 1
 
 /* Everything a decoder needs to know about a stream (the STREAM_INFO record). */
 typedef struct {
@@ -145,6 +148,21 @@ typedef struct {
 	int gop_frames;              /* G: IDR period, multiple of W */
 	int upscale_filter;          /* PPS_CODEC_UPSCALE_* */
 } pps_stream_params_t;
+
+/*
+ * The STREAM_INFO record for @params: the one mapping, both ways. The sender's
+ * @priority_policy and @latency_budget_ms ride along (they are not the
+ * codec's); fps goes as fps/1.
+ */
+void pps_stream_params_to_wire(const pps_stream_params_t *params, unsigned priority_policy,
+                               uint32_t latency_budget_ms, pps_wire_stream_info_t *info);
+/*
+ * The decoder's parameters from a STREAM_INFO (minigop_frames by the
+ * encoder's rule from temporal_layers and window_frames; a fractional frame
+ * rate rounds down). 0, or -EINVAL for an unknown codec, a frame rate below
+ * 1 or a GOP over INT_MAX; range checks are the receiver's.
+ */
+int pps_stream_params_from_wire(const pps_wire_stream_info_t *info, pps_stream_params_t *params);
 
 typedef struct {
 	int width, height, fps;

@@ -28,6 +28,18 @@
 #include "pps-adu.h"
 #include "pps-wire.h"
 
+/* ---- ADUs on the wire --------------------------------------------------- */
+
+/*
+ * The ADU fields of an ADU_FRAGMENT (adu_id, frame_index, capture_us,
+ * decode_order, frame_type, layers, deps) from @info; the caller fills the
+ * window, priority, offset, total_bytes and payload. The one mapping: the
+ * scheduler and the client's reassembler use it.
+ */
+void pps_adu_info_to_wire(const pps_adu_info_t *info, pps_wire_adu_fragment_t *fragment);
+/* The inverse: @info from a fragment's ADU fields (a parsed fragment is in range). */
+void pps_adu_info_from_wire(const pps_wire_adu_fragment_t *fragment, pps_adu_info_t *info);
+
 /* ---- priority policies ------------------------------------------------- */
 
 typedef enum {

@@ -351,17 +351,9 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 
 		memset(&r, 0, sizeof(r));
 		r.kind = PPS_WIRE_ADU_FRAGMENT;
+		pps_adu_info_to_wire(info, &r.u.adu_fragment);
 		r.u.adu_fragment.window_id = e->window_id;
-		r.u.adu_fragment.adu_id = info->id;
-		r.u.adu_fragment.frame_index = info->frame_index;
-		r.u.adu_fragment.capture_us = info->capture_us;
-		r.u.adu_fragment.decode_order = info->decode_order;
-		r.u.adu_fragment.frame_type = info->frame_type;
-		r.u.adu_fragment.temporal_layer = info->temporal_layer;
-		r.u.adu_fragment.quality_layer = info->quality_layer;
-		r.u.adu_fragment.dep_count = info->dep_count;
 		r.u.adu_fragment.priority = (uint16_t)e->next_adu;
-		memcpy(r.u.adu_fragment.deps, info->deps, sizeof(info->deps));
 		r.u.adu_fragment.offset = e->next_offset;
 		r.u.adu_fragment.total_bytes = (uint32_t)size;
 		r.u.adu_fragment.payload_len = (uint16_t)take;

@@ -246,23 +246,9 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 	if (!m->capture)
 		goto err;
 
-	m->info = (pps_wire_stream_info_t){
-	    .protocol_version = PPS_WIRE_VERSION,
-	    .codec = 1,
-	    .upscale_filter = (uint8_t)m->stream.upscale_filter,
-	    .width = (uint16_t)m->stream.width,
-	    .height = (uint16_t)m->stream.height,
-	    .base_width = (uint16_t)m->stream.base_width,
-	    .base_height = (uint16_t)m->stream.base_height,
-	    .fps_num = (uint16_t)m->stream.fps,
-	    .fps_den = 1,
-	    .window_frames = (uint8_t)m->stream.window_frames,
-	    .temporal_layers = (uint8_t)m->stream.temporal_layers,
-	    .quality_layers = (uint8_t)m->stream.quality_layers,
-	    .priority_policy = (uint8_t)pps_config_get_enum(config, "pps", "priority_policy"),
-	    .latency_budget_ms = (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"),
-	    .gop_frames = (uint32_t)m->stream.gop_frames,
-	};
+	pps_stream_params_to_wire(
+	    &m->stream, (unsigned)pps_config_get_enum(config, "pps", "priority_policy"),
+	    (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"), &m->info);
 	return m;
 
 err:

@@ -514,13 +514,16 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		if (!s->fps_num || !s->fps_den)
 			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: frame rate %u/%u",
 			            s->fps_num, s->fps_den);
-		if (s->window_frames < 1 || s->window_frames > 64)
+		if (s->window_frames < 1 || s->window_frames > PPS_WIRE_MAX_WINDOW_FRAMES)
 			return fail(p, PPS_WIRE_ERR_FIELD,
-			            "STREAM_INFO: window_frames %u not 1..64", s->window_frames);
-		if (s->temporal_layers < 1 || s->temporal_layers > 4 || s->quality_layers < 1 ||
-		    s->quality_layers > 4)
-			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: layers %ux%u not 1..4",
-			            s->temporal_layers, s->quality_layers);
+			            "STREAM_INFO: window_frames %u not 1..%d", s->window_frames,
+			            PPS_WIRE_MAX_WINDOW_FRAMES);
+		if (s->temporal_layers < 1 || s->temporal_layers > PPS_WIRE_MAX_TEMPORAL_LAYERS ||
+		    s->quality_layers < 1 || s->quality_layers > PPS_WIRE_MAX_QUALITY_LAYERS)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "STREAM_INFO: layers %ux%u not 1..%dx1..%d", s->temporal_layers,
+			            s->quality_layers, PPS_WIRE_MAX_TEMPORAL_LAYERS,
+			            PPS_WIRE_MAX_QUALITY_LAYERS);
 		return 0;
 	}
 	case PPS_WIRE_WINDOW_BEGIN: {
@@ -550,12 +553,14 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		f->priority = get_u16(r);
 		if (r->short_read)
 			return check_length(p, r, name);
-		if (f->frame_type > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: frame_type %u not 0..3",
-			            f->frame_type);
-		if (f->temporal_layer > 3 || f->quality_layer > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: layer t%u q%u not 0..3",
-			            f->temporal_layer, f->quality_layer);
+		if (f->frame_type > PPS_WIRE_MAX_FRAME_TYPE)
+			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: frame_type %u not 0..%d",
+			            f->frame_type, PPS_WIRE_MAX_FRAME_TYPE);
+		if (f->temporal_layer >= PPS_WIRE_MAX_TEMPORAL_LAYERS ||
+		    f->quality_layer >= PPS_WIRE_MAX_QUALITY_LAYERS)
+			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: layer t%u q%u not 0..%d",
+			            f->temporal_layer, f->quality_layer,
+			            PPS_WIRE_MAX_TEMPORAL_LAYERS - 1);
 		if (f->dep_count > PPS_WIRE_MAX_DEPS)
 			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: dep_count %u over %d",
 			            f->dep_count, PPS_WIRE_MAX_DEPS);
@@ -648,10 +653,10 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		ret = check_length(p, r, name);
 		if (ret < 0)
 			return ret;
-		if (out->u.recovery_request.quality_layer > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD,
-			            "RECOVERY_REQUEST: quality_layer %u not 0..3",
-			            out->u.recovery_request.quality_layer);
+		if (out->u.recovery_request.quality_layer >= PPS_WIRE_MAX_QUALITY_LAYERS)
+			return fail(
+			    p, PPS_WIRE_ERR_FIELD, "RECOVERY_REQUEST: quality_layer %u not 0..%d",
+			    out->u.recovery_request.quality_layer, PPS_WIRE_MAX_QUALITY_LAYERS - 1);
 		return 0;
 	}
 	}

@@ -31,6 +31,11 @@
 #define PPS_WIRE_MAX_AUTH_BYTES   64
 #define PPS_WIRE_MAX_REASON_BYTES 200
 #define PPS_WIRE_MAX_DEPS         4
+/* Ranges the parser enforces (prioritizer/ asserts its own limits match). */
+#define PPS_WIRE_MAX_TEMPORAL_LAYERS 4 /* layer ids 0..3 */
+#define PPS_WIRE_MAX_QUALITY_LAYERS  4
+#define PPS_WIRE_MAX_FRAME_TYPE      3
+#define PPS_WIRE_MAX_WINDOW_FRAMES   64
 /* Largest record a receiver must accept unless its HELLO asks for less or more. */
 #define PPS_WIRE_DEFAULT_MAX_RECORD_BYTES 16384
 /* Smallest limit a receiver may ask for: a packet of control records fits. */

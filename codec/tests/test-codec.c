@@ -730,6 +730,69 @@ case_rates(void)
 	return 0;
 }
 
+/*
+ * STREAM_INFO <-> stream parameters: a round trip is the identity for every
+ * layer/window shape the encoder makes, and the client's mini-GOP (not on the
+ * wire) is the encoder's, from the one rule. Needs no encoder (unit suite).
+ */
+static void
+case_stream_wire(void)
+{
+	static const int shapes[][3] = {
+	    /* temporal layers asked, window frames, mini-GOP the encoder uses */
+	    {3, 4, 4}, {3, 8, 4}, {3, 6, 2}, {3, 3, 1}, {2, 2, 2}, {2, 5, 1}, {1, 4, 1}, {3, 64, 4},
+	};
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		pps_gop_t gop;
+		int t = pps_gop_init(&gop, shapes[i][0], shapes[i][1], 32);
+		pps_stream_params_t sp = {
+		    .width = 1280,
+		    .height = 720,
+		    .fps = 30,
+		    .base_width = 640,
+		    .base_height = 360,
+		    .temporal_layers = t,
+		    .quality_layers = 3,
+		    .minigop_frames = gop.minigop_frames,
+		    .window_frames = shapes[i][1],
+		    .gop_frames = gop.gop_frames,
+		    .upscale_filter = PPS_CODEC_UPSCALE_BILINEAR_Q8,
+		};
+		pps_stream_params_t back;
+		pps_wire_stream_info_t info;
+
+		CHECK(gop.minigop_frames == shapes[i][2], "T%d W%d: mini-GOP %d", shapes[i][0],
+		      shapes[i][1], gop.minigop_frames);
+		pps_stream_params_to_wire(&sp, 2, 250, &info);
+		CHECK(info.protocol_version == PPS_WIRE_VERSION &&
+		          info.codec == PPS_CODEC_ID_H264_LAYERED && info.priority_policy == 2 &&
+		          info.latency_budget_ms == 250 && info.fps_num == 30 && info.fps_den == 1,
+		      "to_wire: header fields");
+		memset(&back, 0xa5, sizeof(back));
+		CHECK(pps_stream_params_from_wire(&info, &back) == 0, "from_wire refused");
+		CHECK(memcmp(&back, &sp, sizeof(sp)) == 0,
+		      "T%d W%d: round trip differs (mini-GOP %d vs %d)", shapes[i][0], shapes[i][1],
+		      back.minigop_frames, sp.minigop_frames);
+	}
+	{
+		pps_stream_params_t sp = {
+		    .width = 320, .height = 240, .fps = 25, .window_frames = 4};
+		pps_stream_params_t back;
+		pps_wire_stream_info_t info;
+
+		pps_stream_params_to_wire(&sp, 0, 100, &info);
+		info.fps_num = 60000; /* 59.94: rounds down */
+		info.fps_den = 1001;
+		CHECK(pps_stream_params_from_wire(&info, &back) == 0 && back.fps == 59, "59.94");
+		info.fps_den = 0;
+		CHECK(pps_stream_params_from_wire(&info, &back) == -EINVAL, "fps_den 0");
+		info.fps_den = 1;
+		info.codec = 2;
+		CHECK(pps_stream_params_from_wire(&info, &back) == -EINVAL, "codec 2");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -742,7 +805,10 @@ main(int argc, char **argv)
 		case_holdback(3, 4);
 	if (all || !strcmp(what, "rates"))
 		case_rates();
-	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates")))
+	if (all || !strcmp(what, "stream-wire"))
+		case_stream_wire();
+	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
+	             !strcmp(what, "stream-wire")))
 		goto out;
 
 	encode_sequence();
