@@ -23,10 +23,27 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* What the encoder thread hands to the loop: a tagged item (STYLE, "Typed
+ * messages across threads"). */
+typedef enum {
+	ITEM_ADU,         /* payload.adu: one reference, for the windower */
+	ITEM_FRAMES_DONE, /* payload.frames_complete: every ADU of frames 0 .. n-1 is out */
+} item_kind_t;
+
 typedef struct {
-	pps_adu_t *adu;           /* NULL: a frames-complete mark */
-	uint32_t frames_complete; /* frames 0 .. n-1 are out */
+	item_kind_t kind;
+	union {
+		pps_adu_t *adu;
+		uint32_t frames_complete;
+	} payload;
 } item_t;
+
+static void
+item_clear(item_t *item)
+{
+	if (item->kind == ITEM_ADU)
+		pps_adu_unref(item->payload.adu);
+}
 
 struct pps_media {
 	struct event_base *base;
@@ -79,7 +96,7 @@ push_item(pps_media_t *m, item_t item)
 	}
 	if (m->stopping) {
 		pthread_mutex_unlock(&m->lock);
-		pps_adu_unref(item.adu);
+		item_clear(&item);
 		return;
 	}
 	m->items[(m->head + m->count) % PPS_MEDIA_QUEUE_ITEMS] = item;
@@ -90,7 +107,7 @@ push_item(pps_media_t *m, item_t item)
 static void
 encoder_adu_cb(pps_adu_t *adu, void *user)
 {
-	push_item(user, (item_t){.adu = adu});
+	push_item(user, (item_t){.kind = ITEM_ADU, .payload.adu = adu});
 }
 
 /* Capture delivery thread. */
@@ -127,7 +144,9 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 		snprintf(m->error, sizeof(m->error), "encoder: %s", strerror(-ret));
 		pthread_mutex_unlock(&m->lock);
 	} else {
-		push_item(m, (item_t){.frames_complete = pps_encoder_frames_complete(m->encoder)});
+		push_item(m, (item_t){.kind = ITEM_FRAMES_DONE,
+		                      .payload.frames_complete =
+		                          pps_encoder_frames_complete(m->encoder)});
 	}
 	wake_loop(m);
 }
@@ -162,28 +181,37 @@ wake_cb(evutil_socket_t fd, short what, void *user)
 		for (size_t i = 0; i < n; i++) {
 			batch[i] = m->items[m->head];
 			m->head = (m->head + 1) % PPS_MEDIA_QUEUE_ITEMS;
-			if (batch[i].adu) {
-				const pps_adu_info_t *info = pps_adu_info(batch[i].adu);
+			switch (batch[i].kind) {
+			case ITEM_ADU: {
+				const pps_adu_t *adu = batch[i].payload.adu;
 
 				m->stats.adus++;
-				m->stats.bytes[info->quality_layer] += pps_adu_size(batch[i].adu);
-			} else {
-				m->stats.frames_encoded = batch[i].frames_complete;
+				m->stats.bytes[pps_adu_info(adu)->quality_layer] +=
+				    pps_adu_size(adu);
+				break;
+			}
+			case ITEM_FRAMES_DONE:
+				m->stats.frames_encoded = batch[i].payload.frames_complete;
+				break;
 			}
 		}
 		m->count -= n;
 		pthread_cond_signal(&m->room);
 		pthread_mutex_unlock(&m->lock);
 		for (size_t i = 0; i < n; i++) {
-			int ret;
+			int ret = 0;
 
-			if (batch[i].adu)
-				ret = pps_windower_add(m->windower, batch[i].adu);
-			else if (batch[i].frames_complete > 0)
-				ret = pps_windower_frames_done(m->windower,
-				                               batch[i].frames_complete - 1);
-			else
-				ret = 0;
+			switch (batch[i].kind) {
+			case ITEM_ADU: /* the windower takes the reference, even when it refuses it
+			                */
+				ret = pps_windower_add(m->windower, batch[i].payload.adu);
+				break;
+			case ITEM_FRAMES_DONE:
+				if (batch[i].payload.frames_complete > 0)
+					ret = pps_windower_frames_done(
+					    m->windower, batch[i].payload.frames_complete - 1);
+				break;
+			}
 			if (ret < 0)
 				fprintf(stderr, "pps-server: windower: %s\n", strerror(-ret));
 		}
@@ -309,7 +337,7 @@ pps_media_free(pps_media_t *m)
 	pps_media_stop(m);
 	pps_capture_free(m->capture);
 	for (size_t i = 0; i < m->count; i++)
-		pps_adu_unref(m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS].adu);
+		item_clear(&m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS]);
 	if (m->wake_event)
 		event_free(m->wake_event);
 	if (m->idr_timer)
