@@ -94,7 +94,7 @@ uint32_t pps_window_first_adu_id(const pps_window_t *window);
  * ADU of a later window arrives; closed windows get their send order and are
  * handed to @window_cb, which takes the reference.
  */
-typedef void (*pps_windower_window_cb)(void *user, pps_window_t *window);
+typedef void (*pps_windower_window_cb)(pps_window_t *window, void *user);
 
 typedef struct pps_windower pps_windower_t;
 
@@ -217,7 +217,7 @@ typedef struct {
 	double size_scale; /* 1.0 = about 1.5 Mbit/s at 30 frames/s for 2 layers */
 } pps_synth_params_t;
 
-typedef void (*pps_synth_adu_cb)(void *user, pps_adu_t *adu);
+typedef void (*pps_synth_adu_cb)(pps_adu_t *adu, void *user);
 
 typedef struct pps_synth pps_synth_t;
 

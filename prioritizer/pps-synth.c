@@ -134,7 +134,7 @@ emit(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_adu_frame_type_t ty
 			free(data);
 			continue;
 		}
-		cb(user, adu);
+		cb(adu, user);
 	}
 }
 

@@ -154,14 +154,14 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 static void idr_timer_cb(evutil_socket_t fd, short what, void *user);
 
 static void
-windower_window_cb(void *user, pps_window_t *window)
+windower_window_cb(pps_window_t *window, void *user)
 {
 	pps_media_t *m = user;
 
 	pthread_mutex_lock(&m->lock);
 	m->stats.windows++;
 	pthread_mutex_unlock(&m->lock);
-	m->window_cb(m->user, window);
+	m->window_cb(window, m->user);
 }
 
 /* Loop thread: drain the queue into the windower. */

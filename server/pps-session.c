@@ -680,7 +680,7 @@ pps_session_get_transport_stats(const pps_session_t *s, pps_minbuf_stats_t *stat
 		memset(stats, 0, sizeof(*stats));
 		return -ENOENT;
 	}
-	return pps_minbuf_stats(s->writer, stats);
+	return pps_minbuf_get_stats(s->writer, stats);
 }
 
 void

@@ -16,7 +16,7 @@ typedef struct {
 } window_list_t;
 
 static void
-collect_window_cb(void *user, pps_window_t *window)
+collect_window_cb(pps_window_t *window, void *user)
 {
 	window_list_t *list = user;
 
@@ -25,7 +25,7 @@ collect_window_cb(void *user, pps_window_t *window)
 }
 
 static void
-add_adu_cb(void *user, pps_adu_t *adu)
+add_adu_cb(pps_adu_t *adu, void *user)
 {
 	CHECK_EQ_INT(pps_windower_add(user, adu), 0);
 }
