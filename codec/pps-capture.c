@@ -10,6 +10,7 @@
  * delivery thread), so there is no GLib main loop to run.
  */
 #include "pps-codec.h"
+#include "pps-config.h"
 
 #include <errno.h>
 #include <gst/app/gstappsink.h>

@@ -11,6 +11,7 @@
  *                 [--threads 1] [--base-crf 26] [--enh-crf 24] [--scale 2] [--gop 60]
  */
 #include "pps-codec-testutil.h"
+#include "pps-config.h"
 
 #include <errno.h>
 #include <math.h>

@@ -30,8 +30,11 @@
 #include <stdint.h>
 
 #include "pps-adu.h"
-#include "pps-config.h"
 #include "pps-wire.h"
+
+/* config/pps-config.h: only the capture and the encoder's parameters read it,
+ * so decoder users do not include the configuration. */
+struct pps_config;
 
 /* ---------------------------------------------------------------- frames */
 
@@ -88,7 +91,7 @@ typedef struct {
  * not parse fails here: NULL, errno set, and a one-line message naming the
  * source and GStreamer's reason in @err. Calls gst_init() if needed.
  */
-pps_capture_t *pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb,
+pps_capture_t *pps_capture_new(const struct pps_config *config, pps_capture_frame_cb frame_cb,
                                void *user, char *err, size_t err_size);
 
 /*
@@ -106,7 +109,7 @@ int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
  * width, height, queue_frames and timecode. pps_capture_start() starts the
  * delivery thread without waiting for a frame.
  */
-pps_capture_t *pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb,
+pps_capture_t *pps_capture_new_push(const struct pps_config *config, pps_capture_frame_cb frame_cb,
                                     void *user, char *err, size_t err_size);
 /*
  * Copies @frame (its width and height must be the capture's; capture_us is
@@ -182,7 +185,7 @@ typedef struct {
 } pps_encoder_params_t;
 
 /* Fills @params from [source], [encoder] and [pps] window_frames. */
-void pps_encoder_params_from_config(pps_encoder_params_t *params, const pps_config_t *config);
+void pps_encoder_params_from_config(pps_encoder_params_t *params, const struct pps_config *config);
 
 typedef struct pps_encoder pps_encoder_t;
 

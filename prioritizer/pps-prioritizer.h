@@ -205,32 +205,4 @@ int pps_sched_next_packet(pps_sched_t *sched, int64_t now_us, size_t mss, uint8_
 
 void pps_sched_get_stats(const pps_sched_t *sched, pps_sched_stats_t *out);
 
-/* ---- synthetic ADU source (tests, benchmarks, until codec/ is wired) --- */
-
-typedef struct {
-	unsigned fps;
-	unsigned window_frames;
-	unsigned temporal_layers; /* 1..3 */
-	unsigned quality_layers;  /* 1..3 */
-	unsigned gop_frames;      /* IDR period, rounded up to whole windows */
-	uint32_t seed;
-	double size_scale; /* 1.0 = about 1.5 Mbit/s at 30 frames/s for 2 layers */
-} pps_synth_params_t;
-
-typedef void (*pps_synth_adu_cb)(pps_adu_t *adu, void *user);
-
-typedef struct pps_synth pps_synth_t;
-
-pps_synth_t *pps_synth_new(const pps_synth_params_t *params);
-void pps_synth_free(pps_synth_t *synth);
-
-/*
- * Feeds one captured frame. Emits, in decode order, the ADUs that an encoder
- * with the GOP of codec/ would emit after this frame (an anchor releases the
- * B frames before it); @adu_cb takes each reference. Returns the highest
- * frame index all of whose ADUs have now been emitted, or -1 if none yet.
- */
-int64_t pps_synth_frame(pps_synth_t *synth, uint32_t frame_index, int64_t capture_us,
-                        pps_synth_adu_cb adu_cb, void *user);
-
 #endif /* PPS_PRIORITIZER_H */

@@ -8,6 +8,7 @@
  *        test-capture uri-file GST_LAUNCH TMPDIR
  */
 #include "pps-codec.h"
+#include "pps-config.h"
 
 #include <errno.h>
 #include <pthread.h>

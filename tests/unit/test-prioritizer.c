@@ -2,6 +2,7 @@
 /* The PPS core with a fake clock: windows, priority order, and the progress
  * regulator's rules (deadlines, decodability, MSS, packing, bounds). */
 #include "pps-prioritizer.h"
+#include "pps-synth.h"
 #include "pps-test.h"
 
 #include <errno.h>
