@@ -451,6 +451,8 @@ pps_receiver_finish(pps_receiver_t *r)
 {
 	if (r->decoder) {
 		r->push_us = r->clock_cb(r->user);
+		/* Its error (libavcodec's at end of stream) changes nothing here:
+		 * what it held is out either way, and the decoder is reset. */
 		pps_decoder_drain(r->decoder);
 	}
 }

@@ -133,7 +133,10 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 
 		m->rates_pending = false;
 		pthread_mutex_unlock(&m->lock);
-		pps_encoder_set_rates(m->encoder, &rates); /* validated on the loop */
+		/* Its only error, -EINVAL, was ruled out on the loop
+		 * (pps_media_set_rates); x264 refusing it later is counted in
+		 * the encoder's reconfig_errors. */
+		pps_encoder_set_rates(m->encoder, &rates);
 	} else {
 		pthread_mutex_unlock(&m->lock);
 	}
@@ -389,7 +392,8 @@ pps_media_request_idr(pps_media_t *m)
 	wait_us = m->last_idr_request_us + IDR_REQUEST_MIN_INTERVAL_US - now;
 	tv.tv_sec = (time_t)(wait_us / 1000000);
 	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
-	evtimer_add(m->idr_timer, &tv);
+	if (evtimer_add(m->idr_timer, &tv) < 0)
+		idr_now(m, now); /* no timer: too soon rather than never */
 }
 
 int
