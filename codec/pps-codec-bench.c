@@ -10,8 +10,8 @@
  *                 [--pattern ball|smpte|...|synthetic] [--preset veryfast]
  *                 [--threads 1] [--base-crf 26] [--enh-crf 24] [--scale 2] [--gop 60]
  */
+#include "pps-config.h" /* pps-codec.h only declares struct pps_config */
 #include "pps-codec-testutil.h"
-#include "pps-config.h"
 
 #include <errno.h>
 #include <math.h>
