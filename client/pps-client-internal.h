@@ -62,7 +62,7 @@ void pps_reasm_free(pps_reasm_t *reasm);
 
 /*
  * Feeds one server record of a window (WINDOW_BEGIN, ADU_FRAGMENT,
- * WINDOW_END). Returns 0, 1 when a WINDOW_END completed a window (then
+ * WINDOW_END). Returns 0 (a WINDOW_END accepted completes its window:
  * pps_reasm_take() hands it out), or a negative errno with a one-line reason
  * in @err for a record that breaks the protocol (out of order, a fragment
  * that does not fit its ADU or window, limits exceeded).

@@ -129,16 +129,17 @@ int
 pps_connection_send(pps_connection_t *c, const pps_wire_record_t *r)
 {
 	uint8_t buf[256];
-	long n;
+	size_t n;
+	int ret;
 
 	if (c->fd < 0 || !c->connected)
 		return -ENOTCONN;
-	n = pps_wire_encode(r, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
+	ret = pps_wire_encode(r, buf, sizeof(buf), &n);
+	if (ret < 0)
+		return ret;
 	/* Our records are tiny and rare; a full send buffer means the server
 	 * is not reading, and a lost PING costs one clock sample. */
-	if (send(c->fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+	if (send(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
 		return -errno;
 	return 0;
 }
@@ -261,7 +262,7 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		char err[256] = "";
 		int ret = pps_wire_parser_next(c->parser, &data, &len, &record);
 
-		if (ret == 0)
+		if (ret == -EAGAIN)
 			break;
 		if (ret < 0) {
 			char why[300];

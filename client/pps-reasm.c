@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The client takes every ADU the server puts in one window. */
+_Static_assert(PPS_REASM_MAX_ADUS >= PPS_WINDOW_MAX_ADUS,
+               "the reassembler holds fewer ADUs than a window may have");
+
 typedef struct {
 	pps_adu_info_t info;
 	uint32_t total_bytes;
@@ -175,15 +179,7 @@ fragment(pps_reasm_t *r, const pps_wire_adu_fragment_t *f, char *err, size_t err
 		r->n_adus++;
 		r->allocated += f->total_bytes;
 		a->total_bytes = f->total_bytes;
-		a->info.id = f->adu_id;
-		a->info.frame_index = f->frame_index;
-		a->info.capture_us = f->capture_us;
-		a->info.decode_order = f->decode_order;
-		a->info.frame_type = f->frame_type;
-		a->info.temporal_layer = f->temporal_layer;
-		a->info.quality_layer = f->quality_layer;
-		a->info.dep_count = f->dep_count;
-		memcpy(a->info.deps, f->deps, sizeof(a->info.deps));
+		pps_adu_info_from_wire(f, &a->info);
 	} else if (f->total_bytes != a->total_bytes || f->offset != a->received ||
 	           f->frame_index != a->info.frame_index) {
 		return error(err, err_size,
@@ -228,7 +224,7 @@ end(pps_reasm_t *r, const pps_wire_window_end_t *e, char *err, size_t err_size)
 	r->open = false;
 	r->last_window = e->window_id;
 	r->ready = true;
-	return 1;
+	return 0;
 }
 
 int

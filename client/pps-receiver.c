@@ -208,7 +208,8 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 		snprintf(err, err_size, "second STREAM_INFO");
 		return -EPROTO;
 	}
-	if (info->codec != 1 || info->upscale_filter != PPS_CODEC_UPSCALE_BILINEAR_Q8) {
+	if (info->codec != PPS_CODEC_ID_H264_LAYERED ||
+	    info->upscale_filter != PPS_CODEC_UPSCALE_BILINEAR_Q8) {
 		snprintf(err, err_size, "STREAM_INFO: codec %u / upscale filter %u not supported",
 		         info->codec, info->upscale_filter);
 		return -EPROTO;
@@ -236,10 +237,10 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 		         info->fps_num, info->fps_den, PPS_RECEIVER_MAX_FPS);
 		return -EPROTO;
 	}
-	if (info->window_frames < 1 || info->window_frames > 64 || info->temporal_layers < 1 ||
-	    info->temporal_layers > PPS_ADU_MAX_TEMPORAL_LAYERS || info->quality_layers < 1 ||
-	    info->quality_layers > PPS_ADU_MAX_QUALITY_LAYERS || info->gop_frames > INT32_MAX ||
-	    info->latency_budget_ms > 60000) {
+	if (info->window_frames < 1 || info->window_frames > PPS_WIRE_MAX_WINDOW_FRAMES ||
+	    info->temporal_layers < 1 || info->temporal_layers > PPS_ADU_MAX_TEMPORAL_LAYERS ||
+	    info->quality_layers < 1 || info->quality_layers > PPS_ADU_MAX_QUALITY_LAYERS ||
+	    info->gop_frames > INT32_MAX || info->latency_budget_ms > 60000) {
 		snprintf(err, err_size,
 		         "STREAM_INFO: window %u frames, %u temporal x %u quality layers, gop %u, "
 		         "budget %u ms: out of range",
@@ -247,20 +248,11 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 		         info->gop_frames, info->latency_budget_ms);
 		return -EPROTO;
 	}
-	memset(&params, 0, sizeof(params));
-	params.width = info->width;
-	params.height = info->height;
-	params.fps = info->fps_num / info->fps_den;
-	params.base_width = info->base_width;
-	params.base_height = info->base_height;
-	params.temporal_layers = info->temporal_layers;
-	params.quality_layers = info->quality_layers;
-	params.minigop_frames = info->temporal_layers >= 3 ? 4 : info->temporal_layers == 2 ? 2 : 1;
-	while (params.minigop_frames > 1 && info->window_frames % params.minigop_frames)
-		params.minigop_frames /= 2;
-	params.window_frames = info->window_frames;
-	params.gop_frames = (int)info->gop_frames;
-	params.upscale_filter = info->upscale_filter;
+	/* Checked above: nothing here is refused. */
+	if (pps_stream_params_from_wire(info, &params) < 0) {
+		snprintf(err, err_size, "STREAM_INFO: no decoder parameters for it");
+		return -EPROTO;
+	}
 	pps_decoder_free(r->decoder);
 	r->decoder = pps_decoder_new(&params, decoder_frame_cb, r);
 	pps_reasm_free(r->reasm);
@@ -445,9 +437,8 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 	case PPS_WIRE_ADU_FRAGMENT:
 		push_ready(r);
 		break;
-	case PPS_WIRE_WINDOW_END:
-		if (ret == 1)
-			window_end(r, now);
+	case PPS_WIRE_WINDOW_END: /* accepted: its window is complete */
+		window_end(r, now);
 		break;
 	default:
 		break;
@@ -460,6 +451,8 @@ pps_receiver_finish(pps_receiver_t *r)
 {
 	if (r->decoder) {
 		r->push_us = r->clock_cb(r->user);
+		/* Its error (libavcodec's at end of stream) changes nothing here:
+		 * what it held is out either way, and the decoder is reset. */
 		pps_decoder_drain(r->decoder);
 	}
 }

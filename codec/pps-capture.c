@@ -10,6 +10,7 @@
  * delivery thread), so there is no GLib main loop to run.
  */
 #include "pps-codec.h"
+#include "pps-config.h"
 #include "pps-time.h"
 
 #include <errno.h>
@@ -73,7 +74,7 @@ fail_locked(pps_capture_t *c, const char *reason, const char *detail)
 }
 
 static GstBusSyncReply
-on_bus_message(GstBus *bus, GstMessage *msg, gpointer data)
+bus_message_cb(GstBus *bus, GstMessage *msg, gpointer data)
 {
 	pps_capture_t *c = data;
 
@@ -156,7 +157,7 @@ queue_slot(pps_capture_t *c, pps_frame_t *frame)
 }
 
 static GstFlowReturn
-on_new_sample(GstAppSink *sink, gpointer data)
+new_sample_cb(GstAppSink *sink, gpointer data)
 {
 	pps_capture_t *c = data;
 	GstSample *sample = gst_app_sink_pull_sample(sink);
@@ -194,7 +195,7 @@ on_new_sample(GstAppSink *sink, gpointer data)
 }
 
 static void
-on_eos(GstAppSink *sink, gpointer data)
+eos_cb(GstAppSink *sink, gpointer data)
 {
 	pps_capture_t *c = data;
 
@@ -373,11 +374,11 @@ build_pipeline(pps_capture_t *c, const char *description, char *err, size_t err_
 	}
 	/* The copy is immediate; GStreamer itself need not hold frames. */
 	g_object_set(c->appsink, "max-buffers", 2, "drop", TRUE, "sync", !c->live, NULL);
-	callbacks.new_sample = on_new_sample;
-	callbacks.eos = on_eos;
+	callbacks.new_sample = new_sample_cb;
+	callbacks.eos = eos_cb;
 	gst_app_sink_set_callbacks(GST_APP_SINK(c->appsink), &callbacks, c, NULL);
 	bus = gst_element_get_bus(c->pipeline);
-	gst_bus_set_sync_handler(bus, on_bus_message, c, NULL);
+	gst_bus_set_sync_handler(bus, bus_message_cb, c, NULL);
 	gst_object_unref(bus);
 	return 0;
 }

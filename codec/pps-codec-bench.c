@@ -10,6 +10,7 @@
  *                 [--pattern ball|smpte|...|synthetic] [--preset veryfast]
  *                 [--threads 1] [--base-crf 26] [--enh-crf 24] [--scale 2] [--gop 60]
  */
+#include "pps-config.h" /* pps-codec.h only declares struct pps_config */
 #include "pps-codec-testutil.h"
 #include "pps-version.h"
 #include "pps-time.h"
@@ -36,7 +37,7 @@ static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static bool capture_done;
 
 static void
-on_capture(const pps_frame_t *f, void *user)
+capture_cb(const pps_frame_t *f, void *user)
 {
 	(void)user;
 	pthread_mutex_lock(&lock);
@@ -84,7 +85,7 @@ capture_frames(const options_t *o)
 	pps_config_set(c, set, err, sizeof(err));
 	snprintf(set, sizeof(set), "source.height=%d", o->height);
 	pps_config_set(c, set, err, sizeof(err));
-	cap = pps_capture_new(c, on_capture, NULL, err, sizeof(err));
+	cap = pps_capture_new(c, capture_cb, NULL, err, sizeof(err));
 	if (!cap || pps_capture_start(cap, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-codec-bench: %s\n", err);
 		return -1;
@@ -104,7 +105,7 @@ typedef struct {
 } adu_list_t;
 
 static void
-on_adu(pps_adu_t *adu, void *user)
+adu_cb(pps_adu_t *adu, void *user)
 {
 	adu_list_t *l = user;
 
@@ -145,7 +146,7 @@ encode(const options_t *o, int quality, int base_crf, adu_list_t *out, pps_encod
 	memset(out, 0, sizeof(*out));
 	t0 = (double)pps_time_monotonic_ns() / 1e9;
 	for (int n = 0; n < captured; n++)
-		if (pps_encoder_encode(e, source[n], on_adu, out) < 0) {
+		if (pps_encoder_encode(e, source[n], adu_cb, out) < 0) {
 			fprintf(stderr, "pps-codec-bench: encode failed at frame %d\n", n);
 			return -1;
 		}
@@ -163,7 +164,7 @@ typedef struct {
 } quality_t;
 
 static void
-on_decoded(const pps_decoded_frame_t *f, void *user)
+decoded_cb(const pps_decoded_frame_t *f, void *user)
 {
 	quality_t *q = user;
 
@@ -185,7 +186,7 @@ decode_subset(const adu_list_t *l, const pps_stream_params_t *stream, int t, int
 
 	memset(quality, 0, sizeof(*quality));
 	quality->with_ssim = with_ssim;
-	d = pps_decoder_new(stream, on_decoded, quality);
+	d = pps_decoder_new(stream, decoded_cb, quality);
 	if (!d)
 		return 0;
 	for (int i = 0; i < l->count; i++) {

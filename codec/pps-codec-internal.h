@@ -20,6 +20,10 @@ typedef struct {
 	uint32_t previous_origin;
 } pps_gop_t;
 
+/* S for @temporal_layers: 4, 2 or 1 frames, halved until it divides
+ * @window_frames. The one copy of the rule: the encoder's GOP and the
+ * client's decoder parameters (pps_stream_params_from_wire) use it. */
+int pps_gop_minigop_frames(int temporal_layers, int window_frames);
 /* Chooses S from @temporal_layers so that S divides @window_frames; returns
  * the effective number of temporal layers. */
 int pps_gop_init(pps_gop_t *gop, int temporal_layers, int window_frames, int gop_frames);

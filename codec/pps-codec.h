@@ -30,7 +30,11 @@
 #include <stdint.h>
 
 #include "pps-adu.h"
-#include "pps-config.h"
+#include "pps-wire.h"
+
+/* config/pps-config.h: only the capture and the encoder's parameters read it,
+ * so decoder users do not include the configuration. */
+struct pps_config;
 
 /* ---------------------------------------------------------------- frames */
 
@@ -87,7 +91,7 @@ typedef struct {
  * not parse fails here: NULL, errno set, and a one-line message naming the
  * source and GStreamer's reason in @err. Calls gst_init() if needed.
  */
-pps_capture_t *pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb,
+pps_capture_t *pps_capture_new(const struct pps_config *config, pps_capture_frame_cb frame_cb,
                                void *user, char *err, size_t err_size);
 
 /*
@@ -105,7 +109,7 @@ int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
  * width, height, queue_frames and timecode. pps_capture_start() starts the
  * delivery thread without waiting for a frame.
  */
-pps_capture_t *pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb,
+pps_capture_t *pps_capture_new_push(const struct pps_config *config, pps_capture_frame_cb frame_cb,
                                     void *user, char *err, size_t err_size);
 /*
  * Copies @frame (its width and height must be the capture's; capture_us is
@@ -132,6 +136,8 @@ const char *pps_capture_error(pps_capture_t *capture);
 
 /* Deterministic upscale filters (server and client must use the same). */
 #define PPS_CODEC_UPSCALE_BILINEAR_Q8 1
+/* STREAM_INFO's codec: H.264 layered (base + residual enhancement). */
+#define PPS_CODEC_ID_H264_LAYERED 1
 
 /* Everything a decoder needs to know about a stream (the STREAM_INFO record). */
 typedef struct {
@@ -145,6 +151,21 @@ typedef struct {
 	int gop_frames;              /* G: IDR period, multiple of W */
 	int upscale_filter;          /* PPS_CODEC_UPSCALE_* */
 } pps_stream_params_t;
+
+/*
+ * The STREAM_INFO record for @params: the one mapping, both ways. The sender's
+ * @priority_policy and @latency_budget_ms ride along (they are not the
+ * codec's); fps goes as fps/1.
+ */
+void pps_stream_params_to_wire(const pps_stream_params_t *params, unsigned priority_policy,
+                               uint32_t latency_budget_ms, pps_wire_stream_info_t *info);
+/*
+ * The decoder's parameters from a STREAM_INFO (minigop_frames by the
+ * encoder's rule from temporal_layers and window_frames; a fractional frame
+ * rate rounds down). 0, or -EINVAL for an unknown codec, a frame rate below
+ * 1 or a GOP over INT_MAX; range checks are the receiver's.
+ */
+int pps_stream_params_from_wire(const pps_wire_stream_info_t *info, pps_stream_params_t *params);
 
 typedef struct {
 	int width, height, fps;
@@ -164,7 +185,7 @@ typedef struct {
 } pps_encoder_params_t;
 
 /* Fills @params from [source], [encoder] and [pps] window_frames. */
-void pps_encoder_params_from_config(pps_encoder_params_t *params, const pps_config_t *config);
+void pps_encoder_params_from_config(pps_encoder_params_t *params, const struct pps_config *config);
 
 typedef struct pps_encoder pps_encoder_t;
 

@@ -35,6 +35,7 @@
  * next x264; layer q >= 2 codes the residual against layer q - 1's result.
  */
 #include "pps-codec-internal.h"
+#include "pps-config.h"
 #include "pps-time.h"
 
 #include <errno.h>

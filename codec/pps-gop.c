@@ -2,7 +2,7 @@
 #include "pps-codec-internal.h"
 
 int
-pps_gop_init(pps_gop_t *gop, int temporal_layers, int window_frames, int gop_frames)
+pps_gop_minigop_frames(int temporal_layers, int window_frames)
 {
 	int s = temporal_layers >= 3 ? 4 : temporal_layers == 2 ? 2 : 1;
 
@@ -10,6 +10,14 @@ pps_gop_init(pps_gop_t *gop, int temporal_layers, int window_frames, int gop_fra
 	 * window); fall back to fewer B frames when it does not divide W. */
 	while (s > 1 && window_frames % s != 0)
 		s /= 2;
+	return s;
+}
+
+int
+pps_gop_init(pps_gop_t *gop, int temporal_layers, int window_frames, int gop_frames)
+{
+	int s = pps_gop_minigop_frames(temporal_layers, window_frames);
+
 	gop->minigop_frames = s;
 	gop->window_frames = window_frames;
 	if (gop_frames < window_frames)

@@ -86,7 +86,7 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
 /* ---- loop thread --------------------------------------------------------- */
 
 static void
-media_window_cb(void *user, pps_window_t *window)
+media_window_cb(pps_window_t *window, void *user)
 {
 	GstPpsSink *sink = user;
 

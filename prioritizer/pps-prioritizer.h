@@ -28,6 +28,18 @@
 #include "pps-adu.h"
 #include "pps-wire.h"
 
+/* ---- ADUs on the wire --------------------------------------------------- */
+
+/*
+ * The ADU fields of an ADU_FRAGMENT (adu_id, frame_index, capture_us,
+ * decode_order, frame_type, layers, deps) from @info; the caller fills the
+ * window, priority, offset, total_bytes and payload. The one mapping: the
+ * scheduler and the client's reassembler use it.
+ */
+void pps_adu_info_to_wire(const pps_adu_info_t *info, pps_wire_adu_fragment_t *fragment);
+/* The inverse: @info from a fragment's ADU fields (a parsed fragment is in range). */
+void pps_adu_info_from_wire(const pps_wire_adu_fragment_t *fragment, pps_adu_info_t *info);
+
 /* ---- priority policies ------------------------------------------------- */
 
 typedef enum {
@@ -85,7 +97,7 @@ uint32_t pps_window_first_adu_id(const pps_window_t *window);
  * ADU of a later window arrives; closed windows get their send order and are
  * handed to @window_cb, which takes the reference.
  */
-typedef void (*pps_windower_window_cb)(void *user, pps_window_t *window);
+typedef void (*pps_windower_window_cb)(pps_window_t *window, void *user);
 
 typedef struct pps_windower pps_windower_t;
 
@@ -153,10 +165,11 @@ pps_sched_t *pps_sched_new(const pps_sched_params_t *params);
 void pps_sched_free(pps_sched_t *sched);
 
 /*
- * Queues a window for this client (takes a new reference of its own). Past
- * max_windows the oldest queued window is dropped and counted.
+ * Queues a window for this client (takes a new reference of its own). It
+ * cannot fail, so it returns nothing: past max_windows the oldest queued
+ * window is dropped and counted (windows_overflow) to make room.
  */
-int pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
+void pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
 
 /*
  * Queues a control record (CLOCK_PONG, BYE, STREAM_INFO) to go out before
@@ -194,33 +207,5 @@ int pps_sched_next_packet(pps_sched_t *sched, int64_t now_us, size_t mss, uint8_
                           bool *push);
 
 void pps_sched_get_stats(const pps_sched_t *sched, pps_sched_stats_t *out);
-
-/* ---- synthetic ADU source (tests, benchmarks, until codec/ is wired) --- */
-
-typedef struct {
-	unsigned fps;
-	unsigned window_frames;
-	unsigned temporal_layers; /* 1..3 */
-	unsigned quality_layers;  /* 1..3 */
-	unsigned gop_frames;      /* IDR period, rounded up to whole windows */
-	uint32_t seed;
-	double size_scale; /* 1.0 = about 1.5 Mbit/s at 30 frames/s for 2 layers */
-} pps_synth_params_t;
-
-typedef void (*pps_synth_adu_cb)(void *user, pps_adu_t *adu);
-
-typedef struct pps_synth pps_synth_t;
-
-pps_synth_t *pps_synth_new(const pps_synth_params_t *params);
-void pps_synth_free(pps_synth_t *synth);
-
-/*
- * Feeds one captured frame. Emits, in decode order, the ADUs that an encoder
- * with the GOP of codec/ would emit after this frame (an anchor releases the
- * B frames before it); @adu_cb takes each reference. Returns the highest
- * frame index all of whose ADUs have now been emitted, or -1 if none yet.
- */
-int64_t pps_synth_frame(pps_synth_t *synth, uint32_t frame_index, int64_t capture_us,
-                        pps_synth_adu_cb adu_cb, void *user);
 
 #endif /* PPS_PRIORITIZER_H */

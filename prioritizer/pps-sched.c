@@ -171,7 +171,7 @@ end_entry(pps_sched_t *s, entry_t *e)
 	e->window = NULL;
 }
 
-int
+void
 pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 {
 	entry_t *e;
@@ -199,7 +199,6 @@ pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 	e->deadline_us = pps_window_first_capture_us(window) + s->params.latency_budget_us;
 	e->state = ENTRY_PENDING;
 	s->count++;
-	return 0;
 }
 
 int
@@ -288,11 +287,13 @@ pps_sched_has_data(const pps_sched_t *s)
 static bool
 append(uint8_t *buf, size_t mss, size_t *pos, const pps_wire_record_t *r)
 {
-	long n = pps_wire_encode(r, buf + *pos, mss - *pos);
+	size_t n;
 
-	if (n < 0)
+	/* -ENOSPC: the packet is full. -EINVAL cannot happen: the records are
+	 * built here within the wire's limits (deps: a _Static_assert). */
+	if (pps_wire_encode(r, buf + *pos, mss - *pos, &n) < 0)
 		return false;
-	*pos += (size_t)n;
+	*pos += n;
 	return true;
 }
 
@@ -350,17 +351,9 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 
 		memset(&r, 0, sizeof(r));
 		r.kind = PPS_WIRE_ADU_FRAGMENT;
+		pps_adu_info_to_wire(info, &r.u.adu_fragment);
 		r.u.adu_fragment.window_id = e->window_id;
-		r.u.adu_fragment.adu_id = info->id;
-		r.u.adu_fragment.frame_index = info->frame_index;
-		r.u.adu_fragment.capture_us = info->capture_us;
-		r.u.adu_fragment.decode_order = info->decode_order;
-		r.u.adu_fragment.frame_type = info->frame_type;
-		r.u.adu_fragment.temporal_layer = info->temporal_layer;
-		r.u.adu_fragment.quality_layer = info->quality_layer;
-		r.u.adu_fragment.dep_count = info->dep_count;
 		r.u.adu_fragment.priority = (uint16_t)e->next_adu;
-		memcpy(r.u.adu_fragment.deps, info->deps, sizeof(info->deps));
 		r.u.adu_fragment.offset = e->next_offset;
 		r.u.adu_fragment.total_bytes = (uint32_t)size;
 		r.u.adu_fragment.payload_len = (uint16_t)take;

@@ -2,14 +2,14 @@
 /*
  * A synthetic layered stream with the GOP structure and dependencies that
  * codec/ produces, and sizes of the same order: for tests and benchmarks of
- * the prioritizer and the transport without running an encoder.
+ * the prioritizer and the transport without running an encoder (pps-synth.h).
  *
  * GOP: mini-GOPs of M+1 frames (M = 0, 1 or 3 B frames, the largest the
  * temporal layers allow with M+1 dividing the window), anchors (P) at frames
  * = 0 mod (M+1), an IDR every G frames (G a multiple of the window), and the
  * M frames before an IDR coded as P so that nothing crosses it (closed GOP).
  */
-#include "pps-prioritizer.h"
+#include "pps-synth.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -134,7 +134,7 @@ emit(pps_synth_t *s, uint32_t frame, int64_t capture_us, pps_adu_frame_type_t ty
 			free(data);
 			continue;
 		}
-		cb(user, adu);
+		cb(adu, user);
 	}
 }
 

@@ -181,7 +181,7 @@ close_open_window(pps_windower_t *w)
 	w->open = false;
 	w->closed_any = true;
 	w->last_closed_id = window->id;
-	w->window_cb(w->user, window);
+	w->window_cb(window, w->user);
 	return 0;
 }
 

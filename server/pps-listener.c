@@ -282,10 +282,12 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	                              session_ready_cb, session_closed_cb, l)
 	            : NULL;
 	if (!session) {
-		fprintf(stderr, "pps-server: cannot accept a client: out of memory\n");
+		int ret = k ? -errno : -ENOMEM;
+
+		fprintf(stderr, "pps-server: cannot accept a client: %s\n", strerror(-ret));
 		free(k);
 		close(fd);
-		return -ENOMEM;
+		return ret;
 	}
 	k->session = session;
 	snprintf(k->host, sizeof(k->host), "%s", host);

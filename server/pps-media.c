@@ -24,10 +24,27 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* What the encoder thread hands to the loop: a tagged item (STYLE, "Typed
+ * messages across threads"). */
+typedef enum {
+	ITEM_ADU,         /* payload.adu: one reference, for the windower */
+	ITEM_FRAMES_DONE, /* payload.frames_complete: every ADU of frames 0 .. n-1 is out */
+} item_kind_t;
+
 typedef struct {
-	pps_adu_t *adu;           /* NULL: a frames-complete mark */
-	uint32_t frames_complete; /* frames 0 .. n-1 are out */
+	item_kind_t kind;
+	union {
+		pps_adu_t *adu;
+		uint32_t frames_complete;
+	} payload;
 } item_t;
+
+static void
+item_clear(item_t *item)
+{
+	if (item->kind == ITEM_ADU)
+		pps_adu_unref(item->payload.adu);
+}
 
 struct pps_media {
 	struct event_base *base;
@@ -80,7 +97,7 @@ push_item(pps_media_t *m, item_t item)
 	}
 	if (m->stopping) {
 		pthread_mutex_unlock(&m->lock);
-		pps_adu_unref(item.adu);
+		item_clear(&item);
 		return;
 	}
 	m->items[(m->head + m->count) % PPS_MEDIA_QUEUE_ITEMS] = item;
@@ -91,7 +108,7 @@ push_item(pps_media_t *m, item_t item)
 static void
 encoder_adu_cb(pps_adu_t *adu, void *user)
 {
-	push_item(user, (item_t){.adu = adu});
+	push_item(user, (item_t){.kind = ITEM_ADU, .payload.adu = adu});
 }
 
 /* Capture delivery thread. */
@@ -117,7 +134,10 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 
 		m->rates_pending = false;
 		pthread_mutex_unlock(&m->lock);
-		pps_encoder_set_rates(m->encoder, &rates); /* validated on the loop */
+		/* Its only error, -EINVAL, was ruled out on the loop
+		 * (pps_media_set_rates); x264 refusing it later is counted in
+		 * the encoder's reconfig_errors. */
+		pps_encoder_set_rates(m->encoder, &rates);
 	} else {
 		pthread_mutex_unlock(&m->lock);
 	}
@@ -128,7 +148,9 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 		snprintf(m->error, sizeof(m->error), "encoder: %s", strerror(-ret));
 		pthread_mutex_unlock(&m->lock);
 	} else {
-		push_item(m, (item_t){.frames_complete = pps_encoder_frames_complete(m->encoder)});
+		push_item(m, (item_t){.kind = ITEM_FRAMES_DONE,
+		                      .payload.frames_complete =
+		                          pps_encoder_frames_complete(m->encoder)});
 	}
 	wake_loop(m);
 }
@@ -136,14 +158,14 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 static void idr_timer_cb(evutil_socket_t fd, short what, void *user);
 
 static void
-windower_window_cb(void *user, pps_window_t *window)
+windower_window_cb(pps_window_t *window, void *user)
 {
 	pps_media_t *m = user;
 
 	pthread_mutex_lock(&m->lock);
 	m->stats.windows++;
 	pthread_mutex_unlock(&m->lock);
-	m->window_cb(m->user, window);
+	m->window_cb(window, m->user);
 }
 
 /* Loop thread: drain the queue into the windower. */
@@ -163,28 +185,37 @@ wake_cb(evutil_socket_t fd, short what, void *user)
 		for (size_t i = 0; i < n; i++) {
 			batch[i] = m->items[m->head];
 			m->head = (m->head + 1) % PPS_MEDIA_QUEUE_ITEMS;
-			if (batch[i].adu) {
-				const pps_adu_info_t *info = pps_adu_info(batch[i].adu);
+			switch (batch[i].kind) {
+			case ITEM_ADU: {
+				const pps_adu_t *adu = batch[i].payload.adu;
 
 				m->stats.adus++;
-				m->stats.bytes[info->quality_layer] += pps_adu_size(batch[i].adu);
-			} else {
-				m->stats.frames_encoded = batch[i].frames_complete;
+				m->stats.bytes[pps_adu_info(adu)->quality_layer] +=
+				    pps_adu_size(adu);
+				break;
+			}
+			case ITEM_FRAMES_DONE:
+				m->stats.frames_encoded = batch[i].payload.frames_complete;
+				break;
 			}
 		}
 		m->count -= n;
 		pthread_cond_signal(&m->room);
 		pthread_mutex_unlock(&m->lock);
 		for (size_t i = 0; i < n; i++) {
-			int ret;
+			int ret = 0;
 
-			if (batch[i].adu)
-				ret = pps_windower_add(m->windower, batch[i].adu);
-			else if (batch[i].frames_complete > 0)
-				ret = pps_windower_frames_done(m->windower,
-				                               batch[i].frames_complete - 1);
-			else
-				ret = 0;
+			switch (batch[i].kind) {
+			case ITEM_ADU: /* the windower takes the reference, even when it refuses it
+			                */
+				ret = pps_windower_add(m->windower, batch[i].payload.adu);
+				break;
+			case ITEM_FRAMES_DONE:
+				if (batch[i].payload.frames_complete > 0)
+					ret = pps_windower_frames_done(
+					    m->windower, batch[i].payload.frames_complete - 1);
+				break;
+			}
 			if (ret < 0)
 				fprintf(stderr, "pps-server: windower: %s\n", strerror(-ret));
 		}
@@ -247,23 +278,9 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 	if (!m->capture)
 		goto err;
 
-	m->info = (pps_wire_stream_info_t){
-	    .protocol_version = PPS_WIRE_VERSION,
-	    .codec = 1,
-	    .upscale_filter = (uint8_t)m->stream.upscale_filter,
-	    .width = (uint16_t)m->stream.width,
-	    .height = (uint16_t)m->stream.height,
-	    .base_width = (uint16_t)m->stream.base_width,
-	    .base_height = (uint16_t)m->stream.base_height,
-	    .fps_num = (uint16_t)m->stream.fps,
-	    .fps_den = 1,
-	    .window_frames = (uint8_t)m->stream.window_frames,
-	    .temporal_layers = (uint8_t)m->stream.temporal_layers,
-	    .quality_layers = (uint8_t)m->stream.quality_layers,
-	    .priority_policy = (uint8_t)pps_config_get_enum(config, "pps", "priority_policy"),
-	    .latency_budget_ms = (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"),
-	    .gop_frames = (uint32_t)m->stream.gop_frames,
-	};
+	pps_stream_params_to_wire(
+	    &m->stream, (unsigned)pps_config_get_enum(config, "pps", "priority_policy"),
+	    (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"), &m->info);
 	return m;
 
 err:
@@ -324,7 +341,7 @@ pps_media_free(pps_media_t *m)
 	pps_media_stop(m);
 	pps_capture_free(m->capture);
 	for (size_t i = 0; i < m->count; i++)
-		pps_adu_unref(m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS].adu);
+		item_clear(&m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS]);
 	if (m->wake_event)
 		event_free(m->wake_event);
 	if (m->idr_timer)
@@ -376,7 +393,8 @@ pps_media_request_idr(pps_media_t *m)
 	wait_us = m->last_idr_request_us + IDR_REQUEST_MIN_INTERVAL_US - now;
 	tv.tv_sec = (time_t)(wait_us / 1000000);
 	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
-	evtimer_add(m->idr_timer, &tv);
+	if (evtimer_add(m->idr_timer, &tv) < 0)
+		idr_now(m, now); /* no timer: too soon rather than never */
 }
 
 int

@@ -682,7 +682,7 @@ run(pps_minbuf_t *w, bool woken)
 }
 
 static void
-on_writable(evutil_socket_t fd, short what, void *arg)
+writable_cb(evutil_socket_t fd, short what, void *arg)
 {
 	pps_minbuf_t *w = arg;
 	(void)fd;
@@ -786,7 +786,7 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	w->mss_bytes = in.s.mss_bytes;
 	w->stats.mss_bytes = in.s.mss_bytes;
 
-	w->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, w);
+	w->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, writable_cb, w);
 	if (!w->ev_write) {
 		r = -ENOMEM;
 		goto err_buf;
@@ -811,7 +811,7 @@ pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user)
 }
 
 int
-pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
+pps_minbuf_get_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
 {
 	if (!w || !out)
 		return -EINVAL;

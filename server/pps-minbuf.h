@@ -329,7 +329,7 @@ void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *us
 void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts);
 
 /* Copies the counters. Returns 0 or -EINVAL. */
-int pps_minbuf_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out);
+int pps_minbuf_get_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out);
 
 /* Packets waiting in the writer (a partly written batch), in bytes. */
 size_t pps_minbuf_pending_bytes(const pps_minbuf_t *w);

@@ -36,7 +36,7 @@ struct event_base;
 typedef struct pps_media pps_media_t;
 
 /* A closed window, on the loop thread; the callee takes the reference. */
-typedef void (*pps_media_window_cb)(void *user, pps_window_t *window);
+typedef void (*pps_media_window_cb)(pps_window_t *window, void *user);
 
 typedef struct {
 	uint64_t frames_encoded;

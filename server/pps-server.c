@@ -90,7 +90,7 @@ status_cb(evutil_socket_t fd, short what, void *user)
 }
 
 static void
-window_cb(void *user, pps_window_t *window)
+window_cb(pps_window_t *window, void *user)
 {
 	server_t *srv = user;
 

@@ -58,14 +58,15 @@ int
 pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 {
 	uint8_t buf[512];
-	long n = pps_wire_encode(record, buf, sizeof(buf));
+	size_t n;
+	int ret = pps_wire_encode(record, buf, sizeof(buf), &n);
 
-	if (n < 0)
-		return (int)n;
+	if (ret < 0)
+		return ret;
 	/* Uncork so the record leaves now; it is the last thing we say. If
 	 * uncorking fails the send below still queues it (and reports). */
 	(void)pps_socket_set_cork(fd, false);
-	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+	if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
 		return -errno;
 	return 0;
 }
@@ -440,7 +441,7 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		pps_wire_record_t record;
 		int ret = pps_wire_parser_next(s->parser, &data, &len, &record);
 
-		if (ret == 0)
+		if (ret == -EAGAIN)
 			break;
 		if (ret < 0) {
 			char why[224];
@@ -448,8 +449,9 @@ read_cb(evutil_socket_t fd, short what, void *user)
 			snprintf(why, sizeof(why), "protocol error: %s",
 			         pps_wire_parser_error(s->parser));
 			refuse(s,
-			       ret == -PPS_WIRE_ERR_VERSION ? PPS_WIRE_BYE_VERSION
-			                                    : PPS_WIRE_BYE_PROTOCOL,
+			       pps_wire_parser_error_code(s->parser) == PPS_WIRE_ERR_VERSION
+			           ? PPS_WIRE_BYE_VERSION
+			           : PPS_WIRE_BYE_PROTOCOL,
 			       why);
 			return;
 		}
@@ -519,7 +521,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 {
 	pps_session_t *s;
 	struct timeval hello_tv;
-	int err = ENOMEM; /* what a failed libevent or allocation call means */
+	int saved_errno;
 
 	if (!base || fd < 0 || !params || !ready_cb || !closed_cb) {
 		errno = EINVAL;
@@ -527,7 +529,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		goto err;
+		return NULL; /* errno: ENOMEM */
 	s->base = base;
 	s->fd = fd;
 	s->id = id;
@@ -539,26 +541,34 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->bye_reason = -1;
 	s->accepted_us = session_now(s);
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
+	/* The constructors set errno (EINVAL for bad parameters, ENOMEM);
+	 * libevent's do not, and fail only for memory. */
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
+	if (!s->parser)
+		goto err_free;
 	s->path = pps_path_new(&params->path);
 	if (!s->path)
-		err = errno; /* EINVAL: the path parameters */
+		goto err_free; /* errno: EINVAL for the path parameters, ENOMEM */
 	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
 	s->deadline_timer = evtimer_new(base, deadline_cb, s);
 	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
-	if (!s->parser || !s->path || !s->read_event || !s->deadline_timer || !s->hello_timer)
+	if (!s->read_event || !s->deadline_timer || !s->hello_timer) {
+		errno = ENOMEM;
 		goto err_free;
+	}
 	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
 	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
-	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0)
+	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
+		errno = EIO; /* the loop's backend refused the descriptor */
 		goto err_free;
+	}
 	return s;
 
 err_free:
+	saved_errno = errno;
 	s->fd = -1; /* the caller keeps its socket when there is no session */
 	pps_session_free(s);
-err:
-	errno = err;
+	errno = saved_errno;
 	return NULL;
 }
 
@@ -669,7 +679,7 @@ pps_session_get_transport_stats(const pps_session_t *s, pps_minbuf_stats_t *stat
 		memset(stats, 0, sizeof(*stats));
 		return -ENOENT;
 	}
-	return pps_minbuf_stats(s->writer, stats);
+	return pps_minbuf_get_stats(s->writer, stats);
 }
 
 void

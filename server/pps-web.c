@@ -277,17 +277,15 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 {
 	uint8_t buf[PPS_WS_DATA_HEADER_BYTES + 512], close_frame[10 + 2];
 	uint16_t code;
-	size_t n = 0, header;
-	long rec;
+	size_t n = 0, header, rec;
 
 	if (!w->reader)
 		return;
-	if (!w->peer_closed) {
-		rec = pps_wire_encode(bye, buf + PPS_WS_DATA_HEADER_BYTES,
-		                      sizeof(buf) - PPS_WS_DATA_HEADER_BYTES);
-		if (rec > 0)
-			n = pps_ws_wrap_binary(buf, (size_t)rec);
-	}
+	/* A BYE that cannot be encoded (it always can: 512 bytes hold the
+	 * longest) leaves the close frame alone to say why. */
+	if (!w->peer_closed && pps_wire_encode(bye, buf + PPS_WS_DATA_HEADER_BYTES,
+	                                       sizeof(buf) - PPS_WS_DATA_HEADER_BYTES, &rec) == 0)
+		n = pps_ws_wrap_binary(buf, rec);
 	/* The reader's error, the peer's own code echoed, or the BYE's reason. */
 	code = pps_ws_reader_close_code(w->reader);
 	if (!code || code == 1005)

@@ -225,27 +225,29 @@ body_size(const pps_wire_record_t *r)
 	return -EINVAL;
 }
 
-long
-pps_wire_record_size(const pps_wire_record_t *record)
+int
+pps_wire_record_size(const pps_wire_record_t *record, size_t *size)
 {
 	long body = body_size(record);
 
 	if (body < 0)
-		return body;
+		return (int)body;
 	if (body > 65535)
 		return -EINVAL;
-	return PPS_WIRE_HEADER_BYTES + body;
+	*size = PPS_WIRE_HEADER_BYTES + (size_t)body;
+	return 0;
 }
 
-long
-pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
+int
+pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_t *written)
 {
-	long size = pps_wire_record_size(r);
 	writer_t w = {.p = buf, .end = buf + capacity};
+	size_t size;
+	int ret = pps_wire_record_size(r, &size);
 
-	if (size < 0)
-		return size;
-	if ((size_t)size > capacity)
+	if (ret < 0)
+		return ret;
+	if (size > capacity)
 		return -ENOSPC;
 	put_u8(&w, PPS_WIRE_VERSION);
 	put_u8(&w, (uint8_t)r->kind);
@@ -356,17 +358,18 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity)
 	}
 	if (w.overflow)
 		return -ENOSPC;
-	return size;
+	*written = size;
+	return 0;
 }
 
 /* ---- parsing ----------------------------------------------------------- */
 
 struct pps_wire_parser {
 	size_t max_record_bytes;
-	size_t have;   /* bytes of the current record in buf */
-	size_t need;   /* header + body length once the header is in, else header */
-	bool returned; /* the record in buf was handed out by the last call */
-	int error;     /* negative pps_wire_error_t once failed */
+	size_t have;            /* bytes of the current record in buf */
+	size_t need;            /* header + body length once the header is in, else header */
+	bool returned;          /* the record in buf was handed out by the last call */
+	pps_wire_error_t error; /* PPS_WIRE_OK until it fails */
 	char message[192];
 	uint8_t buf[]; /* max_record_bytes */
 };
@@ -397,6 +400,12 @@ pps_wire_parser_free(pps_wire_parser_t *parser)
 	free(parser);
 }
 
+pps_wire_error_t
+pps_wire_parser_error_code(const pps_wire_parser_t *parser)
+{
+	return parser->error;
+}
+
 const char *
 pps_wire_parser_error(const pps_wire_parser_t *parser)
 {
@@ -409,6 +418,13 @@ pps_wire_parser_pending(const pps_wire_parser_t *parser)
 	return parser->returned ? 0 : parser->have;
 }
 
+/* The errno a failure returns: the detail stays in the parser. */
+static int
+error_errno(pps_wire_error_t error)
+{
+	return error == PPS_WIRE_ERR_TOO_LONG ? -EMSGSIZE : -EPROTO;
+}
+
 static int
 fail(pps_wire_parser_t *p, pps_wire_error_t error, const char *fmt, ...)
 {
@@ -417,8 +433,8 @@ fail(pps_wire_parser_t *p, pps_wire_error_t error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(p->message, sizeof(p->message), fmt, ap);
 	va_end(ap);
-	p->error = -(int)error;
-	return p->error;
+	p->error = error;
+	return error_errno(error);
 }
 
 /* Checks the body was read exactly: not short, nothing left over. */
@@ -498,13 +514,16 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		if (!s->fps_num || !s->fps_den)
 			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: frame rate %u/%u",
 			            s->fps_num, s->fps_den);
-		if (s->window_frames < 1 || s->window_frames > 64)
+		if (s->window_frames < 1 || s->window_frames > PPS_WIRE_MAX_WINDOW_FRAMES)
 			return fail(p, PPS_WIRE_ERR_FIELD,
-			            "STREAM_INFO: window_frames %u not 1..64", s->window_frames);
-		if (s->temporal_layers < 1 || s->temporal_layers > 4 || s->quality_layers < 1 ||
-		    s->quality_layers > 4)
-			return fail(p, PPS_WIRE_ERR_FIELD, "STREAM_INFO: layers %ux%u not 1..4",
-			            s->temporal_layers, s->quality_layers);
+			            "STREAM_INFO: window_frames %u not 1..%d", s->window_frames,
+			            PPS_WIRE_MAX_WINDOW_FRAMES);
+		if (s->temporal_layers < 1 || s->temporal_layers > PPS_WIRE_MAX_TEMPORAL_LAYERS ||
+		    s->quality_layers < 1 || s->quality_layers > PPS_WIRE_MAX_QUALITY_LAYERS)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "STREAM_INFO: layers %ux%u not 1..%dx1..%d", s->temporal_layers,
+			            s->quality_layers, PPS_WIRE_MAX_TEMPORAL_LAYERS,
+			            PPS_WIRE_MAX_QUALITY_LAYERS);
 		return 0;
 	}
 	case PPS_WIRE_WINDOW_BEGIN: {
@@ -534,12 +553,14 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		f->priority = get_u16(r);
 		if (r->short_read)
 			return check_length(p, r, name);
-		if (f->frame_type > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: frame_type %u not 0..3",
-			            f->frame_type);
-		if (f->temporal_layer > 3 || f->quality_layer > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: layer t%u q%u not 0..3",
-			            f->temporal_layer, f->quality_layer);
+		if (f->frame_type > PPS_WIRE_MAX_FRAME_TYPE)
+			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: frame_type %u not 0..%d",
+			            f->frame_type, PPS_WIRE_MAX_FRAME_TYPE);
+		if (f->temporal_layer >= PPS_WIRE_MAX_TEMPORAL_LAYERS ||
+		    f->quality_layer >= PPS_WIRE_MAX_QUALITY_LAYERS)
+			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: layer t%u q%u not 0..%d",
+			            f->temporal_layer, f->quality_layer,
+			            PPS_WIRE_MAX_TEMPORAL_LAYERS - 1);
 		if (f->dep_count > PPS_WIRE_MAX_DEPS)
 			return fail(p, PPS_WIRE_ERR_FIELD, "ADU_FRAGMENT: dep_count %u over %d",
 			            f->dep_count, PPS_WIRE_MAX_DEPS);
@@ -632,10 +653,10 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		ret = check_length(p, r, name);
 		if (ret < 0)
 			return ret;
-		if (out->u.recovery_request.quality_layer > 3)
-			return fail(p, PPS_WIRE_ERR_FIELD,
-			            "RECOVERY_REQUEST: quality_layer %u not 0..3",
-			            out->u.recovery_request.quality_layer);
+		if (out->u.recovery_request.quality_layer >= PPS_WIRE_MAX_QUALITY_LAYERS)
+			return fail(
+			    p, PPS_WIRE_ERR_FIELD, "RECOVERY_REQUEST: quality_layer %u not 0..%d",
+			    out->u.recovery_request.quality_layer, PPS_WIRE_MAX_QUALITY_LAYERS - 1);
 		return 0;
 	}
 	}
@@ -646,8 +667,8 @@ int
 pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
                      pps_wire_record_t *out)
 {
-	if (p->error)
-		return p->error;
+	if (p->error != PPS_WIRE_OK)
+		return error_errno(p->error);
 	if (p->returned) {
 		/* The previous call returned this record; start the next one. */
 		p->returned = false;
@@ -692,8 +713,8 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 			if (ret < 0)
 				return ret;
 			p->returned = true;
-			return 1;
+			return 0;
 		}
 	}
-	return 0;
+	return -EAGAIN;
 }

@@ -31,6 +31,11 @@
 #define PPS_WIRE_MAX_AUTH_BYTES   64
 #define PPS_WIRE_MAX_REASON_BYTES 200
 #define PPS_WIRE_MAX_DEPS         4
+/* Ranges the parser enforces (prioritizer/ asserts its own limits match). */
+#define PPS_WIRE_MAX_TEMPORAL_LAYERS 4 /* layer ids 0..3 */
+#define PPS_WIRE_MAX_QUALITY_LAYERS  4
+#define PPS_WIRE_MAX_FRAME_TYPE      3
+#define PPS_WIRE_MAX_WINDOW_FRAMES   64
 /* Largest record a receiver must accept unless its HELLO asks for less or more. */
 #define PPS_WIRE_DEFAULT_MAX_RECORD_BYTES 16384
 /* Smallest limit a receiver may ask for: a packet of control records fits. */
@@ -191,21 +196,28 @@ const char *pps_wire_kind_name(unsigned kind);
 const char *pps_wire_bye_reason_name(unsigned reason);
 
 /*
- * Bytes @record needs on the wire, header included, or a negative errno if
- * the record cannot be encoded (a length field out of range: -EINVAL).
+ * Sets *@size to the bytes @record needs on the wire, header included.
+ * Returns 0, or -EINVAL if the record cannot be encoded (a length field out
+ * of range).
  */
-long pps_wire_record_size(const pps_wire_record_t *record);
+int pps_wire_record_size(const pps_wire_record_t *record, size_t *size);
 
 /* Bytes an ADU_FRAGMENT record needs besides its payload, for @dep_count deps. */
 size_t pps_wire_fragment_overhead(unsigned dep_count);
 
 /*
- * Encodes @record into @buf (@capacity bytes). Returns the bytes written, or
- * -ENOSPC if it does not fit, -EINVAL if a field is out of range.
+ * Encodes @record into @buf (@capacity bytes) and sets *@written to the bytes
+ * written. Returns 0, -ENOSPC if it does not fit (nothing counts as written),
+ * or -EINVAL if a field is out of range.
  */
-long pps_wire_encode(const pps_wire_record_t *record, uint8_t *buf, size_t capacity);
+int pps_wire_encode(const pps_wire_record_t *record, uint8_t *buf, size_t capacity,
+                    size_t *written);
 
-/* Parser errors, returned negated by pps_wire_parser_next(). */
+/*
+ * What was wrong with the input, once pps_wire_parser_next() failed
+ * (pps_wire_parser_error_code()). The call itself returns an errno:
+ * -EMSGSIZE for PPS_WIRE_ERR_TOO_LONG, -EPROTO for the others.
+ */
 typedef enum {
 	PPS_WIRE_OK = 0,
 	PPS_WIRE_ERR_VERSION,  /* header version is not PPS_WIRE_VERSION */
@@ -228,15 +240,20 @@ void pps_wire_parser_free(pps_wire_parser_t *parser);
 
 /*
  * Consumes bytes from *data (advancing *data and decreasing *len) until one
- * record is complete. Returns 1 with the record in @out (pointers in it valid
- * until the next call), 0 when all input was consumed without completing a
- * record, or a negative pps_wire_error_t; the message is then in
- * pps_wire_parser_error(). After an error every call fails the same way.
+ * record is complete. Returns 0 with the record in @out (pointers in it valid
+ * until the next call); -EAGAIN when all input was consumed without
+ * completing a record (feed more); -EPROTO for malformed input, -EMSGSIZE for
+ * a record over the parser's maximum. On those two the detail is behind
+ * pps_wire_parser_error_code() and pps_wire_parser_error(), and every later
+ * call fails the same way.
  */
 int pps_wire_parser_next(pps_wire_parser_t *parser, const uint8_t **data, size_t *len,
                          pps_wire_record_t *out);
 
-/* The last error as one line naming the record and field, or "". */
+/* What the failure was (PPS_WIRE_OK while the parser has not failed). */
+pps_wire_error_t pps_wire_parser_error_code(const pps_wire_parser_t *parser);
+
+/* The failure as one line naming the record and field, or "". */
 const char *pps_wire_parser_error(const pps_wire_parser_t *parser);
 
 /* Bytes of a partial record held (0 between records): trailing bytes at EOF. */

@@ -8,6 +8,7 @@
  *        test-capture uri-file GST_LAUNCH TMPDIR
  */
 #include "pps-codec.h"
+#include "pps-config.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,7 +25,7 @@ static int frames, timecodes_ok;
 static bool order_ok = true;
 
 static void
-on_frame(const pps_frame_t *f, void *user)
+frame_cb(const pps_frame_t *f, void *user)
 {
 	uint32_t index;
 	int64_t us;
@@ -48,7 +49,7 @@ static int64_t first_capture_us, last_capture_us;
 static int barcodes;
 
 static void
-on_file_frame(const pps_frame_t *f, void *user)
+file_frame_cb(const pps_frame_t *f, void *user)
 {
 	uint32_t index;
 	int64_t us;
@@ -87,7 +88,7 @@ expect_failure(const char *const *sets, const char *n1, const char *n2)
 {
 	pps_config_t *c = config_with(sets);
 	char err[512] = "";
-	pps_capture_t *cap = pps_capture_new(c, on_frame, NULL, err, sizeof(err));
+	pps_capture_t *cap = pps_capture_new(c, frame_cb, NULL, err, sizeof(err));
 	int ok;
 
 	if (cap) {
@@ -172,7 +173,7 @@ uri_file(const char *gst_launch, const char *tmpdir)
 
 		c = config_with(sets);
 	}
-	cap = pps_capture_new(c, on_file_frame, NULL, err, sizeof(err));
+	cap = pps_capture_new(c, file_frame_cb, NULL, err, sizeof(err));
 	if (!cap || pps_capture_start(cap, err, sizeof(err)) < 0) {
 		fprintf(stderr, "FAIL: %s\n", err);
 		return 1;
@@ -231,7 +232,7 @@ main(int argc, char **argv)
 		const char *sets[] = {"source.width=320", "source.height=240", NULL};
 		pps_config_t *c = config_with(sets);
 		char err[512];
-		pps_capture_t *cap = pps_capture_new(c, on_frame, NULL, err, sizeof(err));
+		pps_capture_t *cap = pps_capture_new(c, frame_cb, NULL, err, sizeof(err));
 		pps_capture_stats_t st;
 		int r = 1;
 
@@ -262,7 +263,7 @@ main(int argc, char **argv)
 		const char *sets[] = {"source.width=64", "source.height=64", NULL};
 		pps_config_t *c = config_with(sets);
 		char err[512];
-		pps_capture_t *cap = pps_capture_new_push(c, on_frame, NULL, err, sizeof(err));
+		pps_capture_t *cap = pps_capture_new_push(c, frame_cb, NULL, err, sizeof(err));
 		pps_frame_t *f = pps_frame_new(64, 64), *wrong = pps_frame_new(64, 32);
 		int r = 1;
 

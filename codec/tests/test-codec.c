@@ -44,7 +44,7 @@ static int failures;
 	} while (0)
 
 static void
-on_adu(pps_adu_t *adu, void *user)
+adu_cb(pps_adu_t *adu, void *user)
 {
 	(void)user;
 	emitted_in_call[adu_count] = current_call;
@@ -80,7 +80,7 @@ encode_sequence(void)
 		source[n] = pps_frame_new(W, H);
 		pps_testutil_generate(source[n], (uint32_t)n, T0_US + n * 33333LL);
 		current_call = n;
-		if (pps_encoder_encode(e, source[n], on_adu, NULL) < 0) {
+		if (pps_encoder_encode(e, source[n], adu_cb, NULL) < 0) {
 			fprintf(stderr, "encode failed at %d\n", n);
 			exit(1);
 		}
@@ -108,7 +108,7 @@ typedef struct {
 } result_t;
 
 static void
-on_frame(const pps_decoded_frame_t *f, void *user)
+frame_cb(const pps_decoded_frame_t *f, void *user)
 {
 	result_t *r = user;
 	uint32_t n = f->frame_index;
@@ -143,7 +143,7 @@ decode(keep_fn keep, result_t *r)
 	memset(r, 0, sizeof(*r));
 	r->last_index = -1;
 	r->order_ok = true;
-	d = pps_decoder_new(&stream, on_frame, r);
+	d = pps_decoder_new(&stream, frame_cb, r);
 	if (!d) {
 		fprintf(stderr, "pps_decoder_new: %s\n", strerror(errno));
 		exit(1);
@@ -412,7 +412,7 @@ typedef struct {
 } cut_t;
 
 static void
-on_cut_frame(const pps_decoded_frame_t *f, void *user)
+cut_frame_cb(const pps_decoded_frame_t *f, void *user)
 {
 	cut_t *c = user;
 
@@ -427,7 +427,7 @@ static int
 case_enh_filler_cut(void)
 {
 	cut_t c = {.last_output = -1};
-	pps_decoder_t *d = pps_decoder_new(&stream, on_cut_frame, &c);
+	pps_decoder_t *d = pps_decoder_new(&stream, cut_frame_cb, &c);
 	int64_t out_after_window6 = -1;
 
 	if (!d)
@@ -473,7 +473,7 @@ typedef struct {
 } adu_list_t;
 
 static void
-on_holdback_adu(pps_adu_t *adu, void *user)
+holdback_adu_cb(pps_adu_t *adu, void *user)
 {
 	adu_list_t *list = user;
 
@@ -490,7 +490,7 @@ typedef struct {
 } holdback_t;
 
 static void
-on_holdback_frame(const pps_decoded_frame_t *f, void *user)
+holdback_frame_cb(const pps_decoded_frame_t *f, void *user)
 {
 	holdback_t *h = user;
 
@@ -510,7 +510,7 @@ holdback_decode(const adu_list_t *list, const pps_stream_params_t *sp, keep_fn k
 	uint32_t w = (uint32_t)sp->window_frames;
 	holdback_t h = {.last_output = -1};
 	int boundaries = 0, late = 0, max_lag_frames = 0;
-	pps_decoder_t *d = pps_decoder_new(sp, on_holdback_frame, &h);
+	pps_decoder_t *d = pps_decoder_new(sp, holdback_frame_cb, &h);
 
 	if (!d) {
 		fprintf(stderr, "pps_decoder_new: %s\n", strerror(errno));
@@ -587,7 +587,7 @@ case_holdback(int temporal_layers, int window_frames)
 		pps_testutil_generate(frame, (uint32_t)n, T0_US + n * 33333LL);
 		if (n == HOLDBACK_IDR_AT)
 			pps_encoder_request_idr(e);
-		if (pps_encoder_encode(e, frame, on_holdback_adu, &list) < 0) {
+		if (pps_encoder_encode(e, frame, holdback_adu_cb, &list) < 0) {
 			fprintf(stderr, "encode failed at %d\n", n);
 			exit(1);
 		}
@@ -637,7 +637,7 @@ typedef struct {
 } rate_count_t;
 
 static void
-on_rate_adu(pps_adu_t *adu, void *user)
+rate_adu_cb(pps_adu_t *adu, void *user)
 {
 	rate_count_t *c = user;
 	const pps_adu_info_t *info = pps_adu_info(adu);
@@ -699,7 +699,7 @@ case_rates(void)
 		c->counting = n % 120 >= 60;
 		fill_noise(frame, (uint32_t)n * 7919u + 1u);
 		frame->capture_us = T0_US + n * 33333LL;
-		if (pps_encoder_encode(e, frame, on_rate_adu, c) < 0) {
+		if (pps_encoder_encode(e, frame, rate_adu_cb, c) < 0) {
 			fprintf(stderr, "encode failed at %d\n", n);
 			exit(1);
 		}
@@ -730,6 +730,69 @@ case_rates(void)
 	return 0;
 }
 
+/*
+ * STREAM_INFO <-> stream parameters: a round trip is the identity for every
+ * layer/window shape the encoder makes, and the client's mini-GOP (not on the
+ * wire) is the encoder's, from the one rule. Needs no encoder (unit suite).
+ */
+static void
+case_stream_wire(void)
+{
+	static const int shapes[][3] = {
+	    /* temporal layers asked, window frames, mini-GOP the encoder uses */
+	    {3, 4, 4}, {3, 8, 4}, {3, 6, 2}, {3, 3, 1}, {2, 2, 2}, {2, 5, 1}, {1, 4, 1}, {3, 64, 4},
+	};
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		pps_gop_t gop;
+		int t = pps_gop_init(&gop, shapes[i][0], shapes[i][1], 32);
+		pps_stream_params_t sp = {
+		    .width = 1280,
+		    .height = 720,
+		    .fps = 30,
+		    .base_width = 640,
+		    .base_height = 360,
+		    .temporal_layers = t,
+		    .quality_layers = 3,
+		    .minigop_frames = gop.minigop_frames,
+		    .window_frames = shapes[i][1],
+		    .gop_frames = gop.gop_frames,
+		    .upscale_filter = PPS_CODEC_UPSCALE_BILINEAR_Q8,
+		};
+		pps_stream_params_t back;
+		pps_wire_stream_info_t info;
+
+		CHECK(gop.minigop_frames == shapes[i][2], "T%d W%d: mini-GOP %d", shapes[i][0],
+		      shapes[i][1], gop.minigop_frames);
+		pps_stream_params_to_wire(&sp, 2, 250, &info);
+		CHECK(info.protocol_version == PPS_WIRE_VERSION &&
+		          info.codec == PPS_CODEC_ID_H264_LAYERED && info.priority_policy == 2 &&
+		          info.latency_budget_ms == 250 && info.fps_num == 30 && info.fps_den == 1,
+		      "to_wire: header fields");
+		memset(&back, 0xa5, sizeof(back));
+		CHECK(pps_stream_params_from_wire(&info, &back) == 0, "from_wire refused");
+		CHECK(memcmp(&back, &sp, sizeof(sp)) == 0,
+		      "T%d W%d: round trip differs (mini-GOP %d vs %d)", shapes[i][0], shapes[i][1],
+		      back.minigop_frames, sp.minigop_frames);
+	}
+	{
+		pps_stream_params_t sp = {
+		    .width = 320, .height = 240, .fps = 25, .window_frames = 4};
+		pps_stream_params_t back;
+		pps_wire_stream_info_t info;
+
+		pps_stream_params_to_wire(&sp, 0, 100, &info);
+		info.fps_num = 60000; /* 59.94: rounds down */
+		info.fps_den = 1001;
+		CHECK(pps_stream_params_from_wire(&info, &back) == 0 && back.fps == 59, "59.94");
+		info.fps_den = 0;
+		CHECK(pps_stream_params_from_wire(&info, &back) == -EINVAL, "fps_den 0");
+		info.fps_den = 1;
+		info.codec = 2;
+		CHECK(pps_stream_params_from_wire(&info, &back) == -EINVAL, "codec 2");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -742,7 +805,10 @@ main(int argc, char **argv)
 		case_holdback(3, 4);
 	if (all || !strcmp(what, "rates"))
 		case_rates();
-	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates")))
+	if (all || !strcmp(what, "stream-wire"))
+		case_stream_wire();
+	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
+	             !strcmp(what, "stream-wire")))
 		goto out;
 
 	encode_sequence();

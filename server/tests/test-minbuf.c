@@ -114,7 +114,7 @@ set_lo_mtu(int sock, int mtu)
 /* ---- reader thread: reads READ_CHUNK_BYTES per tick and checks the bytes ---- */
 
 static void
-on_read_tick(evutil_socket_t fd, short what, void *arg)
+read_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	ctx_t *c = arg;
 	static uint8_t buf[READ_CHUNK_BYTES];
@@ -157,7 +157,7 @@ reader_main(void *arg)
 	ctx_t *c = arg;
 	struct timeval tv = {0, READ_TICK_US};
 	c->rbase = event_base_new();
-	c->rtick = event_new(c->rbase, -1, EV_PERSIST, on_read_tick, c);
+	c->rtick = event_new(c->rbase, -1, EV_PERSIST, read_tick_cb, c);
 	event_add(c->rtick, &tv);
 	event_base_dispatch(c->rbase);
 	event_free(c->rtick);
@@ -243,7 +243,7 @@ fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 }
 
 static void
-on_sample(void *user, const pps_minbuf_sample_t *s)
+sample_cb(void *user, const pps_minbuf_sample_t *s)
 {
 	ctx_t *c = user;
 	(void)s;
@@ -251,7 +251,7 @@ on_sample(void *user, const pps_minbuf_sample_t *s)
 }
 
 static void
-on_error(void *user, int err)
+error_cb(void *user, int err)
 {
 	ctx_t *c = user;
 	CHECK(0, "writer error %s", strerror(-err));
@@ -259,7 +259,7 @@ on_error(void *user, int err)
 }
 
 static void
-on_done(evutil_socket_t fd, short what, void *arg)
+done_cb(evutil_socket_t fd, short what, void *arg)
 {
 	ctx_t *c = arg;
 	(void)fd;
@@ -269,7 +269,7 @@ on_done(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-on_watchdog(evutil_socket_t fd, short what, void *arg)
+watchdog_cb(evutil_socket_t fd, short what, void *arg)
 {
 	ctx_t *c = arg;
 	(void)fd;
@@ -357,14 +357,14 @@ run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	c.params.congestion = PPS_MINBUF_CONGESTION_CUBIC;
 
 	c.base = event_base_new();
-	c.w = pps_minbuf_new(c.base, c.wfd, &c.params, fill, on_error, &c);
+	c.w = pps_minbuf_new(c.base, c.wfd, &c.params, fill, error_cb, &c);
 	if (!c.w) {
 		fprintf(stderr, "pps_minbuf_new: %s\n", strerror(errno));
 		return 1;
 	}
-	pps_minbuf_set_sample_cb(c.w, on_sample, &c);
-	struct event *done = event_new(c.base, c.done_pipe[0], EV_READ, on_done, &c);
-	struct event *dog = evtimer_new(c.base, on_watchdog, &c);
+	pps_minbuf_set_sample_cb(c.w, sample_cb, &c);
+	struct event *done = event_new(c.base, c.done_pipe[0], EV_READ, done_cb, &c);
+	struct event *dog = evtimer_new(c.base, watchdog_cb, &c);
 	struct timeval dog_tv = {60, 0};
 	event_add(done, NULL);
 	event_add(dog, &dog_tv);
@@ -381,7 +381,7 @@ run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	pthread_join(reader, NULL);
 
 	pps_minbuf_stats_t st;
-	pps_minbuf_stats(c.w, &st);
+	pps_minbuf_get_stats(c.w, &st);
 	struct tcp_info ti;
 	(void)pps_socket_get_tcp_info(c.wfd, &ti, sizeof(ti), NULL); /* zeros if it fails */
 

@@ -11,6 +11,7 @@
 #include "pps-wire.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,11 +40,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		data += len;
 		size -= len;
-		while ((ret = pps_wire_parser_next(parser, &chunk, &len, &record)) == 1) {
+		while ((ret = pps_wire_parser_next(parser, &chunk, &len, &record)) == 0) {
 			uint8_t out[4096];
-			long n = pps_wire_encode(&record, out, sizeof(out));
+			size_t n = 0;
 
-			assert(n > 0 && n <= 2048);
+			ret = pps_wire_encode(&record, out, sizeof(out), &n);
+			assert(ret == 0 && n > 0 && n <= 2048);
 			if (record.kind == PPS_WIRE_ADU_FRAGMENT) {
 				const pps_wire_adu_fragment_t *f = &record.u.adu_fragment;
 
@@ -51,8 +53,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				assert(f->dep_count <= PPS_WIRE_MAX_DEPS);
 			}
 		}
-		if (ret < 0)
+		if (ret != -EAGAIN) {
+			/* Failed: the detail is named, and the failure stays. */
+			assert(pps_wire_parser_error_code(parser) != PPS_WIRE_OK);
+			assert(ret == (pps_wire_parser_error_code(parser) == PPS_WIRE_ERR_TOO_LONG
+			                   ? -EMSGSIZE
+			                   : -EPROTO));
 			break;
+		}
 	}
 	pps_wire_parser_free(parser);
 	return 0;

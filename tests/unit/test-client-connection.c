@@ -60,7 +60,7 @@ run_loop(struct event_base *base)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 }
 
-/* Reads one record from the scripted server's end (waits for it). */
+/* Reads one record from the scripted server's end (waits for it): 0 or -errno. */
 static int
 read_record(int fd, pps_wire_parser_t *parser, pps_wire_record_t *out)
 {
@@ -74,7 +74,7 @@ read_record(int fd, pps_wire_parser_t *parser, pps_wire_record_t *out)
 		if (poll(&pfd, 1, 5000) != 1 || recv(fd, &byte, 1, 0) != 1)
 			return -EIO;
 		ret = pps_wire_parser_next(parser, &data, &len, out);
-		if (ret != 0)
+		if (ret != -EAGAIN)
 			return ret;
 	}
 }
@@ -83,9 +83,10 @@ static void
 send_record(int fd, const pps_wire_record_t *r)
 {
 	uint8_t buf[512];
-	long n = pps_wire_encode(r, buf, sizeof(buf));
+	size_t n;
 
-	REQUIRE(n > 0 && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n);
+	REQUIRE(pps_wire_encode(r, buf, sizeof(buf), &n) == 0 &&
+	        send(fd, buf, n, MSG_NOSIGNAL) == (ssize_t)n);
 }
 
 typedef struct {
@@ -130,7 +131,7 @@ fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
 	REQUIRE(f->server_fd >= 0);
 	close(lfd);
 	run_loop(f->base); /* connected: HELLO goes out */
-	REQUIRE(read_record(f->server_fd, f->parser, hello) == 1);
+	REQUIRE(read_record(f->server_fd, f->parser, hello) == 0);
 	REQUIRE(hello->kind == PPS_WIRE_HELLO);
 }
 
@@ -167,7 +168,7 @@ test_answers_challenge(void)
 	CHECK_EQ_INT(hello.u.hello.auth_len, 0);
 	send_record(f.server_fd, &challenge);
 	run_loop(f.base);
-	REQUIRE(read_record(f.server_fd, f.parser, &auth) == 1);
+	REQUIRE(read_record(f.server_fd, f.parser, &auth) == 0);
 	CHECK_EQ_INT(auth.kind, PPS_WIRE_AUTH);
 	pps_wire_auth_mac("t0ken-secret", 12, challenge.u.challenge.nonce, want);
 	CHECK(pps_wire_auth_equal(want, auth.u.auth.mac));

@@ -130,22 +130,10 @@ encode_stream(int temporal_layers)
 static pps_wire_stream_info_t
 stream_info(void)
 {
-	return (pps_wire_stream_info_t){
-	    .protocol_version = 1,
-	    .codec = 1,
-	    .upscale_filter = (uint8_t)stream.upscale_filter,
-	    .width = (uint16_t)stream.width,
-	    .height = (uint16_t)stream.height,
-	    .base_width = (uint16_t)stream.base_width,
-	    .base_height = (uint16_t)stream.base_height,
-	    .fps_num = (uint16_t)stream.fps,
-	    .fps_den = 1,
-	    .window_frames = W,
-	    .temporal_layers = (uint8_t)stream.temporal_layers,
-	    .quality_layers = (uint8_t)stream.quality_layers,
-	    .latency_budget_ms = 250,
-	    .gop_frames = (uint32_t)stream.gop_frames,
-	};
+	pps_wire_stream_info_t info;
+
+	pps_stream_params_to_wire(&stream, 0, 250, &info);
+	return info;
 }
 
 static int

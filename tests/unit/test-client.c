@@ -78,7 +78,9 @@ test_reasm_window(void)
 	CHECK(early && pps_adu_size(early) == 2000 && pps_adu_data(early)[1500] == (uint8_t)1500);
 	CHECK(pps_reasm_take_next(r, 100) == NULL); /* handed out once */
 	pps_adu_unref(early);
-	CHECK_EQ_INT(feed(r, end(5, 2, 1, 0), err), 1);
+	CHECK(pps_reasm_in_window(r));
+	CHECK_EQ_INT(feed(r, end(5, 2, 1, 0), err), 0);
+	CHECK(!pps_reasm_in_window(r)); /* complete: taken next */
 	pps_reasm_take(r, &w, &adus, &n);
 	CHECK_EQ_INT(w.window_id, 5);
 	CHECK_EQ_INT(w.first_adu_id, 100);
@@ -90,7 +92,7 @@ test_reasm_window(void)
 		pps_adu_unref(adus[i]);
 	free(adus);
 	/* A window the sender never began. */
-	CHECK_EQ_INT(feed(r, end(7, 0, 4, PPS_WIRE_WINDOW_END_DROPPED), err), 1);
+	CHECK_EQ_INT(feed(r, end(7, 0, 4, PPS_WIRE_WINDOW_END_DROPPED), err), 0);
 	pps_reasm_take(r, &w, &adus, &n);
 	CHECK(w.dropped && w.window_id == 7 && n == 0);
 	free(adus);
@@ -148,7 +150,7 @@ test_reasm_rejections(void)
 		char err[256];
 
 		REQUIRE(r);
-		CHECK_EQ_INT(feed(r, end(7, 0, 1, PPS_WIRE_WINDOW_END_DROPPED), err), 1);
+		CHECK_EQ_INT(feed(r, end(7, 0, 1, PPS_WIRE_WINDOW_END_DROPPED), err), 0);
 		CHECK_EQ_INT(feed(r, begin(7, 1, 10, 0), err), -EPROTO);
 		CHECK(strstr(err, "ids must increase") != NULL);
 		pps_reasm_free(r);

@@ -2,6 +2,7 @@
 /* The PPS core with a fake clock: windows, priority order, and the progress
  * regulator's rules (deadlines, decodability, MSS, packing, bounds). */
 #include "pps-prioritizer.h"
+#include "pps-synth.h"
 #include "pps-test.h"
 
 #include <errno.h>
@@ -16,7 +17,7 @@ typedef struct {
 } window_list_t;
 
 static void
-collect_window_cb(void *user, pps_window_t *window)
+collect_window_cb(pps_window_t *window, void *user)
 {
 	window_list_t *list = user;
 
@@ -25,7 +26,7 @@ collect_window_cb(void *user, pps_window_t *window)
 }
 
 static void
-add_adu_cb(void *user, pps_adu_t *adu)
+add_adu_cb(pps_adu_t *adu, void *user)
 {
 	CHECK_EQ_INT(pps_windower_add(user, adu), 0);
 }
@@ -286,7 +287,7 @@ receive_packet(receiver_t *rx, const uint8_t *pkt, size_t len, int64_t now_us)
 	int ret;
 
 	REQUIRE(p);
-	while ((ret = pps_wire_parser_next(p, &data, &len, &r)) == 1) {
+	while ((ret = pps_wire_parser_next(p, &data, &len, &r)) == 0) {
 		switch (r.kind) {
 		case PPS_WIRE_WINDOW_BEGIN:
 			CHECK(!rx->in_window);
@@ -325,7 +326,7 @@ receive_packet(receiver_t *rx, const uint8_t *pkt, size_t len, int64_t now_us)
 			break;
 		}
 	}
-	CHECK_EQ_INT(ret, 0);
+	CHECK_EQ_INT(ret, -EAGAIN);
 	CHECK_EQ_INT(pps_wire_parser_pending(p), 0); /* no record straddles packets */
 	pps_wire_parser_free(p);
 }
@@ -372,7 +373,7 @@ test_sched_complete(void)
 	memset(&rx, 0, sizeof(rx));
 	make_windows(&list, 21, 4, 3, 2, 20, PPS_PRIORITY_TEMPORAL_FIRST, 7, 1.0);
 	for (size_t i = 0; i < list.n; i++)
-		CHECK_EQ_INT(pps_sched_push_window(s, list.windows[i]), 0);
+		pps_sched_push_window(s, list.windows[i]);
 	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1) {
 		CHECK(len <= 1448);
 		receive_packet(&rx, buf, len, 1000000);
@@ -465,9 +466,9 @@ test_sched_record_limit(void)
 		int ret;
 
 		REQUIRE(p);
-		while ((ret = pps_wire_parser_next(p, &data, &left, &r)) == 1)
+		while ((ret = pps_wire_parser_next(p, &data, &left, &r)) == 0)
 			;
-		CHECK_EQ_INT(ret, 0); /* a record over 1000 bytes would fail here */
+		CHECK_EQ_INT(ret, -EAGAIN); /* a record over 1000 bytes: -EMSGSIZE */
 		pps_wire_parser_free(p);
 		receive_packet(&rx, buf, len, 1000000);
 		packets++;
@@ -727,7 +728,7 @@ test_sched_control(void)
 	}
 	CHECK_EQ_INT(accepted, PPS_SCHED_MAX_CONTROL);
 	REQUIRE(pps_sched_next_packet(s, 0, 1448, buf, &len, &push) == 1);
-	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &r), 1);
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &r), 0);
 	CHECK(r.kind == PPS_WIRE_CLOCK_PONG && r.u.clock_pong.seq == 0);
 	{
 		pps_sched_stats_t st;
@@ -754,7 +755,7 @@ drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
 		const uint8_t *data = buf;
 		pps_wire_record_t r;
 
-		while (pps_wire_parser_next(p, &data, &len, &r) == 1) {
+		while (pps_wire_parser_next(p, &data, &len, &r) == 0) {
 			const pps_wire_adu_fragment_t *f = &r.u.adu_fragment;
 
 			if (r.kind == PPS_WIRE_WINDOW_END)
@@ -832,9 +833,69 @@ test_sched_base_grace(void)
 	free_windows(&list);
 }
 
+/* ADU info -> ADU_FRAGMENT -> bytes -> ADU_FRAGMENT -> ADU info is the identity,
+ * and the fragment's own fields (window, priority, offsets) are the caller's. */
+static void
+test_adu_info_wire_round_trip(void)
+{
+	pps_adu_info_t info, back;
+	pps_wire_record_t r, parsed;
+	uint8_t payload[3] = {1, 2, 3};
+	uint8_t buf[256];
+	size_t n = 0;
+	const uint8_t *data = buf;
+	pps_wire_parser_t *p = pps_wire_parser_new(PPS_WIRE_MAX_RECORD_BYTES);
+
+	REQUIRE(p);
+	memset(&info, 0, sizeof(info));
+	info.id = 0xfedcba98u;
+	info.frame_index = 123456;
+	info.capture_us = -1700000000123456LL;
+	info.decode_order = 77;
+	info.frame_type = PPS_ADU_FRAME_BREF;
+	info.temporal_layer = PPS_ADU_MAX_TEMPORAL_LAYERS - 1;
+	info.quality_layer = PPS_ADU_MAX_QUALITY_LAYERS - 1;
+	info.dep_count = PPS_ADU_MAX_DEPS;
+	for (unsigned i = 0; i < PPS_ADU_MAX_DEPS; i++)
+		info.deps[i] = 1000u + i * 7;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = PPS_WIRE_ADU_FRAGMENT;
+	r.u.adu_fragment.window_id = 42;
+	r.u.adu_fragment.priority = 9;
+	r.u.adu_fragment.offset = 5;
+	r.u.adu_fragment.total_bytes = 8;
+	r.u.adu_fragment.payload_len = sizeof(payload);
+	r.u.adu_fragment.payload = payload;
+	pps_adu_info_to_wire(&info, &r.u.adu_fragment);
+	CHECK_EQ_INT(r.u.adu_fragment.window_id, 42);
+	CHECK_EQ_INT(r.u.adu_fragment.priority, 9);
+	CHECK_EQ_INT(r.u.adu_fragment.offset, 5);
+	CHECK_EQ_INT(r.u.adu_fragment.adu_id, info.id);
+	CHECK_EQ_INT(r.u.adu_fragment.deps[PPS_ADU_MAX_DEPS - 1], info.deps[PPS_ADU_MAX_DEPS - 1]);
+
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &n) == 0);
+	REQUIRE(pps_wire_parser_next(p, &data, &n, &parsed) == 0);
+	REQUIRE(parsed.kind == PPS_WIRE_ADU_FRAGMENT);
+	memset(&back, 0xa5, sizeof(back));
+	pps_adu_info_from_wire(&parsed.u.adu_fragment, &back);
+	CHECK(memcmp(&back, &info, sizeof(info)) == 0);
+	CHECK_EQ_INT(back.capture_us, info.capture_us);
+	CHECK_EQ_INT(back.frame_type, info.frame_type);
+
+	/* Fewer deps: the unused entries come back zero. */
+	info.dep_count = 1;
+	memset(info.deps + 1, 0, sizeof(info.deps) - sizeof(info.deps[0]));
+	pps_adu_info_to_wire(&info, &r.u.adu_fragment);
+	pps_adu_info_from_wire(&r.u.adu_fragment, &back);
+	CHECK(memcmp(&back, &info, sizeof(info)) == 0);
+	pps_wire_parser_free(p);
+}
+
 int
 main(void)
 {
+	test_adu_info_wire_round_trip();
 	test_policy_names();
 	test_window_index();
 	test_windower();

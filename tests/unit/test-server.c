@@ -138,10 +138,10 @@ static void
 peer_send(peer_t *p, const pps_wire_record_t *r)
 {
 	uint8_t buf[512];
-	long n = pps_wire_encode(r, buf, sizeof(buf));
+	size_t n;
 
-	REQUIRE(n > 0);
-	REQUIRE(send(p->fd, buf, (size_t)n, MSG_NOSIGNAL) == n);
+	REQUIRE(pps_wire_encode(r, buf, sizeof(buf), &n) == 0);
+	REQUIRE(send(p->fd, buf, n, MSG_NOSIGNAL) == (ssize_t)n);
 }
 
 static void
@@ -171,7 +171,7 @@ peer_read(peer_t *p)
 		if (n <= 0)
 			return;
 		len = (size_t)n;
-		while (pps_wire_parser_next(p->parser, &data, &len, &r) == 1) {
+		while (pps_wire_parser_next(p->parser, &data, &len, &r) == 0) {
 			if (r.kind == PPS_WIRE_STREAM_INFO)
 				p->got_stream_info = true;
 			if (r.kind == PPS_WIRE_CHALLENGE) {

@@ -173,11 +173,11 @@ check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect
 		pps_wire_record_t out;
 		int ret;
 
-		while ((ret = pps_wire_parser_next(p, &data, &len, &out)) == 1) {
+		while ((ret = pps_wire_parser_next(p, &data, &len, &out)) == 0) {
 			CHECK(got < n && same_record(&out, &expect[got]));
 			got++;
 		}
-		CHECK_EQ_INT(ret, 0);
+		CHECK_EQ_INT(ret, -EAGAIN);
 		CHECK_EQ_INT(len, 0);
 		offset += chunk;
 	}
@@ -197,12 +197,15 @@ test_round_trip(void)
 	for (size_t i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 7 + 3);
 	for (size_t i = 0; i < n; i++) {
-		long len = pps_wire_encode(&records[i], stream + size, sizeof(stream) - size);
+		size_t len = 0, expect = 0;
 
+		CHECK_EQ_INT(
+		    pps_wire_encode(&records[i], stream + size, sizeof(stream) - size, &len), 0);
 		CHECK(len > 0);
-		CHECK_EQ_INT(len, pps_wire_record_size(&records[i]));
+		CHECK_EQ_INT(pps_wire_record_size(&records[i], &expect), 0);
+		CHECK_EQ_INT(len, expect);
 		CHECK(strcmp(pps_wire_kind_name(records[i].kind), "unknown") != 0);
-		size += (size_t)len;
+		size += len;
 	}
 	/* Every split point, and byte by byte. */
 	for (size_t split = 0; split <= size; split++)
@@ -212,9 +215,10 @@ test_round_trip(void)
 	/* Each record alone, byte by byte, also returns it with nothing left. */
 	for (size_t i = 0; i < n; i++) {
 		uint8_t one[2048];
-		long len = pps_wire_encode(&records[i], one, sizeof(one));
+		size_t len = 0;
 
-		check_stream(one, (size_t)len, &records[i], 1, 0, true);
+		CHECK_EQ_INT(pps_wire_encode(&records[i], one, sizeof(one), &len), 0);
+		check_stream(one, len, &records[i], 1, 0, true);
 	}
 }
 
@@ -223,48 +227,64 @@ test_encode_limits(void)
 {
 	pps_wire_record_t r[12];
 	uint8_t small[16];
+	size_t n = 7;
 
 	make_records(r);
-	CHECK_EQ_INT(pps_wire_encode(&r[3], small, sizeof(small)), -ENOSPC);
+	CHECK_EQ_INT(pps_wire_encode(&r[3], small, sizeof(small), &n), -ENOSPC);
+	CHECK_EQ_INT(n, 7); /* nothing written on failure */
 	r[0].u.hello.name_len = PPS_WIRE_MAX_NAME_BYTES + 1;
-	CHECK_EQ_INT(pps_wire_record_size(&r[0]), -EINVAL);
+	CHECK_EQ_INT(pps_wire_record_size(&r[0], &n), -EINVAL);
 	r[3].u.adu_fragment.dep_count = PPS_WIRE_MAX_DEPS + 1;
-	CHECK_EQ_INT(pps_wire_encode(&r[3], small, sizeof(small)), -EINVAL);
+	CHECK_EQ_INT(pps_wire_encode(&r[3], small, sizeof(small), &n), -EINVAL);
 	CHECK_EQ_INT(pps_wire_fragment_overhead(0), 42);
 }
 
-/* Parses @bytes in one chunk; returns the parser's result. */
-static int
+/*
+ * Parses @bytes in one chunk; returns what the parser's accessor says was
+ * wrong (PPS_WIRE_OK for a record), after checking the call's errno matches
+ * it and that the failure stays.
+ */
+static pps_wire_error_t
 parse_one(const uint8_t *bytes, size_t size, size_t max, char *message, size_t message_size)
 {
 	pps_wire_parser_t *p = pps_wire_parser_new(max);
 	pps_wire_record_t out;
 	const uint8_t *data = bytes;
 	size_t len = size;
+	pps_wire_error_t code;
 	int ret;
 
 	REQUIRE(p);
+	CHECK_EQ_INT(pps_wire_parser_error_code(p), PPS_WIRE_OK);
 	ret = pps_wire_parser_next(p, &data, &len, &out);
+	code = pps_wire_parser_error_code(p);
 	snprintf(message, message_size, "%s", pps_wire_parser_error(p));
-	/* A failed parser stays failed. */
-	if (ret < 0) {
+	if (ret == 0 || ret == -EAGAIN) {
+		CHECK_EQ_INT(code, PPS_WIRE_OK);
+		CHECK(message[0] == '\0');
+	} else {
 		uint8_t more[1] = {0};
 		const uint8_t *m = more;
 		size_t mlen = 1;
 
+		/* -EMSGSIZE for a length over the maximum, -EPROTO for the rest. */
+		CHECK_EQ_INT(ret, code == PPS_WIRE_ERR_TOO_LONG ? -EMSGSIZE : -EPROTO);
+		CHECK(code != PPS_WIRE_OK && message[0] != '\0');
+		/* A failed parser stays failed, with the same detail. */
 		CHECK_EQ_INT(pps_wire_parser_next(p, &m, &mlen, &out), ret);
+		CHECK_EQ_INT(pps_wire_parser_error_code(p), code);
 	}
 	pps_wire_parser_free(p);
-	return ret;
+	return code;
 }
 
 static long
 encode_into(pps_wire_record_t *r, uint8_t *buf)
 {
-	long n = pps_wire_encode(r, buf, 2048);
+	size_t n = 0;
 
-	REQUIRE(n > 0);
-	return n;
+	REQUIRE(pps_wire_encode(r, buf, 2048, &n) == 0 && n > 0);
+	return (long)n;
 }
 
 static void
@@ -277,53 +297,59 @@ test_rejections(void)
 
 	make_records(r);
 
+	/* A good record: no error to report. */
+	n = encode_into(&r[5], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_OK);
+	/* A record cut short is not an error yet: -EAGAIN, nothing to report. */
+	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), PPS_WIRE_OK);
+
 	/* Unknown version in the header. */
 	n = encode_into(&r[5], buf);
 	buf[0] = 2;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_VERSION);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_VERSION);
 	CHECK(strstr(msg, "version 2") != NULL);
 
 	/* Unknown version inside STREAM_INFO. */
 	r[1].u.stream_info.protocol_version = 9;
 	n = encode_into(&r[1], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_VERSION);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_VERSION);
 	CHECK(strstr(msg, "protocol_version 9") != NULL);
 	r[1].u.stream_info.protocol_version = PPS_WIRE_VERSION;
 
 	/* CHALLENGE and AUTH: a method other than HMAC-SHA256, a short nonce. */
 	r[8].u.challenge.method = 2;
 	n = encode_into(&r[8], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	CHECK(strstr(msg, "CHALLENGE: method 2") != NULL);
 	r[8].u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
 	n = encode_into(&r[9], buf);
 	buf[3] = (uint8_t)(buf[3] - 1); /* the MAC one byte short */
-	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_SHORT);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_SHORT);
 
 	/* Unknown kind (the one after RECOVERY_REQUEST, and far beyond). */
 	n = encode_into(&r[5], buf);
 	buf[1] = PPS_WIRE_RECOVERY_REQUEST + 1;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_KIND);
 	buf[1] = 42;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_KIND);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_KIND);
 
 	/* Length over the configured maximum: refused from the header alone. */
 	n = encode_into(&r[3], buf);
 	CHECK_EQ_INT(parse_one(buf, PPS_WIRE_HEADER_BYTES, 512, msg, sizeof(msg)),
-	             -PPS_WIRE_ERR_TOO_LONG);
+	             PPS_WIRE_ERR_TOO_LONG);
 	CHECK(strstr(msg, "ADU_FRAGMENT") && strstr(msg, "maximum"));
 
 	/* A huge length claimed by garbage does not make the parser allocate. */
 	{
 		uint8_t evil[4] = {PPS_WIRE_VERSION, PPS_WIRE_ADU_FRAGMENT, 0xff, 0xff};
 
-		CHECK_EQ_INT(parse_one(evil, 4, 1500, msg, sizeof(msg)), -PPS_WIRE_ERR_TOO_LONG);
+		CHECK_EQ_INT(parse_one(evil, 4, 1500, msg, sizeof(msg)), PPS_WIRE_ERR_TOO_LONG);
 	}
 
 	/* Fragment whose offset + length exceeds the ADU's total. */
 	r[3].u.adu_fragment.offset = 4000;
 	n = encode_into(&r[3], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	CHECK(strstr(msg, "offset 4000") && strstr(msg, "total_bytes 5000"));
 	r[3].u.adu_fragment.offset = 100;
 
@@ -331,7 +357,7 @@ test_rejections(void)
 	r[3].u.adu_fragment.offset = 0xffffff00u;
 	r[3].u.adu_fragment.total_bytes = 0xffffffffu;
 	n = encode_into(&r[3], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	r[3].u.adu_fragment.offset = 100;
 	r[3].u.adu_fragment.total_bytes = 5000;
 
@@ -340,54 +366,54 @@ test_rejections(void)
 	buf[3] += 2; /* body length 12 -> 14 */
 	buf[n] = 0xaa;
 	buf[n + 1] = 0xbb;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n + 2, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_TRAILING);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n + 2, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_TRAILING);
 	CHECK(strstr(msg, "CLOCK_PING") && strstr(msg, "2 bytes"));
 
 	/* Short body. */
 	n = encode_into(&r[4], buf);
 	buf[3] -= 3;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n - 3, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_SHORT);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n - 3, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_SHORT);
 
 	/* HELLO name longer than allowed, and a NUL inside it. */
 	n = encode_into(&r[0], buf);
 	buf[4 + 6] = PPS_WIRE_MAX_NAME_BYTES + 1;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	n = encode_into(&r[0], buf);
 	buf[4 + 7 + 2] = 0;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	/* A record limit too small to be honoured. */
 	r[0].u.hello.max_record_bytes = 100;
 	n = encode_into(&r[0], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	CHECK(strstr(msg, "max_record_bytes 100") != NULL);
 	r[0].u.hello.max_record_bytes = 1500;
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 
 	/* Layers and dependency counts out of range. */
 	r[3].u.adu_fragment.dep_count = 1;
 	n = encode_into(&r[3], buf);
 	buf[4 + 27] = 5; /* dep_count */
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	n = encode_into(&r[3], buf);
 	buf[4 + 25] = 7; /* temporal_layer */
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 
 	/* WINDOW_END: dropped flag with ADUs sent, unknown flags. */
 	r[4].u.window_end.flags = PPS_WIRE_WINDOW_END_DROPPED;
 	n = encode_into(&r[4], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	r[4].u.window_end.flags = 0x80;
 	n = encode_into(&r[4], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 
 	/* STREAM_INFO with a zero frame rate or window. */
 	r[1].u.stream_info.fps_den = 0;
 	n = encode_into(&r[1], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 	r[1].u.stream_info.fps_den = 1;
 	r[1].u.stream_info.window_frames = 0;
 	n = encode_into(&r[1], buf);
-	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), -PPS_WIRE_ERR_FIELD);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 
 	/* Trailing bytes at the end of a stream stay visible as pending. */
 	{
@@ -401,8 +427,8 @@ test_rejections(void)
 		buf[n] = PPS_WIRE_VERSION;
 		data = buf;
 		len = (size_t)n + 1;
-		CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), 1);
 		CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), 0);
+		CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), -EAGAIN);
 		CHECK_EQ_INT(pps_wire_parser_pending(p), 1);
 		pps_wire_parser_free(p);
 	}

@@ -47,14 +47,14 @@ typedef struct {
 static volatile sig_atomic_t stop_requested;
 
 static void
-on_signal(int signo)
+signal_cb(int signo)
 {
 	(void)signo;
 	stop_requested = 1;
 }
 
 static GstFlowReturn
-on_new_sample_cb(GstAppSink *sink, gpointer user)
+new_sample_cb(GstAppSink *sink, gpointer user)
 {
 	receiver_t *r = user;
 	int64_t recv_us = pps_time_realtime_us();
@@ -273,12 +273,12 @@ main(int argc, char **argv)
 	                  count_bytes_cb, &r, NULL);
 	gst_object_unref(pad);
 	sink = gst_bin_get_by_name(GST_BIN(r.pipeline), "sink");
-	callbacks.new_sample = on_new_sample_cb;
+	callbacks.new_sample = new_sample_cb;
 	gst_app_sink_set_callbacks(GST_APP_SINK(sink), &callbacks, &r, NULL);
 	gst_object_unref(sink);
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	signal(SIGINT, signal_cb);
+	signal(SIGTERM, signal_cb);
 	start_us = pps_time_monotonic_us();
 	deadline_us = duration_s > 0 ? start_us + (int64_t)(duration_s * 1e6) : INT64_MAX;
 	if (gst_element_set_state(r.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {

@@ -50,7 +50,7 @@ typedef struct {
 static volatile sig_atomic_t stop_requested;
 
 static void
-on_signal(int signo)
+signal_cb(int signo)
 {
 	(void)signo;
 	stop_requested = 1;
@@ -58,7 +58,7 @@ on_signal(int signo)
 
 /* Capture delivery thread: copy the stamped picture into a GstBuffer. */
 static void
-on_frame_cb(const pps_frame_t *frame, void *user)
+capture_frame_cb(const pps_frame_t *frame, void *user)
 {
 	sender_t *s = user;
 	GstBuffer *buffer;
@@ -303,13 +303,13 @@ main(int argc, char **argv)
 		        listen);
 		goto err_pipeline;
 	}
-	capture = pps_capture_new(config, on_frame_cb, &s, err, sizeof(err));
+	capture = pps_capture_new(config, capture_frame_cb, &s, err, sizeof(err));
 	if (!capture || pps_capture_start(capture, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-peer-send: %s\n", err);
 		goto err_pipeline;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	signal(SIGINT, signal_cb);
+	signal(SIGTERM, signal_cb);
 	printf("ready\n");
 	fflush(stdout);
 

@@ -342,7 +342,7 @@ run_send(int argc, char **argv)
 	double elapsed_s = (double)(pps_time_monotonic_ns() - s.t0_ns) / 1e9;
 
 	pps_minbuf_stats_t st;
-	pps_minbuf_stats(s.w, &st);
+	pps_minbuf_get_stats(s.w, &st);
 	int r = write_stats(stats_path, &p, &st, elapsed_s, s.seq, s.err, &s);
 	if (r < 0)
 		fprintf(stderr, PROGRAM ": %s: %s\n", stats_path, strerror(-r));
