@@ -117,12 +117,11 @@ def now_us():
 
 
 class Lab(netlab_lab.Lab):
-    """A fresh lab per run, always torn down (pps-netlab down), whatever happens;
-    the shared netlab_lab.Lab plus the programs started in it."""
+    """A fresh lab per run, always torn down (pps-netlab down), whatever happens:
+    the shared netlab_lab.Lab, exiting 77 where not permitted."""
 
     def __init__(self, name, up_args, duration_s):
         super().__init__(NETLAB, name, up_args, duration_s)
-        self.procs = []
 
     def __enter__(self):
         try:
@@ -132,20 +131,8 @@ class Lab(netlab_lab.Lab):
         except netlab_lab.LabError as error:
             raise RuntimeError(f"pps-netlab up failed: {error}") from None
 
-    def __exit__(self, *exc):
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        return super().__exit__(*exc)
-
-    def addr(self, side):
-        return self.info["addr"][side]
-
     def start(self, side, argv, stdout=subprocess.DEVNULL, stderr=None):
-        proc = subprocess.Popen([NETLAB, "exec", self.name, side] + argv, stdout=stdout, stderr=stderr, text=True)
-        self.procs.append(proc)
-        return proc
+        return super().start(side, argv, stdout=stdout, stderr=stderr, text=True)
 
     def traffic(self, elephants, duration_s):
         subprocess.run([NETLAB, "traffic", self.name, "--elephants", str(elephants), "--congestion", "cubic", "--duration", str(int(duration_s))], check=True, capture_output=True, timeout=30)
