@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The browser viewer (issue 15) against a real pps-server on loopback.
+"""The browser viewer (web/, served by pps-server) against a real pps-server on loopback.
 
   browser_stream   headless Chromium (chromedriver) opens the page the server
                    serves, beside a pps-client on the same server; asserts

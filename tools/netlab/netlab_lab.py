@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -309,20 +310,35 @@ def wait_exit(proc, timeout_s):
     return False
 
 
-def stop(proc, timeout_s=5.0):
-    """SIGTERM, a bounded wait, then SIGKILL."""
+def stop(proc, timeout_s=5.0, sig=signal.SIGTERM):
+    """@sig (SIGTERM unless said), a bounded wait, then SIGKILL."""
     if proc is None or proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
+        proc.send_signal(sig)
     if not wait_exit(proc, timeout_s):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         wait_exit(proc, timeout_s)
 
 
+def wait_file(path, proc, timeout_s):
+    """Waits for @path to have content (a --port-file, a "ready" line sent to
+    a file): True once it has; False if @proc exits first or after @timeout_s."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)  # the poll interval: a file written by another process
+    return False
+
+
 def server_has_option(server, option):
-    """Whether this pps-server's --help lists @option (e.g. the per-second --log of issue 10)."""
+    """Whether this pps-server's --help lists @option (e.g. its per-second --log)."""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         r = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=10)
         return re.search(r"^\s*" + re.escape(option) + r"\b", r.stdout + r.stderr, re.M) is not None
