@@ -174,8 +174,8 @@ def hello(name=b"raw", version=1):
     return record(1, struct.pack(">HHHB", version, 0, 0, len(name)) + name + b"\x00")
 
 
-def read_records(sock, timeout=5.0):
-    """Reads until EOF or timeout; returns (kind, body) of whole records."""
+def read_all(sock, timeout=5.0):
+    """Reads until EOF, a reset or @timeout seconds of silence; the bytes."""
     sock.settimeout(timeout)
     data = b""
     try:
@@ -186,6 +186,12 @@ def read_records(sock, timeout=5.0):
             data += chunk
     except (socket.timeout, ConnectionResetError):
         pass
+    return data
+
+
+def read_records(sock, timeout=5.0):
+    """Reads until EOF or timeout; returns (kind, body) of whole records."""
+    data = read_all(sock, timeout)
     out = []
     while len(data) >= 4:
         version, kind, length = struct.unpack(">BBH", data[:4])

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SKIP, Client, Failure, Server, check, wait_until  # noqa: E402
+from harness import SKIP, Client, Failure, Server, check, read_all, wait_until  # noqa: E402
 
 # 320x240 (base 160x120): a headless Chromium's software decode and combine
 # keep up at 30 frames/s on a loaded 2-core CI machine (640x480 did not).
@@ -266,20 +266,6 @@ def ws_connect(port, extra=b"", key=None, version=b"13", path=b"/stream"):
               b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key +
               b"\r\nSec-WebSocket-Version: " + version + b"\r\n" + extra + b"\r\n")
     return s
-
-
-def read_all(s, timeout=5):
-    s.settimeout(timeout)
-    data = b""
-    try:
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            data += c
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return data
 
 
 def masked(opcode, payload, mask=b"\x11\x22\x33\x44"):
