@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Minimal test helpers: CHECK records a failure with its location and goes
- * on, so one run reports every broken expectation; tests return
- * pps_test_result() from main (0 pass, 1 fail, 77 skip).
+ * The C tests' helpers (every C test includes this one file): CHECK records
+ * a failure with its location and goes on, so one run reports every broken
+ * expectation; tests return pps_test_result() from main (0 pass, 1 fail, 77
+ * skip).
  */
 #ifndef PPS_TEST_H
 #define PPS_TEST_H
@@ -12,13 +13,67 @@
 
 static int pps_test_failures;
 
-#define CHECK(cond)                                                                                \
+/*
+ * CHECK(cond) or CHECK(cond, fmt, ...): the second form says what was wrong
+ * in printf style after the condition. The form is chosen by the number of
+ * arguments (up to 16; ISO C11 wants at least one for a macro's "..."), and
+ * the condition is printed as written (#__VA_ARGS__, macros unexpanded).
+ */
+#define CHECK(...)                                                                                 \
+	PPS_TEST_PICK_(__VA_ARGS__, PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_,                \
+	               PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_,             \
+	               PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_,             \
+	               PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_MSG_, PPS_CHECK_, \
+	               ~)                                                                          \
+	(#__VA_ARGS__, __VA_ARGS__)
+#define PPS_TEST_PICK_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16,      \
+                       name, ...)                                                                  \
+	name
+
+#define PPS_CHECK_(text, cond)                                                                     \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, text);    \
 			pps_test_failures++;                                                       \
 		}                                                                                  \
 	} while (0)
+
+#define PPS_CHECK_MSG_(text, cond, ...)                                                            \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %.*s: ", __FILE__, __LINE__,         \
+			        pps_test_first_arg_len_(text), text);                              \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			pps_test_failures++;                                                       \
+		}                                                                                  \
+	} while (0)
+
+/* The length of the first argument in the text of a macro's arguments: up to
+ * the first comma outside brackets, strings and character constants. */
+static inline int
+pps_test_first_arg_len_(const char *text)
+{
+	int depth = 0;
+	const char *p = text;
+
+	for (; *p && !(*p == ',' && depth == 0); p++) {
+		if (*p == '(' || *p == '[' || *p == '{') {
+			depth++;
+		} else if (*p == ')' || *p == ']' || *p == '}') {
+			depth--;
+		} else if (*p == '"' || *p == '\'') {
+			char quote = *p;
+
+			for (p++; *p && *p != quote; p++)
+				if (*p == '\\' && p[1])
+					p++;
+			if (!*p)
+				break;
+		}
+	}
+	return (int)(p - text);
+}
 
 #define CHECK_EQ_INT(a, b)                                                                         \
 	do {                                                                                       \

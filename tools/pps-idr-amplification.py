@@ -23,7 +23,6 @@ Benchmarks print figures; they do not pass or fail.
 import argparse
 import json
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -31,6 +30,10 @@ import sys
 import tempfile
 import threading
 import time
+
+# The process helpers shared with the lab drivers (tools/netlab/netlab_lab.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "netlab"))
+import netlab_lab  # noqa: E402
 
 WARMUP_S = 4.0
 
@@ -94,27 +97,6 @@ class Attacker(threading.Thread):
                     s.close()
 
 
-def wait_for_file(path, proc, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
-
-
-def stop(proc, timeout=10):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def one_run(build, workdir, scenario, budget, seconds, settings):
     tag = "%s-%s" % (scenario, budget)
     port_file = os.path.join(workdir, "port-" + tag)
@@ -129,7 +111,7 @@ def one_run(build, workdir, scenario, budget, seconds, settings):
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
     viewer = attacker = None
     try:
-        if not wait_for_file(port_file, server, 30):
+        if not netlab_lab.wait_file(port_file, server, 30):
             raise RuntimeError("pps-server did not start (see its stderr)")
         port = int(open(port_file).read())
         viewer = subprocess.Popen(
@@ -145,8 +127,8 @@ def one_run(build, workdir, scenario, budget, seconds, settings):
         if attacker:
             attacker.stop()
         if viewer:
-            stop(viewer)
-        stop(server)
+            netlab_lab.stop(viewer, 10)
+        netlab_lab.stop(server, 10)
         err.close()
     viewer_bps, encoded_bps, idr = [], [], []
     t0 = None

@@ -13,6 +13,7 @@
  */
 #include "pps-codec-internal.h"
 #include "pps-codec-testutil.h"
+#include "pps-test.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,17 +32,6 @@ static int emitted_in_call[FRAMES * 4]; /* encode call (frame) that emitted each
 static int current_call;
 static pps_stream_params_t stream;
 static pps_frame_t *source[FRAMES];
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fprintf(stderr, "\n");                                                     \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static void
 adu_cb(pps_adu_t *adu, void *user)
@@ -836,7 +826,7 @@ main(int argc, char **argv)
 	for (int n = 0; n < FRAMES; n++)
 		pps_frame_free(source[n]);
 out:
-	if (failures)
-		fprintf(stderr, "%s: %d failures\n", what, failures);
-	return failures ? 1 : 0;
+	if (pps_test_failures)
+		fprintf(stderr, "%s: %d failures\n", what, pps_test_failures);
+	return pps_test_failures ? 1 : 0;
 }

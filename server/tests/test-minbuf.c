@@ -37,6 +37,7 @@
 
 #include "pps-minbuf.h"
 #include "pps-socket.h"
+#include "pps-test.h"
 
 #define SKIP             77
 #define TOTAL_BYTES      (12u * 1024u * 1024u)
@@ -44,17 +45,6 @@
 #define READ_TICK_US     1000
 #define RCVBUF_BYTES     (96 * 1024)
 #define MAXSEG_BYTES     1448
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 typedef enum { TEST_BOUND, TEST_MSS, TEST_TCP } test_kind_t;
 
@@ -473,7 +463,7 @@ run(test_kind_t kind, pps_minbuf_mode_t mode, unsigned a, unsigned b)
 	close(c.done_pipe[1]);
 	if (c.ifsock >= 0)
 		close(c.ifsock);
-	return failures ? 1 : 0;
+	return pps_test_failures ? 1 : 0;
 }
 
 /* The pieces without a transfer (suite unit): the bound, the independent
@@ -546,7 +536,7 @@ run_unit(void)
 	      "mode out of range: %s", strerror(errno));
 	if (base)
 		event_base_free(base);
-	return failures ? 1 : 0;
+	return pps_test_failures ? 1 : 0;
 }
 
 int

@@ -22,6 +22,32 @@ def check(cond, message):
         raise Failure(message)
 
 
+POLL_S = 0.05
+
+
+def wait_until(predicate, what, timeout=30.0, proc=None, poll_s=POLL_S):
+    """Waits for an event: until @predicate() (a port file written, a log line
+    printed, a record or a process state) returns a true value, which it
+    returns. Fails the test after @timeout seconds, or as soon as @proc (a
+    Popen the event depends on) exits, naming @what (a string, or a function
+    returning one, for a message built from the logs at that moment). @poll_s
+    is longer where asking is costly (a round trip to a browser)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise Failure("exited (status %s) before %s"
+                          % (proc.returncode, what() if callable(what) else what))
+        if time.monotonic() > deadline:
+            raise Failure("timed out after %.0f s waiting for %s"
+                          % (timeout, what() if callable(what) else what))
+        # The poll interval of this one waiting loop: the events are files
+        # and logs written by other processes, with nothing to block on.
+        time.sleep(poll_s)
+
+
 class Server:
     """A pps-server on 127.0.0.1 and a port of the kernel's choosing."""
 
@@ -40,15 +66,8 @@ class Server:
         self.stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(args, stderr=self.stderr, stdout=subprocess.DEVNULL)
         # The port file appears once the socket is bound and the source runs.
-        deadline = time.monotonic() + 30
-        while True:
-            if os.path.exists(self.port_file) and os.path.getsize(self.port_file) > 0:
-                break
-            if self.proc.poll() is not None:
-                raise Failure("pps-server exited early: " + self.log())
-            if time.monotonic() > deadline:
-                raise Failure("pps-server did not start: " + self.log())
-            time.sleep(0.05)
+        wait_until(lambda: os.path.exists(self.port_file) and os.path.getsize(self.port_file) > 0,
+                   lambda: "pps-server's --port-file: " + self.log(), proc=self.proc)
         self.port = int(open(self.port_file).read())
         self.address = "127.0.0.1:%d" % self.port
 
@@ -57,6 +76,12 @@ class Server:
             self.stderr.flush()
         with open(self.stderr_path) as f:
             return f.read()
+
+    def wait_for_log(self, text, timeout=20.0):
+        """Waits until the server's log holds @text (the event: "joined", ...)."""
+        wait_until(lambda: text in self.log(),
+                   lambda: "the server to log %r:\n%s" % (text, self.log()[-2000:]),
+                   timeout=timeout, proc=self.proc)
 
     def rss_kib(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
@@ -93,12 +118,27 @@ class Client:
         for s in settings:
             args += ["--set", s]
         args += list(extra)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+        # Files rather than pipes: a test can wait on a line while it runs.
+        self.stdout_path = self.log_path[:-len(".jsonl")] + ".out"
+        self.stderr_path = self.log_path[:-len(".jsonl")] + ".err"
+        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=err)
         self.stdout = self.stderr = ""
 
+    def output(self):
+        """(stdout, stderr) so far."""
+        with open(self.stdout_path) as out, open(self.stderr_path) as err:
+            return out.read(), err.read()
+
+    def wait_for_stderr(self, text, timeout=20.0):
+        """Waits until the client's stderr holds @text (the event)."""
+        wait_until(lambda: text in self.output()[1],
+                   lambda: "the client to say %r:\n%s" % (text, self.output()[1][-2000:]),
+                   timeout=timeout, proc=self.proc)
+
     def wait(self, timeout=60):
-        self.stdout, self.stderr = self.proc.communicate(timeout=timeout)
+        self.proc.wait(timeout=timeout)
+        self.stdout, self.stderr = self.output()
         return self.proc.returncode
 
     def events(self, kind=None):
@@ -134,8 +174,8 @@ def hello(name=b"raw", version=1):
     return record(1, struct.pack(">HHHB", version, 0, 0, len(name)) + name + b"\x00")
 
 
-def read_records(sock, timeout=5.0):
-    """Reads until EOF or timeout; returns (kind, body) of whole records."""
+def read_all(sock, timeout=5.0):
+    """Reads until EOF, a reset or @timeout seconds of silence; the bytes."""
     sock.settimeout(timeout)
     data = b""
     try:
@@ -146,6 +186,12 @@ def read_records(sock, timeout=5.0):
             data += chunk
     except (socket.timeout, ConnectionResetError):
         pass
+    return data
+
+
+def read_records(sock, timeout=5.0):
+    """Reads until EOF or timeout; returns (kind, body) of whole records."""
+    data = read_all(sock, timeout)
     out = []
     while len(data) >= 4:
         version, kind, length = struct.unpack(">BBH", data[:4])

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The browser viewer (issue 15) against a real pps-server on loopback.
+"""The browser viewer (web/, served by pps-server) against a real pps-server on loopback.
 
   browser_stream   headless Chromium (chromedriver) opens the page the server
                    serves, beside a pps-client on the same server; asserts
@@ -23,6 +23,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -31,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SKIP, Client, Failure, Server, check  # noqa: E402
+from harness import SKIP, Client, Failure, Server, check, read_all, wait_until  # noqa: E402
 
 # 320x240 (base 160x120): a headless Chromium's software decode and combine
 # keep up at 30 frames/s on a loaded 2-core CI machine (640x480 did not).
@@ -93,6 +94,15 @@ def client_luma(client, y4m, frame_index, layers):
         return f.read(WIDTH * HEIGHT)
 
 
+def client_reached(client, frame_index):
+    """Whether pps-client's log (its whole lines so far) has a frame at or
+    past @frame_index, shown or not."""
+    with open(client.log_path) as f:
+        lines = f.read().split("\n")[:-1]
+    return any(e.get("type") == "frame" and e["frame"] >= frame_index
+               for e in map(json.loads, lines))
+
+
 def find_browser():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
@@ -121,18 +131,21 @@ def start_browser(chromium, driver_path, workdir):
 
 
 def wait_for(driver, cond, what, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        stats = driver.execute_script("return window.ppsStats ? window.ppsStats() : null")
+    """Waits until the page's stats satisfy @cond (the event); returns them."""
+    last = {}
+
+    def ready():
+        last["stats"] = stats = driver.execute_script(
+            "return window.ppsStats ? window.ppsStats() : null")
         if stats and stats.get("state") == "failed":
             raise Failure("viewer failed: %s" % stats.get("error"))
-        if stats and cond(stats):
-            return stats
-        if time.monotonic() > deadline:
-            logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
-            raise Failure("timed out waiting for %s; stats %s; console %s"
-                          % (what, json.dumps(stats), logs[-10:]))
-        time.sleep(0.2)
+        return stats if stats and cond(stats) else None
+
+    def message():
+        logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
+        return "%s; stats %s; console %s" % (what, json.dumps(last.get("stats")), logs[-10:])
+
+    return wait_until(ready, message, timeout=timeout_s, poll_s=0.2)
 
 
 def test_browser_stream(build, workdir, keep=None):
@@ -149,9 +162,10 @@ def test_browser_stream(build, workdir, keep=None):
         driver = start_browser(found[0], found[1], workdir)
         driver.get("http://127.0.0.1:%d/?name=selenium" % server.port)
         wait_for(driver, lambda s: s["state"] == "streaming", "the stream to start", 20)
-        # pps-client on the same server, for the same time.
+        # pps-client on the same server, until it has shown the frame the
+        # browser is read back on (its --duration only a bound).
         y4m = os.path.join(workdir, "client.y4m")
-        client = Client(build, workdir, server.address, duration=DURATION_S, name="client",
+        client = Client(build, workdir, server.address, duration=DURATION_S + 20, name="client",
                         extra=("--output", y4m))
         t0 = time.monotonic()
         stats = wait_for(driver, lambda s: s["frames_total"] >= 30 * (DURATION_S - 1),
@@ -161,8 +175,11 @@ def test_browser_stream(build, workdir, keep=None):
         shot = os.path.join(build, "tests", "browser-viewer.png")
         os.makedirs(os.path.dirname(shot), exist_ok=True)
         driver.save_screenshot(shot)
-        check(client.wait(timeout=DURATION_S + 30) == 0,
-              "pps-client failed: %s" % client.stderr[-2000:])
+        wait_until(lambda: client_reached(client, grab["frame_index"]),
+                   "pps-client to show frame %d" % grab["frame_index"], timeout=15,
+                   proc=client.proc)
+        client.proc.send_signal(signal.SIGTERM)
+        check(client.wait(timeout=30) == 0, "pps-client failed: %s" % client.stderr[-2000:])
         summary = client.summary()
         stats = driver.execute_script("return window.ppsStats()")
         elapsed = time.monotonic() - t0
@@ -249,20 +266,6 @@ def ws_connect(port, extra=b"", key=None, version=b"13", path=b"/stream"):
               b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key +
               b"\r\nSec-WebSocket-Version: " + version + b"\r\n" + extra + b"\r\n")
     return s
-
-
-def read_all(s, timeout=5):
-    s.settimeout(timeout)
-    data = b""
-    try:
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            data += c
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return data
 
 
 def masked(opcode, payload, mask=b"\x11\x22\x33\x44"):

@@ -9,10 +9,9 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Client, Server, check, record, run  # noqa: E402
+from harness import Client, Server, check, record, run, wait_until  # noqa: E402
 
 
 def client_path(build):
@@ -37,15 +36,6 @@ def window_end(window_id, dropped=True):
 
 def bye(reason, text):
     return record(8, struct.pack(">HB", reason, len(text)) + text)
-
-
-def wait_for(predicate, what, timeout=30):
-    """Polls an observable condition (a file's content, a process state)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(0.02)
 
 
 def hostile(build, workdir, replies, settings=(), duration=20):
@@ -93,8 +83,8 @@ def server_vanishes(build, workdir):
         srv = Server(build, workdir)
         c = Client(build, workdir, srv.address, duration=60)
         try:
-            wait_for(lambda: os.path.exists(c.log_path) and
-                     '"shown":true' in open(c.log_path).read(), "a shown frame")
+            wait_until(lambda: os.path.exists(c.log_path) and
+                       '"shown":true' in open(c.log_path).read(), "a shown frame", proc=c.proc)
             srv.proc.send_signal(sig)
             rc = c.wait(timeout=30)
         finally:

@@ -11,10 +11,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SKIP, Client, Failure, Server, check, percentile, run  # noqa: E402
+from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until  # noqa: E402
 
 README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 README_ADDRESS = "127.0.0.1:7400"
@@ -73,15 +72,11 @@ class Launch:
             return out + f.read()
 
     def wait_for(self, pattern, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(pattern, self.text())
-            if m:
-                return m
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise Failure("%s: no '%s' in:\n%s" % (self.name, pattern, self.text()[-3000:]))
+        """Waits for a line matching @pattern (the event); returns the match."""
+        return wait_until(lambda: re.search(pattern, self.text()),
+                          lambda: "%s to print '%s':\n%s" % (self.name, pattern,
+                                                             self.text()[-3000:]),
+                          timeout=timeout, proc=self.proc)
 
     def wait(self, timeout=60):
         try:

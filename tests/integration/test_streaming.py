@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Integration tests on loopback: real pps-server and pps-client."""
 import os
-import signal
+import re
 import socket
 import struct
 import subprocess
@@ -10,8 +10,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Client, Failure, Server, check, hello, percentile, read_records, record,  # noqa: E402
-                     run)
+from harness import (Client, Server, check, hello, percentile, read_records, record,  # noqa: E402
+                     run, wait_until)
 
 WINDOW_MS = 1000.0 / 30 * 2  # the default window: 2 frames at 30 frames/s
 
@@ -72,10 +72,18 @@ def two_clients(build, workdir):
         check(s["frames_shown_pct"] >= 90, "%.1f%% shown" % s["frames_shown_pct"])
 
 
+def session_windows(log, session_id):
+    """The last (complete, partial, dropped) windows count of session
+    #@session_id in the server's status lines, or None before its first."""
+    found = re.findall(r"\| #%d [^|]*?windows (\d+)/(\d+)/(\d+)" % session_id, log)
+    return tuple(int(n) for n in found[-1]) if found else None
+
+
 def stalled_reader(build, workdir):
-    """A client that stops reading loses only its own windows: the other
-    client's latency stays within 40 ms (p95) of a run without it, and the
-    server's memory does not grow with the stalled client's backlog."""
+    """A client that stops reading loses only its own windows (the server
+    drops them: its status line counts them): the other client's latency
+    is at most 40 ms (p95) above a run without it, and the server's memory
+    does not grow with the stalled client's backlog."""
     srv = Server(build, workdir)
     try:
         base = Client(build, workdir, srv.address, "playout.policy=asap", duration=6,
@@ -84,7 +92,11 @@ def stalled_reader(build, workdir):
         stall = socket.create_connection(("127.0.0.1", srv.port))
         stall.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stall.sendall(hello(b"stalled"))
-        time.sleep(1)  # let the stalled client's buffers fill
+        # Session #1 was the baseline, so the stalled reader is #2. Its
+        # buffers are full once the server starts dropping its windows.
+        wait_until(lambda: (session_windows(srv.log(), 2) or (0, 0, 0))[2] > 0,
+                   lambda: "the server to drop a window of the stalled client:\n"
+                   + srv.log()[-2000:], timeout=20, proc=srv.proc)
         rss_before = srv.rss_kib()
         other = Client(build, workdir, srv.address, "playout.policy=asap", duration=6,
                        name="other")
@@ -96,11 +108,17 @@ def stalled_reader(build, workdir):
         srv.stop()
     p95_base = base.summary()["frame_latency_p95_ms"]
     p95_other = other.summary()["frame_latency_p95_ms"]
-    print("p95 alone %.1f ms, beside a stalled reader %.1f ms; server RSS %d -> %d KiB"
-          % (p95_base, p95_other, rss_before, rss_after))
-    check(abs(p95_other - p95_base) <= 40, "p95 moved by %.1f ms" % (p95_other - p95_base))
+    stalled, beside = session_windows(stats, 2), session_windows(stats, 3)
+    print("p95 alone %.1f ms, beside a stalled reader %.1f ms; server RSS %d -> %d KiB; "
+          "windows complete/partial/dropped: stalled %s, other %s"
+          % (p95_base, p95_other, rss_before, rss_after, stalled, beside))
+    # Harm is the claim: on a loaded machine the baseline itself may be the slower run.
+    check(p95_other - p95_base <= 40, "p95 grew by %.1f ms" % (p95_other - p95_base))
     check(rss_after - rss_before < 20 * 1024, "server RSS grew %d KiB" % (rss_after - rss_before))
-    check("dropped" in stats or True, stats)
+    # The stalled client's own windows were dropped (the other client's
+    # share is the p95 check above: it may drop some in its own adaptation).
+    check(stalled is not None and stalled[2] > 0,
+          "stalled client's windows %s, want drops" % (stalled,))
 
 
 def bad_peers(build, workdir):
@@ -110,7 +128,7 @@ def bad_peers(build, workdir):
     srv = Server(build, workdir)
     try:
         good = Client(build, workdir, srv.address, duration=8, name="good")
-        time.sleep(1.5)
+        srv.wait_for_log('"good" joined')
         cases = [
             # (An ASCII capital first is HTTP for the browser viewer: test_browser.py.)
             (b"get / http/1.1\r\n\r\n", "version"),
@@ -129,7 +147,7 @@ def bad_peers(build, workdir):
             text = byes[-1][3:].decode()
             check(reason in text, "BYE %r does not say %r" % (text, reason))
         victim = Client(build, workdir, srv.address, duration=30, name="victim")
-        time.sleep(1.5)
+        srv.wait_for_log('"victim" joined')
         victim.proc.kill()
         victim.proc.wait()
         check(good.wait() == 0, good.stderr)
@@ -150,7 +168,7 @@ def max_clients(build, workdir):
     srv = Server(build, workdir, "server.max_clients=1")
     try:
         a = Client(build, workdir, srv.address, duration=5, name="a")
-        time.sleep(1.5)
+        srv.wait_for_log('"a" joined')
         b = Client(build, workdir, srv.address, duration=5, name="b")
         rc_b = b.wait()
         check(a.wait() == 0, a.stderr)
@@ -182,12 +200,15 @@ def reconnect(build, workdir):
     s.close()
     server = os.path.join(build, "server", "pps-server")
     listen = ["--listen", "127.0.0.1:%d" % port, "--quiet"]
-    first = subprocess.Popen([server] + listen + ["--duration", "3"],
+    port_file = os.path.join(workdir, "first.port")
+    first = subprocess.Popen([server] + listen + ["--duration", "3", "--port-file", port_file],
                              stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    wait_until(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0,
+               "the first server's --port-file", proc=first)
     c = Client(build, workdir, "127.0.0.1:%d" % port, duration=10, extra=["--reconnect"])
     first.wait(timeout=20)
-    time.sleep(1.5)  # the client retries into a closed port meanwhile
+    # The client has seen the server go and retries into the closed port.
+    c.wait_for_stderr("reconnecting in")
     second = subprocess.Popen([server] + listen + ["--duration", "8"],
                               stderr=subprocess.DEVNULL)
     try:
@@ -253,15 +274,6 @@ def bad_source(build, workdir):
         p = subprocess.run(args, capture_output=True, text=True, timeout=30)
         check(p.returncode == 1, "%s: exit %d: %s" % (settings, p.returncode, p.stderr))
         check(text in p.stderr, "%s: %r" % (settings, p.stderr))
-
-
-def wait_for_log(srv, text, timeout=20.0):
-    """Waits until the server's log holds @text (the event), at most @timeout."""
-    deadline = time.monotonic() + timeout
-    while text not in srv.log():
-        if time.monotonic() > deadline:
-            raise Failure("server never logged %r:\n%s" % (text, srv.log()[-2000:]))
-        time.sleep(0.05)
 
 
 def read_until(sock, kind, timeout=5.0):
@@ -408,7 +420,7 @@ def slow_reader_evicted(build, workdir):
         stall = socket.create_connection(("127.0.0.1", srv.port))
         stall.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stall.sendall(hello(b"stalled"))
-        wait_for_log(srv, "too slow: took no data for 2 s")
+        srv.wait_for_log("too slow: took no data for 2 s")
         rc = other.wait()
         stall.close()
     finally:
@@ -438,15 +450,6 @@ def soak(build, workdir):
 
     def fd_count(pid):
         return len(os.listdir("/proc/%d/fd" % pid))
-
-    def wait_fds(pid, want, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            n = fd_count(pid)
-            if n == want:
-                return n
-            time.sleep(0.05)
-        return fd_count(pid)
 
     srv = Server(build, workdir)
     halt = threading.Event()
@@ -483,7 +486,7 @@ def soak(build, workdir):
 
     try:
         viewer = Client(build, workdir, srv.address, duration=14, name="viewer")
-        wait_for_log(srv, '"viewer" joined')
+        srv.wait_for_log('"viewer" joined')
         baseline = fd_count(srv.proc.pid)
         rss_before = srv.rss_kib()
         attack_start_us = time.time() * 1e6
@@ -501,7 +504,11 @@ def soak(build, workdir):
         for t in threads:
             t.join(timeout=10)
         attack_end_us = time.time() * 1e6
-        fds_after = wait_fds(srv.proc.pid, baseline)
+        # The server closes the attackers' sockets as it notices them gone.
+        wait_until(lambda: fd_count(srv.proc.pid) == baseline,
+                   lambda: "the server's descriptors to come back to %d (now %d)"
+                   % (baseline, fd_count(srv.proc.pid)), timeout=10, proc=srv.proc)
+        fds_after = fd_count(srv.proc.pid)
         alive = srv.proc.poll() is None
         rss_after = srv.rss_kib()
         rc = viewer.wait()

@@ -7,37 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                "integration"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "netlab"))
+import netlab_lab  # noqa: E402
 from harness import SKIP, Failure, check  # noqa: E402
-
-
-class Lab:
-    def __init__(self, build, name, *args):
-        self.netlab = os.path.join(build, "tools", "netlab", "pps-netlab")
-        self.name = name
-        p = subprocess.run([self.netlab, "up", "--name", name, "--duration", "180"] + list(args),
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode == SKIP:
-            print("skipped: " + p.stderr.strip())
-            sys.exit(SKIP)
-        if p.returncode != 0:
-            raise Failure("pps-netlab up: " + p.stderr)
-        self.snd = self.addr("snd")
-        self.rcv = self.addr("rcv")
-
-    def addr(self, side):
-        return subprocess.run([self.netlab, "addr", self.name, side], capture_output=True,
-                              text=True, check=True).stdout.strip()
-
-    def popen(self, side, argv, **kw):
-        return subprocess.Popen([self.netlab, "exec", self.name, side] + argv, **kw)
-
-    def down(self):
-        subprocess.run([self.netlab, "down", "--name", self.name], capture_output=True,
-                       timeout=60)
 
 
 def events(path, kind):
@@ -52,37 +27,38 @@ def adapts_to_bottleneck(build, workdir):
     if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
         print("skipped: needs root and /dev/net/tun")
         sys.exit(SKIP)
-    lab = Lab(build, "it%d" % (os.getpid() % 10000), "--rate", "2mbit", "--delay", "25ms",
-              "--congestion", "cubic")
+    netlab = os.path.join(build, "tools", "netlab", "pps-netlab")
     log = os.path.join(workdir, "client.jsonl")
-    server = client = None
-    try:
-        server = lab.popen("snd", [
-            os.path.join(build, "server", "pps-server"), "--listen", lab.snd + ":7400",
-            "--quiet", "--duration", "40",
-            "--set", "source.pattern=smpte", "--set", "encoder.base_crf=22",
-            "--set", "encoder.enhancement_crf=18", "--set", "transport.congestion=cubic",
-            "--set", "pps.latency_budget_ms=400",
-            "--stats-json", os.path.join(workdir, "server.json")],
-            stderr=subprocess.PIPE, text=True)
-        time.sleep(2)
-        client = lab.popen("rcv", [
-            os.path.join(build, "client", "pps-client"), lab.snd + ":7400",
+    port_fifo = os.path.join(workdir, "server.port")
+    with netlab_lab.Lab(netlab, "it%d" % (os.getpid() % 10000),
+                        ["--rate", "2mbit", "--delay", "25ms", "--congestion", "cubic"],
+                        duration_s=180, skip_if_not_permitted=True) as lab:
+        snd = lab.addr("snd")
+        fifo_fd = netlab_lab.open_port_fifo(port_fifo)
+        try:
+            server = lab.start("snd", [
+                os.path.join(build, "server", "pps-server"), "--listen", snd + ":7400",
+                "--port-file", port_fifo, "--quiet", "--duration", "40",
+                "--set", "source.pattern=smpte", "--set", "encoder.base_crf=22",
+                "--set", "encoder.enhancement_crf=18", "--set", "transport.congestion=cubic",
+                "--set", "pps.latency_budget_ms=400",
+                "--stats-json", os.path.join(workdir, "server.json")])
+            # The server writes its port once it listens: the event to wait for.
+            try:
+                netlab_lab.read_port(fifo_fd, server, 30)
+            except netlab_lab.LabError as e:
+                raise Failure(str(e))
+        finally:
+            os.close(fifo_fd)
+        client = lab.start("rcv", [
+            os.path.join(build, "client", "pps-client"), snd + ":7400",
             "--display", "none", "--duration", "25", "--log", log, "--quiet",
             "--set", "playout.tolerance_ms=600"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = client.communicate(timeout=60)
         check(client.returncode == 0, "client exit %d: %s" % (client.returncode, err))
-    finally:
-        if client and client.poll() is None:
-            client.kill()
-        if server:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-        lab.down()
+        # The server's --stats-json is written at its exit (`down` stops it).
+        netlab_lab.stop(server, 10)
     summary = events(log, "summary")[0]
     windows = events(log, "window")
     frames = [e for e in events(log, "frame") if e.get("reason") != "stopped"]

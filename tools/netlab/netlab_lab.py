@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""The importable side of the network lab, shared by the Python drivers
-(pps-sweep, pps-fanout, pps-peers and the netlab tests): a `Lab` context
-manager over pps-netlab's command line (docs/NETLAB.md, "Using a lab from
-another program") and the capacity-step traces.
+"""The importable side of the network lab, shared by every Python caller
+(pps-sweep, pps-fanout, pps-peers, pps-protolat-bench, pps-gst-lab,
+pps-browser-lab and the netlab tests): the one `Lab` context manager over
+pps-netlab's command line (docs/NETLAB.md, "Using a lab from another
+program") and the capacity-step traces.
 
     with Lab(netlab, "exp1", ["--rate", "10mbit", "--delay", "25ms"], 60) as lab:
         argv = lab.exec_argv("snd", ["pps-server", ...])
@@ -16,7 +17,9 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
+import sys
 
 EXIT_SKIP = 77
 COMMAND_TIMEOUT_S = 90.0
@@ -33,18 +36,25 @@ class NotPermitted(Exception):
 
 
 class Lab:
-    """One named lab: `up` on entry (or by hand), `down` on exit, whatever happens."""
+    """One named lab: `up` on entry (or by hand), `down` on exit, whatever
+    happens; the programs started in it with `start` are stopped first.
+    With @skip_if_not_permitted (the test suites), entering a lab where
+    pps-netlab exits 77 prints "SKIP: ..." and exits 77 as well."""
 
-    def __init__(self, netlab, name, up_args=(), duration_s=None):
+    def __init__(self, netlab, name, up_args=(), duration_s=None, skip_if_not_permitted=False):
         self.netlab = netlab
         self.name = name
         self.up_args = [str(a) for a in up_args]
         self.duration_s = duration_s
+        self.skip_if_not_permitted = skip_if_not_permitted
         self.is_up = False
         self.info = None
+        self.procs = []
+        self.down_result = None  # the CompletedProcess of the last `pps-netlab down`
         self.down_output = ""
 
     def run(self, *args, check=True, timeout_s=COMMAND_TIMEOUT_S):
+        """Runs one pps-netlab command (`run("traffic", lab.name, ...)`)."""
         cmd = [self.netlab] + [str(a) for a in args]
         r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
                            start_new_session=True)
@@ -64,14 +74,25 @@ class Lab:
         return r
 
     def down(self):
+        """Stops the programs started in the lab, then `pps-netlab down`."""
+        for proc in self.procs:
+            stop(proc)
+        self.procs = []
         if self.is_up:
-            self.down_output = self.run("down", self.name, check=False).stdout
+            self.down_result = self.run("down", self.name, check=False)
+            self.down_output = self.down_result.stdout
             self.is_up = False
         return self.down_output
 
     def __enter__(self):
         try:
             self.up()
+        except NotPermitted as error:
+            self.down()
+            if self.skip_if_not_permitted:
+                print(f"SKIP: {error}", flush=True)
+                sys.exit(EXIT_SKIP)
+            raise
         except BaseException:
             self.down()
             raise
@@ -80,6 +101,34 @@ class Lab:
     def __exit__(self, *exc):
         self.down()
         return False
+
+    def start(self, side, argv, wait_ready=False, **popen_kw):
+        """Starts @argv on @side (stopped by `down`); its Popen. With
+        @wait_ready, returns once the program printed its "ready" line (the
+        pps-probe and pps-protolat servers do once they listen)."""
+        if wait_ready:
+            popen_kw.setdefault("stdout", subprocess.PIPE)
+            popen_kw.setdefault("text", True)
+        proc = subprocess.Popen(self.exec_argv(side, argv), **popen_kw)
+        self.procs.append(proc)
+        if wait_ready:
+            line = proc.stdout.readline()
+            if not line.startswith("ready"):
+                stop(proc)
+                raise LabError(f"{argv[0]} on {side} did not get ready: {line!r}")
+        return proc
+
+    def run_in(self, side, argv, timeout_s=60):
+        """Runs @argv on @side to its end; its stdout. LabError if it fails."""
+        r = subprocess.run(self.exec_argv(side, argv), capture_output=True, text=True, timeout=timeout_s)
+        if r.returncode != 0:
+            raise LabError(f"{argv[0]} on {side} failed ({r.returncode}): {r.stderr.strip()}")
+        return r.stdout
+
+    def track(self, proc):
+        """Adds a Popen started otherwise (e.g. `traffic --wait`) to what `down` stops."""
+        self.procs.append(proc)
+        return proc
 
     def sides(self):
         """'snd' and the receiver sides: 'rcv' (one receiver) or 'rcv1'..'rcvN'."""
@@ -261,20 +310,35 @@ def wait_exit(proc, timeout_s):
     return False
 
 
-def stop(proc, timeout_s=5.0):
-    """SIGTERM, a bounded wait, then SIGKILL."""
+def stop(proc, timeout_s=5.0, sig=signal.SIGTERM):
+    """@sig (SIGTERM unless said), a bounded wait, then SIGKILL."""
     if proc is None or proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
+        proc.send_signal(sig)
     if not wait_exit(proc, timeout_s):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         wait_exit(proc, timeout_s)
 
 
+def wait_file(path, proc, timeout_s):
+    """Waits for @path to have content (a --port-file, a "ready" line sent to
+    a file): True once it has; False if @proc exits first or after @timeout_s."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)  # the poll interval: a file written by another process
+    return False
+
+
 def server_has_option(server, option):
-    """Whether this pps-server's --help lists @option (e.g. the per-second --log of issue 10)."""
+    """Whether this pps-server's --help lists @option (e.g. its per-second --log)."""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         r = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=10)
         return re.search(r"^\s*" + re.escape(option) + r"\b", r.stdout + r.stderr, re.M) is not None

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The browser viewer beside pps-client through the lab (issue 15, must-show):
+"""The browser viewer beside pps-client through the lab:
 one pps-server in `snd`, pps-client and headless Chromium (the page the
 server serves, over WebSocket) both in `rcv`, on one emulated link with
 optional cubic cross traffic; prints both sides' frames shown, latency

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pps-config.h"
 
@@ -48,4 +49,39 @@ pps_peer_write_json_string(FILE *out, const char *text)
 			fputc(*c, out);
 	}
 	fputc('"', out);
+}
+
+uint64_t
+pps_peer_probe_bytes(GstPadProbeInfo *info)
+{
+	uint64_t bytes = 0;
+
+	if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+		bytes = gst_buffer_get_size(GST_PAD_PROBE_INFO_BUFFER(info));
+	} else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+		GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
+
+		for (guint i = 0; i < gst_buffer_list_length(list); i++)
+			bytes += gst_buffer_get_size(gst_buffer_list_get(list, i));
+	}
+	return bytes;
+}
+
+FILE *
+pps_peer_stats_open(const char *path, const char *program)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		fprintf(stderr, "%s: cannot write %s: %s\n", program, path, strerror(errno));
+	return f;
+}
+
+void
+pps_peer_stats_close(FILE *f, const char *srt)
+{
+	fputs(",\"srt_stats\":", f);
+	pps_peer_write_json_string(f, srt);
+	fputs("}\n", f);
+	fclose(f);
 }

@@ -108,14 +108,7 @@ count_bytes_cb(GstPad *pad, GstPadProbeInfo *info, gpointer user)
 	receiver_t *r = user;
 
 	(void)pad;
-	if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
-		r->bytes_received += gst_buffer_get_size(GST_PAD_PROBE_INFO_BUFFER(info));
-	else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
-		GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
-
-		for (guint i = 0; i < gst_buffer_list_length(list); i++)
-			r->bytes_received += gst_buffer_get_size(gst_buffer_list_get(list, i));
-	}
+	r->bytes_received += pps_peer_probe_bytes(info);
 	return GST_PAD_PROBE_OK;
 }
 
@@ -146,21 +139,17 @@ static void
 write_stats(const char *path, const receiver_t *r, const char *source, double seconds,
             const char *srt)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = pps_peer_stats_open(path, "pps-peer-recv");
 
-	if (!f) {
-		fprintf(stderr, "pps-peer-recv: cannot write %s: %s\n", path, strerror(errno));
+	if (!f)
 		return;
-	}
 	fprintf(f,
 	        "{\"source\":\"%s\",\"seconds\":%.3f,\"frames_decoded\":%" PRIu64
 	        ",\"frames_with_timecode\":%" PRIu64 ",\"bytes_received\":%" PRIu64
-	        ",\"first_recv_us\":%" PRId64 ",\"last_recv_us\":%" PRId64 ",\"srt_stats\":",
+	        ",\"first_recv_us\":%" PRId64 ",\"last_recv_us\":%" PRId64,
 	        source, seconds, r->frames_decoded, r->frames_with_timecode, r->bytes_received,
 	        r->first_recv_us, r->last_recv_us);
-	pps_peer_write_json_string(f, srt);
-	fputs("}\n", f);
-	fclose(f);
+	pps_peer_stats_close(f, srt);
 }
 
 int

@@ -103,14 +103,7 @@ count_bytes_cb(GstPad *pad, GstPadProbeInfo *info, gpointer user)
 	sender_t *s = user;
 
 	(void)pad;
-	if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
-		s->bytes_sent += gst_buffer_get_size(GST_PAD_PROBE_INFO_BUFFER(info));
-	else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
-		GstBufferList *list = GST_PAD_PROBE_INFO_BUFFER_LIST(info);
-
-		for (guint i = 0; i < gst_buffer_list_length(list); i++)
-			s->bytes_sent += gst_buffer_get_size(gst_buffer_list_get(list, i));
-	}
+	s->bytes_sent += pps_peer_probe_bytes(info);
 	return GST_PAD_PROBE_OK;
 }
 
@@ -142,23 +135,19 @@ static void
 write_stats(const char *path, const sender_t *s, const pps_capture_stats_t *cap, double seconds,
             const char *sink, int kbps, const char *srt)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = pps_peer_stats_open(path, "pps-peer-send");
 
-	if (!f) {
-		fprintf(stderr, "pps-peer-send: cannot write %s: %s\n", path, strerror(errno));
+	if (!f)
 		return;
-	}
-	fprintf(
-	    f,
-	    "{\"sink\":\"%s\",\"kbps\":%d,\"seconds\":%.3f,\"frames_captured\":%" PRIu64
-	    ",\"frames_dropped_capture\":%" PRIu64 ",\"frames_pushed\":%" PRIu64
-	    ",\"frames_refused\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
-	    ",\"first_index\":%u,\"last_index\":%u,\"first_capture_us\":%" PRId64 ",\"srt_stats\":",
-	    sink, kbps, seconds, cap->frames_captured, cap->frames_dropped, s->frames_pushed,
-	    s->frames_refused, s->bytes_sent, s->first_index, s->last_index, s->first_capture_us);
-	pps_peer_write_json_string(f, srt);
-	fputs("}\n", f);
-	fclose(f);
+	fprintf(f,
+	        "{\"sink\":\"%s\",\"kbps\":%d,\"seconds\":%.3f,\"frames_captured\":%" PRIu64
+	        ",\"frames_dropped_capture\":%" PRIu64 ",\"frames_pushed\":%" PRIu64
+	        ",\"frames_refused\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
+	        ",\"first_index\":%u,\"last_index\":%u,\"first_capture_us\":%" PRId64,
+	        sink, kbps, seconds, cap->frames_captured, cap->frames_dropped, s->frames_pushed,
+	        s->frames_refused, s->bytes_sent, s->first_index, s->last_index,
+	        s->first_capture_us);
+	pps_peer_stats_close(f, srt);
 }
 
 int

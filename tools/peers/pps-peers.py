@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """pps-peers: ppstream beside GStreamer plain TCP and SRT, same lab, same
-source, same measurement (issue 7; the method is in docs/PEERS.md).
+source, same measurement (the method is in docs/PEERS.md).
 
     pps-peers --scenario paper|idle|steps|all --duration 30 --out DIR
 
-steps (issue 10): the bottleneck's capacity steps 8 -> 2 -> 0.8 -> 4 Mbit/s,
+steps (the capacity-steps scenario): the bottleneck's capacity steps 8 -> 2 -> 0.8 -> 4 Mbit/s,
 10 s each (the mahimahi trace is written into each run's folder from the same
 steps, so every system meets the identical trace), 60-packet drop-tail, 50 ms
 RTT, no cross traffic, noisy content (snow; --pattern to change).
@@ -37,7 +37,7 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "netlab"))
 sys.dont_write_bytecode = True
-import netlab_lab  # noqa: E402  (the shared step traces; tools/netlab)
+import netlab_lab  # noqa: E402  (the shared lab, process helpers and step traces; tools/netlab)
 BUILD = os.path.normpath(os.path.join(HERE, "..", ".."))
 NETLAB = os.environ.get("PPS_NETLAB", os.path.join(BUILD, "tools", "netlab", "pps-netlab"))
 SERVER = os.environ.get("PPS_SERVER", os.path.join(BUILD, "server", "pps-server"))
@@ -64,7 +64,7 @@ SCENARIOS = {
     # bandwidth-delay product, 20 long-lived cubic flows.
     "paper": {"up": ["--rate", "10mbit", "--delay", "25ms", "--queue", "auto", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 20},
     "idle": {"up": ["--rate", "10mbit", "--delay", "25ms", "--queue", "auto", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 0},
-    # Issue 10: capacity steps (Mbit/s:seconds), 60-packet drop-tail, 50 ms RTT, noisy content.
+    # Capacity steps (Mbit/s:seconds), 60-packet drop-tail, 50 ms RTT, noisy content.
     "steps": {"up": ["--delay", "25ms", "--queue", "60", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 0,
               "steps": "8:10, 2:10, 0.8:10, 4:10", "pattern": "snow"},
 }
@@ -117,12 +117,11 @@ def now_us():
 
 
 class Lab(netlab_lab.Lab):
-    """A fresh lab per run, always torn down (pps-netlab down), whatever happens;
-    the shared netlab_lab.Lab plus the programs started in it."""
+    """A fresh lab per run, always torn down (pps-netlab down), whatever happens:
+    the shared netlab_lab.Lab, exiting 77 where not permitted."""
 
     def __init__(self, name, up_args, duration_s):
         super().__init__(NETLAB, name, up_args, duration_s)
-        self.procs = []
 
     def __enter__(self):
         try:
@@ -132,20 +131,8 @@ class Lab(netlab_lab.Lab):
         except netlab_lab.LabError as error:
             raise RuntimeError(f"pps-netlab up failed: {error}") from None
 
-    def __exit__(self, *exc):
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        return super().__exit__(*exc)
-
-    def addr(self, side):
-        return self.info["addr"][side]
-
     def start(self, side, argv, stdout=subprocess.DEVNULL, stderr=None):
-        proc = subprocess.Popen([NETLAB, "exec", self.name, side] + argv, stdout=stdout, stderr=stderr, text=True)
-        self.procs.append(proc)
-        return proc
+        return super().start(side, argv, stdout=stdout, stderr=stderr, text=True)
 
     def traffic(self, elephants, duration_s):
         subprocess.run([NETLAB, "traffic", self.name, "--elephants", str(elephants), "--congestion", "cubic", "--duration", str(int(duration_s))], check=True, capture_output=True, timeout=30)
@@ -158,40 +145,20 @@ class Lab(netlab_lab.Lab):
             shutil.copytree(sdir, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock", "*.pid"))
 
 
-def stop_proc(proc, timeout_s=10):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def wait_file(path, proc, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(f"sender exited ({proc.returncode}) before it was ready")
-        time.sleep(0.05)
-    raise RuntimeError(f"sender not ready after {timeout_s} s")
-
-
 def run_ppstream(lab, settings, rdir, duration_s, pattern=PATTERN):
     snd = lab.addr("snd")
     port_file = os.path.join(rdir, "server.port")
     server_err = open(os.path.join(rdir, "server.err"), "w")
     server = lab.start("snd", [SERVER, "--listen", f"{snd}:{PORT}", "--port-file", port_file, "--quiet", "--duration", str(int(duration_s + 30)), "--stats-json", os.path.join(rdir, "server.json"),
                                "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}", "--set", f"transport.mode={settings['mode']}", "--set", "transport.minbuf_a=1", "--set", "transport.minbuf_b=3", "--set", "transport.congestion=cubic"], stderr=server_err)
-    wait_file(port_file, server, 15)
+    if not netlab_lab.wait_file(port_file, server, 15):
+        raise RuntimeError(f"pps-server not listening after 15 s (exit status {server.poll()})")
     start_us = now_us()
     client = lab.start("rcv", [CLIENT, f"{snd}:{PORT}", "--display", "none", "--quiet", "--duration", str(duration_s), "--log", os.path.join(rdir, "client.jsonl"), "--output", os.path.join(rdir, "shown.y4m")] + (["--policy", settings["policy"]] if settings["policy"] else []) + (["--set", "playout.tolerance_ms=%d" % settings["tolerance_ms"]] if settings.get("tolerance_ms") else []) + ["--set", "client.clock=shared"],
                        stderr=open(os.path.join(rdir, "client.err"), "w"))
     rc = client.wait(timeout=duration_s + 30)
     end_us = now_us()
-    stop_proc(server)
+    netlab_lab.stop(server, 10, signal.SIGINT)
     server_err.close()
     if rc != 0:
         raise RuntimeError(f"pps-client exited {rc}: {open(os.path.join(rdir, 'client.err')).read().strip()}")
@@ -204,13 +171,14 @@ def run_peer(lab, settings, rdir, duration_s, kbps, pattern=PATTERN):
     ready = os.path.join(rdir, "sender.ready")
     sender = lab.start("snd", [PEER_SEND, "--sink", t, "--listen", f"{snd}:{PORT}", "--kbps", str(kbps), "--duration", str(int(duration_s + 30)), "--stats-json", os.path.join(rdir, "sender.json"), "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}"],
                        stdout=open(ready, "w"), stderr=open(os.path.join(rdir, "sender.err"), "w"))
-    wait_file(ready, sender, 15)
+    if not netlab_lab.wait_file(ready, sender, 15):
+        raise RuntimeError(f"sender not ready after 15 s (exit status {sender.poll()})")
     start_us = now_us()
     recv = lab.start("rcv", [PEER_RECV, "--source", t, "--connect", f"{snd}:{PORT}", "--duration", str(duration_s), "--fps", str(FPS), "--output", os.path.join(rdir, "shown.y4m"), "--frames", os.path.join(rdir, "frames.tsv"), "--stats-json", os.path.join(rdir, "receiver.json")],
                      stderr=open(os.path.join(rdir, "receiver.err"), "w"))
     rc = recv.wait(timeout=duration_s + 30)
     end_us = now_us()
-    stop_proc(sender)
+    netlab_lab.stop(sender, 10, signal.SIGINT)
     if rc != 0:
         raise RuntimeError(f"pps-peer-recv exited {rc}: {open(os.path.join(rdir, 'receiver.err')).read().strip()}")
     return start_us, end_us
@@ -316,7 +284,7 @@ def analyse(kind, rdir, start_us, end_us, scores, step_downs_us=()):
         last_new = t
 
     def outside_steps(a, g):
-        # The part of a freeze outside the 1 s after each step down (issue 10; run_metrics' rule).
+        # The part of a freeze outside the 1 s after each step down (run_metrics' rule).
         return g - sum(max(0.0, min(a + g, d + 1e6) - max(a, d)) for d in step_downs_us)
     span_us = (events[-1][0] - events[0][0]) if events else 0
     result = {

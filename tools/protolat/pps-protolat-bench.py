@@ -31,6 +31,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The shared lab (tools/netlab/netlab_lab.py; copied beside pps-netlab in the build tree).
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "netlab"))
+import netlab_lab  # noqa: E402
 
 CONFIGS = {
     # name: (mode, A, B, paper label)
@@ -83,61 +86,19 @@ def parse_rate_mbit(text):
     return float(t) / 1e6
 
 
-class Lab:
-    """Thin wrapper over pps-netlab's command line (tools/netlab)."""
+def lab_up(lab, rate, delay_ms, aqm, ecn, duration_s, extra):
+    """(Re)brings up the one lab of the benchmark (netlab_lab.Lab) for a setting."""
+    lab.run("down", lab.name, check=False)  # a lab of that name left by a killed run
+    lab.up(["--rate", rate, "--delay", "%gms" % delay_ms, "--aqm", aqm, "--ecn", "on" if ecn else "off",
+            "--duration", "%ds" % duration_s] + list(extra))
 
-    def __init__(self, netlab, name, keep_going=False):
-        self.netlab = netlab
-        self.name = name
-        self.procs = []
 
-    def run(self, *args, check=True, capture=False, timeout=180):
-        cmd = [self.netlab] + [str(a) for a in args]
-        r = subprocess.run(cmd, check=False, timeout=timeout, text=True,
-                           stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-                           stderr=subprocess.PIPE)
-        if check and r.returncode != 0:
-            raise RuntimeError("%s failed (%d): %s" % (shlex.join(cmd), r.returncode, r.stderr.strip()))
-        return r
-
-    def up(self, rate, delay_ms, aqm, ecn, duration_s, extra):
-        self.run("down", self.name, check=False)
-        self.run("up", "--name", self.name, "--rate", rate, "--delay", "%gms" % delay_ms,
-                 "--aqm", aqm, "--ecn", "on" if ecn else "off", "--duration", "%ds" % duration_s, *extra)
-
-    def down(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        self.procs = []
-        self.run("down", self.name, check=False)
-
-    def addr(self, side):
-        return self.run("addr", self.name, side, capture=True).stdout.strip()
-
-    def exec_argv(self, side, argv):
-        return [self.netlab, "exec", self.name, side] + [str(a) for a in argv]
-
-    def popen(self, side, argv, **kw):
-        p = subprocess.Popen(self.exec_argv(side, argv), **kw)
-        self.procs.append(p)
-        return p
-
-    def traffic(self, duration_s, flows, reverse=False):
-        """One `traffic --wait` for the whole schedule; returns its Popen."""
-        args = ["traffic", self.name, "--duration", "%gs" % duration_s, "--wait"] + flows
-        if reverse:
-            args += ["--reverse"]
-        p = subprocess.Popen([self.netlab] + [str(a) for a in args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.procs.append(p)
-        return p
+def lab_traffic(lab, duration_s, flows, reverse=False):
+    """One `traffic --wait` for the whole schedule; its Popen (stopped by lab.down)."""
+    argv = [lab.netlab, "traffic", lab.name, "--duration", "%gs" % duration_s, "--wait"] + [str(f) for f in flows]
+    if reverse:
+        argv += ["--reverse"]
+    return lab.track(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
 
 
 def cross_traffic_flows(args, rate_mbit, duration_s):
@@ -172,14 +133,12 @@ def one_run(lab, args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
         sender_argv.append("--ecn")
     if args.thin:
         sender_argv.append("--thin")
-    snd = lab.popen("snd", sender_argv, stdout=subprocess.PIPE, text=True)
-    line = snd.stdout.readline()  # "ready PORT": no sleeping to wait for the listener
-    if not line.startswith("ready"):
-        raise RuntimeError("sender did not start: %r" % line)
-    rcv = lab.popen("rcv", [args.protolat, "recv", "--connect", "%s:%d" % (snd_addr, port), "--log", rlog],
+    # "ready PORT": no sleeping to wait for the listener
+    snd = lab.start("snd", sender_argv, wait_ready=True)
+    rcv = lab.start("rcv", [args.protolat, "recv", "--connect", "%s:%d" % (snd_addr, port), "--log", rlog],
                     stdout=subprocess.PIPE, text=True)
     flows = cross_traffic_flows(args, rate_mbit, args.duration)
-    traffic = lab.traffic(args.duration, flows, reverse=args.reverse) if flows else None
+    traffic = lab_traffic(lab, args.duration, flows, reverse=args.reverse) if flows else None
     snd.wait(timeout=args.duration + 60)
     rcv.wait(timeout=60)
     if traffic:
@@ -451,7 +410,7 @@ def main():
     log("seed %d, %d settings x %d reps x %d configs x %gs -> %s" % (seed, len(settings), args.reps, len(configs),
                                                                      args.duration, out))
     rows = []
-    lab = Lab(args.netlab, args.lab_name)
+    lab = netlab_lab.Lab(args.netlab, args.lab_name)
 
     def cleanup(*_):
         lab.down()
@@ -469,7 +428,7 @@ def main():
                 extra = ["--drd-min", "1", "--drd-congest", "2"] + args.lab_arg
             log("lab: %s, RTT %g ms, %s, queue %d packets" % (rate, rtt, "DRD+ECN" if ecn else "drop-tail", queue))
             lab_s = int(args.reps * len(configs) * (args.duration + 30) + 120)
-            lab.up(rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
+            lab_up(lab, rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
             mice = args.mice
             if mice is None:
                 # pps-mice starts one 20 KB flow per mouse per second (pps-netlab's

@@ -4,6 +4,7 @@
  * the unit parsers. No namespaces, no TUN, no sleeping.
  */
 #include "linkem.h"
+#include "pps-test.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,16 +12,6 @@
 #include <unistd.h>
 
 #define MS 1000000LL
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static uint16_t
 ipv4_checksum(const uint8_t *header, size_t header_bytes)
@@ -366,8 +357,8 @@ main(void)
 	test_loss();
 	test_config_and_parsers();
 	test_mark_ce();
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+	if (pps_test_failures) {
+		fprintf(stderr, "%d check(s) failed\n", pps_test_failures);
 		return 1;
 	}
 	printf("all link model checks passed\n");

@@ -7,15 +7,16 @@ Programs come from the build tree through the environment meson sets:
 PPS_NETLAB, PPS_LINKEM, PPS_PROBE, PPS_MICE. Exit status 77 means skipped.
 """
 
-import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import netlab_lab  # noqa: E402  (tools/netlab)
+
+SKIP = netlab_lab.EXIT_SKIP
 NETLAB = os.environ.get("PPS_NETLAB", "pps-netlab")
 LINKEM = os.environ.get("PPS_LINKEM", "pps-linkem")
 PROBE = os.environ.get("PPS_PROBE", "pps-probe")
@@ -57,71 +58,24 @@ class Check:
         sys.exit(1 if self.failures else 0)
 
 
-class Lab:
-    """`with Lab("rtt", "--rate", "10mbit") as lab:` brings a lab up and always down."""
+def Lab(tag, *up_args):
+    """`with Lab("rtt", "--rate", "10mbit") as lab:` the shared lab
+    (tools/netlab/netlab_lab.py) named for this test, bounded to 120 s and
+    always torn down; exit 77 where pps-netlab is not permitted."""
+    sigterm_as_exit()
+    return netlab_lab.Lab(NETLAB, f"t{tag}-{os.getpid()}", up_args, duration_s=120,
+                          skip_if_not_permitted=True)
 
-    def __init__(self, tag, *up_args):
-        self.name = f"t{tag}-{os.getpid()}"
-        self.up_args = list(up_args)
-        self.info = None
-        self.procs = []
 
-    def __enter__(self):
-        sigterm_as_exit()
-        result = subprocess.run([NETLAB, "up", "--name", self.name, "--duration", "120"] + self.up_args, capture_output=True, text=True)
-        sys.stdout.write(result.stdout)
-        sys.stderr.write(result.stderr)
-        if result.returncode == SKIP:
-            sys.exit(SKIP)
-        if result.returncode != 0:
-            self.down()
-            raise RuntimeError(f"pps-netlab up failed ({result.returncode})")
-        self.info = json.loads(subprocess.run([NETLAB, "info", self.name], capture_output=True, text=True, check=True).stdout)
-        return self
-
-    def __exit__(self, *exc):
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        self.down()
-        return False
-
-    def down(self):
-        result = subprocess.run([NETLAB, "down", self.name], capture_output=True, text=True)
-        sys.stdout.write(result.stdout)
-        return result
-
-    def addr(self, side):
-        return self.info["addr"][side]
-
-    def cmd(self, side, argv):
-        return [NETLAB, "exec", self.name, side] + list(argv)
-
-    def run(self, side, argv, timeout=60):
-        result = subprocess.run(self.cmd(side, argv), capture_output=True, text=True, timeout=timeout)
-        if result.returncode != 0:
-            raise RuntimeError(f"{argv[0]} on {side} failed ({result.returncode}): {result.stderr.strip()}")
-        return result.stdout
-
-    def start(self, side, argv, wait_ready=False):
-        """Starts a program on one side; with wait_ready, returns once it printed "ready"."""
-        proc = subprocess.Popen(self.cmd(side, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.procs.append(proc)
-        if wait_ready:
-            line = proc.stdout.readline()
-            if line.strip() != "ready":
-                raise RuntimeError(f"{argv[0]} did not get ready: {line!r} {proc.stderr.read()}")
-        return proc
-
-    def wait_listening(self, side, port, timeout_s=10):
-        """Bounded wait for a TCP listener (iperf3 says nothing we can wait on)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.run(side, ["ss", "-Hltn", f"sport = :{port}"]).strip():
-                return
-            time.sleep(0.02)
-        raise RuntimeError(f"nothing listens on {side}:{port}")
+def wait_listening(lab, side, port, timeout_s=10):
+    """Waits for a TCP listener on @side:@port (iperf3 prints nothing to
+    wait on): polls `ss`, with a bound."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if lab.run_in(side, ["ss", "-Hltn", f"sport = :{port}"]).strip():
+            return
+        time.sleep(0.02)  # the poll interval: ss is the only sign of the listener
+    raise RuntimeError(f"nothing listens on {side}:{port}")
 
 
 def read_linkem_log(path):

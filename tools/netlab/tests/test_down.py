@@ -8,9 +8,8 @@ import json
 import os
 import select
 import subprocess
-import time
 
-from netlab_test import NETLAB, PROBE, Check, Lab, require_lab_permission
+from netlab_test import NETLAB, PROBE, Check, Lab, require_lab_permission, wait_listening
 
 STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 
@@ -48,7 +47,7 @@ def lab_pids(lab):
 def ping_ok(lab):
     rcv = lab.addr("rcv")
     echo = lab.start("rcv", [PROBE, "echo", "--bind", rcv, "--duration", "10s"], wait_ready=True)
-    result = subprocess.run(lab.cmd("snd", [PROBE, "ping", "--to", rcv, "--count", "3", "--interval", "10ms", "--json"]), capture_output=True, text=True)
+    result = subprocess.run(lab.exec_argv("snd", [PROBE, "ping", "--to", rcv, "--count", "3", "--interval", "10ms", "--json"]), capture_output=True, text=True)
     echo.terminate()
     echo.wait()
     return result.returncode == 0 and json.loads(result.stdout)["received"] == 3
@@ -63,12 +62,13 @@ with Lab("down-a", "--rate", "10mbit", "--delay", "5ms") as a, Lab("down-b", "--
     check(traffic.returncode == 0, "cross traffic started: " + traffic.stdout.strip())
     reverse = subprocess.run([NETLAB, "traffic", a.name, "--elephants", "1", "--reverse", "--duration", "30"], capture_output=True, text=True)
     check(reverse.returncode == 0, "reverse cross traffic started")
-    sleeper = subprocess.Popen(a.cmd("snd", ["sleep", "300"]))
-    a.wait_listening("rcv", 5201)  # the elephants' server: traffic is running
+    # A program started with `exec` that would outlive the test: `down` must end it.
+    sleeper = subprocess.Popen(a.exec_argv("snd", ["sleep", "300"]))
+    wait_listening(a, "rcv", 5201)  # the elephants' server: traffic is running
     pids = lab_pids(a)
     check(any(k.startswith("snd:") for k in pids) and "linkem.pid" in pids and "supervisor.pid" in pids, f"lab A runs {len(pids)} processes")
-    down = a.down()
-    check(down.returncode == 0, "down succeeded")
+    a.down()
+    check(a.down_result.returncode == 0, "down succeeded")
     sleeper.wait(timeout=10)
     alive = [f"{k}={pid}" for k, pid in pids.items() if os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"]
     check(not alive, f"no process of lab A survives ({', '.join(alive) or 'none'})")

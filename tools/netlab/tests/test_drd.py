@@ -24,7 +24,7 @@ with tempfile.TemporaryDirectory(prefix="pps-netlab-drd-") as tmp:
         sinks = {}
         for tos, port in ((2, 5301), (0, 5302)):
             sinks[tos] = lab.start("rcv", [PROBE, "sink", "--bind", rcv, "--port", str(port), "--json", "--idle-exit", "1s", "--duration", "30s"], wait_ready=True)
-            lab.run("snd", [PROBE, "blast", "--to", rcv, "--port", str(port), "--rate", "15mbit", "--tos", str(tos), "--duration", "2s"])
+            lab.run_in("snd", [PROBE, "blast", "--to", rcv, "--port", str(port), "--rate", "15mbit", "--tos", str(tos), "--duration", "2s"])
             out, err = sinks[tos].communicate(timeout=30)
             sinks[tos] = json.loads(out)
             print(f"sink for tos {tos}: {sinks[tos]}")

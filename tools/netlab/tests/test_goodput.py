@@ -7,8 +7,9 @@ Goodput is measured at the receiver (iperf3 server intervals) after the first
 ceiling is 96.5% of the rate: 5% leaves about 1.5% for the sawtooth."""
 
 import json
+import subprocess
 
-from netlab_test import Check, Lab, require_lab_permission
+from netlab_test import Check, Lab, require_lab_permission, wait_listening
 
 RATE_BPS = 10_000_000
 SECONDS = 12
@@ -18,9 +19,9 @@ require_lab_permission(need_iperf3=True)
 check = Check()
 with Lab("goodput", "--rate", "10mbit", "--delay", "25ms", "--congestion", "cubic") as lab:
     rcv = lab.addr("rcv")
-    server = lab.start("rcv", ["iperf3", "-s", "-1", "-B", rcv, "--json"])
-    lab.wait_listening("rcv", 5201)
-    client = json.loads(lab.run("snd", ["iperf3", "-c", rcv, "-C", "cubic", "-t", str(SECONDS), "--json"], timeout=SECONDS + 30))
+    server = lab.start("rcv", ["iperf3", "-s", "-1", "-B", rcv, "--json"], stdout=subprocess.PIPE, text=True)
+    wait_listening(lab, "rcv", 5201)
+    client = json.loads(lab.run_in("snd", ["iperf3", "-c", rcv, "-C", "cubic", "-t", str(SECONDS), "--json"], timeout_s=SECONDS + 30))
     server_result = json.loads(server.communicate(timeout=30)[0])
     total_bytes = total_s = 0.0
     for interval in server_result["intervals"]:

@@ -22,9 +22,9 @@ with tempfile.TemporaryDirectory(prefix="pps-netlab-queue-") as tmp:
         rcv = lab.addr("rcv")
         lab.start("rcv", [PROBE, "sink", "--bind", rcv, "--duration", "60s"], wait_ready=True)
         # 1500-byte datagrams at twice the rate: 13 of them fill 20000 bytes.
-        lab.run("snd", [PROBE, "blast", "--to", rcv, "--rate", "20mbit", "--ip-bytes", "1500", "--duration", "1s"])
+        lab.run_in("snd", [PROBE, "blast", "--to", rcv, "--rate", "20mbit", "--ip-bytes", "1500", "--duration", "1s"])
         # 200-byte datagrams: 20 packets are only 4000 bytes, so the packet limit binds.
-        lab.run("snd", [PROBE, "blast", "--to", rcv, "--rate", "20mbit", "--ip-bytes", "200", "--duration", "1s"])
+        lab.run_in("snd", [PROBE, "blast", "--to", rcv, "--rate", "20mbit", "--ip-bytes", "200", "--duration", "1s"])
         traffic = subprocess.run([NETLAB, "traffic", lab.name, "--elephants", "3", "--duration", "4", "--wait"], capture_output=True, text=True)
         print(traffic.stdout, traffic.stderr)
     epoch, rows = read_linkem_log(log_path)

@@ -15,7 +15,7 @@ check = Check()
 with Lab("rtt", "--rate", "10mbit", "--delay", "25ms") as lab:
     rcv = lab.addr("rcv")
     lab.start("rcv", [PROBE, "echo", "--bind", rcv, "--duration", "60s"], wait_ready=True)
-    result = json.loads(lab.run("snd", [PROBE, "ping", "--to", rcv, "--count", "40", "--interval", "25ms", "--ip-bytes", str(PROBE_IP_BYTES), "--json"]))
+    result = json.loads(lab.run_in("snd", [PROBE, "ping", "--to", rcv, "--count", "40", "--interval", "25ms", "--ip-bytes", str(PROBE_IP_BYTES), "--json"]))
     expected_ms = RTT_MS + 2 * PROBE_IP_BYTES * 8 / RATE_BPS * 1e3
     print(f"expected {expected_ms:.3f} ms; measured {result}")
     check(result["received"] == result["sent"] == 40, "every probe came back")

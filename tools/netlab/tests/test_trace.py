@@ -32,7 +32,7 @@ with tempfile.TemporaryDirectory(prefix="pps-netlab-trace-") as tmp:
         rcv = lab.addr("rcv")
         check(lab.info["link"]["fwd"]["trace"] == trace_path and lab.info["link"]["fwd"]["rate_bps"] == 4_800_000, "lab.json records the trace and its mean rate")
         sink = lab.start("rcv", [PROBE, "sink", "--bind", rcv, "--log", sink_log, "--idle-exit", "500ms", "--duration", "30s"], wait_ready=True)
-        lab.run("snd", [PROBE, "blast", "--to", rcv, "--rate", "8mbit", "--ip-bytes", "1500", "--duration", "1500ms"])
+        lab.run_in("snd", [PROBE, "blast", "--to", rcv, "--rate", "8mbit", "--ip-bytes", "1500", "--duration", "1500ms"])
         sink.communicate(timeout=30)
     epoch, rows = read_linkem_log(log_path)
     with open(sink_log) as f:

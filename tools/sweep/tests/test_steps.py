@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The capacity-steps scenario (issue 10), cut down: pps-sweep --preset
+"""The capacity-steps scenario, cut down: pps-sweep --preset
 steps-tiny (8 -> 2 -> 0.8 -> 4 Mbit/s, 4 s each, 60-packet drop-tail, 50 ms
 RTT, snow, the server's default transport), one cell of 16 s (about 25 s).
 
