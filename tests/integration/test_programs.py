@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Every program's conventions (issue 13 item 3), run on the built programs:
+"""Every program's conventions (--help, --version, exit statuses, JSON, install), run on the built programs:
 
   help VERSION PROGRAM...   --help and --version of each: exit 0, stdout not
                             empty, stderr empty; --help finishes in well under

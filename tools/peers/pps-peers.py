@@ -531,7 +531,7 @@ def report(out):
 
 def main():
     ap = argparse.ArgumentParser(prog="pps-peers", description="ppstream vs GStreamer TCP vs SRT in the network lab (docs/PEERS.md)")
-    ap.add_argument("--scenario", default="all", choices=["paper", "idle", "steps", "all"], help="all = idle and paper (default); steps = issue 10's capacity steps")
+    ap.add_argument("--scenario", default="all", choices=["paper", "idle", "steps", "all"], help="all = idle and paper (default); steps = capacity steps 8/2/0.8/4 Mbit/s")
     ap.add_argument("--pattern", help="source pattern for every system (default: smpte; snow in steps)")
     ap.add_argument("--steps", help="steps scenario: RATE_MBIT:SECONDS,... (default 8:10,2:10,0.8:10,4:10)")
     ap.add_argument("--duration", type=int, default=30, help="seconds per run (default 30)")
@@ -565,7 +565,7 @@ def main():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     os.makedirs(args.out, exist_ok=True)
-    # all = idle and paper, as before issue 10; steps runs on its own (--scenario steps).
+    # all = idle and paper, as in the first version; steps runs on its own (--scenario steps).
     scenarios = ["idle", "paper"] if args.scenario == "all" else [args.scenario]
     status = 0
     try:

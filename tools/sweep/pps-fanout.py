@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""pps-fanout: heterogeneous clients of one encode (issue 10). One pps-server
+"""pps-fanout: heterogeneous clients of one encode. One pps-server
 in the sender namespace of a multi-receiver lab (`pps-netlab up --receivers N`),
 one pps-client in each receiver namespace, each receiver behind its own
 pps-linkem link with its own rate, delay and queue; figures per client.
@@ -216,7 +216,7 @@ def report(out):
                  f"{f(m['frame_latency_p99_ms'], '.0f')} | {f(m['longest_freeze_ms'], '.0f')} | {f((m['total_frozen_ms'] or 0) / 1e3, '.1f')} | "
                  f"{f((m['received_bps'] or 0) / 1e6, '.2f')} | {f(m.get('psnr_y_mean'), '.2f')} | "
                  f"{f((sc.get('estimate_bps_mean') or 0) / 1e6 if sc.get('estimate_bps_mean') else None, '.2f')} |")
-    L += ["", "| check (issue 10) | wanted | measured | verdict |", "|---|---|---|---|"]
+    L += ["", "| check | wanted | measured | verdict |", "|---|---|---|---|"]
     for c in checks:
         L.append(f"| {c['check']} | {c['wanted']} | {c['measured']} | {c['verdict']} |")
     L += ["", "Plots: `latency.png` (frame latency of every client over time), `timeline-rcvK.png` (per client: latency, "

@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""pps-sweep: latency-tolerance sweeps of ppstream in the network lab (issue 7).
+"""pps-sweep: latency-tolerance sweeps of ppstream in the network lab.
 
 Every cell of a matrix is one real pps-server (in the lab's snd namespace) and
 one real pps-client (rcv), with long-lived cubic elephants as cross traffic,
 as in TOMCCAP 2008 section 7. Axes: transport (tcp, minbuf(A,B)), adaptation
 window (frames at 30 frames/s), competing flows, RTT, bottleneck rate, queue
 variant (drop-tail of one BDP with ECN off, or DRD with ECN on every flow),
-the stream's congestion control, repetitions; and for issue 10 the source
+the stream's congestion control, repetitions; and the source
 pattern, a capacity-step trace and named server settings. The matrix comes from an INI
 file; presets live in presets/ beside this script.
 
@@ -62,7 +62,7 @@ NETLAB_STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 
 AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion",
         "pattern", "trace", "server_set", "playout")
-# Axes added for issue 10; when a matrix does not name them they are "" and
+# Axes added with the closed loop; when a matrix does not name them they are "" and
 # stay out of the cell id, so older sweep folders keep their ids (and resume).
 OPTIONAL_AXES = ("pattern", "trace", "server_set", "playout")
 # The build whose programs a sweep runs: --build, or the one this script was copied into.

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """One run's figures and over-time plot, shared by pps-sweep, pps-fanout and
-the netlab step test (issue 10): computed from the client's JSON Lines `frame`
+the netlab step test: computed from the client's JSON Lines `frame`
 and `window` events, the server's per-second `--log` (when the server has
 it), the link's capacity steps and pps-peer-score's PSNR.
 
@@ -12,7 +12,7 @@ Definitions (docs/NETLAB.md, "Per-run figures"):
 - frame latency: display - capture of the frames shown (p50/p95/p99);
 - freeze: the gap between consecutive shown frames' display times; total frozen
   time is the sum of gaps longer than 100 ms, the longest freeze the largest gap;
-  issue 10 excuses freezes within 1 s after a step down of the link's capacity:
+  the step test excuses freezes within 1 s after a step down of the link's capacity:
   longest_freeze_outside_steps_ms is the largest gap once the part of it that
   lies inside such a 1-s span is taken out (a freeze from 0.2 s to 2.0 s after
   a step down counts 1.0 s there).
@@ -151,7 +151,7 @@ def received_series(windows, t0_us, bin_s=1.0):
 
 
 def server_log(path):
-    """The server's --log (issue 10): {'path': {client: [events]}, 'rates': [events]};
+    """The server's --log: {'path': {client: [events]}, 'rates': [events]};
     empty when the file does not exist (a server without --log)."""
     out = {"path": {}, "rates": []}
     for e in read_jsonl(path):

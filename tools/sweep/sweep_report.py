@@ -94,12 +94,12 @@ def read_json(path, default=None):
 
 
 def scenario_of(cell):
-    # Cells of sweeps older than issue 10 have no pattern/trace/server_set: "".
+    # Cells of sweeps older than the closed loop have no pattern/trace/server_set: "".
     return tuple(cell.get(a, "") for a in SCENARIO_AXES)
 
 
 def extras_name(d):
-    """The issue 10 axes of a scenario, where set: ', steps, snow, server_set noadapt'."""
+    """The source/trace/server axes of a scenario, where set: ', steps, snow, server_set noadapt'."""
     out = ""
     for a in ("trace", "pattern"):
         if d.get(a):
@@ -875,7 +875,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append("")
 
     trows = targets(groups)
-    L.append("## Targets (issue 7, paper scenario: 10 Mbit/s, 50 ms RTT, 20 flows, window 2)")
+    L.append("## Targets (paper scenario: 10 Mbit/s, 50 ms RTT, 20 flows, window 2)")
     L.append("")
     L.append("| queue | target | wanted | measured | verdict |")
     L.append("|---|---|---|---|---|")
@@ -1034,7 +1034,7 @@ def per_run_section(records, made, markdown_path):
     """Issue 10's figures for every run, and its must-show checks where a run matches."""
     if not records:
         return []
-    L = ["## Per run: frames, latency, freezes, rates (issue 10)", ""]
+    L = ["## Per run: frames, latency, freezes, rates", ""]
     L.append("From the client's frame events (not its summary): frames shown of the 30 frames/s capture grid, frame latency "
              "(capture to display) p50/p95/p99, the longest gap between shown frames (freeze), the longest once the freezes "
              "starting within 1 s after a capacity step down are set aside, the total frozen time (gaps > 100 ms); received = "
@@ -1112,7 +1112,7 @@ timeline = the cell of the over-time plot), `[server]` and `[client]` (`--set` k
 `[lab]` (drd_min_bdp, drd_congest_bdp, queue) and one or more `[matrix NAME]` sections whose keys are
 the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_frames`, `flows`
 (cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`),
-`congestion` (the stream's: cubic, reno, bbr), and (issue 10) `pattern` (source.pattern), `trace`
+`congestion` (the stream's: cubic, reno, bbr), and `pattern` (source.pattern), `trace`
 (a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
 `server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
