@@ -90,7 +90,7 @@ session_close(pps_session_t *s)
 	event_del(s->read_event);
 	event_del(s->deadline_timer);
 	event_del(s->hello_timer);
-	s->closed_cb(s->user, s);
+	s->closed_cb(s, s->user);
 }
 
 static void
@@ -116,7 +116,7 @@ check_base_loss(pps_session_t *s)
 	pps_sched_get_stats(s->sched, &st);
 	if (st.layer[0][0].adus_dropped > s->base_dropped) {
 		s->base_dropped = st.layer[0][0].adus_dropped;
-		s->ready_cb(s->user, s);
+		s->ready_cb(s, s->user);
 	}
 }
 
@@ -156,7 +156,7 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 }
 
 static int
-fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push)
+fill_cb(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push, void *user)
 {
 	pps_session_t *s = user;
 
@@ -184,7 +184,7 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 /* Every TCP_INFO reading of the writer: the path estimate, and the latency
  * cap it implies for the next write decision. */
 static void
-writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
+writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 {
 	pps_session_t *s = user;
 	pps_path_sample_t sample = {
@@ -208,7 +208,7 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 }
 
 static void
-writer_error_cb(void *user, int err)
+writer_error_cb(int err, void *user)
 {
 	pps_session_t *s = user;
 
@@ -223,7 +223,7 @@ admit(pps_session_t *s)
 {
 	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
 
-	if (s->params.admit_cb && !s->params.admit_cb(s->user, s)) {
+	if (s->params.admit_cb && !s->params.admit_cb(s, s->user)) {
 		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
 		return;
 	}
@@ -254,7 +254,7 @@ admit(pps_session_t *s)
 	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
 	        pps_minbuf_mode_name(s->params.transport.mode));
 	pps_minbuf_kick(s->writer);
-	s->ready_cb(s->user, s);
+	s->ready_cb(s, s->user);
 }
 
 static void
@@ -379,7 +379,7 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		        "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
 		        s->peer, r->u.recovery_request.quality_layer,
 		        r->u.recovery_request.frame_index);
-		s->ready_cb(s->user, s);
+		s->ready_cb(s, s->user);
 		return;
 	case PPS_WIRE_BYE:
 		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
