@@ -429,13 +429,10 @@ read_cb(evutil_socket_t fd, short what, void *user)
 	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len))
 		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
 	if (s->web) {
-		long wire = pps_web_input(s->web, buf, len, sizeof(buf));
-
-		if (wire < 0) {
+		if (pps_web_input(s->web, buf, len, sizeof(buf), &len) < 0) {
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
 			return;
 		}
-		len = (size_t)wire;
 	}
 	while (!s->closing) {
 		pps_wire_record_t record;
