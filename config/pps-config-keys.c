@@ -5,7 +5,8 @@
  * (`pps-config-doc`), and a test checks that both match.
  *
  * The choices of an enum key that a module turns into its own enum are that
- * module's name table (pps_minbuf_mode_names, pps_playout_policy_names, ...),
+ * module's name table (pps_minbuf_mode_names, pps_playout_policy_names,
+ * pps_capture_source_names, ...),
  * indexed by the enum: the module owns the spelling, and the index the loader
  * returns is the enum value. The lists that stay here are passed on as
  * strings (x264 presets, test patterns) or read only by the capture code.
@@ -13,6 +14,7 @@
 #include "pps-config.h"
 
 #include "pps-adapt.h"
+#include "pps-capture-source.h"
 #include "pps-client-policy.h"
 #include "pps-minbuf.h"
 #include "pps-prioritizer.h"
@@ -57,8 +59,6 @@
 		.choices = list, .programs = prog, .help = text                                    \
 	}
 
-static const char *const source_types[] = {"test", "camera", "file", "uri", "pipeline", NULL};
-static const char *const timecode_modes[] = {"auto", "true", "false", NULL};
 static const char *const test_patterns[] = {"ball", "smpte", "snow", "bar", "pinwheel", NULL};
 static const char *const x264_presets[] = {"ultrafast", "superfast", "veryfast", "faster",
                                            "fast",      "medium",    NULL};
@@ -87,7 +87,7 @@ static const pps_config_key_t keys[] = {
            "wire; the stream itself is not encrypted)"),
 
     /* [source] */
-    ENUM("source", "type", "test", source_types, SERVER,
+    ENUM("source", "type", "test", pps_capture_source_names, SERVER,
          "video source: test (built-in moving pattern), camera, file, uri (anything "
          "uridecodebin plays: files, RTSP, HTTP; audio ignored) or pipeline; a source that is "
          "not live is paced to real time and looped"),
@@ -102,7 +102,7 @@ static const pps_config_key_t keys[] = {
     INT("source", "width", "640", 64, 3840, SERVER, "frame width in pixels (even)"),
     INT("source", "height", "480", 64, 2160, SERVER, "frame height in pixels (even)"),
     INT("source", "fps", "30", 1, 120, SERVER, "frames per second"),
-    ENUM("source", "timecode", "auto", timecode_modes, SERVER,
+    ENUM("source", "timecode", "auto", pps_capture_timecode_names, SERVER,
          "stamp capture time and frame index into the picture (pixel timecode, a barcode in "
          "the top-left corner); auto = only for type=test"),
     INT("source", "queue_frames", "8", 1, 256, SERVER,
