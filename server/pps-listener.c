@@ -177,10 +177,7 @@ arm_recovery_timer(pps_listener_t *l, int64_t when_us)
 	int64_t wait_us = when_us - listener_now(l);
 	struct timeval tv;
 
-	if (wait_us < 0)
-		wait_us = 0;
-	tv.tv_sec = (time_t)(wait_us / 1000000);
-	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	tv = pps_time_us_to_timeval(wait_us);
 	event_add(l->recovery_timer, &tv);
 }
 

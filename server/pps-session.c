@@ -132,10 +132,7 @@ arm_deadline_timer(pps_session_t *s)
 		return;
 	}
 	wait_us = deadline - session_now(s);
-	if (wait_us < 0)
-		wait_us = 0;
-	tv.tv_sec = (time_t)(wait_us / 1000000);
-	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	tv = pps_time_us_to_timeval(wait_us);
 	event_add(s->deadline_timer, &tv);
 }
 
@@ -465,8 +462,7 @@ hello_timeout_cb(evutil_socket_t fd, short what, void *user)
 	pps_session_check_timeouts(s);
 	if (!s->closing && s->state != PPS_SESSION_STREAMING && left_us > 0) {
 		/* An injected clock behind the loop's: wait for the rest. */
-		struct timeval tv = {.tv_sec = (time_t)(left_us / 1000000),
-		                     .tv_usec = (suseconds_t)(left_us % 1000000)};
+		struct timeval tv = pps_time_us_to_timeval(left_us);
 
 		event_add(s->hello_timer, &tv);
 	}
@@ -553,8 +549,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 		errno = ENOMEM;
 		goto err_free;
 	}
-	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
-	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
+	hello_tv = pps_time_us_to_timeval(params->hello_timeout_us);
 	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
 		errno = EIO; /* the loop's backend refused the descriptor */
 		goto err_free;
