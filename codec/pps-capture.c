@@ -399,31 +399,31 @@ pps_capture_free(pps_capture_t *c)
 	free(c);
 }
 
-/* "file '/x.mp4'": names the source in messages. */
+/* What each source type reads from [source]: the key naming its input
+ * (NULL: none), whether that key must be set, and the pps_src property that
+ * takes it (NULL: the pipeline description holds it). */
+static const struct {
+	const char *key;
+	bool required;
+	const char *src_property;
+} source_inputs[PPS_CAPTURE_SOURCE_COUNT] = {
+    [PPS_CAPTURE_SOURCE_TEST] = {NULL, false, NULL},
+    [PPS_CAPTURE_SOURCE_CAMERA] = {"device", false, "device"},
+    [PPS_CAPTURE_SOURCE_FILE] = {"file", true, "location"},
+    [PPS_CAPTURE_SOURCE_URI] = {"uri", true, "uri"},
+    [PPS_CAPTURE_SOURCE_PIPELINE] = {"pipeline", true, NULL},
+};
+
+/* "source file '/x.mp4'": names the source in messages. */
 static void
 name_source(const pps_config_t *config, pps_capture_source_t type, char *out, size_t size)
 {
-	switch (type) {
-	case PPS_CAPTURE_SOURCE_CAMERA:
-		snprintf(out, size, "source camera '%s'",
-		         pps_config_get_string(config, "source", "device"));
-		break;
-	case PPS_CAPTURE_SOURCE_FILE:
-		snprintf(out, size, "source file '%s'",
-		         pps_config_get_string(config, "source", "file"));
-		break;
-	case PPS_CAPTURE_SOURCE_URI:
-		snprintf(out, size, "source uri '%s'",
-		         pps_config_get_string(config, "source", "uri"));
-		break;
-	case PPS_CAPTURE_SOURCE_PIPELINE:
-		snprintf(out, size, "source pipeline '%s'",
-		         pps_config_get_string(config, "source", "pipeline"));
-		break;
-	default:
+	if (type == PPS_CAPTURE_SOURCE_TEST)
 		snprintf(out, size, "source test (videotestsrc %s)",
 		         enum_name(config, "source", "pattern"));
-	}
+	else
+		snprintf(out, size, "source %s '%s'", pps_capture_source_names[type],
+		         pps_config_get_string(config, "source", source_inputs[type].key));
 }
 
 /* The capture without a pipeline: its queue and pictures, from [source]
@@ -504,34 +504,18 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 		c->timecode = false;
 	}
 	c->live = c->type == PPS_CAPTURE_SOURCE_TEST;
-	if (c->type == PPS_CAPTURE_SOURCE_FILE &&
-	    !*pps_config_get_string(config, "source", "file")) {
-		snprintf(err, err_size, "%s: [source] file is not set", c->source_name);
-		errno = EINVAL;
-		goto err_free;
-	}
-	if (c->type == PPS_CAPTURE_SOURCE_URI && !*pps_config_get_string(config, "source", "uri")) {
-		snprintf(err, err_size, "%s: [source] uri is not set", c->source_name);
-		errno = EINVAL;
-		goto err_free;
-	}
-	if (c->type == PPS_CAPTURE_SOURCE_PIPELINE &&
-	    !*pps_config_get_string(config, "source", "pipeline")) {
-		snprintf(err, err_size, "%s: [source] pipeline is not set", c->source_name);
+	if (source_inputs[type].required &&
+	    !*pps_config_get_string(config, "source", source_inputs[type].key)) {
+		snprintf(err, err_size, "%s: [source] %s is not set", c->source_name,
+		         source_inputs[type].key);
 		errno = EINVAL;
 		goto err_free;
 	}
 
-	if (c->type == PPS_CAPTURE_SOURCE_CAMERA) {
-		c->src_property = "device";
-		c->src_value = strdup(pps_config_get_string(config, "source", "device"));
-	} else if (c->type == PPS_CAPTURE_SOURCE_FILE) {
-		c->src_property = "location";
-		c->src_value = strdup(pps_config_get_string(config, "source", "file"));
-	} else if (c->type == PPS_CAPTURE_SOURCE_URI) {
-		c->src_property = "uri";
-		c->src_value = strdup(pps_config_get_string(config, "source", "uri"));
-	}
+	c->src_property = source_inputs[type].src_property;
+	if (c->src_property)
+		c->src_value =
+		    strdup(pps_config_get_string(config, "source", source_inputs[type].key));
 	if (c->src_property && !c->src_value)
 		goto err_nomem;
 	fps = (int)pps_config_get_int(config, "source", "fps");
