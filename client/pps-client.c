@@ -9,6 +9,7 @@
  */
 #include "pps-client-internal.h"
 #include "pps-config.h"
+#include "pps-time.h"
 #include "pps-version.h"
 
 #include <errno.h>
@@ -423,9 +424,8 @@ main(int argc, char **argv)
 	event_add(c.sigint_event, NULL);
 	event_add(c.sigterm_event, NULL);
 	if (duration_s > 0) {
-		struct timeval tv = {
-		    .tv_sec = (time_t)duration_s,
-		    .tv_usec = (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6)};
+		struct timeval tv =
+		    pps_time_us_to_timeval((int64_t)(duration_s * PPS_TIME_US_PER_S));
 
 		c.duration_timer = evtimer_new(c.base, stop_cb, &c);
 		event_add(c.duration_timer, &tv);

@@ -104,10 +104,7 @@ arm_play_timer(pps_player_t *p)
 		return;
 	}
 	wait = due - pps_time_realtime_us();
-	if (wait < 0)
-		wait = 0;
-	tv.tv_sec = (time_t)(wait / 1000000);
-	tv.tv_usec = (suseconds_t)(wait % 1000000);
+	tv = pps_time_us_to_timeval(wait);
 	event_add(p->play_timer, &tv);
 }
 

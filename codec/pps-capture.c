@@ -9,6 +9,7 @@
  * messages are handled synchronously (errors and end of file wake the
  * delivery thread), so there is no GLib main loop to run.
  */
+#include "pps-capture-source.h"
 #include "pps-codec.h"
 #include "pps-config.h"
 #include "pps-time.h"
@@ -25,17 +26,12 @@
 
 #define START_TIMEOUT_S 10
 
-/* In the order of [source] type's choices. */
-enum { SOURCE_TEST, SOURCE_CAMERA, SOURCE_FILE, SOURCE_URI, SOURCE_PIPELINE };
-/* [source] timecode's choices. */
-enum { TIMECODE_AUTO, TIMECODE_ON, TIMECODE_OFF };
-
 struct pps_capture {
 	GstElement *pipeline;
 	GstElement *appsink;
 	pps_capture_frame_cb frame_cb;
 	void *user;
-	int type;
+	pps_capture_source_t type;
 	int width, height;
 	bool timecode;
 	/* The pipeline's source is live (it returned NO_PREROLL): frames come
@@ -292,22 +288,22 @@ describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps, bool dr
 	         "pixel-aspect-ratio=1/1",
 	         c->width, c->height, fps);
 	switch (c->type) {
-	case SOURCE_TEST:
+	case PPS_CAPTURE_SOURCE_TEST:
 		/* Static patterns scroll, so that the encoder has motion to code. */
 		return g_strdup_printf(
 		    "videotestsrc is-live=true pattern=%s%s ! %s ! appsink name=pps_sink", pattern,
 		    strcmp(pattern, "ball") && strcmp(pattern, "snow") ? " horizontal-speed=2" : "",
 		    caps);
-	case SOURCE_CAMERA:
+	case PPS_CAPTURE_SOURCE_CAMERA:
 		return g_strdup_printf("v4l2src name=pps_src ! videoconvert ! videoscale ! "
 		                       "%s ! %s ! appsink name=pps_sink",
 		                       videorate, caps);
-	case SOURCE_FILE:
+	case PPS_CAPTURE_SOURCE_FILE:
 		return g_strdup_printf("filesrc name=pps_src ! decodebin ! "
 		                       "videoconvert ! videoscale ! %s ! %s ! "
 		                       "appsink name=pps_sink",
 		                       videorate, caps);
-	case SOURCE_URI:
+	case PPS_CAPTURE_SOURCE_URI:
 		/* Only the video pad links; other streams (audio) stay unlinked,
 		 * which demuxers tolerate while one stream is linked. */
 		return g_strdup_printf("uridecodebin name=pps_src ! videoconvert ! videoscale ! "
@@ -403,31 +399,31 @@ pps_capture_free(pps_capture_t *c)
 	free(c);
 }
 
-/* "file '/x.mp4'": names the source in messages. */
+/* What each source type reads from [source]: the key naming its input
+ * (NULL: none), whether that key must be set, and the pps_src property that
+ * takes it (NULL: the pipeline description holds it). */
+static const struct {
+	const char *key;
+	bool required;
+	const char *src_property;
+} source_inputs[PPS_CAPTURE_SOURCE_COUNT] = {
+    [PPS_CAPTURE_SOURCE_TEST] = {NULL, false, NULL},
+    [PPS_CAPTURE_SOURCE_CAMERA] = {"device", false, "device"},
+    [PPS_CAPTURE_SOURCE_FILE] = {"file", true, "location"},
+    [PPS_CAPTURE_SOURCE_URI] = {"uri", true, "uri"},
+    [PPS_CAPTURE_SOURCE_PIPELINE] = {"pipeline", true, NULL},
+};
+
+/* "source file '/x.mp4'": names the source in messages. */
 static void
-name_source(const pps_config_t *config, int type, char *out, size_t size)
+name_source(const pps_config_t *config, pps_capture_source_t type, char *out, size_t size)
 {
-	switch (type) {
-	case SOURCE_CAMERA:
-		snprintf(out, size, "source camera '%s'",
-		         pps_config_get_string(config, "source", "device"));
-		break;
-	case SOURCE_FILE:
-		snprintf(out, size, "source file '%s'",
-		         pps_config_get_string(config, "source", "file"));
-		break;
-	case SOURCE_URI:
-		snprintf(out, size, "source uri '%s'",
-		         pps_config_get_string(config, "source", "uri"));
-		break;
-	case SOURCE_PIPELINE:
-		snprintf(out, size, "source pipeline '%s'",
-		         pps_config_get_string(config, "source", "pipeline"));
-		break;
-	default:
+	if (type == PPS_CAPTURE_SOURCE_TEST)
 		snprintf(out, size, "source test (videotestsrc %s)",
 		         enum_name(config, "source", "pattern"));
-	}
+	else
+		snprintf(out, size, "source %s '%s'", pps_capture_source_names[type],
+		         pps_config_get_string(config, "source", source_inputs[type].key));
 }
 
 /* The capture without a pipeline: its queue and pictures, from [source]
@@ -482,7 +478,7 @@ pps_capture_t *
 pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user, char *err,
                 size_t err_size)
 {
-	int type = pps_config_get_enum(config, "source", "type");
+	pps_capture_source_t type = pps_config_get_enum(config, "source", "type");
 	char name[256];
 	pps_capture_t *c;
 	char *description;
@@ -495,46 +491,35 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 	if (!c)
 		return NULL;
 	c->type = type;
-	switch (pps_config_get_enum(config, "source", "timecode")) {
-	case TIMECODE_AUTO:
+	switch ((pps_capture_timecode_t)pps_config_get_enum(config, "source", "timecode")) {
+	case PPS_CAPTURE_TIMECODE_AUTO:
 		/* The barcode is for measuring: never burnt into a user's picture
 		 * unless asked for. */
-		c->timecode = c->type == SOURCE_TEST;
+		c->timecode = c->type == PPS_CAPTURE_SOURCE_TEST;
+		break;
+	case PPS_CAPTURE_TIMECODE_ON:
+		c->timecode = true;
 		break;
 	default:
-		c->timecode = pps_config_get_enum(config, "source", "timecode") == TIMECODE_ON;
+		c->timecode = false;
 	}
-	c->live = c->type == SOURCE_TEST;
-	if (c->type == SOURCE_FILE && !*pps_config_get_string(config, "source", "file")) {
-		snprintf(err, err_size, "%s: [source] file is not set", c->source_name);
-		errno = EINVAL;
-		goto err_free;
-	}
-	if (c->type == SOURCE_URI && !*pps_config_get_string(config, "source", "uri")) {
-		snprintf(err, err_size, "%s: [source] uri is not set", c->source_name);
-		errno = EINVAL;
-		goto err_free;
-	}
-	if (c->type == SOURCE_PIPELINE && !*pps_config_get_string(config, "source", "pipeline")) {
-		snprintf(err, err_size, "%s: [source] pipeline is not set", c->source_name);
+	c->live = c->type == PPS_CAPTURE_SOURCE_TEST;
+	if (source_inputs[type].required &&
+	    !*pps_config_get_string(config, "source", source_inputs[type].key)) {
+		snprintf(err, err_size, "%s: [source] %s is not set", c->source_name,
+		         source_inputs[type].key);
 		errno = EINVAL;
 		goto err_free;
 	}
 
-	if (c->type == SOURCE_CAMERA) {
-		c->src_property = "device";
-		c->src_value = strdup(pps_config_get_string(config, "source", "device"));
-	} else if (c->type == SOURCE_FILE) {
-		c->src_property = "location";
-		c->src_value = strdup(pps_config_get_string(config, "source", "file"));
-	} else if (c->type == SOURCE_URI) {
-		c->src_property = "uri";
-		c->src_value = strdup(pps_config_get_string(config, "source", "uri"));
-	}
+	c->src_property = source_inputs[type].src_property;
+	if (c->src_property)
+		c->src_value =
+		    strdup(pps_config_get_string(config, "source", source_inputs[type].key));
 	if (c->src_property && !c->src_value)
 		goto err_nomem;
 	fps = (int)pps_config_get_int(config, "source", "fps");
-	if (c->type != SOURCE_TEST)
+	if (c->type != PPS_CAPTURE_SOURCE_TEST)
 		c->fallback_description = describe_pipeline(c, config, fps, false);
 	description = describe_pipeline(c, config, fps, true);
 	ret = build_pipeline(c, description, err, err_size);
@@ -576,7 +561,7 @@ play_until_first_frame(pps_capture_t *c, bool *timed_out)
 	*timed_out = false;
 	/* A live source answers PAUSED with NO_PREROLL. Until then the appsink
 	 * syncs (a non-live source prerolls its first frame meanwhile). */
-	c->live = c->type == SOURCE_TEST;
+	c->live = c->type == PPS_CAPTURE_SOURCE_TEST;
 	g_object_set(c->appsink, "sync", !c->live, NULL);
 	switch (gst_element_set_state(c->pipeline, GST_STATE_PAUSED)) {
 	case GST_STATE_CHANGE_NO_PREROLL:
@@ -694,7 +679,7 @@ pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb, 
 	if (!c)
 		return NULL;
 	/* The application's own picture: a barcode only when asked for. */
-	c->timecode = pps_config_get_enum(config, "source", "timecode") == TIMECODE_ON;
+	c->timecode = pps_config_get_enum(config, "source", "timecode") == PPS_CAPTURE_TIMECODE_ON;
 	c->live = true;
 	return c;
 }

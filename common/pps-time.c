@@ -70,3 +70,15 @@ pps_time_ns_to_timespec(int64_t ns)
 
 	return ts;
 }
+
+struct timeval
+pps_time_us_to_timeval(int64_t us)
+{
+	struct timeval tv = {0};
+
+	if (us > 0) {
+		tv.tv_sec = (time_t)(us / PPS_TIME_US_PER_S);
+		tv.tv_usec = (suseconds_t)(us % PPS_TIME_US_PER_S);
+	}
+	return tv;
+}

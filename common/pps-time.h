@@ -25,6 +25,7 @@
 #define PPS_TIME_H
 
 #include <stdint.h>
+#include <sys/time.h>
 #include <time.h>
 
 #define PPS_TIME_NS_PER_US 1000
@@ -51,5 +52,9 @@ int pps_time_clock_ns(clockid_t clock, int64_t *ns);
 /* Conversions between a struct timespec and nanoseconds (ns >= 0). */
 int64_t pps_time_timespec_to_ns(const struct timespec *ts);
 struct timespec pps_time_ns_to_timespec(int64_t ns);
+
+/* A wait of @us microseconds as a struct timeval (libevent's timers); a
+ * negative wait is 0 (the timer fires at once). */
+struct timeval pps_time_us_to_timeval(int64_t us);
 
 #endif /* PPS_TIME_H */

@@ -5,7 +5,8 @@
  * (`pps-config-doc`), and a test checks that both match.
  *
  * The choices of an enum key that a module turns into its own enum are that
- * module's name table (pps_minbuf_mode_names, pps_playout_policy_names, ...),
+ * module's name table (pps_minbuf_mode_names, pps_playout_policy_names,
+ * pps_capture_source_names, ...),
  * indexed by the enum: the module owns the spelling, and the index the loader
  * returns is the enum value. The lists that stay here are passed on as
  * strings (x264 presets, test patterns) or read only by the capture code.
@@ -13,15 +14,24 @@
 #include "pps-config.h"
 
 #include "pps-adapt.h"
+#include "pps-capture-source.h"
 #include "pps-client-policy.h"
 #include "pps-minbuf.h"
 #include "pps-prioritizer.h"
+#include "pps-wire.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define SERVER PPS_CONFIG_PROGRAM_SERVER
 #define CLIENT PPS_CONFIG_PROGRAM_CLIENT
 #define BOTH   PPS_CONFIG_PROGRAM_ALL
+
+/* A module's numeric constant as a key's default or help text, so that the
+ * number is written once (in the module's header). */
+#define STR_(x)    #x
+#define STR(x)     STR_(x)
+#define AUTH_BYTES STR(PPS_WIRE_MAX_AUTH_BYTES)
 
 #define INT(sec, name, def, lo, hi, prog, text)                                                    \
 	{                                                                                          \
@@ -49,8 +59,6 @@
 		.choices = list, .programs = prog, .help = text                                    \
 	}
 
-static const char *const source_types[] = {"test", "camera", "file", "uri", "pipeline", NULL};
-static const char *const timecode_modes[] = {"auto", "true", "false", NULL};
 static const char *const test_patterns[] = {"ball", "smpte", "snow", "bar", "pinwheel", NULL};
 static const char *const x264_presets[] = {"ultrafast", "superfast", "veryfast", "faster",
                                            "fast",      "medium",    NULL};
@@ -79,7 +87,7 @@ static const pps_config_key_t keys[] = {
            "wire; the stream itself is not encrypted)"),
 
     /* [source] */
-    ENUM("source", "type", "test", source_types, SERVER,
+    ENUM("source", "type", "test", pps_capture_source_names, SERVER,
          "video source: test (built-in moving pattern), camera, file, uri (anything "
          "uridecodebin plays: files, RTSP, HTTP; audio ignored) or pipeline; a source that is "
          "not live is paced to real time and looped"),
@@ -94,7 +102,7 @@ static const pps_config_key_t keys[] = {
     INT("source", "width", "640", 64, 3840, SERVER, "frame width in pixels (even)"),
     INT("source", "height", "480", 64, 2160, SERVER, "frame height in pixels (even)"),
     INT("source", "fps", "30", 1, 120, SERVER, "frames per second"),
-    ENUM("source", "timecode", "auto", timecode_modes, SERVER,
+    ENUM("source", "timecode", "auto", pps_capture_timecode_names, SERVER,
          "stamp capture time and frame index into the picture (pixel timecode, a barcode in "
          "the top-left corner); auto = only for type=test"),
     INT("source", "queue_frames", "8", 1, 256, SERVER,
@@ -122,7 +130,7 @@ static const pps_config_key_t keys[] = {
         "adapt.mode=closed-loop); 0 = uncapped"),
 
     /* [pps] */
-    INT("pps", "window_frames", "2", 1, 64, SERVER,
+    INT("pps", "window_frames", "2", 1, PPS_WIRE_MAX_WINDOW_FRAMES, SERVER,
         "frames per adaptation window (the papers use 2 and 4 at 30 frames/s)"),
     INT("pps", "latency_budget_ms", "250", 10, 10000, SERVER,
         "a window's send deadline is its first frame's capture time plus this"),
@@ -131,16 +139,17 @@ static const pps_config_key_t keys[] = {
     INT("pps", "base_grace_ms", "1000", 0, 10000, SERVER,
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
-    INT("pps", "max_windows", "64", 2, 1024, SERVER,
+    INT("pps", "max_windows", STR(PPS_DEFAULT_MAX_WINDOWS), 2, 1024, SERVER,
         "windows queued per client; past it the oldest is dropped and counted"),
 
     /* [transport] */
     ENUM(
         "transport", "mode", "minbuf", pps_minbuf_mode_names, SERVER,
         "tcp (kernel send buffer) or minbuf (at most A*cwnd + min(B, cwnd) packets in the kernel)"),
-    INT("transport", "minbuf_a", "1", 1, 16, SERVER,
+    INT("transport", "minbuf_a", STR(PPS_DEFAULT_MINBUF_A), 1, 16, SERVER,
         "MIN_BUF A: multiple of cwnd kept in the kernel"),
-    INT("transport", "minbuf_b", "3", 0, 64, SERVER, "MIN_BUF B: extra packets kept in the kernel"),
+    INT("transport", "minbuf_b", STR(PPS_DEFAULT_MINBUF_B), 0, 64, SERVER,
+        "MIN_BUF B: extra packets kept in the kernel"),
     BOOL("transport", "ecn", "false", SERVER, "negotiate ECN on each connection"),
     ENUM("transport", "congestion", "default", pps_minbuf_congestion_names, SERVER,
          "TCP congestion control per connection; default = the system's"),
@@ -177,15 +186,16 @@ static const pps_config_key_t keys[] = {
             "server to connect to (host:port or [v6addr]:port)"),
     STRING("client", "name", "pps-client", CLIENT, "name sent in HELLO, shown in server logs"),
     STRING("client", "access_token", "", CLIENT,
-           "token for a server that requires one (server.access_token; at most 64 bytes); "
-           "proved by challenge-response, never sent"),
+           "token for a server that requires one (server.access_token; at most " AUTH_BYTES
+           " bytes); proved by challenge-response, never sent"),
     BOOL("client", "reconnect", "false", CLIENT,
          "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
     INT("client", "reconnect_attempts", "10", 1, 1000000, CLIENT,
         "reconnect: give up (exit 1) after this many connections in a row without a stream"),
     INT("client", "handshake_timeout_ms", "5000", 100, 600000, CLIENT,
         "fail a connection that brings no STREAM_INFO within this time of connecting"),
-    INT("client", "max_record_bytes", "16384", 256, 65535, CLIENT,
+    INT("client", "max_record_bytes", STR(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES),
+        PPS_WIRE_MIN_MAX_RECORD_BYTES, UINT16_MAX, CLIENT,
         "largest wire record accepted from the server"),
     INT("client", "clock_ping_interval_ms", "1000", 100, 60000, CLIENT,
         "interval between CLOCK_PING records for the clock offset estimate"),

@@ -122,7 +122,7 @@ reap_cb(evutil_socket_t fd, short what, void *user)
 }
 
 static void
-session_closed_cb(void *user, pps_session_t *session)
+session_closed_cb(pps_session_t *session, void *user)
 {
 	pps_listener_t *l = user;
 	struct timeval now = {0, 0};
@@ -157,7 +157,7 @@ session_closed_cb(void *user, pps_session_t *session)
 
 /* A HELLO arrived: admitted while fewer than max_clients stream. */
 static bool
-session_admit_cb(void *user, pps_session_t *session)
+session_admit_cb(pps_session_t *session, void *user)
 {
 	pps_listener_t *l = user;
 	unsigned streaming, pending;
@@ -177,10 +177,7 @@ arm_recovery_timer(pps_listener_t *l, int64_t when_us)
 	int64_t wait_us = when_us - listener_now(l);
 	struct timeval tv;
 
-	if (wait_us < 0)
-		wait_us = 0;
-	tv.tv_sec = (time_t)(wait_us / 1000000);
-	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	tv = pps_time_us_to_timeval(wait_us);
 	event_add(l->recovery_timer, &tv);
 }
 
@@ -205,7 +202,7 @@ recovery_timer_cb(evutil_socket_t fd, short what, void *user)
 /* A client joined (it can decode nothing until an IDR) or lost base-layer
  * data (nothing more until the next IDR). */
 static void
-session_ready_cb(void *user, pps_session_t *session)
+session_ready_cb(pps_session_t *session, void *user)
 {
 	pps_listener_t *l = user;
 	link_t *k = find_link(l, session);

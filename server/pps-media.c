@@ -391,8 +391,7 @@ pps_media_request_idr(pps_media_t *m)
 		return;
 	m->idr_deferred++;
 	wait_us = m->last_idr_request_us + IDR_REQUEST_MIN_INTERVAL_US - now;
-	tv.tv_sec = (time_t)(wait_us / 1000000);
-	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	tv = pps_time_us_to_timeval(wait_us);
 	if (evtimer_add(m->idr_timer, &tv) < 0)
 		idr_now(m, now); /* no timer: too soon rather than never */
 }

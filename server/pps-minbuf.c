@@ -429,7 +429,7 @@ pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
 	while (n < max_pkts) {
 		size_t len = 0;
 		bool push = false;
-		int r = w->fill(w->user, mss, w->buf + off, &len, &push);
+		int r = w->fill(mss, w->buf + off, &len, &push, w->user);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -586,7 +586,7 @@ run_once(pps_minbuf_t *w, bool woken)
 					}
 					w->gate_kept = false;
 					if (w->sample_cb)
-						w->sample_cb(w->sample_user, &in.s);
+						w->sample_cb(&in.s, w->sample_user);
 					return 0;
 				}
 				overshoot = true;
@@ -603,7 +603,7 @@ run_once(pps_minbuf_t *w, bool woken)
 			return r;
 		in.s.written_pkts = got;
 		if (w->sample_cb)
-			w->sample_cb(w->sample_user, &in.s);
+			w->sample_cb(&in.s, w->sample_user);
 		if (got == 0) {
 			disarm(w);
 			return 0;
@@ -656,7 +656,7 @@ fail(pps_minbuf_t *w, int err)
 	w->state = STATE_FAILED;
 	w->running = false;
 	if (w->error)
-		w->error(w->user, err); /* may free w */
+		w->error(err, w->user); /* may free w */
 }
 
 static void

@@ -230,12 +230,12 @@ int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *o
  * is), or a negative errno (reported through the error callback). It may be
  * called several times in a row for one write. It must not free the writer.
  */
-typedef int (*pps_minbuf_fill_cb)(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes,
-                                  bool *push);
+typedef int (*pps_minbuf_fill_cb)(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push,
+                                  void *user);
 
 /* The socket (or the producer) failed with @err (negative errno); the writer
  * has stopped. The owner removes the connection; it may free the writer here. */
-typedef void (*pps_minbuf_error_cb)(void *user, int err);
+typedef void (*pps_minbuf_error_cb)(int err, void *user);
 
 /* One TCP_INFO reading, as seen before a write decision (minbuf mode). */
 typedef struct {
@@ -261,7 +261,7 @@ typedef struct {
 
 /* Optional observer of every reading (path estimation, benchmarks, tests).
  * It may call pps_minbuf_set_cap() and nothing else of the writer. */
-typedef void (*pps_minbuf_sample_cb)(void *user, const pps_minbuf_sample_t *sample);
+typedef void (*pps_minbuf_sample_cb)(const pps_minbuf_sample_t *sample, void *user);
 
 #define PPS_MINBUF_HIST_PKTS 256 /* buckets 0..254 exact, 255 = 255 or more */
 

@@ -132,8 +132,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wir
 	pps_media_set_rates(media, &er);
 	a->last_us = pps_time_realtime_us();
 	a->timer = event_new(base, -1, EV_PERSIST, step_cb, a);
-	tv.tv_sec = (time_t)(ap.interval_us / 1000000);
-	tv.tv_usec = (suseconds_t)(ap.interval_us % 1000000);
+	tv = pps_time_us_to_timeval(ap.interval_us);
 	if (!a->timer || event_add(a->timer, &tv) < 0) {
 		fprintf(stderr, "pps-server: event loop: cannot create the adaptation timer\n");
 		errno = ENOMEM;

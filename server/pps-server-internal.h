@@ -97,7 +97,7 @@ typedef int64_t (*pps_session_clock_cb)(void *user);
 
 /* Asked when a client's HELLO is otherwise acceptable: may it stream now
  * (false: it is refused with BYE server-full)? */
-typedef bool (*pps_session_admit_cb)(void *user, pps_session_t *session);
+typedef bool (*pps_session_admit_cb)(pps_session_t *session, void *user);
 
 typedef struct {
 	const pps_config_t *config;
@@ -116,7 +116,7 @@ typedef struct {
 
 /* Called when the session is gone for good (its socket failed, the peer left
  * or misbehaved); the server unlinks and frees it. */
-typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
+typedef void (*pps_session_closed_cb)(pps_session_t *session, void *user);
 /* Called once the client's HELLO was accepted, and again whenever the client
  * lost base-layer data (deadline or undecodable) and can decode nothing more
  * until the next IDR: the listener asks the encoder for one within its
@@ -124,7 +124,7 @@ typedef void (*pps_session_closed_cb)(void *user, pps_session_t *session);
  * PPS_SESSION_LOSS_IDR_INTERVAL_US per client, so one client on a bad path
  * cannot raise everyone's IDR rate. */
 #define PPS_SESSION_LOSS_IDR_INTERVAL_US 2000000
-typedef void (*pps_session_ready_cb)(void *user, pps_session_t *session);
+typedef void (*pps_session_ready_cb)(pps_session_t *session, void *user);
 
 /* A session for the accepted socket @fd, which it owns from then on (closed by
  * pps_session_free). NULL with errno set (EINVAL for missing arguments or

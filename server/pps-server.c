@@ -10,6 +10,7 @@
  * loop, --log), connects their callbacks and prints status lines.
  */
 #include "pps-server-lib.h"
+#include "pps-time.h"
 #include "pps-version.h"
 
 #include <errno.h>
@@ -306,9 +307,8 @@ main(int argc, char **argv)
 	event_add(srv.sigint_event, NULL);
 	event_add(srv.sigterm_event, NULL);
 	if (duration_s > 0) {
-		struct timeval tv = {
-		    .tv_sec = (time_t)duration_s,
-		    .tv_usec = (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6)};
+		struct timeval tv =
+		    pps_time_us_to_timeval((int64_t)(duration_s * PPS_TIME_US_PER_S));
 
 		srv.duration_timer = evtimer_new(srv.base, stop_cb, &srv);
 		event_add(srv.duration_timer, &tv);

@@ -90,7 +90,7 @@ session_close(pps_session_t *s)
 	event_del(s->read_event);
 	event_del(s->deadline_timer);
 	event_del(s->hello_timer);
-	s->closed_cb(s->user, s);
+	s->closed_cb(s, s->user);
 }
 
 static void
@@ -116,7 +116,7 @@ check_base_loss(pps_session_t *s)
 	pps_sched_get_stats(s->sched, &st);
 	if (st.layer[0][0].adus_dropped > s->base_dropped) {
 		s->base_dropped = st.layer[0][0].adus_dropped;
-		s->ready_cb(s->user, s);
+		s->ready_cb(s, s->user);
 	}
 }
 
@@ -132,10 +132,7 @@ arm_deadline_timer(pps_session_t *s)
 		return;
 	}
 	wait_us = deadline - session_now(s);
-	if (wait_us < 0)
-		wait_us = 0;
-	tv.tv_sec = (time_t)(wait_us / 1000000);
-	tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+	tv = pps_time_us_to_timeval(wait_us);
 	event_add(s->deadline_timer, &tv);
 }
 
@@ -156,7 +153,7 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 }
 
 static int
-fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push)
+fill_cb(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push, void *user)
 {
 	pps_session_t *s = user;
 
@@ -184,7 +181,7 @@ fill_cb(void *user, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *pus
 /* Every TCP_INFO reading of the writer: the path estimate, and the latency
  * cap it implies for the next write decision. */
 static void
-writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
+writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 {
 	pps_session_t *s = user;
 	pps_path_sample_t sample = {
@@ -208,7 +205,7 @@ writer_sample_cb(void *user, const pps_minbuf_sample_t *ms)
 }
 
 static void
-writer_error_cb(void *user, int err)
+writer_error_cb(int err, void *user)
 {
 	pps_session_t *s = user;
 
@@ -223,7 +220,7 @@ admit(pps_session_t *s)
 {
 	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
 
-	if (s->params.admit_cb && !s->params.admit_cb(s->user, s)) {
+	if (s->params.admit_cb && !s->params.admit_cb(s, s->user)) {
 		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
 		return;
 	}
@@ -254,7 +251,7 @@ admit(pps_session_t *s)
 	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
 	        pps_minbuf_mode_name(s->params.transport.mode));
 	pps_minbuf_kick(s->writer);
-	s->ready_cb(s->user, s);
+	s->ready_cb(s, s->user);
 }
 
 static void
@@ -379,7 +376,7 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		        "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
 		        s->peer, r->u.recovery_request.quality_layer,
 		        r->u.recovery_request.frame_index);
-		s->ready_cb(s->user, s);
+		s->ready_cb(s, s->user);
 		return;
 	case PPS_WIRE_BYE:
 		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
@@ -429,13 +426,10 @@ read_cb(evutil_socket_t fd, short what, void *user)
 	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len))
 		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
 	if (s->web) {
-		long wire = pps_web_input(s->web, buf, len, sizeof(buf));
-
-		if (wire < 0) {
+		if (pps_web_input(s->web, buf, len, sizeof(buf), &len) < 0) {
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
 			return;
 		}
-		len = (size_t)wire;
 	}
 	while (!s->closing) {
 		pps_wire_record_t record;
@@ -468,8 +462,7 @@ hello_timeout_cb(evutil_socket_t fd, short what, void *user)
 	pps_session_check_timeouts(s);
 	if (!s->closing && s->state != PPS_SESSION_STREAMING && left_us > 0) {
 		/* An injected clock behind the loop's: wait for the rest. */
-		struct timeval tv = {.tv_sec = (time_t)(left_us / 1000000),
-		                     .tv_usec = (suseconds_t)(left_us % 1000000)};
+		struct timeval tv = pps_time_us_to_timeval(left_us);
 
 		event_add(s->hello_timer, &tv);
 	}
@@ -556,8 +549,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 		errno = ENOMEM;
 		goto err_free;
 	}
-	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
-	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
+	hello_tv = pps_time_us_to_timeval(params->hello_timeout_us);
 	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
 		errno = EIO; /* the loop's backend refused the descriptor */
 		goto err_free;

@@ -160,22 +160,22 @@ upgrade(pps_web_t *w, const char *accept)
 	return 0;
 }
 
-static long
-frames(pps_web_t *w, uint8_t *buf, size_t len)
+static int
+frames(pps_web_t *w, uint8_t *buf, size_t len, size_t *wire_bytes)
 {
-	size_t data = 0;
-	int ret = pps_ws_reader_feed(w->reader, buf, len, &data);
+	int ret = pps_ws_reader_feed(w->reader, buf, len, wire_bytes);
 
 	if (ret == 0)
-		return (long)data;
-	w->peer_closed = ret == 1;
+		return 0;
+	*wire_bytes = 0;
+	w->peer_closed = ret == -ECONNRESET;
 	snprintf(w->error, sizeof(w->error), "WebSocket: %s", pps_ws_reader_error(w->reader));
 	w->state = WEB_FAILED;
 	return -ECONNRESET;
 }
 
-long
-pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity)
+int
+pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *wire_bytes)
 {
 	pps_ws_request_t req;
 	const pps_web_file_t *file;
@@ -184,9 +184,10 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity)
 	size_t take, rest;
 	int ret;
 
+	*wire_bytes = 0;
 	switch (w->state) {
 	case WEB_UPGRADED:
-		return frames(w, buf, len);
+		return frames(w, buf, len, wire_bytes);
 	case WEB_ANSWERING:
 		return 0; /* pipelined requests are not served: Connection: close */
 	case WEB_FAILED:
@@ -199,7 +200,7 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity)
 	memcpy(w->request + w->request_len, buf, take);
 	w->request_len += take;
 	ret = pps_ws_request_parse(w->request, w->request_len, &req);
-	if (ret == 0)
+	if (ret == -EAGAIN)
 		return 0;
 	if (ret < 0) {
 		answer(w, ret == -EMSGSIZE ? 431 : 400,
@@ -229,7 +230,7 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity)
 		if (rest > capacity)
 			rest = capacity;
 		memcpy(buf, w->request + req.head_bytes, rest);
-		return rest ? frames(w, buf, rest) : 0;
+		return rest ? frames(w, buf, rest, wire_bytes) : 0;
 	}
 	if (strcmp(req.method, "GET") != 0 && strcmp(req.method, "HEAD") != 0) {
 		answer(w, 405, "Method Not Allowed", NULL, false, "Allow: GET, HEAD\r\n");

@@ -68,12 +68,13 @@ void pps_web_free(pps_web_t *web);
 
 /*
  * Bytes the connection received (@len in @buf, which holds @capacity).
- * Returns how many bytes of wire records it left at the front of @buf (0 while
- * the request head is incomplete or an HTTP answer is being written), or
- * -ECONNRESET when the connection must go now (a bad frame, the peer's close):
- * pps_web_error() says why, pps_web_say_bye() then sends the close frame.
+ * Returns 0 and sets *wire_bytes to how many bytes of wire records it left at
+ * the front of @buf (0 while the request head is incomplete or an HTTP answer
+ * is being written), or -ECONNRESET when the connection must go now (a bad
+ * frame, the peer's close): pps_web_error() says why, pps_web_say_bye() then
+ * sends the close frame.
  */
-long pps_web_input(pps_web_t *web, uint8_t *buf, size_t len, size_t capacity);
+int pps_web_input(pps_web_t *web, uint8_t *buf, size_t len, size_t capacity, size_t *wire_bytes);
 
 /* True once the WebSocket handshake succeeded. */
 bool pps_web_upgraded(const pps_web_t *web);

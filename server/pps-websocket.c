@@ -62,7 +62,7 @@ pps_ws_request_parse(const char *buf, size_t len, pps_ws_request_t *out)
 	const char *p, *line_end, *sp1, *sp2, *q;
 
 	if (!end)
-		return len >= PPS_WS_MAX_REQUEST_BYTES ? -EMSGSIZE : 0;
+		return len >= PPS_WS_MAX_REQUEST_BYTES ? -EMSGSIZE : -EAGAIN;
 	memset(out, 0, sizeof(*out));
 	out->version = -1;
 	out->head_bytes = (size_t)(end - buf);
@@ -121,7 +121,7 @@ pps_ws_request_parse(const char *buf, size_t len, pps_ws_request_t *out)
 			out->version = (int)strtol(num, NULL, 10);
 		}
 	}
-	return 1;
+	return 0;
 }
 
 bool
@@ -238,7 +238,7 @@ struct pps_ws_reader {
 	bool in_message; /* a fragmented binary message is open */
 	uint64_t message_bytes;
 	uint8_t control[PPS_WS_MAX_CONTROL_BYTES];
-	int failed; /* 0, 1 (closed by the peer) or the error */
+	int failed; /* 0, -ECONNRESET (closed by the peer) or the error */
 	uint16_t close_code;
 	char error[96];
 	uint64_t pings;
@@ -341,7 +341,7 @@ header_done(pps_ws_reader_t *r)
 	return 0;
 }
 
-/* A control frame's payload is complete. 1 if it was a close. */
+/* A control frame's payload is complete. -ECONNRESET if it was a close. */
 static int
 control_done(pps_ws_reader_t *r)
 {
@@ -353,9 +353,9 @@ control_done(pps_ws_reader_t *r)
 		return fail(r, -EPROTO, PPS_WS_CLOSE_PROTOCOL, "close frame of 1 byte");
 	r->close_code =
 	    r->payload_bytes >= 2 ? (uint16_t)(r->control[0] << 8 | r->control[1]) : 1005;
-	r->failed = 1;
+	r->failed = -ECONNRESET;
 	snprintf(r->error, sizeof(r->error), "closed by the peer (%u)", r->close_code);
-	return 1;
+	return -ECONNRESET;
 }
 
 int

@@ -64,8 +64,8 @@ typedef struct {
 } pps_ws_request_t;
 
 /*
- * Parses an HTTP/1.x request head from @buf (@len bytes so far). Returns 1
- * with @out filled once the blank line is there, 0 if more bytes are needed,
+ * Parses an HTTP/1.x request head from @buf (@len bytes so far). Returns 0
+ * with @out filled once the blank line is there, -EAGAIN if more bytes are needed,
  * -EMSGSIZE if the head is longer than PPS_WS_MAX_REQUEST_BYTES, -EINVAL for
  * a malformed head (bad request line, header without a colon, a NUL byte,
  * an over-long path or key).
@@ -113,8 +113,8 @@ void pps_ws_reader_free(pps_ws_reader_t *reader);
  * unmasked payload bytes of binary messages are moved to the front of @buf
  * and *data_bytes says how many (never more than @len: a payload byte always
  * comes after its frame's header). Pings and pongs are consumed.
- * Returns 0, 1 if the peer sent a close frame (answer it and close; bytes
- * after it are ignored), or -EPROTO / -EMSGSIZE / -ENOTSUP: the connection
+ * Returns 0, -ECONNRESET if the peer sent a close frame (answer it and close;
+ * bytes after it are ignored), or -EPROTO / -EMSGSIZE / -ENOTSUP: the connection
  * must be closed with pps_ws_reader_close_code(); pps_ws_reader_error() says
  * why. After an error or a close every call fails the same way.
  */

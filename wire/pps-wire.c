@@ -187,40 +187,53 @@ pps_wire_fragment_overhead(unsigned dep_count)
 	return PPS_WIRE_HEADER_BYTES + FRAGMENT_FIXED_BYTES + 4u * dep_count;
 }
 
-static long
-body_size(const pps_wire_record_t *r)
+/* The body length of @r (header excluded) in *bytes; -EINVAL for a kind or a
+ * length field out of range (*bytes untouched). */
+static int
+body_size(const pps_wire_record_t *r, size_t *bytes)
 {
 	switch (r->kind) {
 	case PPS_WIRE_HELLO:
 		if (r->u.hello.name_len > PPS_WIRE_MAX_NAME_BYTES ||
 		    r->u.hello.auth_len > PPS_WIRE_MAX_AUTH_BYTES)
 			return -EINVAL;
-		return HELLO_FIXED_BYTES + r->u.hello.name_len + r->u.hello.auth_len;
+		*bytes = HELLO_FIXED_BYTES + (size_t)r->u.hello.name_len + r->u.hello.auth_len;
+		return 0;
 	case PPS_WIRE_STREAM_INFO:
-		return STREAM_INFO_BYTES;
+		*bytes = STREAM_INFO_BYTES;
+		return 0;
 	case PPS_WIRE_WINDOW_BEGIN:
-		return WINDOW_BEGIN_BYTES;
+		*bytes = WINDOW_BEGIN_BYTES;
+		return 0;
 	case PPS_WIRE_ADU_FRAGMENT:
 		if (r->u.adu_fragment.dep_count > PPS_WIRE_MAX_DEPS)
 			return -EINVAL;
-		return FRAGMENT_FIXED_BYTES + 4L * r->u.adu_fragment.dep_count +
-		       r->u.adu_fragment.payload_len;
+		*bytes = FRAGMENT_FIXED_BYTES + 4u * (size_t)r->u.adu_fragment.dep_count +
+		         r->u.adu_fragment.payload_len;
+		return 0;
 	case PPS_WIRE_WINDOW_END:
-		return WINDOW_END_BYTES;
+		*bytes = WINDOW_END_BYTES;
+		return 0;
 	case PPS_WIRE_CLOCK_PING:
-		return CLOCK_PING_BYTES;
+		*bytes = CLOCK_PING_BYTES;
+		return 0;
 	case PPS_WIRE_CLOCK_PONG:
-		return CLOCK_PONG_BYTES;
+		*bytes = CLOCK_PONG_BYTES;
+		return 0;
 	case PPS_WIRE_BYE:
 		if (r->u.bye.text_len > PPS_WIRE_MAX_REASON_BYTES)
 			return -EINVAL;
-		return BYE_FIXED_BYTES + r->u.bye.text_len;
+		*bytes = BYE_FIXED_BYTES + (size_t)r->u.bye.text_len;
+		return 0;
 	case PPS_WIRE_CHALLENGE:
-		return CHALLENGE_BYTES;
+		*bytes = CHALLENGE_BYTES;
+		return 0;
 	case PPS_WIRE_AUTH:
-		return AUTH_BYTES;
+		*bytes = AUTH_BYTES;
+		return 0;
 	case PPS_WIRE_RECOVERY_REQUEST:
-		return RECOVERY_REQUEST_BYTES;
+		*bytes = RECOVERY_REQUEST_BYTES;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -228,13 +241,14 @@ body_size(const pps_wire_record_t *r)
 int
 pps_wire_record_size(const pps_wire_record_t *record, size_t *size)
 {
-	long body = body_size(record);
+	size_t body;
+	int ret = body_size(record, &body);
 
-	if (body < 0)
-		return (int)body;
+	if (ret < 0)
+		return ret;
 	if (body > 65535)
 		return -EINVAL;
-	*size = PPS_WIRE_HEADER_BYTES + (size_t)body;
+	*size = PPS_WIRE_HEADER_BYTES + body;
 	return 0;
 }
 

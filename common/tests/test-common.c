@@ -60,6 +60,11 @@ test_clocks(void)
 	struct timespec ts = pps_time_ns_to_timespec(3 * (int64_t)PPS_TIME_NS_PER_S + 5);
 	CHECK(ts.tv_sec == 3 && ts.tv_nsec == 5);
 	CHECK_EQ_INT(pps_time_timespec_to_ns(&ts), 3 * (int64_t)PPS_TIME_NS_PER_S + 5);
+
+	struct timeval tv = pps_time_us_to_timeval(2 * (int64_t)PPS_TIME_US_PER_S + 250000);
+	CHECK(tv.tv_sec == 2 && tv.tv_usec == 250000);
+	tv = pps_time_us_to_timeval(-7);
+	CHECK(tv.tv_sec == 0 && tv.tv_usec == 0);
 }
 
 /* Every wrapper on a closed descriptor: -EBADF, out-parameters untouched. */

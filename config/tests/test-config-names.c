@@ -5,6 +5,7 @@
  * enum key's choices are well formed (unique, default among them).
  */
 #include "pps-adapt.h"
+#include "pps-capture-source.h"
 #include "pps-client-policy.h"
 #include "pps-config.h"
 #include "pps-minbuf.h"
@@ -78,6 +79,10 @@ test_module_tables(void)
 	            PPS_CLOCK_MODE_COUNT);
 	check_table(PPS_CONFIG_PROGRAM_CLIENT, "display", "mode", pps_display_mode_names,
 	            PPS_DISPLAY_MODE_COUNT);
+	check_table(PPS_CONFIG_PROGRAM_SERVER, "source", "type", pps_capture_source_names,
+	            PPS_CAPTURE_SOURCE_COUNT);
+	check_table(PPS_CONFIG_PROGRAM_SERVER, "source", "timecode", pps_capture_timecode_names,
+	            PPS_CAPTURE_TIMECODE_COUNT);
 	/* adapt/'s tables, referred to the same way. */
 	check_table(PPS_CONFIG_PROGRAM_SERVER, "transport", "latency_cap", pps_latency_cap_names,
 	            PPS_LATENCY_CAP_YIELDING + 1);

@@ -187,7 +187,7 @@ check_bound(ctx_t *c, size_t mss)
 }
 
 static int
-fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
+fill(size_t mss, uint8_t *buf, size_t *len, bool *push, void *user)
 {
 	ctx_t *c = user;
 	if (c->produced >= TOTAL_BYTES)
@@ -233,7 +233,7 @@ fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 }
 
 static void
-sample_cb(void *user, const pps_minbuf_sample_t *s)
+sample_cb(const pps_minbuf_sample_t *s, void *user)
 {
 	ctx_t *c = user;
 	(void)s;
@@ -241,7 +241,7 @@ sample_cb(void *user, const pps_minbuf_sample_t *s)
 }
 
 static void
-error_cb(void *user, int err)
+error_cb(int err, void *user)
 {
 	ctx_t *c = user;
 	CHECK(0, "writer error %s", strerror(-err));

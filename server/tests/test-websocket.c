@@ -30,8 +30,8 @@ test_request(void)
 
 	/* Incomplete at every length short of the blank line. */
 	for (size_t n = 0; n < sizeof(upgrade_request) - 1; n++)
-		CHECK_EQ_INT(pps_ws_request_parse(upgrade_request, n, &req), 0);
-	CHECK_EQ_INT(pps_ws_request_parse(upgrade_request, sizeof(upgrade_request) - 1, &req), 1);
+		CHECK_EQ_INT(pps_ws_request_parse(upgrade_request, n, &req), -EAGAIN);
+	CHECK_EQ_INT(pps_ws_request_parse(upgrade_request, sizeof(upgrade_request) - 1, &req), 0);
 	CHECK(strcmp(req.method, "GET") == 0);
 	CHECK(strcmp(req.path, "/stream") == 0);
 	CHECK_EQ_INT(req.minor_version, 1);
@@ -75,7 +75,7 @@ test_request(void)
 		static const char no_slash[] = "GET index.html HTTP/1.1\r\n\r\n";
 		static const char nul[] = "GET / HTTP/1.1\r\nA: \0\r\n\r\n";
 
-		CHECK_EQ_INT(pps_ws_request_parse(get, strlen(get), &req), 1);
+		CHECK_EQ_INT(pps_ws_request_parse(get, strlen(get), &req), 0);
 		CHECK(!pps_ws_request_is_upgrade(&req));
 		CHECK(strcmp(req.path, "/") == 0);
 		CHECK_EQ_INT(pps_ws_request_parse(no_colon, strlen(no_colon), &req), -EINVAL);
@@ -86,7 +86,7 @@ test_request(void)
 	/* A head that never ends is refused at the limit, not buffered on. */
 	memset(big, 'a', sizeof(big));
 	memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
-	CHECK_EQ_INT(pps_ws_request_parse(big, PPS_WS_MAX_REQUEST_BYTES - 1, &req), 0);
+	CHECK_EQ_INT(pps_ws_request_parse(big, PPS_WS_MAX_REQUEST_BYTES - 1, &req), -EAGAIN);
 	CHECK_EQ_INT(pps_ws_request_parse(big, sizeof(big), &req), -EMSGSIZE);
 }
 
@@ -174,13 +174,13 @@ test_reader(void)
 	CHECK_EQ_INT(data, 2 * sizeof(hello));
 	CHECK(memcmp(buf, got, data) == 0);
 
-	/* The peer's close: 1 and its code; data before it still handed out. */
+	/* The peer's close: -ECONNRESET and its code; data before it still handed out. */
 	n = client_frame(0x82, hello, sizeof(hello), stream);
 	n += client_frame(0x88, (const uint8_t *)"\x03\xe9", 2, stream + n);
-	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), 1);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), -ECONNRESET);
 	CHECK_EQ_INT(data, sizeof(hello));
 	CHECK_EQ_INT(pps_ws_reader_close_code(r), 1001);
-	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), 1);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), -ECONNRESET);
 	pps_ws_reader_free(r);
 
 	/* Unmasked: 1002. */

@@ -95,7 +95,7 @@ check_bound(sender_t *s, size_t mss)
 }
 
 static int
-sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
+sender_fill(size_t mss, uint8_t *buf, size_t *len, bool *push, void *user)
 {
 	sender_t *s = user;
 	if (s->stopping)
@@ -114,7 +114,7 @@ sender_fill(void *user, size_t mss, uint8_t *buf, size_t *len, bool *push)
 }
 
 static void
-sender_error(void *user, int err)
+sender_error(int err, void *user)
 {
 	sender_t *s = user;
 	s->err = err;
@@ -122,7 +122,7 @@ sender_error(void *user, int err)
 }
 
 static void
-sender_sample(void *user, const pps_minbuf_sample_t *x)
+sender_sample(const pps_minbuf_sample_t *x, void *user)
 {
 	sender_t *s = user;
 	s->batch_fills = 0;

@@ -68,7 +68,6 @@ OPTIONAL_AXES = ("pattern", "trace", "server_set", "playout")
 # The build whose programs a sweep runs: --build, or the one this script was copied into.
 BUILD_DEFAULT = os.path.dirname(os.path.dirname(HERE))  # build/tools/sweep -> build
 BUILD = BUILD_DEFAULT  # run --build, once parsed
-PATTERNS = ("ball", "smpte", "snow", "bar", "pinwheel")  # config/pps-config-keys.c test_patterns
 AXIS_DEFAULTS = {
     "transport": "tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)",
     "window_frames": "2",
@@ -149,33 +148,43 @@ def transport_tag(name):
     return "tcp" if name == "tcp" else "mb" + re.sub(r"\D", "", name)
 
 
-_playouts = {}
+_key_choices = {}
 
 
-def playouts():
-    """[playout] policy's names, in the client's order, as the client's own key
-    table spells them (client/pps-client-policy.h, printed by `pps-config-doc
-    client` as "(one of fixed, asap, ...)"), so that no copy lives here."""
+def key_choices(program, section, key):
+    """An enum key's names, in the program's order, as its own key table spells
+    them (printed by `pps-config-doc <program>` as "(one of a, b, ...)"), so
+    that no copy lives here."""
     build = BUILD
-    if build not in _playouts:
+    if (build, program, section, key) not in _key_choices:
         doc = os.path.join(build, "config", "pps-config-doc")
         try:
-            text = subprocess.run([doc, "client"], check=True, capture_output=True, text=True).stdout
+            text = subprocess.run([doc, program], check=True, capture_output=True, text=True).stdout
         except (OSError, subprocess.CalledProcessError) as error:
-            raise UsageError(f"{doc} client: {error} (build first, or pass --build)") from None
-        section, comment, names = None, "", None
+            raise UsageError(f"{doc} {program}: {error} (build first, or pass --build)") from None
+        current, comment, names = None, "", None
         for line in text.splitlines():
             if line.startswith("["):
-                section = line.strip("[] ")
+                current = line.strip("[] ")
             elif line.startswith("#"):
                 comment = line
-            elif section == "playout" and line.split("=")[0].strip() == "policy":
+            elif current == section and line.split("=")[0].strip() == key:
                 m = re.search(r"\(one of ([^)]*)\)$", comment)
                 names = tuple(n.strip() for n in m.group(1).split(",")) if m else None
         if not names:
-            raise UsageError(f"{doc} client: no [playout] policy choices in its output")
-        _playouts[build] = names
-    return _playouts[build]
+            raise UsageError(f"{doc} {program}: no [{section}] {key} choices in its output")
+        _key_choices[build, program, section, key] = names
+    return _key_choices[build, program, section, key]
+
+
+def playouts():
+    """[playout] policy's names (client/pps-client-policy.h)."""
+    return key_choices("client", "playout", "policy")
+
+
+def patterns():
+    """[source] pattern's names (the server's key table, videotestsrc's spelling)."""
+    return key_choices("server", "source", "pattern")
 
 
 def parse_axis(name, text, traces=(), server_sets=()):
@@ -214,8 +223,8 @@ def parse_axis(name, text, traces=(), server_sets=()):
                 raise UsageError(f"axis congestion: '{v}' is not one of {', '.join(CONGESTION)}")
             out.append(v)
         elif name == "pattern":
-            if v not in PATTERNS:
-                raise UsageError(f"axis pattern: '{v}' is not one of {', '.join(PATTERNS)}")
+            if v not in patterns():
+                raise UsageError(f"axis pattern: '{v}' is not one of {', '.join(patterns())}")
             out.append(v)
         elif name == "trace":
             if v not in traces:
