@@ -35,6 +35,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (tests/integration: the one waiting loop)
+
 # --help must not run anything: the slowest (a Python tool importing numpy, or
 # pps-server under ASan) takes 0.2 s here; 3 s leaves room for a loaded machine
 # and is still a quarter of pps-codec-bench's shortest default run (12 s).
@@ -147,11 +150,11 @@ def check_json_server(server, client):
                                 "--log", log, "--stats-json", stats, "-q"],
                                stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 30
-            while not (os.path.exists(port_file) and os.path.getsize(port_file) > 0):
-                if srv.poll() is not None or time.monotonic() > deadline:
-                    return ["pps-server did not start"]
-                time.sleep(0.05)
+            try:
+                harness.wait_until(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0,
+                                   "pps-server's --port-file", 30, srv)
+            except harness.Failure as e:
+                return ["pps-server did not start: %s" % e]
             port = int(open(port_file).read())
             # The server's log has a "path" line per streaming client once a second.
             p = subprocess.run([client, "127.0.0.1:%d" % port, "--display", "none", "-q",
