@@ -30,8 +30,8 @@ with Lab("rcvs", "--receivers", "3", "--rate", "500kbit,2mbit,8mbit", "--delay",
                                             "--ip-bytes", str(PROBE_IP_BYTES), "--json"]))
         expected_ms = 2 * delay + 2 * PROBE_IP_BYTES * 8 / rate * 1e3
         check(result["received"] == result["sent"] == 10, f"{side}: every probe came back")
-        check(abs(result["rtt_median_ms"] - expected_ms) < 1.5,
-              f"{side}: median rtt {result['rtt_median_ms']:.3f} ms within 1.5 ms of {expected_ms:.3f} ms")
+        check(abs(result["rtt_median_ms"] - expected_ms) < 3.0,  # a core shared with other work (see test_rtt.py)
+              f"{side}: median rtt {result['rtt_median_ms']:.3f} ms within 3 ms of {expected_ms:.3f} ms")
     check(lab.run_in("rcv", ["sh", "-c", "echo $PPS_LAB_SIDE"]).strip() == "rcv1", "side rcv means rcv1")
 left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 check(f"pps-{name}-" not in left, "down removed every namespace")

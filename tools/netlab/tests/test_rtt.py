@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Idle path of a 10 Mbit/s, 50 ms RTT lab: the measured round trip is within
-1 ms of the configured RTT plus the serialization of the probe both ways."""
+3 ms of the configured RTT plus the serialization of the probe both ways. The
+margin is for a shared 2-core machine, where the emulator's thread can wait a
+millisecond or two for a core; a delay applied wrongly (once, twice, in the
+wrong direction) is off by 25 ms or more."""
 
 import json
 
@@ -19,7 +22,7 @@ with Lab("rtt", "--rate", "10mbit", "--delay", "25ms") as lab:
     expected_ms = RTT_MS + 2 * PROBE_IP_BYTES * 8 / RATE_BPS * 1e3
     print(f"expected {expected_ms:.3f} ms; measured {result}")
     check(result["received"] == result["sent"] == 40, "every probe came back")
-    check(abs(result["rtt_median_ms"] - expected_ms) < 1.0, f"median rtt {result['rtt_median_ms']:.3f} ms within 1 ms of {expected_ms:.3f} ms")
+    check(abs(result["rtt_median_ms"] - expected_ms) < 3.0, f"median rtt {result['rtt_median_ms']:.3f} ms within 3 ms of {expected_ms:.3f} ms")
     # The emulator may run up to its wake-up lead (<= 0.2 ms) early, never more.
     check(result["rtt_min_ms"] > expected_ms - 0.4, f"min rtt {result['rtt_min_ms']:.3f} ms not below {expected_ms - 0.4:.3f} ms")
 check.exit()
