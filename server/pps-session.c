@@ -8,6 +8,7 @@
 #include "pps-server-internal.h"
 #include "pps-socket.h"
 #include "pps-time.h"
+#include "pps-tls.h"
 #include "pps-web.h"
 #include "pps-websocket.h"
 
@@ -52,6 +53,8 @@ struct pps_session {
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
+	pps_tls_t *tls; /* params.tls_ctx set: every byte after the handshake goes through it */
+	struct event *tls_write_event; /* the handshake waits for the socket to take a flight */
 };
 
 int
@@ -69,6 +72,27 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 	if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
 		return -errno;
 	return 0;
+}
+
+/* pps_server_write_record_now() through the session's TLS when it has one. */
+static int
+write_record_now(pps_session_t *s, const pps_wire_record_t *record)
+{
+	uint8_t buf[512];
+	size_t n;
+	int ret;
+
+	if (!s->tls)
+		return pps_server_write_record_now(s->fd, record);
+	if (!pps_tls_handshake_done(s->tls))
+		return -ENOTCONN;
+	ret = pps_wire_encode(record, buf, sizeof(buf), &n);
+	if (ret < 0)
+		return ret;
+	(void)pps_socket_set_cork(s->fd, false);
+	ret = pps_tls_send(s->tls, buf, n);
+	/* A tail the kernel did not take now is sent with the next record. */
+	return ret == -EAGAIN ? 0 : ret;
 }
 
 /* The params' clock (tests inject one), else the real one. */
@@ -90,6 +114,8 @@ session_close(pps_session_t *s)
 	event_del(s->read_event);
 	event_del(s->deadline_timer);
 	event_del(s->hello_timer);
+	if (s->tls_write_event)
+		event_del(s->tls_write_event);
 	s->closed_cb(s->user, s);
 }
 
@@ -237,6 +263,15 @@ admit(pps_session_t *s)
 	}
 	s->writer =
 	    pps_minbuf_new(s->base, s->fd, &s->params.transport, fill_cb, writer_error_cb, s);
+	if (s->writer && s->tls) {
+		int ret = pps_minbuf_set_tls(s->writer, s->tls);
+
+		if (ret < 0) {
+			pps_minbuf_free(s->writer);
+			s->writer = NULL;
+			errno = -ret;
+		}
+	}
 	if (!s->writer) {
 		char msg[128];
 
@@ -251,8 +286,8 @@ admit(pps_session_t *s)
 	s->state = PPS_SESSION_STREAMING;
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
-	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
-	        pps_minbuf_mode_name(s->params.transport.mode));
+	fprintf(stderr, "pps-server: client %s joined (%s%s)\n", s->peer,
+	        pps_minbuf_mode_name(s->params.transport.mode), s->tls ? ", TLS" : "");
 	pps_minbuf_kick(s->writer);
 	s->ready_cb(s->user, s);
 }
@@ -305,7 +340,7 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
 		memcpy(challenge.u.challenge.nonce, s->nonce, PPS_WIRE_NONCE_BYTES);
 		/* Nothing else is queued yet: the record goes out whole. */
-		if (pps_server_write_record_now(s->fd, &challenge) < 0) {
+		if (write_record_now(s, &challenge) < 0) {
 			refuse(s, PPS_WIRE_BYE_INTERNAL, "cannot send CHALLENGE");
 			return;
 		}
@@ -401,35 +436,26 @@ web_done_cb(void *user)
 	session_close(user);
 }
 
+/* Decrypted or plain input: a browser's HTTP/WebSocket, else wire records. */
 static void
-read_cb(evutil_socket_t fd, short what, void *user)
+handle_input(pps_session_t *s, uint8_t *buf, size_t len, size_t capacity)
 {
-	pps_session_t *s = user;
-	uint8_t buf[4096];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
 	const uint8_t *data = buf;
-	size_t len;
 
-	if (n == 0) {
-		fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
-		session_close(s);
-		return;
-	}
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n", s->peer,
-		        strerror(errno));
-		session_close(s);
-		return;
-	}
-	len = (size_t)n;
 	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
 	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
-	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len))
+	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len)) {
+		if (s->tls) {
+			/* pps-web writes to the socket itself, in plaintext. */
+			refuse(s, PPS_WIRE_BYE_PROTOCOL,
+			       "HTTPS is not served on a TLS listener yet (browsers: use a "
+			       "plaintext listener on loopback or behind a TLS proxy)");
+			return;
+		}
 		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
+	}
 	if (s->web) {
-		long wire = pps_web_input(s->web, buf, len, sizeof(buf));
+		long wire = pps_web_input(s->web, buf, len, capacity);
 
 		if (wire < 0) {
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
@@ -459,6 +485,120 @@ read_cb(evutil_socket_t fd, short what, void *user)
 	}
 }
 
+/*
+ * One step of the TLS handshake (before HELLO; the handshake timeout covers
+ * it). True once it is done. A plaintext client is told so in plaintext: its
+ * HELLO is still unread, and a BYE it can parse is the clearest answer.
+ */
+static bool
+tls_handshake_step(pps_session_t *s)
+{
+	char err[256] = "";
+	int ret = pps_tls_handshake(s->tls, err, sizeof(err));
+
+	if (ret == 0)
+		return true;
+	if (ret == -EAGAIN) {
+		if (pps_tls_want_write(s->tls))
+			event_add(s->tls_write_event, NULL);
+		return false;
+	}
+	if (ret == -EPROTONOSUPPORT) {
+		uint8_t first = 0;
+		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+		const char *why = "this server requires TLS (client: tls = true)";
+
+		if (recv(s->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first >= 'A' &&
+		    first <= 'Z')
+			why = "plain HTTP on a TLS listener (this server serves no browsers "
+			      "over TLS)";
+		fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+		s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
+		bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
+		bye.u.bye.text_len =
+		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
+		pps_server_write_record_now(s->fd, &bye);
+		shutdown(s->fd, SHUT_WR);
+		session_close(s);
+		return false;
+	}
+	fprintf(stderr, "pps-server: client %s: TLS handshake failed: %s; disconnecting\n", s->peer,
+	        err);
+	s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
+	session_close(s);
+	return false;
+}
+
+static void
+tls_writable_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+
+	(void)fd;
+	(void)what;
+	if (s->closing || !tls_handshake_step(s))
+		return;
+	/* The handshake is done: a HELLO may already be in. */
+	event_active(s->read_event, EV_READ, 0);
+}
+
+/* Input through TLS: every whole record that is in (the socket does not
+ * signal what OpenSSL already read). */
+static void
+read_tls(pps_session_t *s)
+{
+	uint8_t buf[4096];
+
+	if (!pps_tls_handshake_done(s->tls) && !tls_handshake_step(s))
+		return;
+	while (!s->closing) {
+		ssize_t n = pps_tls_read(s->tls, buf, sizeof(buf));
+
+		if (n == -EAGAIN)
+			return;
+		if (n == 0) {
+			fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
+			session_close(s);
+			return;
+		}
+		if (n < 0) {
+			fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n",
+			        s->peer, n == -EPROTO ? pps_tls_error(s->tls) : strerror((int)-n));
+			session_close(s);
+			return;
+		}
+		handle_input(s, buf, (size_t)n, sizeof(buf));
+	}
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (s->tls) {
+		read_tls(s);
+		return;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n == 0) {
+		fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
+		session_close(s);
+		return;
+	}
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n", s->peer,
+		        strerror(errno));
+		session_close(s);
+		return;
+	}
+	handle_input(s, buf, (size_t)n, sizeof(buf));
+}
+
 static void
 hello_timeout_cb(evutil_socket_t fd, short what, void *user)
 {
@@ -485,8 +625,10 @@ pps_session_check_timeouts(pps_session_t *s)
 	if (s->state != PPS_SESSION_STREAMING) {
 		if (now - s->accepted_us >= s->params.hello_timeout_us)
 			refuse(s, PPS_WIRE_BYE_PROTOCOL,
-			       s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
-			                                           : "no AUTH in time");
+			       s->tls && !pps_tls_handshake_done(s->tls)
+			           ? "no TLS handshake in time"
+			       : s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
+			                                             : "no AUTH in time");
 		return;
 	}
 	/* A client that stopped reading only loses its own windows, but it
@@ -556,6 +698,16 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 		errno = ENOMEM;
 		goto err_free;
 	}
+	if (params->tls_ctx) {
+		s->tls = pps_tls_new(params->tls_ctx, fd, NULL);
+		if (!s->tls)
+			goto err_free; /* errno: ENOMEM */
+		s->tls_write_event = event_new(base, fd, EV_WRITE, tls_writable_cb, s);
+		if (!s->tls_write_event) {
+			errno = ENOMEM;
+			goto err_free;
+		}
+	}
 	hello_tv.tv_sec = (time_t)(params->hello_timeout_us / 1000000);
 	hello_tv.tv_usec = (suseconds_t)(params->hello_timeout_us % 1000000);
 	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
@@ -578,6 +730,9 @@ pps_session_free(pps_session_t *s)
 	if (!s)
 		return;
 	pps_minbuf_free(s->writer);
+	pps_tls_free(s->tls);
+	if (s->tls_write_event)
+		event_free(s->tls_write_event);
 	if (s->read_event)
 		event_free(s->read_event);
 	if (s->deadline_timer)
@@ -632,7 +787,7 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 	if (s->web && (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0))
 		pps_web_say_bye(s->web, &bye);
 	else if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
-		pps_server_write_record_now(s->fd, &bye);
+		write_record_now(s, &bye);
 	shutdown(s->fd, SHUT_WR);
 	/* Closing a socket with unread input (a CLOCK_PING in flight) makes the
 	 * kernel answer with a reset, which can overtake the data still queued
