@@ -353,41 +353,19 @@ tls_event_cb(evutil_socket_t fd, short what, void *user)
 	tls_step(user);
 }
 
-/* Input through TLS: every whole record that is in (the socket does not
- * signal what OpenSSL already read). */
-static void
-read_tls(pps_connection_t *c)
+/* One read, plain or through TLS: bytes, 0 when the server closed, -EAGAIN,
+ * or a negative errno (-EPROTO: pps_tls_error() says why). */
+static ssize_t
+connection_recv(pps_connection_t *c, uint8_t *buf, size_t size)
 {
-	uint8_t buf[PPS_TLS_MAX_PLAINTEXT_BYTES];
-	unsigned connection = c->connections;
+	ssize_t n;
 
-	if (!pps_tls_handshake_done(c->tls)) {
-		tls_step(c);
-		return;
-	}
-	while (c->connected && c->connections == connection) {
-		ssize_t n = pps_tls_read(c->tls, buf, sizeof(buf));
-		char why[400];
-
-		if (n == -EAGAIN)
-			return;
-		if (n <= 0) {
-			if (n == 0)
-				snprintf(
-				    why, sizeof(why), "%s",
-				    c->streaming
-				        ? "the server closed the connection without BYE"
-				        : "the server closed the connection before STREAM_INFO");
-			else
-				snprintf(why, sizeof(why), "connection to the server lost%s: %s",
-				         c->streaming ? " without BYE" : " before STREAM_INFO",
-				         n == -EPROTO ? pps_tls_error(c->tls) : strerror((int)-n));
-			ended(c, why, true);
-			return;
-		}
-		if (!handle_input(c, buf, (size_t)n))
-			return;
-	}
+	if (c->tls)
+		return pps_tls_read(c->tls, buf, size);
+	n = recv(c->fd, buf, size, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	return n;
 }
 
 static void
@@ -395,34 +373,43 @@ read_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_connection_t *c = user;
 	uint8_t buf[65536];
-	ssize_t n;
+	unsigned connection = c->connections;
 
+	(void)fd;
 	(void)what;
-	if (c->tls) {
-		read_tls(c);
+	if (c->tls && !pps_tls_handshake_done(c->tls)) {
+		tls_step(c);
 		return;
 	}
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n == 0) {
-		/* A server that ends its stream says BYE first: a close without
-		 * it is a crash or a network failure. */
-		ended(c,
-		      c->streaming ? "the server closed the connection without BYE"
-		                   : "the server closed the connection before STREAM_INFO",
-		      true);
-		return;
-	}
-	if (n < 0) {
-		char why[160];
+	/* Plaintext: one read per wake-up (level-triggered). TLS: every whole
+	 * record that is in, as the socket does not signal what OpenSSL
+	 * already read from it. */
+	do {
+		ssize_t n = connection_recv(c, buf, sizeof(buf));
+		char why[400];
 
-		if (errno == EAGAIN || errno == EINTR)
+		if (n == -EAGAIN)
 			return;
-		snprintf(why, sizeof(why), "connection to the server lost%s: %s",
-		         c->streaming ? " without BYE" : " before STREAM_INFO", strerror(errno));
-		ended(c, why, true);
-		return;
-	}
-	handle_input(c, buf, (size_t)n);
+		if (n == 0) {
+			/* A server that ends its stream says BYE first: a close
+			 * without it is a crash or a network failure. */
+			ended(c,
+			      c->streaming ? "the server closed the connection without BYE"
+			                   : "the server closed the connection before STREAM_INFO",
+			      true);
+			return;
+		}
+		if (n < 0) {
+			snprintf(why, sizeof(why), "connection to the server lost%s: %s",
+			         c->streaming ? " without BYE" : " before STREAM_INFO",
+			         c->tls && n == -EPROTO ? pps_tls_error(c->tls)
+			                                : strerror((int)-n));
+			ended(c, why, true);
+			return;
+		}
+		if (!handle_input(c, buf, (size_t)n))
+			return;
+	} while (c->tls && c->connected && c->connections == connection);
 }
 
 static void

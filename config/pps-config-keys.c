@@ -79,7 +79,7 @@ static const pps_config_key_t keys[] = {
            "wire; the stream itself is not encrypted unless tls_cert is set)"),
     STRING("server", "tls_cert", "", SERVER,
            "PEM file of the server's certificate (chain): with tls_key, every connection is "
-           "TLS 1.3 (pps-client: client.tls = true; browsers are then not served); each "
+           "TLS 1.3 (pps-client: client.tls = true; browsers: https:// and wss://); each "
            "MIN_BUF packet is one record of at most one MSS"),
     STRING("server", "tls_key", "", SERVER, "PEM file of tls_cert's private key (both or neither)"),
 

@@ -73,6 +73,11 @@
  * the MSS, ends its batch and is pushed by uncorking and corking again
  * (IWQoS 2002 section 2.3), so it never merges with the next packet.
  *
+ * TLS (pps_minbuf_set_tls()): every packet is sealed as exactly one TLS 1.3
+ * record before it enters the batch, its plaintext MSS - 22 bytes so that the
+ * record fills at most one MSS; everything above (held, bound, gates, pushes)
+ * then counts ciphertext bytes and packets exactly as it counts plaintext.
+ *
  * Latency cap (mode minbuf, pps_minbuf_set_cap()). MIN_BUF removes the
  * queueing in the sender's kernel; it cannot remove the bottleneck queue that
  * a loss-based congestion window fills on its own (60 packets at 0.6 Mbit/s is

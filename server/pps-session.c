@@ -445,14 +445,10 @@ handle_input(pps_session_t *s, uint8_t *buf, size_t len, size_t capacity)
 	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
 	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
 	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len)) {
-		if (s->tls) {
-			/* pps-web writes to the socket itself, in plaintext. */
-			refuse(s, PPS_WIRE_BYE_PROTOCOL,
-			       "HTTPS is not served on a TLS listener yet (browsers: use a "
-			       "plaintext listener on loopback or behind a TLS proxy)");
-			return;
-		}
 		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
+		/* On a TLS listener the first decrypted byte decided: https/wss. */
+		if (s->web && s->tls)
+			pps_web_set_tls(s->web, s->tls);
 	}
 	if (s->web) {
 		long wire = pps_web_input(s->web, buf, len, capacity);
@@ -507,17 +503,27 @@ tls_handshake_step(pps_session_t *s)
 		uint8_t first = 0;
 		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
 		const char *why = "this server requires TLS (client: tls = true)";
+		static const char http[] = "HTTP/1.1 400 Bad Request\r\n"
+		                           "Content-Type: text/plain; charset=utf-8\r\n"
+		                           "Content-Length: 37\r\n"
+		                           "Connection: close\r\n\r\n"
+		                           "This server speaks TLS: use https://\n";
 
-		if (recv(s->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first >= 'A' &&
-		    first <= 'Z')
-			why = "plain HTTP on a TLS listener (this server serves no browsers "
-			      "over TLS)";
-		fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
 		s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
-		bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
-		bye.u.bye.text_len =
-		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
-		pps_server_write_record_now(s->fd, &bye);
+		if (recv(s->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first >= 'A' &&
+		    first <= 'Z') {
+			/* A browser at http:// of a TLS listener: say it in HTTP. */
+			why = "plain HTTP on a TLS listener (browsers: https://)";
+			if (send(s->fd, http, sizeof(http) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				why = "plain HTTP on a TLS listener (browsers: https://), "
+				      "unanswered";
+		} else {
+			bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
+			bye.u.bye.text_len =
+			    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
+			pps_server_write_record_now(s->fd, &bye);
+		}
+		fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
 		shutdown(s->fd, SHUT_WR);
 		session_close(s);
 		return false;
@@ -542,17 +548,35 @@ tls_writable_cb(evutil_socket_t fd, short what, void *user)
 	event_active(s->read_event, EV_READ, 0);
 }
 
-/* Input through TLS: every whole record that is in (the socket does not
- * signal what OpenSSL already read). */
-static void
-read_tls(pps_session_t *s)
+/* One read, plain or through TLS: bytes, 0 when the peer closed, -EAGAIN,
+ * or a negative errno (-EPROTO: pps_tls_error() says why). */
+static ssize_t
+session_recv(pps_session_t *s, uint8_t *buf, size_t size)
 {
+	ssize_t n;
+
+	if (s->tls)
+		return pps_tls_read(s->tls, buf, size);
+	n = recv(s->fd, buf, size, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	return n;
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
 	uint8_t buf[4096];
 
-	if (!pps_tls_handshake_done(s->tls) && !tls_handshake_step(s))
+	(void)fd;
+	if (s->tls && !pps_tls_handshake_done(s->tls) && !tls_handshake_step(s))
 		return;
-	while (!s->closing) {
-		ssize_t n = pps_tls_read(s->tls, buf, sizeof(buf));
+	/* Plaintext: one read per wake-up (level-triggered). TLS: every whole
+	 * record that is in, as the socket does not signal what OpenSSL
+	 * already read from it. */
+	do {
+		ssize_t n = session_recv(s, buf, sizeof(buf));
 
 		if (n == -EAGAIN)
 			return;
@@ -563,40 +587,13 @@ read_tls(pps_session_t *s)
 		}
 		if (n < 0) {
 			fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n",
-			        s->peer, n == -EPROTO ? pps_tls_error(s->tls) : strerror((int)-n));
+			        s->peer,
+			        s->tls && n == -EPROTO ? pps_tls_error(s->tls) : strerror((int)-n));
 			session_close(s);
 			return;
 		}
 		handle_input(s, buf, (size_t)n, sizeof(buf));
-	}
-}
-
-static void
-read_cb(evutil_socket_t fd, short what, void *user)
-{
-	pps_session_t *s = user;
-	uint8_t buf[4096];
-	ssize_t n;
-
-	if (s->tls) {
-		read_tls(s);
-		return;
-	}
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n == 0) {
-		fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
-		session_close(s);
-		return;
-	}
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n", s->peer,
-		        strerror(errno));
-		session_close(s);
-		return;
-	}
-	handle_input(s, buf, (size_t)n, sizeof(buf));
+	} while (s->tls && !s->closing);
 }
 
 static void

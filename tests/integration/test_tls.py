@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 """TLS (server.tls_cert/tls_key, client.tls/tls_ca): the real pps-server and
 pps-client on loopback, with a certificate made at test time by openssl(1)."""
+import base64
 import os
 import shutil
 import socket
+import ssl
+import struct
 import subprocess
 import sys
 import time
@@ -162,11 +165,80 @@ def tls_config(build, workdir):
         check((warn in log) == want, "tls %s: %s" % (tls, log))
 
 
+def tls_https(build, workdir):
+    """Browsers on a TLS listener, without a browser (python ssl): https://
+    serves the viewer page, wss:// upgrades and streams wire records, and
+    http:// is answered in HTTP with a pointer to https://."""
+    srv, cert = tls_server(build, workdir, "server.max_clients_per_address=16")
+    ctx = ssl.create_default_context(cafile=cert)  # verifies 127.0.0.1 against the SAN
+
+    def connect():
+        raw = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        return ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    def read_all(s):
+        data = b""
+        try:
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                data += c
+        except (socket.timeout, ssl.SSLError, ConnectionResetError):
+            pass
+        return data
+
+    try:
+        s = connect()
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        r = read_all(s)
+        check(r.startswith(b"HTTP/1.1 200 ") and b"text/html" in r and b"viewer.js" in r,
+              "https GET /: %r" % r[:200])
+        s = connect()
+        s.sendall(b"GET /viewer.js HTTP/1.1\r\nHost: x\r\n\r\n")
+        r = read_all(s)
+        length = int(r.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        check(r.startswith(b"HTTP/1.1 200 ") and len(r.split(b"\r\n\r\n", 1)[1]) == length,
+              "https viewer.js: %d bytes of %r" % (len(r), r[:100]))
+        # wss: the upgrade, then a masked HELLO brings STREAM_INFO and windows.
+        s = connect()
+        key = base64.b64encode(os.urandom(16))
+        s.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                  b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key +
+                  b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        body = struct.pack(">BBH", 1, 1, 11) + struct.pack(">HHHB", 1, 0, 0, 3) + b"raw\x00"
+        mask = b"\x11\x22\x33\x44"
+        s.sendall(bytes([0x82, 0x80 | len(body)]) + mask +
+                  bytes(b ^ mask[i % 4] for i, b in enumerate(body)))
+        data = b""
+        while len(data) < 4000:
+            c = s.recv(65536)
+            check(c, "wss stream ended early: %r" % data[:200])
+            data += c
+        s.close()
+        check(data.startswith(b"HTTP/1.1 101 "), "no 101: %r" % data[:100])
+        frames = data.split(b"\r\n\r\n", 1)[1]
+        check(frames[0] == 0x82 and frames[4:6] == bytes([1, 2]) or
+              frames[0] == 0x82 and frames[2:4] == bytes([1, 2]),
+              "first message is not STREAM_INFO: %r" % frames[:16])
+        # http:// at a TLS listener: HTTP 400 that says https.
+        raw = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        raw.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        r = read_all(raw)
+        check(r.startswith(b"HTTP/1.1 400 ") and b"https://" in r, "http://: %r" % r[:200])
+        log = srv.log()
+    finally:
+        srv.stop()
+    check("WebSocket /stream" in log and "joined (minbuf, TLS)" in log, log)
+    check("plain HTTP on a TLS listener" in log, log)
+
+
 if __name__ == "__main__":
     if not shutil.which("openssl"):
         print("SKIP: no openssl(1) to make a certificate")
         sys.exit(SKIP)
     sys.exit(run({f.__name__: f for f in (tls_stream, tls_wrong_ca,
                                           tls_plain_client_to_tls_server,
-                                          tls_client_to_plain_server, tls_config)},
+                                          tls_client_to_plain_server, tls_config,
+                                          tls_https)},
                  sys.argv))
