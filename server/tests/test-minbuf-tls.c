@@ -187,40 +187,45 @@ test_record_sizes(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx)
 	close(sv[1]);
 }
 
+/* A handshake the client must refuse: -EPROTO with @want in the reason. */
 static void
-test_verification(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx)
+expect_refused(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx, const char *server_name, const char *want)
 {
 	char err[256] = "";
 	int sv[2];
-	char other_err[256];
-	pps_tls_ctx_t *other = pps_tls_ctx_new_client(other_path, other_err, sizeof(other_err));
+
+	nonblocking_pair(sv);
+	pps_tls_t *s = pps_tls_new(sctx, sv[0], NULL), *c = pps_tls_new(cctx, sv[1], server_name);
+	REQUIRE(s && c);
+	CHECK_EQ_INT(handshake_pair(s, c, sv[0], sv[1], err, sizeof(err)), -EPROTO);
+	if (!strstr(err, want)) {
+		fprintf(stderr, "expected \"%s\" in \"%s\"\n", want, err);
+		CHECK(strstr(err, want) != NULL);
+	}
+	pps_tls_free(c);
+	pps_tls_free(s);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+test_verification(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx)
+{
+	char err[256];
+	int sv[2];
+	pps_tls_ctx_t *other = pps_tls_ctx_new_client(other_path, err, sizeof(err));
 
 	REQUIRE(other);
 	/* A CA file that does not vouch for the server. */
-	nonblocking_pair(sv);
-	pps_tls_t *s = pps_tls_new(sctx, sv[0], NULL), *c = pps_tls_new(other, sv[1], "127.0.0.1");
-	CHECK_EQ_INT(handshake_pair(s, c, sv[0], sv[1], err, sizeof(err)), -EPROTO);
-	CHECK(strstr(err, "certificate verification failed") != NULL);
-	pps_tls_free(c);
-	pps_tls_free(s);
-	close(sv[0]);
-	close(sv[1]);
-
-	/* The right CA, another address than the certificate's. */
-	nonblocking_pair(sv);
-	s = pps_tls_new(sctx, sv[0], NULL);
-	c = pps_tls_new(cctx, sv[1], "10.1.2.3");
-	err[0] = '\0';
-	CHECK_EQ_INT(handshake_pair(s, c, sv[0], sv[1], err, sizeof(err)), -EPROTO);
-	CHECK(strstr(err, "IP address mismatch") != NULL);
-	pps_tls_free(c);
-	pps_tls_free(s);
-	close(sv[0]);
-	close(sv[1]);
+	expect_refused(sctx, other, "127.0.0.1", "certificate verification failed");
+	/* The right CA, another address or name than the certificate's. */
+	expect_refused(sctx, cctx, "10.1.2.3", "IP address mismatch");
+	expect_refused(sctx, cctx, "example.org", "hostname mismatch");
 
 	/* A plaintext peer (a HELLO record starts with version 1). */
 	nonblocking_pair(sv);
-	s = pps_tls_new(sctx, sv[0], NULL);
+	pps_tls_t *s = pps_tls_new(sctx, sv[0], NULL);
+	REQUIRE(s);
 	REQUIRE(send_all(sv[1], (const uint8_t *)"\x01\x01\x00\x00", 4));
 	CHECK_EQ_INT(pps_tls_handshake(s, err, sizeof(err)), -EPROTONOSUPPORT);
 	uint8_t first = 0;

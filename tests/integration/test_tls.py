@@ -139,6 +139,61 @@ def tls_client_to_plain_server(build, workdir):
     check(good.summary()["frames_shown"] >= 120, "good client starved")
 
 
+def tls_reconnect(build, workdir):
+    """--reconnect over TLS: the client survives its TLS server going away and
+    comes back, handshake and verification included, to the next one."""
+    cert, key = make_cert(workdir)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    server = [os.path.join(build, "server", "pps-server"), "--listen", "127.0.0.1:%d" % port,
+              "--quiet", "--set", "server.tls_cert=" + cert, "--set", "server.tls_key=" + key]
+    first = subprocess.Popen(server + ["--duration", "3"], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    c = Client(build, workdir, "127.0.0.1:%d" % port, "client.tls=true", "client.tls_ca=" + cert,
+               duration=10, extra=["--reconnect"])
+    first.wait(timeout=20)
+    time.sleep(1.5)  # the client retries into a closed port meanwhile
+    second = subprocess.Popen(server + ["--duration", "8"], stderr=subprocess.DEVNULL)
+    try:
+        rc = c.wait()
+    finally:
+        second.terminate()
+        second.wait(timeout=20)
+    check(rc == 0, "client exit %d: %s" % (rc, c.stderr))
+    check("reconnecting in" in c.stderr, c.stderr)
+    connects = c.stderr.count("pps-client: connected to")
+    check(connects >= 2, "connected %d times: %s" % (connects, c.stderr))
+    shown = [e for e in c.events("frame") if e["shown"]]
+    check(len(shown) >= 120, "only %d frames shown over both servers" % len(shown))
+
+
+def tls_silent(build, workdir):
+    """A connection that never starts its TLS handshake is dropped by the
+    handshake timeout ("no TLS handshake in time"); a client streams meanwhile."""
+    srv, cert = tls_server(build, workdir)
+    try:
+        silent = socket.create_connection(("127.0.0.1", srv.port))
+        good = Client(build, workdir, srv.address, "client.tls=true", "client.tls_ca=" + cert,
+                      duration=7, name="good")
+        silent.settimeout(10)
+        t0 = time.monotonic()
+        try:
+            closed = silent.recv(100) == b""
+        except (socket.timeout, ConnectionResetError):
+            closed = False
+        waited = time.monotonic() - t0
+        silent.close()
+        rc = good.wait()
+        log = srv.log()
+    finally:
+        srv.stop()
+    check(closed and waited < 8, "silent connection closed %s after %.1f s" % (closed, waited))
+    check("no TLS handshake in time" in log, log)
+    check(rc == 0 and good.summary()["frames_shown"] >= 150, good.stderr)
+
+
 def tls_config(build, workdir):
     """tls_cert without tls_key (and the reverse) is a config error naming the
     key; a key that does not load names its file; beyond loopback without TLS
@@ -240,5 +295,5 @@ if __name__ == "__main__":
     sys.exit(run({f.__name__: f for f in (tls_stream, tls_wrong_ca,
                                           tls_plain_client_to_tls_server,
                                           tls_client_to_plain_server, tls_config,
-                                          tls_https)},
+                                          tls_https, tls_reconnect, tls_silent)},
                  sys.argv))
