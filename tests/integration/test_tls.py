@@ -4,6 +4,7 @@
 pps-client on loopback, with a certificate made at test time by openssl(1)."""
 import base64
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -290,6 +291,48 @@ def tls_https(build, workdir):
     check("plain HTTP on a TLS listener" in log, log)
 
 
+def tls_browser(build, workdir):
+    """The viewer page in headless Chromium over https:// and wss:// (the test
+    certificate accepted with acceptInsecureCerts): it streams and shows frames,
+    and the server's independent MIN_BUF check holds for the TLS WebSocket."""
+    import test_browser
+    found = test_browser.find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["PPS_WEB_CHECK_BOUND"] = "1"
+    srv, _ = tls_server(build, workdir, *test_browser.server_settings())
+    driver = None
+    try:
+        options = webdriver.ChromeOptions()
+        options.binary_location = found[0]
+        options.accept_insecure_certs = True
+        for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                    "--window-size=720,600", "--enable-unsafe-swiftshader",
+                    "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
+                    "--user-data-dir=" + os.path.join(workdir, "chromium")]:
+            options.add_argument(arg)
+        driver = webdriver.Chrome(service=Service(executable_path=found[1]), options=options)
+        driver.get("https://127.0.0.1:%d/?name=selenium-tls" % srv.port)
+        check(driver.execute_script("return window.isSecureContext"), "not a secure context")
+        stats = test_browser.wait_for(driver, lambda s: s["frames_shown"] >= 90,
+                                      "90 frames shown over wss://", 30)
+    finally:
+        if driver:
+            driver.quit()
+        srv.stop()
+    log = srv.log()
+    print("browser over TLS: shown %d/%d, latency p50 %.1f ms" % (
+        stats["frames_shown"], stats["frames_total"], stats["frame_latency_p50_ms"] or -1))
+    check("joined (minbuf, TLS)" in log and "WebSocket /stream" in log, log)
+    bound = re.search(r"MIN_BUF check: (\d+) packets, max held - bound (-?\d+) packets", log)
+    check(bound and int(bound.group(1)) >= 50 and int(bound.group(2)) <= 0,
+          "MIN_BUF check: %s" % (bound.group(0) if bound else log))
+
+
 if __name__ == "__main__":
     if not shutil.which("openssl"):
         print("SKIP: no openssl(1) to make a certificate")
@@ -297,5 +340,6 @@ if __name__ == "__main__":
     sys.exit(run({f.__name__: f for f in (tls_stream, tls_wrong_ca,
                                           tls_plain_client_to_tls_server,
                                           tls_client_to_plain_server, tls_config,
-                                          tls_https, tls_reconnect, tls_silent)},
+                                          tls_https, tls_reconnect, tls_silent,
+                                          tls_browser)},
                  sys.argv))
