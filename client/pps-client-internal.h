@@ -132,6 +132,13 @@ typedef struct {
 	bool reconnect;
 	unsigned reconnect_attempts; /* connections in a row without a stream before giving up */
 	pps_client_clock_cb clock_cb;
+	/* client.tls, tls_ca, tls_server_name (common/pps-tls.h): TLS 1.3 with the
+	 * server's certificate verified against @tls_ca ("" or NULL: the system's
+	 * store) for @tls_server_name ("" or NULL: the host of @server). A CA file
+	 * that cannot be loaded ends the connection at once (no reconnect). */
+	bool tls;
+	const char *tls_ca;
+	const char *tls_server_name;
 } pps_connection_params_t;
 
 typedef struct {

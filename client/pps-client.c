@@ -406,6 +406,9 @@ main(int argc, char **argv)
 	conn->reconnect = pps_config_get_bool(c.config, "client", "reconnect");
 	conn->reconnect_attempts =
 	    (unsigned)pps_config_get_int(c.config, "client", "reconnect_attempts");
+	conn->tls = pps_config_get_bool(c.config, "client", "tls");
+	conn->tls_ca = pps_config_get_string(c.config, "client", "tls_ca");
+	conn->tls_server_name = pps_config_get_string(c.config, "client", "tls_server_name");
 	conn->clock_cb = pps_client_realtime_us;
 	if (c.base)
 		c.player = pps_player_new(c.base, &params, &player_callbacks, &c);

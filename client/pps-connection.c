@@ -9,10 +9,17 @@
  * doubles from 0.5 s to 8 s. A connection that delivered a stream resets the
  * count; after client.reconnect_attempts tries in a row without a stream it
  * gives up, and closed_cb reports the failure.
+ *
+ * TLS (client.tls): after the TCP connect, a non-blocking TLS 1.3 handshake
+ * (common/pps-tls.h) on the same loop, inside the handshake timeout; HELLO
+ * and everything after it go through TLS. The server's certificate is always
+ * verified; a failure, or a server that answers in plaintext, ends the
+ * connection with the reason.
  */
 #include "pps-client-internal.h"
 #include "pps-config.h"
 #include "pps-socket.h"
+#include "pps-tls.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -35,7 +42,12 @@ struct pps_connection {
 	void *user;
 
 	int fd;
-	bool connected; /* TCP up, HELLO sent */
+	pps_tls_ctx_t *tls_ctx;  /* params.tls: made at the first start, kept */
+	pps_tls_t *tls;          /* this connection's, until its socket closes */
+	struct event *tls_event; /* the handshake waits for the socket to take a flight */
+	char tls_ca[1024];
+	char tls_server_name[256];
+	bool connected; /* TCP up (and TLS), HELLO sent */
 	bool streaming; /* STREAM_INFO accepted */
 	bool answered;  /* CHALLENGE answered on this connection */
 	bool stopped;
@@ -84,6 +96,12 @@ close_socket(pps_connection_t *c)
 		event_free(c->connect_event);
 		c->connect_event = NULL;
 	}
+	if (c->tls_event) {
+		event_free(c->tls_event);
+		c->tls_event = NULL;
+	}
+	pps_tls_free(c->tls);
+	c->tls = NULL;
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
@@ -138,7 +156,12 @@ pps_connection_send(pps_connection_t *c, const pps_wire_record_t *r)
 	if (ret < 0)
 		return ret;
 	/* Our records are tiny and rare; a full send buffer means the server
-	 * is not reading, and a lost PING costs one clock sample. */
+	 * is not reading, and a lost PING costs one clock sample. Through TLS
+	 * the record is sealed whole and an unsent tail goes with the next one. */
+	if (c->tls) {
+		ret = pps_tls_send(c->tls, buf, n);
+		return ret == -EAGAIN ? 0 : ret;
+	}
 	if (send(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
 		return -errno;
 	return 0;
@@ -222,39 +245,15 @@ answer_challenge(pps_connection_t *c, const pps_wire_challenge_t *challenge, cha
 	return 0;
 }
 
-static void
-read_cb(evutil_socket_t fd, short what, void *user)
+/* Wire bytes in (plain, or decrypted): records to the callbacks. False when
+ * this connection ended meanwhile. */
+static bool
+handle_input(pps_connection_t *c, const uint8_t *data, size_t len)
 {
-	pps_connection_t *c = user;
-	uint8_t buf[65536];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
-	const uint8_t *data = buf;
-	size_t len;
 	unsigned connection = c->connections;
 
-	(void)what;
-	if (n == 0) {
-		/* A server that ends its stream says BYE first: a close without
-		 * it is a crash or a network failure. */
-		ended(c,
-		      c->streaming ? "the server closed the connection without BYE"
-		                   : "the server closed the connection before STREAM_INFO",
-		      true);
-		return;
-	}
-	if (n < 0) {
-		char why[160];
-
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		snprintf(why, sizeof(why), "connection to the server lost%s: %s",
-		         c->streaming ? " without BYE" : " before STREAM_INFO", strerror(errno));
-		ended(c, why, true);
-		return;
-	}
 	if (c->callbacks.bytes_cb)
-		c->callbacks.bytes_cb((size_t)n, c->user);
-	len = (size_t)n;
+		c->callbacks.bytes_cb(len, c->user);
 	/* Callbacks may end this connection (and a reconnect may start the
 	 * next): stop as soon as this one is gone. */
 	while (c->connected && c->connections == connection) {
@@ -263,18 +262,18 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		int ret = pps_wire_parser_next(c->parser, &data, &len, &record);
 
 		if (ret == -EAGAIN)
-			break;
+			return true;
 		if (ret < 0) {
 			char why[300];
 
 			snprintf(why, sizeof(why), "protocol error from the server: %s",
 			         pps_wire_parser_error(c->parser));
 			ended(c, why, true);
-			return;
+			return false;
 		}
 		if (record.kind == PPS_WIRE_BYE) {
 			handle_bye(c, &record.u.bye);
-			return;
+			return false;
 		}
 		if (record.kind == PPS_WIRE_CHALLENGE)
 			ret = answer_challenge(c, &record.u.challenge, err, sizeof(err));
@@ -282,9 +281,135 @@ read_cb(evutil_socket_t fd, short what, void *user)
 			ret = c->callbacks.record_cb(&record, err, sizeof(err), c->user);
 		if (ret < 0 && c->connected && c->connections == connection) {
 			pps_connection_fail(c, err);
-			return;
+			return false;
 		}
 	}
+	return false;
+}
+
+static void connected(pps_connection_t *c);
+
+/*
+ * The server answered a TLS ClientHello in plaintext: a plaintext server
+ * (its BYE for our "garbage"), or a TLS server that refused us at accept
+ * (server full), which says so before any handshake. Its BYE, if it is one,
+ * says which.
+ */
+static void
+plaintext_answer(pps_connection_t *c)
+{
+	uint8_t buf[1024];
+	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	const uint8_t *data = buf;
+	size_t len = n > 0 ? (size_t)n : 0;
+	pps_wire_record_t record;
+	char why[600], text[PPS_WIRE_MAX_REASON_BYTES + 1] = "";
+
+	if (pps_wire_parser_next(c->parser, &data, &len, &record) == 0 &&
+	    record.kind == PPS_WIRE_BYE) {
+		if (record.u.bye.reason == PPS_WIRE_BYE_SERVER_FULL) {
+			handle_bye(c, &record.u.bye);
+			return;
+		}
+		pps_connection_sanitize(text, sizeof(text), record.u.bye.text,
+		                        record.u.bye.text_len);
+	}
+	snprintf(why, sizeof(why),
+	         "%s does not speak TLS: it answered in plaintext%s%s%s (client.tls = true "
+	         "needs a server with tls_cert and tls_key)",
+	         c->server, text[0] ? " (BYE: " : "", text, text[0] ? ")" : "");
+	ended(c, why, true);
+}
+
+/* One step of the TLS handshake; HELLO once it is done. */
+static void
+tls_step(pps_connection_t *c)
+{
+	char err[300] = "", why[700];
+	int ret = pps_tls_handshake(c->tls, err, sizeof(err));
+
+	if (ret == 0) {
+		connected(c);
+		return;
+	}
+	if (ret == -EAGAIN) {
+		if (pps_tls_want_write(c->tls) && event_add(c->tls_event, NULL) < 0)
+			ended(c, "out of memory", true);
+		return;
+	}
+	if (ret == -EPROTONOSUPPORT) {
+		plaintext_answer(c);
+		return;
+	}
+	snprintf(why, sizeof(why), "TLS handshake with %s failed: %s", c->server, err);
+	ended(c, why, true);
+}
+
+static void
+tls_event_cb(evutil_socket_t fd, short what, void *user)
+{
+	(void)fd;
+	(void)what;
+	tls_step(user);
+}
+
+/* One read, plain or through TLS: bytes, 0 when the server closed, -EAGAIN,
+ * or a negative errno (-EPROTO: pps_tls_error() says why). */
+static ssize_t
+connection_recv(pps_connection_t *c, uint8_t *buf, size_t size)
+{
+	ssize_t n;
+
+	if (c->tls)
+		return pps_tls_read(c->tls, buf, size);
+	n = recv(c->fd, buf, size, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	return n;
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_connection_t *c = user;
+	uint8_t buf[65536];
+	unsigned connection = c->connections;
+
+	(void)fd;
+	(void)what;
+	if (c->tls && !pps_tls_handshake_done(c->tls)) {
+		tls_step(c);
+		return;
+	}
+	/* Plaintext: one read per wake-up (level-triggered). TLS: every whole
+	 * record that is in, as the socket does not signal what OpenSSL
+	 * already read from it. */
+	do {
+		ssize_t n = connection_recv(c, buf, sizeof(buf));
+		char why[400];
+
+		if (n == -EAGAIN)
+			return;
+		if (n == 0) {
+			/* A server that ends its stream says BYE first: a close
+			 * without it is a crash or a network failure. */
+			ended(c,
+			      c->streaming ? "the server closed the connection without BYE"
+			                   : "the server closed the connection before STREAM_INFO",
+			      true);
+			return;
+		}
+		if (n < 0) {
+			snprintf(why, sizeof(why), "connection to the server lost%s: %s",
+			         c->streaming ? " without BYE" : " before STREAM_INFO",
+			         c->tls && n == -EPROTO ? pps_tls_error(c->tls)
+			                                : strerror((int)-n));
+			ended(c, why, true);
+			return;
+		}
+		if (!handle_input(c, buf, (size_t)n))
+			return;
+	} while (c->tls && c->connected && c->connections == connection);
 }
 
 static void
@@ -318,9 +443,37 @@ connected(pps_connection_t *c)
 		ended(c, "cannot send HELLO", true);
 		return;
 	}
+	if (c->read_event)
+		return; /* TLS: reading since the handshake began */
 	c->read_event = event_new(c->base, c->fd, EV_READ | EV_PERSIST, read_cb, c);
 	if (!c->read_event || event_add(c->read_event, NULL) < 0)
 		ended(c, "out of memory", true);
+}
+
+/* TCP is up: HELLO, or first the TLS handshake. */
+static void
+tcp_connected(pps_connection_t *c)
+{
+	char host[256], port[16];
+	const char *name = c->tls_server_name;
+
+	if (!c->params.tls) {
+		connected(c);
+		return;
+	}
+	if (!name[0]) {
+		/* Validated by the configuration loader already. */
+		(void)pps_config_split_address(c->server, host, sizeof(host), port, sizeof(port));
+		name = host;
+	}
+	c->tls = pps_tls_new(c->tls_ctx, c->fd, name);
+	c->tls_event = event_new(c->base, c->fd, EV_WRITE, tls_event_cb, c);
+	c->read_event = event_new(c->base, c->fd, EV_READ | EV_PERSIST, read_cb, c);
+	if (!c->tls || !c->tls_event || !c->read_event || event_add(c->read_event, NULL) < 0) {
+		ended(c, "out of memory", true);
+		return;
+	}
+	tls_step(c);
 }
 
 static void
@@ -340,7 +493,7 @@ connect_done_cb(evutil_socket_t fd, short what, void *user)
 		ended(c, why, true);
 		return;
 	}
-	connected(c);
+	tcp_connected(c);
 }
 
 static void
@@ -355,6 +508,18 @@ start(pps_connection_t *c)
 
 	c->connections++;
 	c->attempts++;
+	if (c->params.tls && !c->tls_ctx) {
+		char err[360];
+
+		c->tls_ctx = pps_tls_ctx_new_client(c->tls_ca, err, sizeof(err));
+		if (!c->tls_ctx) {
+			/* A configuration error: trying again cannot help. */
+			snprintf(why, sizeof(why), "client.tls: %s", err);
+			c->params.reconnect = false;
+			ended(c, why, true);
+			return;
+		}
+	}
 	c->parser = pps_wire_parser_new(c->params.max_record_bytes);
 	if (!c->parser) {
 		ended(c, "out of memory", true);
@@ -384,7 +549,7 @@ start(pps_connection_t *c)
 	ret = connect(c->fd, res->ai_addr, res->ai_addrlen);
 	freeaddrinfo(res);
 	if (ret == 0) {
-		connected(c);
+		tcp_connected(c);
 		return;
 	}
 	if (errno != EINPROGRESS) {
@@ -428,6 +593,11 @@ pps_connection_new(struct event_base *base, const pps_connection_params_t *param
 	snprintf(c->name, sizeof(c->name), "%s", params->name ? params->name : "");
 	c->params.server = c->server;
 	c->params.name = c->name;
+	snprintf(c->tls_ca, sizeof(c->tls_ca), "%s", params->tls_ca ? params->tls_ca : "");
+	snprintf(c->tls_server_name, sizeof(c->tls_server_name), "%s",
+	         params->tls_server_name ? params->tls_server_name : "");
+	c->params.tls_ca = c->tls_ca;
+	c->params.tls_server_name = c->tls_server_name;
 	c->callbacks = *callbacks;
 	c->user = user;
 	c->fd = -1;
@@ -475,6 +645,7 @@ pps_connection_free(pps_connection_t *c)
 		return;
 	c->stopped = true;
 	close_socket(c);
+	pps_tls_ctx_free(c->tls_ctx);
 	pps_wire_parser_free(c->parser);
 	if (c->reconnect_timer)
 		event_free(c->reconnect_timer);

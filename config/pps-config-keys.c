@@ -84,7 +84,12 @@ static const pps_config_key_t keys[] = {
     STRING("server", "access_token", "", SERVER,
            "if set, only clients that prove they hold this token are served (client."
            "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
-           "wire; the stream itself is not encrypted)"),
+           "wire; the stream itself is not encrypted unless tls_cert is set)"),
+    STRING("server", "tls_cert", "", SERVER,
+           "PEM file of the server's certificate (chain): with tls_key, every connection is "
+           "TLS 1.3 (pps-client: client.tls = true; browsers: https:// and wss://); each "
+           "MIN_BUF packet is one record of at most one MSS"),
+    STRING("server", "tls_key", "", SERVER, "PEM file of tls_cert's private key (both or neither)"),
 
     /* [source] */
     ENUM("source", "type", "test", pps_capture_source_names, SERVER,
@@ -188,6 +193,16 @@ static const pps_config_key_t keys[] = {
     STRING("client", "access_token", "", CLIENT,
            "token for a server that requires one (server.access_token; at most " AUTH_BYTES
            " bytes); proved by challenge-response, never sent"),
+    BOOL("client", "tls", "false", CLIENT,
+         "connect with TLS 1.3 and verify the server's certificate against tls_ca for the "
+         "host or IP address of client.server (or tls_server_name); a failed verification "
+         "or a plaintext server ends the connection (exit 1)"),
+    STRING("client", "tls_ca", "", CLIENT,
+           "PEM file of the CA certificates (or the server's self-signed certificate) to "
+           "trust; empty = the system's CA store"),
+    STRING("client", "tls_server_name", "", CLIENT,
+           "name (or IP address) the server's certificate must carry, sent as SNI; empty = "
+           "the host of client.server"),
     BOOL("client", "reconnect", "false", CLIENT,
          "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
     INT("client", "reconnect_attempts", "10", 1, 1000000, CLIENT,

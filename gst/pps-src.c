@@ -354,6 +354,9 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 	conn->handshake_timeout_us = pps_config_get_int(c, "client", "handshake_timeout_ms") * 1000;
 	conn->reconnect = pps_config_get_bool(c, "client", "reconnect");
 	conn->reconnect_attempts = (unsigned)pps_config_get_int(c, "client", "reconnect_attempts");
+	conn->tls = pps_config_get_bool(c, "client", "tls");
+	conn->tls_ca = pps_config_get_string(c, "client", "tls_ca");
+	conn->tls_server_name = pps_config_get_string(c, "client", "tls_server_name");
 	conn->clock_cb = pps_client_realtime_us;
 
 	src->flushing = FALSE;

@@ -11,6 +11,7 @@
  */
 #include "pps-server-lib.h"
 #include "pps-time.h"
+#include "pps-tls.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -52,6 +53,7 @@ struct pps_listener {
 	int64_t refusal_second_us;
 	unsigned refusals_logged;
 	uint64_t refusals_unlogged;
+	pps_tls_ctx_t *tls_ctx; /* from params.tls_cert/tls_key at listen; NULL: plaintext */
 };
 
 static int64_t
@@ -384,6 +386,17 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 		snprintf(err, err_size, "[server] listen = %s: not host:port", listen_at);
 		return -EINVAL;
 	}
+	if (l->params.tls_cert && l->params.tls_cert[0] && !l->tls_ctx) {
+		char why[384];
+
+		l->tls_ctx =
+		    pps_tls_ctx_new_server(l->params.tls_cert, l->params.tls_key, why, sizeof(why));
+		if (!l->tls_ctx) {
+			snprintf(err, err_size, "[server] tls_cert/tls_key: %s", why);
+			return -EINVAL;
+		}
+		l->params.session.tls_ctx = l->tls_ctx;
+	}
 	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (ret != 0) {
 		snprintf(err, err_size, "[server] listen = %s: %s", listen_at, gai_strerror(ret));
@@ -411,6 +424,10 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 		        "pps-server: warning: listening beyond loopback without "
 		        "[server] access_token: anyone who reaches %s can take the stream\n",
 		        listen_at);
+	if (!is_loopback((struct sockaddr *)&bound) && !l->tls_ctx)
+		fprintf(stderr, "pps-server: warning: listening beyond loopback without TLS "
+		                "([server] tls_cert, tls_key): the stream crosses the network "
+		                "unencrypted\n");
 	return 0;
 }
 
@@ -494,6 +511,7 @@ pps_listener_free(pps_listener_t *l)
 	if (l->recovery_timer)
 		event_free(l->recovery_timer);
 	pps_recovery_free(l->recovery);
+	pps_tls_ctx_free(l->tls_ctx);
 	free(l);
 }
 
@@ -514,6 +532,14 @@ pps_listener_params_from_config(const pps_config_t *c, pps_listener_params_t *lp
 	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
 		snprintf(err, err_size, "[server] access_token: at most %d bytes",
 		         PPS_WIRE_MAX_AUTH_BYTES);
+		return -EINVAL;
+	}
+	lp->tls_cert = pps_config_get_string(c, "server", "tls_cert");
+	lp->tls_key = pps_config_get_string(c, "server", "tls_key");
+	if (!lp->tls_cert[0] != !lp->tls_key[0]) {
+		snprintf(err, err_size, "[server] %s: needed with %s (TLS takes both or neither)",
+		         lp->tls_cert[0] ? "tls_key" : "tls_cert",
+		         lp->tls_cert[0] ? "tls_cert" : "tls_key");
 		return -EINVAL;
 	}
 	sp->evict_after_us = pps_config_get_int(c, "server", "evict_after_s") * 1000000;

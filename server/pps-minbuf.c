@@ -6,6 +6,7 @@
 #include "pps-minbuf.h"
 #include "pps-names.h"
 #include "pps-socket.h"
+#include "pps-tls.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -84,6 +85,9 @@ struct pps_minbuf {
 
 	pps_minbuf_stats_t stats;
 	uint32_t cap_pkts; /* latency cap, 0 = none */
+
+	pps_tls_t *tls; /* each packet sealed as one record; NULL: plaintext */
+	uint8_t *plain; /* one packet's plaintext before sealing */
 };
 
 typedef struct {
@@ -409,38 +413,63 @@ arm_wait(pps_minbuf_t *w, const info_t *in)
 	return arm(w);
 }
 
-/* Pulls up to @max_pkts packets of at most @mss bytes into the batch buffer. */
+/*
+ * Pulls up to @max_pkts packets of at most @mss bytes into the batch buffer.
+ * With TLS each packet is one record: the producer fills the MSS less the
+ * record's overhead, and the record (at most one MSS, capped at the largest
+ * record on paths whose MSS exceeds it) is what goes into the batch.
+ */
 static int
 pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
 {
 	size_t off = 0;
 	uint32_t n = 0;
+	size_t unit = mss, room = mss;
 
-	if (w->buf_cap < mss) {
-		uint8_t *nb = realloc(w->buf, mss);
+	if (w->tls) {
+		if (unit > PPS_TLS_MAX_RECORD_BYTES)
+			unit = PPS_TLS_MAX_RECORD_BYTES;
+		if (unit <= PPS_TLS_RECORD_OVERHEAD_BYTES)
+			return -EMSGSIZE;
+		room = unit - PPS_TLS_RECORD_OVERHEAD_BYTES;
+	}
+	if (w->buf_cap < unit) {
+		uint8_t *nb = realloc(w->buf, unit);
 		if (!nb)
 			return -ENOMEM;
 		w->buf = nb;
-		w->buf_cap = mss;
+		w->buf_cap = unit;
 	}
-	if (max_pkts > w->buf_cap / mss)
-		max_pkts = (uint32_t)(w->buf_cap / mss);
+	if (max_pkts > w->buf_cap / unit)
+		max_pkts = (uint32_t)(w->buf_cap / unit);
 	w->pend_push = false;
 	while (n < max_pkts) {
 		size_t len = 0;
 		bool push = false;
-		int r = w->fill(mss, w->buf + off, &len, &push, w->user);
+		int r = w->fill(room, w->tls ? w->plain : w->buf + off, &len, &push, w->user);
 		if (r < 0)
 			return r;
 		if (r == 0)
 			break;
-		if (len == 0 || len > mss)
+		if (len == 0 || len > room)
 			return -EMSGSIZE; /* producer bug: a packet must fit one MSS */
-		off += len;
+		if (w->tls) {
+			size_t sealed = 0;
+
+			r = pps_tls_seal(w->tls, w->plain, len, w->buf + off, unit, &sealed);
+			if (r < 0)
+				return r;
+			w->stats.tls_records++;
+			if (sealed > w->stats.tls_max_record_bytes)
+				w->stats.tls_max_record_bytes = (uint32_t)sealed;
+			off += sealed;
+		} else {
+			off += len;
+		}
 		n++;
 		/* A short packet left corked would merge with the next one on the
 		 * wire, so it is pushed even if the producer did not ask. */
-		if (push || len < mss) {
+		if (push || len < room) {
 			w->pend_push = true;
 			break;
 		}
@@ -801,6 +830,17 @@ err_free:
 	return NULL;
 }
 
+int
+pps_minbuf_set_tls(pps_minbuf_t *w, pps_tls_t *tls)
+{
+	if (!w || !tls || w->stats.packets > 0)
+		return -EINVAL;
+	if (!w->plain && !(w->plain = malloc(PPS_TLS_MAX_PLAINTEXT_BYTES)))
+		return -ENOMEM;
+	w->tls = tls;
+	return 0;
+}
+
 void
 pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user)
 {
@@ -833,5 +873,6 @@ pps_minbuf_free(pps_minbuf_t *w)
 	if (w->ev_write)
 		event_free(w->ev_write);
 	free(w->buf);
+	free(w->plain);
 	free(w);
 }

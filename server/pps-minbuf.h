@@ -73,6 +73,11 @@
  * the MSS, ends its batch and is pushed by uncorking and corking again
  * (IWQoS 2002 section 2.3), so it never merges with the next packet.
  *
+ * TLS (pps_minbuf_set_tls()): every packet is sealed as exactly one TLS 1.3
+ * record before it enters the batch, its plaintext MSS - 22 bytes so that the
+ * record fills at most one MSS; everything above (held, bound, gates, pushes)
+ * then counts ciphertext bytes and packets exactly as it counts plaintext.
+ *
  * Latency cap (mode minbuf, pps_minbuf_set_cap()). MIN_BUF removes the
  * queueing in the sender's kernel; it cannot remove the bottleneck queue that
  * a loss-based congestion window fills on its own (60 packets at 0.6 Mbit/s is
@@ -300,7 +305,9 @@ typedef struct {
 	uint64_t rto_events;
 	uint32_t max_backoff;
 	bool ecn_negotiated;
-	uint64_t capped_writes; /* write decisions the latency cap made smaller */
+	uint64_t capped_writes;        /* write decisions the latency cap made smaller */
+	uint64_t tls_records;          /* packets sealed as TLS records (pps_minbuf_set_tls) */
+	uint32_t tls_max_record_bytes; /* largest record written: <= mss_bytes */
 } pps_minbuf_stats_t;
 
 typedef struct pps_minbuf pps_minbuf_t;
@@ -320,6 +327,20 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 void pps_minbuf_kick(pps_minbuf_t *w);
 
 void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user);
+
+/*
+ * TLS (common/pps-tls.h), before the first packet: from then on every packet
+ * is sealed as exactly one TLS record whose ciphertext fills at most one MSS.
+ * The fill callback is offered MSS - PPS_TLS_RECORD_OVERHEAD_BYTES bytes (on
+ * paths whose MSS exceeds PPS_TLS_MAX_RECORD_BYTES, as loopback's does, a
+ * packet is that largest record instead), so the bound stays in packets and
+ * each record still leaves as one TCP segment; the writer writes and retries
+ * the ciphertext as it does plaintext, never re-sealing. @tls must have
+ * finished its handshake and outlive the writer. 0, -EINVAL (a packet was
+ * already written), -ENOMEM.
+ */
+typedef struct pps_tls pps_tls_t;
+int pps_minbuf_set_tls(pps_minbuf_t *w, pps_tls_t *tls);
 
 /*
  * The latency cap (see above; mode minbuf only, ignored in mode tcp): at most

@@ -112,6 +112,10 @@ typedef struct {
 	int64_t hello_timeout_us;
 	pps_session_clock_cb clock_cb; /* NULL: pps_time_realtime_us() */
 	void *clock_user;
+	/* TLS (common/pps-tls.h): the handshake runs before HELLO, within
+	 * hello_timeout_us, and every record after it is encrypted; NULL: plaintext.
+	 * Not owned; it must outlive the session. */
+	struct pps_tls_ctx *tls_ctx;
 } pps_session_params_t;
 
 /* Called when the session is gone for good (its socket failed, the peer left

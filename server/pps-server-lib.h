@@ -96,6 +96,10 @@ typedef struct {
 	unsigned max_per_address; /* connections from one address, in any state */
 	pps_recovery_params_t recovery;
 	int64_t frame_duration_us; /* of the stream, to learn its rate from windows */
+	/* [server] tls_cert and tls_key (PEM files), both or neither: TLS on the
+	 * listener, loaded by pps_listener_listen(). NULL or "": plaintext. */
+	const char *tls_cert;
+	const char *tls_key;
 } pps_listener_params_t;
 
 typedef struct {
@@ -137,8 +141,10 @@ pps_listener_t *pps_listener_new(struct event_base *base, const pps_listener_par
                                  const pps_listener_callbacks_t *callbacks, void *user);
 /*
  * Listens on @listen_at ("host:port", "[v6]:port"); the port bound goes to
- * @port_out. Warns on stderr when the address reaches beyond loopback and no
- * access token is set. 0 or a negative errno with the reason in @err.
+ * @port_out. With params->tls_cert and tls_key, loads them first: every
+ * connection then starts with a TLS handshake. Warns on stderr when the
+ * address reaches beyond loopback without an access token or without TLS.
+ * 0 or a negative errno with the reason in @err.
  */
 int pps_listener_listen(pps_listener_t *listener, const char *listen_at, unsigned *port_out,
                         char *err, size_t err_size);

@@ -184,6 +184,13 @@ final_client_cb(pps_session_t *session, void *user)
 		json_object_set_int_member(o, "retrans_pkts", (gint64)ts.retrans_pkts);
 		json_object_set_int_member(o, "rto_events", (gint64)ts.rto_events);
 		json_object_set_int_member(o, "capped_writes", (gint64)ts.capped_writes);
+		/* TLS: each packet one record, the largest never above the MSS. */
+		if (ts.tls_records > 0) {
+			json_object_set_int_member(o, "tls_records", (gint64)ts.tls_records);
+			json_object_set_int_member(o, "tls_max_record_bytes",
+			                           (gint64)ts.tls_max_record_bytes);
+			json_object_set_int_member(o, "mss_bytes", (gint64)ts.mss_bytes);
+		}
 		json_object_set_int_member(o, "estimate_bps", (gint64)pe.estimate_bps);
 		json_object_set_int_member(o, "min_rtt_us", pe.min_rtt_us);
 		json_object_set_int_member(o, "queue_delay_us", pe.queue_delay_us);

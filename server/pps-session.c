@@ -8,6 +8,7 @@
 #include "pps-server-internal.h"
 #include "pps-socket.h"
 #include "pps-time.h"
+#include "pps-tls.h"
 #include "pps-web.h"
 #include "pps-websocket.h"
 
@@ -52,6 +53,8 @@ struct pps_session {
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
+	pps_tls_t *tls; /* params.tls_ctx set: every byte after the handshake goes through it */
+	struct event *tls_write_event; /* the handshake waits for the socket to take a flight */
 };
 
 int
@@ -69,6 +72,27 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 	if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
 		return -errno;
 	return 0;
+}
+
+/* pps_server_write_record_now() through the session's TLS when it has one. */
+static int
+write_record_now(pps_session_t *s, const pps_wire_record_t *record)
+{
+	uint8_t buf[512];
+	size_t n;
+	int ret;
+
+	if (!s->tls)
+		return pps_server_write_record_now(s->fd, record);
+	if (!pps_tls_handshake_done(s->tls))
+		return -ENOTCONN;
+	ret = pps_wire_encode(record, buf, sizeof(buf), &n);
+	if (ret < 0)
+		return ret;
+	(void)pps_socket_set_cork(s->fd, false);
+	ret = pps_tls_send(s->tls, buf, n);
+	/* A tail the kernel did not take now is sent with the next record. */
+	return ret == -EAGAIN ? 0 : ret;
 }
 
 /* The params' clock (tests inject one), else the real one. */
@@ -90,6 +114,8 @@ session_close(pps_session_t *s)
 	event_del(s->read_event);
 	event_del(s->deadline_timer);
 	event_del(s->hello_timer);
+	if (s->tls_write_event)
+		event_del(s->tls_write_event);
 	s->closed_cb(s, s->user);
 }
 
@@ -234,6 +260,15 @@ admit(pps_session_t *s)
 	}
 	s->writer =
 	    pps_minbuf_new(s->base, s->fd, &s->params.transport, fill_cb, writer_error_cb, s);
+	if (s->writer && s->tls) {
+		int ret = pps_minbuf_set_tls(s->writer, s->tls);
+
+		if (ret < 0) {
+			pps_minbuf_free(s->writer);
+			s->writer = NULL;
+			errno = -ret;
+		}
+	}
 	if (!s->writer) {
 		char msg[128];
 
@@ -248,8 +283,8 @@ admit(pps_session_t *s)
 	s->state = PPS_SESSION_STREAMING;
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
-	fprintf(stderr, "pps-server: client %s joined (%s)\n", s->peer,
-	        pps_minbuf_mode_name(s->params.transport.mode));
+	fprintf(stderr, "pps-server: client %s joined (%s%s)\n", s->peer,
+	        pps_minbuf_mode_name(s->params.transport.mode), s->tls ? ", TLS" : "");
 	pps_minbuf_kick(s->writer);
 	s->ready_cb(s, s->user);
 }
@@ -302,7 +337,7 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
 		memcpy(challenge.u.challenge.nonce, s->nonce, PPS_WIRE_NONCE_BYTES);
 		/* Nothing else is queued yet: the record goes out whole. */
-		if (pps_server_write_record_now(s->fd, &challenge) < 0) {
+		if (write_record_now(s, &challenge) < 0) {
 			refuse(s, PPS_WIRE_BYE_INTERNAL, "cannot send CHALLENGE");
 			return;
 		}
@@ -398,35 +433,22 @@ web_done_cb(void *user)
 	session_close(user);
 }
 
+/* Decrypted or plain input: a browser's HTTP/WebSocket, else wire records. */
 static void
-read_cb(evutil_socket_t fd, short what, void *user)
+handle_input(pps_session_t *s, uint8_t *buf, size_t len, size_t capacity)
 {
-	pps_session_t *s = user;
-	uint8_t buf[4096];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
 	const uint8_t *data = buf;
-	size_t len;
 
-	if (n == 0) {
-		fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
-		session_close(s);
-		return;
-	}
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n", s->peer,
-		        strerror(errno));
-		session_close(s);
-		return;
-	}
-	len = (size_t)n;
 	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
 	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
-	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len))
+	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len)) {
 		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
+		/* On a TLS listener the first decrypted byte decided: https/wss. */
+		if (s->web && s->tls)
+			pps_web_set_tls(s->web, s->tls);
+	}
 	if (s->web) {
-		if (pps_web_input(s->web, buf, len, sizeof(buf), &len) < 0) {
+		if (pps_web_input(s->web, buf, len, capacity, &len) < 0) {
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
 			return;
 		}
@@ -451,6 +473,121 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		}
 		handle_record(s, &record);
 	}
+}
+
+/*
+ * One step of the TLS handshake (before HELLO; the handshake timeout covers
+ * it). True once it is done. A plaintext client is told so in plaintext: its
+ * HELLO is still unread, and a BYE it can parse is the clearest answer.
+ */
+static bool
+tls_handshake_step(pps_session_t *s)
+{
+	char err[256] = "";
+	int ret = pps_tls_handshake(s->tls, err, sizeof(err));
+
+	if (ret == 0)
+		return true;
+	if (ret == -EAGAIN) {
+		if (pps_tls_want_write(s->tls))
+			event_add(s->tls_write_event, NULL);
+		return false;
+	}
+	if (ret == -EPROTONOSUPPORT) {
+		uint8_t first = 0;
+		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+		const char *why = "this server requires TLS (client: tls = true)";
+		static const char http[] = "HTTP/1.1 400 Bad Request\r\n"
+		                           "Content-Type: text/plain; charset=utf-8\r\n"
+		                           "Content-Length: 37\r\n"
+		                           "Connection: close\r\n\r\n"
+		                           "This server speaks TLS: use https://\n";
+
+		s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
+		if (recv(s->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first >= 'A' &&
+		    first <= 'Z') {
+			/* A browser at http:// of a TLS listener: say it in HTTP. */
+			why = "plain HTTP on a TLS listener (browsers: https://)";
+			if (send(s->fd, http, sizeof(http) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				why = "plain HTTP on a TLS listener (browsers: https://), "
+				      "unanswered";
+		} else {
+			bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
+			bye.u.bye.text_len =
+			    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
+			pps_server_write_record_now(s->fd, &bye);
+		}
+		fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+		shutdown(s->fd, SHUT_WR);
+		session_close(s);
+		return false;
+	}
+	fprintf(stderr, "pps-server: client %s: TLS handshake failed: %s; disconnecting\n", s->peer,
+	        err);
+	s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
+	session_close(s);
+	return false;
+}
+
+static void
+tls_writable_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+
+	(void)fd;
+	(void)what;
+	if (s->closing || !tls_handshake_step(s))
+		return;
+	/* The handshake is done: a HELLO may already be in. */
+	event_active(s->read_event, EV_READ, 0);
+}
+
+/* One read, plain or through TLS: bytes, 0 when the peer closed, -EAGAIN,
+ * or a negative errno (-EPROTO: pps_tls_error() says why). */
+static ssize_t
+session_recv(pps_session_t *s, uint8_t *buf, size_t size)
+{
+	ssize_t n;
+
+	if (s->tls)
+		return pps_tls_read(s->tls, buf, size);
+	n = recv(s->fd, buf, size, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	return n;
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+	uint8_t buf[4096];
+
+	(void)fd;
+	if (s->tls && !pps_tls_handshake_done(s->tls) && !tls_handshake_step(s))
+		return;
+	/* Plaintext: one read per wake-up (level-triggered). TLS: every whole
+	 * record that is in, as the socket does not signal what OpenSSL
+	 * already read from it. */
+	do {
+		ssize_t n = session_recv(s, buf, sizeof(buf));
+
+		if (n == -EAGAIN)
+			return;
+		if (n == 0) {
+			fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
+			session_close(s);
+			return;
+		}
+		if (n < 0) {
+			fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n",
+			        s->peer,
+			        s->tls && n == -EPROTO ? pps_tls_error(s->tls) : strerror((int)-n));
+			session_close(s);
+			return;
+		}
+		handle_input(s, buf, (size_t)n, sizeof(buf));
+	} while (s->tls && !s->closing);
 }
 
 static void
@@ -478,8 +615,10 @@ pps_session_check_timeouts(pps_session_t *s)
 	if (s->state != PPS_SESSION_STREAMING) {
 		if (now - s->accepted_us >= s->params.hello_timeout_us)
 			refuse(s, PPS_WIRE_BYE_PROTOCOL,
-			       s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
-			                                           : "no AUTH in time");
+			       s->tls && !pps_tls_handshake_done(s->tls)
+			           ? "no TLS handshake in time"
+			       : s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
+			                                             : "no AUTH in time");
 		return;
 	}
 	/* A client that stopped reading only loses its own windows, but it
@@ -549,6 +688,16 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 		errno = ENOMEM;
 		goto err_free;
 	}
+	if (params->tls_ctx) {
+		s->tls = pps_tls_new(params->tls_ctx, fd, NULL);
+		if (!s->tls)
+			goto err_free; /* errno: ENOMEM */
+		s->tls_write_event = event_new(base, fd, EV_WRITE, tls_writable_cb, s);
+		if (!s->tls_write_event) {
+			errno = ENOMEM;
+			goto err_free;
+		}
+	}
 	hello_tv = pps_time_us_to_timeval(params->hello_timeout_us);
 	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
 		errno = EIO; /* the loop's backend refused the descriptor */
@@ -570,6 +719,9 @@ pps_session_free(pps_session_t *s)
 	if (!s)
 		return;
 	pps_minbuf_free(s->writer);
+	pps_tls_free(s->tls);
+	if (s->tls_write_event)
+		event_free(s->tls_write_event);
 	if (s->read_event)
 		event_free(s->read_event);
 	if (s->deadline_timer)
@@ -624,7 +776,7 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 	if (s->web && (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0))
 		pps_web_say_bye(s->web, &bye);
 	else if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
-		pps_server_write_record_now(s->fd, &bye);
+		write_record_now(s, &bye);
 	shutdown(s->fd, SHUT_WR);
 	/* Closing a socket with unread input (a CLOCK_PING in flight) makes the
 	 * kernel answer with a reset, which can overtake the data still queued

@@ -5,6 +5,7 @@
 #include "pps-web.h"
 #include "pps-minbuf.h"
 #include "pps-socket.h"
+#include "pps-tls.h"
 #include "pps-websocket.h"
 
 #include <errno.h>
@@ -38,6 +39,7 @@ struct pps_web {
 	const uint8_t *body;
 	size_t body_len, body_done;
 	struct event *write_event;
+	pps_tls_t *tls; /* https/wss: every byte through it (pps_web_set_tls) */
 	pps_ws_reader_t *reader;
 	bool peer_closed;
 	char error[160];
@@ -76,11 +78,67 @@ finish(pps_web_t *w)
 	w->done_cb(w->user);
 }
 
+/*
+ * The answer through TLS: one record per step of at most the largest record
+ * (head, then body); a record the kernel took only in part waits in the TLS
+ * object and goes first at the next EV_WRITE. 1 to wait, 0 when all is out.
+ */
+static int
+write_tls(pps_web_t *w)
+{
+	uint8_t chunk[PPS_TLS_MAX_PLAINTEXT_BYTES];
+	int r = pps_tls_flush(w->tls);
+
+	while (r == 0 && (w->head_done < w->head_len || w->body_done < w->body_len)) {
+		size_t n = 0, take;
+
+		take = w->head_len - w->head_done < sizeof(chunk) ? w->head_len - w->head_done
+		                                                  : sizeof(chunk);
+		memcpy(chunk, w->head + w->head_done, take);
+		n = take;
+		take = w->body_len - w->body_done < sizeof(chunk) - n ? w->body_len - w->body_done
+		                                                      : sizeof(chunk) - n;
+		memcpy(chunk + n, w->body + w->body_done, take);
+		n += take;
+		r = pps_tls_send(w->tls, chunk, n);
+		if (r == 0 || r == -EAGAIN) {
+			w->head_done += n - take;
+			w->body_done += take;
+		}
+	}
+	if (r == -EAGAIN)
+		return 1;
+	if (r < 0)
+		snprintf(w->error, sizeof(w->error), "send: %s", strerror(-r));
+	return 0;
+}
+
+/* Sends a short message now (101, the last words): 0 or a negative errno. */
+static int
+send_now(pps_web_t *w, const void *buf, size_t len)
+{
+	if (w->tls) {
+		int r = pps_tls_send(w->tls, buf, len);
+		return r == -EAGAIN ? 0 : r; /* the tail waits in the TLS object */
+	}
+	ssize_t k = send(w->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (k < 0)
+		return -errno;
+	return (size_t)k == len ? 0 : -EIO;
+}
+
 static void
 write_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_web_t *w = user;
 
+	if (w->tls) {
+		if (write_tls(w) == 1)
+			return; /* EV_WRITE calls again */
+		finish(w);
+		return;
+	}
 	while (w->head_done < w->head_len || w->body_done < w->body_len) {
 		struct iovec iov[2] = {
 		    {w->head + w->head_done, w->head_len - w->head_done},
@@ -150,7 +208,7 @@ upgrade(pps_web_t *w, const char *accept)
 	                 "Sec-WebSocket-Accept: %s\r\n\r\n",
 	                 accept);
 
-	if (send(w->fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+	if (send_now(w, head, (size_t)n) < 0)
 		return -EIO;
 	w->reader = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
 	if (!w->reader)
@@ -300,8 +358,9 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 	}
 	/* Uncorked, so it leaves now: it is the last thing said. */
 	(void)pps_socket_set_cork(w->fd, false); /* best effort; send() reports */
-	if (send(w->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		fprintf(stderr, "pps-server: http %s: close frame: %s\n", w->peer, strerror(errno));
+	int r = send_now(w, buf, n);
+	if (r < 0)
+		fprintf(stderr, "pps-server: http %s: close frame: %s\n", w->peer, strerror(-r));
 }
 
 pps_web_t *
@@ -332,6 +391,12 @@ err_free:
 err:
 	errno = ENOMEM;
 	return NULL;
+}
+
+void
+pps_web_set_tls(pps_web_t *w, pps_tls_t *tls)
+{
+	w->tls = tls;
 }
 
 void

@@ -66,6 +66,12 @@ pps_web_t *pps_web_new(struct event_base *base, int fd, const char *peer, pps_we
                        void *user);
 void pps_web_free(pps_web_t *web);
 
+/* https:// and wss:// on a TLS listener: everything this object writes goes
+ * through @tls (handshake done, owned by the session, outliving @web); what
+ * it is handed in pps_web_input() is already decrypted. */
+typedef struct pps_tls pps_tls_t;
+void pps_web_set_tls(pps_web_t *web, pps_tls_t *tls);
+
 /*
  * Bytes the connection received (@len in @buf, which holds @capacity).
  * Returns 0 and sets *wire_bytes to how many bytes of wire records it left at
