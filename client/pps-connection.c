@@ -19,6 +19,7 @@
 #include "pps-client-internal.h"
 #include "pps-config.h"
 #include "pps-socket.h"
+#include "pps-time.h"
 #include "pps-tls.h"
 
 #include <errno.h>
@@ -61,13 +62,6 @@ struct pps_connection {
 };
 
 static void start(pps_connection_t *c);
-
-static void
-tv_from_us(struct timeval *tv, int64_t us)
-{
-	tv->tv_sec = (time_t)(us / 1000000);
-	tv->tv_usec = (suseconds_t)(us % 1000000);
-}
 
 /* Server text for a terminal: printable ASCII only. */
 void
@@ -134,7 +128,7 @@ ended(pps_connection_t *c, const char *why, bool failure)
 		if (c->backoff_us > RECONNECT_MAX_US)
 			c->backoff_us = RECONNECT_MAX_US;
 		end.retry_in_us = c->backoff_us;
-		tv_from_us(&tv, c->backoff_us);
+		tv = pps_time_us_to_timeval(c->backoff_us);
 		event_add(c->reconnect_timer, &tv);
 	} else if (c->params.reconnect) {
 		end.gave_up = true;
@@ -191,7 +185,7 @@ pps_connection_stream_started(pps_connection_t *c)
 	c->attempts = 0;
 	c->backoff_us = 0;
 	event_del(c->handshake_timer);
-	tv_from_us(&tv, c->params.ping_interval_us);
+	tv = pps_time_us_to_timeval(c->params.ping_interval_us);
 	event_add(c->ping_timer, &tv);
 	ping_cb(-1, 0, c); /* a first clock sample right away */
 }
@@ -525,7 +519,7 @@ start(pps_connection_t *c)
 		ended(c, "out of memory", true);
 		return;
 	}
-	tv_from_us(&tv, c->params.handshake_timeout_us);
+	tv = pps_time_us_to_timeval(c->params.handshake_timeout_us);
 	event_add(c->handshake_timer, &tv);
 	/* Validated by the configuration loader already. */
 	if (pps_config_split_address(c->server, host, sizeof(host), port, sizeof(port)) < 0) {
