@@ -6,14 +6,16 @@ and its other viewers, and what a hostile server does to pps-client.
 Server attacks (each beside one honest headless pps-client, the "viewer",
 that streams for the whole run; the attack runs in the middle half):
   baseline       no attack (the reference for the viewer's figures)
-  garbage        connections sending 4 KiB of random bytes, up to 50 a second
+  garbage        connections sending 4 KiB of random bytes (every other one after
+                 the version byte 1), up to 50 a second
   oversize       connections sending a record header of length 65535, up to 50 a second
   slowloris      16 connections (4 addresses x 4) sending a HELLO one byte a second,
                  re-opened when the server closes them
   half-open      64 silent connections (16 addresses x 4, as many as the per-address
                  limit lets in), all re-opened every 4.5 s
   slow-readers   14 clients (14 addresses) that say HELLO and never read (4 KiB
-                 receive buffer), re-connecting when evicted; the attack lasts
+                 receive buffer), each re-connecting evict_after_s + 1 s after it
+                 joined (it cannot see its eviction); the attack lasts
                  evict_after_s + 4 s so that eviction falls inside it
   churn          join (HELLO), read 0.5 s, leave, in a loop
   tls-baseline, tls-half-open
@@ -72,13 +74,14 @@ SERVER_ATTACKS = ["baseline", "garbage", "oversize", "slowloris", "half-open", "
 CLIENT_ATTACKS = ["id-jump", "frame-jump", "stream-info-4096", "stream-info-16384"]
 WHAT = {
     "baseline": "no attack",
-    "garbage": "connections sending 4 KiB of random bytes, 50 a second at most",
+    "garbage": "connections sending 4 KiB of random bytes (every other one after the version "
+               "byte 1), 50 a second at most",
     "oversize": "connections sending a record header of length 65535, 50 a second at most",
     "slowloris": "16 connections (4 addresses x 4) sending a HELLO one byte a second, "
                  "re-opened when closed",
     "half-open": "64 silent connections (16 addresses x 4), all re-opened every 4.5 s",
     "slow-readers": "14 clients (14 addresses) that send HELLO and never read (4 KiB receive "
-                    "buffer), re-connecting when evicted",
+                    "buffer), each re-connecting evict_after_s + 1 s after it joined",
     "churn": "join (HELLO), read 0.5 s, leave, in a loop",
     "tls-baseline": "no attack, server and viewer on TLS",
     "tls-half-open": "half-open, server and viewer on TLS",
@@ -172,7 +175,9 @@ class Attacker(threading.Thread):
             s.close()
 
     def attack_garbage(self):
-        self.one_shot(lambda: os.urandom(4096))
+        # Every other one starts with the protocol's version byte, so that the
+        # parser reads on into the header rather than stopping at the first byte.
+        self.one_shot(lambda: (b"\x01" if self.connections % 2 else b"") + os.urandom(4096))
 
     def attack_oversize(self):
         self.one_shot(lambda: struct.pack(">BBH", 1, 1, 65535) + b"\x00" * 1024)
@@ -218,17 +223,21 @@ class Attacker(threading.Thread):
         def reader(src):
             s = self.open(src, rcvbuf=4096)
             s.sendall(harness.hello(b"slow-reader"))
-            return s
+            return s, time.monotonic()
 
-        self.socks = [reader(src) for src in srcs]
+        readers = [reader(src) for src in srcs]
+        self.socks = [s for s, _ in readers]
         while not self.halt.wait(0.5):
-            for i, s in enumerate(self.socks):
-                # Never read: the connection's TCP state says when the server closed it.
+            for i, (s, since) in enumerate(readers):
+                # A reader that never reads never sees the server's BYE and FIN
+                # (they wait behind its closed window): it leaves and comes back
+                # once the server must have evicted it, as an attacker would.
                 info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
-                if info[0] != TCP_ESTABLISHED:
-                    self.closed_by_server += 1
+                if info[0] != TCP_ESTABLISHED or time.monotonic() - since > EVICT_AFTER_S + 1:
+                    self.closed_by_server += info[0] != TCP_ESTABLISHED
                     s.close()
-                    self.socks[i] = reader(srcs[i])
+                    readers[i] = reader(srcs[i])
+                    self.socks[i] = readers[i][0]
 
     def attack_churn(self):
         while not self.halt.is_set():
