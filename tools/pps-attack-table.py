@@ -14,9 +14,12 @@ that streams for the whole run; the attack runs in the middle half):
   half-open      64 silent connections (16 addresses x 4, as many as the per-address
                  limit lets in), all re-opened every 4.5 s
   slow-readers   14 clients (14 addresses) that say HELLO and never read (4 KiB
-                 receive buffer), each re-connecting evict_after_s + 1 s after it
-                 joined (it cannot see its eviction); the attack lasts
-                 evict_after_s + 4 s so that eviction falls inside it
+                 receive buffer); the attack lasts evict_after_s + 4 s so that
+                 eviction falls inside it (they cannot see it: the BYE and FIN
+                 wait behind their closed window, so they stay away)
+  slow-readers-cycle
+                 the same, each leaving and re-connecting evict_after_s + 1 s
+                 after it joined
   churn          join (HELLO), read 0.5 s, leave, in a loop
   tls-baseline, tls-half-open
                  the same two with the server on TLS and the viewer over TLS
@@ -70,7 +73,7 @@ EVICT_AFTER_S = 10  # [server] evict_after_s's default
 TCP_ESTABLISHED = 1
 
 SERVER_ATTACKS = ["baseline", "garbage", "oversize", "slowloris", "half-open", "slow-readers",
-                  "churn", "tls-baseline", "tls-half-open"]
+                  "slow-readers-cycle", "churn", "tls-baseline", "tls-half-open"]
 CLIENT_ATTACKS = ["id-jump", "frame-jump", "stream-info-4096", "stream-info-16384"]
 WHAT = {
     "baseline": "no attack",
@@ -81,7 +84,9 @@ WHAT = {
                  "re-opened when closed",
     "half-open": "64 silent connections (16 addresses x 4), all re-opened every 4.5 s",
     "slow-readers": "14 clients (14 addresses) that send HELLO and never read (4 KiB receive "
-                    "buffer), each re-connecting evict_after_s + 1 s after it joined",
+                    "buffer); once evicted they stay away (they cannot see their BYE)",
+    "slow-readers-cycle": "the same 14, each leaving and re-connecting evict_after_s + 1 s "
+                          "after it joined",
     "churn": "join (HELLO), read 0.5 s, leave, in a loop",
     "tls-baseline": "no attack, server and viewer on TLS",
     "tls-half-open": "half-open, server and viewer on TLS",
@@ -217,7 +222,7 @@ class Attacker(threading.Thread):
             if self.halt.wait(4.0):
                 break
 
-    def attack_slow_readers(self):
+    def attack_slow_readers(self, cycle_s=None):
         srcs = [attacker_address(i) for i in range(14)]
 
         def reader(src):
@@ -230,14 +235,18 @@ class Attacker(threading.Thread):
         while not self.halt.wait(0.5):
             for i, (s, since) in enumerate(readers):
                 # A reader that never reads never sees the server's BYE and FIN
-                # (they wait behind its closed window): it leaves and comes back
-                # once the server must have evicted it, as an attacker would.
+                # (they wait behind its closed window), so the TCP state rarely
+                # tells; with @cycle_s it leaves and comes back that long after
+                # it joined, whatever the server did.
                 info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
-                if info[0] != TCP_ESTABLISHED or time.monotonic() - since > EVICT_AFTER_S + 1:
+                if info[0] != TCP_ESTABLISHED or (cycle_s and time.monotonic() - since > cycle_s):
                     self.closed_by_server += info[0] != TCP_ESTABLISHED
                     s.close()
                     readers[i] = reader(srcs[i])
                     self.socks[i] = readers[i][0]
+
+    def attack_slow_readers_cycle(self):
+        self.attack_slow_readers(cycle_s=EVICT_AFTER_S + 1)
 
     def attack_churn(self):
         while not self.halt.is_set():
@@ -297,7 +306,7 @@ def server_run(build, workdir, name, seconds):
         client_settings = ["client.tls=true", "client.tls_ca=" + cert]
     warm_s = tail_s = seconds / 4
     attack_s = seconds / 2
-    if kind == "slow-readers":
+    if kind.startswith("slow-readers"):
         attack_s = max(attack_s, EVICT_AFTER_S + 4)
     log = os.path.join(workdir, name + "-server.jsonl")
     viewer_stats = os.path.join(workdir, name + "-viewer.json")
