@@ -282,18 +282,22 @@ def viewer_window(client, t0_s, t1_s):
             max(gaps) / 1000 if gaps else None)
 
 
-def newcomer_result(c):
+def newcomer_result(c, started_s):
+    """Admitted (not refused: exit 0 or frames shown), frames shown and the
+    seconds from its start to its first frame shown."""
     try:
         rc = c.wait(timeout=30)
     except subprocess.TimeoutExpired:
         c.proc.kill()
         rc = c.wait()
     try:
-        shown = c.summary()["frames_shown"]
-    except (OSError, ValueError, KeyError, harness.Failure):
-        shown = 0
+        shown = [e["display_us"] for e in c.events("frame") if e["shown"]]
+    except (OSError, ValueError, KeyError):
+        shown = []
     lines = [ln for ln in c.stderr.splitlines() if ln.strip()]
-    return {"exit": rc, "frames_shown": shown, "said": lines[-1][:160] if lines else ""}
+    return {"exit": rc, "admitted": rc == 0 or bool(shown), "frames_shown": len(shown),
+            "first_frame_s": min(shown) / 1e6 - started_s if shown else None,
+            "said": lines[-1][:160] if lines else ""}
 
 
 def server_run(build, workdir, name, seconds):
@@ -330,18 +334,19 @@ def server_run(build, workdir, name, seconds):
         while time.time() < t0 + attack_s:
             # Two newcomers at once at most: with the viewer that stays under
             # max_clients_per_address (4), all of them coming from 127.0.0.1.
-            running = sum(1 for c in newcomers if c.proc.poll() is None)
+            running = sum(1 for c, _ in newcomers if c.proc.poll() is None)
             if starts and time.time() >= t0 + starts[0] and running < NEWCOMERS_AT_ONCE:
                 starts.pop(0)
-                newcomers.append(harness.Client(build, workdir, srv.address, *client_settings,
-                                                duration=NEWCOMER_S,
-                                                name="newcomer%d" % len(newcomers)))
+                newcomers.append((harness.Client(build, workdir, srv.address, *client_settings,
+                                                 duration=NEWCOMER_S,
+                                                 name="newcomer%d" % len(newcomers)),
+                                  time.time()))
             most_fds = max(most_fds or 0, proc_usage(srv.proc.pid)[1] or 0)
             time.sleep(0.1)  # the attack's length, not a synchronisation
         if attacker:
             attacker.stop()
         t1 = time.time()
-        r["newcomers"] = [newcomer_result(c) for c in newcomers]
+        r["newcomers"] = [newcomer_result(c, started) for c, started in newcomers]
         # The server closes what the attacker left as it notices; 5 s at most.
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and srv.proc.poll() is None and \
@@ -358,7 +363,7 @@ def server_run(build, workdir, name, seconds):
     finally:
         if attacker:
             attacker.stop()
-        for c in newcomers + ([viewer] if viewer else []):
+        for c in [c for c, _ in newcomers] + ([viewer] if viewer else []):
             if c.proc.poll() is None:
                 c.proc.kill()
                 c.proc.wait()
@@ -368,7 +373,10 @@ def server_run(build, workdir, name, seconds):
         r["viewer_frames_shown_pct"] = viewer.summary()["frames_shown_pct"]
     except (OSError, ValueError, KeyError, harness.Failure):
         r["viewer_frames_shown_pct"] = None
-    r["admitted"] = sum(1 for n in r["newcomers"] if n["frames_shown"] > 0)
+    r["admitted"] = sum(1 for n in r["newcomers"] if n["admitted"])
+    r["with_frames"] = sum(1 for n in r["newcomers"] if n["frames_shown"] > 0)
+    firsts = [n["first_frame_s"] for n in r["newcomers"] if n["first_frame_s"] is not None]
+    r["newcomer_first_frame_max_s"] = max(firsts) if firsts else None
     if attacker:
         r["attacker"] = {"connections": attacker.connections,
                          "closed_by_server": attacker.closed_by_server,
@@ -515,27 +523,31 @@ def render(doc):
         out += ["## Against the server", "",
                 "One honest viewer streams through the run; the attack holds its middle "
                 "(`attack s`). Viewer figures are for the attack window, the no-attack "
-                "baseline's in parentheses. Newcomers: fresh pps-clients that showed frames, of "
-                "up to %d tried for %g s each during the attack. RSS and descriptors: before the "
+                "baseline's in parentheses. Newcomers: fresh pps-clients, up to %d tried for %g s "
+                "each during the attack: admitted (not refused) of tried, and how many showed a "
+                "frame (the latest first frame, from its start). RSS and descriptors: before the "
                 "attack → after it (peak during). Counters: the server's `--stats-json` over "
                 "the run." % (NEWCOMERS, NEWCOMER_S), "",
                 "| attack | attack s | server up (exit) | viewer fps | viewer p95 ms | viewer "
-                "longest gap ms | newcomers | RSS KiB | fds | refused / evicted / handshakes "
-                "dropped | attacker connections (closed by server) |",
+                "longest gap ms | newcomers admitted, with frames (first frame, max) | RSS KiB "
+                "| fds | refused / evicted / handshakes dropped | attacker connections (closed "
+                "by server) |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in server:
             b = base.get("tls-baseline" if r["attack"].startswith("tls-") else "baseline")
             ref = b if b is not None and b is not r else None
             c = r.get("counters") or {}
             a = r.get("attacker")
-            out.append("| %s | %g | %s (%s) | %s | %s | %s | %d/%d | %s → %s | %s → %s (%s) | "
+            out.append("| %s | %g | %s (%s) | %s | %s | %s | %d/%d, %d (%s s) | %s → %s | "
+                       "%s → %s (%s) | "
                        "%s / %s / %s | %s |" % (
                            r["attack"], r["attack_s"], "yes" if r["server_up"] else "**no**",
                            r["server_exit"],
                            fmt(r["fps"]) + (" (%s)" % fmt(ref["fps"]) if ref else ""),
                            fmt(r["p95_ms"]) + (" (%s)" % fmt(ref["p95_ms"]) if ref else ""),
                            fmt(r["longest_gap_ms"], "%.0f"),
-                           r["admitted"], len(r["newcomers"]),
+                           r["admitted"], len(r["newcomers"]), r["with_frames"],
+                           fmt(r["newcomer_first_frame_max_s"], "%.1f"),
                            fmt(r["rss_kib_before"], "%d"), fmt(r["rss_kib_after"], "%d"),
                            fmt(r["fds_before"], "%d"), fmt(r["fds_after"], "%d"),
                            fmt(r["fds_peak"], "%d"),
@@ -545,10 +557,17 @@ def render(doc):
                                           ", %d held at most" % a["most_open"]
                                           if a["most_open"] else "") if a else "–"))
         refusals = [(r["attack"], n["said"]) for r in server for n in r["newcomers"]
-                    if n["frames_shown"] == 0]
+                    if not n["admitted"]]
         if refusals:
-            out += ["", "Newcomers without a stream said:", ""]
+            out += ["", "Newcomers refused said:", ""]
             out += ["- %s: `%s`" % (a, s.replace("`", "'") or "(nothing)") for a, s in refusals]
+        blank = ["%s (%s)" % (r["attack"], ", ".join("%d frames" % n["frames_shown"]
+                                                     for n in r["newcomers"]))
+                 for r in server if r["with_frames"] < r["admitted"]]
+        if blank:
+            out += ["", "Admitted newcomers that showed no frame in their %g s (a join waits "
+                    "for an IDR, and forced IDRs are bounded by `recovery_budget_pct` and 500 ms "
+                    "apart): %s." % (NEWCOMER_S, "; ".join(blank))]
     client = [r for r in rows if r["side"] == "client"]
     if client:
         out += ["", "## Against the client", "",
