@@ -445,7 +445,10 @@ def watch_client(c, since_fn, seconds):
     peak, deadline = None, time.monotonic() + seconds + 10
     while c.proc.poll() is None and time.monotonic() < deadline:
         peak = peak_rss_kib(c.proc.pid) or peak
-        time.sleep(0.05)  # sampling its memory while it runs
+        try:
+            c.proc.wait(timeout=0.02)  # sampling its memory while it runs
+        except subprocess.TimeoutExpired:
+            pass
     end = time.monotonic()
     killed = c.proc.poll() is None
     if killed:
