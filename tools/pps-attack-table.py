@@ -20,7 +20,7 @@ that streams for the whole run; the attack runs in the middle half):
   slow-readers-cycle
                  the same, each leaving and re-connecting evict_after_s + 1 s
                  after it joined
-  churn          join (HELLO), read 0.5 s, leave, in a loop
+  churner        join (HELLO), read 0.5 s, leave, in a loop (pps-idr-amplification's)
   tls-baseline, tls-half-open
                  the same two with the server on TLS and the viewer over TLS
 Attackers connect from 127.0.0.2 and up (distinct hosts to the server), the
@@ -49,6 +49,7 @@ socket is bounded in time and removed whatever happens.
 Benchmarks print figures; they do not pass or fail.
 """
 import argparse
+import importlib.util
 import json
 import os
 import select
@@ -73,7 +74,7 @@ EVICT_AFTER_S = 10  # [server] evict_after_s's default
 TCP_ESTABLISHED = 1
 
 SERVER_ATTACKS = ["baseline", "garbage", "oversize", "slowloris", "half-open", "slow-readers",
-                  "slow-readers-cycle", "churn", "tls-baseline", "tls-half-open"]
+                  "slow-readers-cycle", "churner", "tls-baseline", "tls-half-open"]
 CLIENT_ATTACKS = ["id-jump", "frame-jump", "stream-info-4096", "stream-info-16384"]
 WHAT = {
     "baseline": "no attack",
@@ -87,7 +88,7 @@ WHAT = {
                     "buffer); once evicted they stay away (they cannot see their BYE)",
     "slow-readers-cycle": "the same 14, each leaving and re-connecting evict_after_s + 1 s "
                           "after it joined",
-    "churn": "join (HELLO), read 0.5 s, leave, in a loop",
+    "churner": "join (HELLO), read 0.5 s, leave, in a loop (pps-idr-amplification's)",
     "tls-baseline": "no attack, server and viewer on TLS",
     "tls-half-open": "half-open, server and viewer on TLS",
     "id-jump": "hostile server: STREAM_INFO, WINDOW_END 1, WINDOW_END 4294967294",
@@ -132,14 +133,24 @@ def closed_by_peer(s, timeout=0.0):
     return False
 
 
-class Attacker(threading.Thread):
-    """One attack on its own thread until stop(); counts its connections."""
+def load_tool(name):
+    """A tool beside this one whose file name is not a module name."""
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"),
+                                                  os.path.join(HERE, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+idr_amplification = load_tool("pps-idr-amplification")
+
+
+class Attacker(idr_amplification.Attacker):
+    """One attack on its own thread until stop(); counts its connections.
+    The churner is pps-idr-amplification's, here from another host."""
 
     def __init__(self, kind, port):
-        super().__init__(daemon=True)
-        self.kind = kind
-        self.port = port
-        self.halt = threading.Event()
+        super().__init__(kind, port)
         self.connections = 0
         self.closed_by_server = 0
         self.most_open = 0
@@ -155,16 +166,25 @@ class Attacker(threading.Thread):
         self.connections += 1
         return s
 
+    def connect(self, rcvbuf=None):
+        """The churner's connection (idr_amplification.Attacker.run)."""
+        s = self.open(attacker_address(0), rcvbuf)
+        s.sendall(harness.hello(self.kind.encode()))
+        self.joins += 1
+        return s
+
     def stop(self):
-        self.halt.set()
-        self.join(timeout=10)
+        super().stop()
         for s in self.socks:
             s.close()
         self.socks = []
 
     def run(self):
         try:
-            getattr(self, "attack_" + self.kind.replace("-", "_"))()
+            if self.kind == "churner":
+                super().run()
+            else:
+                getattr(self, "attack_" + self.kind.replace("-", "_"))()
         except OSError as e:
             self.error = str(e)
 
@@ -247,24 +267,6 @@ class Attacker(threading.Thread):
 
     def attack_slow_readers_cycle(self):
         self.attack_slow_readers(cycle_s=EVICT_AFTER_S + 1)
-
-    def attack_churn(self):
-        while not self.halt.is_set():
-            s = self.open(attacker_address(0))
-            s.sendall(harness.hello(b"churner"))
-            s.settimeout(0.05)
-            end = time.monotonic() + 0.5
-            try:
-                while time.monotonic() < end and not self.halt.is_set():
-                    try:
-                        if not s.recv(65536):
-                            self.closed_by_server += 1
-                            break
-                    except socket.timeout:
-                        pass
-            except OSError:
-                pass
-            s.close()
 
 
 def viewer_window(client, t0_s, t1_s):
