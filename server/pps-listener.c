@@ -141,6 +141,7 @@ session_closed_cb(pps_session_t *session, void *user)
 			case PPS_WIRE_BYE_TOO_SLOW:
 				l->stats.clients_evicted++;
 				break;
+			case PPS_WIRE_BYE_VERSION: /* garbage: not even our version byte */
 			case PPS_WIRE_BYE_PROTOCOL:
 				if (pps_session_state(session) != PPS_SESSION_STREAMING)
 					l->stats.handshakes_dropped++;

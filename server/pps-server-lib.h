@@ -114,7 +114,7 @@ typedef struct {
 	uint64_t clients_refused;      /* refused at accept or at HELLO (full, per address) */
 	uint64_t clients_unauthorized; /* refused with BYE unauthorized */
 	uint64_t clients_evicted;      /* dropped with BYE too-slow */
-	uint64_t handshakes_dropped;   /* pending connections dropped for a newcomer or a timeout */
+	uint64_t handshakes_dropped;   /* pending: for a newcomer, a timeout, bad bytes */
 	uint64_t refusals_unlogged;    /* refusals past PPS_LISTENER_REFUSALS_LOGGED_PER_S */
 	pps_recovery_stats_t recovery;
 } pps_listener_stats_t;

@@ -295,6 +295,30 @@ test_handshake_timeout(void)
 	fixture_free(&f);
 }
 
+/* Bytes that are not our protocol (not even its version byte) before HELLO:
+ * refused, and counted as a dropped handshake like any other. */
+static void
+test_garbage_counted(void)
+{
+	static const uint8_t garbage[] = "\xff\xfe\x00 not our protocol";
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t c;
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.1", false), 0);
+	CHECK(write(c.fd, garbage, sizeof(garbage)) == (ssize_t)sizeof(garbage));
+	run_loop(f.base);
+	peer_read(&c);
+	CHECK(c.got_bye);
+	CHECK_EQ_INT(c.bye_reason, PPS_WIRE_BYE_VERSION);
+	CHECK_EQ_INT(stats_of(&f).sessions, 0);
+	CHECK_EQ_INT(stats_of(&f).handshakes_dropped, 1);
+	peer_close(&c);
+	fixture_free(&f);
+}
+
 /* Answers a challenge with the MAC of @token. */
 static void
 peer_auth(peer_t *p, const char *token)
@@ -661,6 +685,7 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	test_handshake_ok();
 	test_handshake_timeout();
+	test_garbage_counted();
 	test_access_token();
 	test_slow_client_evicted();
 	test_limits();
