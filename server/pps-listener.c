@@ -158,16 +158,47 @@ session_closed_cb(pps_session_t *session, void *user)
 	}
 }
 
-/* A HELLO arrived: admitted while fewer than max_clients stream. */
+/* The streaming session stalled longest, if at least the displacement bound. */
+static pps_session_t *
+most_stalled(const pps_listener_t *l)
+{
+	pps_session_t *worst = NULL;
+	int64_t worst_us = PPS_LISTENER_DISPLACE_STALLED_US - 1;
+
+	for (const link_t *k = l->sessions; k; k = k->next) {
+		int64_t stalled_us = pps_session_stalled_us(k->session);
+
+		if (stalled_us > worst_us) {
+			worst = k->session;
+			worst_us = stalled_us;
+		}
+	}
+	return worst;
+}
+
+/* A HELLO arrived: admitted while fewer than max_clients stream, or in place
+ * of a client that stopped taking data (PPS_LISTENER_DISPLACE_STALLED_US). */
 static bool
 session_admit_cb(pps_session_t *session, void *user)
 {
 	pps_listener_t *l = user;
 	unsigned streaming, pending;
+	pps_session_t *stalled;
 
 	count_sessions(l, &streaming, &pending);
 	if (streaming < l->params.max_clients)
 		return true;
+	stalled = most_stalled(l);
+	if (stalled) {
+		char why[96];
+
+		snprintf(why, sizeof(why),
+		         "too slow: took no data for %lld ms, displaced by a newcomer",
+		         (long long)(pps_session_stalled_us(stalled) / 1000));
+		/* Synchronous: closed_cb takes it off the list and counts it. */
+		pps_session_refuse(stalled, PPS_WIRE_BYE_TOO_SLOW, why);
+		return true;
+	}
 	log_refusal(l, "pps-server: refused %s: server full (max_clients %u)\n",
 	            pps_session_peer(session), l->params.max_clients);
 	l->stats.clients_refused++;
@@ -242,6 +273,7 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	pps_session_t *session;
 	char host[NI_MAXHOST], port[NI_MAXSERV], why[128];
 	unsigned streaming = 0, pending = 0, same_host = 0;
+	bool full;
 	unsigned max_pending =
 	    l->params.max_pending ? l->params.max_pending : l->params.max_clients;
 
@@ -256,11 +288,13 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 		if (strcmp(k->host, host) == 0)
 			same_host++;
 	}
-	if (streaming >= l->params.max_clients || same_host >= l->params.max_per_address) {
+	/* Full, unless a stalled client can make room at HELLO (most_stalled). */
+	full = streaming >= l->params.max_clients && !most_stalled(l);
+	if (full || same_host >= l->params.max_per_address) {
 		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
 
 		bye.u.bye.reason = PPS_WIRE_BYE_SERVER_FULL;
-		if (streaming >= l->params.max_clients)
+		if (full)
 			snprintf(why, sizeof(why), "server full (%u clients)",
 			         l->params.max_clients);
 		else

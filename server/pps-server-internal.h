@@ -150,6 +150,9 @@ unsigned pps_session_id(const pps_session_t *session);
 /* The BYE reason this session refused its client with, or -1 (it left, or
  * its socket failed, or it is still open). */
 int pps_session_bye_reason(const pps_session_t *session);
+/* How long a streaming session's writer has taken no packet (µs, by the
+ * session's clock); 0 before it streams. */
+int64_t pps_session_stalled_us(const pps_session_t *session);
 /* Applies the handshake timeout and the slow-client eviction at the session
  * clock's now; the session's own timers call it, tests call it after moving
  * their clock. It may close the session (closed_cb). */

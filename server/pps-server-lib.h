@@ -31,6 +31,13 @@
 #define PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US 500000
 #define PPS_DEFAULT_RECOVERY_BUDGET_PCT      5
 
+/* A full server admits a newcomer in place of the streaming client that has
+ * taken no data for longest, if that is at least this long (BYE too-slow,
+ * counted as evicted). Slow readers that rejoin after each eviction would
+ * otherwise hold their slots for good; a viewer on a live path takes data
+ * every window, and one that stalls 2 s is already frozen. */
+#define PPS_LISTENER_DISPLACE_STALLED_US 2000000
+
 typedef struct {
 	int64_t min_interval_us;    /* between two forced IDRs */
 	int64_t client_interval_us; /* between two loss requests of one client */
@@ -91,7 +98,8 @@ void pps_recovery_get_stats(const pps_recovery_t *recovery, pps_recovery_stats_t
 typedef struct {
 	/* Every session's parameters (admit_cb is the listener's own). */
 	pps_session_params_t session;
-	unsigned max_clients;     /* streaming at once */
+	unsigned max_clients;     /* streaming at once; when full, a newcomer displaces a client
+	                           * that took no data for PPS_LISTENER_DISPLACE_STALLED_US */
 	unsigned max_pending;     /* in their handshake at once; 0 = max_clients */
 	unsigned max_per_address; /* connections from one address, in any state */
 	pps_recovery_params_t recovery;

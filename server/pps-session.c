@@ -801,6 +801,14 @@ pps_session_id(const pps_session_t *s)
 	return s->id;
 }
 
+int64_t
+pps_session_stalled_us(const pps_session_t *s)
+{
+	if (s->state != PPS_SESSION_STREAMING || s->closing)
+		return 0;
+	return session_now(s) - s->last_progress_us;
+}
+
 int
 pps_session_bye_reason(const pps_session_t *s)
 {

@@ -425,6 +425,47 @@ test_slow_client_evicted(void)
 	fixture_free(&f);
 }
 
+/* A full server: a newcomer takes the slot of a client that took no data for
+ * PPS_LISTENER_DISPLACE_STALLED_US (slow readers that rejoin after every
+ * eviction would otherwise hold their slots for good); not before. */
+static void
+test_stalled_client_displaced(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t a, b, c;
+
+	default_params(&params);
+	params.max_clients = 1;
+	fixture_new(&f, &params);
+	connect_peer(&f, &a, "10.0.0.1", true);
+	peer_hello(&a, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1);
+	/* Stalled for less than the bound: the newcomer is refused. */
+	fake_now_us += PPS_LISTENER_DISPLACE_STALLED_US / 2;
+	CHECK_EQ_INT(connect_peer(&f, &b, "10.0.0.2", true), -EBUSY);
+	peer_read(&b);
+	CHECK(b.got_bye && b.bye_reason == PPS_WIRE_BYE_SERVER_FULL);
+	CHECK_EQ_INT(stats_of(&f).clients_refused, 1);
+	/* Past it: admitted in place of the stalled one, who is told why. */
+	fake_now_us += PPS_LISTENER_DISPLACE_STALLED_US;
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.3", true), 0);
+	peer_hello(&c, false);
+	run_loop(f.base);
+	peer_read(&a);
+	peer_read(&c);
+	CHECK(a.got_bye && a.bye_reason == PPS_WIRE_BYE_TOO_SLOW);
+	CHECK(c.got_stream_info && !c.got_bye);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1);
+	CHECK_EQ_INT(stats_of(&f).clients_evicted, 1);
+	CHECK_EQ_INT(stats_of(&f).clients_refused, 1);
+	peer_close(&a);
+	peer_close(&b);
+	peer_close(&c);
+	fixture_free(&f);
+}
+
 static void
 test_limits(void)
 {
@@ -688,6 +729,7 @@ main(void)
 	test_garbage_counted();
 	test_access_token();
 	test_slow_client_evicted();
+	test_stalled_client_displaced();
 	test_limits();
 	test_refusal_logs_bounded();
 	test_listener_defers_idr();
