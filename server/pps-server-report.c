@@ -138,7 +138,9 @@ typedef struct {
 	JsonArray *clients; /* --stats-json, else NULL */
 } final_t;
 
-/* %.3f as before json-glib (which prints every double with 17 digits). */
+/* Millisecond resolution, as before json-glib. json-glib still prints the
+ * nearest double with 17 digits (2.0070000000000001): the value is right,
+ * the look is not; left as is. */
 static double
 round_ms(double seconds)
 {
