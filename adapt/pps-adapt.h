@@ -55,6 +55,29 @@ typedef enum {
 /* The names shared by config, logs and docs, in enum order, NULL-terminated. */
 extern const char *const pps_latency_cap_names[];
 
+/*
+ * [transport] rate_control: what decides the stream's sending rate.
+ *   congestion    the kernel's congestion control alone (cubic, bbr, ...).
+ *   tcp-friendly  the congestion control, capped (SO_MAX_PACING_RATE) at a
+ *                 rate that follows the rule a loss-based TCP follows (AIMD:
+ *                 +PPS_PATH_FAIR_ALPHA_MILLI/1000 packet per RTT each RTT, x
+ *                 PPS_PATH_FAIR_BETA_PCT/100 per round trip with a loss), so
+ *                 beside such flows the stream takes about one flow's share
+ *                 while a congestion control that keeps its window through
+ *                 losses (bbr) spares it the stalls of a window of 2-4 packets.
+ */
+typedef enum {
+	PPS_RATE_CONTROL_CONGESTION = 0,
+	PPS_RATE_CONTROL_TCP_FRIENDLY,
+} pps_rate_control_t;
+
+extern const char *const pps_rate_control_names[]; /* in enum order, NULL-terminated */
+
+/* cubic's multiplicative decrease and the additive increase that makes it as
+ * fast as Reno's at the same loss rate (RFC 9438 4.3: 3(1 - b)/(1 + b)). */
+#define PPS_PATH_FAIR_BETA_PCT    70
+#define PPS_PATH_FAIR_ALPHA_MILLI 529
+
 /* Where a path's cap stands. */
 typedef enum {
 	PPS_PATH_CAP_NONE = 0,  /* policy off, or no estimate yet */
@@ -74,6 +97,7 @@ typedef struct {
 	/* Queueing the stream may add on its own path; the server derives it
 	 * from the latency budget ([transport] queue_target_ms). */
 	int64_t queue_target_us;
+	pps_rate_control_t rate_control;
 } pps_path_params_t;
 
 typedef struct {
@@ -91,6 +115,8 @@ typedef struct {
 	uint32_t cwnd_pkts;
 	uint32_t inflight_cap_pkts; /* 0 = no cap */
 	pps_path_cap_state_t cap_state;
+	uint64_t fair_rate_bps; /* tcp-friendly rate cap; 0 = none (estimate_bps is within it) */
+	uint64_t loss_events;   /* round trips with a retransmission (the AIMD's decreases) */
 } pps_path_estimate_t;
 
 typedef struct pps_path pps_path_t;
@@ -102,6 +128,8 @@ void pps_path_add_sample(pps_path_t *path, const pps_path_sample_t *sample);
 void pps_path_get_estimate(const pps_path_t *path, pps_path_estimate_t *out);
 /* Packets the writer may keep in flight (unacknowledged + unsent); 0 = no cap. */
 uint32_t pps_path_inflight_cap_pkts(const pps_path_t *path);
+/* The tcp-friendly sending rate in bits/s (the writer's pacing cap); 0 = none. */
+uint64_t pps_path_rate_cap_bps(const pps_path_t *path);
 
 /* ---------------------------------------------------------- rate allocation */
 

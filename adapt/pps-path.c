@@ -26,6 +26,15 @@
  * does not do unless the buffer is smaller than the target), lifts the cap,
  * and every PPS_PATH_RETEST_US the cap is tried for a few round trips: if the
  * queue drains, it was the stream's own.
+ *
+ * Tcp-friendly rate (rate_control tcp-friendly). The stream's own AIMD on the
+ * losses TCP_INFO reports: the rate grows by ALPHA packets per RTT every RTT
+ * and shrinks to BETA of itself once per round trip with a retransmission, the
+ * rule that gives a loss-based TCP its share of a drop-tail queue. It starts
+ * from the first estimate, never exceeds twice what was acknowledged over the
+ * last half second (an application-limited stream earns no credit) nor falls
+ * below two packets per RTT. The writer paces at it and the estimate is held
+ * within it, so the encoder offers what this rate carries.
  */
 #include "pps-adapt.h"
 
@@ -43,6 +52,17 @@
 #define QUEUE_MIN_WINDOW_US  1000000
 #define MIN_CAP_PKTS         4
 #define TEST_MIN_US          200000
+#define FAIR_MIN_PKTS        2
+#define FAIR_UNSENT_PKTS     2
+
+const char *const pps_rate_control_names[] = {
+    [PPS_RATE_CONTROL_CONGESTION] = "congestion",
+    [PPS_RATE_CONTROL_TCP_FRIENDLY] = "tcp-friendly",
+    [PPS_RATE_CONTROL_TCP_FRIENDLY + 1] = NULL,
+};
+_Static_assert(sizeof(pps_rate_control_names) / sizeof(pps_rate_control_names[0]) ==
+                   PPS_RATE_CONTROL_TCP_FRIENDLY + 2,
+               "a name for every pps_rate_control_t");
 
 const char *const pps_latency_cap_names[] = {
     [PPS_LATENCY_CAP_OFF] = "off",
@@ -128,6 +148,11 @@ struct pps_path {
 	int64_t test_until_us;
 	int64_t retest_us;   /* time in COMPETING before the next test */
 	bool self_from_test; /* SELF was entered by a test, not at the start */
+	/* tcp-friendly rate */
+	uint64_t fair_bps; /* 0 = not started */
+	int64_t fair_last_us;
+	int64_t fair_decrease_us;
+	uint64_t loss_events;
 };
 
 const char *
@@ -152,7 +177,8 @@ pps_path_new(const pps_path_params_t *params)
 	pps_path_t *p;
 
 	if (!params || params->queue_target_us < 0 ||
-	    (unsigned)params->cap_policy > PPS_LATENCY_CAP_YIELDING) {
+	    (unsigned)params->cap_policy > PPS_LATENCY_CAP_YIELDING ||
+	    (unsigned)params->rate_control > PPS_RATE_CONTROL_TCP_FRIENDLY) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -320,9 +346,48 @@ update_cap_state(pps_path_t *p, int64_t now)
 	}
 }
 
+/* The AIMD of the tcp-friendly rate, after the estimate of this sample. */
+static void
+fair_update(pps_path_t *p, const pps_path_sample_t *s, bool new_loss)
+{
+	int64_t now = s->now_us;
+	uint64_t srtt = s->srtt_us ? s->srtt_us : 100000;
+	uint64_t mss_bits = (uint64_t)(s->mss_bytes ? s->mss_bytes : 1448) * 8u;
+	uint64_t floor = FAIR_MIN_PKTS * mss_bits * 1000000u / srtt;
+	uint64_t ceiling = 2 * p->acked_bps;
+
+	if (p->params.rate_control != PPS_RATE_CONTROL_TCP_FRIENDLY)
+		return;
+	if (!p->fair_bps) {
+		if (!p->estimate_bps)
+			return;
+		p->fair_bps = p->estimate_bps;
+		p->fair_last_us = now;
+		return;
+	}
+	if (new_loss && (uint64_t)(now - p->fair_decrease_us) >= srtt) {
+		p->fair_bps = p->fair_bps * PPS_PATH_FAIR_BETA_PCT / 100;
+		p->fair_decrease_us = now;
+		p->loss_events++;
+	} else if (!new_loss) {
+		/* d(rate)/dt = ALPHA packets per RTT per RTT */
+		uint64_t dt = (uint64_t)(now - p->fair_last_us);
+
+		if (dt > srtt)
+			dt = srtt;
+		p->fair_bps += PPS_PATH_FAIR_ALPHA_MILLI * mss_bits * dt * 1000u / (srtt * srtt);
+	}
+	p->fair_last_us = now;
+	if (p->fair_bps > ceiling)
+		p->fair_bps = ceiling;
+	if (p->fair_bps < floor)
+		p->fair_bps = floor;
+}
+
 void
 pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 {
+	bool new_loss = false;
 	int64_t now = s->now_us;
 	int64_t span = 0;
 	uint32_t queue_us;
@@ -337,6 +402,7 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 		p->first_retrans = s->total_retrans_pkts;
 	} else if (s->total_retrans_pkts > p->last.total_retrans_pkts) {
 		p->last_retrans_us = now;
+		new_loss = true;
 	}
 	queue_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;
 	window_add(&p->min_queue, now, queue_us, false);
@@ -395,6 +461,30 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 		if (cwnd_bps > p->estimate_bps)
 			p->estimate_bps = cwnd_bps;
 	}
+	fair_update(p, s, new_loss);
+}
+
+/*
+ * The estimate the stream may use: the path's, within the tcp-friendly rate;
+ * while others hold the queue, the tcp-friendly rate itself. There the path's
+ * own estimate falls to what was acknowledged, which an application-limited
+ * stream keeps low (the cwnd rule above lifts it only for a window that stays
+ * full), and the AIMD already is the share a loss-based flow would take.
+ */
+static uint64_t
+usable_bps(const pps_path_t *p)
+{
+	if (!p->fair_bps)
+		return p->estimate_bps;
+	if (p->cap_state == PPS_PATH_CAP_COMPETING || p->fair_bps < p->estimate_bps)
+		return p->fair_bps;
+	return p->estimate_bps;
+}
+
+uint64_t
+pps_path_rate_cap_bps(const pps_path_t *p)
+{
+	return p->fair_bps;
 }
 
 void
@@ -406,7 +496,9 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	if (!p->have_sample)
 		return;
 	out->valid = p->estimate_bps > 0;
-	out->estimate_bps = p->estimate_bps;
+	out->estimate_bps = usable_bps(p);
+	out->fair_rate_bps = p->fair_bps;
+	out->loss_events = p->loss_events;
 	out->delivery_rate_bps = s->delivery_rate_bps;
 	out->acked_bps = p->acked_bps;
 	out->min_rtt_us = s->min_rtt_us;
@@ -424,19 +516,30 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 uint32_t
 pps_path_inflight_cap_pkts(const pps_path_t *p)
 {
-	uint64_t bytes, pkts;
+	uint64_t bytes, pkts, cap = 0;
 	uint32_t mss = p->last.mss_bytes ? p->last.mss_bytes : 1448;
 
-	if (p->cap_state != PPS_PATH_CAP_SELF && p->cap_state != PPS_PATH_CAP_TEST)
+	if ((p->cap_state == PPS_PATH_CAP_SELF || p->cap_state == PPS_PATH_CAP_TEST) &&
+	    p->estimate_bps) {
+		/* estimate * (5/4 min RTT + queue target), in bytes */
+		bytes =
+		    usable_bps(p) / 8u *
+		    (uint64_t)(5 * (int64_t)p->last.min_rtt_us / 4 + p->params.queue_target_us) /
+		    1000000u;
+		cap = (bytes + mss - 1) / mss;
+	}
+	if (p->fair_bps && p->last.srtt_us) {
+		/* Paced at the tcp-friendly rate, rate * srtt is in flight; what
+		 * the congestion window would let pile up unsent behind the pacer
+		 * is a queue in the sender: a few packets more, no further. */
+		bytes = p->fair_bps / 8u * p->last.srtt_us / 1000000u;
+		pkts = (bytes + mss - 1) / mss + FAIR_UNSENT_PKTS;
+		if (!cap || pkts < cap)
+			cap = pkts;
+	}
+	if (!cap)
 		return 0;
-	if (!p->estimate_bps)
-		return 0;
-	/* estimate * (5/4 min RTT + queue target), in bytes */
-	bytes = p->estimate_bps / 8u *
-	        (uint64_t)(5 * (int64_t)p->last.min_rtt_us / 4 + p->params.queue_target_us) /
-	        1000000u;
-	pkts = (bytes + mss - 1) / mss;
-	if (pkts < MIN_CAP_PKTS)
-		pkts = MIN_CAP_PKTS;
-	return pkts > UINT32_MAX ? UINT32_MAX : (uint32_t)pkts;
+	if (cap < MIN_CAP_PKTS)
+		cap = MIN_CAP_PKTS;
+	return cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
 }

@@ -128,6 +128,18 @@ pps_socket_set_max_pacing_rate(int fd, int bytes_per_s)
 }
 
 int
+pps_socket_get_max_pacing_rate(int fd, unsigned *bytes_per_s)
+{
+	unsigned v = 0;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, &len) < 0)
+		return -errno;
+	*bytes_per_s = v;
+	return 0;
+}
+
+int
 pps_socket_get_tcp_info(int fd, void *info, size_t size_bytes, size_t *len_bytes)
 {
 	socklen_t len = (socklen_t)size_bytes;

@@ -60,6 +60,8 @@ int pps_socket_set_rcvbuf(int fd, int bytes);
 /* SO_MAX_PACING_RATE in bytes per second; any value but ~0U turns on TCP's
  * internal pacing where no fq qdisc paces. */
 int pps_socket_set_max_pacing_rate(int fd, int bytes_per_s);
+/* The cap in force; ~0U = none. */
+int pps_socket_get_max_pacing_rate(int fd, unsigned *bytes_per_s);
 
 /*
  * TCP_INFO into @info (@size_bytes; a struct tcp_info, or a larger buffer for

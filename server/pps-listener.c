@@ -591,6 +591,8 @@ pps_listener_params_from_config(const pps_config_t *c, pps_listener_params_t *lp
 	sp->path.cap_policy =
 	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
 	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
+	sp->path.rate_control =
+	    (pps_rate_control_t)pps_config_get_enum(c, "transport", "rate_control");
 	if (sp->path.queue_target_us == 0)
 		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
 	return 0;

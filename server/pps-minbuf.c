@@ -84,7 +84,8 @@ struct pps_minbuf {
 	uint32_t last_backoff;
 
 	pps_minbuf_stats_t stats;
-	uint32_t cap_pkts; /* latency cap, 0 = none */
+	uint32_t cap_pkts;     /* latency cap, 0 = none */
+	uint64_t rate_cap_Bps; /* SO_MAX_PACING_RATE set by pps_minbuf_set_rate_cap, 0 = none */
 
 	pps_tls_t *tls; /* each packet sealed as one record; NULL: plaintext */
 	uint8_t *plain; /* one packet's plaintext before sealing */
@@ -678,6 +679,27 @@ pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts)
 	w->cap_pkts = cap_pkts;
 }
 
+int
+pps_minbuf_set_rate_cap(pps_minbuf_t *w, uint64_t bits_per_s)
+{
+	uint64_t want = bits_per_s / 8u, have = w->rate_cap_Bps;
+	int r, arg;
+
+	if (bits_per_s && want < 1)
+		want = 1;
+	if (want > INT_MAX)
+		want = INT_MAX;
+	/* A change under 2% is not worth a system call. */
+	if (want == have || (want && have && want * 50 > have * 49 && want * 50 < have * 51))
+		return 0;
+	/* No cap: "unlimited" (~0U), or far above any path when pacing is on. */
+	arg = want ? (int)want : w->params.pacing ? INT_MAX : -1;
+	if ((r = pps_socket_set_max_pacing_rate(w->fd, arg)) < 0)
+		return r;
+	w->rate_cap_Bps = want;
+	return 0;
+}
+
 static void
 fail(pps_minbuf_t *w, int err)
 {
@@ -780,10 +802,12 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	 * write, which is why only real RTTs showed it (a frame interval). */
 	if ((r = pps_socket_set_nodelay(fd, true)) < 0 || (r = pps_socket_set_cork(fd, true)) < 0)
 		goto err_buf;
+	/* A kernel without the module (or that does not allow it to this user)
+	 * keeps its own: the connection still works, the owner says so. */
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT &&
 	    (r = pps_socket_set_congestion(fd, pps_minbuf_congestion_names[params->congestion])) <
 	        0)
-		goto err_buf;
+		w->stats.congestion_refused = -r;
 	if (params->thin_linear_timeouts && (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)
 		goto err_buf;
 	/* Any SO_MAX_PACING_RATE but ~0U ("unlimited") marks the socket as

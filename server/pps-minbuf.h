@@ -100,11 +100,24 @@
  * flight, so the writer waits with the SO_SNDBUF gate above.
  * stats.capped_writes counts write decisions the cap made smaller.
  *
+ * Rate control ([transport] rate_control, pps_minbuf_set_rate_cap()). The
+ * congestion control decides what may be in flight; with rate_control
+ * tcp-friendly the owner also caps the pacing rate at adapt/'s tcp-friendly
+ * rate (pps_path_rate_cap_bps(): an AIMD on the retransmissions TCP_INFO
+ * reports, +0.53 packet per RTT each RTT and x0.7 per round trip with a loss,
+ * the rule a cubic flow follows in a small window). Beside loss-based flows
+ * the stream then takes about one flow's share, and under a congestion
+ * control that keeps its window through losses (bbr) it does so without the
+ * retransmission timeouts a cubic window of 2-4 packets runs into. Alone on a
+ * path the cap rises until a loss, so the latency cap above still decides the
+ * queue the stream adds.
+ *
  * Mode tcp: the baseline. The same framing and cork, but packets are written
  * whenever the socket is writable with the kernel's default (autotuned)
  * buffering; TCP_INFO is read once per batch for the MSS only.
  *
- * Options: TCP_CONGESTION (cubic, reno, bbr; default leaves the system's),
+ * Options: TCP_CONGESTION (cubic, reno, bbr; default leaves the system's; one
+ * the kernel refuses leaves the system's too, in stats.congestion_refused),
  * TCP_THIN_LINEAR_TIMEOUTS. ECN is not a per-socket option on stock Linux: it
  * is negotiated in the handshake under net.ipv4.tcp_ecn of the namespace (or
  * an `ip route ... features ecn` route) of the side that connects; a listener
@@ -265,7 +278,8 @@ typedef struct {
 } pps_minbuf_sample_t;
 
 /* Optional observer of every reading (path estimation, benchmarks, tests).
- * It may call pps_minbuf_set_cap() and nothing else of the writer. */
+ * It may call pps_minbuf_set_cap() and pps_minbuf_set_rate_cap() and nothing
+ * else of the writer. */
 typedef void (*pps_minbuf_sample_cb)(const pps_minbuf_sample_t *sample, void *user);
 
 #define PPS_MINBUF_HIST_PKTS 256 /* buckets 0..254 exact, 255 = 255 or more */
@@ -305,8 +319,10 @@ typedef struct {
 	uint64_t rto_events;
 	uint32_t max_backoff;
 	bool ecn_negotiated;
-	uint64_t capped_writes;        /* write decisions the latency cap made smaller */
-	uint64_t tls_records;          /* packets sealed as TLS records (pps_minbuf_set_tls) */
+	int congestion_refused; /* errno when [transport] congestion was refused (the system's runs)
+	                         */
+	uint64_t capped_writes; /* write decisions the latency cap made smaller */
+	uint64_t tls_records;   /* packets sealed as TLS records (pps_minbuf_set_tls) */
 	uint32_t tls_max_record_bytes; /* largest record written: <= mss_bytes */
 } pps_minbuf_stats_t;
 
@@ -348,6 +364,14 @@ int pps_minbuf_set_tls(pps_minbuf_t *w, pps_tls_t *tls);
  * MIN_BUF bound allows. 0 lifts it. Takes effect at the next write decision.
  */
 void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts);
+
+/*
+ * The rate cap (either mode): the kernel paces the connection at no more than
+ * @bits_per_s (SO_MAX_PACING_RATE), the tcp-friendly rate of adapt/ (see the
+ * rate control above). 0 lifts it. Changes under 2% are not applied. Returns 0
+ * or -errno from setsockopt (the cap then stays as it was).
+ */
+int pps_minbuf_set_rate_cap(pps_minbuf_t *w, uint64_t bits_per_s);
 
 /* Copies the counters. Returns 0 or -EINVAL. */
 int pps_minbuf_get_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out);

@@ -123,6 +123,10 @@ path_line_cb(pps_session_t *session, void *user)
 	json_object_set_int_member(o, "cwnd_pkts", e.cwnd_pkts);
 	json_object_set_int_member(o, "inflight_cap_pkts", e.inflight_cap_pkts);
 	json_object_set_string_member(o, "cap_state", pps_path_cap_state_name(e.cap_state));
+	if (e.fair_rate_bps) {
+		json_object_set_int_member(o, "fair_rate_bps", (gint64)e.fair_rate_bps);
+		json_object_set_int_member(o, "loss_events", (gint64)e.loss_events);
+	}
 	json_object_set_array_member(o, "sent_layer_bps", int_array(v, g->layers));
 	json_object_set_int_member(o, "dropped_windows",
 	                           (gint64)(st.windows_dropped - mark->windows_dropped));

@@ -198,6 +198,10 @@ final_client_cb(pps_session_t *session, void *user)
 		json_object_set_int_member(o, "queue_delay_us", pe.queue_delay_us);
 		json_object_set_string_member(o, "cap_state",
 		                              pps_path_cap_state_name(pe.cap_state));
+		if (pe.fair_rate_bps) {
+			json_object_set_int_member(o, "fair_rate_bps", (gint64)pe.fair_rate_bps);
+			json_object_set_int_member(o, "loss_events", (gint64)pe.loss_events);
+		}
 		json_array_add_object_element(f->clients, o);
 	}
 }

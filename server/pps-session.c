@@ -45,6 +45,7 @@ struct pps_session {
 	pps_session_closed_cb closed_cb;
 	void *user;
 	bool closing;
+	bool rate_cap_warned; /* said once that SO_MAX_PACING_RATE failed */
 	uint64_t pings;
 	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
 	int64_t last_progress_us;            /* last time the writer took a packet */
@@ -210,6 +211,7 @@ static void
 writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 {
 	pps_session_t *s = user;
+	int err;
 	pps_path_sample_t sample = {
 	    .now_us = session_now(s),
 	    .delivery_rate_bps = ms->delivery_rate_bps,
@@ -228,6 +230,14 @@ writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 		pps_web_check_batch(s->web);
 	pps_path_add_sample(s->path, &sample);
 	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
+	if (s->params.path.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY &&
+	    (err = pps_minbuf_set_rate_cap(s->writer, pps_path_rate_cap_bps(s->path))) < 0 &&
+	    !s->rate_cap_warned) {
+		/* The path estimate still holds the encoder within the rate. */
+		fprintf(stderr, "pps-server: client %s: cannot cap the pacing rate: %s\n", s->peer,
+		        strerror(-err));
+		s->rate_cap_warned = true;
+	}
 }
 
 static void
@@ -278,6 +288,17 @@ admit(pps_session_t *s)
 		return;
 	}
 	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
+	{
+		pps_minbuf_stats_t ws;
+
+		if (pps_minbuf_get_stats(s->writer, &ws) == 0 && ws.congestion_refused)
+			fprintf(stderr,
+			        "pps-server: client %s: the kernel refused congestion control %s "
+			        "(%s); the system's default runs instead\n",
+			        s->peer,
+			        pps_minbuf_congestion_names[s->params.transport.congestion],
+			        strerror(ws.congestion_refused));
+	}
 	info.u.stream_info = s->params.stream_info;
 	pps_sched_push_control(s->sched, &info);
 	s->state = PPS_SESSION_STREAMING;

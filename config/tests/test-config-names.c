@@ -88,6 +88,8 @@ test_module_tables(void)
 	            PPS_LATENCY_CAP_YIELDING + 1);
 	check_table(PPS_CONFIG_PROGRAM_SERVER, "adapt", "mode", pps_adapt_mode_names,
 	            PPS_ADAPT_MODE_FIXED + 1);
+	check_table(PPS_CONFIG_PROGRAM_SERVER, "transport", "rate_control", pps_rate_control_names,
+	            PPS_RATE_CONTROL_TCP_FRIENDLY + 1);
 }
 
 /* The prioritizer's accessors (the library config links) agree with its table. */

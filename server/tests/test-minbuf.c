@@ -502,6 +502,40 @@ run_unit(void)
 		CHECK(r == -EBADF, "closed socket: %d", r);
 	}
 
+	/* The rate cap is the socket's SO_MAX_PACING_RATE, in bytes/s; changes
+	 * under 2% are not applied; 0 lifts it. */
+	r = connect_pair(&wfd, &rfd);
+	CHECK(r == 0, "connect_pair: %s", strerror(-r));
+	if (r == 0) {
+		struct event_base *eb = event_base_new();
+		pps_minbuf_params_t pp;
+		pps_minbuf_t *w;
+		unsigned rate = 0;
+
+		pps_minbuf_params_init(&pp);
+		w = eb ? pps_minbuf_new(eb, wfd, &pp, fill, NULL, NULL) : NULL;
+		CHECK(w != NULL, "pps_minbuf_new: %s", strerror(errno));
+		if (w) {
+			CHECK(pps_minbuf_set_rate_cap(w, 800000) == 0, "set 800 kbit/s");
+			CHECK(pps_socket_get_max_pacing_rate(wfd, &rate) == 0 && rate == 100000,
+			      "pacing cap %u B/s, want 100000", rate);
+			CHECK(pps_minbuf_set_rate_cap(w, 808000) == 0, "set +1%%");
+			CHECK(pps_socket_get_max_pacing_rate(wfd, &rate) == 0 && rate == 100000,
+			      "a 1%% change is not applied: %u", rate);
+			CHECK(pps_minbuf_set_rate_cap(w, 1200000) == 0, "set 1.2 Mbit/s");
+			CHECK(pps_socket_get_max_pacing_rate(wfd, &rate) == 0 && rate == 150000,
+			      "pacing cap %u B/s, want 150000", rate);
+			CHECK(pps_minbuf_set_rate_cap(w, 0) == 0, "lift");
+			CHECK(pps_socket_get_max_pacing_rate(wfd, &rate) == 0 && rate == ~0U,
+			      "lifted: %u", rate);
+			pps_minbuf_free(w);
+		}
+		if (eb)
+			event_base_free(eb);
+		close(wfd);
+		close(rfd);
+	}
+
 	for (int m = 0; m < PPS_MINBUF_MODE_COUNT; m++) {
 		pps_minbuf_mode_t back = PPS_MINBUF_MODE_COUNT;
 		CHECK(pps_minbuf_mode_from_name(pps_minbuf_mode_name((pps_minbuf_mode_t)m),

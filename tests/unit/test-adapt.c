@@ -9,6 +9,7 @@
 #include "pps-test.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -185,6 +186,159 @@ test_policies_off_and_always(void)
 	CHECK(strcmp(pps_path_cap_state_name(PPS_PATH_CAP_COMPETING), "competing") == 0);
 	pps_path_free(a);
 	pps_path_free(b);
+}
+
+/* A stream that sends at its tcp-friendly rate over a path of @srtt_us that
+ * loses one packet in every @loss_every (none when 0); returns the mean rate
+ * over the last @seconds - 10 s. */
+static double
+run_tcp_friendly(pps_path_t *p, pps_path_sample_t *state, double seconds, uint32_t srtt_us,
+                 double loss_every, uint64_t start_bps)
+{
+	pps_path_sample_t s = *state;
+	double sent_pkts = 0, sum = 0;
+	int n = 0;
+
+	s.srtt_us = s.min_rtt_us = srtt_us;
+	s.mss_bytes = MSS;
+	if (!s.now_us)
+		s.now_us = 1000000;
+	for (int64_t t = 0; t < (int64_t)(seconds * 1e6); t += 10000) {
+		uint64_t rate = pps_path_rate_cap_bps(p);
+
+		if (!rate)
+			rate = start_bps;
+		s.now_us += 10000;
+		s.bytes_acked += rate / 8 / 100;
+		s.delivery_rate_bps = rate;
+		sent_pkts += (double)rate / 100 / (MSS * 8);
+		if (loss_every > 0 && sent_pkts >= loss_every) {
+			sent_pkts -= loss_every;
+			s.total_retrans_pkts++;
+		}
+		pps_path_add_sample(p, &s);
+		if (t >= 10000000) {
+			sum += (double)pps_path_rate_cap_bps(p);
+			n++;
+		}
+	}
+	*state = s;
+	return n ? sum / n : 0;
+}
+
+static void
+test_tcp_friendly_rate(void)
+{
+	pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_OFF,
+	                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
+	pps_path_params_t off = {.cap_policy = PPS_LATENCY_CAP_OFF};
+	pps_path_estimate_t e;
+	pps_path_sample_t st = {0};
+	pps_path_t *p;
+	uint64_t before, after;
+	double mean, mathis;
+
+	CHECK(strcmp(pps_rate_control_names[PPS_RATE_CONTROL_TCP_FRIENDLY], "tcp-friendly") == 0);
+	pp.rate_control = (pps_rate_control_t)7;
+	CHECK(!pps_path_new(&pp) && errno == EINVAL);
+	pp.rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY;
+
+	/* Off: no rate, the estimate is the path's. */
+	p = pps_path_new(&off);
+	REQUIRE(p);
+	run_tcp_friendly(p, &st, 2.0, 100000, 0, 1000000);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.valid);
+	CHECK_EQ_INT(e.fair_rate_bps, 0);
+	CHECK_EQ_INT(pps_path_rate_cap_bps(p), 0);
+	pps_path_free(p);
+
+	/* No loss: ALPHA packets per RTT more every RTT (10 RTTs a second). */
+	p = pps_path_new(&pp);
+	REQUIRE(p);
+	memset(&st, 0, sizeof(st));
+	run_tcp_friendly(p, &st, 1.0, 100000, 0, 1000000);
+	before = pps_path_rate_cap_bps(p);
+	CHECK(before > 0);
+	run_tcp_friendly(p, &st, 1.0, 100000, 0, 1000000);
+	after = pps_path_rate_cap_bps(p);
+	{
+		double grown = (double)(after - before);
+		double want = 10.0 * PPS_PATH_FAIR_ALPHA_MILLI / 1000.0 * MSS * 8 / 0.1;
+
+		CHECK(grown > want * 0.9 && grown < want * 1.1);
+	}
+	pps_path_get_estimate(p, &e);
+	CHECK(e.estimate_bps <= e.fair_rate_bps);
+	CHECK_EQ_INT(e.loss_events, 0);
+	pps_path_free(p);
+
+	/* At a steady loss rate the mean is a Reno flow's (Mathis et al.:
+	 * 1.22 MSS / (RTT sqrt(p))), here 2% and 6% loss at 100 ms. */
+	for (int i = 0; i < 2; i++) {
+		double loss = i ? 0.06 : 0.02;
+
+		p = pps_path_new(&pp);
+		REQUIRE(p);
+		memset(&st, 0, sizeof(st));
+		mean = run_tcp_friendly(p, &st, 120.0, 100000, 1.0 / loss, 2000000);
+		mathis = 1.22 * MSS * 8 / 0.1 / sqrt(loss);
+		CHECK(mean > mathis * 0.8 && mean < mathis * 1.25);
+		pps_path_get_estimate(p, &e);
+		CHECK(e.loss_events > 10);
+		pps_path_free(p);
+	}
+
+	/* Several retransmissions in one round trip are one decrease. */
+	p = pps_path_new(&pp);
+	REQUIRE(p);
+	{
+		model_t m = {.now_us = 1000000};
+		pps_path_sample_t s;
+
+		for (int k = 0; k < 100; k++) {
+			s = model_step(&m, 10000, 8000000, 100000, 100, 0, false);
+			pps_path_add_sample(p, &s);
+		}
+		before = pps_path_rate_cap_bps(p);
+		for (int k = 0; k < 3; k++) {
+			m.retrans++;
+			s = model_step(&m, 10000, 8000000, 100000, 100, 0, false);
+			pps_path_add_sample(p, &s);
+		}
+		after = pps_path_rate_cap_bps(p);
+		CHECK(after <= before * PPS_PATH_FAIR_BETA_PCT / 100 + 1);
+		CHECK(after >= before * PPS_PATH_FAIR_BETA_PCT / 100 - 1);
+		pps_path_get_estimate(p, &e);
+		CHECK_EQ_INT(e.loss_events, 1);
+		/* Losses in every round trip: down to two packets per RTT, no lower. */
+		for (int k = 0; k < 200; k++) {
+			m.retrans++;
+			s = model_step(&m, 100000, 8000000, 100000, 100, 0, false);
+			pps_path_add_sample(p, &s);
+		}
+		CHECK_EQ_INT(pps_path_rate_cap_bps(p), 2ull * MSS * 8 * 1000000 / s.srtt_us);
+	}
+	pps_path_free(p);
+
+	/* Application-limited: never above twice what was acknowledged. */
+	p = pps_path_new(&pp);
+	REQUIRE(p);
+	{
+		pps_path_sample_t s = {.srtt_us = 50000, .min_rtt_us = 50000, .mss_bytes = MSS};
+
+		s.now_us = 1000000;
+		for (int k = 0; k < 2000; k++) {
+			s.now_us += 10000;
+			s.bytes_acked += 500000 / 8 / 100; /* 0.5 Mbit/s */
+			s.delivery_rate_bps = 500000;
+			s.delivery_app_limited = true;
+			pps_path_add_sample(p, &s);
+		}
+		CHECK(pps_path_rate_cap_bps(p) <= 1000000 + 20000);
+		CHECK(pps_path_rate_cap_bps(p) >= 1000000 - 20000);
+	}
+	pps_path_free(p);
 }
 
 static void
@@ -416,6 +570,7 @@ main(int argc, char **argv)
 	test_yields_to_cross_traffic_and_retests();
 	test_policies_off_and_always();
 	test_retransmission_and_order();
+	test_tcp_friendly_rate();
 	if (argc > 1)
 		test_recorded_trace(argv[1]);
 	test_ratealloc_one_client();
