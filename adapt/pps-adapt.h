@@ -126,7 +126,9 @@ void pps_path_free(pps_path_t *path);
 /* Samples must come in time order; a sample older than the last is ignored. */
 void pps_path_add_sample(pps_path_t *path, const pps_path_sample_t *sample);
 void pps_path_get_estimate(const pps_path_t *path, pps_path_estimate_t *out);
-/* Packets the writer may keep in flight (unacknowledged + unsent); 0 = no cap. */
+/* Packets the writer may keep in flight (unacknowledged + unsent): the
+ * latency cap while it is on, and with the tcp-friendly rate at most that rate
+ * x srtt + 2 packets (more would wait unsent behind the pacer); 0 = no cap. */
 uint32_t pps_path_inflight_cap_pkts(const pps_path_t *path);
 /* The tcp-friendly sending rate in bits/s (the writer's pacing cap); 0 = none. */
 uint64_t pps_path_rate_cap_bps(const pps_path_t *path);

@@ -92,6 +92,19 @@ pps_socket_set_congestion(int fd, const char *name)
 }
 
 int
+pps_socket_get_congestion(int fd, char *name, size_t size)
+{
+	socklen_t len = size > 0 ? (socklen_t)size - 1 : 0;
+
+	if (size == 0)
+		return -EINVAL;
+	memset(name, 0, size);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) < 0)
+		return -errno;
+	return 0;
+}
+
+int
 pps_socket_set_maxseg(int fd, int bytes)
 {
 	return set_int(fd, IPPROTO_TCP, TCP_MAXSEG, bytes);

@@ -47,6 +47,8 @@ int pps_socket_set_thin_linear_timeouts(int fd, bool on);
 
 /* TCP_CONGESTION by name ("cubic", "reno", "bbr"); -ENOENT if not available. */
 int pps_socket_set_congestion(int fd, const char *name);
+/* The congestion control in force, NUL-terminated in @name. */
+int pps_socket_get_congestion(int fd, char *name, size_t size);
 
 /* TCP_MAXSEG: the MSS to announce / use, in bytes (set before connecting). */
 int pps_socket_set_maxseg(int fd, int bytes);

@@ -156,8 +156,10 @@ static const pps_config_key_t keys[] = {
     INT("transport", "minbuf_b", STR(PPS_DEFAULT_MINBUF_B), 0, 64, SERVER,
         "MIN_BUF B: extra packets kept in the kernel"),
     BOOL("transport", "ecn", "false", SERVER, "negotiate ECN on each connection"),
-    ENUM("transport", "congestion", "default", pps_minbuf_congestion_names, SERVER,
-         "TCP congestion control per connection; default = the system's"),
+    ENUM("transport", "congestion", "bbr", pps_minbuf_congestion_names, SERVER,
+         "TCP congestion control per connection; default = the system's; bbr keeps its window "
+         "through losses, under the tcp-friendly rate control; one the kernel refuses leaves "
+         "the system's (with a warning)"),
     BOOL("transport", "thin_linear_timeouts", "false", SERVER,
          "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
     BOOL("transport", "pacing", "false", SERVER,
@@ -168,7 +170,7 @@ static const pps_config_key_t keys[] = {
          "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
     INT("transport", "queue_target_ms", "0", 0, 10000, SERVER,
         "queueing the latency cap lets the stream add on its path; 0 = latency_budget_ms / 5"),
-    ENUM("transport", "rate_control", "congestion", pps_rate_control_names, SERVER,
+    ENUM("transport", "rate_control", "tcp-friendly", pps_rate_control_names, SERVER,
          "congestion: the congestion control alone sets the sending rate; tcp-friendly: the "
          "kernel paces each connection at most at an AIMD rate on its losses (as a loss-based "
          "TCP's share), best with congestion = bbr"),
@@ -177,7 +179,7 @@ static const pps_config_key_t keys[] = {
     ENUM("adapt", "mode", "closed-loop", pps_adapt_mode_names, SERVER,
          "closed-loop: the clients' path estimates steer each layer's rate, largest picture and "
          "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
-    INT("adapt", "base_share_pct", "50", 10, 100, SERVER,
+    INT("adapt", "base_share_pct", "70", 10, 100, SERVER,
         "base layer rate as a share of the slowest client's estimated rate"),
     INT("adapt", "probe_pct", "125", 100, 200, SERVER,
         "top of the enhancement layers as a share of the fastest client's estimate (the "

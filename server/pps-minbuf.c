@@ -808,6 +808,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	    (r = pps_socket_set_congestion(fd, pps_minbuf_congestion_names[params->congestion])) <
 	        0)
 		w->stats.congestion_refused = -r;
+	if (pps_socket_get_congestion(fd, w->stats.congestion, sizeof(w->stats.congestion)) < 0)
+		strcpy(w->stats.congestion, "?");
 	if (params->thin_linear_timeouts && (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)
 		goto err_buf;
 	/* Any SO_MAX_PACING_RATE but ~0U ("unlimited") marks the socket as

@@ -319,8 +319,9 @@ typedef struct {
 	uint64_t rto_events;
 	uint32_t max_backoff;
 	bool ecn_negotiated;
-	int congestion_refused; /* errno when [transport] congestion was refused (the system's runs)
-	                         */
+	/* errno when [transport] congestion was refused (the system's runs) */
+	int congestion_refused;
+	char congestion[16];    /* the congestion control in force (TCP_CONGESTION read back) */
 	uint64_t capped_writes; /* write decisions the latency cap made smaller */
 	uint64_t tls_records;   /* packets sealed as TLS records (pps_minbuf_set_tls) */
 	uint32_t tls_max_record_bytes; /* largest record written: <= mss_bytes */

@@ -11,7 +11,9 @@ steps, so every system meets the identical trace), 60-packet drop-tail, 50 ms
 RTT, no cross traffic, noisy content (snow; --pattern to change).
 
 Each system runs alone in a fresh lab (10 Mbit/s, 50 ms RTT, drop-tail queue
-of 1 BDP, cubic; paper: 20 cubic iperf3 flows started 5 s before the stream),
+of 1 BDP, cubic; paper: 20 cubic iperf3 flows started 5 s before the stream;
+ppstream-default keeps the server's default congestion control, bbr under its
+tcp-friendly rate control, the other ppstream systems set cubic),
 one after another. Every system streams ppstream's test source (videotestsrc
 smpte, 640x480, 30 frames/s, pixel timecodes). Per run, the pictures the
 receiver shows go to a y4m file; pps-peer-score reads their timecodes and
@@ -76,9 +78,10 @@ STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream sta
 # client as a user starts it (its default playout policy), the fixed row the
 # first version's default (capture time + 200 ms) for reference.
 SYSTEMS = {
-    "ppstream-minbuf": ("ppstream minbuf(1,3), asap", "ppstream", {"mode": "minbuf", "policy": "asap"}),
-    "ppstream-tcp": ("ppstream tcp, asap", "ppstream", {"mode": "tcp", "policy": "asap"}),
-    "ppstream-minbuf-fixed": ("ppstream minbuf(1,3), fixed 200 ms", "ppstream", {"mode": "minbuf", "policy": "fixed", "tolerance_ms": 200}),
+    "ppstream-minbuf": ("ppstream minbuf(1,3), asap, cubic", "ppstream", {"mode": "minbuf", "policy": "asap", "congestion": "cubic"}),
+    "ppstream-tcp": ("ppstream tcp, asap, cubic", "ppstream", {"mode": "tcp", "policy": "asap", "congestion": "cubic"}),
+    "ppstream-minbuf-fixed": ("ppstream minbuf(1,3), fixed 200 ms, cubic", "ppstream", {"mode": "minbuf", "policy": "fixed", "tolerance_ms": 200, "congestion": "cubic"}),
+    # The server's own congestion control and rate control (bbr, tcp-friendly).
     "ppstream-default": ("ppstream, default settings", "ppstream", {"mode": "minbuf", "policy": None}),
     "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
     "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
@@ -150,7 +153,8 @@ def run_ppstream(lab, settings, rdir, duration_s, pattern=PATTERN):
     port_file = os.path.join(rdir, "server.port")
     server_err = open(os.path.join(rdir, "server.err"), "w")
     server = lab.start("snd", [SERVER, "--listen", f"{snd}:{PORT}", "--port-file", port_file, "--quiet", "--duration", str(int(duration_s + 30)), "--stats-json", os.path.join(rdir, "server.json"),
-                               "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}", "--set", f"transport.mode={settings['mode']}", "--set", "transport.minbuf_a=1", "--set", "transport.minbuf_b=3", "--set", "transport.congestion=cubic"], stderr=server_err)
+                               "--set", f"source.pattern={pattern}", "--set", f"source.fps={FPS}", "--set", f"transport.mode={settings['mode']}", "--set", "transport.minbuf_a=1", "--set", "transport.minbuf_b=3"]
+                      + (["--set", "transport.congestion=" + settings["congestion"]] if settings.get("congestion") else []), stderr=server_err)
     if not netlab_lab.wait_file(port_file, server, 15):
         raise RuntimeError(f"pps-server not listening after 15 s (exit status {server.poll()})")
     start_us = now_us()

@@ -83,7 +83,9 @@ def run(args):
     os.makedirs(out, exist_ok=True)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    sets = {"source.pattern": args.pattern, "source.fps": FPS, "transport.congestion": "cubic"}
+    # The stream keeps the server's default congestion control (bbr, under its
+    # tcp-friendly rate control); --server-set transport.congestion=cubic to change.
+    sets = {"source.pattern": args.pattern, "source.fps": FPS}
     sets.update(parse_transport(args.transport))
     for item in args.server_set or []:
         key, _, value = item.partition("=")
@@ -96,7 +98,7 @@ def run(args):
     has_log = netlab_lab.server_has_option(server_exe, "--log")
     runinfo = {"command": " ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]]), "rates": rates, "delays": args.delays,
                "queue": args.queue, "duration_s": args.duration, "pattern": args.pattern, "server_set": sets,
-               "congestion": "cubic (every flow: the lab's routes and transport.congestion)", "psnr": bool(psnr),
+               "congestion": "the stream: " + sets.get("transport.congestion", "the server's default (bbr)") + "; the lab's routes: cubic", "psnr": bool(psnr),
                "server_log": has_log, "playout": args.playout}
     server = fifo_fd = None
     clients = []
@@ -205,7 +207,7 @@ def report(out):
     L = ["# pps-fanout: clients of one encode behind different links", "",
          f"`{runinfo['command']}`; {runinfo['duration_s']:g} s; pattern {runinfo['pattern']}; playout {runinfo['playout']}; "
          f"server settings: " + ", ".join(f"`{a}={b}`" for a, b in runinfo["server_set"].items()) +
-         f"; server --log: {'yes' if runinfo['server_log'] else 'no (this server has none)'}; every flow cubic.", "",
+         f"; server --log: {'yes' if runinfo['server_log'] else 'no (this server has none)'}; congestion control: {runinfo['congestion']}.", "",
          "| receiver | link Mbit/s | RTT ms | queue pkts | frames shown % | p50 / p95 / p99 ms | longest freeze ms | frozen s | received Mbit/s | PSNR dB | estimate Mbit/s |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
     f = run_metrics_fmt
