@@ -65,6 +65,7 @@ extern const char *const pps_latency_cap_names[];
  *                 beside such flows the stream takes about one flow's share
  *                 while a congestion control that keeps its window through
  *                 losses (bbr) spares it the stalls of a window of 2-4 packets.
+ *                 Alone on a path (yielding cap, state self) it is not in force.
  */
 typedef enum {
 	PPS_RATE_CONTROL_CONGESTION = 0,
@@ -115,7 +116,7 @@ typedef struct {
 	uint32_t cwnd_pkts;
 	uint32_t inflight_cap_pkts; /* 0 = no cap */
 	pps_path_cap_state_t cap_state;
-	uint64_t fair_rate_bps; /* tcp-friendly rate cap; 0 = none (estimate_bps is within it) */
+	uint64_t fair_rate_bps; /* tcp-friendly rate cap in force (then the estimate); 0 = none */
 	uint64_t loss_events;   /* round trips with a retransmission (the AIMD's decreases) */
 } pps_path_estimate_t;
 
@@ -130,7 +131,9 @@ void pps_path_get_estimate(const pps_path_t *path, pps_path_estimate_t *out);
  * latency cap while it is on, and with the tcp-friendly rate at most that rate
  * x srtt + 2 packets (more would wait unsent behind the pacer); 0 = no cap. */
 uint32_t pps_path_inflight_cap_pkts(const pps_path_t *path);
-/* The tcp-friendly sending rate in bits/s (the writer's pacing cap); 0 = none. */
+/* The tcp-friendly sending rate in bits/s (the writer's pacing cap) while it is
+ * in force: others hold the queue (yielding cap in state competing), or always
+ * under latency cap off/always; 0 = none. */
 uint64_t pps_path_rate_cap_bps(const pps_path_t *path);
 
 /* ---------------------------------------------------------- rate allocation */

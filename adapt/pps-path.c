@@ -33,8 +33,9 @@
  * rule that gives a loss-based TCP its share of a drop-tail queue. It starts
  * from the first estimate, never exceeds twice what was acknowledged over the
  * last half second (an application-limited stream earns no credit) nor falls
- * below two packets per RTT. The writer paces at it and the estimate is held
- * within it, so the encoder offers what this rate carries.
+ * below two packets per RTT. While others hold the queue (or always, under a
+ * cap policy that cannot tell) the writer paces at it and it is the estimate,
+ * so the encoder offers what this rate carries.
  */
 #include "pps-adapt.h"
 
@@ -465,26 +466,38 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 }
 
 /*
- * The estimate the stream may use: the path's, within the tcp-friendly rate;
- * while others hold the queue, the tcp-friendly rate itself. There the path's
- * own estimate falls to what was acknowledged, which an application-limited
- * stream keeps low (the cwnd rule above lifts it only for a window that stays
- * full), and the AIMD already is the share a loss-based flow would take.
+ * Whether the tcp-friendly rate is in force: while others hold the queue
+ * (yielding cap: state competing), or always under the other cap policies,
+ * which cannot tell. Alone on a path there is nobody to share with: the path
+ * estimate and the latency cap decide, and a pacing cap would only spread the
+ * stream's bursts (a window, an IDR) over more time than the link needs.
+ */
+static bool
+fair_in_force(const pps_path_t *p)
+{
+	if (!p->fair_bps)
+		return false;
+	return p->params.cap_policy != PPS_LATENCY_CAP_YIELDING ||
+	       p->cap_state == PPS_PATH_CAP_COMPETING;
+}
+
+/*
+ * The estimate the stream may use: while the tcp-friendly rate is in force,
+ * that rate. There the path's own estimate falls to what was acknowledged,
+ * which an application-limited stream keeps low (the cwnd rule above lifts it
+ * only for a window that stays full), and the AIMD already is the share a
+ * loss-based flow would take.
  */
 static uint64_t
 usable_bps(const pps_path_t *p)
 {
-	if (!p->fair_bps)
-		return p->estimate_bps;
-	if (p->cap_state == PPS_PATH_CAP_COMPETING || p->fair_bps < p->estimate_bps)
-		return p->fair_bps;
-	return p->estimate_bps;
+	return fair_in_force(p) ? p->fair_bps : p->estimate_bps;
 }
 
 uint64_t
 pps_path_rate_cap_bps(const pps_path_t *p)
 {
-	return p->fair_bps;
+	return fair_in_force(p) ? p->fair_bps : 0;
 }
 
 void
@@ -497,7 +510,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 		return;
 	out->valid = p->estimate_bps > 0;
 	out->estimate_bps = usable_bps(p);
-	out->fair_rate_bps = p->fair_bps;
+	out->fair_rate_bps = pps_path_rate_cap_bps(p);
 	out->loss_events = p->loss_events;
 	out->delivery_rate_bps = s->delivery_rate_bps;
 	out->acked_bps = p->acked_bps;
@@ -528,7 +541,7 @@ pps_path_inflight_cap_pkts(const pps_path_t *p)
 		    1000000u;
 		cap = (bytes + mss - 1) / mss;
 	}
-	if (p->fair_bps && p->last.srtt_us) {
+	if (fair_in_force(p) && p->last.srtt_us) {
 		/* Paced at the tcp-friendly rate, rate * srtt is in flight; what
 		 * the congestion window would let pile up unsent behind the pacer
 		 * is a queue in the sender: a few packets more, no further. */

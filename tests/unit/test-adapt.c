@@ -321,6 +321,33 @@ test_tcp_friendly_rate(void)
 	}
 	pps_path_free(p);
 
+	/* Under the yielding cap the rate is in force only while others hold
+	 * the queue: alone, the path estimate and the latency cap decide. */
+	{
+		pps_path_params_t yp = {.cap_policy = PPS_LATENCY_CAP_YIELDING,
+		                        .queue_target_us = 50000,
+		                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
+		model_t m = {.now_us = 1000000};
+
+		p = pps_path_new(&yp);
+		REQUIRE(p);
+		run_loop(p, &m, 3.0, 2000000, 50000, 0, 60);
+		pps_path_get_estimate(p, &e);
+		CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+		CHECK_EQ_INT(pps_path_rate_cap_bps(p), 0);
+		CHECK_EQ_INT(e.fair_rate_bps, 0);
+		run_loop(p, &m, 1.5, 2000000, 50000, 400000, 60);
+		pps_path_get_estimate(p, &e);
+		CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
+		CHECK(pps_path_rate_cap_bps(p) > 0);
+		CHECK_EQ_INT(e.estimate_bps, e.fair_rate_bps);
+		/* rate x srtt + 2 packets held at most */
+		CHECK(e.inflight_cap_pkts > 0);
+		CHECK(e.inflight_cap_pkts <=
+		      e.fair_rate_bps / 8 * e.srtt_us / 1000000 / MSS + 1 + 2);
+		pps_path_free(p);
+	}
+
 	/* Application-limited: never above twice what was acknowledged. */
 	p = pps_path_new(&pp);
 	REQUIRE(p);
