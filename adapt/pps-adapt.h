@@ -65,7 +65,9 @@ extern const char *const pps_latency_cap_names[];
  *                 beside such flows the stream takes about one flow's share
  *                 while a congestion control that keeps its window through
  *                 losses (bbr) spares it the stalls of a window of 2-4 packets.
- *                 Alone on a path (yielding cap, state self) it is not in force.
+ *                 Alone on a path (yielding cap, state self) it is not in force;
+ *                 the server uses it in minbuf mode only (in mode tcp the
+ *                 kernel's send buffer would hold what the pacer holds back).
  */
 typedef enum {
 	PPS_RATE_CONTROL_CONGESTION = 0,
@@ -177,6 +179,10 @@ typedef struct {
 typedef struct {
 	uint64_t estimate_bps;
 	uint32_t min_rtt_us;
+	/* The estimate is the client's tcp-friendly rate (the pacing cap): the
+	 * rate is set by its AIMD, not found by probing, so the layers do not
+	 * reach above it (more would only wait for the window deadline). */
+	bool rate_capped;
 } pps_ratealloc_client_t;
 
 typedef struct pps_ratealloc pps_ratealloc_t;
@@ -191,7 +197,8 @@ void pps_ratealloc_free(pps_ratealloc_t *ra);
  * update (it steers the CRF: a layer far below its rate gets a finer CRF, one
  * pressing on its rate a coarser one, never beyond the configured CRF).
  * Decreases apply at once; increases need 10% and are bounded to x1.25 per
- * update (the probe). Returns 1 when @out holds new settings for the encoder,
+ * update (the probe). A layer top set by a rate_capped client is its estimate
+ * itself, not probe_pct of it. Returns 1 when @out holds new settings for the encoder,
  * 0 when nothing changed enough to apply.
  */
 int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_client_t *clients,

@@ -12,7 +12,9 @@
  * priority-progress regulator drops the rest at the window deadline: sending
  * a little more than fits is how a path's spare capacity shows up in its
  * delivery rate, and it costs no latency because what does not fit is dropped
- * in priority order, not queued.
+ * in priority order, not queued. A client whose estimate is its tcp-friendly
+ * rate (rate_capped) gets no probe: its AIMD finds the rate, and data beyond
+ * it would only keep every window waiting until its deadline.
  *
  * Per-frame bound: the VBV buffer is the largest frame x264 may produce at the
  * VBV rate. The base's is half of what the slowest client can carry between
@@ -106,10 +108,15 @@ pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out)
 	*out = ra->current;
 }
 
+typedef struct {
+	uint64_t bps;
+	bool capped;
+} est_t;
+
 static int
-compare_u64(const void *a, const void *b)
+compare_est(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint64_t x = ((const est_t *)a)->bps, y = ((const est_t *)b)->bps;
 
 	return x < y ? -1 : x > y;
 }
@@ -134,7 +141,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 {
 	const pps_ratealloc_params_t *p = &ra->params;
 	const int layers = p->quality_layers;
-	uint64_t est[PPS_ADAPT_MAX_CLIENTS];
+	est_t est[PPS_ADAPT_MAX_CLIENTS];
 	size_t m = 0;
 	uint32_t slow_rtt_us = 0;
 	uint64_t slow_bps = 0;
@@ -154,10 +161,11 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			slow_bps = clients[i].estimate_bps;
 			slow_rtt_us = clients[i].min_rtt_us;
 		}
-		est[m++] = clients[i].estimate_bps;
+		est[m].bps = clients[i].estimate_bps;
+		est[m++].capped = clients[i].rate_capped;
 	}
 	if (m > 0) {
-		qsort(est, m, sizeof(est[0]), compare_u64);
+		qsort(est, m, sizeof(est[0]), compare_est);
 		/* Time the slowest client has to carry one base picture. */
 		slack_us = p->latency_budget_us - p->window_us - slow_rtt_us / 2;
 		if (slack_us < p->window_us)
@@ -167,14 +175,16 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			int64_t wanted_kbps, buffer;
 
 			if (q == 0) {
-				wanted_kbps = (int64_t)(est[0] / 1000u) * p->base_share_pct / 100;
+				wanted_kbps =
+				    (int64_t)(est[0].bps / 1000u) * p->base_share_pct / 100;
 				wanted_kbps =
 				    clamp_int(wanted_kbps, p->min_base_kbps, p->max_kbps[0]);
 			} else {
 				/* Top of layer q: the client at quantile q/(layers-1). */
 				size_t idx =
 				    (size_t)(((int64_t)(m - 1) * q + layers - 2) / (layers - 1));
-				int64_t top = (int64_t)(est[idx] / 1000u) * p->probe_pct / 100;
+				int64_t top = (int64_t)(est[idx].bps / 1000u) *
+				              (est[idx].capped ? 100 : p->probe_pct) / 100;
 
 				wanted_kbps =
 				    clamp_int(top - below, MIN_ENHANCEMENT_KBPS, p->max_kbps[q]);
@@ -185,7 +195,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			 * does not fit is dropped, and a tight VBV buffer makes
 			 * x264 undershoot its rate badly: half a second. */
 			if (q == 0)
-				buffer = (int64_t)(est[0] / 1000u) * slack_us / 1000000 / 2;
+				buffer = (int64_t)(est[0].bps / 1000u) * slack_us / 1000000 / 2;
 			else
 				buffer = next.kbps[q] / 2;
 			/* At least one window of the layer's rate, at most one second. */

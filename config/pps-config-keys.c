@@ -171,9 +171,9 @@ static const pps_config_key_t keys[] = {
     INT("transport", "queue_target_ms", "0", 0, 10000, SERVER,
         "queueing the latency cap lets the stream add on its path; 0 = latency_budget_ms / 5"),
     ENUM("transport", "rate_control", "tcp-friendly", pps_rate_control_names, SERVER,
-         "congestion: the congestion control alone sets the sending rate; tcp-friendly: the "
-         "kernel paces each connection at most at an AIMD rate on its losses (as a loss-based "
-         "TCP's share), best with congestion = bbr"),
+         "congestion: the congestion control alone sets the sending rate; tcp-friendly (minbuf "
+         "mode): while other flows hold the queue, the kernel paces each connection at most at "
+         "an AIMD rate on its losses (a loss-based TCP's share), best with congestion = bbr"),
 
     /* [adapt] */
     ENUM("adapt", "mode", "closed-loop", pps_adapt_mode_names, SERVER,

@@ -591,8 +591,12 @@ pps_listener_params_from_config(const pps_config_t *c, pps_listener_params_t *lp
 	sp->path.cap_policy =
 	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
 	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
+	/* Only MIN_BUF keeps what the pacer holds back out of the kernel: in
+	 * mode tcp a rate cap would queue the stream in its send buffer. */
 	sp->path.rate_control =
-	    (pps_rate_control_t)pps_config_get_enum(c, "transport", "rate_control");
+	    sp->transport.mode == PPS_MINBUF_MODE_MINBUF
+	        ? (pps_rate_control_t)pps_config_get_enum(c, "transport", "rate_control")
+	        : PPS_RATE_CONTROL_CONGESTION;
 	if (sp->path.queue_target_us == 0)
 		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
 	return 0;

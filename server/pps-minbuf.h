@@ -108,9 +108,13 @@
  * the rule a cubic flow follows in a small window). Beside loss-based flows
  * the stream then takes about one flow's share, and under a congestion
  * control that keeps its window through losses (bbr) it does so without the
- * retransmission timeouts a cubic window of 2-4 packets runs into. Alone on a
- * path the cap rises until a loss, so the latency cap above still decides the
- * queue the stream adds.
+ * retransmission timeouts a cubic window of 2-4 packets runs into. The cap
+ * holds only while others hold the queue (the yielding latency cap's
+ * "competing"), and then also bounds what the writer keeps in the kernel to
+ * rate x srtt + 2 packets, so nothing waits unsent behind the pacer; alone on
+ * a path there is no cap, and the latency cap above decides the queue. The
+ * server uses it in mode minbuf only: in mode tcp the kernel's send buffer
+ * would hold what the pacer holds back.
  *
  * Mode tcp: the baseline. The same framing and cork, but packets are written
  * whenever the socket is writable with the kernel's default (autotuned)

@@ -39,6 +39,7 @@ collect_cb(pps_session_t *session, void *user)
 		return;
 	a->clients[a->n_clients].estimate_bps = e.estimate_bps;
 	a->clients[a->n_clients].min_rtt_us = e.min_rtt_us;
+	a->clients[a->n_clients].rate_capped = e.fair_rate_bps != 0;
 	a->n_clients++;
 }
 

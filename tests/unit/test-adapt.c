@@ -517,6 +517,20 @@ test_ratealloc_one_client(void)
 	/* Up to the target, short of the last step under the 10% hysteresis. */
 	CHECK(r.kbps[0] >= 1820 && r.kbps[0] <= 2000);
 	CHECK(r.kbps[1] >= 2180 && r.kbps[1] <= 2400);
+	/* A rate-capped client (its estimate is its tcp-friendly rate): the
+	 * layers reach its estimate, not 110% above it. */
+	{
+		pps_ratealloc_t *rc = pps_ratealloc_new(&ap);
+		pps_ratealloc_client_t cc = {
+		    .estimate_bps = 1000000, .min_rtt_us = 50000, .rate_capped = true};
+		pps_layer_rates_t rr;
+
+		REQUIRE(rc);
+		CHECK_EQ_INT(pps_ratealloc_update(rc, 1000000, &cc, 1, NULL, &rr), 1);
+		CHECK_EQ_INT(rr.kbps[0], 500);
+		CHECK_EQ_INT(rr.kbps[0] + rr.kbps[1], 1000);
+		pps_ratealloc_free(rc);
+	}
 	/* No client with an estimate: the rates stay. */
 	now += 250000;
 	CHECK_EQ_INT(pps_ratealloc_update(ra, now, NULL, 0, NULL, &r), 0);
