@@ -31,9 +31,9 @@
  * losses TCP_INFO reports: the rate grows by ALPHA packets per RTT every RTT
  * and shrinks to BETA of itself once per round trip with a retransmission, the
  * rule that gives a loss-based TCP its share of a drop-tail queue. It starts
- * from the first estimate, never exceeds twice what was acknowledged over the
- * last half second (an application-limited stream earns no credit) nor falls
- * below two packets per RTT. While others hold the queue (or always, under a
+ * from the first estimate, never exceeds 1.5 times what was acknowledged over
+ * the last half second (an application-limited stream earns no credit) nor
+ * falls below two packets per RTT. While others hold the queue (or always, under a
  * cap policy that cannot tell) the writer paces at it and it is the estimate,
  * so the encoder offers what this rate carries.
  */
@@ -355,7 +355,10 @@ fair_update(pps_path_t *p, const pps_path_sample_t *s, bool new_loss)
 	uint64_t srtt = s->srtt_us ? s->srtt_us : 100000;
 	uint64_t mss_bits = (uint64_t)(s->mss_bytes ? s->mss_bytes : 1448) * 8u;
 	uint64_t floor = FAIR_MIN_PKTS * mss_bits * 1000000u / srtt;
-	uint64_t ceiling = 2 * p->acked_bps;
+	/* Half as much again as what got through: an application-limited stream
+	 * earns no credit, and alone on a path (after a loss at a capacity step
+	 * marked it competing) the AIMD cannot run far past the capacity. */
+	uint64_t ceiling = p->acked_bps * 3 / 2;
 
 	if (p->params.rate_control != PPS_RATE_CONTROL_TCP_FRIENDLY)
 		return;
@@ -545,7 +548,15 @@ pps_path_inflight_cap_pkts(const pps_path_t *p)
 		/* Paced at the tcp-friendly rate, rate * srtt is in flight; what
 		 * the congestion window would let pile up unsent behind the pacer
 		 * is a queue in the sender: a few packets more, no further. */
-		bytes = p->fair_bps / 8u * p->last.srtt_us / 1000000u;
+		/* srtt, but no more than min RTT + twice the queue target: srtt
+		 * that grows with the stream's own queue must not let it grow. */
+		uint64_t rtt = p->last.srtt_us;
+		uint64_t most =
+		    (uint64_t)p->last.min_rtt_us + 2 * (uint64_t)p->params.queue_target_us;
+
+		if (p->last.min_rtt_us && rtt > most)
+			rtt = most;
+		bytes = p->fair_bps / 8u * rtt / 1000000u;
 		pkts = (bytes + mss - 1) / mss + FAIR_UNSENT_PKTS;
 		if (!cap || pkts < cap)
 			cap = pkts;

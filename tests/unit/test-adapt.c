@@ -341,14 +341,15 @@ test_tcp_friendly_rate(void)
 		CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
 		CHECK(pps_path_rate_cap_bps(p) > 0);
 		CHECK_EQ_INT(e.estimate_bps, e.fair_rate_bps);
-		/* rate x srtt + 2 packets held at most */
+		/* rate x min(srtt, min RTT + 2 x queue target) + 2 packets held at
+		 * most: here srtt is 450 ms and min RTT + 100 ms decides. */
 		CHECK(e.inflight_cap_pkts > 0);
-		CHECK(e.inflight_cap_pkts <=
-		      e.fair_rate_bps / 8 * e.srtt_us / 1000000 / MSS + 1 + 2);
+		CHECK(e.srtt_us > 400000);
+		CHECK(e.inflight_cap_pkts <= e.fair_rate_bps / 8 * 150000 / 1000000 / MSS + 1 + 2);
 		pps_path_free(p);
 	}
 
-	/* Application-limited: never above twice what was acknowledged. */
+	/* Application-limited: never above 1.5 times what was acknowledged. */
 	p = pps_path_new(&pp);
 	REQUIRE(p);
 	{
@@ -362,8 +363,8 @@ test_tcp_friendly_rate(void)
 			s.delivery_app_limited = true;
 			pps_path_add_sample(p, &s);
 		}
-		CHECK(pps_path_rate_cap_bps(p) <= 1000000 + 20000);
-		CHECK(pps_path_rate_cap_bps(p) >= 1000000 - 20000);
+		CHECK(pps_path_rate_cap_bps(p) <= 750000 + 15000);
+		CHECK(pps_path_rate_cap_bps(p) >= 750000 - 15000);
 	}
 	pps_path_free(p);
 }
