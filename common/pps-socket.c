@@ -21,16 +21,23 @@ set_int(int fd, int level, int name, int value)
 	return 0;
 }
 
-int
-pps_socket_get_error(int fd, int *error)
+/* An int-sized option (unsigned ones read back through the same bits). */
+static int
+get_int(int fd, int level, int name, int *value)
 {
 	int v = 0;
 	socklen_t len = sizeof(v);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) < 0)
+	if (getsockopt(fd, level, name, &v, &len) < 0)
 		return -errno;
-	*error = v;
+	*value = v;
 	return 0;
+}
+
+int
+pps_socket_get_error(int fd, int *error)
+{
+	return get_int(fd, SOL_SOCKET, SO_ERROR, error);
 }
 
 int
@@ -119,13 +126,7 @@ pps_socket_set_sndbuf(int fd, int bytes)
 int
 pps_socket_get_sndbuf(int fd, int *bytes)
 {
-	int v = 0;
-	socklen_t len = sizeof(v);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len) < 0)
-		return -errno;
-	*bytes = v;
-	return 0;
+	return get_int(fd, SOL_SOCKET, SO_SNDBUF, bytes);
 }
 
 int
@@ -143,13 +144,12 @@ pps_socket_set_max_pacing_rate(int fd, int bytes_per_s)
 int
 pps_socket_get_max_pacing_rate(int fd, unsigned *bytes_per_s)
 {
-	unsigned v = 0;
-	socklen_t len = sizeof(v);
+	int v = 0;
+	int r = get_int(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, &len) < 0)
-		return -errno;
-	*bytes_per_s = v;
-	return 0;
+	if (r == 0)
+		*bytes_per_s = (unsigned)v;
+	return r;
 }
 
 int
