@@ -130,8 +130,9 @@ void pps_path_free(pps_path_t *path);
 void pps_path_add_sample(pps_path_t *path, const pps_path_sample_t *sample);
 void pps_path_get_estimate(const pps_path_t *path, pps_path_estimate_t *out);
 /* Packets the writer may keep in flight (unacknowledged + unsent): the
- * latency cap while it is on, and with the tcp-friendly rate at most that rate
- * x srtt + 2 packets (more would wait unsent behind the pacer); 0 = no cap. */
+ * latency cap while it is on, and with the tcp-friendly rate in force at most
+ * that rate x min(srtt, min RTT + 2 x queue target) + 2 packets (more would
+ * wait unsent behind the pacer); 0 = no cap. */
 uint32_t pps_path_inflight_cap_pkts(const pps_path_t *path);
 /* The tcp-friendly sending rate in bits/s (the writer's pacing cap) while it is
  * in force: others hold the queue (yielding cap in state competing), or always

@@ -111,8 +111,10 @@
  * retransmission timeouts a cubic window of 2-4 packets runs into. The cap
  * holds only while others hold the queue (the yielding latency cap's
  * "competing"), and then also bounds what the writer keeps in the kernel to
- * rate x srtt + 2 packets, so nothing waits unsent behind the pacer; alone on
- * a path there is no cap, and the latency cap above decides the queue. The
+ * rate x min(srtt, min RTT + 2 x queue target) + 2 packets, so nothing waits
+ * unsent behind the pacer and the bound does not grow with the stream's own
+ * queue; alone on a path there is no cap, and the latency cap above decides
+ * the queue. The
  * server uses it in mode minbuf only: in mode tcp the kernel's send buffer
  * would hold what the pacer holds back.
  *
