@@ -360,8 +360,6 @@ fair_update(pps_path_t *p, const pps_path_sample_t *s, bool new_loss)
 	 * marked it competing) the AIMD cannot run far past the capacity. */
 	uint64_t ceiling = p->acked_bps * 3 / 2;
 
-	if (p->params.rate_control != PPS_RATE_CONTROL_TCP_FRIENDLY)
-		return;
 	if (!p->fair_bps) {
 		if (!p->estimate_bps)
 			return;
@@ -465,7 +463,8 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 		if (cwnd_bps > p->estimate_bps)
 			p->estimate_bps = cwnd_bps;
 	}
-	fair_update(p, s, new_loss);
+	if (p->params.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY)
+		fair_update(p, s, new_loss);
 }
 
 /*
