@@ -23,7 +23,11 @@ def events(path, kind):
 def adapts_to_bottleneck(build, workdir):
     """2 Mbit/s, 50 ms RTT; a stream whose full stack needs about 3 Mbit/s:
     the base layer is always delivered, at least 90% of windows arrive within
-    the tolerance, and enhancement comes and goes with the available rate."""
+    the tolerance, and the stream fits the link: either the progress regulator
+    drops enhancement when it does not fit (base-only frames), or the rate
+    allocator has sized the encoder's layers to the link (what was encoded
+    stays near 2 Mbit/s rather than the ~3 Mbit/s the CRFs ask for). Either
+    way, enhancement reaches most frames."""
     if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
         print("skipped: needs root and /dev/net/tun")
         sys.exit(SKIP)
@@ -79,7 +83,8 @@ def adapts_to_bottleneck(build, workdir):
             reasons[f["reason"]] = reasons.get(f["reason"], 0) + 1
     print("frames not shown:", reasons)
     with open(os.path.join(workdir, "server.json")) as f:
-        srv = json.load(f)["clients"][0]
+        report = json.load(f)
+    srv = report["clients"][0]
     print("server: retransmitted %d packets, %d RTOs; windows %d/%d/%d complete/partial/dropped"
           % (srv["retrans_pkts"], srv["rto_events"], srv["windows_complete"],
              srv["windows_partial"], srv["windows_dropped"]))
@@ -94,8 +99,14 @@ def adapts_to_bottleneck(build, workdir):
     check(not dropped, "%d windows dropped" % len(dropped))
     check(len(shown) >= 0.9 * 2 * len(steady), "frames shown %d of about %d"
           % (len(shown), 2 * len(steady)))
-    check(base_only > 0 and full > 0,
-          "enhancement should come and go: %d base-only, %d full frames" % (base_only, full))
+    encoded_bps = 8.0 * sum(report["layer_bytes"]) / max(1.0, report["seconds"])
+    print("encoded %.2f Mbit/s over %.0f s (layers %s bytes)"
+          % (encoded_bps / 1e6, report["seconds"], report["layer_bytes"]))
+    check(full >= 0.5 * len(shown),
+          "enhancement reached only %d of %d shown frames" % (full, len(shown)))
+    check(base_only > 0 or encoded_bps <= 1.15 * 2e6,
+          "the stream did not fit the 2 Mbit/s link: no base-only frames and %.2f Mbit/s "
+          "encoded" % (encoded_bps / 1e6))
 
 
 if __name__ == "__main__":
