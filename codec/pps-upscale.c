@@ -28,12 +28,42 @@ build_taps(int src_len, int dst_len, int *index, int *frac)
 	}
 }
 
+/* One source row, upscaled horizontally in Q8 (max 255 * 256). At exactly
+ * 2x the taps alternate 192/64 and 64/192 (build_taps for dst = 2 * src:
+ * position 128 i - 64), written out so the compiler can vectorise it; the
+ * values are the general loop's, bit for bit. */
+static void
+horizontal(const uint8_t *s, int src_width, uint16_t *r, int dst_width, const int *xi,
+           const int *xf)
+{
+	if (dst_width == 2 * src_width && src_width >= 2) {
+		int n = src_width;
+
+		r[0] = (uint16_t)(s[0] * 256);
+		for (int k = 0; k < n - 1; k++) {
+			r[2 * k + 1] = (uint16_t)(s[k] * 192 + s[k + 1] * 64);
+			r[2 * k + 2] = (uint16_t)(s[k] * 64 + s[k + 1] * 192);
+		}
+		r[2 * n - 1] = (uint16_t)(s[n - 1] * 256);
+		return;
+	}
+	for (int x = 0; x < dst_width; x++) {
+		int i = xi[x], f = xf[x];
+		int b = f ? s[i + 1] : 0;
+
+		r[x] = (uint16_t)(s[i] * (256 - f) + b * f);
+	}
+}
+
 void
 pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_height, uint8_t *dst,
                   int dst_stride, int dst_width, int dst_height)
 {
 	int *xi = malloc(sizeof(int) * (size_t)(2 * dst_width + 2 * dst_height));
-	uint16_t *rows = malloc(sizeof(uint16_t) * (size_t)dst_width * (size_t)src_height);
+	/* Two horizontally upscaled source rows, the pair the vertical pass
+	 * reads (rows only move forward with y): no whole-plane buffer. */
+	uint16_t *rows = malloc(sizeof(uint16_t) * (size_t)dst_width * 2);
+	int cached[2] = {-1, -1};
 	int *xf, *yi, *yf;
 
 	if (!xi || !rows) {
@@ -51,27 +81,26 @@ pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_hei
 	build_taps(src_width, dst_width, xi, xf);
 	build_taps(src_height, dst_height, yi, yf);
 
-	/* Horizontal pass on every source row, kept in Q8 (max 255 * 256). */
-	for (int y = 0; y < src_height; y++) {
-		const uint8_t *s = src + (size_t)y * src_stride;
-		uint16_t *r = rows + (size_t)y * dst_width;
-
-		for (int x = 0; x < dst_width; x++) {
-			int i = xi[x], f = xf[x];
-			int b = f ? s[i + 1] : 0;
-
-			r[x] = (uint16_t)(s[i] * (256 - f) + b * f);
-		}
-	}
 	/* Vertical pass, rounding Q16 to the nearest integer. */
 	for (int y = 0; y < dst_height; y++) {
-		const uint16_t *r0 = rows + (size_t)yi[y] * dst_width;
-		const uint16_t *r1 = yf[y] ? r0 + dst_width : r0;
+		int want[2] = {yi[y], yf[y] ? yi[y] + 1 : yi[y]};
+		const uint16_t *r[2];
 		uint32_t g = (uint32_t)yf[y];
 		uint8_t *d = dst + (size_t)y * dst_stride;
 
+		for (int k = 0; k < 2; k++) {
+			int slot =
+			    want[k] & 1; /* rows want[0] and want[0] + 1 never share a slot */
+
+			if (cached[slot] != want[k]) {
+				horizontal(src + (size_t)want[k] * src_stride, src_width,
+				           rows + (size_t)slot * dst_width, dst_width, xi, xf);
+				cached[slot] = want[k];
+			}
+			r[k] = rows + (size_t)slot * dst_width;
+		}
 		for (int x = 0; x < dst_width; x++)
-			d[x] = (uint8_t)((r0[x] * (256 - g) + r1[x] * g + 32768) >> 16);
+			d[x] = (uint8_t)((r[0][x] * (256 - g) + r[1][x] * g + 32768) >> 16);
 	}
 	free(xi);
 	free(rows);
