@@ -39,6 +39,9 @@ typedef struct {
 	} payload;
 } item_t;
 
+#define READY_BIN_US 100
+#define READY_BINS   10001
+
 static void
 item_clear(item_t *item)
 {
@@ -74,6 +77,8 @@ struct pps_media {
 	bool failed;
 	char error[256];
 	pps_media_stats_t stats; /* under lock */
+	/* under lock: capture -> ready, 0.1 ms bins, the last one for >= 1 s */
+	uint32_t ready_hist[READY_BINS];
 };
 
 static void
@@ -162,8 +167,13 @@ windower_window_cb(pps_window_t *window, void *user)
 {
 	pps_media_t *m = user;
 
+	int64_t held_us = pps_time_realtime_us() - pps_window_first_capture_us(window);
+	int64_t bin = held_us < 0 ? 0 : held_us / READY_BIN_US;
+
 	pthread_mutex_lock(&m->lock);
 	m->stats.windows++;
+	m->ready_hist[bin < READY_BINS - 1 ? bin : READY_BINS - 1]++;
+	m->stats.ready_samples++;
 	pthread_mutex_unlock(&m->lock);
 	m->window_cb(window, m->user);
 }
@@ -426,6 +436,25 @@ pps_media_stream_info(const pps_media_t *m, pps_wire_stream_info_t *info)
 	*info = m->info;
 }
 
+/* Under lock: the bin's upper edge in ms holding fraction @q of the windows. */
+static double
+ready_percentile(const pps_media_t *m, double q)
+{
+	uint64_t want, seen = 0;
+
+	if (m->stats.ready_samples == 0)
+		return 0.0;
+	want = (uint64_t)(q * (double)m->stats.ready_samples + 0.5);
+	if (want < 1)
+		want = 1;
+	for (size_t b = 0; b < READY_BINS; b++) {
+		seen += m->ready_hist[b];
+		if (seen >= want)
+			return (double)((b + 1) * READY_BIN_US) / 1000.0;
+	}
+	return (double)(READY_BINS * READY_BIN_US) / 1000.0;
+}
+
 void
 pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 {
@@ -433,6 +462,8 @@ pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 
 	pthread_mutex_lock(&m->lock);
 	*stats = m->stats;
+	stats->capture_to_ready_p50_ms = ready_percentile(m, 0.50);
+	stats->capture_to_ready_p95_ms = ready_percentile(m, 0.95);
 	pthread_mutex_unlock(&m->lock);
 	pps_capture_get_stats(m->capture, &cs);
 	stats->capture_frames = cs.frames_captured;

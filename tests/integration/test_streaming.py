@@ -54,7 +54,16 @@ def stream_10s(build, workdir):
     # The printed table carries the same figures.
     check("frames shown" in c.stdout and ("%d of %d" % (len(shown), len(frames))) in c.stdout,
           "summary table does not match the log:\n" + c.stdout)
-    print("frames %d shown %.1f%% p50 %.1f ms" % (len(frames), pct, p50))
+    # The server's stage, a window's first capture -> the window ready to
+    # send, is part of the client's window latency (first capture -> last
+    # byte received): present and not larger.
+    st = srv.stats()
+    ready = st["capture_to_ready_p50_ms"]
+    check(0 < ready <= s["window_latency_p50_ms"] + 0.1,
+          "server capture_to_ready p50 %.1f ms against the client's window latency "
+          "p50 %.1f ms" % (ready, s["window_latency_p50_ms"]))
+    print("frames %d shown %.1f%% p50 %.1f ms (server capture->ready p50 %.1f ms)"
+          % (len(frames), pct, p50, ready))
 
 
 def two_clients(build, workdir):
