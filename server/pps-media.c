@@ -166,7 +166,6 @@ static void
 windower_window_cb(pps_window_t *window, void *user)
 {
 	pps_media_t *m = user;
-
 	int64_t held_us = pps_time_realtime_us() - pps_window_first_capture_us(window);
 	int64_t bin = held_us < 0 ? 0 : held_us / READY_BIN_US;
 
