@@ -181,6 +181,19 @@ layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int
 	if (residual) {
 		/* Residuals are judged by PSNR, not by eye: no psy tuning. */
 		xp.analyse.b_psy = 0;
+		/* Nobody sees a residual either: the picture shown is the smooth
+		 * upscaled prediction plus it, so no deblocking of it (the slice
+		 * header says so and every decoder skips it too). A residual has
+		 * no fades and little motion worth a search: no weighted
+		 * prediction, the diamond search, and superfast's partitions.
+		 * pps-codec-bench --layers 1x2 --window 1 --threads 1, three
+		 * paired runs: the residual layer's CPU per frame 25-35% lower,
+		 * PSNR-Y at about the same rate +0.45 dB on smpte, the same on
+		 * snow, -0.35 dB on ball (at 63 dB). */
+		xp.b_deblocking_filter = 0;
+		xp.analyse.i_weighted_pred = X264_WEIGHTP_NONE;
+		xp.analyse.i_me_method = X264_ME_DIA;
+		xp.analyse.inter = X264_ANALYSE_I4x4 | X264_ANALYSE_I8x8;
 	}
 	l->x264 = x264_encoder_open(&xp);
 	if (!l->x264)
@@ -398,6 +411,18 @@ x264_type_of(pps_adu_frame_type_t t)
 	}
 }
 
+/* The 2x box filter written out: a shift instead of a division per sample
+ * (the division was a fifth of the encoding thread's own time). */
+static void
+downscale_2x_row(uint8_t *restrict d, const uint8_t *restrict s0, const uint8_t *restrict s1, int w)
+{
+	for (int x = 0; x < w; x++) {
+		unsigned sum = (unsigned)s0[2 * x] + s0[2 * x + 1] + s1[2 * x] + s1[2 * x + 1];
+
+		d[x] = (uint8_t)((sum + 2) >> 2);
+	}
+}
+
 /* Box filter: encoder side only, need not match anything. */
 static void
 downscale(pps_frame_t *dst, const pps_frame_t *src, int scale)
@@ -411,6 +436,13 @@ downscale(pps_frame_t *dst, const pps_frame_t *src, int scale)
 		for (int y = 0; y < h; y++) {
 			uint8_t *d = dst->planes[p] + (size_t)y * dst->strides[p];
 
+			if (scale == 2) {
+				const uint8_t *s0 =
+				    src->planes[p] + (size_t)(2 * y) * src->strides[p];
+
+				downscale_2x_row(d, s0, s0 + src->strides[p], w);
+				continue;
+			}
 			for (int x = 0; x < w; x++) {
 				int sum = 0;
 
@@ -427,6 +459,17 @@ downscale(pps_frame_t *dst, const pps_frame_t *src, int scale)
 	}
 }
 
+/* In 16-bit lanes (the difference fits): a third of the time of int lanes. */
+static void
+make_residual_row(uint8_t *restrict d, const uint8_t *restrict s, const uint8_t *restrict r, int w)
+{
+	for (int x = 0; x < w; x++) {
+		int16_t v = (int16_t)(s[x] - r[x] + 128);
+
+		d[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+	}
+}
+
 static void
 make_residual(pps_frame_t *res, const pps_frame_t *src, const pps_frame_t *pred)
 {
@@ -434,17 +477,10 @@ make_residual(pps_frame_t *res, const pps_frame_t *src, const pps_frame_t *pred)
 		int w = p ? src->width / 2 : src->width;
 		int h = p ? src->height / 2 : src->height;
 
-		for (int y = 0; y < h; y++) {
-			const uint8_t *s = src->planes[p] + (size_t)y * src->strides[p];
-			const uint8_t *r = pred->planes[p] + (size_t)y * pred->strides[p];
-			uint8_t *d = res->planes[p] + (size_t)y * res->strides[p];
-
-			for (int x = 0; x < w; x++) {
-				int v = s[x] - r[x] + 128;
-
-				d[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-			}
-		}
+		for (int y = 0; y < h; y++)
+			make_residual_row(res->planes[p] + (size_t)y * res->strides[p],
+			                  src->planes[p] + (size_t)y * src->strides[p],
+			                  pred->planes[p] + (size_t)y * pred->strides[p], w);
 	}
 }
 

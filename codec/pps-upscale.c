@@ -55,6 +55,61 @@ horizontal(const uint8_t *s, int src_width, uint16_t *r, int dst_width, const in
 	}
 }
 
+/*
+ * Exactly 2x both ways, the base layer's case: the same bytes in 16-bit
+ * lanes. At 2x every Q8 tap is 0, 64, 192 or 256, so a horizontal value is
+ * 64 h with h = 4 s (edges), 3 s[k] + s[k + 1] or s[k] + 3 s[k + 1], and the
+ * vertical pass (r0 (256 - g) + r1 g + 32768) >> 16 reduces to (h0 + 2) >> 2
+ * at g = 0 (first and last rows) and (3 h0 + h1 + 8) >> 4 at g = 64 (odd
+ * rows; mirrored at 192): at most 4088, where the general pass needs 32-bit
+ * products. Checked against the definition by the codec-upscale test.
+ */
+static void
+horizontal_2x(const uint8_t *restrict s, int n, uint16_t *restrict h)
+{
+	h[0] = (uint16_t)(4 * s[0]);
+	for (int k = 0; k < n - 1; k++) {
+		h[2 * k + 1] = (uint16_t)(3 * s[k] + s[k + 1]);
+		h[2 * k + 2] = (uint16_t)(s[k] + 3 * s[k + 1]);
+	}
+	h[2 * n - 1] = (uint16_t)(4 * s[n - 1]);
+}
+
+static void
+vertical_edge_2x(const uint16_t *restrict h, uint8_t *restrict d, int w)
+{
+	for (int x = 0; x < w; x++)
+		d[x] = (uint8_t)((h[x] + 2) >> 2);
+}
+
+static void
+vertical_2x(const uint16_t *restrict near, const uint16_t *restrict far, uint8_t *restrict d, int w)
+{
+	for (int x = 0; x < w; x++)
+		d[x] = (uint8_t)((3 * near[x] + far[x] + 8) >> 4);
+}
+
+static void
+upscale_2x(const uint8_t *src, int src_stride, int sw, int sh, uint16_t *rows, uint8_t *dst,
+           int dst_stride)
+{
+	int dw = 2 * sw;
+	uint16_t *h[2] = {rows, rows + dw};
+
+	horizontal_2x(src, sw, h[0]);
+	vertical_edge_2x(h[0], dst, dw);
+	for (int k = 0; k + 1 < sh; k++) {
+		/* h[k & 1] holds source row k; row k + 1 goes in the other. */
+		const uint16_t *a = h[k & 1];
+		uint16_t *b = h[(k + 1) & 1];
+
+		horizontal_2x(src + (size_t)(k + 1) * src_stride, sw, b);
+		vertical_2x(a, b, dst + (size_t)(2 * k + 1) * dst_stride, dw);
+		vertical_2x(b, a, dst + (size_t)(2 * k + 2) * dst_stride, dw);
+	}
+	vertical_edge_2x(h[(sh - 1) & 1], dst + (size_t)(2 * sh - 1) * dst_stride, dw);
+}
+
 void
 pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_height, uint8_t *dst,
                   int dst_stride, int dst_width, int dst_height)
@@ -71,6 +126,13 @@ pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_hei
 		for (int y = 0; y < dst_height; y++)
 			for (int x = 0; x < dst_width; x++)
 				dst[(size_t)y * dst_stride + x] = 128;
+		free(xi);
+		free(rows);
+		return;
+	}
+	if (dst_width == 2 * src_width && dst_height == 2 * src_height && src_width >= 2 &&
+	    src_height >= 2) {
+		upscale_2x(src, src_stride, src_width, src_height, rows, dst, dst_stride);
 		free(xi);
 		free(rows);
 		return;

@@ -785,7 +785,8 @@ case_stream_wire(void)
 
 /* The upscale filter against its definition (Q8 bilinear, pixel centres
  * aligned, computed here the slow way on a whole plane): the rolling-row and
- * 2x paths must give the same bytes, at 2x and at sizes that are not 2x. */
+ * 2x paths must give the same bytes, at 2x and at sizes that are not 2x, and
+ * on a white plane (the 2x path's 16-bit sums at their largest). */
 static int
 reference_sample(const uint8_t *src, int stride, int sw, int sh, int dw, int dh, int x, int y)
 {
@@ -813,8 +814,10 @@ case_upscale(void)
 {
 	static const int sizes[][4] = {
 	    {320, 240, 640, 480}, {160, 120, 640, 480}, {7, 5, 14, 10}, {2, 2, 4, 4},
-	    {11, 9, 16, 15},      {5, 3, 5, 3},         {1, 1, 3, 2},
+	    {11, 9, 16, 15},      {5, 3, 5, 3},         {1, 1, 3, 2},   {6, 4, 12, 8},
 	};
+	const size_t saturated =
+	    sizeof(sizes) / sizeof(sizes[0]) - 1; /* all 255: the largest sums */
 	unsigned seed = 12345;
 
 	for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
@@ -832,7 +835,7 @@ case_upscale(void)
 		}
 		for (int i = 0; i < stride * sh; i++) {
 			seed = seed * 1103515245u + 12345u;
-			src[i] = (uint8_t)(seed >> 16);
+			src[i] = c == saturated ? 255 : (uint8_t)(seed >> 16);
 		}
 		pps_upscale_plane(src, stride, sw, sh, dst, dstride, dw, dh);
 		for (int y = 0; y < dh; y++)
