@@ -14,6 +14,8 @@
  *   lost         its window came, without this frame (the sender cut it at
  *                the deadline, or the decoder could not output it)
  *   undecodable  its ADUs came but something they depend on did not
+ *   stopped      its window was still open when the stream ended (the client
+ *                stopped, or the connection closed): in flight, not counted
  *
  * Frames before the first window that brought this client anything are not
  * part of its stream (it joined later): dropped windows before that are
@@ -52,7 +54,9 @@ struct pps_receiver {
 	int64_t next_frame;  /* first frame not yet accounted; -1 before the first window */
 	int64_t last_window; /* last window id closed; -1 before the first */
 	int64_t last_window_us;
-	int64_t ref_frame; /* a frame whose capture time (server clock) is known */
+	int64_t open_first, open_last; /* frames of the window begun, not ended; -1 */
+	bool finishing;                /* in pps_receiver_finish() */
+	int64_t ref_frame;             /* a frame whose capture time (server clock) is known */
 	int64_t ref_capture_us;
 	bool started; /* a window brought something */
 	pps_receiver_stats_t stats;
@@ -106,6 +110,7 @@ pps_receiver_reset(pps_receiver_t *r)
 	r->next_frame = -1;
 	r->last_window = -1;
 	r->ref_frame = -1;
+	r->open_first = r->open_last = -1;
 	r->started = false;
 }
 
@@ -169,8 +174,15 @@ decoder_frame_cb(const pps_decoded_frame_t *df, void *user)
 		r->stats.frames_duplicate++;
 		return;
 	}
-	/* Display order: frames before this one will never come out. */
-	account_missing(r, f - 1, PPS_FRAME_LOST);
+	/* Display order: frames before this one will never come out. Those of
+	 * the window still open when the stream ends were in flight. */
+	if (r->finishing && r->open_first >= 0) {
+		account_missing(r, f - 1 < r->open_first - 1 ? f - 1 : r->open_first - 1,
+		                PPS_FRAME_LOST);
+		account_missing(r, f - 1, PPS_FRAME_STOPPED);
+	} else {
+		account_missing(r, f - 1, PPS_FRAME_LOST);
+	}
 	r->next_frame = f + 1;
 	r->ref_frame = f;
 	r->ref_capture_us = df->capture_us;
@@ -389,6 +401,7 @@ window_end(pps_receiver_t *r, int64_t now)
 		account_missing(r, last, w.dropped ? PPS_FRAME_DROPPED : PPS_FRAME_LOST);
 	r->last_window = w.window_id;
 	r->last_window_us = now;
+	r->open_first = r->open_last = -1;
 }
 
 int
@@ -432,6 +445,8 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 			r->next_frame = first_frame_of(b->window_id, r->info.window_frames);
 		r->ref_frame = first_frame_of(b->window_id, r->info.window_frames);
 		r->ref_capture_us = b->first_capture_us;
+		r->open_first = r->ref_frame;
+		r->open_last = last_frame_of(b->window_id, r->info.window_frames);
 		break;
 	}
 	case PPS_WIRE_ADU_FRAGMENT:
@@ -453,6 +468,12 @@ pps_receiver_finish(pps_receiver_t *r)
 		r->push_us = r->clock_cb(r->user);
 		/* Its error (libavcodec's at end of stream) changes nothing here:
 		 * what it held is out either way, and the decoder is reset. */
+		r->finishing = true;
 		pps_decoder_drain(r->decoder);
+		r->finishing = false;
 	}
+	/* The open window's frames that did not come out: in flight. */
+	if (r->open_last >= 0)
+		account_missing(r, r->open_last, PPS_FRAME_STOPPED);
+	r->open_first = r->open_last = -1;
 }

@@ -3,9 +3,9 @@
  * The receiver with a real layered stream (codec/'s encoder and decoder):
  * fragments in any order decode in decode order, every frame is accounted
  * exactly once on every path (shown, dropped window, gap of windows, frames a
- * window came without, join), a window's frames come out by its WINDOW_END,
- * and untrusted STREAM_INFO, window ids and frame numbers are refused.
- * Time is the test's own (an injected clock), never slept on.
+ * window came without, join, the window open when the stream stops), a window's frames come out by
+ * its WINDOW_END, and untrusted STREAM_INFO, window ids and frame numbers are refused. Time is the
+ * test's own (an injected clock), never slept on.
  */
 #include "pps-client-internal.h"
 #include "pps-codec-testutil.h"
@@ -148,7 +148,14 @@ feed(pps_receiver_t *r, pps_wire_record_t rec)
 }
 
 /* Bit i of @keep: send ADU i of the window (in decode order). */
-typedef enum { SEND_ALL, SEND_NONE_DROPPED, SEND_NOTHING, SEND_BASE_ONLY } plan_t;
+typedef enum {
+	SEND_ALL,
+	SEND_NONE_DROPPED,
+	SEND_NOTHING,
+	SEND_BASE_ONLY,
+	SEND_ANCHOR_OPEN, /* temporal layer 0 only, and no WINDOW_END: the stream stops */
+	SEND_BEGIN_OPEN,  /* WINDOW_BEGIN only: the stream stops */
+} plan_t;
 
 /* Sends window @id: its ADUs in reverse (priority-like) order, each ADU in
  * two fragments; under SEND_BASE_ONLY only quality layer 0 of temporal layer 0. */
@@ -197,8 +204,10 @@ send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 	for (size_t i = first; i < first + count; i++) {
 		const pps_adu_info_t *info = pps_adu_info(adus[i]);
 
-		sendable[i] =
-		    plan == SEND_ALL || (info->quality_layer == 0 && info->temporal_layer == 0);
+		sendable[i] = plan == SEND_ALL ||
+		              (plan == SEND_ANCHOR_OPEN && info->temporal_layer == 0) ||
+		              (plan == SEND_BASE_ONLY && info->quality_layer == 0 &&
+		               info->temporal_layer == 0);
 	}
 	for (size_t k = first + count; k-- > first;) {
 		const pps_adu_info_t *info = pps_adu_info(adus[k]);
@@ -237,6 +246,8 @@ send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 	 * wait for WINDOW_END, let alone for the next window. */
 	if (check_before_end && plan == SEND_ALL)
 		CHECK_EQ_INT(s->last_output, (int64_t)id * W);
+	if (plan == SEND_ANCHOR_OPEN || plan == SEND_BEGIN_OPEN)
+		return;
 	{
 		pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
 
@@ -356,6 +367,32 @@ test_undecodable(void)
 	pps_receiver_free(r);
 }
 
+/* The window open when the stream stops: its frames are in flight, logged
+ * "stopped" (not lost), each once, whether or not the drain outputs some. */
+static void
+test_cut_at_stop(void)
+{
+	for (int begin_only = 0; begin_only < 2; begin_only++) {
+		sink_t s;
+		pps_receiver_t *r = new_receiver(&s);
+
+		for (uint32_t w = 0; w <= 5; w++)
+			send_window(r, &s, w, SEND_ALL);
+		/* Window 6: frames 11 (B, temporal layer 1) and 12 (its anchor). */
+		send_window(r, &s, 6, begin_only ? SEND_BEGIN_OPEN : SEND_ANCHOR_OPEN);
+		pps_receiver_finish(r);
+		check_once(&s, 0, 12);
+		for (int i = 0; i <= 10; i++)
+			CHECK_EQ_INT(s.shown[i], 1);
+		CHECK(s.missing[11] && strcmp(s.reason[11], PPS_FRAME_STOPPED) == 0);
+		if (begin_only)
+			CHECK(s.missing[12] && strcmp(s.reason[12], PPS_FRAME_STOPPED) == 0);
+		else
+			CHECK_EQ_INT(s.shown[12], 1);
+		pps_receiver_free(r);
+	}
+}
+
 static void
 expect_refused(pps_receiver_t *r, pps_wire_record_t rec, const char *text)
 {
@@ -466,6 +503,7 @@ main(void)
 	test_all_shown();
 	test_every_path();
 	test_undecodable();
+	test_cut_at_stop();
 	test_untrusted();
 	test_one_frame_windows();
 	for (size_t i = 0; i < n_adus; i++)
