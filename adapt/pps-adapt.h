@@ -138,6 +138,9 @@ uint32_t pps_path_inflight_cap_pkts(const pps_path_t *path);
  * in force: others hold the queue (yielding cap in state competing), or always
  * under latency cap off/always; 0 = none. */
 uint64_t pps_path_rate_cap_bps(const pps_path_t *path);
+/* Whether others share the queue: the yielding cap is lifted (competing) or
+ * being tested; false under the other cap policies and before an estimate. */
+bool pps_path_shared(const pps_path_t *path);
 
 /* ---------------------------------------------------------- rate allocation */
 

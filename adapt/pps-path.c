@@ -502,6 +502,13 @@ pps_path_rate_cap_bps(const pps_path_t *p)
 	return fair_in_force(p) ? p->fair_bps : 0;
 }
 
+bool
+pps_path_shared(const pps_path_t *p)
+{
+	return p->params.cap_policy == PPS_LATENCY_CAP_YIELDING &&
+	       (p->cap_state == PPS_PATH_CAP_COMPETING || p->cap_state == PPS_PATH_CAP_TEST);
+}
+
 void
 pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 {

@@ -160,6 +160,10 @@ static const pps_config_key_t keys[] = {
          "TCP congestion control per connection; default = the system's; bbr keeps its window "
          "through losses, under the tcp-friendly rate control; one the kernel refuses leaves "
          "the system's (with a warning)"),
+    ENUM("transport", "congestion_alone", "cubic", pps_minbuf_congestion_alone_names, SERVER,
+         "minbuf mode, yielding latency cap: the congestion control while the stream is alone "
+         "on its path, switched on the live connection (congestion while others share the "
+         "queue); cubic has no bbr ProbeRTT stall; same = never switch"),
     BOOL("transport", "thin_linear_timeouts", "false", SERVER,
          "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
     BOOL("transport", "pacing", "false", SERVER,

@@ -599,5 +599,11 @@ pps_listener_params_from_config(const pps_config_t *c, pps_listener_params_t *lp
 	        : PPS_RATE_CONTROL_CONGESTION;
 	if (sp->path.queue_target_us == 0)
 		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
+	/* Only the yielding cap knows whether others share the path, and a
+	 * switch needs a named congestion control on both sides. */
+	if (sp->transport.mode != PPS_MINBUF_MODE_MINBUF ||
+	    sp->path.cap_policy != PPS_LATENCY_CAP_YIELDING ||
+	    sp->transport.congestion == PPS_MINBUF_CONGESTION_DEFAULT)
+		sp->transport.congestion_alone = PPS_MINBUF_CONGESTION_DEFAULT;
 	return 0;
 }

@@ -86,6 +86,7 @@ struct pps_minbuf {
 	pps_minbuf_stats_t stats;
 	uint32_t cap_pkts;     /* latency cap, 0 = none */
 	uint64_t rate_cap_Bps; /* SO_MAX_PACING_RATE set by pps_minbuf_set_rate_cap, 0 = none */
+	pps_minbuf_congestion_t congestion; /* in force; DEFAULT: the namespace's */
 
 	pps_tls_t *tls; /* each packet sealed as one record; NULL: plaintext */
 	uint8_t *plain; /* one packet's plaintext before sealing */
@@ -152,14 +153,16 @@ pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *o
 	if (!config || !out)
 		return -EINVAL;
 	pps_minbuf_params_init(out);
-	/* The keys' choices are pps_minbuf_mode_names and
-	 * pps_minbuf_congestion_names: a choice index is the enum value. */
+	/* The keys' choices are pps_minbuf_mode_names, pps_minbuf_congestion_names
+	 * and pps_minbuf_congestion_alone_names: a choice index is the enum value. */
 	out->mode = (pps_minbuf_mode_t)pps_config_get_enum(config, "transport", "mode");
 	out->a = (unsigned)pps_config_get_int(config, "transport", "minbuf_a");
 	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
 	out->ecn = pps_config_get_bool(config, "transport", "ecn");
 	out->congestion =
 	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
+	out->congestion_alone =
+	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion_alone");
 	out->thin_linear_timeouts =
 	    pps_config_get_bool(config, "transport", "thin_linear_timeouts");
 	out->pacing = pps_config_get_bool(config, "transport", "pacing");
@@ -700,6 +703,24 @@ pps_minbuf_set_rate_cap(pps_minbuf_t *w, uint64_t bits_per_s)
 	return 0;
 }
 
+int
+pps_minbuf_set_congestion(pps_minbuf_t *w, pps_minbuf_congestion_t cc)
+{
+	int r;
+
+	if (cc <= PPS_MINBUF_CONGESTION_DEFAULT || cc >= PPS_MINBUF_CONGESTION_COUNT)
+		return -EINVAL;
+	if (cc == w->congestion)
+		return 0;
+	if ((r = pps_socket_set_congestion(w->fd, pps_minbuf_congestion_names[cc])) < 0)
+		return r;
+	w->congestion = cc;
+	w->stats.congestion_switches++;
+	if (pps_socket_get_congestion(w->fd, w->stats.congestion, sizeof(w->stats.congestion)) < 0)
+		strcpy(w->stats.congestion, "?");
+	return 0;
+}
+
 static void
 fail(pps_minbuf_t *w, int err)
 {
@@ -808,6 +829,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	    (r = pps_socket_set_congestion(fd, pps_minbuf_congestion_names[params->congestion])) <
 	        0)
 		w->stats.congestion_refused = -r;
+	else
+		w->congestion = params->congestion;
 	if (pps_socket_get_congestion(fd, w->stats.congestion, sizeof(w->stats.congestion)) < 0)
 		strcpy(w->stats.congestion, "?");
 	if (params->thin_linear_timeouts && (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)

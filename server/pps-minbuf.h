@@ -176,6 +176,14 @@ static const char *const pps_minbuf_congestion_names[] = {
     [PPS_MINBUF_CONGESTION_RENO] = "reno",       [PPS_MINBUF_CONGESTION_BBR] = "bbr",
     [PPS_MINBUF_CONGESTION_COUNT] = NULL,
 };
+/* [transport] congestion_alone: the congestion control while the stream is
+ * alone on its path, indexed like pps_minbuf_congestion_names, with "same"
+ * (no switch) in the place of "default". */
+static const char *const pps_minbuf_congestion_alone_names[] = {
+    [PPS_MINBUF_CONGESTION_DEFAULT] = "same", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
+    [PPS_MINBUF_CONGESTION_RENO] = "reno",    [PPS_MINBUF_CONGESTION_BBR] = "bbr",
+    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
+};
 _Static_assert(sizeof(pps_minbuf_mode_names) / sizeof(pps_minbuf_mode_names[0]) ==
                    PPS_MINBUF_MODE_COUNT + 1,
                "a name for every pps_minbuf_mode_t");
@@ -192,6 +200,9 @@ typedef struct {
 	unsigned b; /* >= 0 */
 	bool ecn;   /* ECN wanted: only reported, see above */
 	pps_minbuf_congestion_t congestion;
+	/* While the stream is alone on its path (the session switches; see
+	 * pps_minbuf_set_congestion): DEFAULT = "same", no switch. */
+	pps_minbuf_congestion_t congestion_alone;
 	bool thin_linear_timeouts;
 	/* TCP's internal pacing (SO_MAX_PACING_RATE set below "unlimited"): the
 	 * kernel spreads packets at about 1.2 x cwnd / srtt instead of sending
@@ -206,7 +217,8 @@ typedef struct {
 /* Fills @params with the defaults: minbuf, A=1, B=3, no ECN, default cc. */
 void pps_minbuf_params_init(pps_minbuf_params_t *params);
 
-/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, thin_linear_timeouts, pacing. */
+/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, congestion_alone,
+ * thin_linear_timeouts, pacing. */
 int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
 /*
@@ -327,9 +339,10 @@ typedef struct {
 	bool ecn_negotiated;
 	/* errno when [transport] congestion was refused (the system's runs) */
 	int congestion_refused;
-	char congestion[16];    /* the congestion control in force (TCP_CONGESTION read back) */
-	uint64_t capped_writes; /* write decisions the latency cap made smaller */
-	uint64_t tls_records;   /* packets sealed as TLS records (pps_minbuf_set_tls) */
+	char congestion[16]; /* the congestion control in force (TCP_CONGESTION read back) */
+	uint64_t congestion_switches;  /* pps_minbuf_set_congestion() changes applied */
+	uint64_t capped_writes;        /* write decisions the latency cap made smaller */
+	uint64_t tls_records;          /* packets sealed as TLS records (pps_minbuf_set_tls) */
 	uint32_t tls_max_record_bytes; /* largest record written: <= mss_bytes */
 } pps_minbuf_stats_t;
 
@@ -379,6 +392,15 @@ void pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts);
  * or -errno from setsockopt (the cap then stays as it was).
  */
 int pps_minbuf_set_rate_cap(pps_minbuf_t *w, uint64_t bits_per_s);
+
+/*
+ * Switches the connection's congestion control (TCP_CONGESTION on the live
+ * socket: the kernel keeps cwnd and starts the new one's state machine).
+ * A no-op when @cc is the one in force; PPS_MINBUF_CONGESTION_DEFAULT is not
+ * a target (what it names depends on the namespace). Returns 0 or -errno
+ * (the one in force then stays).
+ */
+int pps_minbuf_set_congestion(pps_minbuf_t *w, pps_minbuf_congestion_t cc);
 
 /* Copies the counters. Returns 0 or -EINVAL. */
 int pps_minbuf_get_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out);

@@ -187,6 +187,8 @@ final_client_cb(pps_session_t *session, void *user)
 		json_object_set_int_member(o, "rto_events", (gint64)ts.rto_events);
 		json_object_set_int_member(o, "capped_writes", (gint64)ts.capped_writes);
 		json_object_set_string_member(o, "congestion", ts.congestion);
+		json_object_set_int_member(o, "congestion_switches",
+		                           (gint64)ts.congestion_switches);
 		/* TLS: each packet one record, the largest never above the MSS. */
 		if (ts.tls_records > 0) {
 			json_object_set_int_member(o, "tls_records", (gint64)ts.tls_records);

@@ -45,7 +45,8 @@ struct pps_session {
 	pps_session_closed_cb closed_cb;
 	void *user;
 	bool closing;
-	bool rate_cap_warned; /* said once that SO_MAX_PACING_RATE failed */
+	bool rate_cap_warned;          /* said once that SO_MAX_PACING_RATE failed */
+	bool congestion_switch_warned; /* said once that a TCP_CONGESTION switch failed */
 	uint64_t pings;
 	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
 	int64_t last_progress_us;            /* last time the writer took a packet */
@@ -230,6 +231,16 @@ writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 		pps_web_check_batch(s->web);
 	pps_path_add_sample(s->path, &sample);
 	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
+	if (s->params.transport.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT &&
+	    (err = pps_minbuf_set_congestion(
+	         s->writer, pps_path_shared(s->path) ? s->params.transport.congestion
+	                                             : s->params.transport.congestion_alone)) < 0 &&
+	    !s->congestion_switch_warned) {
+		/* The one in force stays; the stream goes on. */
+		fprintf(stderr, "pps-server: client %s: cannot switch the congestion control: %s\n",
+		        s->peer, strerror(-err));
+		s->congestion_switch_warned = true;
+	}
 	if (s->params.path.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY &&
 	    (err = pps_minbuf_set_rate_cap(s->writer, pps_path_rate_cap_bps(s->path))) < 0 &&
 	    !s->rate_cap_warned) {
@@ -268,8 +279,14 @@ admit(pps_session_t *s)
 		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");
 		return;
 	}
-	s->writer =
-	    pps_minbuf_new(s->base, s->fd, &s->params.transport, fill_cb, writer_error_cb, s);
+	{
+		/* A new connection is alone until its path says otherwise. */
+		pps_minbuf_params_t tp = s->params.transport;
+
+		if (tp.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT)
+			tp.congestion = tp.congestion_alone;
+		s->writer = pps_minbuf_new(s->base, s->fd, &tp, fill_cb, writer_error_cb, s);
+	}
 	if (s->writer && s->tls) {
 		int ret = pps_minbuf_set_tls(s->writer, s->tls);
 

@@ -528,6 +528,34 @@ run_unit(void)
 			CHECK(pps_minbuf_set_rate_cap(w, 0) == 0, "lift");
 			CHECK(pps_socket_get_max_pacing_rate(wfd, &rate) == 0 && rate == ~0U,
 			      "lifted: %u", rate);
+		}
+		if (w) {
+			/* The congestion control switches on the live socket, once
+			 * per change; "default" is not a target. */
+			char cc[16] = "";
+			pps_minbuf_stats_t st;
+
+			CHECK(pps_minbuf_set_congestion(w, PPS_MINBUF_CONGESTION_CUBIC) == 0,
+			      "cubic");
+			CHECK(pps_socket_get_congestion(wfd, cc, sizeof(cc)) == 0 &&
+			          strcmp(cc, "cubic") == 0,
+			      "in force: %s", cc);
+			CHECK(pps_minbuf_set_congestion(w, PPS_MINBUF_CONGESTION_CUBIC) == 0,
+			      "again");
+			CHECK(pps_minbuf_set_congestion(w, PPS_MINBUF_CONGESTION_RENO) == 0,
+			      "reno");
+			CHECK(pps_socket_get_congestion(wfd, cc, sizeof(cc)) == 0 &&
+			          strcmp(cc, "reno") == 0,
+			      "in force: %s", cc);
+			CHECK(pps_minbuf_set_congestion(w, PPS_MINBUF_CONGESTION_DEFAULT) ==
+			          -EINVAL,
+			      "default is refused");
+			pps_minbuf_get_stats(w, &st);
+			CHECK(st.congestion_switches == 2 && strcmp(st.congestion, "reno") == 0,
+			      "%llu switches, stats say %s",
+			      (unsigned long long)st.congestion_switches, st.congestion);
+		}
+		if (w) {
 			pps_minbuf_free(w);
 		}
 		if (eb)

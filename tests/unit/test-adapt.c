@@ -139,24 +139,30 @@ test_yields_to_cross_traffic_and_retests(void)
 	pps_path_estimate_t e;
 	model_t m = {.now_us = 1000000};
 
+	CHECK(!pps_path_shared(p)); /* alone until a path says otherwise */
 	run_loop(p, &m, 3.0, 2000000, 50000, 0, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	CHECK(!pps_path_shared(p));
 	/* Loss-based flows keep 400 ms of queue whatever the stream does. */
 	run_loop(p, &m, 1.5, 2000000, 50000, 400000, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
 	CHECK_EQ_INT(e.inflight_cap_pkts, 0);
-	/* While they do, retests (every 4 s) find the queue still full. */
+	CHECK(pps_path_shared(p));
+	/* While they do, retests (every 4 s) find the queue still full: shared
+	 * throughout, a test included (no congestion control switch per test). */
 	run_loop(p, &m, 9.0, 2000000, 50000, 400000, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK(e.cap_state == PPS_PATH_CAP_COMPETING || e.cap_state == PPS_PATH_CAP_TEST);
+	CHECK(pps_path_shared(p));
 	/* They leave: a later retest (failed ones back off up to 32 s) finds
 	 * the queue drained and caps again. */
 	run_loop(p, &m, 33.0, 2000000, 50000, 0, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
 	CHECK(e.inflight_cap_pkts > 0);
+	CHECK(!pps_path_shared(p));
 	pps_path_free(p);
 }
 
@@ -182,6 +188,8 @@ test_policies_off_and_always(void)
 	pps_path_get_estimate(b, &e);
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
 	CHECK(e.inflight_cap_pkts >= 4);
+	/* Neither policy knows whether others share the path. */
+	CHECK(!pps_path_shared(a) && !pps_path_shared(b));
 	CHECK(strcmp(pps_latency_cap_names[PPS_LATENCY_CAP_YIELDING], "yielding") == 0);
 	CHECK(strcmp(pps_path_cap_state_name(PPS_PATH_CAP_COMPETING), "competing") == 0);
 	pps_path_free(a);

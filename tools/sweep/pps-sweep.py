@@ -962,7 +962,7 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="run (or resume) a sweep (the default command)")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout)")
+    src.add_argument("--preset", help="a matrix from presets/ (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")

@@ -1116,7 +1116,7 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 (a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
 `server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
-to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout. The sweep runs the union of the matrices' cross
+to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone. The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
 pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn
