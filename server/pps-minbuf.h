@@ -118,6 +118,16 @@
  * server uses it in mode minbuf only: in mode tcp the kernel's send buffer
  * would hold what the pacer holds back.
  *
+ * Congestion control by path state ([transport] congestion_alone,
+ * pps_minbuf_set_congestion()). bbr is what competes well, but alone on a
+ * path its ProbeRTT (cwnd 4 for 200 ms when no lower RTT was seen for 10 s)
+ * froze a live stream for 150-250 ms every ~10 s. So the server switches the
+ * live socket's TCP_CONGESTION: congestion_alone (cubic) while the yielding
+ * cap holds or has no estimate yet (the queue is the stream's own),
+ * [transport] congestion (bbr) while the cap is lifted or being retested
+ * (others share the queue); pps_path_shared() says which. The kernel keeps cwnd across the
+ * switch; the new algorithm starts its own state machine.
+ *
  * Mode tcp: the baseline. The same framing and cork, but packets are written
  * whenever the socket is writable with the kernel's default (autotuned)
  * buffering; TCP_INFO is read once per batch for the MSS only.

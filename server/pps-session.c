@@ -307,13 +307,17 @@ admit(pps_session_t *s)
 	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
 	{
 		pps_minbuf_stats_t ws;
+		/* The one the writer was opened with (see above). */
+		pps_minbuf_congestion_t cc =
+		    s->params.transport.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT
+		        ? s->params.transport.congestion_alone
+		        : s->params.transport.congestion;
 
 		if (pps_minbuf_get_stats(s->writer, &ws) == 0 && ws.congestion_refused)
 			fprintf(stderr,
 			        "pps-server: client %s: the kernel refused congestion control %s "
 			        "(%s); the system's default runs instead\n",
-			        s->peer,
-			        pps_minbuf_congestion_names[s->params.transport.congestion],
+			        s->peer, pps_minbuf_congestion_names[cc],
 			        strerror(ws.congestion_refused));
 	}
 	info.u.stream_info = s->params.stream_info;
