@@ -28,25 +28,10 @@ build_taps(int src_len, int dst_len, int *index, int *frac)
 	}
 }
 
-/* One source row, upscaled horizontally in Q8 (max 255 * 256). At exactly
- * 2x the taps alternate 192/64 and 64/192 (build_taps for dst = 2 * src:
- * position 128 i - 64), written out so the compiler can vectorise it; the
- * values are the general loop's, bit for bit. */
+/* One source row, upscaled horizontally in Q8 (max 255 * 256). */
 static void
-horizontal(const uint8_t *s, int src_width, uint16_t *r, int dst_width, const int *xi,
-           const int *xf)
+horizontal(const uint8_t *s, uint16_t *r, int dst_width, const int *xi, const int *xf)
 {
-	if (dst_width == 2 * src_width && src_width >= 2) {
-		int n = src_width;
-
-		r[0] = (uint16_t)(s[0] * 256);
-		for (int k = 0; k < n - 1; k++) {
-			r[2 * k + 1] = (uint16_t)(s[k] * 192 + s[k + 1] * 64);
-			r[2 * k + 2] = (uint16_t)(s[k] * 64 + s[k + 1] * 192);
-		}
-		r[2 * n - 1] = (uint16_t)(s[n - 1] * 256);
-		return;
-	}
 	for (int x = 0; x < dst_width; x++) {
 		int i = xi[x], f = xf[x];
 		int b = f ? s[i + 1] : 0;
@@ -155,7 +140,7 @@ pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int src_hei
 			    want[k] & 1; /* rows want[0] and want[0] + 1 never share a slot */
 
 			if (cached[slot] != want[k]) {
-				horizontal(src + (size_t)want[k] * src_stride, src_width,
+				horizontal(src + (size_t)want[k] * src_stride,
 				           rows + (size_t)slot * dst_width, dst_width, xi, xf);
 				cached[slot] = want[k];
 			}

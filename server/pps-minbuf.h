@@ -125,8 +125,9 @@
  * live socket's TCP_CONGESTION: congestion_alone (cubic) while the yielding
  * cap holds or has no estimate yet (the queue is the stream's own),
  * [transport] congestion (bbr) while the cap is lifted or being retested
- * (others share the queue); pps_path_shared() says which. The kernel keeps cwnd across the
- * switch; the new algorithm starts its own state machine.
+ * (others share the queue); pps_path_shared() says which. The kernel keeps
+ * cwnd across the switch; the new algorithm starts its own state machine. A
+ * switch the kernel refuses is reported once and not tried again.
  *
  * Mode tcp: the baseline. The same framing and cork, but packets are written
  * whenever the socket is writable with the kernel's default (autotuned)

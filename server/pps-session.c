@@ -45,8 +45,9 @@ struct pps_session {
 	pps_session_closed_cb closed_cb;
 	void *user;
 	bool closing;
-	bool rate_cap_warned;          /* said once that SO_MAX_PACING_RATE failed */
-	bool congestion_switch_warned; /* said once that a TCP_CONGESTION switch failed */
+	bool rate_cap_warned; /* said once that SO_MAX_PACING_RATE failed */
+	bool
+	    congestion_switch_failed; /* a TCP_CONGESTION switch failed: said once, no more tries */
 	uint64_t pings;
 	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
 	int64_t last_progress_us;            /* last time the writer took a packet */
@@ -232,14 +233,17 @@ writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	pps_path_add_sample(s->path, &sample);
 	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
 	if (s->params.transport.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT &&
+	    !s->congestion_switch_failed &&
 	    (err = pps_minbuf_set_congestion(
 	         s->writer, pps_path_shared(s->path) ? s->params.transport.congestion
-	                                             : s->params.transport.congestion_alone)) < 0 &&
-	    !s->congestion_switch_warned) {
-		/* The one in force stays; the stream goes on. */
-		fprintf(stderr, "pps-server: client %s: cannot switch the congestion control: %s\n",
+	                                             : s->params.transport.congestion_alone)) < 0) {
+		/* The one in force stays and the stream goes on; no system call
+		 * per reading to try again. */
+		fprintf(stderr,
+		        "pps-server: client %s: cannot switch the congestion control: %s; "
+		        "it keeps the one in force\n",
 		        s->peer, strerror(-err));
-		s->congestion_switch_warned = true;
+		s->congestion_switch_failed = true;
 	}
 	if (s->params.path.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY &&
 	    (err = pps_minbuf_set_rate_cap(s->writer, pps_path_rate_cap_bps(s->path))) < 0 &&
@@ -266,6 +270,8 @@ static void
 admit(pps_session_t *s)
 {
 	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
+	/* A new connection is alone until its path says otherwise. */
+	pps_minbuf_params_t tp = s->params.transport;
 
 	if (s->params.admit_cb && !s->params.admit_cb(s, s->user)) {
 		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
@@ -279,14 +285,9 @@ admit(pps_session_t *s)
 		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");
 		return;
 	}
-	{
-		/* A new connection is alone until its path says otherwise. */
-		pps_minbuf_params_t tp = s->params.transport;
-
-		if (tp.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT)
-			tp.congestion = tp.congestion_alone;
-		s->writer = pps_minbuf_new(s->base, s->fd, &tp, fill_cb, writer_error_cb, s);
-	}
+	if (tp.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT)
+		tp.congestion = tp.congestion_alone;
+	s->writer = pps_minbuf_new(s->base, s->fd, &tp, fill_cb, writer_error_cb, s);
 	if (s->writer && s->tls) {
 		int ret = pps_minbuf_set_tls(s->writer, s->tls);
 
@@ -307,17 +308,12 @@ admit(pps_session_t *s)
 	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
 	{
 		pps_minbuf_stats_t ws;
-		/* The one the writer was opened with (see above). */
-		pps_minbuf_congestion_t cc =
-		    s->params.transport.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT
-		        ? s->params.transport.congestion_alone
-		        : s->params.transport.congestion;
 
 		if (pps_minbuf_get_stats(s->writer, &ws) == 0 && ws.congestion_refused)
 			fprintf(stderr,
 			        "pps-server: client %s: the kernel refused congestion control %s "
 			        "(%s); the system's default runs instead\n",
-			        s->peer, pps_minbuf_congestion_names[cc],
+			        s->peer, pps_minbuf_congestion_names[tp.congestion],
 			        strerror(ws.congestion_refused));
 	}
 	info.u.stream_info = s->params.stream_info;

@@ -3,9 +3,10 @@
  * The receiver with a real layered stream (codec/'s encoder and decoder):
  * fragments in any order decode in decode order, every frame is accounted
  * exactly once on every path (shown, dropped window, gap of windows, frames a
- * window came without, join, the window open when the stream stops), a window's frames come out by
- * its WINDOW_END, and untrusted STREAM_INFO, window ids and frame numbers are refused. Time is the
- * test's own (an injected clock), never slept on.
+ * window came without, join, the window open when the stream stops), a
+ * window's frames come out by its WINDOW_END, and untrusted STREAM_INFO,
+ * window ids and frame numbers are refused. Time is the test's own (an
+ * injected clock), never slept on.
  */
 #include "pps-client-internal.h"
 #include "pps-codec-testutil.h"
