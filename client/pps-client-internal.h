@@ -36,7 +36,7 @@
 /* ---- reassembly: fragments -> whole ADUs of one window ------------------ */
 
 /* A window can hold at most this much, whatever WINDOW_BEGIN claims. */
-#define PPS_REASM_MAX_WINDOW_BYTES (64u << 20)
+#define PPS_REASM_MAX_WINDOW_BYTES PPS_WIRE_MAX_WINDOW_BYTES
 #define PPS_REASM_MAX_ADUS         1024
 
 typedef struct pps_reasm pps_reasm_t;

@@ -626,55 +626,64 @@ emit_fillers(pps_encoder_t *e, int q, const slot_t *anchor, pps_encoder_adu_cb c
 	return 0;
 }
 
+/* Emits layer @q of picture @s (decode position e->decode_count). */
+static int
+emit_adu(pps_encoder_t *e, slot_t *s, int q, pps_encoder_adu_cb cb, void *user)
+{
+	uint32_t refs[2];
+	int nrefs = pps_gop_ref_frames(&e->gop, s->frame_index, refs);
+	pps_adu_info_t info = {0};
+	pps_adu_t *adu;
+
+	info.id = e->next_id++;
+	info.frame_index = s->frame_index;
+	info.capture_us = s->capture_us;
+	info.decode_order = e->decode_count;
+	info.frame_type = (uint8_t)s->type;
+	info.temporal_layer = pps_gop_temporal_layer(&e->gop, s->frame_index);
+	info.quality_layer = (uint8_t)q;
+	for (int r = 0; r < nrefs; r++) {
+		uint32_t f = refs[r];
+
+		if (f >= e->round_start)
+			info.deps[info.dep_count++] = e->slot[f - e->round_start].adu_id[q];
+		else if (e->have_anchor && f == e->anchor_frame)
+			info.deps[info.dep_count++] = e->chain_id[q];
+	}
+	if (q > 0)
+		info.deps[info.dep_count++] = s->adu_id[q - 1];
+	s->adu_id[q] = info.id;
+	adu = pps_adu_new_take(&info, s->payload[q], s->payload_size[q]);
+	if (!adu)
+		return -errno;
+	s->payload[q] = NULL;
+	e->stats.bytes[q] += s->payload_size[q];
+	cb(adu, user);
+	return 0;
+}
+
 /*
  * Emits the ADUs of the finished round in x264's (decode) order, all layers
- * of a picture together, then each layer's closing filler ADU: after every
- * picture of the round, so a decoder can take it as "nothing more for these
- * frames".
+ * of a picture together (from @first_layer: a round of one picture may have
+ * emitted its base already, before its enhancement was encoded), then each
+ * layer's closing filler ADU: after every picture of the round, so a decoder
+ * can take it as "nothing more for these frames".
  */
 static int
-emit_round(pps_encoder_t *e, int slots, pps_encoder_adu_cb cb, void *user)
+emit_round(pps_encoder_t *e, int slots, int first_layer, pps_encoder_adu_cb cb, void *user)
 {
 	layer_t *base = &e->layer[0];
 	const slot_t *anchor = &e->slot[slots - 1]; /* the round's last frame in display order */
 	bool fillers = false;
 
-	if (base->order_count != slots)
+	if (base->order_count != slots || (first_layer > 0 && slots != 1))
 		return -EIO; /* x264 did not honour the forced types */
 	for (int k = 0; k < slots; k++) {
-		slot_t *s = &e->slot[base->order[k]];
-		uint32_t refs[2];
-		int nrefs = pps_gop_ref_frames(&e->gop, s->frame_index, refs);
+		for (int q = first_layer; q < e->layers; q++) {
+			int r = emit_adu(e, &e->slot[base->order[k]], q, cb, user);
 
-		for (int q = 0; q < e->layers; q++) {
-			pps_adu_info_t info = {0};
-			pps_adu_t *adu;
-
-			info.id = e->next_id++;
-			info.frame_index = s->frame_index;
-			info.capture_us = s->capture_us;
-			info.decode_order = e->decode_count;
-			info.frame_type = (uint8_t)s->type;
-			info.temporal_layer = pps_gop_temporal_layer(&e->gop, s->frame_index);
-			info.quality_layer = (uint8_t)q;
-			for (int r = 0; r < nrefs; r++) {
-				uint32_t f = refs[r];
-
-				if (f >= e->round_start)
-					info.deps[info.dep_count++] =
-					    e->slot[f - e->round_start].adu_id[q];
-				else if (e->have_anchor && f == e->anchor_frame)
-					info.deps[info.dep_count++] = e->chain_id[q];
-			}
-			if (q > 0)
-				info.deps[info.dep_count++] = s->adu_id[q - 1];
-			s->adu_id[q] = info.id;
-			adu = pps_adu_new_take(&info, s->payload[q], s->payload_size[q]);
-			if (!adu)
-				return -errno;
-			s->payload[q] = NULL;
-			e->stats.bytes[q] += s->payload_size[q];
-			cb(adu, user);
+			if (r < 0)
+				return r;
 		}
 		e->decode_count++;
 	}
@@ -759,6 +768,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 	int idx = (int)(n - e->round_start);
 	slot_t *s;
 	uint64_t t0;
+	bool early;
 	int r;
 
 	if (frame->width != e->params.width || frame->height != e->params.height)
@@ -799,6 +809,11 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		return r;
 	if (s->type != PPS_ADU_FRAME_IDR && s->type != PPS_ADU_FRAME_P)
 		return 0; /* B frames wait for their anchor */
+	/* A round of one picture (no B frames): its base goes out now, so the
+	 * server can send it while the enhancement is encoded. */
+	early = idx == 0 && e->layers > 1 && e->layer[0].order_count == 1;
+	if (early)
+		r = emit_adu(e, s, 0, cb, user);
 
 	for (int q = 1; q < e->layers && r == 0; q++) {
 		t0 = (uint64_t)pps_time_thread_cpu_us();
@@ -813,7 +828,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		e->stats.cpu_us[q] += (uint64_t)pps_time_thread_cpu_us() - t0;
 	}
 	if (r == 0)
-		r = emit_round(e, idx + 1, cb, user);
+		r = emit_round(e, idx + 1, early ? 1 : 0, cb, user);
 	e->round_start = n + 1;
 	e->frames_complete = n + 1;
 	return r;

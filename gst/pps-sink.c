@@ -95,6 +95,14 @@ media_window_cb(pps_window_t *window, void *user)
 }
 
 static void
+media_window_grew_cb(pps_window_t *window, void *user)
+{
+	GstPpsSink *sink = user;
+
+	pps_listener_window_grew(sink->listener, window);
+}
+
+static void
 listener_idr_cb(void *user)
 {
 	GstPpsSink *sink = user;
@@ -229,7 +237,11 @@ start_server(GstPpsSink *sink, int fps)
 		snprintf(err, sizeof(err), "cannot create the event loop: %s", g_strerror(errno));
 		goto err;
 	}
-	sink->media = pps_media_new_pushed(sink->base, c, media_window_cb, sink, err, sizeof(err));
+	sink->media =
+	    pps_media_new_pushed(sink->base, c,
+	                         &(pps_media_events_t){.window_cb = media_window_cb,
+	                                               .window_grew_cb = media_window_grew_cb},
+	                         sink, err, sizeof(err));
 	if (!sink->media)
 		goto err;
 	pps_media_stream_info(sink->media, &sink->stream_info);

@@ -84,10 +84,25 @@ void pps_window_unref(pps_window_t *window);
 uint32_t pps_window_id(const pps_window_t *window);
 int64_t pps_window_first_capture_us(const pps_window_t *window);
 unsigned pps_window_frames(const pps_window_t *window);
+/* ADUs the window holds now (while open, more may follow). */
 size_t pps_window_adu_count(const pps_window_t *window);
-/* The @i-th ADU in send (priority) order; owned by the window. */
+/* ADUs the window announces (its WINDOW_BEGIN): the count once closed; while
+ * open, the ADUs it holds plus those still being encoded. A window closed
+ * short (the producer never delivered them) keeps announcing them. */
+size_t pps_window_adu_total(const pps_window_t *window);
+/*
+ * True while the window is published early and ADUs are still to come
+ * (pps_windower_set_early). They join the end of the send order; the
+ * windower calls its grow_cb each time one does and when it closes.
+ */
+bool pps_window_is_open(const pps_window_t *window);
+/* The @i-th ADU in send (priority) order (i < pps_window_adu_count); owned by the window. */
 const pps_adu_t *pps_window_adu(const pps_window_t *window, size_t i);
+/* Payload bytes of the ADUs it holds. */
 size_t pps_window_bytes(const pps_window_t *window);
+/* What WINDOW_BEGIN announces: the bytes, plus while open a bound for each
+ * ADU to come; never above PPS_WIRE_MAX_WINDOW_BYTES. */
+size_t pps_window_bytes_bound(const pps_window_t *window);
 /* Lowest ADU id of the window: its ADUs are first .. first + count - 1. */
 uint32_t pps_window_first_adu_id(const pps_window_t *window);
 
@@ -98,6 +113,9 @@ uint32_t pps_window_first_adu_id(const pps_window_t *window);
  * handed to @window_cb, which takes the reference.
  */
 typedef void (*pps_windower_window_cb)(pps_window_t *window, void *user);
+/* A window published early got an ADU, or closed (pps_window_is_open() false);
+ * the windower keeps its reference. */
+typedef void (*pps_windower_grow_cb)(pps_window_t *window, void *user);
 
 typedef struct pps_windower pps_windower_t;
 
@@ -112,6 +130,21 @@ void pps_windower_free(pps_windower_t *windower);
  */
 #define PPS_WINDOW_MAX_ADUS 1024
 int pps_windower_add(pps_windower_t *windower, pps_adu_t *adu);
+
+/*
+ * Early publication, for a producer whose every frame is exactly
+ * @quality_layers ADUs in layer order with one temporal layer (no B frames,
+ * no fillers): a window is handed to window_cb as soon as its last frame's
+ * base-layer ADU is in, open, announcing the @quality_layers - 1 enhancement
+ * ADUs still being encoded (each bounded by @adu_bound_bytes for WINDOW_BEGIN);
+ * they join it as they arrive, and @grow_cb tells of each. So the base goes
+ * out while the enhancement is encoded. Needs @quality_layers 2, or windows of
+ * one frame (the ADUs to come must be the tail of the send order): else -EINVAL.
+ * An ADU of a later window, pps_windower_frames_done or a flush closes an
+ * open window short.
+ */
+int pps_windower_set_early(pps_windower_t *windower, unsigned quality_layers,
+                           size_t adu_bound_bytes, pps_windower_grow_cb grow_cb);
 
 /* Every ADU of frames <= @last_frame has been added: close those windows. */
 int pps_windower_frames_done(pps_windower_t *windower, uint32_t last_frame);

@@ -38,6 +38,10 @@ typedef struct {
 	uint32_t next_offset; /* bytes of it already sent */
 	uint16_t adus_sent, adus_dropped;
 	uint32_t bytes_sent, bytes_dropped;
+	/* What WINDOW_BEGIN announced, and the ADU bytes the client has been
+	 * told of since (a fragment's total_bytes): an ADU that would pass the
+	 * announced bytes (one still being encoded when it began) is dropped. */
+	uint32_t bytes_announced, bytes_started;
 } entry_t;
 
 typedef struct {
@@ -158,6 +162,10 @@ end_entry(pps_sched_t *s, entry_t *e)
 		return;
 	for (size_t i = e->next_adu; i < pps_window_adu_count(e->window); i++)
 		drop_adu(s, e, pps_window_adu(e->window, i));
+	/* Announced but never encoded in time (an early window): dropped too,
+	 * with bytes no one knows. */
+	e->adus_dropped +=
+	    (uint16_t)(pps_window_adu_total(e->window) - pps_window_adu_count(e->window));
 	e->next_adu = pps_window_adu_count(e->window);
 	e->next_offset = 0;
 	if (e->adus_sent == 0)
@@ -277,10 +285,20 @@ pps_sched_next_deadline_us(const pps_sched_t *s)
 	return next;
 }
 
+/* The head window has sent all it holds and waits for ADUs still being encoded. */
+static bool
+head_waits(const pps_sched_t *s)
+{
+	const entry_t *e = &s->entries[s->head];
+
+	return s->count > 0 && e->state == ENTRY_ACTIVE && !e->late &&
+	       pps_window_is_open(e->window) && e->next_adu == pps_window_adu_count(e->window);
+}
+
 bool
 pps_sched_has_data(const pps_sched_t *s)
 {
-	return s->control_count > 0 || s->count > 0;
+	return s->control_count > 0 || (s->count > 0 && !head_waits(s));
 }
 
 /* Appends a record if it fits; returns false (writing nothing) if not. */
@@ -305,21 +323,29 @@ pop_head(pps_sched_t *s)
 	s->count--;
 }
 
-/*
- * Appends fragments of the head window's ADUs. Returns true if the window ran
- * out of ADUs (it can end), false if the packet is full.
- */
-static bool
+typedef enum {
+	FRAGMENTS_FULL, /* the packet is full */
+	FRAGMENTS_DONE, /* the window ran out of ADUs: it can end */
+	FRAGMENTS_WAIT, /* sent all it holds; more are being encoded */
+} fragments_t;
+
+/* Appends fragments of the head window's ADUs. */
+static fragments_t
 append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *pos)
 {
-	size_t n = pps_window_adu_count(e->window);
-
-	while (e->next_adu < n) {
-		const pps_adu_t *adu = pps_window_adu(e->window, e->next_adu);
-		const pps_adu_info_t *info = pps_adu_info(adu);
-		size_t size = pps_adu_size(adu);
-		size_t overhead, room, rest, take;
+	for (;;) {
+		const pps_adu_t *adu;
+		const pps_adu_info_t *info;
+		size_t size, overhead, room, rest, take;
 		pps_wire_record_t r;
+
+		if (e->next_adu == pps_window_adu_count(e->window))
+			/* A late window sends no enhancement: it ends rather than wait. */
+			return pps_window_is_open(e->window) && !e->late ? FRAGMENTS_WAIT
+			                                                 : FRAGMENTS_DONE;
+		adu = pps_window_adu(e->window, e->next_adu);
+		info = pps_adu_info(adu);
+		size = pps_adu_size(adu);
 
 		if (e->late && !is_base_anchor(adu)) {
 			/* A partly sent one too: the client learns from WINDOW_END. */
@@ -334,18 +360,25 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 			e->next_adu++;
 			continue;
 		}
+		if (e->next_offset == 0 && size > e->bytes_announced - e->bytes_started) {
+			/* Encoded larger than its window's announced bound: the client
+			 * would refuse it. */
+			drop_adu(s, e, adu);
+			e->next_adu++;
+			continue;
+		}
 		overhead = pps_wire_fragment_overhead(info->dep_count);
 		rest = size - e->next_offset;
 		room = mss - *pos;
 		if (room <= overhead)
-			return false;
+			return FRAGMENTS_FULL;
 		take = room - overhead;
 		/* A packet of a large MSS (loopback: 64 KB) holds several records:
 		 * none longer than the client accepts. */
 		if (take > s->params.max_record_bytes - overhead)
 			take = s->params.max_record_bytes - overhead;
 		if (take < rest && take < PPS_SCHED_MIN_FRAGMENT_BYTES)
-			return false; /* not worth a fragment: next packet */
+			return FRAGMENTS_FULL; /* not worth a fragment: next packet */
 		if (take > rest)
 			take = rest;
 
@@ -359,7 +392,9 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 		r.u.adu_fragment.payload_len = (uint16_t)take;
 		r.u.adu_fragment.payload = pps_adu_data(adu) + e->next_offset;
 		if (!append(buf, mss, pos, &r))
-			return false;
+			return FRAGMENTS_FULL;
+		if (e->next_offset == 0)
+			e->bytes_started += (uint32_t)size;
 		e->next_offset += (uint32_t)take;
 		if (e->next_offset == size) {
 			pps_sched_layer_stats_t *ls = layer_stats(s, adu);
@@ -373,7 +408,6 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 			e->next_offset = 0;
 		}
 	}
-	return true;
 }
 
 int
@@ -408,8 +442,8 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 			r.u.window_begin.first_capture_us = pps_window_first_capture_us(e->window);
 			r.u.window_begin.deadline_us = e->deadline_us;
 			r.u.window_begin.frames = (uint16_t)pps_window_frames(e->window);
-			r.u.window_begin.adus = (uint16_t)pps_window_adu_count(e->window);
-			r.u.window_begin.bytes = (uint32_t)pps_window_bytes(e->window);
+			r.u.window_begin.adus = (uint16_t)pps_window_adu_total(e->window);
+			r.u.window_begin.bytes = (uint32_t)pps_window_bytes_bound(e->window);
 			r.u.window_begin.first_adu_id = pps_window_first_adu_id(e->window);
 			if (!append(buf, mss, &pos, &r)) {
 				full = true;
@@ -417,10 +451,19 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 			}
 			e->state = ENTRY_ACTIVE;
 			e->begin_sent = true;
+			e->bytes_announced = r.u.window_begin.bytes;
 		}
 		if (e->state == ENTRY_ACTIVE) {
-			if (!append_fragments(s, e, buf, mss, &pos)) {
+			fragments_t f = append_fragments(s, e, buf, mss, &pos);
+
+			if (f == FRAGMENTS_FULL) {
 				full = true;
+				break;
+			}
+			if (f == FRAGMENTS_WAIT) {
+				/* What is encoded goes now (uncorked); the rest of the
+				 * window follows when the windower adds it. */
+				*push = pos > 0;
 				break;
 			}
 			end_entry(s, e); /* every ADU was sent or skipped */

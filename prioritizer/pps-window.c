@@ -14,7 +14,10 @@ struct pps_window {
 	size_t bytes;
 	uint32_t first_adu_id;
 	size_t n_adus;
-	pps_adu_t **adus; /* send order */
+	size_t adus_total;              /* announced: n_adus once closed, more while open */
+	size_t missing_adu_bound_bytes; /* bound for each ADU still to come */
+	bool open;        /* published early, ADUs still to come (pps_windower_set_early) */
+	pps_adu_t **adus; /* send order; room for adus_total */
 };
 
 uint32_t
@@ -67,6 +70,18 @@ pps_window_adu_count(const pps_window_t *window)
 	return window->n_adus;
 }
 
+size_t
+pps_window_adu_total(const pps_window_t *window)
+{
+	return window->adus_total;
+}
+
+bool
+pps_window_is_open(const pps_window_t *window)
+{
+	return window->open;
+}
+
 const pps_adu_t *
 pps_window_adu(const pps_window_t *window, size_t i)
 {
@@ -77,6 +92,16 @@ size_t
 pps_window_bytes(const pps_window_t *window)
 {
 	return window->bytes;
+}
+
+size_t
+pps_window_bytes_bound(const pps_window_t *window)
+{
+	size_t bound = window->bytes;
+
+	if (window->open)
+		bound += (window->adus_total - window->n_adus) * window->missing_adu_bound_bytes;
+	return bound < PPS_WIRE_MAX_WINDOW_BYTES ? bound : PPS_WIRE_MAX_WINDOW_BYTES;
 }
 
 uint32_t
@@ -98,6 +123,11 @@ struct pps_windower {
 	uint32_t last_closed_id;
 	size_t n_adus;
 	pps_adu_t *adus[PPS_WINDOW_MAX_ADUS]; /* decode order */
+	/* Early publication (pps_windower_set_early): 0 = off. */
+	unsigned early_quality_layers;
+	size_t early_adu_bound_bytes;
+	pps_windower_grow_cb grow_cb;
+	pps_window_t *published; /* published early and still open: our reference */
 };
 
 pps_windower_t *
@@ -129,11 +159,72 @@ pps_windower_free(pps_windower_t *w)
 		return;
 	for (size_t i = 0; i < w->n_adus; i++)
 		pps_adu_unref(w->adus[i]);
+	pps_window_unref(w->published);
 	free(w);
 }
 
+int
+pps_windower_set_early(pps_windower_t *w, unsigned quality_layers, size_t adu_bound_bytes,
+                       pps_windower_grow_cb grow_cb)
+{
+	/* The ADUs still to come must be the tail of the send order: true for
+	 * the last frame's one enhancement layer, or for every enhancement layer
+	 * of a window of one frame (class keys grow with the quality layer when
+	 * there is one temporal layer, under every policy). */
+	if (quality_layers < 2 || quality_layers > PPS_ADU_MAX_QUALITY_LAYERS ||
+	    (quality_layers > 2 && w->window_frames > 1) || adu_bound_bytes == 0 || !grow_cb)
+		return -EINVAL;
+	w->early_quality_layers = quality_layers;
+	w->early_adu_bound_bytes = adu_bound_bytes;
+	w->grow_cb = grow_cb;
+	return 0;
+}
+
+/* The published window gets no more ADUs: what it lacks will never come. */
+static void
+close_published(pps_windower_t *w)
+{
+	pps_window_t *window = w->published;
+
+	if (!window)
+		return;
+	w->published = NULL;
+	if (window->open) {
+		window->open = false;
+		w->grow_cb(window, w->user);
+	}
+	pps_window_unref(window);
+}
+
+/* Appends an ADU of the published window (the tail of its send order). */
 static int
-close_open_window(pps_windower_t *w)
+append_published(pps_windower_t *w, pps_adu_t *adu)
+{
+	pps_window_t *window = w->published;
+
+	if (window->n_adus == window->adus_total || pps_adu_info(adu)->quality_layer == 0) {
+		/* Not what was announced: the producer broke its promise. */
+		pps_adu_unref(adu);
+		close_published(w);
+		return -EPROTO;
+	}
+	window->adus[window->n_adus++] = adu;
+	window->bytes += pps_adu_size(adu);
+	if (window->n_adus == window->adus_total) {
+		window->open = false;
+		w->published = NULL;
+		w->grow_cb(window, w->user);
+		pps_window_unref(window);
+		return 0;
+	}
+	w->grow_cb(window, w->user);
+	return 0;
+}
+
+/* Closes the open window; @to_come more ADUs are announced and will follow
+ * (through append_published) if > 0. */
+static int
+close_open_window(pps_windower_t *w, size_t to_come)
 {
 	pps_window_t *window;
 	uint32_t first_frame = UINT32_MAX;
@@ -145,7 +236,7 @@ close_open_window(pps_windower_t *w)
 	window = calloc(1, sizeof(*window));
 	if (!window)
 		return -ENOMEM;
-	window->adus = malloc(w->n_adus * sizeof(*window->adus));
+	window->adus = malloc((w->n_adus + to_come) * sizeof(*window->adus));
 	if (!window->adus) {
 		free(window);
 		return -ENOMEM;
@@ -171,6 +262,9 @@ close_open_window(pps_windower_t *w)
 		window->adus[i] = w->adus[i];
 	}
 	window->n_adus = w->n_adus;
+	window->adus_total = w->n_adus + to_come;
+	window->open = to_come > 0;
+	window->missing_adu_bound_bytes = w->early_adu_bound_bytes;
 	ret = pps_priority_sort(window->adus, window->n_adus, w->policy);
 	if (ret < 0) {
 		free(window->adus);
@@ -181,22 +275,36 @@ close_open_window(pps_windower_t *w)
 	w->open = false;
 	w->closed_any = true;
 	w->last_closed_id = window->id;
+	if (window->open)
+		w->published = pps_window_ref(window);
 	w->window_cb(window, w->user);
 	return 0;
+}
+
+/* The last frame of window @id: frame 0 for window 0, else id * W. */
+static uint64_t
+last_frame_of(const pps_windower_t *w, uint32_t id)
+{
+	return (uint64_t)id * w->window_frames;
 }
 
 int
 pps_windower_add(pps_windower_t *w, pps_adu_t *adu)
 {
-	uint32_t id = pps_window_index_of_frame(pps_adu_info(adu)->frame_index, w->window_frames);
+	const pps_adu_info_t *info = pps_adu_info(adu);
+	uint32_t id = pps_window_index_of_frame(info->frame_index, w->window_frames);
 	int ret;
 
+	if (w->published && id == w->published->id)
+		return append_published(w, adu);
+	if (w->published && id > w->published->id)
+		close_published(w);
 	if ((w->open && id < w->open_id) || (w->closed_any && id <= w->last_closed_id)) {
 		pps_adu_unref(adu);
 		return -ESTALE;
 	}
 	if (w->open && id > w->open_id) {
-		ret = close_open_window(w);
+		ret = close_open_window(w, 0);
 		if (ret < 0) {
 			pps_adu_unref(adu);
 			return ret;
@@ -211,20 +319,28 @@ pps_windower_add(pps_windower_t *w, pps_adu_t *adu)
 		return -ENOSPC;
 	}
 	w->adus[w->n_adus++] = adu;
+	/* Early publication: the last frame's base is in, its enhancement
+	 * layers are still being encoded. */
+	if (w->early_quality_layers && info->quality_layer == 0 &&
+	    info->frame_index == last_frame_of(w, id))
+		return close_open_window(w, w->early_quality_layers - 1);
 	return 0;
 }
 
 int
 pps_windower_frames_done(pps_windower_t *w, uint32_t last_frame)
 {
+	if (w->published && last_frame_of(w, w->published->id) <= last_frame)
+		close_published(w);
 	/* The open window's last frame is id * W; it is done once that is. */
-	if (w->open && (uint64_t)w->open_id * w->window_frames <= last_frame)
-		return close_open_window(w);
+	if (w->open && last_frame_of(w, w->open_id) <= last_frame)
+		return close_open_window(w, 0);
 	return 0;
 }
 
 int
 pps_windower_flush(pps_windower_t *w)
 {
-	return close_open_window(w);
+	close_published(w);
+	return close_open_window(w, 0);
 }

@@ -466,8 +466,9 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 	return 0;
 }
 
-void
-pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
+/* A whole window's bits for the recovery bounds. */
+static void
+count_recovery(pps_listener_t *l, const pps_window_t *window)
 {
 	pps_recovery_window_t rw = {.now_us = listener_now(l)};
 	size_t n = pps_window_adu_count(window);
@@ -487,9 +488,27 @@ pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 	rw.frames = pps_window_frames(window);
 	rw.duration_us = (int64_t)rw.frames * l->params.frame_duration_us;
 	pps_recovery_add_window(l->recovery, &rw);
+}
+
+void
+pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
+{
+	if (!pps_window_is_open(window))
+		count_recovery(l, window);
 	for (link_t *k = l->sessions, *next; k; k = next) {
 		next = k->next; /* a push may close (and unlink) this session */
 		pps_session_push_window(k->session, window);
+	}
+}
+
+void
+pps_listener_window_grew(pps_listener_t *l, pps_window_t *window)
+{
+	if (!pps_window_is_open(window))
+		count_recovery(l, window);
+	for (link_t *k = l->sessions, *next; k; k = next) {
+		next = k->next;
+		pps_session_window_grew(k->session);
 	}
 }
 

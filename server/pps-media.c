@@ -51,7 +51,7 @@ item_clear(item_t *item)
 
 struct pps_media {
 	struct event_base *base;
-	pps_media_window_cb window_cb;
+	pps_media_events_t events;
 	void *user;
 	pps_capture_t *capture;
 	pps_encoder_t *encoder;
@@ -110,10 +110,13 @@ push_item(pps_media_t *m, item_t item)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* Encoder thread: each ADU wakes the loop at once (a base can go out while
+ * its enhancement is still being encoded). */
 static void
 encoder_adu_cb(pps_adu_t *adu, void *user)
 {
 	push_item(user, (item_t){.kind = ITEM_ADU, .payload.adu = adu});
+	wake_loop(user);
 }
 
 /* Capture delivery thread. */
@@ -162,10 +165,10 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 
 static void idr_timer_cb(evutil_socket_t fd, short what, void *user);
 
+/* The window is whole (or closed short): its ready time for the stats. */
 static void
-windower_window_cb(pps_window_t *window, void *user)
+count_ready(pps_media_t *m, const pps_window_t *window)
 {
-	pps_media_t *m = user;
 	int64_t held_us = pps_time_realtime_us() - pps_window_first_capture_us(window);
 	int64_t bin = held_us < 0 ? 0 : held_us / READY_BIN_US;
 
@@ -174,7 +177,26 @@ windower_window_cb(pps_window_t *window, void *user)
 	m->ready_hist[bin < READY_BINS - 1 ? bin : READY_BINS - 1]++;
 	m->stats.ready_samples++;
 	pthread_mutex_unlock(&m->lock);
-	m->window_cb(window, m->user);
+}
+
+static void
+windower_window_cb(pps_window_t *window, void *user)
+{
+	pps_media_t *m = user;
+
+	if (!pps_window_is_open(window))
+		count_ready(m, window);
+	m->events.window_cb(window, m->user);
+}
+
+static void
+windower_grow_cb(pps_window_t *window, void *user)
+{
+	pps_media_t *m = user;
+
+	if (!pps_window_is_open(window))
+		count_ready(m, window);
+	m->events.window_grew_cb(window, m->user);
 }
 
 /* Loop thread: drain the queue into the windower. */
@@ -233,7 +255,7 @@ wake_cb(evutil_socket_t fd, short what, void *user)
 
 static pps_media_t *
 media_new(struct event_base *base, const pps_config_t *config, bool pushed,
-          pps_media_window_cb window_cb, void *user, char *err, size_t err_size)
+          const pps_media_events_t *events, void *user, char *err, size_t err_size)
 {
 	pps_media_t *m = calloc(1, sizeof(*m));
 	pps_encoder_params_t ep;
@@ -243,7 +265,7 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 		return NULL;
 	}
 	m->base = base;
-	m->window_cb = window_cb;
+	m->events = *events;
 	m->user = user;
 	m->wake_fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
@@ -265,6 +287,18 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 	    windower_window_cb, m);
 	if (!m->windower) {
 		snprintf(err, err_size, "windower: %s", strerror(errno));
+		goto err;
+	}
+	/* One temporal layer: each frame is its own round, the base ADU comes
+	 * out before the enhancement is encoded (codec/), and the window can
+	 * start sending then. An ADU to come is bounded by twice a raw picture
+	 * (x264 never comes near it). */
+	if (m->stream.temporal_layers == 1 && m->stream.quality_layers >= 2 &&
+	    (m->stream.quality_layers == 2 || m->stream.window_frames == 1) &&
+	    pps_windower_set_early(m->windower, (unsigned)m->stream.quality_layers,
+	                           (size_t)m->stream.width * (size_t)m->stream.height * 3,
+	                           windower_grow_cb) < 0) {
+		snprintf(err, err_size, "windower: cannot publish windows early");
 		goto err;
 	}
 	m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -298,17 +332,17 @@ err:
 }
 
 pps_media_t *
-pps_media_new(struct event_base *base, const pps_config_t *config, pps_media_window_cb window_cb,
+pps_media_new(struct event_base *base, const pps_config_t *config, const pps_media_events_t *events,
               void *user, char *err, size_t err_size)
 {
-	return media_new(base, config, false, window_cb, user, err, err_size);
+	return media_new(base, config, false, events, user, err, err_size);
 }
 
 pps_media_t *
 pps_media_new_pushed(struct event_base *base, const pps_config_t *config,
-                     pps_media_window_cb window_cb, void *user, char *err, size_t err_size)
+                     const pps_media_events_t *events, void *user, char *err, size_t err_size)
 {
-	return media_new(base, config, true, window_cb, user, err, err_size);
+	return media_new(base, config, true, events, user, err, err_size);
 }
 
 int

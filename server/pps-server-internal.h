@@ -35,8 +35,15 @@ struct event_base;
 
 typedef struct pps_media pps_media_t;
 
-/* A closed window, on the loop thread; the callee takes the reference. */
-typedef void (*pps_media_window_cb)(pps_window_t *window, void *user);
+/* What media emits, on the loop thread, with the user pointer of pps_media_new(). */
+typedef struct {
+	/* A window ready to send; the callee takes the reference. With one
+	 * temporal layer a window comes once its last frame's base is encoded,
+	 * still open (pps_window_is_open): its enhancement follows. */
+	void (*window_cb)(pps_window_t *window, void *user);
+	/* An open window got an ADU or closed; media keeps the reference. */
+	void (*window_grew_cb)(pps_window_t *window, void *user);
+} pps_media_events_t;
 
 typedef struct {
 	uint64_t frames_encoded;
@@ -57,12 +64,13 @@ typedef struct {
 } pps_media_stats_t;
 
 pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
-                           pps_media_window_cb window_cb, void *user, char *err, size_t err_size);
+                           const pps_media_events_t *events, void *user, char *err,
+                           size_t err_size);
 /* The same, with the frames pushed by the program instead of captured by a
  * pipeline (the ppssink element): [source] width, height, queue_frames and
  * timecode still apply (pps_capture_new_push()). */
 pps_media_t *pps_media_new_pushed(struct event_base *base, const pps_config_t *config,
-                                  pps_media_window_cb window_cb, void *user, char *err,
+                                  const pps_media_events_t *events, void *user, char *err,
                                   size_t err_size);
 /* Pushed media, any one thread: the next raw frame, copied (sizes as
  * configured; else -EINVAL). Never blocks: the capture queue drops the oldest. */
@@ -147,6 +155,8 @@ void pps_session_free(pps_session_t *session);
 pps_session_state_t pps_session_state(const pps_session_t *session);
 /* Queues a window for this client (takes its own reference). */
 void pps_session_push_window(pps_session_t *session, pps_window_t *window);
+/* A queued open window got an ADU or closed: the writer runs again. */
+void pps_session_window_grew(pps_session_t *session);
 /* BYE with @reason and @text, then the session closes (closed_cb). */
 void pps_session_refuse(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 /* Best-effort BYE written now (server shutdown), then the socket is shut. */

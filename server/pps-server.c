@@ -100,6 +100,14 @@ window_cb(pps_window_t *window, void *user)
 }
 
 static void
+window_grew_cb(pps_window_t *window, void *user)
+{
+	server_t *srv = user;
+
+	pps_listener_window_grew(srv->listener, window);
+}
+
+static void
 idr_cb(void *user)
 {
 	server_t *srv = user;
@@ -229,7 +237,10 @@ main(int argc, char **argv)
 		pps_config_free(srv.config);
 		return 1;
 	}
-	srv.media = pps_media_new(srv.base, srv.config, window_cb, &srv, err, sizeof(err));
+	srv.media = pps_media_new(
+	    srv.base, srv.config,
+	    &(pps_media_events_t){.window_cb = window_cb, .window_grew_cb = window_grew_cb}, &srv,
+	    err, sizeof(err));
 	if (!srv.media) {
 		fprintf(stderr, "pps-server: %s\n", err);
 		srv.exit_status = 1;

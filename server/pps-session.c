@@ -793,6 +793,14 @@ pps_session_push_window(pps_session_t *s, pps_window_t *window)
 }
 
 void
+pps_session_window_grew(pps_session_t *s)
+{
+	if (s->state != PPS_SESSION_STREAMING || s->closing)
+		return;
+	pps_minbuf_kick(s->writer);
+}
+
+void
 pps_session_refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *text)
 {
 	refuse(s, reason, text);

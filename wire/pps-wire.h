@@ -36,6 +36,9 @@
 #define PPS_WIRE_MAX_QUALITY_LAYERS  4
 #define PPS_WIRE_MAX_FRAME_TYPE      3
 #define PPS_WIRE_MAX_WINDOW_FRAMES   64
+/* Most payload bytes a WINDOW_BEGIN may announce (receivers refuse more; a
+ * sender's bound for a window begun before its last ADUs exist stays under). */
+#define PPS_WIRE_MAX_WINDOW_BYTES (64u << 20)
 /* Largest record a receiver must accept unless its HELLO asks for less or more. */
 #define PPS_WIRE_DEFAULT_MAX_RECORD_BYTES 16384
 /* Smallest limit a receiver may ask for: a packet of control records fits. */

@@ -14,6 +14,7 @@
 typedef struct {
 	pps_window_t *windows[MAX_WINDOWS];
 	size_t n;
+	unsigned grown; /* grow_cb calls */
 } window_list_t;
 
 static void
@@ -265,6 +266,7 @@ typedef struct {
 	uint32_t got[4096];
 	unsigned begins, ends, fragments, dropped_windows;
 	pps_wire_window_end_t last_end;
+	pps_wire_window_begin_t last_begin;
 	uint32_t last_window;
 	bool in_window;
 } receiver_t;
@@ -293,6 +295,7 @@ receive_packet(receiver_t *rx, const uint8_t *pkt, size_t len, int64_t now_us)
 			CHECK(!rx->in_window);
 			rx->in_window = true;
 			rx->last_window = r.u.window_begin.window_id;
+			rx->last_begin = r.u.window_begin;
 			rx->begins++;
 			/* Nothing of a window goes out at or after its deadline. */
 			CHECK(now_us < r.u.window_begin.deadline_us);
@@ -659,6 +662,192 @@ test_sched_enhancement_needs_base(void)
 	pps_sched_free(s);
 }
 
+static void
+count_grow_cb(pps_window_t *window, void *user)
+{
+	window_list_t *list = user;
+
+	(void)window;
+	list->grown++;
+}
+
+/* Frame @f of a 1x2 stream (IDR at 0, then P): its base or its enhancement. */
+static pps_adu_t *
+early_adu(uint32_t f, unsigned q, size_t bytes)
+{
+	pps_adu_info_t info = {.id = 2 * f + q,
+	                       .frame_index = f,
+	                       .capture_us = 1000000 + (int64_t)f * FRAME_US,
+	                       .decode_order = f,
+	                       .frame_type = f ? PPS_ADU_FRAME_P : PPS_ADU_FRAME_IDR,
+	                       .quality_layer = (uint8_t)q};
+	uint8_t data[4096];
+	pps_adu_t *adu;
+
+	REQUIRE(bytes <= sizeof(data));
+	for (size_t i = 0; i < bytes; i++)
+		data[i] = (uint8_t)(info.id * 31 + i);
+	if (f)
+		info.deps[info.dep_count++] = 2 * (f - 1) + q; /* the previous picture */
+	if (q)
+		info.deps[info.dep_count++] = 2 * f; /* its own base */
+	adu = pps_adu_new(&info, data, bytes);
+	REQUIRE(adu);
+	return adu;
+}
+
+/* Drains the scheduler at @now_us into @rx; returns the packets and ORs the pushes. */
+static unsigned
+drain(pps_sched_t *s, receiver_t *rx, int64_t now_us, bool *pushed)
+{
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	unsigned packets = 0;
+
+	*pushed = false;
+	while (pps_sched_next_packet(s, now_us, 1448, buf, &len, &push) == 1) {
+		receive_packet(rx, buf, len, now_us);
+		*pushed |= push;
+		packets++;
+	}
+	return packets;
+}
+
+/* Early publication: a window goes out once its last frame's base is in; the
+ * scheduler sends the base, waits (no packet, no busy loop) for the
+ * enhancement and ends the window when it comes, when the producer closes
+ * it short, or at the deadline; an enhancement larger than announced is
+ * dropped, not sent. */
+static void
+test_windower_early(void)
+{
+	window_list_t list = {.n = 0};
+	pps_windower_t *wr =
+	    pps_windower_new(1, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_windower_t *wr2 =
+	    pps_windower_new(2, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_sched_t *s = new_sched(100000, 8);
+	receiver_t rx;
+	pps_sched_stats_t st;
+	bool pushed;
+	pps_window_t *w;
+
+	memset(&rx, 0, sizeof(rx));
+	REQUIRE(wr && wr2);
+	/* Only where the ADUs to come are the tail of the send order. */
+	CHECK_EQ_INT(pps_windower_set_early(wr, 1, 1000, count_grow_cb), -EINVAL);
+	CHECK_EQ_INT(pps_windower_set_early(wr2, 3, 1000, count_grow_cb), -EINVAL);
+	CHECK_EQ_INT(pps_windower_set_early(wr2, 2, 1000, count_grow_cb), 0);
+	CHECK_EQ_INT(pps_windower_set_early(wr, 3, 1000, NULL), -EINVAL);
+	REQUIRE(pps_windower_set_early(wr, 2, 1000, count_grow_cb) == 0);
+
+	/* Window 0: the base alone publishes it, open. */
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(0, 0, 300)), 0);
+	REQUIRE(list.n == 1);
+	w = list.windows[0];
+	CHECK(pps_window_is_open(w));
+	CHECK_EQ_INT(pps_window_adu_count(w), 1);
+	CHECK_EQ_INT(pps_window_adu_total(w), 2);
+	CHECK_EQ_INT(pps_window_bytes(w), 300);
+	CHECK_EQ_INT(pps_window_bytes_bound(w), 1300);
+	pps_sched_push_window(s, w);
+	CHECK_EQ_INT(drain(s, &rx, 1000000, &pushed), 1);
+	CHECK(pushed); /* the base leaves now, uncorked */
+	CHECK(rx.in_window && rx.begins == 1 && rx.ends == 0);
+	CHECK_EQ_INT(rx.last_begin.adus, 2);
+	CHECK_EQ_INT(rx.last_begin.bytes, 1300);
+	CHECK(adu_intact(&rx, 0));
+	CHECK(!pps_sched_has_data(s)); /* waiting: nothing to write */
+	/* The enhancement joins; the window is whole and ends. */
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(0, 1, 900)), 0);
+	CHECK_EQ_INT(list.grown, 1);
+	CHECK(!pps_window_is_open(w));
+	CHECK_EQ_INT(pps_window_bytes(w), 1200);
+	CHECK(pps_sched_has_data(s));
+	CHECK_EQ_INT(drain(s, &rx, 1000000, &pushed), 1);
+	CHECK(pushed && !rx.in_window && rx.ends == 1);
+	CHECK_EQ_INT(rx.last_end.adus_sent, 2);
+	CHECK(adu_intact(&rx, 1));
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 0), 0); /* nothing left to close */
+	CHECK_EQ_INT(list.grown, 1);
+
+	/* Window 1: the producer says the frame is done without its
+	 * enhancement: closed short, the missing ADU counted dropped. */
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(1, 0, 200)), 0);
+	REQUIRE(list.n == 2);
+	pps_sched_push_window(s, list.windows[1]);
+	drain(s, &rx, 1000000 + FRAME_US, &pushed);
+	CHECK(rx.in_window);
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 1), 0);
+	CHECK_EQ_INT(list.grown, 2);
+	CHECK(!pps_window_is_open(list.windows[1]));
+	CHECK_EQ_INT(pps_window_adu_total(list.windows[1]), 2);
+	drain(s, &rx, 1000000 + FRAME_US, &pushed);
+	CHECK(!rx.in_window && rx.ends == 2);
+	CHECK_EQ_INT(rx.last_end.adus_sent, 1);
+	CHECK_EQ_INT(rx.last_end.adus_dropped, 1);
+
+	/* Window 2: the deadline passes while it waits: it ends with what it
+	 * sent; the enhancement arriving afterwards changes nothing. */
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(2, 0, 200)), 0);
+	REQUIRE(list.n == 3);
+	pps_sched_push_window(s, list.windows[2]);
+	drain(s, &rx, 1000000 + 2 * FRAME_US, &pushed);
+	CHECK(rx.in_window);
+	CHECK_EQ_INT(pps_sched_next_deadline_us(s), 1000000 + 2 * FRAME_US + 100000);
+	drain(s, &rx, 1000000 + 2 * FRAME_US + 100000, &pushed);
+	CHECK(!rx.in_window && rx.ends == 3);
+	CHECK_EQ_INT(rx.last_end.adus_sent, 1);
+	CHECK_EQ_INT(rx.last_end.adus_dropped, 1);
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(2, 1, 200)), 0);
+	CHECK(!pps_sched_has_data(s));
+
+	/* Window 3: an enhancement above the announced bound is dropped. */
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(3, 0, 100)), 0);
+	REQUIRE(list.n == 4);
+	pps_sched_push_window(s, list.windows[3]);
+	drain(s, &rx, 1000000 + 3 * FRAME_US, &pushed);
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(3, 1, 1001)), 0);
+	drain(s, &rx, 1000000 + 3 * FRAME_US, &pushed);
+	CHECK(!rx.in_window && rx.ends == 4);
+	CHECK_EQ_INT(rx.last_end.adus_sent, 1);
+	CHECK_EQ_INT(rx.last_end.adus_dropped, 1);
+	CHECK(!rx.data[7 % 4096]); /* not a byte of it */
+
+	/* A base where an enhancement was announced: refused, closed short. */
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(4, 0, 100)), 0);
+	REQUIRE(list.n == 5);
+	CHECK_EQ_INT(pps_windower_add(wr, early_adu(4, 0, 100)), -EPROTO);
+	CHECK(!pps_window_is_open(list.windows[4]));
+	/* A window of two frames opens at its second frame's base. */
+	CHECK_EQ_INT(pps_windower_add(wr2, early_adu(0, 0, 10)), 0);
+	REQUIRE(list.n == 6);
+	CHECK(pps_window_is_open(list.windows[5]));
+	CHECK_EQ_INT(pps_windower_add(wr2, early_adu(0, 1, 10)), 0);
+	CHECK(!pps_window_is_open(list.windows[5]));
+	CHECK_EQ_INT(pps_windower_add(wr2, early_adu(1, 0, 10)), 0);
+	CHECK_EQ_INT(pps_windower_add(wr2, early_adu(1, 1, 10)), 0);
+	CHECK_EQ_INT(list.n, 6);
+	CHECK_EQ_INT(pps_windower_add(wr2, early_adu(2, 0, 10)), 0);
+	REQUIRE(list.n == 7);
+	CHECK_EQ_INT(pps_window_adu_count(list.windows[6]), 3);
+	CHECK_EQ_INT(pps_window_adu_total(list.windows[6]), 4);
+	/* The tail of the send order: the base chain, then the enhancement. */
+	CHECK_EQ_INT(pps_adu_info(pps_window_adu(list.windows[6], 2))->quality_layer, 1);
+	CHECK_EQ_INT(pps_windower_flush(wr2), 0);
+	CHECK(!pps_window_is_open(list.windows[6]));
+
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_complete, 1);
+	CHECK_EQ_INT(st.windows_partial, 3);
+	free_windows(&list);
+	pps_windower_free(wr);
+	pps_windower_free(wr2);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
 /* Windows arrive faster than the link drains them: the queue stays bounded,
  * nothing goes out after its deadline, and every window is accounted for. */
 static void
@@ -907,6 +1096,7 @@ main(void)
 	test_sched_deadline();
 	test_sched_decodability();
 	test_sched_enhancement_needs_base();
+	test_windower_early();
 	test_sched_overload();
 	test_sched_control();
 	test_sched_base_grace();
