@@ -20,7 +20,8 @@
  * Frames before the first window that brought this client anything are not
  * part of its stream (it joined later): dropped windows before that are
  * reported with status "join", not as sender drops, and their frames are not
- * counted.
+ * counted; nor are the frames of that first window before its IDR, when
+ * no frame was reported yet (they reference pictures from before the join).
  *
  * Nothing the server says is trusted: STREAM_INFO is checked against sane
  * limits before a decoder is sized from it, and a gap in window ids larger
@@ -58,7 +59,8 @@ struct pps_receiver {
 	bool finishing;                /* in pps_receiver_finish() */
 	int64_t ref_frame;             /* a frame whose capture time (server clock) is known */
 	int64_t ref_capture_us;
-	bool started; /* a window brought something */
+	bool started;       /* a window brought something */
+	bool accounted_any; /* a frame of this client's stream was reported */
 	pps_receiver_stats_t stats;
 };
 
@@ -112,6 +114,7 @@ pps_receiver_reset(pps_receiver_t *r)
 	r->ref_frame = -1;
 	r->open_first = r->open_last = -1;
 	r->started = false;
+	r->accounted_any = false;
 }
 
 void
@@ -160,6 +163,7 @@ account_missing(pps_receiver_t *r, int64_t through, const char *reason)
 	    .reason = reason,
 	};
 	r->next_frame = through + 1;
+	r->accounted_any = true;
 	r->callbacks.missing_cb(&m, r->user);
 }
 
@@ -184,6 +188,7 @@ decoder_frame_cb(const pps_decoded_frame_t *df, void *user)
 		account_missing(r, f - 1, PPS_FRAME_LOST);
 	}
 	r->next_frame = f + 1;
+	r->accounted_any = true;
 	r->ref_frame = f;
 	r->ref_capture_us = df->capture_us;
 	if ((df->flags & PPS_DECODER_FRAME_REPEATED) || !df->picture.planes[0]) {
@@ -283,7 +288,17 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 static void
 push(pps_receiver_t *r, pps_adu_t *adu)
 {
-	int ret = pps_decoder_push(r->decoder, adu);
+	const pps_adu_info_t *info = pps_adu_info(adu);
+	int ret;
+
+	/* This client's first IDR, before any frame of its stream was
+	 * reported: the frames before it in its window reference pictures this
+	 * client never got (the sender cut them), so, like the windows in
+	 * flight when it joined, they are not its stream. */
+	if (!r->accounted_any && info->frame_type == PPS_ADU_FRAME_IDR && r->next_frame >= 0 &&
+	    (int64_t)info->frame_index > r->next_frame)
+		r->next_frame = info->frame_index;
+	ret = pps_decoder_push(r->decoder, adu);
 
 	if (ret < 0)
 		r->stats.decode_errors++;

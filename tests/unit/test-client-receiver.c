@@ -156,6 +156,7 @@ typedef enum {
 	SEND_BASE_ONLY,
 	SEND_ANCHOR_OPEN, /* temporal layer 0 only, and no WINDOW_END: the stream stops */
 	SEND_BEGIN_OPEN,  /* WINDOW_BEGIN only: the stream stops */
+	SEND_FROM_IDR,    /* a client's first: its IDR on (what the sender can send it) */
 } plan_t;
 
 /* Sends window @id: its ADUs in reverse (priority-like) order, each ADU in
@@ -164,7 +165,7 @@ static void
 send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 {
 	size_t first = n_adus, count = 0, sent = 0;
-	uint32_t bytes = 0;
+	uint32_t bytes = 0, idr_frame = UINT32_MAX;
 	bool sendable[MAX_ADUS] = {false};
 
 	if (plan == SEND_NOTHING)
@@ -205,7 +206,14 @@ send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 	for (size_t i = first; i < first + count; i++) {
 		const pps_adu_info_t *info = pps_adu_info(adus[i]);
 
+		if (info->frame_type == PPS_ADU_FRAME_IDR && info->frame_index < idr_frame)
+			idr_frame = info->frame_index;
+	}
+	for (size_t i = first; i < first + count; i++) {
+		const pps_adu_info_t *info = pps_adu_info(adus[i]);
+
 		sendable[i] = plan == SEND_ALL ||
+		              (plan == SEND_FROM_IDR && info->frame_index >= idr_frame) ||
 		              (plan == SEND_ANCHOR_OPEN && info->temporal_layer == 0) ||
 		              (plan == SEND_BASE_ONLY && info->quality_layer == 0 &&
 		               info->temporal_layer == 0);
@@ -348,6 +356,29 @@ test_every_path(void)
 	for (int i = 19; i <= 22; i++)
 		CHECK(s.missing[i] && strcmp(s.reason[i], PPS_FRAME_DROPPED) == 0);
 	CHECK(s.shown[24] && s.shown[25] && s.shown[26]);
+	pps_receiver_free(r);
+}
+
+/* A client joins with the IDR inside a window (frame 8 of frames 7-8): the
+ * sender can send it the IDR on, not frame 7 (it references frame 6). Frame 7
+ * is not this client's stream, like the windows in flight: not "lost". */
+static void
+test_join_before_idr(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+
+	for (uint32_t w = 0; w <= 3; w++)
+		send_window(r, &s, w, SEND_NONE_DROPPED);
+	send_window(r, &s, 4, SEND_FROM_IDR);
+	for (uint32_t w = 5; w <= 7; w++)
+		send_window(r, &s, w, SEND_ALL);
+	pps_receiver_finish(r);
+	CHECK_EQ_INT(s.windows_join, 4);
+	CHECK_EQ_INT(s.windows_dropped, 0);
+	check_once(&s, 8, 14);
+	for (int i = 8; i <= 14; i++)
+		CHECK_EQ_INT(s.shown[i], 1);
 	pps_receiver_free(r);
 }
 
@@ -503,6 +534,7 @@ main(void)
 	encode_stream(2);
 	test_all_shown();
 	test_every_path();
+	test_join_before_idr();
 	test_undecodable();
 	test_cut_at_stop();
 	test_untrusted();
