@@ -244,6 +244,9 @@ typedef struct {
 	uint64_t frames;                             /* frames encoded */
 	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];  /* ADU payload bytes per quality layer */
 	uint64_t cpu_us[PPS_ADU_MAX_QUALITY_LAYERS]; /* thread CPU time per quality layer */
+	/* Wall time per quality layer (x264's slice threads included): the
+	 * encoder's share of a frame's latency. */
+	uint64_t wall_us[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint64_t filler_pictures; /* x264 filler pictures (see pps-encoder.c), all layers */
 	uint64_t filler_bytes;    /* of bytes[]: filler pictures and their payload headers */
 	uint64_t reconfigs;       /* rate settings applied (pps_encoder_set_rates) */

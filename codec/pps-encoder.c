@@ -768,6 +768,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 	int idx = (int)(n - e->round_start);
 	slot_t *s;
 	uint64_t t0;
+	int64_t w0;
 	bool early;
 	int r;
 
@@ -790,6 +791,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		e->idr_requested = false;
 	}
 	s = &e->slot[idx];
+	w0 = pps_time_monotonic_us();
 	t0 = (uint64_t)pps_time_thread_cpu_us();
 	pps_frame_copy(s->source, frame);
 	s->frame_index = n;
@@ -803,6 +805,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 	if (r == 0 && (s->type == PPS_ADU_FRAME_IDR || s->type == PPS_ADU_FRAME_P))
 		r = layer_flush(e, 0, s->base);
 	e->stats.cpu_us[0] += (uint64_t)pps_time_thread_cpu_us() - t0;
+	e->stats.wall_us[0] += (uint64_t)(pps_time_monotonic_us() - w0);
 	e->next_frame++;
 	e->stats.frames++;
 	if (r < 0)
@@ -816,6 +819,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		r = emit_adu(e, s, 0, cb, user);
 
 	for (int q = 1; q < e->layers && r == 0; q++) {
+		w0 = pps_time_monotonic_us();
 		t0 = (uint64_t)pps_time_thread_cpu_us();
 		e->layer[q].order_count = 0;
 		for (int i = 0; i <= idx && r == 0; i++) {
@@ -826,6 +830,7 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		if (r == 0)
 			r = layer_flush(e, q, e->residual);
 		e->stats.cpu_us[q] += (uint64_t)pps_time_thread_cpu_us() - t0;
+		e->stats.wall_us[q] += (uint64_t)(pps_time_monotonic_us() - w0);
 	}
 	if (r == 0)
 		r = emit_round(e, idx + 1, early ? 1 : 0, cb, user);

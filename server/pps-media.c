@@ -124,6 +124,7 @@ static void
 capture_frame_cb(const pps_frame_t *frame, void *user)
 {
 	pps_media_t *m = user;
+	pps_encoder_stats_t es;
 	int ret;
 
 	if (!frame) {
@@ -150,6 +151,12 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 		pthread_mutex_unlock(&m->lock);
 	}
 	ret = pps_encoder_encode(m->encoder, frame, encoder_adu_cb, m);
+	pps_encoder_get_stats(m->encoder, &es);
+	pthread_mutex_lock(&m->lock);
+	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
+		m->stats.encode_ms_per_frame[q] =
+		    es.frames ? (double)es.wall_us[q] / 1000.0 / (double)es.frames : 0;
+	pthread_mutex_unlock(&m->lock);
 	if (ret < 0) {
 		pthread_mutex_lock(&m->lock);
 		m->failed = true;

@@ -61,6 +61,10 @@ typedef struct {
 	 * 1 s, counted as 1 s). 0 with no window yet. */
 	uint64_t ready_samples;
 	double capture_to_ready_p50_ms, capture_to_ready_p95_ms;
+	/* The encoder's wall time per frame and quality layer, mean (x264's
+	 * threads included; the base's also covers the downscale and the
+	 * upscaled prediction). */
+	double encode_ms_per_frame[PPS_ADU_MAX_QUALITY_LAYERS];
 } pps_media_stats_t;
 
 pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,

@@ -215,7 +215,7 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
                  const pps_listener_stats_t *l, const struct rusage *ru, JsonArray *clients)
 {
 	JsonObject *o = json_object_new();
-	JsonArray *layers = json_array_new();
+	JsonArray *layers = json_array_new(), *encode_ms = json_array_new();
 	JsonNode *node;
 	char *text;
 	FILE *f;
@@ -249,9 +249,12 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 	json_object_set_int_member(o, "recovery_served_by_encoder",
 	                           (gint64)l->recovery.served_by_encoder);
 	json_object_set_int_member(o, "idr_cost_bits", (gint64)l->recovery.idr_cost_bits);
-	for (int q = 0; q < quality_layers; q++)
+	for (int q = 0; q < quality_layers; q++) {
 		json_array_add_int_element(layers, (gint64)m->bytes[q]);
+		json_array_add_double_element(encode_ms, round_ms(m->encode_ms_per_frame[q]));
+	}
 	json_object_set_array_member(o, "layer_bytes", layers);
+	json_object_set_array_member(o, "encode_ms_per_frame", encode_ms);
 	json_object_set_array_member(o, "clients", json_array_ref(clients));
 	node = json_node_init_object(json_node_alloc(), o);
 	text = json_to_string(node, FALSE);

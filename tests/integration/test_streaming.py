@@ -62,8 +62,12 @@ def stream_10s(build, workdir):
     check(0 < ready <= s["window_latency_p50_ms"] + 0.1,
           "server capture_to_ready p50 %.1f ms against the client's window latency "
           "p50 %.1f ms" % (ready, s["window_latency_p50_ms"]))
-    print("frames %d shown %.1f%% p50 %.1f ms (server capture->ready p50 %.1f ms)"
-          % (len(frames), pct, p50, ready))
+    # The encoder's time per frame and layer is a part of that stage.
+    enc = st["encode_ms_per_frame"]
+    check(len(enc) == 2 and all(e > 0 for e in enc) and sum(enc) <= ready + 0.1,
+          "server encode_ms_per_frame %s against capture_to_ready p50 %.1f ms" % (enc, ready))
+    print("frames %d shown %.1f%% p50 %.1f ms (server capture->ready p50 %.1f ms, encode %s ms)"
+          % (len(frames), pct, p50, ready, enc))
 
 
 def two_clients(build, workdir):
