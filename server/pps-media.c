@@ -191,8 +191,13 @@ windower_window_cb(pps_window_t *window, void *user)
 {
 	pps_media_t *m = user;
 
-	if (!pps_window_is_open(window))
+	if (!pps_window_is_open(window)) {
 		count_ready(m, window);
+	} else {
+		pthread_mutex_lock(&m->lock);
+		m->stats.windows_early++;
+		pthread_mutex_unlock(&m->lock);
+	}
 	m->events.window_cb(window, m->user);
 }
 

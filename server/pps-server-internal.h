@@ -50,6 +50,7 @@ typedef struct {
 	uint64_t adus;
 	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint64_t windows;
+	uint64_t windows_early;   /* of which sent from their base on, the rest still encoding */
 	uint64_t queue_waits;     /* encoder thread waited: the loop fell behind */
 	uint64_t capture_dropped; /* raw frames the capture queue dropped */
 	uint64_t capture_frames;

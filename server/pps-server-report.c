@@ -225,6 +225,7 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 	json_object_set_int_member(o, "frames_encoded", (gint64)m->frames_encoded);
 	json_object_set_int_member(o, "raw_frames_dropped", (gint64)m->capture_dropped);
 	json_object_set_int_member(o, "windows", (gint64)m->windows);
+	json_object_set_int_member(o, "windows_early", (gint64)m->windows_early);
 	json_object_set_double_member(o, "capture_to_ready_p50_ms", m->capture_to_ready_p50_ms);
 	json_object_set_double_member(o, "capture_to_ready_p95_ms", m->capture_to_ready_p95_ms);
 	json_object_set_int_member(o, "clients_total", (gint64)l->clients_total);

@@ -62,12 +62,45 @@ def stream_10s(build, workdir):
     check(0 < ready <= s["window_latency_p50_ms"] + 0.1,
           "server capture_to_ready p50 %.1f ms against the client's window latency "
           "p50 %.1f ms" % (ready, s["window_latency_p50_ms"]))
+    # Three temporal layers (B frames): no window goes out before it is whole.
+    check(st["windows_early"] == 0, "%d windows sent early with B frames" % st["windows_early"])
     # The encoder's time per frame and layer is a part of that stage.
     enc = st["encode_ms_per_frame"]
     check(len(enc) == 2 and all(e > 0 for e in enc) and sum(enc) <= ready + 0.1,
           "server encode_ms_per_frame %s against capture_to_ready p50 %.1f ms" % (enc, ready))
     print("frames %d shown %.1f%% p50 %.1f ms (server capture->ready p50 %.1f ms, encode %s ms)"
           % (len(frames), pct, p50, ready, enc))
+
+
+def early_windows(build, workdir):
+    """1-frame windows (one temporal layer): every window goes out from its
+    base on while the residual is encoded; two clients get whole windows,
+    both layers of nearly every frame, nothing lost or dropped."""
+    srv = Server(build, workdir, "source.pattern=smpte", "pps.window_frames=1")
+    try:
+        a = Client(build, workdir, srv.address, "playout.policy=asap", duration=6, name="a")
+        b = Client(build, workdir, srv.address, "playout.policy=asap", duration=6, name="b")
+        check(a.wait() == 0 and b.wait() == 0, "a client failed: %s %s" % (a.stderr, b.stderr))
+    finally:
+        srv.stop()
+    st = srv.stats()
+    check(st["windows_early"] >= 150 and st["windows_early"] >= st["windows"] - 2,
+          "server: %d of %d windows sent early" % (st["windows_early"], st["windows"]))
+    for name, c in (("a", a), ("b", b)):
+        s = c.summary()
+        shown = [e for e in c.events("frame") if e["shown"]]
+        both = sum(1 for e in shown if e["quality_layers"] == 2)
+        windows = [w for w in c.events("window") if w["status"] not in ("join", "stopped")]
+        check(s["frames_shown_pct"] >= 95, "%.1f%% shown" % s["frames_shown_pct"])
+        check(both >= 0.95 * len(shown), "%d of %d frames with both layers" % (both, len(shown)))
+        check(s["frames_lost"] == 0 and s["frames_dropped"] == 0 and s["frames_undecodable"] == 0,
+              "lost %d dropped %d undecodable %d" % (s["frames_lost"], s["frames_dropped"],
+                                                     s["frames_undecodable"]))
+        check(all(w["adus_received"] == w["adus_total"] == 2 for w in windows
+                  if w["status"] == "complete"), "a complete window without both ADUs")
+        print("%s: %d frames shown (%.1f%%), %d with both layers, p50 %.1f ms"
+              % (name, len(shown), s["frames_shown_pct"], both, s["frame_latency_p50_ms"]))
+    print("server: %d of %d windows early" % (st["windows_early"], st["windows"]))
 
 
 def two_clients(build, workdir):
@@ -547,7 +580,7 @@ def soak(build, workdir):
           "viewer: %d frames during the attack, longest gap %.0f ms" % (len(during), longest_ms))
 
 
-TESTS = {f.__name__: f for f in [stream_10s, two_clients, stalled_reader, bad_peers,
+TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
                                  bad_source, access_token, beyond_loopback_warning,
                                  silent_connections, slow_reader_evicted,
