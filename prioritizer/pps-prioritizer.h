@@ -15,8 +15,9 @@
  * 004, applied to the one layer whose loss costs a whole GOP).
  *
  * Threading: a windower and each scheduler belong to one thread (the event
- * loop). Closed windows are immutable and reference counted, so one window is
- * shared by every client's scheduler.
+ * loop). Windows are reference counted, so one window is shared by every
+ * client's scheduler; a closed window is immutable, and a window published
+ * early only grows at the end of its send order, on that thread.
  */
 #ifndef PPS_PRIORITIZER_H
 #define PPS_PRIORITIZER_H

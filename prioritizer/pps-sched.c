@@ -4,7 +4,10 @@
  * priority-progress streaming). Windows are served strictly in order; inside
  * the head window ADUs go in the window's priority order; at a window's
  * deadline whatever is unsent is dropped and a WINDOW_END tells the client
- * what it will not get.
+ * what it will not get. A window published before its last ADUs were
+ * encoded is sent as far as it goes; then the scheduler has nothing to send
+ * (no packet, pps_sched_has_data false) until they join it, the window
+ * closes short, or its deadline passes.
  *
  * Decodability is tracked per client: an ADU is sent only if every ADU it
  * depends on was sent whole to this client. A ring of recent ADU ids holds
