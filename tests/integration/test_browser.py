@@ -148,7 +148,7 @@ def wait_for(driver, cond, what, timeout_s):
     return wait_until(ready, message, timeout=timeout_s, poll_s=0.2)
 
 
-def test_browser_stream(build, workdir, keep=None):
+def test_browser_stream(build, workdir, keep=None, settings=()):
     found = find_browser()
     if not found:
         print("SKIP: chromium, chromedriver or python3-selenium not installed")
@@ -156,7 +156,7 @@ def test_browser_stream(build, workdir, keep=None):
     source = source_luma(workdir)
     # The server checks the MIN_BUF bound of WebSocket sessions independently.
     os.environ["PPS_WEB_CHECK_BOUND"] = "1"
-    server = Server(build, workdir, *server_settings())
+    server = Server(build, workdir, *server_settings(), *settings)
     driver = None
     try:
         driver = start_browser(found[0], found[1], workdir)
@@ -257,6 +257,18 @@ def test_browser_stream(build, workdir, keep=None):
     p50, cp50 = stats["frame_latency_p50_ms"], summary["frame_latency_p50_ms"]
     check(p50 is not None and p50 > 0, "no latency measured")
     check(p50 <= 2 * cp50 + 100, "browser p50 %.1f ms vs pps-client %.1f ms" % (p50, cp50))
+    return server
+
+
+def test_browser_stream_early(build, workdir, keep=None):
+    """The same with 1-frame windows: every window goes out from its base on,
+    announcing its residual with a byte bound (wire/PROTOCOL.md); the browser's
+    reassembly takes it like pps-client's (same checks, bit for bit)."""
+    server = test_browser_stream(build, workdir, keep, ("pps.window_frames=1",))
+    st = server.stats()
+    check(st["windows_early"] >= 200 and st["windows_early"] >= st["windows"] - 2,
+          "server: %d of %d windows sent early" % (st["windows_early"], st["windows"]))
+    print("server: %d of %d windows early" % (st["windows_early"], st["windows"]))
 
 
 def ws_connect(port, extra=b"", key=None, version=b"13", path=b"/stream"):
@@ -349,7 +361,8 @@ def test_browser_http(build, workdir, keep=None):
     check("lost layer 0 at frame 7; asking for an IDR" in log, "recovery request not handled")
 
 
-TESTS = {"browser_stream": test_browser_stream, "browser_http": test_browser_http}
+TESTS = {"browser_stream": test_browser_stream, "browser_stream_early": test_browser_stream_early,
+         "browser_http": test_browser_http}
 
 if __name__ == "__main__":
     build, name = sys.argv[1], sys.argv[2]
