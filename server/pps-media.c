@@ -76,7 +76,8 @@ struct pps_media {
 	bool stopping;
 	bool failed;
 	char error[256];
-	pps_media_stats_t stats; /* under lock */
+	pps_media_stats_t stats;           /* under lock */
+	pps_encoder_stats_t encoder_stats; /* under lock: as of the last frame encoded */
 	/* under lock: capture -> ready, 0.1 ms bins, the last one for >= 1 s */
 	uint32_t ready_hist[READY_BINS];
 };
@@ -91,10 +92,18 @@ wake_loop(pps_media_t *m)
 		perror("pps-server: eventfd");
 }
 
-/* Encoder thread: queue one item, waiting while the queue is full. */
+/*
+ * Encoder thread: queue one item, waiting while the queue is full. Wakes the
+ * loop when the queue was empty: otherwise a wake-up is pending already (the
+ * loop reads the eventfd before it drains, and drains everything queued), so
+ * an ADU reaches the loop at once (a base goes out while its enhancement is
+ * encoded) without a write per item.
+ */
 static void
 push_item(pps_media_t *m, item_t item)
 {
+	bool was_empty;
+
 	pthread_mutex_lock(&m->lock);
 	while (m->count == PPS_MEDIA_QUEUE_ITEMS && !m->stopping) {
 		m->stats.queue_waits++;
@@ -105,18 +114,18 @@ push_item(pps_media_t *m, item_t item)
 		item_clear(&item);
 		return;
 	}
+	was_empty = m->count == 0;
 	m->items[(m->head + m->count) % PPS_MEDIA_QUEUE_ITEMS] = item;
 	m->count++;
 	pthread_mutex_unlock(&m->lock);
+	if (was_empty)
+		wake_loop(m);
 }
 
-/* Encoder thread: each ADU wakes the loop at once (a base can go out while
- * its enhancement is still being encoded). */
 static void
 encoder_adu_cb(pps_adu_t *adu, void *user)
 {
 	push_item(user, (item_t){.kind = ITEM_ADU, .payload.adu = adu});
-	wake_loop(user);
 }
 
 /* Capture delivery thread. */
@@ -153,21 +162,18 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 	ret = pps_encoder_encode(m->encoder, frame, encoder_adu_cb, m);
 	pps_encoder_get_stats(m->encoder, &es);
 	pthread_mutex_lock(&m->lock);
-	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
-		m->stats.encode_ms_per_frame[q] =
-		    es.frames ? (double)es.wall_us[q] / 1000.0 / (double)es.frames : 0;
-	pthread_mutex_unlock(&m->lock);
+	m->encoder_stats = es;
 	if (ret < 0) {
-		pthread_mutex_lock(&m->lock);
 		m->failed = true;
 		snprintf(m->error, sizeof(m->error), "encoder: %s", strerror(-ret));
-		pthread_mutex_unlock(&m->lock);
-	} else {
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (ret < 0)
+		wake_loop(m);
+	else
 		push_item(m, (item_t){.kind = ITEM_FRAMES_DONE,
 		                      .payload.frames_complete =
 		                          pps_encoder_frames_complete(m->encoder)});
-	}
-	wake_loop(m);
 }
 
 static void idr_timer_cb(evutil_socket_t fd, short what, void *user);
@@ -303,16 +309,14 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 	}
 	/* One temporal layer: each frame is its own round, the base ADU comes
 	 * out before the enhancement is encoded (codec/), and the window can
-	 * start sending then. An ADU to come is bounded by twice a raw picture
-	 * (x264 never comes near it). */
-	if (m->stream.temporal_layers == 1 && m->stream.quality_layers >= 2 &&
-	    (m->stream.quality_layers == 2 || m->stream.window_frames == 1) &&
-	    pps_windower_set_early(m->windower, (unsigned)m->stream.quality_layers,
-	                           (size_t)m->stream.width * (size_t)m->stream.height * 3,
-	                           windower_grow_cb) < 0) {
-		snprintf(err, err_size, "windower: cannot publish windows early");
-		goto err;
-	}
+	 * start sending then, where the windower allows it (-EINVAL: one
+	 * layer, or layers it cannot append in send order; whole windows then).
+	 * An ADU to come is bounded by twice a raw picture (x264 never comes
+	 * near it). */
+	if (m->stream.temporal_layers == 1)
+		(void)pps_windower_set_early(m->windower, (unsigned)m->stream.quality_layers,
+		                             (size_t)m->stream.width * (size_t)m->stream.height * 3,
+		                             windower_grow_cb);
 	m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->wake_fd < 0) {
 		snprintf(err, err_size, "eventfd: %s", strerror(errno));
@@ -509,6 +513,11 @@ pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 	*stats = m->stats;
 	stats->capture_to_ready_p50_ms = ready_percentile(m, 0.50);
 	stats->capture_to_ready_p95_ms = ready_percentile(m, 0.95);
+	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
+		stats->encode_ms_per_frame[q] = m->encoder_stats.frames
+		                                    ? (double)m->encoder_stats.wall_us[q] / 1000.0 /
+		                                          (double)m->encoder_stats.frames
+		                                    : 0;
 	pthread_mutex_unlock(&m->lock);
 	pps_capture_get_stats(m->capture, &cs);
 	stats->capture_frames = cs.frames_captured;
