@@ -1,17 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The choices a pps-client user makes (STYLE habit 5): clock mode, playout
- * policy, display mode. Each enum sits beside its name table, indexed by the
- * enum and NULL-terminated; those tables are the one spelling of the names:
- * config/pps-config-keys.c uses them as the choices of [client] clock,
- * [playout] policy and [display] mode (so the index pps_config_get_enum()
- * returns is the enum value), and logs, the GStreamer element and the docs
- * read them from there.
- *
- * The tables are defined in this header, not in a .c of the client library,
- * because config/ is below the client in the link order (the client reads its
- * configuration): config includes this header and links nothing of the
- * client. The header includes nothing but <stddef.h> for that reason.
+ * The choices a pps-client user makes: clock mode, playout policy, display
+ * mode. Each enum has a name table, indexed by the enum and NULL-terminated,
+ * defined in the .c of the object it steers (pps-clock.c, pps-playout.c,
+ * pps-display.c); those tables are the one spelling of the names: the
+ * client's settings (pps-client-settings.c) take them as the choices of
+ * [client] clock, [playout] policy and [display] mode (so the index the
+ * loader returns is the enum value), and logs, the GStreamer element and the
+ * docs read them from there.
  */
 #ifndef PPS_CLIENT_POLICY_H
 #define PPS_CLIENT_POLICY_H
@@ -26,15 +22,7 @@ typedef enum {
 	PPS_CLOCK_MODE_COUNT
 } pps_clock_mode_t;
 
-static const char *const pps_clock_mode_names[] = {
-    [PPS_CLOCK_AUTO] = "auto",
-    [PPS_CLOCK_SHARED] = "shared",
-    [PPS_CLOCK_ESTIMATE] = "estimate",
-    [PPS_CLOCK_MODE_COUNT] = NULL,
-};
-_Static_assert(sizeof(pps_clock_mode_names) / sizeof(pps_clock_mode_names[0]) ==
-                   PPS_CLOCK_MODE_COUNT + 1,
-               "a name for every pps_clock_mode_t");
+extern const char *const pps_clock_mode_names[];
 
 /* When a decoded frame is shown (client/pps-playout.c). */
 typedef enum {
@@ -45,14 +33,7 @@ typedef enum {
 	PPS_PLAYOUT_POLICY_COUNT
 } pps_playout_policy_t;
 
-static const char *const pps_playout_policy_names[] = {
-    [PPS_PLAYOUT_FIXED] = "fixed",       [PPS_PLAYOUT_ASAP] = "asap",
-    [PPS_PLAYOUT_ADAPTIVE] = "adaptive", [PPS_PLAYOUT_SMOOTH] = "smooth",
-    [PPS_PLAYOUT_POLICY_COUNT] = NULL,
-};
-_Static_assert(sizeof(pps_playout_policy_names) / sizeof(pps_playout_policy_names[0]) ==
-                   PPS_PLAYOUT_POLICY_COUNT + 1,
-               "a name for every pps_playout_policy_t");
+extern const char *const pps_playout_policy_names[];
 
 /* Where shown frames go (client/pps-display.c). */
 typedef enum {
@@ -62,15 +43,7 @@ typedef enum {
 	PPS_DISPLAY_MODE_COUNT
 } pps_display_mode_t;
 
-static const char *const pps_display_mode_names[] = {
-    [PPS_DISPLAY_AUTO] = "auto",
-    [PPS_DISPLAY_SDL] = "sdl",
-    [PPS_DISPLAY_NONE] = "none",
-    [PPS_DISPLAY_MODE_COUNT] = NULL,
-};
-_Static_assert(sizeof(pps_display_mode_names) / sizeof(pps_display_mode_names[0]) ==
-                   PPS_DISPLAY_MODE_COUNT + 1,
-               "a name for every pps_display_mode_t");
+extern const char *const pps_display_mode_names[];
 
 /*
  * Lookups in the tables above, for logs and tools. A value out of range is

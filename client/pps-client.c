@@ -7,8 +7,7 @@
  *   player --show--> display (SDL2 window, y4m)
  *      \--stats--> status line, summary, --stats-json
  */
-#include "pps-client-internal.h"
-#include "pps-config.h"
+#include "pps-client-settings.h"
 #include "pps-time.h"
 #include "pps-version.h"
 
@@ -30,6 +29,7 @@ typedef struct {
 	int exit_status;
 	bool stopping;
 	pps_playout_policy_t policy;
+	unsigned reconnect_attempts;
 
 	pps_player_t *player;
 	pps_display_t *display;
@@ -74,7 +74,8 @@ usage(FILE *out)
 	pps_config_print_usage(out);
 	fprintf(out,
 	        "\n"
-	        "Settings are in config/client.ini (every key, with its default) and the README.\n"
+	        "Settings are in config/client.ini (every key, with its default) and\n"
+	        "docs/CONFIGURATION.md.\n"
 	        "\n"
 	        "Exit status: 0 the stream ran and ended (BYE, --duration, Ctrl-C); 1 no stream "
 	        "(cannot\n"
@@ -150,8 +151,7 @@ player_closed_cb(const pps_connection_end_t *end, void *user)
 	}
 	if (end->gave_up)
 		fprintf(stderr, "pps-client: %s; giving up after %lld tries without a stream\n",
-		        end->why,
-		        (long long)pps_config_get_int(c->config, "client", "reconnect_attempts"));
+		        end->why, (long long)c->reconnect_attempts);
 	else
 		fprintf(stderr, "pps-client: %s\n", end->why);
 	stop(c, end->failure ? 1 : 0);
@@ -287,6 +287,7 @@ main(int argc, char **argv)
 	};
 	client_t c = {0};
 	pps_player_params_t params = {0};
+	pps_client_settings_t settings;
 	pps_connection_params_t *conn = &params.connection;
 	char err[512];
 	double duration_s = 0;
@@ -296,7 +297,7 @@ main(int argc, char **argv)
 	pps_stats_summary_t summary;
 
 	signal(SIGPIPE, SIG_IGN);
-	c.config = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+	c.config = pps_config_new(pps_client_settings_schema());
 	if (!c.config)
 		return 1;
 	if (pps_cli_help_or_version(argc, argv, "pps-client", usage)) {
@@ -359,19 +360,19 @@ main(int argc, char **argv)
 		return PPS_EXIT_USAGE;
 	}
 
-	c.server = pps_config_get_string(c.config, "client", "server");
-	c.policy = (pps_playout_policy_t)pps_config_get_enum(c.config, "playout", "policy");
-	output = pps_config_get_string(c.config, "display", "output");
-	/* Video on stdout: everything else goes to stderr. */
-	c.table = strcmp(output, "-") == 0 ? stderr : stdout;
-	if (strlen(pps_config_get_string(c.config, "client", "access_token")) >
-	    PPS_WIRE_MAX_AUTH_BYTES) {
-		fprintf(stderr, "pps-client: [client] access_token: at most %d bytes\n",
-		        PPS_WIRE_MAX_AUTH_BYTES);
+	if (pps_client_settings_from_config(c.config, &settings, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pps-client: %s\n", err);
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}
-	c.log_path = pps_config_get_string(c.config, "log", "file");
+	params = settings.player;
+	c.server = conn->server;
+	c.policy = params.policy;
+	c.reconnect_attempts = conn->reconnect_attempts;
+	output = settings.output;
+	/* Video on stdout: everything else goes to stderr. */
+	c.table = strcmp(output, "-") == 0 ? stderr : stdout;
+	c.log_path = settings.log_path;
 	if (c.log_path[0]) {
 		c.log = fopen(c.log_path, "w");
 		if (!c.log) {
@@ -380,9 +381,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	c.display =
-	    pps_display_new((pps_display_mode_t)pps_config_get_enum(c.config, "display", "mode"),
-	                    output, err, sizeof(err));
+	c.display = pps_display_new(settings.display_mode, output, err, sizeof(err));
 	if (!c.display) {
 		fprintf(stderr, "pps-client: %s\n", err);
 		if (c.log)
@@ -391,24 +390,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	c.base = event_base_new();
-	params.policy = c.policy;
-	params.tolerance_us = pps_config_get_int(c.config, "playout", "tolerance_ms") * 1000;
-	params.clock_mode = (pps_clock_mode_t)pps_config_get_enum(c.config, "client", "clock");
 	params.log = c.log;
-	conn->server = c.server;
-	conn->name = pps_config_get_string(c.config, "client", "name");
-	conn->max_record_bytes = (size_t)pps_config_get_int(c.config, "client", "max_record_bytes");
-	conn->access_token = pps_config_get_string(c.config, "client", "access_token");
-	conn->ping_interval_us =
-	    pps_config_get_int(c.config, "client", "clock_ping_interval_ms") * 1000;
-	conn->handshake_timeout_us =
-	    pps_config_get_int(c.config, "client", "handshake_timeout_ms") * 1000;
-	conn->reconnect = pps_config_get_bool(c.config, "client", "reconnect");
-	conn->reconnect_attempts =
-	    (unsigned)pps_config_get_int(c.config, "client", "reconnect_attempts");
-	conn->tls = pps_config_get_bool(c.config, "client", "tls");
-	conn->tls_ca = pps_config_get_string(c.config, "client", "tls_ca");
-	conn->tls_server_name = pps_config_get_string(c.config, "client", "tls_server_name");
 	conn->clock_cb = pps_client_realtime_us;
 	if (c.base)
 		c.player = pps_player_new(c.base, &params, &player_callbacks, &c);

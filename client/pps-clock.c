@@ -12,6 +12,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+const char *const pps_clock_mode_names[] = {
+    [PPS_CLOCK_AUTO] = "auto",
+    [PPS_CLOCK_SHARED] = "shared",
+    [PPS_CLOCK_ESTIMATE] = "estimate",
+    [PPS_CLOCK_MODE_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_clock_mode_names) / sizeof(pps_clock_mode_names[0]) ==
+                   PPS_CLOCK_MODE_COUNT + 1,
+               "a name for every pps_clock_mode_t");
+
 struct pps_clock {
 	pps_clock_mode_t mode;
 	bool have_offset;

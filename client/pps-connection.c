@@ -17,7 +17,6 @@
  * connection with the reason.
  */
 #include "pps-client-internal.h"
-#include "pps-config.h"
 #include "pps-socket.h"
 #include "pps-time.h"
 #include "pps-tls.h"
@@ -457,7 +456,7 @@ tcp_connected(pps_connection_t *c)
 	}
 	if (!name[0]) {
 		/* Validated by the configuration loader already. */
-		(void)pps_config_split_address(c->server, host, sizeof(host), port, sizeof(port));
+		(void)pps_socket_split_address(c->server, host, sizeof(host), port, sizeof(port));
 		name = host;
 	}
 	c->tls = pps_tls_new(c->tls_ctx, c->fd, name);
@@ -522,7 +521,7 @@ start(pps_connection_t *c)
 	tv = pps_time_us_to_timeval(c->params.handshake_timeout_us);
 	event_add(c->handshake_timer, &tv);
 	/* Validated by the configuration loader already. */
-	if (pps_config_split_address(c->server, host, sizeof(host), port, sizeof(port)) < 0) {
+	if (pps_socket_split_address(c->server, host, sizeof(host), port, sizeof(port)) < 0) {
 		snprintf(why, sizeof(why), "bad server address %s", c->server);
 		ended(c, why, true);
 		return;

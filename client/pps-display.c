@@ -12,6 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pps_display_mode_names[] = {
+    [PPS_DISPLAY_AUTO] = "auto",
+    [PPS_DISPLAY_SDL] = "sdl",
+    [PPS_DISPLAY_NONE] = "none",
+    [PPS_DISPLAY_MODE_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_display_mode_names) / sizeof(pps_display_mode_names[0]) ==
+                   PPS_DISPLAY_MODE_COUNT + 1,
+               "a name for every pps_display_mode_t");
+
 struct pps_display {
 	SDL_Window *window;
 	SDL_Renderer *renderer;

@@ -42,6 +42,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pps_playout_policy_names[] = {
+    [PPS_PLAYOUT_FIXED] = "fixed",       [PPS_PLAYOUT_ASAP] = "asap",
+    [PPS_PLAYOUT_ADAPTIVE] = "adaptive", [PPS_PLAYOUT_SMOOTH] = "smooth",
+    [PPS_PLAYOUT_POLICY_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_playout_policy_names) / sizeof(pps_playout_policy_names[0]) ==
+                   PPS_PLAYOUT_POLICY_COUNT + 1,
+               "a name for every pps_playout_policy_t");
+
 #define BETA           4.0
 #define SPIKE_ENTER_US 100000.0
 #define SPIKE_EXIT_US  10000.0

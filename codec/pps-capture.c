@@ -9,9 +9,7 @@
  * messages are handled synchronously (errors and end of file wake the
  * delivery thread), so there is no GLib main loop to run.
  */
-#include "pps-capture-source.h"
 #include "pps-codec.h"
-#include "pps-config.h"
 #include "pps-time.h"
 
 #include <errno.h>
@@ -259,13 +257,18 @@ delivery_thread(void *data)
 	return NULL;
 }
 
-static const char *
-enum_name(const pps_config_t *config, const char *section, const char *key)
-{
-	const pps_config_key_t *k = pps_config_key_find(section, key);
-
-	return k->choices[pps_config_get_enum(config, section, key)];
-}
+const char *const pps_capture_source_names[] = {
+    [PPS_CAPTURE_SOURCE_TEST] = "test",         [PPS_CAPTURE_SOURCE_CAMERA] = "camera",
+    [PPS_CAPTURE_SOURCE_FILE] = "file",         [PPS_CAPTURE_SOURCE_URI] = "uri",
+    [PPS_CAPTURE_SOURCE_PIPELINE] = "pipeline", [PPS_CAPTURE_SOURCE_COUNT] = NULL,
+};
+const char *const pps_capture_timecode_names[] = {
+    [PPS_CAPTURE_TIMECODE_AUTO] = "auto",
+    [PPS_CAPTURE_TIMECODE_ON] = "true",
+    [PPS_CAPTURE_TIMECODE_OFF] = "false",
+    [PPS_CAPTURE_TIMECODE_COUNT] = NULL,
+};
+const char *const pps_capture_pattern_names[] = {"ball", "smpte", "snow", "bar", "pinwheel", NULL};
 
 /*
  * videorate drop-only=true: a plain videorate holds every frame until the
@@ -277,9 +280,10 @@ enum_name(const pps_config_t *config, const char *section, const char *key)
  * plain videorate and its hold.
  */
 static char *
-describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps, bool drop_only)
+describe_pipeline(pps_capture_t *c, const pps_capture_params_t *params, bool drop_only)
 {
-	const char *pattern = enum_name(config, "source", "pattern");
+	const char *pattern = params->pattern;
+	int fps = params->fps;
 	const char *videorate = drop_only ? "videorate drop-only=true" : "videorate";
 	char caps[160];
 
@@ -312,8 +316,7 @@ describe_pipeline(pps_capture_t *c, const pps_config_t *config, int fps, bool dr
 	default:
 		return g_strdup_printf("%s ! videoconvert ! videoscale ! %s ! %s ! "
 		                       "appsink name=pps_sink",
-		                       pps_config_get_string(config, "source", "pipeline"),
-		                       videorate, caps);
+		                       params->input, videorate, caps);
 	}
 }
 
@@ -399,11 +402,11 @@ pps_capture_free(pps_capture_t *c)
 	free(c);
 }
 
-/* What each source type reads from [source]: the key naming its input
- * (NULL: none), whether that key must be set, and the pps_src property that
- * takes it (NULL: the pipeline description holds it). */
+/* What each source type's input is (NULL: none), whether it must be given,
+ * and the pps_src property that takes it (NULL: the pipeline description
+ * holds it). */
 static const struct {
-	const char *key;
+	const char *what;
 	bool required;
 	const char *src_property;
 } source_inputs[PPS_CAPTURE_SOURCE_COUNT] = {
@@ -416,20 +419,19 @@ static const struct {
 
 /* "source file '/x.mp4'": names the source in messages. */
 static void
-name_source(const pps_config_t *config, pps_capture_source_t type, char *out, size_t size)
+name_source(const pps_capture_params_t *params, char *out, size_t size)
 {
-	if (type == PPS_CAPTURE_SOURCE_TEST)
-		snprintf(out, size, "source test (videotestsrc %s)",
-		         enum_name(config, "source", "pattern"));
+	if (params->type == PPS_CAPTURE_SOURCE_TEST)
+		snprintf(out, size, "source test (videotestsrc %s)", params->pattern);
 	else
-		snprintf(out, size, "source %s '%s'", pps_capture_source_names[type],
-		         pps_config_get_string(config, "source", source_inputs[type].key));
+		snprintf(out, size, "source %s '%s'", pps_capture_source_names[params->type],
+		         params->input ? params->input : "");
 }
 
-/* The capture without a pipeline: its queue and pictures, from [source]
+/* The capture without a pipeline: its queue and pictures, from @params'
  * width, height and queue_frames. NULL with errno and @err. */
 static pps_capture_t *
-capture_alloc(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
+capture_alloc(const pps_capture_params_t *params, pps_capture_frame_cb frame_cb, void *user,
               const char *source_name, char *err, size_t err_size)
 {
 	pps_capture_t *c = calloc(1, sizeof(*c));
@@ -444,9 +446,16 @@ capture_alloc(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *u
 	c->frame_cb = frame_cb;
 	c->user = user;
 	snprintf(c->source_name, sizeof(c->source_name), "%s", source_name);
-	c->width = (int)pps_config_get_int(config, "source", "width");
-	c->height = (int)pps_config_get_int(config, "source", "height");
-	c->queue_frames = (int)pps_config_get_int(config, "source", "queue_frames");
+	c->width = params->width;
+	c->height = params->height;
+	c->queue_frames = params->queue_frames;
+	if (c->width <= 0 || c->height <= 0 || c->queue_frames <= 0) {
+		snprintf(err, err_size, "%s: width, height and queue_frames must be positive",
+		         c->source_name);
+		pps_capture_free(c);
+		errno = EINVAL;
+		return NULL;
+	}
 	if ((c->width | c->height) & 1) {
 		snprintf(err, err_size, "%s: width and height must be even", c->source_name);
 		pps_capture_free(c);
@@ -475,23 +484,30 @@ err_nomem:
 }
 
 pps_capture_t *
-pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user, char *err,
-                size_t err_size)
+pps_capture_new(const pps_capture_params_t *params, pps_capture_frame_cb frame_cb, void *user,
+                char *err, size_t err_size)
 {
-	pps_capture_source_t type = pps_config_get_enum(config, "source", "type");
+	pps_capture_source_t type = params->type;
+	const char *input = params->input ? params->input : "";
 	char name[256];
 	pps_capture_t *c;
 	char *description;
-	int fps, ret;
+	int ret;
 
+	if ((unsigned)type >= PPS_CAPTURE_SOURCE_COUNT ||
+	    (type == PPS_CAPTURE_SOURCE_TEST && !params->pattern)) {
+		snprintf(err, err_size, "capture: no such source");
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!gst_is_initialized())
 		gst_init(NULL, NULL);
-	name_source(config, type, name, sizeof(name));
-	c = capture_alloc(config, frame_cb, user, name, err, err_size);
+	name_source(params, name, sizeof(name));
+	c = capture_alloc(params, frame_cb, user, name, err, err_size);
 	if (!c)
 		return NULL;
 	c->type = type;
-	switch ((pps_capture_timecode_t)pps_config_get_enum(config, "source", "timecode")) {
+	switch (params->timecode) {
 	case PPS_CAPTURE_TIMECODE_AUTO:
 		/* The barcode is for measuring: never burnt into a user's picture
 		 * unless asked for. */
@@ -504,24 +520,20 @@ pps_capture_new(const pps_config_t *config, pps_capture_frame_cb frame_cb, void 
 		c->timecode = false;
 	}
 	c->live = c->type == PPS_CAPTURE_SOURCE_TEST;
-	if (source_inputs[type].required &&
-	    !*pps_config_get_string(config, "source", source_inputs[type].key)) {
-		snprintf(err, err_size, "%s: [source] %s is not set", c->source_name,
-		         source_inputs[type].key);
+	if (source_inputs[type].required && !input[0]) {
+		snprintf(err, err_size, "%s: no %s given", c->source_name, source_inputs[type].what);
 		errno = EINVAL;
 		goto err_free;
 	}
 
 	c->src_property = source_inputs[type].src_property;
 	if (c->src_property)
-		c->src_value =
-		    strdup(pps_config_get_string(config, "source", source_inputs[type].key));
+		c->src_value = strdup(input);
 	if (c->src_property && !c->src_value)
 		goto err_nomem;
-	fps = (int)pps_config_get_int(config, "source", "fps");
 	if (c->type != PPS_CAPTURE_SOURCE_TEST)
-		c->fallback_description = describe_pipeline(c, config, fps, false);
-	description = describe_pipeline(c, config, fps, true);
+		c->fallback_description = describe_pipeline(c, params, false);
+	description = describe_pipeline(c, params, true);
 	ret = build_pipeline(c, description, err, err_size);
 	g_free(description);
 	if (ret < 0 && c->fallback_description) {
@@ -670,16 +682,16 @@ pps_capture_error(pps_capture_t *c)
 }
 
 pps_capture_t *
-pps_capture_new_push(const pps_config_t *config, pps_capture_frame_cb frame_cb, void *user,
+pps_capture_new_push(const pps_capture_params_t *params, pps_capture_frame_cb frame_cb, void *user,
                      char *err, size_t err_size)
 {
-	pps_capture_t *c = capture_alloc(config, frame_cb, user, "source pushed by the application",
+	pps_capture_t *c = capture_alloc(params, frame_cb, user, "source pushed by the application",
 	                                 err, err_size);
 
 	if (!c)
 		return NULL;
 	/* The application's own picture: a barcode only when asked for. */
-	c->timecode = pps_config_get_enum(config, "source", "timecode") == PPS_CAPTURE_TIMECODE_ON;
+	c->timecode = params->timecode == PPS_CAPTURE_TIMECODE_ON;
 	c->live = true;
 	return c;
 }

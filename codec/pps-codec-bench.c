@@ -10,7 +10,6 @@
  *                 [--pattern ball|smpte|...|synthetic] [--preset veryfast]
  *                 [--threads 1] [--base-crf 26] [--enh-crf 24] [--scale 2] [--gop 60]
  */
-#include "pps-config.h" /* pps-codec.h only declares struct pps_config */
 #include "pps-codec-testutil.h"
 #include "pps-version.h"
 #include "pps-time.h"
@@ -58,8 +57,16 @@ capture_cb(const pps_frame_t *f, void *user)
 static int
 capture_frames(const options_t *o)
 {
-	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
-	char set[512], err[512];
+	char description[512], err[512];
+	pps_capture_params_t params = {
+	    .type = PPS_CAPTURE_SOURCE_PIPELINE,
+	    .input = description,
+	    .width = o->width,
+	    .height = o->height,
+	    .fps = 30,
+	    .queue_frames = 256,
+	    .timecode = PPS_CAPTURE_TIMECODE_AUTO,
+	};
 	pps_capture_t *cap;
 
 	source = calloc((size_t)o->frames, sizeof(*source));
@@ -70,22 +77,14 @@ capture_frames(const options_t *o)
 			pps_testutil_generate(source[n], (uint32_t)n, n * 33333LL);
 		}
 		captured = o->frames;
-		pps_config_free(c);
 		return 0;
 	}
-	snprintf(set, sizeof(set),
-	         "source.pipeline=videotestsrc is-live=false num-buffers=%d pattern=%s%s",
+	snprintf(description, sizeof(description),
+	         "videotestsrc is-live=false num-buffers=%d pattern=%s%s",
 	         o->frames, o->pattern,
 	         strcmp(o->pattern, "ball") && strcmp(o->pattern, "snow") ? " horizontal-speed=2"
 	                                                                  : "");
-	pps_config_set(c, "source.type=pipeline", err, sizeof(err));
-	pps_config_set(c, set, err, sizeof(err));
-	pps_config_set(c, "source.queue_frames=256", err, sizeof(err));
-	snprintf(set, sizeof(set), "source.width=%d", o->width);
-	pps_config_set(c, set, err, sizeof(err));
-	snprintf(set, sizeof(set), "source.height=%d", o->height);
-	pps_config_set(c, set, err, sizeof(err));
-	cap = pps_capture_new(c, capture_cb, NULL, err, sizeof(err));
+	cap = pps_capture_new(&params, capture_cb, NULL, err, sizeof(err));
 	if (!cap || pps_capture_start(cap, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-codec-bench: %s\n", err);
 		return -1;
@@ -95,7 +94,6 @@ capture_frames(const options_t *o)
 		pthread_cond_wait(&cond, &lock);
 	pthread_mutex_unlock(&lock);
 	pps_capture_free(cap);
-	pps_config_free(c);
 	return captured > 0 ? 0 : -1;
 }
 

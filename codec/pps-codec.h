@@ -32,10 +32,6 @@
 #include "pps-adu.h"
 #include "pps-wire.h"
 
-/* config/pps-config.h: only the capture and the encoder's parameters read it,
- * so decoder users do not include the configuration. */
-struct pps_config;
-
 /* ---------------------------------------------------------------- frames */
 
 /*
@@ -72,6 +68,43 @@ typedef struct pps_capture pps_capture_t;
  */
 typedef void (*pps_capture_frame_cb)(const pps_frame_t *frame, void *user);
 
+/* Where the pictures come from. */
+typedef enum {
+	PPS_CAPTURE_SOURCE_TEST = 0,     /* videotestsrc, pattern */
+	PPS_CAPTURE_SOURCE_CAMERA = 1,   /* V4L2, input = the device */
+	PPS_CAPTURE_SOURCE_FILE = 2,     /* input = a media file, real time, looped */
+	PPS_CAPTURE_SOURCE_URI = 3,      /* input = anything uridecodebin plays */
+	PPS_CAPTURE_SOURCE_PIPELINE = 4, /* input = a gst-launch description */
+	PPS_CAPTURE_SOURCE_COUNT
+} pps_capture_source_t;
+
+/* Whether the pixel timecode is stamped into the picture. */
+typedef enum {
+	PPS_CAPTURE_TIMECODE_AUTO = 0, /* only for the test source */
+	PPS_CAPTURE_TIMECODE_ON = 1,
+	PPS_CAPTURE_TIMECODE_OFF = 2,
+	PPS_CAPTURE_TIMECODE_COUNT
+} pps_capture_timecode_t;
+
+/* Name tables, indexed by the enum and NULL-terminated (settings take them
+ * as their keys' choices): "test", "camera", ...; "auto", "true", "false";
+ * and the videotestsrc patterns the test source offers ("ball", "smpte", ...). */
+extern const char *const pps_capture_source_names[];
+extern const char *const pps_capture_timecode_names[];
+extern const char *const pps_capture_pattern_names[];
+
+typedef struct {
+	pps_capture_source_t type;
+	/* The device, file, URI or pipeline description of @type ("": none,
+	 * camera: the default device). Copied by pps_capture_new(). */
+	const char *input;
+	const char *pattern; /* type test: one of pps_capture_pattern_names */
+	int width, height;   /* even */
+	int fps;
+	int queue_frames; /* raw frames held before the encoder, >= 1 */
+	pps_capture_timecode_t timecode;
+} pps_capture_params_t;
+
 typedef struct {
 	uint64_t frames_captured;  /* frames handed over by GStreamer */
 	uint64_t frames_dropped;   /* oldest raw frames dropped because the queue was full */
@@ -80,8 +113,7 @@ typedef struct {
 } pps_capture_stats_t;
 
 /*
- * Builds the pipeline for [source] of @config (type, device, file, uri,
- * pipeline, pattern, width, height, fps, timecode, queue_frames). A source
+ * Builds the pipeline for @params (borrowed for the call). A source
  * that is not live (a file, most URIs, a user pipeline without a live
  * source: found when pps_capture_start() pauses it) is paced to real time by
  * the appsink's clock sync and looped at its end (seek to 0); a live one
@@ -91,7 +123,7 @@ typedef struct {
  * not parse fails here: NULL, errno set, and a one-line message naming the
  * source and GStreamer's reason in @err. Calls gst_init() if needed.
  */
-pps_capture_t *pps_capture_new(const struct pps_config *config, pps_capture_frame_cb frame_cb,
+pps_capture_t *pps_capture_new(const pps_capture_params_t *params, pps_capture_frame_cb frame_cb,
                                void *user, char *err, size_t err_size);
 
 /*
@@ -105,12 +137,13 @@ int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
  * A capture without a pipeline, for a program that has the pictures itself
  * (the ppssink GStreamer element): it pushes them with pps_capture_push(),
  * and the bounded queue, the numbering, the timecode (only with
- * timecode=true) and the delivery thread are the same. Reads [source]
+ * timecode=true) and the delivery thread are the same. Reads @params'
  * width, height, queue_frames and timecode. pps_capture_start() starts the
  * delivery thread without waiting for a frame.
  */
-pps_capture_t *pps_capture_new_push(const struct pps_config *config, pps_capture_frame_cb frame_cb,
-                                    void *user, char *err, size_t err_size);
+pps_capture_t *pps_capture_new_push(const pps_capture_params_t *params,
+                                    pps_capture_frame_cb frame_cb, void *user, char *err,
+                                    size_t err_size);
 /*
  * Copies @frame (its width and height must be the capture's; capture_us is
  * kept, frame_index ignored) into the queue: never blocks; when full the
@@ -174,7 +207,7 @@ typedef struct {
 	int base_scale;      /* 1..4; 1 with quality_layers > 1 is allowed (SNR layers) */
 	int gop_frames;      /* rounded up to a multiple of window_frames */
 	int window_frames;   /* adaptation window W ([pps] window_frames) */
-	const char *preset;  /* x264 preset name */
+	const char *preset;  /* x264 preset name, one of pps_encoder_preset_names */
 	int threads;         /* x264 slice threads per layer, 0 = automatic */
 	int base_crf, base_vbv_kbps;               /* vbv 0 = uncapped */
 	int enhancement_crf, enhancement_vbv_kbps; /* layer q uses crf - 6 * (q - 1) */
@@ -184,8 +217,8 @@ typedef struct {
 	bool rate_adaptive;
 } pps_encoder_params_t;
 
-/* Fills @params from [source], [encoder] and [pps] window_frames. */
-void pps_encoder_params_from_config(pps_encoder_params_t *params, const struct pps_config *config);
+/* The x264 presets the encoder offers (fast enough for live), NULL-terminated. */
+extern const char *const pps_encoder_preset_names[];
 
 typedef struct pps_encoder pps_encoder_t;
 

@@ -35,7 +35,6 @@
  * next x264; layer q >= 2 codes the residual against layer q - 1's result.
  */
 #include "pps-codec-internal.h"
-#include "pps-config.h"
 #include "pps-time.h"
 
 #include <errno.h>
@@ -111,27 +110,8 @@ struct pps_encoder {
 	pps_encoder_stats_t stats;
 };
 
-void
-pps_encoder_params_from_config(pps_encoder_params_t *p, const pps_config_t *c)
-{
-	const pps_config_key_t *preset = pps_config_key_find("encoder", "preset");
-
-	memset(p, 0, sizeof(*p));
-	p->width = (int)pps_config_get_int(c, "source", "width");
-	p->height = (int)pps_config_get_int(c, "source", "height");
-	p->fps = (int)pps_config_get_int(c, "source", "fps");
-	p->temporal_layers = (int)pps_config_get_int(c, "encoder", "temporal_layers");
-	p->quality_layers = (int)pps_config_get_int(c, "encoder", "quality_layers");
-	p->base_scale = (int)pps_config_get_int(c, "encoder", "base_scale");
-	p->gop_frames = (int)pps_config_get_int(c, "encoder", "gop_frames");
-	p->window_frames = (int)pps_config_get_int(c, "pps", "window_frames");
-	p->preset = preset->choices[pps_config_get_enum(c, "encoder", "preset")];
-	p->threads = (int)pps_config_get_int(c, "encoder", "threads");
-	p->base_crf = (int)pps_config_get_int(c, "encoder", "base_crf");
-	p->base_vbv_kbps = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
-	p->enhancement_crf = (int)pps_config_get_int(c, "encoder", "enhancement_crf");
-	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
-}
+const char *const pps_encoder_preset_names[] = {"ultrafast", "superfast", "veryfast", "faster",
+                                                "fast",      "medium",    NULL};
 
 static int
 layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int crf, int vbv_kbps,

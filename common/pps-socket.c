@@ -2,6 +2,8 @@
 #include "pps-socket.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 
@@ -203,4 +205,37 @@ int
 pps_socket_set_timestamp_ns(int fd, bool on)
 {
 	return set_int(fd, SOL_SOCKET, SO_TIMESTAMPNS, on);
+}
+
+int
+pps_socket_split_address(const char *address, char *host, size_t host_size, char *port,
+                         size_t port_size)
+{
+	const char *host_start = address, *host_end, *port_start;
+	char *end;
+	long number;
+
+	if (address[0] == '[') {
+		host_start = address + 1;
+		host_end = strchr(host_start, ']');
+		if (!host_end || host_end[1] != ':')
+			return -EINVAL;
+		port_start = host_end + 2;
+	} else {
+		host_end = strrchr(address, ':');
+		if (!host_end || memchr(address, ':', (size_t)(host_end - address)))
+			return -EINVAL; /* no port, or an IPv6 address without brackets */
+		port_start = host_end + 1;
+	}
+	if ((size_t)(host_end - host_start) >= host_size || strlen(port_start) >= port_size ||
+	    !*port_start)
+		return -EINVAL;
+	errno = 0;
+	number = strtol(port_start, &end, 10);
+	if (errno || *end || number < 0 || number > 65535)
+		return -EINVAL;
+	memcpy(host, host_start, (size_t)(host_end - host_start));
+	host[host_end - host_start] = '\0';
+	snprintf(port, port_size, "%s", port_start);
+	return 0;
 }

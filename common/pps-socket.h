@@ -89,4 +89,12 @@ int pps_socket_set_recv_tos(int fd, bool on);
  * ancillary data. */
 int pps_socket_set_timestamp_ns(int fd, bool on);
 
+/*
+ * Splits "host:port" or "[v6addr]:port" into its host (brackets removed;
+ * may be empty: any address) and port (0..65535). Returns 0 or -EINVAL if
+ * it is not of that form or a part does not fit its buffer. No system call.
+ */
+int pps_socket_split_address(const char *address, char *host, size_t host_size, char *port,
+                             size_t port_size);
+
 #endif /* PPS_SOCKET_H */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "pps-config.h"
 #include "pps-names.h"
+#include "pps-socket.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -18,7 +19,7 @@ typedef struct {
 } pps_config_value_t;
 
 struct pps_config {
-	pps_config_program_t program;
+	const pps_config_schema_t *schema;
 	size_t n_values;
 	pps_config_value_t *values; /* parallel to the key table */
 };
@@ -104,7 +105,7 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 		char host[256], port[16];
 
 		*number = 0;
-		return pps_config_split_address(text, host, sizeof(host), port, sizeof(port));
+		return pps_socket_split_address(text, host, sizeof(host), port, sizeof(port));
 	}
 	case PPS_CONFIG_TYPE_ENUM: {
 		int i = pps_names_find(key->choices, text);
@@ -118,37 +119,47 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 	return -EINVAL;
 }
 
-int
-pps_config_split_address(const char *address, char *host, size_t host_size, char *port,
-                         size_t port_size)
+const pps_config_key_t *
+pps_config_schema_find(const pps_config_schema_t *schema, const char *section, const char *key)
 {
-	const char *host_start = address, *host_end, *port_start;
-	char *end;
-	long number;
+	for (size_t i = 0; i < schema->n_keys; i++)
+		if (strcmp(schema->keys[i].section, section) == 0 &&
+		    strcmp(schema->keys[i].key, key) == 0)
+			return &schema->keys[i];
+	return NULL;
+}
 
-	if (address[0] == '[') {
-		host_start = address + 1;
-		host_end = strchr(host_start, ']');
-		if (!host_end || host_end[1] != ':')
-			return -EINVAL;
-		port_start = host_end + 2;
-	} else {
-		host_end = strrchr(address, ':');
-		if (!host_end || memchr(address, ':', (size_t)(host_end - address)))
-			return -EINVAL; /* no port, or an IPv6 address without brackets */
-		port_start = host_end + 1;
-	}
-	if ((size_t)(host_end - host_start) >= host_size || strlen(port_start) >= port_size ||
-	    !*port_start)
-		return -EINVAL;
-	errno = 0;
-	number = strtol(port_start, &end, 10);
-	if (errno || *end || number < 0 || number > 65535)
-		return -EINVAL;
-	memcpy(host, host_start, (size_t)(host_end - host_start));
-	host[host_end - host_start] = '\0';
-	snprintf(port, port_size, "%s", port_start);
-	return 0;
+static bool
+section_known(const pps_config_schema_t *schema, const char *section)
+{
+	for (size_t i = 0; i < schema->n_keys; i++)
+		if (strcmp(schema->keys[i].section, section) == 0)
+			return true;
+	return false;
+}
+
+/* "[source] [encoder] ...": the schema's sections, for an unknown one. */
+static void
+list_sections(const pps_config_schema_t *schema, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < schema->n_keys && used < size; i++)
+		if (i == 0 || strcmp(schema->keys[i].section, schema->keys[i - 1].section) != 0)
+			used += (size_t)snprintf(buf + used, size - used, "%s[%s]", used ? " " : "",
+			                         schema->keys[i].section);
+}
+
+static void
+unknown_section_error(const pps_config_schema_t *schema, const char *where, const char *section,
+                      char *err, size_t err_size)
+{
+	char sections[256];
+
+	list_sections(schema, sections, sizeof(sections));
+	set_error(err, err_size, "%s: [%s]: unknown section (pps-%s reads %s)", where, section,
+	          schema->program, sections);
 }
 
 static pps_config_value_t *
@@ -190,29 +201,17 @@ static int
 assign(pps_config_t *config, const char *where, const char *origin, const char *section,
        const char *key, const char *text, char *err, size_t err_size)
 {
-	const pps_config_key_t *k = pps_config_key_find(section, key);
+	const pps_config_key_t *k = pps_config_schema_find(config->schema, section, key);
 	pps_config_value_t *value;
 	char allowed[256];
 	int64_t number;
 	int ret;
 
 	if (!k) {
-		bool section_known = false;
-		size_t n;
-		const pps_config_key_t *all = pps_config_keys(&n);
-
-		for (size_t i = 0; i < n; i++)
-			section_known |= strcmp(all[i].section, section) == 0;
-		if (section_known)
+		if (section_known(config->schema, section))
 			set_error(err, err_size, "%s: [%s] %s: unknown key", where, section, key);
 		else
-			set_error(err, err_size, "%s: [%s]: unknown section", where, section);
-		return -ENOENT;
-	}
-	if (!(k->programs & config->program)) {
-		set_error(err, err_size, "%s: [%s] %s: not used by this program (it is a %s key)",
-		          where, section, key,
-		          (k->programs & PPS_CONFIG_PROGRAM_SERVER) ? "server" : "client");
+			unknown_section_error(config->schema, where, section, err, err_size);
 		return -ENOENT;
 	}
 	ret = parse_value(k, text, &number);
@@ -231,15 +230,15 @@ assign(pps_config_t *config, const char *where, const char *origin, const char *
 }
 
 pps_config_t *
-pps_config_new(pps_config_program_t program)
+pps_config_new(const pps_config_schema_t *schema)
 {
-	size_t n_keys, n = 0;
-	const pps_config_key_t *keys = pps_config_keys(&n_keys);
+	size_t n_keys = schema->n_keys, n = 0;
+	const pps_config_key_t *keys = schema->keys;
 	pps_config_t *config = calloc(1, sizeof(*config));
 
 	if (!config)
 		goto err_alloc;
-	config->program = program;
+	config->schema = schema;
 	config->values = calloc(n_keys, sizeof(*config->values));
 	if (!config->values)
 		goto err_values;
@@ -247,8 +246,6 @@ pps_config_new(pps_config_program_t program)
 		int64_t number = 0;
 		int ret;
 
-		if (!(keys[i].programs & program))
-			continue;
 		ret = parse_value(&keys[i], keys[i].default_value, &number);
 		/* A default that fails its own validation is a bug in the table. */
 		assert(ret == 0);
@@ -270,6 +267,12 @@ err_values:
 err_alloc:
 	errno = ENOMEM;
 	return NULL;
+}
+
+const pps_config_schema_t *
+pps_config_schema(const pps_config_t *config)
+{
+	return config->schema;
 }
 
 void
@@ -308,7 +311,8 @@ pps_config_load_file(pps_config_t *config, const char *path, char *err, size_t e
 			/* get_value keeps the raw text; strings are unescaped below. */
 			gchar *raw = g_key_file_get_value(file, groups[g], names[k], NULL);
 			gchar *text = NULL;
-			const pps_config_key_t *def = pps_config_key_find(groups[g], names[k]);
+			const pps_config_key_t *def =
+			    pps_config_schema_find(config->schema, groups[g], names[k]);
 
 			if (def && (def->type == PPS_CONFIG_TYPE_STRING ||
 			            def->type == PPS_CONFIG_TYPE_ADDRESS))
@@ -320,15 +324,9 @@ pps_config_load_file(pps_config_t *config, const char *path, char *err, size_t e
 		}
 		if (names && !names[0]) {
 			/* An empty section is still checked for being known. */
-			size_t n;
-			const pps_config_key_t *all = pps_config_keys(&n);
-			bool known = false;
-
-			for (size_t i = 0; i < n; i++)
-				known |= strcmp(all[i].section, groups[g]) == 0;
-			if (!known) {
-				set_error(err, err_size, "%s: [%s]: unknown section", where,
-				          groups[g]);
+			if (!section_known(config->schema, groups[g])) {
+				unknown_section_error(config->schema, where, groups[g], err,
+				                      err_size);
 				ret = -ENOENT;
 			}
 		}
@@ -456,7 +454,7 @@ get_checked(const pps_config_t *config, const char *section, const char *key,
 {
 	const pps_config_value_t *value = find_value(config, section, key);
 
-	assert(value && "unknown configuration key for this program");
+	assert(value && "configuration key not in this program's schema");
 	assert(value->key->type == type && "configuration key read with the wrong type");
 	(void)type;
 	return value;
@@ -526,10 +524,11 @@ type_name(const pps_config_key_t *key, char *buf, size_t size)
 }
 
 int
-pps_config_write_example(pps_config_program_t program, const char *name, FILE *out)
+pps_config_write_example(const pps_config_schema_t *schema, FILE *out)
 {
-	size_t n;
-	const pps_config_key_t *keys = pps_config_keys(&n);
+	size_t n = schema->n_keys;
+	const pps_config_key_t *keys = schema->keys;
+	const char *name = schema->program;
 	const char *section = NULL;
 
 	fprintf(out, "# ppstream %s configuration: every key with its default.\n", name);
@@ -539,8 +538,6 @@ pps_config_write_example(pps_config_program_t program, const char *name, FILE *o
 	for (size_t i = 0; i < n; i++) {
 		char allowed[256];
 
-		if (!(keys[i].programs & program))
-			continue;
 		if (!section || strcmp(section, keys[i].section) != 0) {
 			section = keys[i].section;
 			fprintf(out, "\n[%s]\n", section);
@@ -553,10 +550,10 @@ pps_config_write_example(pps_config_program_t program, const char *name, FILE *o
 }
 
 int
-pps_config_write_reference(FILE *out)
+pps_config_write_reference(const pps_config_schema_t *schema, FILE *out)
 {
-	size_t n;
-	const pps_config_key_t *keys = pps_config_keys(&n);
+	size_t n = schema->n_keys;
+	const pps_config_key_t *keys = schema->keys;
 	const char *section = NULL;
 
 	for (size_t i = 0; i < n; i++) {
@@ -564,10 +561,8 @@ pps_config_write_reference(FILE *out)
 
 		if (!section || strcmp(section, keys[i].section) != 0) {
 			section = keys[i].section;
-			fprintf(out, "%s#### `[%s]` (%s)\n\n", i ? "\n" : "", section,
-			        keys[i].programs == PPS_CONFIG_PROGRAM_ALL ? "server and client"
-			        : keys[i].programs == PPS_CONFIG_PROGRAM_SERVER ? "server.ini"
-			                                                        : "client.ini");
+			fprintf(out, "%s#### `[%s]` (%s.ini)\n\n", i ? "\n" : "", section,
+			        schema->program);
 			fprintf(out, "| key | default | allowed | meaning |\n|---|---|---|---|\n");
 		}
 		fprintf(out, "| `%s` | `%s` | %s | %s |\n", keys[i].key,

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ppstream configuration: one table of keys, read from INI files with GLib's
- * GKeyFile and overridden with `--set section.key=value`.
+ * ppstream configuration: a generic loader for a program's table of keys,
+ * read from INI files with GLib's GKeyFile and overridden with
+ * `--set section.key=value`.
  *
  * Precedence: built-in defaults < the `--config` file < each `--set`, in order.
- * Every key is declared once in the table returned by pps_config_keys(); the
- * loader, the validation messages, the shipped example files and the README's
- * option reference all come from that table.
+ * Every key is declared once, in its program's schema; the loader, the
+ * validation messages, the shipped example files, the option reference
+ * (docs/CONFIGURATION.md) and the GStreamer elements' properties all come
+ * from that table. This library includes no module of ppstream: the programs
+ * own their tables and turn them into typed parameter structs.
  *
  * Threading: a pps_config_t is built and validated at program start-up on the
  * main thread, then only read. It is not safe to mutate from several threads.
@@ -21,13 +24,6 @@
 
 /* Exit status for usage and configuration errors, shared by every program. */
 #define PPS_EXIT_USAGE 2
-
-/* Which programs read a key. A program refuses keys that are not its own. */
-typedef enum {
-	PPS_CONFIG_PROGRAM_SERVER = 1u << 0,
-	PPS_CONFIG_PROGRAM_CLIENT = 1u << 1,
-	PPS_CONFIG_PROGRAM_ALL = PPS_CONFIG_PROGRAM_SERVER | PPS_CONFIG_PROGRAM_CLIENT,
-} pps_config_program_t;
 
 typedef enum {
 	PPS_CONFIG_TYPE_INT,     /* 64-bit signed integer, range [min, max] */
@@ -46,28 +42,56 @@ typedef struct {
 	int64_t min;               /* PPS_CONFIG_TYPE_INT only */
 	int64_t max;
 	const char *const *choices; /* PPS_CONFIG_TYPE_ENUM only, NULL-terminated */
-	unsigned programs;          /* pps_config_program_t bits */
 	const char *help;           /* one line, no trailing period */
 } pps_config_key_t;
 
-/* The table of every key, in documentation order. Never NULL; *n_keys set. */
-const pps_config_key_t *pps_config_keys(size_t *n_keys);
+/*
+ * One program's keys, in documentation order. The program owns its table
+ * (server/pps-server-settings.c, client/pps-client-settings.c) and turns the
+ * values into the parameter structs of its libraries; this loader knows no
+ * key of its own.
+ */
+typedef struct {
+	const char *program; /* "server", "client": pps-<program>, <program>.ini */
+	const pps_config_key_t *keys;
+	size_t n_keys;
+} pps_config_schema_t;
 
 /* Looks a key up by section and name; NULL if there is no such key. */
-const pps_config_key_t *pps_config_key_find(const char *section, const char *key);
+const pps_config_key_t *pps_config_schema_find(const pps_config_schema_t *schema,
+                                               const char *section, const char *key);
+
+/* Entries of a key table. An enum key's choices are the owning module's name
+ * table (indexed by its enum, NULL-terminated), so the index
+ * pps_config_get_enum() returns is the enum value. */
+#define PPS_CONFIG_INT(sec, name, def, lo, hi, text)                                               \
+	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_INT, .default_value = def, .min = lo, \
+	 .max = hi, .help = text}
+#define PPS_CONFIG_BOOL(sec, name, def, text)                                                      \
+	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_BOOL, .default_value = def, .help = text}
+#define PPS_CONFIG_STRING(sec, name, def, text)                                                    \
+	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_STRING, .default_value = def,         \
+	 .help = text}
+#define PPS_CONFIG_ADDRESS(sec, name, def, text)                                                   \
+	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_ADDRESS, .default_value = def,        \
+	 .help = text}
+#define PPS_CONFIG_ENUM(sec, name, def, list, text)                                                \
+	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_ENUM, .default_value = def,           \
+	 .choices = list, .help = text}
 
 typedef struct pps_config pps_config_t;
 
 /*
- * A configuration holding the built-in defaults for @program's keys.
- * Returns NULL with errno set (ENOMEM) on failure.
+ * A configuration holding the built-in defaults of @schema's keys (the
+ * schema must outlive it). Returns NULL with errno set (ENOMEM) on failure.
  */
-pps_config_t *pps_config_new(pps_config_program_t program);
+pps_config_t *pps_config_new(const pps_config_schema_t *schema);
+const pps_config_schema_t *pps_config_schema(const pps_config_t *config);
 void pps_config_free(pps_config_t *config);
 
 /*
  * Reads an INI file over the current values. Every section and key must be
- * known to the table and to this program, every value of the right type and
+ * in the schema, every value of the right type and
  * in range. Returns 0, or a negative errno with a one-line message (naming the
  * file, the key, the value and what is allowed) in @err (size @err_size).
  */
@@ -86,9 +110,10 @@ int pps_config_set(pps_config_t *config, const char *assignment, char *err, size
 int pps_config_parse_args(pps_config_t *config, int *argc, char **argv, char *err, size_t err_size);
 
 /*
- * Typed getters. Asking for a key that does not exist, of the wrong type or
- * not read by this program is a programming error (assert), not an input error.
- * Strings are owned by @config and live as long as it does.
+ * Typed getters, for the programs' settings layers only (libraries take
+ * parameter structs). Asking for a key that is not in the schema or of the
+ * wrong type is a programming error (assert), not an input error. Strings
+ * are owned by @config and live as long as it does.
  */
 int64_t pps_config_get_int(const pps_config_t *config, const char *section, const char *key);
 bool pps_config_get_bool(const pps_config_t *config, const char *section, const char *key);
@@ -96,25 +121,17 @@ const char *pps_config_get_string(const pps_config_t *config, const char *sectio
 /* Index of the value in the key's choices list. */
 int pps_config_get_enum(const pps_config_t *config, const char *section, const char *key);
 
-/*
- * Splits an address value ("host:port", "[v6addr]:port") into its host
- * (brackets removed; may be empty: any address) and port. Returns 0 or
- * -EINVAL if it is not of that form or a part does not fit its buffer.
- */
-int pps_config_split_address(const char *address, char *host, size_t host_size, char *port,
-                             size_t port_size);
-
 /* Where a value came from, for logs: "default", the file's path, or "--set". */
 const char *pps_config_get_origin(const pps_config_t *config, const char *section, const char *key);
 
 /*
- * Writes the documented INI example for @program: every key with its default
+ * Writes the documented INI example of @schema: every key with its default
  * and its one-line help, grouped by section. Returns 0 or a negative errno.
  */
-int pps_config_write_example(pps_config_program_t program, const char *name, FILE *out);
+int pps_config_write_example(const pps_config_schema_t *schema, FILE *out);
 
-/* Writes the Markdown option reference (a table per section) for both programs. */
-int pps_config_write_reference(FILE *out);
+/* Writes the Markdown option reference of @schema (a table per section). */
+int pps_config_write_reference(const pps_config_schema_t *schema, FILE *out);
 
 /* Prints `--config` and `--set` usage lines for a program's --help. */
 void pps_config_print_usage(FILE *out);

@@ -28,14 +28,12 @@ find_rule(const pps_gst_property_rule_t *rules, const pps_config_key_t *k)
 	return section_rule;
 }
 
-/* Another key of @program in another section has the same name. */
+/* Another key of the table in another section has the same name. */
 static gboolean
-name_shared(const pps_config_key_t *keys, size_t n, pps_config_program_t program,
-            const pps_config_key_t *k)
+name_shared(const pps_config_key_t *keys, size_t n, const pps_config_key_t *k)
 {
 	for (size_t i = 0; i < n; i++)
-		if ((keys[i].programs & program) && &keys[i] != k &&
-		    strcmp(keys[i].key, k->key) == 0)
+		if (&keys[i] != k && strcmp(keys[i].key, k->key) == 0)
 			return TRUE;
 	return FALSE;
 }
@@ -86,14 +84,14 @@ choice_index(const pps_config_key_t *k, const char *value)
 
 void
 pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
-                           pps_config_program_t program, guint first_id,
+                           const pps_config_schema_t *schema, guint first_id,
                            const pps_gst_property_rule_t *rules)
 {
-	size_t n_keys;
-	const pps_config_key_t *keys = pps_config_keys(&n_keys);
+	size_t n_keys = schema->n_keys;
+	const pps_config_key_t *keys = schema->keys;
 	GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
 
-	props->program = program;
+	props->schema = schema;
 	props->first_id = first_id;
 	props->n_keys = 0;
 	props->keys = g_new0(const pps_config_key_t *, n_keys);
@@ -105,11 +103,11 @@ pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
 		char *text;
 		GParamSpec *spec;
 
-		if (!(k->programs & program) || (rule && !rule->name))
+		if (rule && !rule->name)
 			continue;
 		if (rule)
 			text = g_strdup(rule->name);
-		else if (name_shared(keys, n_keys, program, k))
+		else if (name_shared(keys, n_keys, k))
 			text = g_strdup_printf("%s-%s", k->section, k->key);
 		else
 			text = g_strdup(k->key);

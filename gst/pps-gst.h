@@ -4,9 +4,10 @@
  * stream through the client library, ppssink serves raw video through the
  * server's objects. Shared inside gst/ only.
  *
- * Properties come from the configuration key table (config/): each key an
- * element exposes is a GObject property named after it, validated by the same
- * loader as `--set`, so gst-inspect-1.0, the INI files and the README agree.
+ * Properties come from the programs' key tables (ppssrc: the client's,
+ * ppssink: the server's): each key an element exposes is a GObject property
+ * named after it, validated by the same loader as `--set`, so
+ * gst-inspect-1.0, the INI files and docs/CONFIGURATION.md agree.
  */
 #ifndef PPS_GST_H
 #define PPS_GST_H
@@ -27,14 +28,14 @@ typedef struct {
 
 /* The properties of one element class: which key each property id is. */
 typedef struct {
-	pps_config_program_t program;
+	const pps_config_schema_t *schema;
 	guint first_id; /* property ids below are the element's own */
 	guint n_keys;
 	const pps_config_key_t **keys;
 } pps_gst_properties_t;
 
 /*
- * Installs a property for every key of @program that @rules do not leave out,
+ * Installs a property for every key of @schema that @rules do not leave out,
  * with ids from @first_id on. A key's property is its name with '_' as '-'
  * ("window_frames" -> "window-frames"), prefixed with its section where two
  * sections share the name ("transport-mode"), or as @rules rename it. Ranges,
@@ -42,7 +43,7 @@ typedef struct {
  * @rules ends with an all-NULL entry.
  */
 void pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
-                                pps_config_program_t program, guint first_id,
+                                const pps_config_schema_t *schema, guint first_id,
                                 const pps_gst_property_rule_t *rules);
 
 /* set_property for a key's id: validated like `--set`. A value refused (a

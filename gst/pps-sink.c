@@ -3,22 +3,21 @@
  * ppssink: the whole server behind a sink pad.
  *
  * Two threads. GstBaseSink's streaming thread renders each buffer by copying
- * its picture into the server's capture queue (pps_media_push_frame(): the
+ * its picture into the server's capture queue (pps_server_push_frame(): the
  * same bounded queue a capture pipeline fills, oldest frame dropped and
  * counted when the encoder is behind; it never blocks). The element's loop
- * thread owns a libevent loop and the server library's objects on it, as
- * pps-server's main thread does: the media (encoder thread -> windower),
- * the listener (MIN_BUF sockets, sessions with their progress regulators,
- * admission, IDR recovery) and the closed loop. The streaming thread talks to
- * the loop only through an eventfd and atomic flags (end of stream, stop).
+ * thread owns a libevent loop and a pps_server on it, as pps-server's main
+ * thread does. The streaming and application threads talk to the loop only
+ * through a wake-up (pps-wakeup.h) and atomic flags (end of stream, stop).
  *
  * The server starts with the first caps: their size (cropped to even, as the
  * encoder needs) and frame rate are [source] width, height and fps. Caps that
  * change size later are refused.
  */
 #include "pps-gst.h"
-#include "pps-server-lib.h"
+#include "pps-server-settings.h"
 #include "pps-time.h"
+#include "pps-wakeup.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -27,8 +26,6 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC(pps_sink_debug);
 #define GST_CAT_DEFAULT pps_sink_debug
@@ -46,15 +43,10 @@ typedef struct {
 	/* The loop thread's (set up before it exists, freed after the join). */
 	GThread *thread;
 	struct event_base *base;
-	int wake_fd;
-	struct event *wake_event, *status_timer;
-	pps_media_t *media;
-	pps_listener_t *listener;
-	pps_adapt_loop_t *adapt;
-	pps_listener_params_t listener_params;
-	pps_wire_stream_info_t stream_info;
-	atomic_bool eos, stop;
-	gboolean failed;
+	pps_wakeup_t *wakeup;
+	struct event *status_timer;
+	pps_server_t *server;
+	atomic_bool eos, stop, failed;
 } GstPpsSink;
 
 typedef struct {
@@ -85,46 +77,39 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
 
 /* ---- loop thread --------------------------------------------------------- */
 
+/* The server's messages go to GStreamer's log, not to stderr. */
 static void
-media_window_cb(pps_window_t *window, void *user)
+server_log_cb(pps_log_level_t level, const char *message, void *user)
 {
 	GstPpsSink *sink = user;
 
-	pps_listener_push_window(sink->listener, window);
-	pps_window_unref(window);
+	if (level == PPS_LOG_INFO)
+		GST_INFO_OBJECT(sink, "%s", message);
+	else
+		GST_WARNING_OBJECT(sink, "%s", message);
+}
+
+/* A failed encoder is an error on the bus at once; render() refuses what follows. */
+static void
+server_state_cb(pps_server_state_t old_state, pps_server_state_t state, const char *error,
+                void *user)
+{
+	GstPpsSink *sink = user;
+
+	if (state == PPS_SERVER_STATE_FAILED && !atomic_exchange(&sink->failed, true))
+		GST_ELEMENT_ERROR(sink, STREAM, ENCODE, ("%s", error), (NULL));
 }
 
 static void
-media_window_grew_cb(pps_window_t *window, void *user)
+wake_cb(void *user)
 {
 	GstPpsSink *sink = user;
+	bool eos = atomic_load(&sink->eos);
 
-	pps_listener_window_grew(sink->listener, window);
-}
-
-static void
-listener_idr_cb(void *user)
-{
-	GstPpsSink *sink = user;
-
-	pps_media_request_idr(sink->media);
-}
-
-static void
-wake_cb(evutil_socket_t fd, short what, void *user)
-{
-	GstPpsSink *sink = user;
-	uint64_t counter;
-
-	(void)what;
-	if (read(fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
-		GST_WARNING_OBJECT(sink, "eventfd: %s", g_strerror(errno));
-	if (atomic_load(&sink->eos) || atomic_load(&sink->stop)) {
+	if (eos || atomic_load(&sink->stop)) {
 		/* Clients get a clean end: BYE normal, as at a server's shutdown. */
-		pps_media_stop(sink->media);
-		pps_listener_say_bye_all(sink->listener, PPS_WIRE_BYE_NORMAL,
-		                         atomic_load(&sink->eos) ? "end of stream"
-		                                                 : "server shutting down");
+		pps_server_stop(sink->server);
+		pps_server_say_bye(sink->server, eos ? "end of stream" : "server shutting down");
 		event_base_loopbreak(sink->base);
 	}
 }
@@ -133,18 +118,10 @@ static void
 status_cb(evutil_socket_t fd, short what, void *user)
 {
 	GstPpsSink *sink = user;
-	const char *error = pps_media_error(sink->media);
 	pps_media_stats_t ms;
 	pps_listener_stats_t ls;
 
-	(void)fd;
-	(void)what;
-	if (error[0] && !sink->failed) {
-		sink->failed = TRUE;
-		GST_ELEMENT_ERROR(sink, STREAM, ENCODE, ("%s", error), (NULL));
-	}
-	pps_media_get_stats(sink->media, &ms);
-	pps_listener_get_stats(sink->listener, &ls);
+	pps_server_get_stats(sink->server, &ms, &ls);
 	GST_INFO_OBJECT(sink,
 	                "%u clients | %" G_GUINT64_FORMAT " frames encoded, %" G_GUINT64_FORMAT
 	                " raw frames dropped, %" G_GUINT64_FORMAT " windows",
@@ -165,23 +142,13 @@ loop_thread(gpointer data)
 static void
 teardown(GstPpsSink *sink)
 {
-	if (sink->media)
-		pps_media_stop(sink->media);
-	pps_listener_free(sink->listener);
-	sink->listener = NULL;
-	pps_adapt_loop_free(sink->adapt);
-	sink->adapt = NULL;
-	pps_media_free(sink->media);
-	sink->media = NULL;
-	if (sink->wake_event)
-		event_free(sink->wake_event);
-	sink->wake_event = NULL;
+	pps_server_free(sink->server);
+	sink->server = NULL;
+	pps_wakeup_free(sink->wakeup);
+	sink->wakeup = NULL;
 	if (sink->status_timer)
 		event_free(sink->status_timer);
 	sink->status_timer = NULL;
-	if (sink->wake_fd >= 0)
-		close(sink->wake_fd);
-	sink->wake_fd = -1;
 	if (sink->base)
 		event_base_free(sink->base);
 	sink->base = NULL;
@@ -201,79 +168,42 @@ set_source_key(GstPpsSink *sink, const char *key, long value)
 	return TRUE;
 }
 
-/* [server], [pps] and [transport], as pps-server reads them. */
-static gboolean
-set_listener_params(GstPpsSink *sink)
-{
-	char err[256];
-
-	if (pps_listener_params_from_config(sink->config, &sink->listener_params, err,
-	                                    sizeof(err)) < 0) {
-		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS, ("%s", err), (NULL));
-		return FALSE;
-	}
-	return TRUE;
-}
-
-/* Media, listener, closed loop and the loop thread, as pps-server sets them up. */
+/* The server, as pps-server serves, and the loop thread. */
 static gboolean
 start_server(GstPpsSink *sink, int fps)
 {
-	pps_config_t *c = sink->config;
-	pps_listener_params_t *lp = &sink->listener_params;
-	const char *listen_at = pps_config_get_string(c, "server", "listen");
-	struct timeval status_tv = {
-	    .tv_sec = (time_t)pps_config_get_int(c, "server", "status_interval_s")};
+	pps_server_settings_t settings;
+	struct timeval status_tv;
 	char err[512];
 	GError *error = NULL;
+	const pps_wire_stream_info_t *si;
 
 	if (!set_source_key(sink, "width", sink->width) ||
-	    !set_source_key(sink, "height", sink->height) || !set_source_key(sink, "fps", fps) ||
-	    !set_listener_params(sink))
+	    !set_source_key(sink, "height", sink->height) || !set_source_key(sink, "fps", fps))
 		return FALSE;
+	if (pps_server_settings_from_config(sink->config, &settings, err, sizeof(err)) < 0) {
+		GST_ELEMENT_ERROR(sink, RESOURCE, SETTINGS, ("%s", err), (NULL));
+		return FALSE;
+	}
+	settings.server.pushed = true;
+	settings.server.log = (pps_log_t){.cb = server_log_cb, .user = sink};
 	sink->base = event_base_new();
-	sink->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!sink->base || sink->wake_fd < 0) {
+	if (sink->base)
+		sink->wakeup = pps_wakeup_new(sink->base, wake_cb, sink);
+	if (!sink->wakeup) {
 		snprintf(err, sizeof(err), "cannot create the event loop: %s", g_strerror(errno));
 		goto err;
 	}
-	sink->media =
-	    pps_media_new_pushed(sink->base, c,
-	                         &(pps_media_events_t){.window_cb = media_window_cb,
-	                                               .window_grew_cb = media_window_grew_cb},
-	                         sink, err, sizeof(err));
-	if (!sink->media)
+	sink->server = pps_server_new(sink->base, &settings.server,
+	                              &(pps_server_events_t){.state_cb = server_state_cb}, sink,
+	                              err, sizeof(err));
+	if (!sink->server || pps_server_start(sink->server, err, sizeof(err)) < 0)
 		goto err;
-	pps_media_stream_info(sink->media, &sink->stream_info);
-	lp->session.stream_info = sink->stream_info;
-	lp->frame_duration_us =
-	    (int64_t)sink->stream_info.fps_den * 1000000 / sink->stream_info.fps_num;
-	sink->listener = pps_listener_new(
-	    sink->base, lp, &(pps_listener_callbacks_t){.idr_cb = listener_idr_cb}, sink);
-	if (!sink->listener) {
-		snprintf(err, sizeof(err), "cannot create the listener: %s", g_strerror(errno));
-		goto err;
-	}
-	if (pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP) {
-		sink->adapt = pps_adapt_loop_new(sink->base, c, &sink->stream_info,
-		                                 lp->session.sched.latency_budget_us, sink->media,
-		                                 sink->listener);
-		if (!sink->adapt) {
-			snprintf(err, sizeof(err), "cannot start the closed loop: %s",
-			         g_strerror(errno));
-			goto err;
-		}
-	}
-	if (pps_listener_listen(sink->listener, listen_at, &sink->port, err, sizeof(err)) < 0)
-		goto err;
-	if (pps_media_start(sink->media, err, sizeof(err)) < 0)
-		goto err;
-	sink->wake_event =
-	    event_new(sink->base, sink->wake_fd, EV_READ | EV_PERSIST, wake_cb, sink);
+	sink->port = pps_server_port(sink->server);
+	status_tv = pps_time_us_to_timeval(settings.status_interval_us);
 	sink->status_timer = event_new(sink->base, -1, EV_PERSIST, status_cb, sink);
-	if (!sink->wake_event || !sink->status_timer || event_add(sink->wake_event, NULL) < 0 ||
-	    event_add(sink->status_timer, &status_tv) < 0) {
-		snprintf(err, sizeof(err), "cannot watch the event loop's wake-up");
+	if (!sink->status_timer || event_add(sink->status_timer, &status_tv) < 0) {
+		snprintf(err, sizeof(err), "cannot create the status timer");
 		goto err;
 	}
 	sink->thread = g_thread_try_new("ppssink-loop", loop_thread, sink, &error);
@@ -282,20 +212,20 @@ start_server(GstPpsSink *sink, int fps)
 		g_clear_error(&error);
 		goto err;
 	}
+	si = pps_server_stream_info(sink->server);
 	GST_INFO_OBJECT(sink,
 	                "listening on %s (port %u): %ux%u@%u, %u temporal x %u quality "
 	                "layers, window %u frames, budget %u ms",
-	                listen_at, sink->port, sink->stream_info.width, sink->stream_info.height,
-	                sink->stream_info.fps_num, sink->stream_info.temporal_layers,
-	                sink->stream_info.quality_layers, sink->stream_info.window_frames,
-	                sink->stream_info.latency_budget_ms);
+	                settings.server.listen, sink->port, si->width, si->height, si->fps_num,
+	                si->temporal_layers, si->quality_layers, si->window_frames,
+	                si->latency_budget_ms);
 	/* Applications (and tests, with listen=...:0) learn the port here. */
 	gst_element_post_message(
 	    GST_ELEMENT(sink),
 	    gst_message_new_element(GST_OBJECT(sink),
 	                            gst_structure_new("pps-listening", "listen", G_TYPE_STRING,
-	                                              listen_at, "port", G_TYPE_UINT, sink->port,
-	                                              NULL)));
+	                                              settings.server.listen, "port",
+	                                              G_TYPE_UINT, sink->port, NULL)));
 	g_object_notify(G_OBJECT(sink), "port");
 	return TRUE;
 
@@ -392,9 +322,9 @@ gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 	pps_frame_t frame = {0};
 	int ret;
 
-	if (!sink->media)
+	if (!sink->server)
 		return GST_FLOW_NOT_NEGOTIATED;
-	if (sink->failed)
+	if (atomic_load(&sink->failed))
 		return GST_FLOW_ERROR;
 	if (!gst_video_frame_map(&vframe, &sink->info, buffer, GST_MAP_READ))
 		return GST_FLOW_ERROR;
@@ -406,7 +336,7 @@ gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 	}
 	frame.capture_us = capture_time_us(sink, buffer);
 	/* Copied into the capture queue; never blocks. */
-	ret = pps_media_push_frame(sink->media, &frame);
+	ret = pps_server_push_frame(sink->server, &frame);
 	gst_video_frame_unmap(&vframe);
 	if (ret < 0) {
 		GST_ELEMENT_ERROR(sink, STREAM, FAILED,
@@ -419,10 +349,8 @@ gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 static void
 wake_loop(GstPpsSink *sink)
 {
-	uint64_t one = 1;
-
-	if (sink->wake_fd >= 0 && write(sink->wake_fd, &one, sizeof(one)) < 0)
-		GST_WARNING_OBJECT(sink, "eventfd: %s", g_strerror(errno));
+	if (pps_wakeup_signal(sink->wakeup) < 0)
+		GST_WARNING_OBJECT(sink, "cannot wake the loop thread");
 }
 
 static gboolean
@@ -451,7 +379,7 @@ gst_pps_sink_start(GstBaseSink *bsink)
 	}
 	atomic_store(&sink->eos, false);
 	atomic_store(&sink->stop, false);
-	sink->failed = FALSE;
+	atomic_store(&sink->failed, false);
 	return TRUE;
 }
 
@@ -466,12 +394,11 @@ gst_pps_sink_stop(GstBaseSink *bsink)
 		g_thread_join(sink->thread);
 		sink->thread = NULL;
 	}
-	if (sink->media) {
+	if (sink->server) {
 		pps_media_stats_t ms;
 		pps_listener_stats_t ls;
 
-		pps_media_get_stats(sink->media, &ms);
-		pps_listener_get_stats(sink->listener, &ls);
+		pps_server_get_stats(sink->server, &ms, &ls);
 		GST_INFO_OBJECT(sink,
 		                "%" G_GUINT64_FORMAT " frames encoded (%" G_GUINT64_FORMAT
 		                " raw frames dropped), %" G_GUINT64_FORMAT
@@ -524,9 +451,8 @@ gst_pps_sink_finalize(GObject *object)
 static void
 gst_pps_sink_init(GstPpsSink *sink)
 {
-	sink->config = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	sink->config = pps_config_new(pps_server_settings_schema());
 	g_assert(sink->config);
-	sink->wake_fd = -1;
 	/* Until the first caps (choose_sync()). */
 	gst_base_sink_set_sync(GST_BASE_SINK(sink), TRUE);
 	gst_base_sink_set_qos_enabled(GST_BASE_SINK(sink), FALSE);
@@ -549,7 +475,8 @@ gst_pps_sink_class_init(GstPpsSinkClass *klass)
 	                      "TCP port the server listens on, once serving (listen=HOST:0 lets "
 	                      "the kernel choose; also in the pps-listening element message)",
 	                      0, 65535, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-	pps_gst_properties_install(gobject_class, &sink_properties, PPS_CONFIG_PROGRAM_SERVER,
+	pps_gst_properties_install(gobject_class, &sink_properties,
+	                           pps_server_settings_schema(),
 	                           PROP_FIRST_KEY, sink_rules);
 
 	gst_element_class_set_static_metadata(

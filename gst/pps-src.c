@@ -9,7 +9,7 @@
  * GstBuffer and queues it (bounded: queue-frames; past it the frame is not
  * taken and counted as an overflow in the log). GstBaseSrc's streaming
  * thread pops items in create(): a frame, end of stream or an error (typed
- * items, the last two once). stop() wakes the loop through an eventfd; the
+ * items, the last two once). stop() wakes the loop (pps-wakeup.h); the
  * loop says BYE and returns, and the thread is joined.
  *
  * Timestamps: a frame's PTS is the running time at which the playout showed
@@ -18,16 +18,16 @@
  * (client clock, microseconds since the epoch) rides along as a
  * GstReferenceTimestampMeta with caps timestamp/x-unix.
  */
-#include "pps-client-internal.h"
+#include "pps-client-settings.h"
 #include "pps-gst.h"
 #include "pps-time.h"
+#include "pps-wakeup.h"
 
 #include <errno.h>
 #include <event2/event.h>
 #include <gst/base/gstpushsrc.h>
 #include <gst/video/video.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC(pps_src_debug);
@@ -69,8 +69,7 @@ typedef struct {
 	/* The loop thread's (set up by start() before the thread exists). */
 	GThread *thread;
 	struct event_base *base;
-	int wake_fd;
-	struct event *wake_event;
+	pps_wakeup_t *wakeup; /* stop(): the loop stops the player and returns */
 	pps_player_t *player;
 	FILE *log;
 	GstCaps *caps;      /* of the current stream; NULL before STREAM_INFO */
@@ -258,14 +257,10 @@ player_closed_cb(const pps_connection_end_t *end, void *user)
 }
 
 static void
-wake_cb(evutil_socket_t fd, short what, void *user)
+wake_cb(void *user)
 {
 	GstPpsSrc *src = user;
-	uint64_t counter;
 
-	(void)what;
-	if (read(fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
-		GST_WARNING_OBJECT(src, "eventfd: %s", g_strerror(errno));
 	pps_player_stop(src->player);
 	event_base_loopbreak(src->base);
 }
@@ -288,12 +283,8 @@ teardown(GstPpsSrc *src)
 {
 	pps_player_free(src->player);
 	src->player = NULL;
-	if (src->wake_event)
-		event_free(src->wake_event);
-	src->wake_event = NULL;
-	if (src->wake_fd >= 0)
-		close(src->wake_fd);
-	src->wake_fd = -1;
+	pps_wakeup_free(src->wakeup);
+	src->wakeup = NULL;
 	if (src->base)
 		event_base_free(src->base);
 	src->base = NULL;
@@ -317,58 +308,44 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 	    .closed_cb = player_closed_cb,
 	};
 	GstPpsSrc *src = GST_PPS_SRC(bsrc);
-	pps_config_t *c = src->config;
-	pps_player_params_t params = {0};
+	pps_client_settings_t settings;
+	pps_player_params_t params;
 	pps_connection_params_t *conn = &params.connection;
-	const char *log_path = pps_config_get_string(c, "log", "file");
+	char err[256];
 	GError *error = NULL;
 
 	if (src->settings_error[0]) {
 		GST_ELEMENT_ERROR(src, RESOURCE, SETTINGS, ("%s", src->settings_error), (NULL));
 		return FALSE;
 	}
-	g_strlcpy(src->server, pps_config_get_string(c, "client", "server"), sizeof(src->server));
-	if (strlen(pps_config_get_string(c, "client", "access_token")) > PPS_WIRE_MAX_AUTH_BYTES) {
-		GST_ELEMENT_ERROR(src, RESOURCE, SETTINGS,
-		                  ("access-token: at most %d bytes", PPS_WIRE_MAX_AUTH_BYTES),
-		                  (NULL));
+	if (pps_client_settings_from_config(src->config, &settings, err, sizeof(err)) < 0) {
+		GST_ELEMENT_ERROR(src, RESOURCE, SETTINGS, ("%s", err), (NULL));
 		return FALSE;
 	}
-	if (log_path[0]) {
-		src->log = fopen(log_path, "w");
+	params = settings.player;
+	g_strlcpy(src->server, conn->server, sizeof(src->server));
+	if (settings.log_path[0]) {
+		src->log = fopen(settings.log_path, "w");
 		if (!src->log) {
 			GST_ELEMENT_ERROR(src, RESOURCE, OPEN_WRITE,
-			                  ("log-file %s: %s", log_path, g_strerror(errno)), (NULL));
+			                  ("log-file %s: %s", settings.log_path, g_strerror(errno)),
+			                  (NULL));
 			return FALSE;
 		}
 	}
-	params.policy = (pps_playout_policy_t)pps_config_get_enum(c, "playout", "policy");
-	params.tolerance_us = pps_config_get_int(c, "playout", "tolerance_ms") * 1000;
-	params.clock_mode = (pps_clock_mode_t)pps_config_get_enum(c, "client", "clock");
 	params.log = src->log;
 	conn->server = src->server;
-	conn->name = pps_config_get_string(c, "client", "name");
-	conn->max_record_bytes = (size_t)pps_config_get_int(c, "client", "max_record_bytes");
-	conn->access_token = pps_config_get_string(c, "client", "access_token");
-	conn->ping_interval_us = pps_config_get_int(c, "client", "clock_ping_interval_ms") * 1000;
-	conn->handshake_timeout_us = pps_config_get_int(c, "client", "handshake_timeout_ms") * 1000;
-	conn->reconnect = pps_config_get_bool(c, "client", "reconnect");
-	conn->reconnect_attempts = (unsigned)pps_config_get_int(c, "client", "reconnect_attempts");
-	conn->tls = pps_config_get_bool(c, "client", "tls");
-	conn->tls_ca = pps_config_get_string(c, "client", "tls_ca");
-	conn->tls_server_name = pps_config_get_string(c, "client", "tls_server_name");
 	conn->clock_cb = pps_client_realtime_us;
 
 	src->flushing = FALSE;
 	src->finished = FALSE;
 	src->frame_duration = GST_CLOCK_TIME_NONE;
 	src->base = event_base_new();
-	src->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (src->base && src->wake_fd >= 0) {
-		src->wake_event = event_new(src->base, src->wake_fd, EV_READ, wake_cb, src);
+	if (src->base)
+		src->wakeup = pps_wakeup_new(src->base, wake_cb, src);
+	if (src->wakeup)
 		src->player = pps_player_new(src->base, &params, &callbacks, src);
-	}
-	if (!src->wake_event || event_add(src->wake_event, NULL) < 0 || !src->player) {
+	if (!src->player) {
 		GST_ELEMENT_ERROR(
 		    src, RESOURCE, FAILED,
 		    ("cannot set up the client: %s", g_strerror(errno ? errno : ENOMEM)), (NULL));
@@ -416,11 +393,10 @@ static gboolean
 gst_pps_src_stop(GstBaseSrc *bsrc)
 {
 	GstPpsSrc *src = GST_PPS_SRC(bsrc);
-	uint64_t one = 1;
 
 	if (src->thread) {
-		if (write(src->wake_fd, &one, sizeof(one)) < 0)
-			GST_WARNING_OBJECT(src, "eventfd: %s", g_strerror(errno));
+		if (pps_wakeup_signal(src->wakeup) < 0)
+			GST_WARNING_OBJECT(src, "cannot wake the loop thread");
 		g_thread_join(src->thread);
 		src->thread = NULL;
 		if (pps_player_ever_streamed(src->player))
@@ -602,10 +578,9 @@ gst_pps_src_finalize(GObject *object)
 static void
 gst_pps_src_init(GstPpsSrc *src)
 {
-	src->config = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+	src->config = pps_config_new(pps_client_settings_schema());
 	g_assert(src->config);
 	src->queue_frames = PPS_SRC_DEFAULT_QUEUE_FRAMES;
-	src->wake_fd = -1;
 	src->frame_duration = GST_CLOCK_TIME_NONE;
 	g_mutex_init(&src->lock);
 	g_cond_init(&src->cond);
@@ -634,7 +609,8 @@ gst_pps_src_class_init(GstPpsSrcClass *klass)
 	                      1, PPS_SRC_MAX_QUEUE_FRAMES, PPS_SRC_DEFAULT_QUEUE_FRAMES,
 	                      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
 	                          GST_PARAM_MUTABLE_READY));
-	pps_gst_properties_install(gobject_class, &src_properties, PPS_CONFIG_PROGRAM_CLIENT,
+	pps_gst_properties_install(gobject_class, &src_properties,
+	                           pps_client_settings_schema(),
 	                           PROP_FIRST_KEY, src_rules);
 
 	gst_element_class_set_static_metadata(

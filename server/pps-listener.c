@@ -11,6 +11,7 @@
  */
 #include "pps-server-lib.h"
 #include "pps-time.h"
+#include "pps-socket.h"
 #include "pps-tls.h"
 
 #include <errno.h>
@@ -417,7 +418,7 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 	const char *token = l->params.session.access_token;
 	int ret;
 
-	if (pps_config_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
+	if (pps_socket_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
 		snprintf(err, err_size, "[server] listen = %s: not host:port", listen_at);
 		return -EINVAL;
 	}
@@ -567,62 +568,4 @@ pps_listener_free(pps_listener_t *l)
 	pps_recovery_free(l->recovery);
 	pps_tls_ctx_free(l->tls_ctx);
 	free(l);
-}
-
-int
-pps_listener_params_from_config(const pps_config_t *c, pps_listener_params_t *lp, char *err,
-                                size_t err_size)
-{
-	pps_session_params_t *sp = &lp->session;
-	int ret;
-
-	memset(lp, 0, sizeof(*lp));
-	lp->max_clients = (unsigned)pps_config_get_int(c, "server", "max_clients");
-	lp->max_per_address = (unsigned)pps_config_get_int(c, "server", "max_clients_per_address");
-	lp->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
-	lp->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
-	lp->recovery.budget_pct = (unsigned)pps_config_get_int(c, "server", "recovery_budget_pct");
-	sp->access_token = pps_config_get_string(c, "server", "access_token");
-	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
-		snprintf(err, err_size, "[server] access_token: at most %d bytes",
-		         PPS_WIRE_MAX_AUTH_BYTES);
-		return -EINVAL;
-	}
-	lp->tls_cert = pps_config_get_string(c, "server", "tls_cert");
-	lp->tls_key = pps_config_get_string(c, "server", "tls_key");
-	if (!lp->tls_cert[0] != !lp->tls_key[0]) {
-		snprintf(err, err_size, "[server] %s: needed with %s (TLS takes both or neither)",
-		         lp->tls_cert[0] ? "tls_key" : "tls_cert",
-		         lp->tls_cert[0] ? "tls_cert" : "tls_key");
-		return -EINVAL;
-	}
-	sp->evict_after_us = pps_config_get_int(c, "server", "evict_after_s") * 1000000;
-	sp->config = c;
-	sp->hello_timeout_us = PPS_DEFAULT_HELLO_TIMEOUT_US;
-	sp->sched.latency_budget_us = pps_config_get_int(c, "pps", "latency_budget_ms") * 1000;
-	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
-	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
-	ret = pps_minbuf_params_from_config(c, &sp->transport);
-	if (ret < 0) {
-		snprintf(err, err_size, "[transport]: %s", strerror(-ret));
-		return ret;
-	}
-	sp->path.cap_policy =
-	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
-	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
-	/* Only MIN_BUF keeps what the pacer holds back out of the kernel: in
-	 * mode tcp a rate cap would queue the stream in its send buffer. */
-	sp->path.rate_control =
-	    sp->transport.mode == PPS_MINBUF_MODE_MINBUF
-	        ? (pps_rate_control_t)pps_config_get_enum(c, "transport", "rate_control")
-	        : PPS_RATE_CONTROL_CONGESTION;
-	if (sp->path.queue_target_us == 0)
-		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
-	/* Only the yielding cap knows whether others share the path, and a
-	 * switch needs a named congestion control on both sides. */
-	if (sp->transport.mode != PPS_MINBUF_MODE_MINBUF ||
-	    sp->path.cap_policy != PPS_LATENCY_CAP_YIELDING ||
-	    sp->transport.congestion == PPS_MINBUF_CONGESTION_DEFAULT)
-		sp->transport.congestion_alone = PPS_MINBUF_CONGESTION_DEFAULT;
-	return 0;
 }

@@ -11,9 +11,11 @@
  */
 #include "pps-server-internal.h"
 #include "pps-time.h"
+#include "pps-wakeup.h"
 
 #include "pps-codec.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
@@ -21,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 /* What the encoder thread hands to the loop: a tagged item (STYLE, "Typed
@@ -53,13 +54,14 @@ struct pps_media {
 	struct event_base *base;
 	pps_media_events_t events;
 	void *user;
+	pps_log_t log;
 	pps_capture_t *capture;
 	pps_encoder_t *encoder;
 	pps_windower_t *windower;
 	pps_stream_params_t stream;
 	pps_wire_stream_info_t info;
-	int wake_fd;
-	struct event *wake_event;
+	pps_wakeup_t *wakeup;
+	bool failure_reported; /* loop thread: failed_cb called */
 	atomic_bool idr_requested;
 	int64_t last_idr_request_us; /* loop thread only */
 	struct event *idr_timer;     /* a deferred request */
@@ -85,11 +87,11 @@ struct pps_media {
 static void
 wake_loop(pps_media_t *m)
 {
-	uint64_t one = 1;
+	/* A failed write (the eventfd gone) is a bug; the counter never fills. */
+	int ret = pps_wakeup_signal(m->wakeup);
 
-	/* An eventfd counter never blocks here short of 2^64 wake-ups. */
-	if (write(m->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		perror("pps-server: eventfd");
+	assert(ret == 0);
+	(void)ret;
 }
 
 /*
@@ -217,17 +219,34 @@ windower_grow_cb(pps_window_t *window, void *user)
 	m->events.window_grew_cb(window, m->user);
 }
 
+/* Loop thread: a failed source or encoder is reported once, at once. */
+static void
+report_failure(pps_media_t *m)
+{
+	char error[sizeof(m->error)];
+	bool failed;
+
+	if (m->failure_reported)
+		return;
+	pthread_mutex_lock(&m->lock);
+	failed = m->failed;
+	memcpy(error, m->error, sizeof(error));
+	pthread_mutex_unlock(&m->lock);
+	if (!failed)
+		return;
+	m->failure_reported = true;
+	if (m->events.failed_cb)
+		m->events.failed_cb(error, m->user);
+}
+
 /* Loop thread: drain the queue into the windower. */
 static void
-wake_cb(evutil_socket_t fd, short what, void *user)
+wake_cb(void *user)
 {
 	pps_media_t *m = user;
-	uint64_t counter;
 	item_t batch[64];
 	size_t n;
 
-	if (read(fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
-		perror("pps-server: eventfd");
 	do {
 		pthread_mutex_lock(&m->lock);
 		n = m->count < 64 ? m->count : 64;
@@ -266,17 +285,18 @@ wake_cb(evutil_socket_t fd, short what, void *user)
 				break;
 			}
 			if (ret < 0)
-				fprintf(stderr, "pps-server: windower: %s\n", strerror(-ret));
+				pps_log(&m->log, PPS_LOG_WARNING, "windower: %s", strerror(-ret));
 		}
 	} while (n == 64);
+	report_failure(m);
 }
 
 static pps_media_t *
-media_new(struct event_base *base, const pps_config_t *config, bool pushed,
+media_new(struct event_base *base, const pps_media_params_t *params, bool pushed,
           const pps_media_events_t *events, void *user, char *err, size_t err_size)
 {
 	pps_media_t *m = calloc(1, sizeof(*m));
-	pps_encoder_params_t ep;
+	const pps_encoder_params_t *ep = &params->encoder;
 
 	if (!m) {
 		snprintf(err, err_size, "out of memory");
@@ -285,24 +305,20 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 	m->base = base;
 	m->events = *events;
 	m->user = user;
-	m->wake_fd = -1;
+	m->log = params->log;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->room, NULL);
 
-	pps_encoder_params_from_config(&ep, config);
-	ep.rate_adaptive = m->rate_adaptive =
-	    pps_config_get_enum(config, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
-	m->encoder = pps_encoder_new(&ep);
+	m->rate_adaptive = ep->rate_adaptive;
+	m->encoder = pps_encoder_new(ep);
 	if (!m->encoder) {
 		snprintf(err, err_size, "encoder: cannot create the x264 encoders for %dx%d: %s",
-		         ep.width, ep.height, strerror(errno));
+		         ep->width, ep->height, strerror(errno));
 		goto err;
 	}
 	pps_encoder_get_stream_params(m->encoder, &m->stream);
-	m->windower = pps_windower_new(
-	    (unsigned)m->stream.window_frames,
-	    (pps_priority_policy_t)pps_config_get_enum(config, "pps", "priority_policy"),
-	    windower_window_cb, m);
+	m->windower = pps_windower_new((unsigned)m->stream.window_frames, params->priority_policy,
+	                               windower_window_cb, m);
 	if (!m->windower) {
 		snprintf(err, err_size, "windower: %s", strerror(errno));
 		goto err;
@@ -317,9 +333,9 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 		(void)pps_windower_set_early(m->windower, (unsigned)m->stream.quality_layers,
 		                             (size_t)m->stream.width * (size_t)m->stream.height * 3,
 		                             windower_grow_cb);
-	m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (m->wake_fd < 0) {
-		snprintf(err, err_size, "eventfd: %s", strerror(errno));
+	m->wakeup = pps_wakeup_new(base, wake_cb, m);
+	if (!m->wakeup) {
+		snprintf(err, err_size, "event loop: cannot watch the encoder: %s", strerror(errno));
 		goto err;
 	}
 	m->idr_timer = evtimer_new(base, idr_timer_cb, m);
@@ -327,19 +343,14 @@ media_new(struct event_base *base, const pps_config_t *config, bool pushed,
 		snprintf(err, err_size, "event loop: cannot create a timer");
 		goto err;
 	}
-	m->wake_event = event_new(base, m->wake_fd, EV_READ | EV_PERSIST, wake_cb, m);
-	if (!m->wake_event || event_add(m->wake_event, NULL) < 0) {
-		snprintf(err, err_size, "event loop: cannot watch the encoder's eventfd");
-		goto err;
-	}
-	m->capture = pushed ? pps_capture_new_push(config, capture_frame_cb, m, err, err_size)
-	                    : pps_capture_new(config, capture_frame_cb, m, err, err_size);
+	m->capture = pushed ? pps_capture_new_push(&params->capture, capture_frame_cb, m, err,
+	                                           err_size)
+	                    : pps_capture_new(&params->capture, capture_frame_cb, m, err, err_size);
 	if (!m->capture)
 		goto err;
 
-	pps_stream_params_to_wire(
-	    &m->stream, (unsigned)pps_config_get_enum(config, "pps", "priority_policy"),
-	    (uint32_t)pps_config_get_int(config, "pps", "latency_budget_ms"), &m->info);
+	pps_stream_params_to_wire(&m->stream, (unsigned)params->priority_policy,
+	                          params->latency_budget_ms, &m->info);
 	return m;
 
 err:
@@ -348,29 +359,23 @@ err:
 }
 
 pps_media_t *
-pps_media_new(struct event_base *base, const pps_config_t *config, const pps_media_events_t *events,
-              void *user, char *err, size_t err_size)
+pps_media_new(struct event_base *base, const pps_media_params_t *params,
+              const pps_media_events_t *events, void *user, char *err, size_t err_size)
 {
-	return media_new(base, config, false, events, user, err, err_size);
+	return media_new(base, params, false, events, user, err, err_size);
 }
 
 pps_media_t *
-pps_media_new_pushed(struct event_base *base, const pps_config_t *config,
+pps_media_new_pushed(struct event_base *base, const pps_media_params_t *params,
                      const pps_media_events_t *events, void *user, char *err, size_t err_size)
 {
-	return media_new(base, config, true, events, user, err, err_size);
+	return media_new(base, params, true, events, user, err, err_size);
 }
 
 int
 pps_media_push_frame(pps_media_t *m, const pps_frame_t *frame)
 {
 	return pps_capture_push(m->capture, frame);
-}
-
-void
-pps_media_push_end(pps_media_t *m, const char *why)
-{
-	pps_capture_push_end(m->capture, why);
 }
 
 int
@@ -401,12 +406,9 @@ pps_media_free(pps_media_t *m)
 	pps_capture_free(m->capture);
 	for (size_t i = 0; i < m->count; i++)
 		item_clear(&m->items[(m->head + i) % PPS_MEDIA_QUEUE_ITEMS]);
-	if (m->wake_event)
-		event_free(m->wake_event);
+	pps_wakeup_free(m->wakeup);
 	if (m->idr_timer)
 		event_free(m->idr_timer);
-	if (m->wake_fd >= 0)
-		close(m->wake_fd);
 	pps_windower_free(m->windower);
 	pps_encoder_free(m->encoder);
 	pthread_cond_destroy(&m->room);

@@ -25,7 +25,6 @@
 
 #include <event2/event.h>
 
-#include "pps-config.h"
 
 /* "Open" values for the two wake-up thresholds: large enough never to gate. */
 #define LOWAT_OPEN_BYTES INT_MAX
@@ -102,6 +101,29 @@ typedef struct {
 	bool capped; /* the latency cap, not cwnd, set the bound */
 } info_t;
 
+const char *const pps_minbuf_mode_names[] = {
+    [PPS_MINBUF_MODE_TCP] = "tcp",
+    [PPS_MINBUF_MODE_MINBUF] = "minbuf",
+    [PPS_MINBUF_MODE_COUNT] = NULL,
+};
+const char *const pps_minbuf_congestion_names[] = {
+    [PPS_MINBUF_CONGESTION_DEFAULT] = "default", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
+    [PPS_MINBUF_CONGESTION_RENO] = "reno",       [PPS_MINBUF_CONGESTION_BBR] = "bbr",
+    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
+};
+const char *const pps_minbuf_congestion_alone_names[] = {
+    [PPS_MINBUF_CONGESTION_DEFAULT] = "same", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
+    [PPS_MINBUF_CONGESTION_RENO] = "reno",    [PPS_MINBUF_CONGESTION_BBR] = "bbr",
+    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_minbuf_mode_names) / sizeof(pps_minbuf_mode_names[0]) ==
+                   PPS_MINBUF_MODE_COUNT + 1,
+               "a name for every pps_minbuf_mode_t");
+_Static_assert(sizeof(pps_minbuf_congestion_names) / sizeof(pps_minbuf_congestion_names[0]) ==
+                   PPS_MINBUF_CONGESTION_COUNT + 1,
+               "a name for every pps_minbuf_congestion_t");
+
+
 void
 pps_minbuf_params_init(pps_minbuf_params_t *params)
 {
@@ -144,28 +166,6 @@ pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *out)
 	if (i < 0)
 		return i;
 	*out = (pps_minbuf_congestion_t)i;
-	return 0;
-}
-
-int
-pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out)
-{
-	if (!config || !out)
-		return -EINVAL;
-	pps_minbuf_params_init(out);
-	/* The keys' choices are pps_minbuf_mode_names, pps_minbuf_congestion_names
-	 * and pps_minbuf_congestion_alone_names: a choice index is the enum value. */
-	out->mode = (pps_minbuf_mode_t)pps_config_get_enum(config, "transport", "mode");
-	out->a = (unsigned)pps_config_get_int(config, "transport", "minbuf_a");
-	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
-	out->ecn = pps_config_get_bool(config, "transport", "ecn");
-	out->congestion =
-	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
-	out->congestion_alone =
-	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion_alone");
-	out->thin_linear_timeouts =
-	    pps_config_get_bool(config, "transport", "thin_linear_timeouts");
-	out->pacing = pps_config_get_bool(config, "transport", "pacing");
 	return 0;
 }
 

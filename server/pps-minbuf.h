@@ -153,7 +153,6 @@
 #include <stdint.h>
 
 struct event_base;
-typedef struct pps_config pps_config_t;
 
 typedef enum {
 	PPS_MINBUF_MODE_TCP = 0, /* "tcp": kernel default buffering (baseline) */
@@ -171,36 +170,16 @@ typedef enum {
 
 /*
  * The names of the modes and congestion controls, indexed by the enum and
- * NULL-terminated: the one spelling that config ([transport] mode and
- * congestion refer to these arrays as their choices, so a choice index is the
- * enum value), CLI, logs and TCP_CONGESTION use. Defined here rather than in
- * pps-minbuf.c so that config/ reads them without linking this library, which
- * itself reads config (no link cycle).
+ * NULL-terminated: the one spelling that settings ([transport] mode and
+ * congestion take these arrays as their choices, so a choice index is the
+ * enum value), CLI, logs and TCP_CONGESTION use.
  */
-static const char *const pps_minbuf_mode_names[] = {
-    [PPS_MINBUF_MODE_TCP] = "tcp",
-    [PPS_MINBUF_MODE_MINBUF] = "minbuf",
-    [PPS_MINBUF_MODE_COUNT] = NULL,
-};
-static const char *const pps_minbuf_congestion_names[] = {
-    [PPS_MINBUF_CONGESTION_DEFAULT] = "default", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
-    [PPS_MINBUF_CONGESTION_RENO] = "reno",       [PPS_MINBUF_CONGESTION_BBR] = "bbr",
-    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
-};
+extern const char *const pps_minbuf_mode_names[];
+extern const char *const pps_minbuf_congestion_names[];
 /* [transport] congestion_alone: the congestion control while the stream is
  * alone on its path, indexed like pps_minbuf_congestion_names, with "same"
  * (no switch) in the place of "default". */
-static const char *const pps_minbuf_congestion_alone_names[] = {
-    [PPS_MINBUF_CONGESTION_DEFAULT] = "same", [PPS_MINBUF_CONGESTION_CUBIC] = "cubic",
-    [PPS_MINBUF_CONGESTION_RENO] = "reno",    [PPS_MINBUF_CONGESTION_BBR] = "bbr",
-    [PPS_MINBUF_CONGESTION_COUNT] = NULL,
-};
-_Static_assert(sizeof(pps_minbuf_mode_names) / sizeof(pps_minbuf_mode_names[0]) ==
-                   PPS_MINBUF_MODE_COUNT + 1,
-               "a name for every pps_minbuf_mode_t");
-_Static_assert(sizeof(pps_minbuf_congestion_names) / sizeof(pps_minbuf_congestion_names[0]) ==
-                   PPS_MINBUF_CONGESTION_COUNT + 1,
-               "a name for every pps_minbuf_congestion_t");
+extern const char *const pps_minbuf_congestion_alone_names[];
 
 #define PPS_DEFAULT_MINBUF_A 1
 #define PPS_DEFAULT_MINBUF_B 3
@@ -227,10 +206,6 @@ typedef struct {
 
 /* Fills @params with the defaults: minbuf, A=1, B=3, no ECN, default cc. */
 void pps_minbuf_params_init(pps_minbuf_params_t *params);
-
-/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, congestion_alone,
- * thin_linear_timeouts, pacing. */
-int pps_minbuf_params_from_config(const pps_config_t *config, pps_minbuf_params_t *out);
 
 /*
  * The MIN_BUF bound for a congestion window of @cwnd_pkts, in packets:

@@ -82,29 +82,29 @@ step_cb(evutil_socket_t fd, short what, void *user)
 }
 
 pps_adapt_loop_t *
-pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wire_stream_info_t *si,
-                   int64_t latency_budget_us, pps_media_t *media, pps_listener_t *listener)
+pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
+                   const pps_wire_stream_info_t *si, int64_t latency_budget_us, pps_media_t *media,
+                   pps_listener_t *listener, char *err, size_t err_size)
 {
 	pps_ratealloc_params_t ap = {
 	    .quality_layers = si->quality_layers,
-	    .base_share_pct = (int)pps_config_get_int(c, "adapt", "base_share_pct"),
-	    .probe_pct = (int)pps_config_get_int(c, "adapt", "probe_pct"),
-	    .min_base_kbps = (int)pps_config_get_int(c, "adapt", "min_base_kbps"),
-	    .min_crf = (int)pps_config_get_int(c, "adapt", "min_crf"),
+	    .base_share_pct = p->base_share_pct,
+	    .probe_pct = p->probe_pct,
+	    .min_base_kbps = p->min_base_kbps,
+	    .min_crf = p->min_crf,
 	    .latency_budget_us = latency_budget_us,
 	    .window_us = (int64_t)si->window_frames * 1000000 / (si->fps_num ? si->fps_num : 30),
-	    .interval_us = pps_config_get_int(c, "adapt", "interval_ms") * 1000,
+	    .interval_us = p->interval_us,
 	};
-	int base_max = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
-	int enh_max = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
+	int base_max = p->base_vbv_kbps;
+	int enh_max = p->enhancement_vbv_kbps;
 	pps_adapt_loop_t *a;
 	pps_layer_rates_t r;
 	pps_encoder_rates_t er;
 	struct timeval tv;
 
 	for (int q = 0; q < ap.quality_layers; q++) {
-		int crf = q ? (int)pps_config_get_int(c, "encoder", "enhancement_crf") - 6 * (q - 1)
-		            : (int)pps_config_get_int(c, "encoder", "base_crf");
+		int crf = q ? p->enhancement_crf - 6 * (q - 1) : p->base_crf;
 		int max = q ? enh_max : base_max;
 
 		ap.max_kbps[q] = max > 0 ? max : 100000;
@@ -116,7 +116,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wir
 	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
-		fprintf(stderr, "pps-server: [adapt]: out of memory\n");
+		snprintf(err, err_size, "[adapt]: out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -124,8 +124,8 @@ pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wir
 	a->listener = listener;
 	a->ratealloc = pps_ratealloc_new(&ap);
 	if (!a->ratealloc) {
-		fprintf(stderr, "pps-server: [adapt]: cannot start the rate allocator: %s\n",
-		        strerror(errno));
+		snprintf(err, err_size, "[adapt]: cannot start the rate allocator: %s",
+		         strerror(errno));
 		goto err;
 	}
 	pps_ratealloc_get(a->ratealloc, &r);
@@ -135,7 +135,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_config_t *c, const pps_wir
 	a->timer = event_new(base, -1, EV_PERSIST, step_cb, a);
 	tv = pps_time_us_to_timeval(ap.interval_us);
 	if (!a->timer || event_add(a->timer, &tv) < 0) {
-		fprintf(stderr, "pps-server: event loop: cannot create the adaptation timer\n");
+		snprintf(err, err_size, "event loop: cannot create the adaptation timer");
 		errno = ENOMEM;
 		goto err;
 	}

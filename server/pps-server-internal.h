@@ -19,7 +19,7 @@
 
 #include "pps-adapt.h"
 #include "pps-codec.h"
-#include "pps-config.h"
+#include "pps-log.h"
 #include "pps-minbuf.h"
 #include "pps-prioritizer.h"
 #include "pps-wire.h"
@@ -43,7 +43,21 @@ typedef struct {
 	void (*window_cb)(pps_window_t *window, void *user);
 	/* An open window got an ADU or closed; media keeps the reference. */
 	void (*window_grew_cb)(pps_window_t *window, void *user);
+	/* The source or the encoder failed (@error: one line, as
+	 * pps_media_error() has it); no frame follows. Called once, as soon as
+	 * the loop runs after the failure. Optional. */
+	void (*failed_cb)(const char *error, void *user);
 } pps_media_events_t;
+
+/* What to capture and how to encode it, for the windows of which policy. */
+typedef struct {
+	pps_capture_params_t capture;
+	/* rate_adaptive: the closed loop steers the rates (pps_media_set_rates) */
+	pps_encoder_params_t encoder;
+	pps_priority_policy_t priority_policy;
+	uint32_t latency_budget_ms; /* announced in STREAM_INFO */
+	pps_log_t log;
+} pps_media_params_t;
 
 typedef struct {
 	uint64_t frames_encoded;
@@ -68,20 +82,20 @@ typedef struct {
 	double encode_ms_per_frame[PPS_ADU_MAX_QUALITY_LAYERS];
 } pps_media_stats_t;
 
-pps_media_t *pps_media_new(struct event_base *base, const pps_config_t *config,
+/* NULL with the reason in @err (a source that does not parse, an encoder
+ * x264 refuses, out of memory). @params is borrowed for the call. */
+pps_media_t *pps_media_new(struct event_base *base, const pps_media_params_t *params,
                            const pps_media_events_t *events, void *user, char *err,
                            size_t err_size);
 /* The same, with the frames pushed by the program instead of captured by a
- * pipeline (the ppssink element): [source] width, height, queue_frames and
- * timecode still apply (pps_capture_new_push()). */
-pps_media_t *pps_media_new_pushed(struct event_base *base, const pps_config_t *config,
+ * pipeline (the ppssink element): the capture's width, height, queue_frames
+ * and timecode still apply (pps_capture_new_push()). */
+pps_media_t *pps_media_new_pushed(struct event_base *base, const pps_media_params_t *params,
                                   const pps_media_events_t *events, void *user, char *err,
                                   size_t err_size);
 /* Pushed media, any one thread: the next raw frame, copied (sizes as
  * configured; else -EINVAL). Never blocks: the capture queue drops the oldest. */
 int pps_media_push_frame(pps_media_t *media, const pps_frame_t *frame);
-/* Pushed media: no frame follows; pps_media_error() says @why afterwards. */
-void pps_media_push_end(pps_media_t *media, const char *why);
 /* Starts capture; errors (missing device, bad pipeline) come back with a message. */
 int pps_media_start(pps_media_t *media, char *err, size_t err_size);
 void pps_media_stop(pps_media_t *media);
@@ -119,7 +133,6 @@ typedef int64_t (*pps_session_clock_cb)(void *user);
 typedef bool (*pps_session_admit_cb)(pps_session_t *session, void *user);
 
 typedef struct {
-	const pps_config_t *config;
 	pps_minbuf_params_t transport;
 	pps_path_params_t path;
 	const char *access_token; /* "" or NULL: anyone; else the client must prove it

@@ -13,9 +13,12 @@
  *   log:      --log, JSON Lines once a second
  *   report:   the status line and the final counters (--stats-json)
  *
- * pps-server.c parses the command line and the configuration, creates these
- * and connects their callbacks. Everything runs on the thread that owns the
- * event_base.
+ *   server:   all of the above made into one object (pps_server_t), the
+ *             counterpart of the client's pps_player: pps-server and the
+ *             ppssink element both serve through it
+ *
+ * Everything runs on the thread that owns the event_base. The objects report
+ * through their events and a pps_log_t (common/pps-log.h); none prints.
  */
 #ifndef PPS_SERVER_LIB_H
 #define PPS_SERVER_LIB_H
@@ -108,6 +111,7 @@ typedef struct {
 	 * listener, loaded by pps_listener_listen(). NULL or "": plaintext. */
 	const char *tls_cert;
 	const char *tls_key;
+	pps_log_t log; /* the listener's and every session's messages */
 } pps_listener_params_t;
 
 typedef struct {
@@ -134,15 +138,6 @@ typedef struct pps_listener pps_listener_t;
 
 /* A client that has not finished its handshake within this is dropped. */
 #define PPS_DEFAULT_HELLO_TIMEOUT_US (5 * 1000000)
-
-/*
- * @params from [server], [pps] and [transport] of @config, as pps-server and
- * the ppssink element serve with them (stream_info and frame_duration_us are
- * the media's, left zero). @config must outlive the listener. 0, or -EINVAL
- * with the reason (naming the key) in @err.
- */
-int pps_listener_params_from_config(const pps_config_t *config, pps_listener_params_t *params,
-                                    char *err, size_t err_size);
 
 /* NULL with errno (EINVAL, ENOMEM). Nothing listens before pps_listener_listen(). */
 pps_listener_t *pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
@@ -184,14 +179,27 @@ void pps_listener_free(pps_listener_t *listener);
 
 typedef struct pps_adapt_loop pps_adapt_loop_t;
 
+typedef struct {
+	int base_share_pct; /* the base layer's rate, % of the slowest client's estimate */
+	int probe_pct;      /* the top layer's, % of the fastest client's estimate */
+	int min_base_kbps;
+	int min_crf; /* finest CRF the loop may ask for */
+	int64_t interval_us;
+	/* The encoder's fixed settings bound each layer: its CRF is the
+	 * coarsest, its VBV cap (0: none) the largest rate. */
+	int base_crf, enhancement_crf;
+	int base_vbv_kbps, enhancement_vbv_kbps;
+} pps_adapt_loop_params_t;
+
 /*
- * The rate allocator seeded from [encoder] and [adapt], its initial rates
- * handed to @media, and a timer every [adapt] interval_ms. NULL with errno
- * (the reason logged once).
+ * The rate allocator seeded from @params, its initial rates handed to
+ * @media, and a timer every interval_us. NULL with errno and the reason
+ * in @err.
  */
-pps_adapt_loop_t *pps_adapt_loop_new(struct event_base *base, const pps_config_t *config,
+pps_adapt_loop_t *pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *params,
                                      const pps_wire_stream_info_t *info, int64_t latency_budget_us,
-                                     pps_media_t *media, pps_listener_t *listener);
+                                     pps_media_t *media, pps_listener_t *listener, char *err,
+                                     size_t err_size);
 void pps_adapt_loop_free(pps_adapt_loop_t *loop);
 
 /* ---- --log ------------------------------------------------------------- */
@@ -207,6 +215,8 @@ pps_server_log_t *pps_server_log_new(struct event_base *base, const char *path, 
                                      size_t err_size);
 /* Stops and closes: 0, or a negative errno when the file could not be written. */
 int pps_server_log_close(pps_server_log_t *log);
+/* The file's path, for messages. */
+const char *pps_server_log_path(const pps_server_log_t *log);
 
 /* ---- status line and final counters ------------------------------------ */
 
@@ -216,10 +226,80 @@ typedef struct pps_server_report pps_server_report_t;
 pps_server_report_t *pps_server_report_new(pps_media_t *media, pps_listener_t *listener,
                                            int quality_layers, bool rate_adaptive);
 void pps_server_report_free(pps_server_report_t *report);
-/* One status line on stderr: rates since the last one, each streaming client. */
-void pps_server_report_status(pps_server_report_t *report);
-/* The run's counters on stderr (unless @quiet) and as JSON in @stats_json
- * (NULL: none): 0, or a negative errno when the file could not be written. */
-int pps_server_report_final(const pps_server_report_t *report, bool quiet, const char *stats_json);
+/* One status line on @out: rates since the last one, each streaming client. */
+void pps_server_report_status(pps_server_report_t *report, FILE *out);
+/* The run's counters on @out (NULL: none) and as JSON in @stats_json (NULL:
+ * none): 0, or a negative errno with the reason in @err when the file could
+ * not be written. */
+int pps_server_report_final(const pps_server_report_t *report, FILE *out, const char *stats_json,
+                            char *err, size_t err_size);
+
+/* ---- the server: media, listener, closed loop, log, report -------------- */
+
+typedef struct pps_server pps_server_t;
+
+typedef enum {
+	PPS_SERVER_STATE_READY,     /* made, not serving yet */
+	PPS_SERVER_STATE_STREAMING, /* listening, the source running */
+	PPS_SERVER_STATE_STOPPED,   /* pps_server_stop(): the source stopped */
+	PPS_SERVER_STATE_FAILED,    /* the source or the encoder failed; it stays so */
+} pps_server_state_t;
+
+/* "ready", "streaming", "stopped", "failed". */
+const char *pps_server_state_name(pps_server_state_t state);
+
+/* What the server announces, on the loop's thread, with the user pointer. */
+typedef struct {
+	/* The state changed. @error: one line for FAILED (a source that ended
+	 * or broke, the encoder), NULL otherwise. A failure is announced as
+	 * soon as the loop runs after it. Optional. */
+	void (*state_cb)(pps_server_state_t old_state, pps_server_state_t state,
+	                 const char *error, void *user);
+} pps_server_events_t;
+
+typedef struct {
+	pps_media_params_t media;       /* what to capture and encode */
+	pps_listener_params_t listener; /* stream_info and frame_duration_us: the media's */
+	bool closed_loop;               /* the clients' paths steer the rates */
+	pps_adapt_loop_params_t adapt;  /* with closed_loop */
+	const char *listen;             /* HOST:PORT, port 0: any free one */
+	bool pushed;                    /* pictures come from pps_server_push_frame() */
+	const char *log_path;           /* JSON Lines once a second (pps_server_log_t); NULL: none */
+	pps_log_t log;                  /* every object's messages; zero: dropped */
+} pps_server_params_t;
+
+/*
+ * Media, listener, closed loop and log on @base, wired together: windows go
+ * to every client, the clients' IDR requests to the encoder, their paths to
+ * the rate allocator. Nothing listens yet. NULL with errno and a one-line
+ * reason in @err. @params is copied; its strings must outlive the server.
+ */
+pps_server_t *pps_server_new(struct event_base *base, const pps_server_params_t *params,
+                             const pps_server_events_t *events, void *user, char *err,
+                             size_t err_size);
+/* Listens and starts the source (a capture waits for its first frame):
+ * STREAMING. 0, or a negative errno with the reason in @err. */
+int pps_server_start(pps_server_t *server, char *err, size_t err_size);
+/* The source stops (STOPPED); the clients stay connected. Idempotent. */
+void pps_server_stop(pps_server_t *server);
+/* BYE normal with @text to every client (shutdown, end of stream). */
+void pps_server_say_bye(pps_server_t *server, const char *text);
+/* A pushed server, any one thread: the next picture, copied (the size the
+ * capture was made with; else -EINVAL). Never blocks. */
+int pps_server_push_frame(pps_server_t *server, const pps_frame_t *frame);
+pps_server_state_t pps_server_state(const pps_server_t *server);
+/* The port listened on (after start), the stream's STREAM_INFO. */
+unsigned pps_server_port(const pps_server_t *server);
+const pps_wire_stream_info_t *pps_server_stream_info(const pps_server_t *server);
+void pps_server_get_stats(const pps_server_t *server, pps_media_stats_t *media,
+                          pps_listener_stats_t *listener);
+/* The status line (rates since the last one, each client) on @out. */
+void pps_server_write_status(pps_server_t *server, FILE *out);
+/* The run's counters on @out (NULL: none) and as JSON in @stats_json (NULL:
+ * none), and the log closed: 0, or a negative errno with @err when a file
+ * could not be written. After pps_server_stop(). */
+int pps_server_finish(pps_server_t *server, FILE *out, const char *stats_json, char *err,
+                      size_t err_size);
+void pps_server_free(pps_server_t *server);
 
 #endif /* PPS_SERVER_LIB_H */

@@ -233,10 +233,14 @@ pps_server_log_close(pps_server_log_t *g)
 		event_free(g->timer);
 	if (g->f && fclose(g->f) != 0 && !ret)
 		ret = -errno;
-	if (ret < 0)
-		fprintf(stderr, "pps-server: --log %s: %s\n", g->path, strerror(-ret));
 	free(g->marks);
 	free(g->path);
 	free(g);
 	return ret;
+}
+
+const char *
+pps_server_log_path(const pps_server_log_t *g)
+{
+	return g->path;
 }

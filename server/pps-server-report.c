@@ -90,7 +90,7 @@ status_client_cb(pps_session_t *session, void *user)
 }
 
 void
-pps_server_report_status(pps_server_report_t *srv)
+pps_server_report_status(pps_server_report_t *srv, FILE *out)
 {
 	pps_media_stats_t ms;
 	pps_listener_stats_t ls;
@@ -128,13 +128,13 @@ pps_server_report_status(pps_server_report_t *srv)
 	pps_listener_foreach(srv->listener, status_client_cb, &sl);
 	if (ls.sessions && sl.len < sizeof(line) - 64)
 		snprintf(line + sl.len, sizeof(line) - sl.len, " (complete/partial/dropped)");
-	fprintf(stderr, "%s\n", line);
+	fprintf(out, "%s\n", line);
 	srv->last_media = ms;
 	srv->last_status_us = now;
 }
 
 typedef struct {
-	bool quiet;
+	FILE *out;          /* NULL: quiet */
 	JsonArray *clients; /* --stats-json, else NULL */
 } final_t;
 
@@ -162,8 +162,8 @@ final_client_cb(pps_session_t *session, void *user)
 	for (int t = 0; t < PPS_ADU_MAX_TEMPORAL_LAYERS; t++)
 		for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
 			bytes += st.layer[t][q].bytes_sent;
-	if (!f->quiet)
-		fprintf(stderr,
+	if (f->out)
+		fprintf(f->out,
 		        "pps-server: client #%u %s: windows %" PRIu64 " complete, %" PRIu64
 		        " partial, %" PRIu64 " dropped; %" PRIu64 " ADU bytes sent; %" PRIu64
 		        " writes, %" PRIu64 " retransmitted packets, %" PRIu64 " RTOs\n",
@@ -212,7 +212,8 @@ final_client_cb(pps_session_t *session, void *user)
 /* --stats-json: the final counters, one JSON object (json-glib). */
 static int
 write_stats_json(const char *path, int quality_layers, double secs, const pps_media_stats_t *m,
-                 const pps_listener_stats_t *l, const struct rusage *ru, JsonArray *clients)
+                 const pps_listener_stats_t *l, const struct rusage *ru, JsonArray *clients,
+                 char *err, size_t err_size)
 {
 	JsonObject *o = json_object_new();
 	JsonArray *layers = json_array_new(), *encode_ms = json_array_new();
@@ -262,10 +263,10 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 	f = fopen(path, "w");
 	if (!f) {
 		ret = -errno;
-		fprintf(stderr, "pps-server: --stats-json %s: %s\n", path, strerror(errno));
+		snprintf(err, err_size, "--stats-json %s: %s", path, strerror(errno));
 	} else if ((fprintf(f, "%s\n", text) < 0) | (fclose(f) != 0)) {
 		ret = -EIO;
-		fprintf(stderr, "pps-server: --stats-json %s: cannot write\n", path);
+		snprintf(err, err_size, "--stats-json %s: cannot write", path);
 	}
 	g_free(text);
 	json_node_unref(node);
@@ -274,11 +275,12 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 }
 
 int
-pps_server_report_final(const pps_server_report_t *srv, bool quiet, const char *stats_json)
+pps_server_report_final(const pps_server_report_t *srv, FILE *out, const char *stats_json,
+                        char *err, size_t err_size)
 {
 	pps_media_stats_t ms;
 	pps_listener_stats_t ls;
-	final_t f = {.quiet = quiet};
+	final_t f = {.out = out};
 	struct rusage ru;
 	int ret = 0;
 	double secs = (double)(pps_time_realtime_us() - srv->start_us) / 1e6;
@@ -286,8 +288,8 @@ pps_server_report_final(const pps_server_report_t *srv, bool quiet, const char *
 	pps_media_get_stats(srv->media, &ms);
 	pps_listener_get_stats(srv->listener, &ls);
 	getrusage(RUSAGE_SELF, &ru);
-	if (!quiet) {
-		fprintf(stderr,
+	if (out) {
+		fprintf(out,
 		        "pps-server: ran %.1f s: %" PRIu64 " frames encoded (%" PRIu64
 		        " raw frames dropped before the encoder), %" PRIu64 " windows, %" PRIu64
 		        " clients served, %" PRIu64 " refused (%" PRIu64 " unauthorized)\n",
@@ -299,7 +301,7 @@ pps_server_report_final(const pps_server_report_t *srv, bool quiet, const char *
 	pps_listener_foreach(srv->listener, final_client_cb, &f);
 	if (stats_json) {
 		ret = write_stats_json(stats_json, srv->quality_layers, secs, &ms, &ls, &ru,
-		                       f.clients);
+		                       f.clients, err, err_size);
 		json_array_unref(f.clients);
 	}
 	return ret;

@@ -8,7 +8,6 @@
  *        test-capture uri-file GST_LAUNCH TMPDIR
  */
 #include "pps-codec.h"
-#include "pps-config.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -68,41 +67,40 @@ file_frame_cb(const pps_frame_t *f, void *user)
 	pthread_mutex_unlock(&lock);
 }
 
-static pps_config_t *
-config_with(const char *const *sets)
+/* The server's defaults: the test pattern at 640x480, 30 frames/s. */
+static pps_capture_params_t
+source(pps_capture_source_t type, const char *input, int width, int height)
 {
-	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
-	char err[256];
-
-	for (; *sets; sets++)
-		if (pps_config_set(c, *sets, err, sizeof(err)) < 0) {
-			fprintf(stderr, "%s\n", err);
-			exit(1);
-		}
-	return c;
+	return (pps_capture_params_t){
+	    .type = type,
+	    .input = input,
+	    .pattern = "ball",
+	    .width = width,
+	    .height = height,
+	    .fps = 30,
+	    .queue_frames = 8,
+	    .timecode = PPS_CAPTURE_TIMECODE_AUTO,
+	};
 }
 
 /* Expects failure at new or start, with every @needle in the message. */
 static int
-expect_failure(const char *const *sets, const char *n1, const char *n2)
+expect_failure(pps_capture_params_t params, const char *n1, const char *n2)
 {
-	pps_config_t *c = config_with(sets);
 	char err[512] = "";
-	pps_capture_t *cap = pps_capture_new(c, frame_cb, NULL, err, sizeof(err));
+	pps_capture_t *cap = pps_capture_new(&params, frame_cb, NULL, err, sizeof(err));
 	int ok;
 
 	if (cap) {
 		if (pps_capture_start(cap, err, sizeof(err)) == 0) {
 			fprintf(stderr, "FAIL: source started\n");
 			pps_capture_free(cap);
-			pps_config_free(c);
 			return 1;
 		}
 		pps_capture_free(cap);
 	}
 	fprintf(stderr, "message: %s\n", err);
 	ok = strstr(err, n1) && strstr(err, n2) && !strchr(err, '\n');
-	pps_config_free(c);
 	if (!ok)
 		fprintf(stderr, "FAIL: message lacks '%s' / '%s'\n", n1, n2);
 	return ok ? 0 : 1;
@@ -125,12 +123,12 @@ uri_file(const char *gst_launch, const char *tmpdir)
 	GError *error = NULL;
 	pps_capture_stats_t st;
 	pps_capture_t *cap;
-	pps_config_t *c;
+	pps_capture_params_t params;
 	double span_s;
 
 	snprintf(path, sizeof(path), "%s/pps-odd-audio.webm", tmpdir);
 	snprintf(location, sizeof(location), "location=%s", path);
-	snprintf(uri, sizeof(uri), "source.uri=file://%s", path);
+	snprintf(uri, sizeof(uri), "file://%s", path);
 	{
 		const char *args[] = {gst_launch,
 		                      "-q",
@@ -167,13 +165,8 @@ uri_file(const char *gst_launch, const char *tmpdir)
 		g_clear_error(&error);
 		return 1;
 	}
-	{
-		const char *sets[] = {"source.type=uri", uri, "source.width=320",
-		                      "source.height=240", NULL};
-
-		c = config_with(sets);
-	}
-	cap = pps_capture_new(c, file_frame_cb, NULL, err, sizeof(err));
+	params = source(PPS_CAPTURE_SOURCE_URI, uri, 320, 240);
+	cap = pps_capture_new(&params, file_frame_cb, NULL, err, sizeof(err));
 	if (!cap || pps_capture_start(cap, err, sizeof(err)) < 0) {
 		fprintf(stderr, "FAIL: %s\n", err);
 		return 1;
@@ -203,7 +196,6 @@ uri_file(const char *gst_launch, const char *tmpdir)
 	else
 		r = 0;
 	pps_capture_free(cap);
-	pps_config_free(c);
 	unlink(path);
 	return r;
 }
@@ -214,25 +206,21 @@ main(int argc, char **argv)
 	const char *what = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(what, "missing-file")) {
-		const char *sets[] = {"source.type=file",
-		                      "source.file=/nonexistent/pps-missing.mp4", NULL};
-		return expect_failure(sets, "file '/nonexistent/pps-missing.mp4'", "No such file");
+		return expect_failure(
+		    source(PPS_CAPTURE_SOURCE_FILE, "/nonexistent/pps-missing.mp4", 640, 480), "file '/nonexistent/pps-missing.mp4'", "No such file");
 	}
 	if (!strcmp(what, "missing-device")) {
-		const char *sets[] = {"source.type=camera", "source.device=/dev/pps-missing-video",
-		                      NULL};
-		return expect_failure(sets, "camera '/dev/pps-missing-video'", "device");
+		return expect_failure(
+		    source(PPS_CAPTURE_SOURCE_CAMERA, "/dev/pps-missing-video", 640, 480), "camera '/dev/pps-missing-video'", "device");
 	}
 	if (!strcmp(what, "bad-pipeline")) {
-		const char *sets[] = {"source.type=pipeline",
-		                      "source.pipeline=no-such-element-pps ! identity", NULL};
-		return expect_failure(sets, "pipeline 'no-such-element-pps", "no-such-element-pps");
+		return expect_failure(
+		    source(PPS_CAPTURE_SOURCE_PIPELINE, "no-such-element-pps ! identity", 640, 480), "pipeline 'no-such-element-pps", "no-such-element-pps");
 	}
 	if (!strcmp(what, "test-source")) {
-		const char *sets[] = {"source.width=320", "source.height=240", NULL};
-		pps_config_t *c = config_with(sets);
+		pps_capture_params_t params = source(PPS_CAPTURE_SOURCE_TEST, "", 320, 240);
 		char err[512];
-		pps_capture_t *cap = pps_capture_new(c, frame_cb, NULL, err, sizeof(err));
+		pps_capture_t *cap = pps_capture_new(&params, frame_cb, NULL, err, sizeof(err));
 		pps_capture_stats_t st;
 		int r = 1;
 
@@ -254,16 +242,14 @@ main(int argc, char **argv)
 		if (order_ok && timecodes_ok == frames && st.frames_delivered == (uint64_t)frames)
 			r = 0;
 		pps_capture_free(cap);
-		pps_config_free(c);
 		return r;
 	}
 	if (!strcmp(what, "push")) {
 		/* Pushed pictures: numbered in order, no barcode unless asked
 		 * for, a picture of another size refused. */
-		const char *sets[] = {"source.width=64", "source.height=64", NULL};
-		pps_config_t *c = config_with(sets);
+		pps_capture_params_t params = source(PPS_CAPTURE_SOURCE_TEST, "", 64, 64);
 		char err[512];
-		pps_capture_t *cap = pps_capture_new_push(c, frame_cb, NULL, err, sizeof(err));
+		pps_capture_t *cap = pps_capture_new_push(&params, frame_cb, NULL, err, sizeof(err));
 		pps_frame_t *f = pps_frame_new(64, 64), *wrong = pps_frame_new(64, 32);
 		int r = 1;
 
@@ -294,7 +280,6 @@ main(int argc, char **argv)
 		pps_capture_free(cap);
 		pps_frame_free(f);
 		pps_frame_free(wrong);
-		pps_config_free(c);
 		return r;
 	}
 	if (!strcmp(what, "uri-file") && argc == 4)

@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Configuration: defaults, files, --set precedence, every kind of error with
- * its message, and the shipped examples and README reference against the
- * loader's table. argv[1] is the source root. */
+ * its message, and the shipped examples and docs/CONFIGURATION.md's reference
+ * against the programs' key tables. argv[1] is the source root. */
+#include "pps-client-settings.h"
 #include "pps-config.h"
+#include "pps-server-settings.h"
+#include "pps-socket.h"
 #include "pps-test.h"
+
+#define SERVER pps_server_settings_schema()
+#define CLIENT pps_client_settings_schema()
 
 #include <errno.h>
 #include <string.h>
@@ -51,7 +57,7 @@ read_file(const char *path)
 static void
 test_defaults(void)
 {
-	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	pps_config_t *c = pps_config_new(SERVER);
 
 	REQUIRE(c);
 	CHECK_EQ_INT(pps_config_get_int(c, "pps", "window_frames"), 2);
@@ -65,7 +71,7 @@ test_defaults(void)
 static void
 test_file_and_set_precedence(void)
 {
-	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	pps_config_t *c = pps_config_new(SERVER);
 	char err[256];
 	char *path = write_temp("server.ini", "# comment\n[pps]\nwindow_frames = 4\n"
 	                                      "latency_budget_ms=300\n[transport]\nmode = tcp\n"
@@ -96,7 +102,7 @@ test_file_and_set_precedence(void)
 static void
 expect_file_error(const char *text, const char *message)
 {
-	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	pps_config_t *c = pps_config_new(SERVER);
 	char err[256] = "";
 	char *path = write_temp("server.ini", text);
 
@@ -121,8 +127,11 @@ test_file_errors(void)
 	                  "server.ini: [pps] window_frames = 99999999999999999999: must be 1..64");
 	expect_file_error("[pps]\nwindw_frames = 2\n",
 	                  "server.ini: [pps] windw_frames: unknown key");
-	expect_file_error("[ppz]\nwindow_frames = 2\n", "server.ini: [ppz]: unknown section");
-	expect_file_error("[ppz]\n", "server.ini: [ppz]: unknown section");
+	expect_file_error("[ppz]\nwindow_frames = 2\n",
+	                  "server.ini: [ppz]: unknown section (pps-server reads [server] [source] "
+	                  "[encoder] [pps] [transport] [adapt])");
+	expect_file_error("[ppz]\n", "server.ini: [ppz]: unknown section (pps-server reads [server] "
+	                              "[source] [encoder] [pps] [transport] [adapt])");
 	expect_file_error("[transport]\necn = maybe\n",
 	                  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
@@ -135,11 +144,12 @@ test_file_errors(void)
 	expect_file_error("[server]\nlisten = localhost:70000\n",
 	                  "server.ini: [server] listen = localhost:70000: must be HOST:PORT or "
 	                  "[V6ADDR]:PORT");
-	expect_file_error(
-	    "[playout]\npolicy = fixed\n",
-	    "server.ini: [playout] policy: not used by this program (it is a client key)");
+	/* A client's section in a server's file. */
+	expect_file_error("[playout]\npolicy = fixed\n",
+	                  "server.ini: [playout]: unknown section (pps-server reads [server] "
+	                  "[source] [encoder] [pps] [transport] [adapt])");
 	{
-		pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+		pps_config_t *c = pps_config_new(SERVER);
 		char err[256];
 
 		CHECK_EQ_INT(pps_config_load_file(c, "/nonexistent/server.ini", err, sizeof(err)),
@@ -149,7 +159,7 @@ test_file_errors(void)
 	}
 	/* Not an INI file at all. */
 	{
-		pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+		pps_config_t *c = pps_config_new(CLIENT);
 		char err[256];
 		char *path = write_temp("client.ini", "this is not = an ini file\n");
 
@@ -163,7 +173,7 @@ test_file_errors(void)
 static void
 test_set_errors(void)
 {
-	pps_config_t *c = pps_config_new(PPS_CONFIG_PROGRAM_CLIENT);
+	pps_config_t *c = pps_config_new(CLIENT);
 	char err[256];
 
 	REQUIRE(c);
@@ -203,71 +213,117 @@ test_split_address(void)
 	char host[64], port[8];
 
 	CHECK_EQ_INT(
-	    pps_config_split_address("127.0.0.1:7400", host, sizeof(host), port, sizeof(port)), 0);
+	    pps_socket_split_address("127.0.0.1:7400", host, sizeof(host), port, sizeof(port)), 0);
 	CHECK(strcmp(host, "127.0.0.1") == 0 && strcmp(port, "7400") == 0);
-	CHECK_EQ_INT(pps_config_split_address("[::1]:0", host, sizeof(host), port, sizeof(port)),
+	CHECK_EQ_INT(pps_socket_split_address("[::1]:0", host, sizeof(host), port, sizeof(port)),
 	             0);
 	CHECK(strcmp(host, "::1") == 0 && strcmp(port, "0") == 0);
-	CHECK_EQ_INT(pps_config_split_address(":7400", host, sizeof(host), port, sizeof(port)), 0);
+	CHECK_EQ_INT(pps_socket_split_address(":7400", host, sizeof(host), port, sizeof(port)), 0);
 	CHECK(host[0] == '\0');
-	CHECK_EQ_INT(pps_config_split_address("[::1]7400", host, sizeof(host), port, sizeof(port)),
+	CHECK_EQ_INT(pps_socket_split_address("[::1]7400", host, sizeof(host), port, sizeof(port)),
 	             -EINVAL);
-	CHECK_EQ_INT(pps_config_split_address("host:", host, sizeof(host), port, sizeof(port)),
+	CHECK_EQ_INT(pps_socket_split_address("host:", host, sizeof(host), port, sizeof(port)),
 	             -EINVAL);
-	CHECK_EQ_INT(pps_config_split_address("host:12x", host, sizeof(host), port, sizeof(port)),
+	CHECK_EQ_INT(pps_socket_split_address("host:12x", host, sizeof(host), port, sizeof(port)),
 	             -EINVAL);
 }
 
 /* Every key's default passes its own validation, and names are sane. */
 static void
-test_table(void)
+check_table(const pps_config_schema_t *schema)
 {
-	size_t n;
-	const pps_config_key_t *keys = pps_config_keys(&n);
+	const pps_config_key_t *keys = schema->keys;
 
-	CHECK(n > 20);
-	for (size_t i = 0; i < n; i++) {
-		pps_config_t *c = pps_config_new(keys[i].programs);
+	CHECK(schema->n_keys > 10);
+	for (size_t i = 0; i < schema->n_keys; i++) {
+		pps_config_t *c = pps_config_new(schema);
 		char assignment[512], err[256];
 
 		REQUIRE(c);
 		snprintf(assignment, sizeof(assignment), "%s.%s=%s", keys[i].section, keys[i].key,
 		         keys[i].default_value);
 		CHECK_EQ_INT(pps_config_set(c, assignment, err, sizeof(err)), 0);
-		CHECK(keys[i].help && keys[i].help[0] && keys[i].programs);
-		CHECK(pps_config_key_find(keys[i].section, keys[i].key) == &keys[i]);
+		CHECK(keys[i].help && keys[i].help[0]);
+		CHECK(pps_config_schema_find(schema, keys[i].section, keys[i].key) == &keys[i]);
 		pps_config_free(c);
 	}
 }
 
-/* The shipped example files are exactly what the table generates, and each
+static void
+test_table(void)
+{
+	check_table(SERVER);
+	check_table(CLIENT);
+}
+
+/* The typed settings: the defaults as the modules take them, and the
+ * combinations that are each valid but not together. */
+static void
+test_settings(void)
+{
+	pps_config_t *c = pps_config_new(SERVER);
+	pps_server_settings_t s;
+	pps_client_settings_t cs;
+	char err[256];
+
+	REQUIRE(c);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	CHECK_EQ_INT(s.server.media.encoder.window_frames, 2);
+	CHECK(s.server.media.encoder.rate_adaptive && s.server.closed_loop);
+	CHECK(strcmp(s.server.media.encoder.preset, "veryfast") == 0);
+	CHECK(s.server.media.capture.type == PPS_CAPTURE_SOURCE_TEST);
+	CHECK(strcmp(s.server.media.capture.pattern, "ball") == 0);
+	CHECK(s.server.listener.session.transport.mode == PPS_MINBUF_MODE_MINBUF);
+	CHECK_EQ_INT(s.server.listener.session.sched.latency_budget_us, 250000);
+	CHECK_EQ_INT(s.server.adapt.interval_us, 250000);
+	CHECK_EQ_INT(s.status_interval_us, 5000000);
+	CHECK(strcmp(s.server.listen, "127.0.0.1:7400") == 0);
+	CHECK_EQ_INT(pps_config_set(c, "source.type=file", err, sizeof(err)), 0);
+	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "source file: [source] file is not set") == 0);
+	CHECK_EQ_INT(pps_config_set(c, "source.type=test", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_config_set(c, "server.tls_cert=x.pem", err, sizeof(err)), 0);
+	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "[server] tls_key: needed with tls_cert (TLS takes both or neither)") ==
+	      0);
+	pps_config_free(c);
+
+	c = pps_config_new(CLIENT);
+	REQUIRE(c);
+	CHECK_EQ_INT(pps_client_settings_from_config(c, &cs, err, sizeof(err)), 0);
+	CHECK(cs.player.policy == PPS_PLAYOUT_ASAP);
+	CHECK(strcmp(cs.player.connection.server, "127.0.0.1:7400") == 0);
+	CHECK_EQ_INT(cs.player.connection.handshake_timeout_us, 5000000);
+	CHECK(cs.display_mode == PPS_DISPLAY_AUTO);
+	pps_config_free(c);
+}
+
+/* The shipped example files are exactly what the tables generate, and each
  * loads cleanly into its program. */
 static void
 test_examples_match_table(void)
 {
-	static const struct {
-		pps_config_program_t program;
-		const char *name;
-	} files[] = {{PPS_CONFIG_PROGRAM_SERVER, "server"}, {PPS_CONFIG_PROGRAM_CLIENT, "client"}};
+	const pps_config_schema_t *schemas[] = {SERVER, CLIENT};
 
 	for (size_t i = 0; i < 2; i++) {
+		const char *name = schemas[i]->program;
 		char path[512], err[256];
 		char *buf = NULL, *shipped;
 		size_t size = 0;
 		FILE *mem = open_memstream(&buf, &size);
-		pps_config_t *c = pps_config_new(files[i].program);
+		pps_config_t *c = pps_config_new(schemas[i]);
 
 		REQUIRE(mem && c);
-		pps_config_write_example(files[i].program, files[i].name, mem);
+		pps_config_write_example(schemas[i], mem);
 		fclose(mem);
-		snprintf(path, sizeof(path), "%s/config/%s.ini", source_root, files[i].name);
+		snprintf(path, sizeof(path), "%s/config/%s.ini", source_root, name);
 		shipped = read_file(path);
 		CHECK(shipped != NULL);
 		if (shipped && strcmp(shipped, buf) != 0) {
 			fprintf(stderr,
 			        "%s differs from the key table: regenerate it with "
-			        "`build/config/pps-config-doc %s > config/%s.ini`\n",
-			        path, files[i].name, files[i].name);
+			        "`scripts/update-docs.sh`\n",
+			        path);
 			CHECK(!"example file up to date");
 		}
 		CHECK_EQ_INT(pps_config_load_file(c, path, err, sizeof(err)), 0);
@@ -277,44 +333,50 @@ test_examples_match_table(void)
 	}
 }
 
-/* The README's option reference is the table's, and names every key. */
+/* docs/CONFIGURATION.md's option reference is the tables', and names every key. */
 static void
-test_readme_reference(void)
+test_reference(void)
 {
+	const pps_config_schema_t *schemas[] = {SERVER, CLIENT};
 	char path[512];
-	char *readme, *begin, *end, *buf = NULL;
-	size_t size = 0, n;
+	char *doc, *begin, *end, *buf = NULL;
+	size_t size = 0;
 	FILE *mem = open_memstream(&buf, &size);
-	const pps_config_key_t *keys = pps_config_keys(&n);
 
-	snprintf(path, sizeof(path), "%s/README.md", source_root);
-	readme = read_file(path);
-	REQUIRE(readme && mem);
-	pps_config_write_reference(mem);
+	snprintf(path, sizeof(path), "%s/docs/CONFIGURATION.md", source_root);
+	doc = read_file(path);
+	REQUIRE(doc && mem);
+	pps_config_write_reference(SERVER, mem);
+	fputc('\n', mem);
+	pps_config_write_reference(CLIENT, mem);
 	fclose(mem);
-	begin = strstr(readme, "<!-- options:begin -->\n");
-	end = strstr(readme, "<!-- options:end -->");
+	begin = strstr(doc, "<!-- options:begin -->\n");
+	end = strstr(doc, "<!-- options:end -->");
 	CHECK(begin && end && end > begin);
 	if (begin && end) {
 		begin += strlen("<!-- options:begin -->\n");
 		*end = '\0';
-		for (size_t i = 0; i < n; i++) {
-			char needle[128];
+		for (size_t s = 0; s < 2; s++) {
+			for (size_t i = 0; i < schemas[s]->n_keys; i++) {
+				const pps_config_key_t *k = &schemas[s]->keys[i];
+				char needle[128];
 
-			snprintf(needle, sizeof(needle), "| `%s` | `", keys[i].key);
-			if (!strstr(begin, needle)) {
-				fprintf(stderr, "README.md option reference lacks [%s] %s\n",
-				        keys[i].section, keys[i].key);
-				CHECK(!"key in README");
+				snprintf(needle, sizeof(needle), "| `%s` | `", k->key);
+				if (!strstr(begin, needle)) {
+					fprintf(stderr, "%s lacks [%s] %s\n", path, k->section,
+					        k->key);
+					CHECK(!"key in the reference");
+				}
 			}
 		}
 		if (strcmp(begin, buf) != 0) {
-			fprintf(stderr, "README.md option reference differs from the key table: "
-			                "regenerate it with `scripts/update-docs.sh`\n");
-			CHECK(!"README reference up to date");
+			fprintf(stderr, "%s: the option reference differs from the key tables: "
+			                "regenerate it with `scripts/update-docs.sh`\n",
+			        path);
+			CHECK(!"reference up to date");
 		}
 	}
-	free(readme);
+	free(doc);
 	free(buf);
 }
 
@@ -329,8 +391,9 @@ main(int argc, char **argv)
 	test_set_errors();
 	test_split_address();
 	test_table();
+	test_settings();
 	test_examples_match_table();
-	test_readme_reference();
+	test_reference();
 	{
 		char dir[512];
 

@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pps-config.h"
+#include "pps-socket.h"
 
 int
 pps_peer_split_host_port(const char *arg, char *host, size_t host_size, int *port)
 {
 	char text[16];
 
-	if (pps_config_split_address(arg, host, host_size, text, sizeof(text)) < 0)
+	if (pps_socket_split_address(arg, host, host_size, text, sizeof(text)) < 0)
 		return -EINVAL;
 	*port = atoi(text);
 	return *port >= 1 ? 0 : -EINVAL;

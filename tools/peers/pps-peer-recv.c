@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "pps-codec.h"
-#include "pps-config.h"
+#include "pps-socket.h"
 #include "pps-version.h"
 #include "peer-common.h"
 #include "pps-time.h"

@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "pps-codec.h"
-#include "pps-config.h"
+#include "pps-server-settings.h"
 #include "pps-version.h"
 #include "peer-common.h"
 #include "pps-time.h"
@@ -172,6 +172,7 @@ main(int argc, char **argv)
 	double seconds;
 	sender_t s = {0};
 	pps_config_t *config;
+	pps_server_settings_t settings;
 	pps_capture_t *capture = NULL;
 	pps_capture_stats_t cap_stats = {0};
 	GError *error = NULL;
@@ -181,7 +182,7 @@ main(int argc, char **argv)
 	int64_t start_us, deadline_us;
 	int opt, status = 1, width, height, fps;
 
-	config = pps_config_new(PPS_CONFIG_PROGRAM_SERVER);
+	config = pps_config_new(pps_server_settings_schema());
 	if (!config) {
 		fprintf(stderr, "pps-peer-send: out of memory\n");
 		return 1;
@@ -236,10 +237,14 @@ main(int argc, char **argv)
 		goto err_usage;
 	}
 
+	if (pps_server_settings_from_config(config, &settings, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pps-peer-send: %s\n", err);
+		goto err_usage;
+	}
 	gst_init(NULL, NULL);
-	width = (int)pps_config_get_int(config, "source", "width");
-	height = (int)pps_config_get_int(config, "source", "height");
-	fps = (int)pps_config_get_int(config, "source", "fps");
+	width = settings.server.media.capture.width;
+	height = settings.server.media.capture.height;
+	fps = settings.server.media.capture.fps;
 	s.frame_bytes = (size_t)width * (size_t)height * 3 / 2;
 	/* The usual low-latency recipe: no lookahead, no B frames, sliced threads
 	 * (tune=zerolatency); a keyframe every 2 s like ppstream's gop_frames=60;
@@ -292,7 +297,7 @@ main(int argc, char **argv)
 		        listen);
 		goto err_pipeline;
 	}
-	capture = pps_capture_new(config, capture_frame_cb, &s, err, sizeof(err));
+	capture = pps_capture_new(&settings.server.media.capture, capture_frame_cb, &s, err, sizeof(err));
 	if (!capture || pps_capture_start(capture, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-peer-send: %s\n", err);
 		goto err_pipeline;

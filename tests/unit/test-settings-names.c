@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The policy name tables the key table refers to: every enum value has a
- * name, the loader's index for that name is the enum value again, and every
- * enum key's choices are well formed (unique, default among them).
+ * The policy name tables the programs' key tables refer to: every enum value
+ * has a name, the loader's index for that name is the enum value again, and
+ * every enum key's choices are well formed (unique, default among them).
  */
 #include "pps-adapt.h"
-#include "pps-capture-source.h"
 #include "pps-client-policy.h"
+#include "pps-client-settings.h"
+#include "pps-codec.h"
 #include "pps-config.h"
 #include "pps-minbuf.h"
 #include "pps-prioritizer.h"
+#include "pps-server-settings.h"
 #include "pps-test.h"
 
 #include <errno.h>
@@ -19,10 +21,10 @@
 /* Sets section.key=name in a fresh configuration and returns the index the
  * loader gives back (negative errno if it refuses the name). */
 static int
-index_through_config(pps_config_program_t program, const char *section, const char *key,
+index_through_config(const pps_config_schema_t *schema, const char *section, const char *key,
                      const char *name)
 {
-	pps_config_t *c = pps_config_new(program);
+	pps_config_t *c = pps_config_new(schema);
 	char assignment[128], err[256];
 	int r;
 
@@ -36,17 +38,17 @@ index_through_config(pps_config_program_t program, const char *section, const ch
 }
 
 /* Every value below @count has a distinct name in @names, the table ends at
- * @count, the key's choices are that table (the same names in the same
- * order: a header-defined table is one copy per translation unit, so not the
- * same pointer), and the loader maps each name back to its value. */
+ * @count, the key's choices are that very table, and the loader maps each
+ * name back to its value. */
 static void
-check_table(pps_config_program_t program, const char *section, const char *key,
+check_table(const pps_config_schema_t *program, const char *section, const char *key,
             const char *const *names, int count)
 {
-	const pps_config_key_t *k = pps_config_key_find(section, key);
+	const pps_config_key_t *k = pps_config_schema_find(program, section, key);
 
 	REQUIRE(k);
 	CHECK(k->type == PPS_CONFIG_TYPE_ENUM);
+	CHECK(k->choices == names);
 	size_t n_choices = 0;
 	while (k->choices[n_choices])
 		n_choices++;
@@ -64,35 +66,40 @@ check_table(pps_config_program_t program, const char *section, const char *key,
 	CHECK(index_through_config(program, section, key, "no-such-name") < 0);
 }
 
+#define SERVER pps_server_settings_schema()
+#define CLIENT pps_client_settings_schema()
+
 static void
 test_module_tables(void)
 {
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "transport", "mode", pps_minbuf_mode_names,
+	check_table(SERVER, "transport", "mode", pps_minbuf_mode_names,
 	            PPS_MINBUF_MODE_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "transport", "congestion",
+	check_table(SERVER, "transport", "congestion",
 	            pps_minbuf_congestion_names, PPS_MINBUF_CONGESTION_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "pps", "priority_policy", pps_priority_policy_names,
+	check_table(SERVER, "pps", "priority_policy", pps_priority_policy_names,
 	            PPS_PRIORITY_POLICY_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_CLIENT, "playout", "policy", pps_playout_policy_names,
+	check_table(CLIENT, "playout", "policy", pps_playout_policy_names,
 	            PPS_PLAYOUT_POLICY_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_CLIENT, "client", "clock", pps_clock_mode_names,
+	check_table(CLIENT, "client", "clock", pps_clock_mode_names,
 	            PPS_CLOCK_MODE_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_CLIENT, "display", "mode", pps_display_mode_names,
+	check_table(CLIENT, "display", "mode", pps_display_mode_names,
 	            PPS_DISPLAY_MODE_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "source", "type", pps_capture_source_names,
+	check_table(SERVER, "source", "type", pps_capture_source_names,
 	            PPS_CAPTURE_SOURCE_COUNT);
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "source", "timecode", pps_capture_timecode_names,
+	check_table(SERVER, "source", "timecode", pps_capture_timecode_names,
 	            PPS_CAPTURE_TIMECODE_COUNT);
+	check_table(SERVER, "source", "pattern", pps_capture_pattern_names, 5);
+	check_table(SERVER, "encoder", "preset", pps_encoder_preset_names, 6);
 	/* adapt/'s tables, referred to the same way. */
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "transport", "latency_cap", pps_latency_cap_names,
+	check_table(SERVER, "transport", "latency_cap", pps_latency_cap_names,
 	            PPS_LATENCY_CAP_YIELDING + 1);
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "adapt", "mode", pps_adapt_mode_names,
+	check_table(SERVER, "adapt", "mode", pps_adapt_mode_names,
 	            PPS_ADAPT_MODE_FIXED + 1);
-	check_table(PPS_CONFIG_PROGRAM_SERVER, "transport", "rate_control", pps_rate_control_names,
+	check_table(SERVER, "transport", "rate_control", pps_rate_control_names,
 	            PPS_RATE_CONTROL_TCP_FRIENDLY + 1);
 }
 
-/* The prioritizer's accessors (the library config links) agree with its table. */
+/* The prioritizer's accessors agree with its table. */
 static void
 test_priority_accessors(void)
 {
@@ -107,13 +114,10 @@ test_priority_accessors(void)
 
 /* Every enum key of the table: choices unique and the default one of them. */
 static void
-test_every_enum_key(void)
+check_enum_keys(const pps_config_schema_t *schema)
 {
-	size_t n;
-	const pps_config_key_t *keys = pps_config_keys(&n);
-
-	for (size_t i = 0; i < n; i++) {
-		const pps_config_key_t *k = &keys[i];
+	for (size_t i = 0; i < schema->n_keys; i++) {
+		const pps_config_key_t *k = &schema->keys[i];
 		bool default_found = false;
 		size_t count = 0;
 
@@ -135,6 +139,13 @@ test_every_enum_key(void)
 			        k->key, k->default_value);
 		CHECK(default_found);
 	}
+}
+
+static void
+test_every_enum_key(void)
+{
+	check_enum_keys(SERVER);
+	check_enum_keys(CLIENT);
 }
 
 int

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's key table and its translation into the player's parameters.
+ * An enum key's choices are the owning module's name table, indexed by its
+ * enum, so the index pps_config_get_enum() returns is the enum value.
+ */
+#include "pps-client-settings.h"
+
+#include "pps-wire.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define STR_(x)    #x
+#define STR(x)     STR_(x)
+#define AUTH_BYTES STR(PPS_WIRE_MAX_AUTH_BYTES)
+
+static const pps_config_key_t keys[] = {    /* [client] */
+    PPS_CONFIG_ADDRESS("client", "server", "127.0.0.1:7400",
+            "server to connect to (host:port or [v6addr]:port)"),
+    PPS_CONFIG_STRING("client", "name", "pps-client", "name sent in HELLO, shown in server logs"),
+    PPS_CONFIG_STRING("client", "access_token", "",
+           "token for a server that requires one (server.access_token; at most " AUTH_BYTES
+           " bytes); proved by challenge-response, never sent"),
+    PPS_CONFIG_BOOL("client", "tls", "false",
+         "connect with TLS 1.3 and verify the server's certificate against tls_ca for the "
+         "host or IP address of client.server (or tls_server_name); a failed verification "
+         "or a plaintext server ends the connection (exit 1)"),
+    PPS_CONFIG_STRING("client", "tls_ca", "",
+           "PEM file of the CA certificates (or the server's self-signed certificate) to "
+           "trust; empty = the system's CA store"),
+    PPS_CONFIG_STRING("client", "tls_server_name", "",
+           "name (or IP address) the server's certificate must carry, sent as SNI; empty = "
+           "the host of client.server"),
+    PPS_CONFIG_BOOL("client", "reconnect", "false",
+         "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
+    PPS_CONFIG_INT("client", "reconnect_attempts", "10", 1, 1000000,
+        "reconnect: give up (exit 1) after this many connections in a row without a stream"),
+    PPS_CONFIG_INT("client", "handshake_timeout_ms", "5000", 100, 600000,
+        "fail a connection that brings no STREAM_INFO within this time of connecting"),
+    PPS_CONFIG_INT("client", "max_record_bytes", STR(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES),
+        PPS_WIRE_MIN_MAX_RECORD_BYTES, UINT16_MAX,
+        "largest wire record accepted from the server"),
+    PPS_CONFIG_INT("client", "clock_ping_interval_ms", "1000", 100, 60000,
+        "interval between CLOCK_PING records for the clock offset estimate"),
+    PPS_CONFIG_ENUM("client", "clock", "auto", pps_clock_mode_names,
+         "shared (same host), estimate (apply the PING/PONG offset), or auto (apply it "
+         "only if it exceeds its uncertainty)"),
+
+    /* [playout] */
+    PPS_CONFIG_ENUM("playout", "policy", "asap", pps_playout_policy_names,
+         "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
+         "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
+         "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
+         "(as soon as decoded)"),
+    PPS_CONFIG_INT("playout", "tolerance_ms", "0", 0, 10000,
+        "fixed policy: display at capture time + this; 0 = what the stream can meet "
+        "(server budget + measured round trip + 10 ms)"),
+
+    /* [display] */
+    PPS_CONFIG_ENUM("display", "mode", "auto", pps_display_mode_names,
+         "auto (SDL window if a display is available), sdl or none"),
+    PPS_CONFIG_STRING("display", "output", "", "write shown frames to this .y4m file"),
+
+    /* [log] */
+    PPS_CONFIG_STRING("log", "file", "", "write JSON Lines events (frames, windows, summary) here"),
+};
+
+static const pps_config_schema_t schema = {
+    .program = "client",
+    .keys = keys,
+    .n_keys = sizeof(keys) / sizeof(keys[0]),
+};
+
+const pps_config_schema_t *
+pps_client_settings_schema(void)
+{
+	return &schema;
+}
+
+int
+pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s, char *err,
+                                size_t err_size)
+{
+	pps_player_params_t *p = &s->player;
+	pps_connection_params_t *conn = &p->connection;
+
+	memset(s, 0, sizeof(*s));
+	p->policy = (pps_playout_policy_t)pps_config_get_enum(c, "playout", "policy");
+	p->tolerance_us = pps_config_get_int(c, "playout", "tolerance_ms") * 1000;
+	p->clock_mode = (pps_clock_mode_t)pps_config_get_enum(c, "client", "clock");
+	conn->server = pps_config_get_string(c, "client", "server");
+	conn->name = pps_config_get_string(c, "client", "name");
+	conn->max_record_bytes = (size_t)pps_config_get_int(c, "client", "max_record_bytes");
+	conn->access_token = pps_config_get_string(c, "client", "access_token");
+	if (strlen(conn->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
+		snprintf(err, err_size, "[client] access_token: at most %d bytes",
+		         PPS_WIRE_MAX_AUTH_BYTES);
+		return -EINVAL;
+	}
+	conn->ping_interval_us = pps_config_get_int(c, "client", "clock_ping_interval_ms") * 1000;
+	conn->handshake_timeout_us = pps_config_get_int(c, "client", "handshake_timeout_ms") * 1000;
+	conn->reconnect = pps_config_get_bool(c, "client", "reconnect");
+	conn->reconnect_attempts = (unsigned)pps_config_get_int(c, "client", "reconnect_attempts");
+	conn->tls = pps_config_get_bool(c, "client", "tls");
+	conn->tls_ca = pps_config_get_string(c, "client", "tls_ca");
+	conn->tls_server_name = pps_config_get_string(c, "client", "tls_server_name");
+	s->display_mode = (pps_display_mode_t)pps_config_get_enum(c, "display", "mode");
+	s->output = pps_config_get_string(c, "display", "output");
+	s->log_path = pps_config_get_string(c, "log", "file");
+	return 0;
+}

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server as one object: the media's windows go to every client through
+ * the listener, the clients' IDR requests (within the recovery bounds) to the
+ * encoder, their path estimates to the closed loop. A failed source is
+ * announced by the media's own event, as soon as the loop runs.
+ */
+#include "pps-server-lib.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pps_server {
+	struct event_base *base;
+	pps_server_params_t params;
+	pps_server_events_t events;
+	void *user;
+	pps_server_state_t state;
+	pps_media_t *media;
+	pps_listener_t *listener;
+	pps_adapt_loop_t *adapt; /* NULL without the closed loop */
+	pps_server_log_t *log;   /* NULL without a log file */
+	pps_server_report_t *report;
+	pps_wire_stream_info_t info;
+	unsigned port;
+};
+
+const char *
+pps_server_state_name(pps_server_state_t state)
+{
+	switch (state) {
+	case PPS_SERVER_STATE_READY:
+		return "ready";
+	case PPS_SERVER_STATE_STREAMING:
+		return "streaming";
+	case PPS_SERVER_STATE_STOPPED:
+		return "stopped";
+	case PPS_SERVER_STATE_FAILED:
+		return "failed";
+	}
+	return "?";
+}
+
+static void
+set_state(pps_server_t *s, pps_server_state_t state, const char *error)
+{
+	pps_server_state_t old = s->state;
+
+	if (old == state || old == PPS_SERVER_STATE_FAILED)
+		return;
+	s->state = state;
+	if (s->events.state_cb)
+		s->events.state_cb(old, state, error, s->user);
+}
+
+static void
+window_cb(pps_window_t *window, void *user)
+{
+	pps_server_t *s = user;
+
+	pps_listener_push_window(s->listener, window);
+	pps_window_unref(window);
+}
+
+static void
+window_grew_cb(pps_window_t *window, void *user)
+{
+	pps_server_t *s = user;
+
+	pps_listener_window_grew(s->listener, window);
+}
+
+static void
+media_failed_cb(const char *error, void *user)
+{
+	pps_server_t *s = user;
+
+	pps_log(&s->params.log, PPS_LOG_ERROR, "source failed: %s", error);
+	set_state(s, PPS_SERVER_STATE_FAILED, error);
+}
+
+static void
+idr_cb(void *user)
+{
+	pps_server_t *s = user;
+
+	pps_media_request_idr(s->media);
+}
+
+pps_server_t *
+pps_server_new(struct event_base *base, const pps_server_params_t *params,
+               const pps_server_events_t *events, void *user, char *err, size_t err_size)
+{
+	static const pps_media_events_t media_events = {
+	    .window_cb = window_cb,
+	    .window_grew_cb = window_grew_cb,
+	    .failed_cb = media_failed_cb,
+	};
+	pps_server_t *s = calloc(1, sizeof(*s));
+	pps_listener_params_t *lp;
+	int saved;
+
+	if (!s) {
+		snprintf(err, err_size, "out of memory");
+		return NULL;
+	}
+	s->base = base;
+	s->params = *params;
+	s->params.media.log = params->log;
+	s->params.listener.log = params->log;
+	if (events)
+		s->events = *events;
+	s->user = user;
+	s->state = PPS_SERVER_STATE_READY;
+	s->media = params->pushed ? pps_media_new_pushed(base, &s->params.media, &media_events, s,
+	                                                 err, err_size)
+	                          : pps_media_new(base, &s->params.media, &media_events, s, err,
+	                                          err_size);
+	if (!s->media)
+		goto err;
+	pps_media_stream_info(s->media, &s->info);
+	lp = &s->params.listener;
+	lp->session.stream_info = s->info;
+	lp->frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
+	s->listener = pps_listener_new(base, lp, &(pps_listener_callbacks_t){.idr_cb = idr_cb}, s);
+	if (!s->listener) {
+		snprintf(err, err_size, "cannot create the listener: %s", strerror(errno));
+		goto err;
+	}
+	if (params->log_path && params->log_path[0]) {
+		s->log = pps_server_log_new(base, params->log_path, s->info.quality_layers, s->media,
+		                            s->listener, err, err_size);
+		if (!s->log)
+			goto err;
+	}
+	if (params->closed_loop) {
+		s->adapt = pps_adapt_loop_new(base, &params->adapt, &s->info,
+		                              lp->session.sched.latency_budget_us, s->media,
+		                              s->listener, err, err_size);
+		if (!s->adapt)
+			goto err;
+	}
+	return s;
+
+err:
+	saved = errno ? errno : EINVAL;
+	pps_server_free(s);
+	errno = saved;
+	return NULL;
+}
+
+int
+pps_server_start(pps_server_t *s, char *err, size_t err_size)
+{
+	int ret;
+
+	if (s->state != PPS_SERVER_STATE_READY) {
+		snprintf(err, err_size, "the server is %s", pps_server_state_name(s->state));
+		return -EINVAL;
+	}
+	ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
+	if (ret < 0)
+		return ret;
+	ret = pps_media_start(s->media, err, err_size);
+	if (ret < 0)
+		return ret;
+	s->report = pps_server_report_new(s->media, s->listener, s->info.quality_layers,
+	                                  s->adapt != NULL);
+	if (!s->report) {
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
+	set_state(s, PPS_SERVER_STATE_STREAMING, NULL);
+	return 0;
+}
+
+void
+pps_server_stop(pps_server_t *s)
+{
+	pps_media_stop(s->media);
+	set_state(s, PPS_SERVER_STATE_STOPPED, NULL);
+}
+
+void
+pps_server_say_bye(pps_server_t *s, const char *text)
+{
+	pps_listener_say_bye_all(s->listener, PPS_WIRE_BYE_NORMAL, text);
+}
+
+int
+pps_server_push_frame(pps_server_t *s, const pps_frame_t *frame)
+{
+	return pps_media_push_frame(s->media, frame);
+}
+
+pps_server_state_t
+pps_server_state(const pps_server_t *s)
+{
+	return s->state;
+}
+
+unsigned
+pps_server_port(const pps_server_t *s)
+{
+	return s->port;
+}
+
+const pps_wire_stream_info_t *
+pps_server_stream_info(const pps_server_t *s)
+{
+	return &s->info;
+}
+
+void
+pps_server_get_stats(const pps_server_t *s, pps_media_stats_t *media,
+                     pps_listener_stats_t *listener)
+{
+	if (media)
+		pps_media_get_stats(s->media, media);
+	if (listener)
+		pps_listener_get_stats(s->listener, listener);
+}
+
+void
+pps_server_write_status(pps_server_t *s, FILE *out)
+{
+	if (s->report)
+		pps_server_report_status(s->report, out);
+}
+
+int
+pps_server_finish(pps_server_t *s, FILE *out, const char *stats_json, char *err,
+                  size_t err_size)
+{
+	int ret = 0, log_ret;
+
+	if (s->report)
+		ret = pps_server_report_final(s->report, out, stats_json, err, err_size);
+	if (s->log) {
+		const char *path = pps_server_log_path(s->log);
+		char line[512];
+
+		snprintf(line, sizeof(line), "%s", path);
+		log_ret = pps_server_log_close(s->log);
+		s->log = NULL;
+		if (log_ret < 0 && ret == 0) {
+			snprintf(err, err_size, "--log %s: %s", line, strerror(-log_ret));
+			ret = log_ret;
+		}
+	}
+	return ret;
+}
+
+void
+pps_server_free(pps_server_t *s)
+{
+	if (!s)
+		return;
+	if (s->media)
+		pps_media_stop(s->media);
+	pps_server_report_free(s->report);
+	pps_listener_free(s->listener);
+	pps_adapt_loop_free(s->adapt);
+	(void)pps_server_log_close(s->log);
+	pps_media_free(s->media);
+	free(s);
+}

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's key table and its translation into parameter structs. An enum
+ * key's choices are the owning module's name table, indexed by its enum, so
+ * the index pps_config_get_enum() returns is the enum value. A module's
+ * numeric default is written once, in its header, and used here as text.
+ */
+#include "pps-server-settings.h"
+
+#include "pps-adapt.h"
+#include "pps-codec.h"
+#include "pps-minbuf.h"
+#include "pps-prioritizer.h"
+#include "pps-wire.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+static const pps_config_key_t keys[] = {
+    /* [server] */
+    PPS_CONFIG_ADDRESS("server", "listen", "127.0.0.1:7400",
+            "address and TCP port to listen on ([v6addr]:port for IPv6; port 0 = any free one)"),
+    PPS_CONFIG_INT("server", "max_clients", "16", 1, 1024,
+        "clients streaming at once; more are refused with BYE (connections still in their "
+        "handshake are bounded apart: at most this many, the oldest dropped for a newcomer)"),
+    PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
+        "seconds between status lines on stderr"),
+    PPS_CONFIG_INT("server", "max_clients_per_address", "4", 1, 1024,
+        "connections from one IP address at once (streaming or in their handshake)"),
+    PPS_CONFIG_INT("server", "evict_after_s", "10", 0, 3600,
+        "a client that takes no data for this long (it stopped reading) is dropped with BYE "
+        "too-slow; 0 = never"),
+    PPS_CONFIG_INT("server", "recovery_budget_pct", "5", 0, 100,
+        "IDRs forced for clients that joined or lost their base layer may add at most this "
+        "share of the encoded rate (a token bucket in bits; beyond it requests wait, at "
+        "least 500 ms apart in any case); 0 = time bound only"),
+    PPS_CONFIG_STRING("server", "access_token", "",
+           "if set, only clients that prove they hold this token are served (client."
+           "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
+           "wire; the stream itself is not encrypted unless tls_cert is set)"),
+    PPS_CONFIG_STRING("server", "tls_cert", "",
+           "PEM file of the server's certificate (chain): with tls_key, every connection is "
+           "TLS 1.3 (pps-client: client.tls = true; browsers: https:// and wss://); each "
+           "MIN_BUF packet is one record of at most one MSS"),
+    PPS_CONFIG_STRING("server", "tls_key", "", "PEM file of tls_cert's private key (both or neither)"),
+
+    /* [source] */
+    PPS_CONFIG_ENUM("source", "type", "test", pps_capture_source_names,
+         "video source: test (built-in moving pattern), camera, file, uri (anything "
+         "uridecodebin plays: files, RTSP, HTTP; audio ignored) or pipeline; a source that is "
+         "not live is paced to real time and looped"),
+    PPS_CONFIG_STRING("source", "device", "/dev/video0", "V4L2 device for type=camera"),
+    PPS_CONFIG_STRING("source", "file", "",
+           "media file for type=file, played in real time and looped"),
+    PPS_CONFIG_STRING("source", "uri", "",
+           "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4)"),
+    PPS_CONFIG_STRING("source", "pipeline", "",
+           "gst-launch description for type=pipeline; ppstream appends its own sink"),
+    PPS_CONFIG_ENUM("source", "pattern", "ball", pps_capture_pattern_names, "videotestsrc pattern for type=test"),
+    PPS_CONFIG_INT("source", "width", "640", 64, 3840, "frame width in pixels (even)"),
+    PPS_CONFIG_INT("source", "height", "480", 64, 2160, "frame height in pixels (even)"),
+    PPS_CONFIG_INT("source", "fps", "30", 1, 120, "frames per second"),
+    PPS_CONFIG_ENUM("source", "timecode", "auto", pps_capture_timecode_names,
+         "stamp capture time and frame index into the picture (pixel timecode, a barcode in "
+         "the top-left corner); auto = only for type=test"),
+    PPS_CONFIG_INT("source", "queue_frames", "8", 1, 256,
+        "raw frames held between capture and encoder; the oldest is dropped when full"),
+
+    /* [encoder] */
+    PPS_CONFIG_INT("encoder", "temporal_layers", "3", 1, 3,
+        "temporal layers: 1 (I/P), 2 (I/P + b), 3 (I/P + B-ref + b)"),
+    PPS_CONFIG_INT("encoder", "quality_layers", "2", 1, 3,
+        "quality layers: base + residual enhancement layers"),
+    PPS_CONFIG_INT("encoder", "base_scale", "2", 1, 4,
+        "base layer is encoded at 1/base_scale of the width and height"),
+    PPS_CONFIG_INT("encoder", "gop_frames", "60", 4, 1200,
+        "frames between forced IDR pictures (rounded to a whole number of windows)"),
+    PPS_CONFIG_ENUM("encoder", "preset", "veryfast", pps_encoder_preset_names, "x264 speed preset"),
+    PPS_CONFIG_INT("encoder", "threads", "0", 0, 64, "x264 threads per layer; 0 = automatic"),
+    PPS_CONFIG_INT("encoder", "base_crf", "26", 0, 51, "constant rate factor of the base layer"),
+    PPS_CONFIG_INT("encoder", "base_vbv_kbps", "1000", 0, 100000,
+        "VBV cap of the base layer in kbit/s (its upper bound with adapt.mode=closed-loop); "
+        "0 = uncapped"),
+    PPS_CONFIG_INT("encoder", "enhancement_crf", "24", 0, 51,
+        "constant rate factor of each enhancement layer"),
+    PPS_CONFIG_INT("encoder", "enhancement_vbv_kbps", "3000", 0, 100000,
+        "VBV cap of each enhancement layer in kbit/s (its upper bound with "
+        "adapt.mode=closed-loop); 0 = uncapped"),
+
+    /* [pps] */
+    PPS_CONFIG_INT("pps", "window_frames", "2", 1, PPS_WIRE_MAX_WINDOW_FRAMES,
+        "frames per adaptation window (the papers use 2 and 4 at 30 frames/s)"),
+    PPS_CONFIG_INT("pps", "latency_budget_ms", "250", 10, 10000,
+        "a window's send deadline is its first frame's capture time plus this"),
+    PPS_CONFIG_ENUM("pps", "priority_policy", "temporal-first", pps_priority_policy_names,
+         "what to drop first: temporal-first keeps frame rate, quality-first keeps quality"),
+    PPS_CONFIG_INT("pps", "base_grace_ms", "1000", 0, 10000,
+        "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
+        "up to this long after their window's deadline; 0 = dropped at the deadline"),
+    PPS_CONFIG_INT("pps", "max_windows", STR(PPS_DEFAULT_MAX_WINDOWS), 2, 1024,
+        "windows queued per client; past it the oldest is dropped and counted"),
+
+    /* [transport] */
+    PPS_CONFIG_ENUM(
+        "transport", "mode", "minbuf", pps_minbuf_mode_names,
+        "tcp (kernel send buffer) or minbuf (at most A*cwnd + min(B, cwnd) packets in the kernel)"),
+    PPS_CONFIG_INT("transport", "minbuf_a", STR(PPS_DEFAULT_MINBUF_A), 1, 16,
+        "MIN_BUF A: multiple of cwnd kept in the kernel"),
+    PPS_CONFIG_INT("transport", "minbuf_b", STR(PPS_DEFAULT_MINBUF_B), 0, 64,
+        "MIN_BUF B: extra packets kept in the kernel"),
+    PPS_CONFIG_BOOL("transport", "ecn", "false", "negotiate ECN on each connection"),
+    PPS_CONFIG_ENUM("transport", "congestion", "bbr", pps_minbuf_congestion_names,
+         "TCP congestion control per connection; default = the system's; bbr keeps its window "
+         "through losses, under the tcp-friendly rate control; one the kernel refuses leaves "
+         "the system's (with a warning)"),
+    PPS_CONFIG_ENUM("transport", "congestion_alone", "cubic", pps_minbuf_congestion_alone_names,
+         "minbuf mode, yielding latency cap: the congestion control while the stream is alone "
+         "on its path, switched on the live connection (congestion while others share the "
+         "queue); cubic has no bbr ProbeRTT stall; same = never switch"),
+    PPS_CONFIG_BOOL("transport", "thin_linear_timeouts", "false",
+         "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+    PPS_CONFIG_BOOL("transport", "pacing", "false",
+         "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
+         "turns on TCP's internal pacing) instead of sending a window's packets in a burst"),
+    PPS_CONFIG_ENUM("transport", "latency_cap", "yielding", pps_latency_cap_names,
+         "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
+         "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
+    PPS_CONFIG_INT("transport", "queue_target_ms", "0", 0, 10000,
+        "queueing the latency cap lets the stream add on its path; 0 = latency_budget_ms / 5"),
+    PPS_CONFIG_ENUM("transport", "rate_control", "tcp-friendly", pps_rate_control_names,
+         "congestion: the congestion control alone sets the sending rate; tcp-friendly (minbuf "
+         "mode): while other flows hold the queue, the kernel paces each connection at most at "
+         "an AIMD rate on its losses (a loss-based TCP's share), best with congestion = bbr"),
+
+    /* [adapt] */
+    PPS_CONFIG_ENUM("adapt", "mode", "closed-loop", pps_adapt_mode_names,
+         "closed-loop: the clients' path estimates steer each layer's rate, largest picture and "
+         "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
+    PPS_CONFIG_INT("adapt", "base_share_pct", "70", 10, 100,
+        "base layer rate as a share of the slowest client's estimated rate"),
+    PPS_CONFIG_INT("adapt", "probe_pct", "125", 100, 200,
+        "top of the enhancement layers as a share of the fastest client's estimate (the "
+        "excess is the probe; the regulator drops what does not fit)"),
+    PPS_CONFIG_INT("adapt", "min_base_kbps", "100", 16, 100000,
+        "the base layer's rate never goes below this"),
+    PPS_CONFIG_INT("adapt", "min_crf", "18", 0, 51,
+        "finest CRF the loop may ask for when capacity is spare ([encoder] *_crf is the "
+        "coarsest)"),
+    PPS_CONFIG_INT("adapt", "interval_ms", "250", 50, 5000,
+        "time between rate decisions (each applied at the next mini-GOP)"),
+
+};
+
+static const pps_config_schema_t schema = {
+    .program = "server",
+    .keys = keys,
+    .n_keys = sizeof(keys) / sizeof(keys[0]),
+};
+
+const pps_config_schema_t *
+pps_server_settings_schema(void)
+{
+	return &schema;
+}
+
+/* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, congestion_alone,
+ * thin_linear_timeouts, pacing. */
+static void
+minbuf_params(const pps_config_t *config, pps_minbuf_params_t *out)
+{
+	pps_minbuf_params_init(out);
+	out->mode = (pps_minbuf_mode_t)pps_config_get_enum(config, "transport", "mode");
+	out->a = (unsigned)pps_config_get_int(config, "transport", "minbuf_a");
+	out->b = (unsigned)pps_config_get_int(config, "transport", "minbuf_b");
+	out->ecn = pps_config_get_bool(config, "transport", "ecn");
+	out->congestion =
+	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion");
+	out->congestion_alone =
+	    (pps_minbuf_congestion_t)pps_config_get_enum(config, "transport", "congestion_alone");
+	out->thin_linear_timeouts =
+	    pps_config_get_bool(config, "transport", "thin_linear_timeouts");
+	out->pacing = pps_config_get_bool(config, "transport", "pacing");
+}
+
+/* [server], [pps] and [transport]: the listener and every session
+ * (stream_info and frame_duration_us are the media's, left zero). */
+static int
+listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, size_t err_size)
+{
+	pps_session_params_t *sp = &lp->session;
+
+	memset(lp, 0, sizeof(*lp));
+	lp->max_clients = (unsigned)pps_config_get_int(c, "server", "max_clients");
+	lp->max_per_address = (unsigned)pps_config_get_int(c, "server", "max_clients_per_address");
+	lp->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
+	lp->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
+	lp->recovery.budget_pct = (unsigned)pps_config_get_int(c, "server", "recovery_budget_pct");
+	sp->access_token = pps_config_get_string(c, "server", "access_token");
+	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
+		snprintf(err, err_size, "[server] access_token: at most %d bytes",
+		         PPS_WIRE_MAX_AUTH_BYTES);
+		return -EINVAL;
+	}
+	lp->tls_cert = pps_config_get_string(c, "server", "tls_cert");
+	lp->tls_key = pps_config_get_string(c, "server", "tls_key");
+	if (!lp->tls_cert[0] != !lp->tls_key[0]) {
+		snprintf(err, err_size, "[server] %s: needed with %s (TLS takes both or neither)",
+		         lp->tls_cert[0] ? "tls_key" : "tls_cert",
+		         lp->tls_cert[0] ? "tls_cert" : "tls_key");
+		return -EINVAL;
+	}
+	sp->evict_after_us = pps_config_get_int(c, "server", "evict_after_s") * 1000000;
+	sp->hello_timeout_us = PPS_DEFAULT_HELLO_TIMEOUT_US;
+	sp->sched.latency_budget_us = pps_config_get_int(c, "pps", "latency_budget_ms") * 1000;
+	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
+	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
+	minbuf_params(c, &sp->transport);
+	sp->path.cap_policy =
+	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
+	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
+	/* Only MIN_BUF keeps what the pacer holds back out of the kernel: in
+	 * mode tcp a rate cap would queue the stream in its send buffer. */
+	sp->path.rate_control =
+	    sp->transport.mode == PPS_MINBUF_MODE_MINBUF
+	        ? (pps_rate_control_t)pps_config_get_enum(c, "transport", "rate_control")
+	        : PPS_RATE_CONTROL_CONGESTION;
+	if (sp->path.queue_target_us == 0)
+		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
+	/* Only the yielding cap knows whether others share the path, and a
+	 * switch needs a named congestion control on both sides. */
+	if (sp->transport.mode != PPS_MINBUF_MODE_MINBUF ||
+	    sp->path.cap_policy != PPS_LATENCY_CAP_YIELDING ||
+	    sp->transport.congestion == PPS_MINBUF_CONGESTION_DEFAULT)
+		sp->transport.congestion_alone = PPS_MINBUF_CONGESTION_DEFAULT;
+	return 0;
+}
+
+/* The key that names each source type's input ("": none). */
+static const char *const source_input_keys[PPS_CAPTURE_SOURCE_COUNT] = {
+    [PPS_CAPTURE_SOURCE_TEST] = "",
+    [PPS_CAPTURE_SOURCE_CAMERA] = "device",
+    [PPS_CAPTURE_SOURCE_FILE] = "file",
+    [PPS_CAPTURE_SOURCE_URI] = "uri",
+    [PPS_CAPTURE_SOURCE_PIPELINE] = "pipeline",
+};
+
+/* [source]: what to capture. */
+static int
+capture_params(const pps_config_t *c, pps_capture_params_t *p, char *err, size_t err_size)
+{
+	const char *input_key;
+
+	memset(p, 0, sizeof(*p));
+	p->type = (pps_capture_source_t)pps_config_get_enum(c, "source", "type");
+	input_key = source_input_keys[p->type];
+	p->input = input_key[0] ? pps_config_get_string(c, "source", input_key) : "";
+	if (p->type != PPS_CAPTURE_SOURCE_CAMERA && p->type != PPS_CAPTURE_SOURCE_TEST &&
+	    !p->input[0]) {
+		snprintf(err, err_size, "source %s: [source] %s is not set",
+		         pps_capture_source_names[p->type], input_key);
+		return -EINVAL;
+	}
+	p->pattern = pps_capture_pattern_names[pps_config_get_enum(c, "source", "pattern")];
+	p->width = (int)pps_config_get_int(c, "source", "width");
+	p->height = (int)pps_config_get_int(c, "source", "height");
+	p->fps = (int)pps_config_get_int(c, "source", "fps");
+	p->queue_frames = (int)pps_config_get_int(c, "source", "queue_frames");
+	p->timecode = (pps_capture_timecode_t)pps_config_get_enum(c, "source", "timecode");
+	return 0;
+}
+
+/* [source] size and rate, [encoder] and [pps] window_frames. */
+static void
+encoder_params(const pps_config_t *c, pps_encoder_params_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->width = (int)pps_config_get_int(c, "source", "width");
+	p->height = (int)pps_config_get_int(c, "source", "height");
+	p->fps = (int)pps_config_get_int(c, "source", "fps");
+	p->temporal_layers = (int)pps_config_get_int(c, "encoder", "temporal_layers");
+	p->quality_layers = (int)pps_config_get_int(c, "encoder", "quality_layers");
+	p->base_scale = (int)pps_config_get_int(c, "encoder", "base_scale");
+	p->gop_frames = (int)pps_config_get_int(c, "encoder", "gop_frames");
+	p->window_frames = (int)pps_config_get_int(c, "pps", "window_frames");
+	p->preset = pps_encoder_preset_names[pps_config_get_enum(c, "encoder", "preset")];
+	p->threads = (int)pps_config_get_int(c, "encoder", "threads");
+	p->base_crf = (int)pps_config_get_int(c, "encoder", "base_crf");
+	p->base_vbv_kbps = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
+	p->enhancement_crf = (int)pps_config_get_int(c, "encoder", "enhancement_crf");
+	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
+	p->rate_adaptive =
+	    pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
+}
+
+int
+pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s, char *err,
+                                size_t err_size)
+{
+	pps_server_params_t *sp = &s->server;
+	const pps_encoder_params_t *ep = &sp->media.encoder;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	ret = capture_params(c, &sp->media.capture, err, err_size);
+	if (ret < 0)
+		return ret;
+	encoder_params(c, &sp->media.encoder);
+	sp->media.priority_policy =
+	    (pps_priority_policy_t)pps_config_get_enum(c, "pps", "priority_policy");
+	sp->media.latency_budget_ms = (uint32_t)pps_config_get_int(c, "pps", "latency_budget_ms");
+	ret = listener_params(c, &sp->listener, err, err_size);
+	if (ret < 0)
+		return ret;
+	sp->closed_loop = ep->rate_adaptive;
+	sp->adapt = (pps_adapt_loop_params_t){
+	    .base_share_pct = (int)pps_config_get_int(c, "adapt", "base_share_pct"),
+	    .probe_pct = (int)pps_config_get_int(c, "adapt", "probe_pct"),
+	    .min_base_kbps = (int)pps_config_get_int(c, "adapt", "min_base_kbps"),
+	    .min_crf = (int)pps_config_get_int(c, "adapt", "min_crf"),
+	    .interval_us = pps_config_get_int(c, "adapt", "interval_ms") * 1000,
+	    .base_crf = ep->base_crf,
+	    .enhancement_crf = ep->enhancement_crf,
+	    .base_vbv_kbps = ep->base_vbv_kbps,
+	    .enhancement_vbv_kbps = ep->enhancement_vbv_kbps,
+	};
+	sp->listen = pps_config_get_string(c, "server", "listen");
+	s->status_interval_us = pps_config_get_int(c, "server", "status_interval_s") * 1000000;
+	return 0;
+}
