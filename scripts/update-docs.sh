@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Regenerates config/server.ini, config/client.ini and the README's option
-# reference from the configuration key table (config/pps-config-keys.c).
+# Regenerates config/server.ini, config/client.ini and the option reference in
+# docs/CONFIGURATION.md (between its options:begin/end markers) from the
+# configuration key table (config/pps-config-keys.c).
 # The unit suite fails until this has been run after a key changes.
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,11 +14,11 @@ $doc client > config/client.ini
 $doc reference > build/options.md
 /usr/bin/python3 - <<'PY'
 import re
-readme = open("README.md").read()
+doc = open("docs/CONFIGURATION.md").read()
 ref = open("build/options.md").read()
 begin, end = "<!-- options:begin -->\n", "<!-- options:end -->"
-head, rest = readme.split(begin, 1)
+head, rest = doc.split(begin, 1)
 _, tail = rest.split(end, 1)
-open("README.md", "w").write(head + begin + ref + end + tail)
+open("docs/CONFIGURATION.md", "w").write(head + begin + ref + end + tail)
 PY
-echo "updated config/server.ini config/client.ini README.md"
+echo "updated config/server.ini config/client.ini docs/CONFIGURATION.md"

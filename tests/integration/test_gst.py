@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The GStreamer plugin on loopback: the README's three pipelines ("Use it from
+"""The GStreamer plugin on loopback: docs/GSTREAMER.md's three pipelines ("Use it from
 GStreamer"), run headless with GST_PLUGIN_PATH at the build tree, against the
 real pps-server and pps-client and against each other. Frame counts and
 latency come from the logs (ppssrc's log-file is the client's JSON Lines)."""
@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until  # noqa: E402
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "GSTREAMER.md")
 README_ADDRESS = "127.0.0.1:7400"
 FRAME_MS = 1000.0 / 30
 
@@ -28,7 +28,7 @@ def gst_env(build):
 
 
 def readme_pipelines():
-    """The gst-launch-1.0 lines of the README's GStreamer section, by what they do."""
+    """The gst-launch-1.0 lines of docs/GSTREAMER.md's "Use it from GStreamer", by what they do."""
     text = open(README).read()
     section = text.split("## Use it from GStreamer", 1)[1].split("\n## ", 1)[0]
     lines = [ln.strip() for ln in section.splitlines() if ln.strip().startswith("gst-launch-1.0")]
@@ -41,12 +41,12 @@ def readme_pipelines():
         elif "ppssrc" in ln:
             found["view"] = ln
     check(set(found) == {"serve", "record", "view"},
-          "README's GStreamer section lacks a pipeline: %s" % sorted(found))
+          "docs/GSTREAMER.md's pipelines section lacks a pipeline: %s" % sorted(found))
     return found
 
 
 class Launch:
-    """gst-launch-1.0 running one pipeline (a README line, adapted)."""
+    """gst-launch-1.0 running one pipeline (a docs/GSTREAMER.md line, adapted)."""
 
     def __init__(self, build, workdir, line, name):
         args = shlex.split(line)
@@ -162,7 +162,7 @@ def check_timestamps(pts, what):
 
 
 def gst_server_to_ppssrc(build, workdir):
-    """pps-server -> the README's viewing pipeline: 150 buffers with increasing
+    """pps-server -> the documented viewing pipeline: 150 buffers with increasing
     PTS a frame apart, >= 70% of the frames shown (the rest is what a busy
     machine's server cut at its deadline, accounted), and its frame latency
     within 1.5x + 30 ms of a pps-client on the same server at the same time
@@ -215,7 +215,7 @@ def gst_ppssrc_no_server(build, workdir):
 
 
 def gst_ppssink_to_client(build, workdir):
-    """The README's serving pipeline -> pps-client: the client's stream has the
+    """The documented serving pipeline -> pps-client: the client's stream has the
     caps' size, >= 70% of its frames shown, frame latency p50 below twice the
     stream's latency budget (asap playout; the sender cuts at the budget)."""
     lines = readme_pipelines()
@@ -240,7 +240,7 @@ def gst_ppssink_to_client(build, workdir):
 
 
 def gst_ppssink_to_ppssrc(build, workdir):
-    """The README's serving pipeline -> its recording pipeline: 120 frames
+    """The documented serving pipeline -> its recording pipeline: 120 frames
     recorded into an MP4 that demuxes to 120 video frames, >= 70% of the
     stream's frames shown (two x264 encoders and a decoder share the cores
     here: the server cuts what misses its deadline, and that is counted)."""
