@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: MIT
 # Regenerates config/server.ini, config/client.ini and the option reference in
 # docs/CONFIGURATION.md (between its options:begin/end markers) from the
-# configuration key table (config/pps-config-keys.c).
+# programs' key tables (server/pps-server-settings.c, client/pps-client-settings.c).
 # The unit suite fails until this has been run after a key changes.
 set -eu
 cd "$(dirname "$0")/.."
 [ -f build/build.ninja ] || meson setup build
-ninja -C build config/pps-config-doc
-doc=build/config/pps-config-doc
+ninja -C build data/pps-config-doc
+doc=build/data/pps-config-doc
 $doc server > config/server.ini
 $doc client > config/client.ini
 $doc reference > build/options.md

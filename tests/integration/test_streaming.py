@@ -322,6 +322,35 @@ def bad_source(build, workdir):
         check(text in p.stderr, "%s: %r" % (settings, p.stderr))
 
 
+def source_failure_reported(build, workdir):
+    """A live source that ends after 1 s (30 frames at 30 frames/s) is reported
+    and stops the server at once, not at the next status line (60 s here)."""
+    server = os.path.join(build, "server", "pps-server")
+    args = [server, "--listen", "127.0.0.1:0", "--set", "source.type=pipeline",
+            "--set", "source.pipeline=videotestsrc is-live=true num-buffers=30",
+            "--set", "server.status_interval_s=60"]
+    p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    started = failed = None
+    try:
+        for line in p.stderr:
+            now = time.monotonic()
+            if started is None and " source 640x480" in line:
+                started = now  # printed once the first frame is in
+            if "source failed" in line:
+                failed = now
+        rc = p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    check(started is not None and failed is not None, "banner %s, failure %s" % (started, failed))
+    gap_s = failed - started
+    print("source failure reported %.0f ms after the first frame (the source ends after "
+          "about 967 ms)" % (gap_s * 1000))
+    check(rc == 1, "exit %d" % rc)
+    # 30 frames take about 1 s; the status timer would take 60 s.
+    check(gap_s < 10, "failure reported %.1f s after the first frame" % gap_s)
+
+
 def read_until(sock, kind, timeout=5.0):
     """Reads records until one of @kind (returns its body) or EOF/timeout (None);
     every record seen goes to the list returned second."""
@@ -582,7 +611,7 @@ def soak(build, workdir):
 
 TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
-                                 bad_source, access_token, beyond_loopback_warning,
+                                 bad_source, source_failure_reported, access_token, beyond_loopback_warning,
                                  silent_connections, slow_reader_evicted,
                                  server_unwritable_outputs, soak]}
 
