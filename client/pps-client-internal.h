@@ -167,7 +167,6 @@ void pps_connection_free(pps_connection_t *connection);
 void pps_connection_start(pps_connection_t *connection);
 /* STREAM_INFO was accepted: the handshake is done, clock pings start. */
 void pps_connection_stream_started(pps_connection_t *connection);
-bool pps_connection_streaming(const pps_connection_t *connection);
 /* Ends the connection for a protocol error (@why is sent in BYE and reported). */
 void pps_connection_fail(pps_connection_t *connection, const char *why);
 /* Says BYE and closes; no more callbacks. */
@@ -259,7 +258,6 @@ int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *recor
 void pps_receiver_finish(pps_receiver_t *receiver);
 /* A new connection: forget the stream (the next one starts with STREAM_INFO). */
 void pps_receiver_reset(pps_receiver_t *receiver);
-void pps_receiver_get_stats(const pps_receiver_t *receiver, pps_receiver_stats_t *stats);
 
 /* ---- playout policies (pure; the caller passes times) ------------------- */
 
@@ -331,7 +329,6 @@ int64_t pps_playout_next_due_us(const pps_playout_t *playout);
 pps_frame_t *pps_playout_pop_due(pps_playout_t *playout, int64_t now_us, pps_playout_frame_t *meta);
 /* Discards every queued frame (PPS_FRAME_STOPPED): at exit or a new connection. */
 void pps_playout_flush(pps_playout_t *playout);
-uint64_t pps_playout_overflows(const pps_playout_t *playout);
 
 /* Current playout delay (capture to display), for logs. */
 int64_t pps_playout_delay_us(const pps_playout_t *playout);

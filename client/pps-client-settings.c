@@ -17,51 +17,58 @@
 #define STR(x)     STR_(x)
 #define AUTH_BYTES STR(PPS_WIRE_MAX_AUTH_BYTES)
 
-static const pps_config_key_t keys[] = {    /* [client] */
+static const pps_config_key_t keys[] = {
+    /* [client] */
     PPS_CONFIG_ADDRESS("client", "server", "127.0.0.1:7400",
-            "server to connect to (host:port or [v6addr]:port)"),
+                       "server to connect to (host:port or [v6addr]:port)"),
     PPS_CONFIG_STRING("client", "name", "pps-client", "name sent in HELLO, shown in server logs"),
-    PPS_CONFIG_STRING("client", "access_token", "",
-           "token for a server that requires one (server.access_token; at most " AUTH_BYTES
-           " bytes); proved by challenge-response, never sent"),
-    PPS_CONFIG_BOOL("client", "tls", "false",
-         "connect with TLS 1.3 and verify the server's certificate against tls_ca for the "
-         "host or IP address of client.server (or tls_server_name); a failed verification "
-         "or a plaintext server ends the connection (exit 1)"),
-    PPS_CONFIG_STRING("client", "tls_ca", "",
-           "PEM file of the CA certificates (or the server's self-signed certificate) to "
-           "trust; empty = the system's CA store"),
-    PPS_CONFIG_STRING("client", "tls_server_name", "",
-           "name (or IP address) the server's certificate must carry, sent as SNI; empty = "
-           "the host of client.server"),
+    PPS_CONFIG_STRING(
+        "client", "access_token", "",
+        "token for a server that requires one (server.access_token; at most " AUTH_BYTES
+        " bytes); proved by challenge-response, never sent"),
+    PPS_CONFIG_BOOL(
+        "client", "tls", "false",
+        "connect with TLS 1.3 and verify the server's certificate against tls_ca for the "
+        "host or IP address of client.server (or tls_server_name); a failed verification "
+        "or a plaintext server ends the connection (exit 1)"),
+    PPS_CONFIG_STRING(
+        "client", "tls_ca", "",
+        "PEM file of the CA certificates (or the server's self-signed certificate) to "
+        "trust; empty = the system's CA store"),
+    PPS_CONFIG_STRING(
+        "client", "tls_server_name", "",
+        "name (or IP address) the server's certificate must carry, sent as SNI; empty = "
+        "the host of client.server"),
     PPS_CONFIG_BOOL("client", "reconnect", "false",
-         "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
-    PPS_CONFIG_INT("client", "reconnect_attempts", "10", 1, 1000000,
+                    "reconnect with backoff (0.5 s doubling to 8 s) when the connection ends"),
+    PPS_CONFIG_INT(
+        "client", "reconnect_attempts", "10", 1, 1000000,
         "reconnect: give up (exit 1) after this many connections in a row without a stream"),
     PPS_CONFIG_INT("client", "handshake_timeout_ms", "5000", 100, 600000,
-        "fail a connection that brings no STREAM_INFO within this time of connecting"),
+                   "fail a connection that brings no STREAM_INFO within this time of connecting"),
     PPS_CONFIG_INT("client", "max_record_bytes", STR(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES),
-        PPS_WIRE_MIN_MAX_RECORD_BYTES, UINT16_MAX,
-        "largest wire record accepted from the server"),
+                   PPS_WIRE_MIN_MAX_RECORD_BYTES, UINT16_MAX,
+                   "largest wire record accepted from the server"),
     PPS_CONFIG_INT("client", "clock_ping_interval_ms", "1000", 100, 60000,
-        "interval between CLOCK_PING records for the clock offset estimate"),
+                   "interval between CLOCK_PING records for the clock offset estimate"),
     PPS_CONFIG_ENUM("client", "clock", "auto", pps_clock_mode_names,
-         "shared (same host), estimate (apply the PING/PONG offset), or auto (apply it "
-         "only if it exceeds its uncertainty)"),
+                    "shared (same host), estimate (apply the PING/PONG offset), or auto (apply it "
+                    "only if it exceeds its uncertainty)"),
 
     /* [playout] */
-    PPS_CONFIG_ENUM("playout", "policy", "asap", pps_playout_policy_names,
-         "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
-         "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
-         "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
-         "(as soon as decoded)"),
+    PPS_CONFIG_ENUM(
+        "playout", "policy", "asap", pps_playout_policy_names,
+        "adaptive (capture time + delay estimate + 4 x its variation, from the stream's "
+        "budget down), smooth (capture time + 90th percentile of the last 2 s of window "
+        "delays; late frames shown at once), fixed (capture time + tolerance) or asap "
+        "(as soon as decoded)"),
     PPS_CONFIG_INT("playout", "tolerance_ms", "0", 0, 10000,
-        "fixed policy: display at capture time + this; 0 = what the stream can meet "
-        "(server budget + measured round trip + 10 ms)"),
+                   "fixed policy: display at capture time + this; 0 = what the stream can meet "
+                   "(server budget + measured round trip + 10 ms)"),
 
     /* [display] */
     PPS_CONFIG_ENUM("display", "mode", "auto", pps_display_mode_names,
-         "auto (SDL window if a display is available), sdl or none"),
+                    "auto (SDL window if a display is available), sdl or none"),
     PPS_CONFIG_STRING("display", "output", "", "write shown frames to this .y4m file"),
 
     /* [log] */

@@ -625,12 +625,6 @@ pps_connection_stop(pps_connection_t *c)
 	close_socket(c);
 }
 
-bool
-pps_connection_streaming(const pps_connection_t *c)
-{
-	return c->streaming;
-}
-
 void
 pps_connection_free(pps_connection_t *c)
 {

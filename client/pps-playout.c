@@ -419,9 +419,3 @@ pps_playout_flush(pps_playout_t *p)
 	p->have_anchor = false;
 	p->have_last = false;
 }
-
-uint64_t
-pps_playout_overflows(const pps_playout_t *p)
-{
-	return p->overflows;
-}

@@ -133,12 +133,6 @@ pps_receiver_info(const pps_receiver_t *r)
 	return r->have_info ? &r->info : NULL;
 }
 
-void
-pps_receiver_get_stats(const pps_receiver_t *r, pps_receiver_stats_t *stats)
-{
-	*stats = r->stats;
-}
-
 static int64_t
 estimate_capture(const pps_receiver_t *r, int64_t frame)
 {

@@ -521,7 +521,8 @@ pps_capture_new(const pps_capture_params_t *params, pps_capture_frame_cb frame_c
 	}
 	c->live = c->type == PPS_CAPTURE_SOURCE_TEST;
 	if (source_inputs[type].required && !input[0]) {
-		snprintf(err, err_size, "%s: no %s given", c->source_name, source_inputs[type].what);
+		snprintf(err, err_size, "%s: no %s given", c->source_name,
+		         source_inputs[type].what);
 		errno = EINVAL;
 		goto err_free;
 	}

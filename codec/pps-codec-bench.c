@@ -80,8 +80,7 @@ capture_frames(const options_t *o)
 		return 0;
 	}
 	snprintf(description, sizeof(description),
-	         "videotestsrc is-live=false num-buffers=%d pattern=%s%s",
-	         o->frames, o->pattern,
+	         "videotestsrc is-live=false num-buffers=%d pattern=%s%s", o->frames, o->pattern,
 	         strcmp(o->pattern, "ball") && strcmp(o->pattern, "snow") ? " horizontal-speed=2"
 	                                                                  : "");
 	cap = pps_capture_new(&params, capture_cb, NULL, err, sizeof(err));

@@ -357,7 +357,6 @@ typedef struct {
 	uint64_t frames_late; /* came out of order and were dropped */
 	uint64_t layers_cut;  /* a layer cut before its filler ADU: flushed until its IDR */
 } pps_decoder_stats_t;
-void pps_decoder_get_stats(const pps_decoder_t *decoder, pps_decoder_stats_t *stats);
 
 /* ------------------------------------------------------- pixel timecodes */
 

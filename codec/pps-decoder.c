@@ -478,9 +478,3 @@ pps_decoder_drain(pps_decoder_t *d)
 	d->decoded_count = 0;
 	return r;
 }
-
-void
-pps_decoder_get_stats(const pps_decoder_t *d, pps_decoder_stats_t *stats)
-{
-	*stats = d->stats;
-}

@@ -65,19 +65,30 @@ const pps_config_key_t *pps_config_schema_find(const pps_config_schema_t *schema
  * table (indexed by its enum, NULL-terminated), so the index
  * pps_config_get_enum() returns is the enum value. */
 #define PPS_CONFIG_INT(sec, name, def, lo, hi, text)                                               \
-	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_INT, .default_value = def, .min = lo, \
-	 .max = hi, .help = text}
+	{                                                                                          \
+		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_INT, .default_value = def,    \
+		.min = lo, .max = hi, .help = text                                                 \
+	}
 #define PPS_CONFIG_BOOL(sec, name, def, text)                                                      \
-	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_BOOL, .default_value = def, .help = text}
+	{                                                                                          \
+		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_BOOL, .default_value = def,   \
+		.help = text                                                                       \
+	}
 #define PPS_CONFIG_STRING(sec, name, def, text)                                                    \
-	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_STRING, .default_value = def,         \
-	 .help = text}
+	{                                                                                          \
+		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_STRING, .default_value = def, \
+		.help = text                                                                       \
+	}
 #define PPS_CONFIG_ADDRESS(sec, name, def, text)                                                   \
-	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_ADDRESS, .default_value = def,        \
-	 .help = text}
+	{                                                                                          \
+		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_ADDRESS,                      \
+		.default_value = def, .help = text                                                 \
+	}
 #define PPS_CONFIG_ENUM(sec, name, def, list, text)                                                \
-	{.section = sec, .key = name, .type = PPS_CONFIG_TYPE_ENUM, .default_value = def,           \
-	 .choices = list, .help = text}
+	{                                                                                          \
+		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_ENUM, .default_value = def,   \
+		.choices = list, .help = text                                                      \
+	}
 
 typedef struct pps_config pps_config_t;
 

@@ -20,17 +20,18 @@
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-	        "Usage: pps-config-doc server|client|reference\n"
-	        "Print the settings documentation generated from the programs' key tables.\n"
-	        "\n"
-	        "  server                   an example server.ini: every key with its default\n"
-	        "  client                   an example client.ini: every key with its default\n"
-	        "  reference                the option reference of docs/CONFIGURATION.md (Markdown)\n"
-	        "  -h, --help               this help\n"
-	        "  -V, --version            the version\n"
-	        "\n"
-	        "Exit status: 0 done; 1 output error; 2 usage error.\n");
+	fprintf(
+	    out,
+	    "Usage: pps-config-doc server|client|reference\n"
+	    "Print the settings documentation generated from the programs' key tables.\n"
+	    "\n"
+	    "  server                   an example server.ini: every key with its default\n"
+	    "  client                   an example client.ini: every key with its default\n"
+	    "  reference                the option reference of docs/CONFIGURATION.md (Markdown)\n"
+	    "  -h, --help               this help\n"
+	    "  -V, --version            the version\n"
+	    "\n"
+	    "Exit status: 0 done; 1 output error; 2 usage error.\n");
 }
 
 int

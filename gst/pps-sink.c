@@ -176,7 +176,6 @@ start_server(GstPpsSink *sink, int fps)
 	struct timeval status_tv;
 	char err[512];
 	GError *error = NULL;
-	const pps_wire_stream_info_t *si;
 
 	if (!set_source_key(sink, "width", sink->width) ||
 	    !set_source_key(sink, "height", sink->height) || !set_source_key(sink, "fps", fps))
@@ -212,20 +211,16 @@ start_server(GstPpsSink *sink, int fps)
 		g_clear_error(&error);
 		goto err;
 	}
-	si = pps_server_stream_info(sink->server);
-	GST_INFO_OBJECT(sink,
-	                "listening on %s (port %u): %ux%u@%u, %u temporal x %u quality "
-	                "layers, window %u frames, budget %u ms",
-	                settings.server.listen, sink->port, si->width, si->height, si->fps_num,
-	                si->temporal_layers, si->quality_layers, si->window_frames,
-	                si->latency_budget_ms);
+	pps_server_describe(sink->server, err, sizeof(err));
+	GST_INFO_OBJECT(sink, "listening on %s (port %u): %s", settings.server.listen, sink->port,
+	                err);
 	/* Applications (and tests, with listen=...:0) learn the port here. */
 	gst_element_post_message(
 	    GST_ELEMENT(sink),
 	    gst_message_new_element(GST_OBJECT(sink),
 	                            gst_structure_new("pps-listening", "listen", G_TYPE_STRING,
-	                                              settings.server.listen, "port",
-	                                              G_TYPE_UINT, sink->port, NULL)));
+	                                              settings.server.listen, "port", G_TYPE_UINT,
+	                                              sink->port, NULL)));
 	g_object_notify(G_OBJECT(sink), "port");
 	return TRUE;
 
@@ -475,8 +470,7 @@ gst_pps_sink_class_init(GstPpsSinkClass *klass)
 	                      "TCP port the server listens on, once serving (listen=HOST:0 lets "
 	                      "the kernel choose; also in the pps-listening element message)",
 	                      0, 65535, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-	pps_gst_properties_install(gobject_class, &sink_properties,
-	                           pps_server_settings_schema(),
+	pps_gst_properties_install(gobject_class, &sink_properties, pps_server_settings_schema(),
 	                           PROP_FIRST_KEY, sink_rules);
 
 	gst_element_class_set_static_metadata(

@@ -609,8 +609,7 @@ gst_pps_src_class_init(GstPpsSrcClass *klass)
 	                      1, PPS_SRC_MAX_QUEUE_FRAMES, PPS_SRC_DEFAULT_QUEUE_FRAMES,
 	                      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
 	                          GST_PARAM_MUTABLE_READY));
-	pps_gst_properties_install(gobject_class, &src_properties,
-	                           pps_client_settings_schema(),
+	pps_gst_properties_install(gobject_class, &src_properties, pps_client_settings_schema(),
 	                           PROP_FIRST_KEY, src_rules);
 
 	gst_element_class_set_static_metadata(

@@ -335,7 +335,8 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 		                             windower_grow_cb);
 	m->wakeup = pps_wakeup_new(base, wake_cb, m);
 	if (!m->wakeup) {
-		snprintf(err, err_size, "event loop: cannot watch the encoder: %s", strerror(errno));
+		snprintf(err, err_size, "event loop: cannot watch the encoder: %s",
+		         strerror(errno));
 		goto err;
 	}
 	m->idr_timer = evtimer_new(base, idr_timer_cb, m);
@@ -343,9 +344,9 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 		snprintf(err, err_size, "event loop: cannot create a timer");
 		goto err;
 	}
-	m->capture = pushed ? pps_capture_new_push(&params->capture, capture_frame_cb, m, err,
-	                                           err_size)
-	                    : pps_capture_new(&params->capture, capture_frame_cb, m, err, err_size);
+	m->capture =
+	    pushed ? pps_capture_new_push(&params->capture, capture_frame_cb, m, err, err_size)
+	           : pps_capture_new(&params->capture, capture_frame_cb, m, err, err_size);
 	if (!m->capture)
 		goto err;
 

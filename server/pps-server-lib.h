@@ -253,8 +253,8 @@ typedef struct {
 	/* The state changed. @error: one line for FAILED (a source that ended
 	 * or broke, the encoder), NULL otherwise. A failure is announced as
 	 * soon as the loop runs after it. Optional. */
-	void (*state_cb)(pps_server_state_t old_state, pps_server_state_t state,
-	                 const char *error, void *user);
+	void (*state_cb)(pps_server_state_t old_state, pps_server_state_t state, const char *error,
+	                 void *user);
 } pps_server_events_t;
 
 typedef struct {
@@ -264,8 +264,8 @@ typedef struct {
 	pps_adapt_loop_params_t adapt;  /* with closed_loop */
 	const char *listen;             /* HOST:PORT, port 0: any free one */
 	bool pushed;                    /* pictures come from pps_server_push_frame() */
-	const char *log_path;           /* JSON Lines once a second (pps_server_log_t); NULL: none */
-	pps_log_t log;                  /* every object's messages; zero: dropped */
+	const char *log_path; /* JSON Lines once a second (pps_server_log_t); NULL: none */
+	pps_log_t log;        /* every object's messages; zero: dropped */
 } pps_server_params_t;
 
 /*
@@ -291,6 +291,9 @@ pps_server_state_t pps_server_state(const pps_server_t *server);
 /* The port listened on (after start), the stream's STREAM_INFO. */
 unsigned pps_server_port(const pps_server_t *server);
 const pps_wire_stream_info_t *pps_server_stream_info(const pps_server_t *server);
+/* "test source 640x480@30, 3 temporal x 2 quality layers, window 2 frames,
+ * budget 250 ms, minbuf transport": what is served, for a log line. */
+void pps_server_describe(const pps_server_t *server, char *buf, size_t size);
 void pps_server_get_stats(const pps_server_t *server, pps_media_stats_t *media,
                           pps_listener_stats_t *listener);
 /* The status line (rates since the last one, each client) on @out. */

@@ -115,10 +115,10 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 		s->events = *events;
 	s->user = user;
 	s->state = PPS_SERVER_STATE_READY;
-	s->media = params->pushed ? pps_media_new_pushed(base, &s->params.media, &media_events, s,
-	                                                 err, err_size)
-	                          : pps_media_new(base, &s->params.media, &media_events, s, err,
-	                                          err_size);
+	s->media =
+	    params->pushed
+	        ? pps_media_new_pushed(base, &s->params.media, &media_events, s, err, err_size)
+	        : pps_media_new(base, &s->params.media, &media_events, s, err, err_size);
 	if (!s->media)
 		goto err;
 	pps_media_stream_info(s->media, &s->info);
@@ -131,8 +131,8 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 		goto err;
 	}
 	if (params->log_path && params->log_path[0]) {
-		s->log = pps_server_log_new(base, params->log_path, s->info.quality_layers, s->media,
-		                            s->listener, err, err_size);
+		s->log = pps_server_log_new(base, params->log_path, s->info.quality_layers,
+		                            s->media, s->listener, err, err_size);
 		if (!s->log)
 			goto err;
 	}
@@ -167,8 +167,8 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 	ret = pps_media_start(s->media, err, err_size);
 	if (ret < 0)
 		return ret;
-	s->report = pps_server_report_new(s->media, s->listener, s->info.quality_layers,
-	                                  s->adapt != NULL);
+	s->report =
+	    pps_server_report_new(s->media, s->listener, s->info.quality_layers, s->adapt != NULL);
 	if (!s->report) {
 		snprintf(err, err_size, "out of memory");
 		return -ENOMEM;
@@ -215,6 +215,21 @@ pps_server_stream_info(const pps_server_t *s)
 }
 
 void
+pps_server_describe(const pps_server_t *s, char *buf, size_t size)
+{
+	const pps_wire_stream_info_t *si = &s->info;
+
+	snprintf(buf, size,
+	         "%s source %ux%u@%u, %u temporal x %u quality layers, window %u frames, "
+	         "budget %u ms, %s transport",
+	         s->params.pushed ? "pushed"
+	                          : pps_capture_source_names[s->params.media.capture.type],
+	         si->width, si->height, si->fps_num, si->temporal_layers, si->quality_layers,
+	         si->window_frames, si->latency_budget_ms,
+	         pps_minbuf_mode_name(s->params.listener.session.transport.mode));
+}
+
+void
 pps_server_get_stats(const pps_server_t *s, pps_media_stats_t *media,
                      pps_listener_stats_t *listener)
 {
@@ -232,8 +247,7 @@ pps_server_write_status(pps_server_t *s, FILE *out)
 }
 
 int
-pps_server_finish(pps_server_t *s, FILE *out, const char *stats_json, char *err,
-                  size_t err_size)
+pps_server_finish(pps_server_t *s, FILE *out, const char *stats_json, char *err, size_t err_size)
 {
 	int ret = 0, log_ret;
 

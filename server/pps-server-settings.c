@@ -23,136 +23,157 @@
 
 static const pps_config_key_t keys[] = {
     /* [server] */
-    PPS_CONFIG_ADDRESS("server", "listen", "127.0.0.1:7400",
-            "address and TCP port to listen on ([v6addr]:port for IPv6; port 0 = any free one)"),
-    PPS_CONFIG_INT("server", "max_clients", "16", 1, 1024,
+    PPS_CONFIG_ADDRESS(
+        "server", "listen", "127.0.0.1:7400",
+        "address and TCP port to listen on ([v6addr]:port for IPv6; port 0 = any free one)"),
+    PPS_CONFIG_INT(
+        "server", "max_clients", "16", 1, 1024,
         "clients streaming at once; more are refused with BYE (connections still in their "
         "handshake are bounded apart: at most this many, the oldest dropped for a newcomer)"),
     PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
-        "seconds between status lines on stderr"),
+                   "seconds between status lines on stderr"),
     PPS_CONFIG_INT("server", "max_clients_per_address", "4", 1, 1024,
-        "connections from one IP address at once (streaming or in their handshake)"),
-    PPS_CONFIG_INT("server", "evict_after_s", "10", 0, 3600,
+                   "connections from one IP address at once (streaming or in their handshake)"),
+    PPS_CONFIG_INT(
+        "server", "evict_after_s", "10", 0, 3600,
         "a client that takes no data for this long (it stopped reading) is dropped with BYE "
         "too-slow; 0 = never"),
-    PPS_CONFIG_INT("server", "recovery_budget_pct", "5", 0, 100,
+    PPS_CONFIG_INT(
+        "server", "recovery_budget_pct", "5", 0, 100,
         "IDRs forced for clients that joined or lost their base layer may add at most this "
         "share of the encoded rate (a token bucket in bits; beyond it requests wait, at "
         "least 500 ms apart in any case); 0 = time bound only"),
-    PPS_CONFIG_STRING("server", "access_token", "",
-           "if set, only clients that prove they hold this token are served (client."
-           "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
-           "wire; the stream itself is not encrypted unless tls_cert is set)"),
-    PPS_CONFIG_STRING("server", "tls_cert", "",
-           "PEM file of the server's certificate (chain): with tls_key, every connection is "
-           "TLS 1.3 (pps-client: client.tls = true; browsers: https:// and wss://); each "
-           "MIN_BUF packet is one record of at most one MSS"),
-    PPS_CONFIG_STRING("server", "tls_key", "", "PEM file of tls_cert's private key (both or neither)"),
+    PPS_CONFIG_STRING(
+        "server", "access_token", "",
+        "if set, only clients that prove they hold this token are served (client."
+        "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
+        "wire; the stream itself is not encrypted unless tls_cert is set)"),
+    PPS_CONFIG_STRING(
+        "server", "tls_cert", "",
+        "PEM file of the server's certificate (chain): with tls_key, every connection is "
+        "TLS 1.3 (pps-client: client.tls = true; browsers: https:// and wss://); each "
+        "MIN_BUF packet is one record of at most one MSS"),
+    PPS_CONFIG_STRING("server", "tls_key", "",
+                      "PEM file of tls_cert's private key (both or neither)"),
 
     /* [source] */
-    PPS_CONFIG_ENUM("source", "type", "test", pps_capture_source_names,
-         "video source: test (built-in moving pattern), camera, file, uri (anything "
-         "uridecodebin plays: files, RTSP, HTTP; audio ignored) or pipeline; a source that is "
-         "not live is paced to real time and looped"),
+    PPS_CONFIG_ENUM(
+        "source", "type", "test", pps_capture_source_names,
+        "video source: test (built-in moving pattern), camera, file, uri (anything "
+        "uridecodebin plays: files, RTSP, HTTP; audio ignored) or pipeline; a source that is "
+        "not live is paced to real time and looped"),
     PPS_CONFIG_STRING("source", "device", "/dev/video0", "V4L2 device for type=camera"),
     PPS_CONFIG_STRING("source", "file", "",
-           "media file for type=file, played in real time and looped"),
-    PPS_CONFIG_STRING("source", "uri", "",
-           "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4)"),
+                      "media file for type=file, played in real time and looped"),
+    PPS_CONFIG_STRING(
+        "source", "uri", "",
+        "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4)"),
     PPS_CONFIG_STRING("source", "pipeline", "",
-           "gst-launch description for type=pipeline; ppstream appends its own sink"),
-    PPS_CONFIG_ENUM("source", "pattern", "ball", pps_capture_pattern_names, "videotestsrc pattern for type=test"),
+                      "gst-launch description for type=pipeline; ppstream appends its own sink"),
+    PPS_CONFIG_ENUM("source", "pattern", "ball", pps_capture_pattern_names,
+                    "videotestsrc pattern for type=test"),
     PPS_CONFIG_INT("source", "width", "640", 64, 3840, "frame width in pixels (even)"),
     PPS_CONFIG_INT("source", "height", "480", 64, 2160, "frame height in pixels (even)"),
     PPS_CONFIG_INT("source", "fps", "30", 1, 120, "frames per second"),
-    PPS_CONFIG_ENUM("source", "timecode", "auto", pps_capture_timecode_names,
-         "stamp capture time and frame index into the picture (pixel timecode, a barcode in "
-         "the top-left corner); auto = only for type=test"),
+    PPS_CONFIG_ENUM(
+        "source", "timecode", "auto", pps_capture_timecode_names,
+        "stamp capture time and frame index into the picture (pixel timecode, a barcode in "
+        "the top-left corner); auto = only for type=test"),
     PPS_CONFIG_INT("source", "queue_frames", "8", 1, 256,
-        "raw frames held between capture and encoder; the oldest is dropped when full"),
+                   "raw frames held between capture and encoder; the oldest is dropped when full"),
 
     /* [encoder] */
     PPS_CONFIG_INT("encoder", "temporal_layers", "3", 1, 3,
-        "temporal layers: 1 (I/P), 2 (I/P + b), 3 (I/P + B-ref + b)"),
+                   "temporal layers: 1 (I/P), 2 (I/P + b), 3 (I/P + B-ref + b)"),
     PPS_CONFIG_INT("encoder", "quality_layers", "2", 1, 3,
-        "quality layers: base + residual enhancement layers"),
+                   "quality layers: base + residual enhancement layers"),
     PPS_CONFIG_INT("encoder", "base_scale", "2", 1, 4,
-        "base layer is encoded at 1/base_scale of the width and height"),
+                   "base layer is encoded at 1/base_scale of the width and height"),
     PPS_CONFIG_INT("encoder", "gop_frames", "60", 4, 1200,
-        "frames between forced IDR pictures (rounded to a whole number of windows)"),
+                   "frames between forced IDR pictures (rounded to a whole number of windows)"),
     PPS_CONFIG_ENUM("encoder", "preset", "veryfast", pps_encoder_preset_names, "x264 speed preset"),
     PPS_CONFIG_INT("encoder", "threads", "0", 0, 64, "x264 threads per layer; 0 = automatic"),
     PPS_CONFIG_INT("encoder", "base_crf", "26", 0, 51, "constant rate factor of the base layer"),
-    PPS_CONFIG_INT("encoder", "base_vbv_kbps", "1000", 0, 100000,
+    PPS_CONFIG_INT(
+        "encoder", "base_vbv_kbps", "1000", 0, 100000,
         "VBV cap of the base layer in kbit/s (its upper bound with adapt.mode=closed-loop); "
         "0 = uncapped"),
     PPS_CONFIG_INT("encoder", "enhancement_crf", "24", 0, 51,
-        "constant rate factor of each enhancement layer"),
+                   "constant rate factor of each enhancement layer"),
     PPS_CONFIG_INT("encoder", "enhancement_vbv_kbps", "3000", 0, 100000,
-        "VBV cap of each enhancement layer in kbit/s (its upper bound with "
-        "adapt.mode=closed-loop); 0 = uncapped"),
+                   "VBV cap of each enhancement layer in kbit/s (its upper bound with "
+                   "adapt.mode=closed-loop); 0 = uncapped"),
 
     /* [pps] */
     PPS_CONFIG_INT("pps", "window_frames", "2", 1, PPS_WIRE_MAX_WINDOW_FRAMES,
-        "frames per adaptation window (the papers use 2 and 4 at 30 frames/s)"),
+                   "frames per adaptation window (the papers use 2 and 4 at 30 frames/s)"),
     PPS_CONFIG_INT("pps", "latency_budget_ms", "250", 10, 10000,
-        "a window's send deadline is its first frame's capture time plus this"),
-    PPS_CONFIG_ENUM("pps", "priority_policy", "temporal-first", pps_priority_policy_names,
-         "what to drop first: temporal-first keeps frame rate, quality-first keeps quality"),
-    PPS_CONFIG_INT("pps", "base_grace_ms", "1000", 0, 10000,
+                   "a window's send deadline is its first frame's capture time plus this"),
+    PPS_CONFIG_ENUM(
+        "pps", "priority_policy", "temporal-first", pps_priority_policy_names,
+        "what to drop first: temporal-first keeps frame rate, quality-first keeps quality"),
+    PPS_CONFIG_INT(
+        "pps", "base_grace_ms", "1000", 0, 10000,
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
     PPS_CONFIG_INT("pps", "max_windows", STR(PPS_DEFAULT_MAX_WINDOWS), 2, 1024,
-        "windows queued per client; past it the oldest is dropped and counted"),
+                   "windows queued per client; past it the oldest is dropped and counted"),
 
     /* [transport] */
     PPS_CONFIG_ENUM(
         "transport", "mode", "minbuf", pps_minbuf_mode_names,
         "tcp (kernel send buffer) or minbuf (at most A*cwnd + min(B, cwnd) packets in the kernel)"),
     PPS_CONFIG_INT("transport", "minbuf_a", STR(PPS_DEFAULT_MINBUF_A), 1, 16,
-        "MIN_BUF A: multiple of cwnd kept in the kernel"),
+                   "MIN_BUF A: multiple of cwnd kept in the kernel"),
     PPS_CONFIG_INT("transport", "minbuf_b", STR(PPS_DEFAULT_MINBUF_B), 0, 64,
-        "MIN_BUF B: extra packets kept in the kernel"),
+                   "MIN_BUF B: extra packets kept in the kernel"),
     PPS_CONFIG_BOOL("transport", "ecn", "false", "negotiate ECN on each connection"),
-    PPS_CONFIG_ENUM("transport", "congestion", "bbr", pps_minbuf_congestion_names,
-         "TCP congestion control per connection; default = the system's; bbr keeps its window "
-         "through losses, under the tcp-friendly rate control; one the kernel refuses leaves "
-         "the system's (with a warning)"),
-    PPS_CONFIG_ENUM("transport", "congestion_alone", "cubic", pps_minbuf_congestion_alone_names,
-         "minbuf mode, yielding latency cap: the congestion control while the stream is alone "
-         "on its path, switched on the live connection (congestion while others share the "
-         "queue); cubic has no bbr ProbeRTT stall; same = never switch"),
+    PPS_CONFIG_ENUM(
+        "transport", "congestion", "bbr", pps_minbuf_congestion_names,
+        "TCP congestion control per connection; default = the system's; bbr keeps its window "
+        "through losses, under the tcp-friendly rate control; one the kernel refuses leaves "
+        "the system's (with a warning)"),
+    PPS_CONFIG_ENUM(
+        "transport", "congestion_alone", "cubic", pps_minbuf_congestion_alone_names,
+        "minbuf mode, yielding latency cap: the congestion control while the stream is alone "
+        "on its path, switched on the live connection (congestion while others share the "
+        "queue); cubic has no bbr ProbeRTT stall; same = never switch"),
     PPS_CONFIG_BOOL("transport", "thin_linear_timeouts", "false",
-         "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
-    PPS_CONFIG_BOOL("transport", "pacing", "false",
-         "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
-         "turns on TCP's internal pacing) instead of sending a window's packets in a burst"),
-    PPS_CONFIG_ENUM("transport", "latency_cap", "yielding", pps_latency_cap_names,
-         "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
-         "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
-    PPS_CONFIG_INT("transport", "queue_target_ms", "0", 0, 10000,
+                    "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+    PPS_CONFIG_BOOL(
+        "transport", "pacing", "false",
+        "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
+        "turns on TCP's internal pacing) instead of sending a window's packets in a burst"),
+    PPS_CONFIG_ENUM(
+        "transport", "latency_cap", "yielding", pps_latency_cap_names,
+        "minbuf mode: keep in flight <= estimate * (5/4 min RTT + queue target); yielding "
+        "lifts it while other flows hold the queue, always never does, off = MIN_BUF alone"),
+    PPS_CONFIG_INT(
+        "transport", "queue_target_ms", "0", 0, 10000,
         "queueing the latency cap lets the stream add on its path; 0 = latency_budget_ms / 5"),
-    PPS_CONFIG_ENUM("transport", "rate_control", "tcp-friendly", pps_rate_control_names,
-         "congestion: the congestion control alone sets the sending rate; tcp-friendly (minbuf "
-         "mode): while other flows hold the queue, the kernel paces each connection at most at "
-         "an AIMD rate on its losses (a loss-based TCP's share), best with congestion = bbr"),
+    PPS_CONFIG_ENUM(
+        "transport", "rate_control", "tcp-friendly", pps_rate_control_names,
+        "congestion: the congestion control alone sets the sending rate; tcp-friendly (minbuf "
+        "mode): while other flows hold the queue, the kernel paces each connection at most at "
+        "an AIMD rate on its losses (a loss-based TCP's share), best with congestion = bbr"),
 
     /* [adapt] */
-    PPS_CONFIG_ENUM("adapt", "mode", "closed-loop", pps_adapt_mode_names,
-         "closed-loop: the clients' path estimates steer each layer's rate, largest picture and "
-         "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
+    PPS_CONFIG_ENUM(
+        "adapt", "mode", "closed-loop", pps_adapt_mode_names,
+        "closed-loop: the clients' path estimates steer each layer's rate, largest picture and "
+        "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
     PPS_CONFIG_INT("adapt", "base_share_pct", "70", 10, 100,
-        "base layer rate as a share of the slowest client's estimated rate"),
+                   "base layer rate as a share of the slowest client's estimated rate"),
     PPS_CONFIG_INT("adapt", "probe_pct", "125", 100, 200,
-        "top of the enhancement layers as a share of the fastest client's estimate (the "
-        "excess is the probe; the regulator drops what does not fit)"),
+                   "top of the enhancement layers as a share of the fastest client's estimate (the "
+                   "excess is the probe; the regulator drops what does not fit)"),
     PPS_CONFIG_INT("adapt", "min_base_kbps", "100", 16, 100000,
-        "the base layer's rate never goes below this"),
+                   "the base layer's rate never goes below this"),
     PPS_CONFIG_INT("adapt", "min_crf", "18", 0, 51,
-        "finest CRF the loop may ask for when capacity is spare ([encoder] *_crf is the "
-        "coarsest)"),
+                   "finest CRF the loop may ask for when capacity is spare ([encoder] *_crf is the "
+                   "coarsest)"),
     PPS_CONFIG_INT("adapt", "interval_ms", "250", 50, 5000,
-        "time between rate decisions (each applied at the next mini-GOP)"),
+                   "time between rate decisions (each applied at the next mini-GOP)"),
 
 };
 
@@ -293,8 +314,7 @@ encoder_params(const pps_config_t *c, pps_encoder_params_t *p)
 	p->base_vbv_kbps = (int)pps_config_get_int(c, "encoder", "base_vbv_kbps");
 	p->enhancement_crf = (int)pps_config_get_int(c, "encoder", "enhancement_crf");
 	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
-	p->rate_adaptive =
-	    pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
+	p->rate_adaptive = pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
 }
 
 int

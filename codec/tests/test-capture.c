@@ -207,15 +207,18 @@ main(int argc, char **argv)
 
 	if (!strcmp(what, "missing-file")) {
 		return expect_failure(
-		    source(PPS_CAPTURE_SOURCE_FILE, "/nonexistent/pps-missing.mp4", 640, 480), "file '/nonexistent/pps-missing.mp4'", "No such file");
+		    source(PPS_CAPTURE_SOURCE_FILE, "/nonexistent/pps-missing.mp4", 640, 480),
+		    "file '/nonexistent/pps-missing.mp4'", "No such file");
 	}
 	if (!strcmp(what, "missing-device")) {
 		return expect_failure(
-		    source(PPS_CAPTURE_SOURCE_CAMERA, "/dev/pps-missing-video", 640, 480), "camera '/dev/pps-missing-video'", "device");
+		    source(PPS_CAPTURE_SOURCE_CAMERA, "/dev/pps-missing-video", 640, 480),
+		    "camera '/dev/pps-missing-video'", "device");
 	}
 	if (!strcmp(what, "bad-pipeline")) {
 		return expect_failure(
-		    source(PPS_CAPTURE_SOURCE_PIPELINE, "no-such-element-pps ! identity", 640, 480), "pipeline 'no-such-element-pps", "no-such-element-pps");
+		    source(PPS_CAPTURE_SOURCE_PIPELINE, "no-such-element-pps ! identity", 640, 480),
+		    "pipeline 'no-such-element-pps", "no-such-element-pps");
 	}
 	if (!strcmp(what, "test-source")) {
 		pps_capture_params_t params = source(PPS_CAPTURE_SOURCE_TEST, "", 320, 240);
@@ -249,7 +252,8 @@ main(int argc, char **argv)
 		 * for, a picture of another size refused. */
 		pps_capture_params_t params = source(PPS_CAPTURE_SOURCE_TEST, "", 64, 64);
 		char err[512];
-		pps_capture_t *cap = pps_capture_new_push(&params, frame_cb, NULL, err, sizeof(err));
+		pps_capture_t *cap =
+		    pps_capture_new_push(&params, frame_cb, NULL, err, sizeof(err));
 		pps_frame_t *f = pps_frame_new(64, 64), *wrong = pps_frame_new(64, 32);
 		int r = 1;
 

@@ -130,8 +130,9 @@ test_file_errors(void)
 	expect_file_error("[ppz]\nwindow_frames = 2\n",
 	                  "server.ini: [ppz]: unknown section (pps-server reads [server] [source] "
 	                  "[encoder] [pps] [transport] [adapt])");
-	expect_file_error("[ppz]\n", "server.ini: [ppz]: unknown section (pps-server reads [server] "
-	                              "[source] [encoder] [pps] [transport] [adapt])");
+	expect_file_error("[ppz]\n",
+	                  "server.ini: [ppz]: unknown section (pps-server reads [server] "
+	                  "[source] [encoder] [pps] [transport] [adapt])");
 	expect_file_error("[transport]\necn = maybe\n",
 	                  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
@@ -370,8 +371,9 @@ test_reference(void)
 			}
 		}
 		if (strcmp(begin, buf) != 0) {
-			fprintf(stderr, "%s: the option reference differs from the key tables: "
-			                "regenerate it with `scripts/update-docs.sh`\n",
+			fprintf(stderr,
+			        "%s: the option reference differs from the key tables: "
+			        "regenerate it with `scripts/update-docs.sh`\n",
 			        path);
 			CHECK(!"reference up to date");
 		}

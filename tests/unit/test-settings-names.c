@@ -72,20 +72,16 @@ check_table(const pps_config_schema_t *program, const char *section, const char 
 static void
 test_module_tables(void)
 {
-	check_table(SERVER, "transport", "mode", pps_minbuf_mode_names,
-	            PPS_MINBUF_MODE_COUNT);
-	check_table(SERVER, "transport", "congestion",
-	            pps_minbuf_congestion_names, PPS_MINBUF_CONGESTION_COUNT);
+	check_table(SERVER, "transport", "mode", pps_minbuf_mode_names, PPS_MINBUF_MODE_COUNT);
+	check_table(SERVER, "transport", "congestion", pps_minbuf_congestion_names,
+	            PPS_MINBUF_CONGESTION_COUNT);
 	check_table(SERVER, "pps", "priority_policy", pps_priority_policy_names,
 	            PPS_PRIORITY_POLICY_COUNT);
 	check_table(CLIENT, "playout", "policy", pps_playout_policy_names,
 	            PPS_PLAYOUT_POLICY_COUNT);
-	check_table(CLIENT, "client", "clock", pps_clock_mode_names,
-	            PPS_CLOCK_MODE_COUNT);
-	check_table(CLIENT, "display", "mode", pps_display_mode_names,
-	            PPS_DISPLAY_MODE_COUNT);
-	check_table(SERVER, "source", "type", pps_capture_source_names,
-	            PPS_CAPTURE_SOURCE_COUNT);
+	check_table(CLIENT, "client", "clock", pps_clock_mode_names, PPS_CLOCK_MODE_COUNT);
+	check_table(CLIENT, "display", "mode", pps_display_mode_names, PPS_DISPLAY_MODE_COUNT);
+	check_table(SERVER, "source", "type", pps_capture_source_names, PPS_CAPTURE_SOURCE_COUNT);
 	check_table(SERVER, "source", "timecode", pps_capture_timecode_names,
 	            PPS_CAPTURE_TIMECODE_COUNT);
 	check_table(SERVER, "source", "pattern", pps_capture_pattern_names, 5);
@@ -93,8 +89,7 @@ test_module_tables(void)
 	/* adapt/'s tables, referred to the same way. */
 	check_table(SERVER, "transport", "latency_cap", pps_latency_cap_names,
 	            PPS_LATENCY_CAP_YIELDING + 1);
-	check_table(SERVER, "adapt", "mode", pps_adapt_mode_names,
-	            PPS_ADAPT_MODE_FIXED + 1);
+	check_table(SERVER, "adapt", "mode", pps_adapt_mode_names, PPS_ADAPT_MODE_FIXED + 1);
 	check_table(SERVER, "transport", "rate_control", pps_rate_control_names,
 	            PPS_RATE_CONTROL_TCP_FRIENDLY + 1);
 }

@@ -297,7 +297,8 @@ main(int argc, char **argv)
 		        listen);
 		goto err_pipeline;
 	}
-	capture = pps_capture_new(&settings.server.media.capture, capture_frame_cb, &s, err, sizeof(err));
+	capture =
+	    pps_capture_new(&settings.server.media.capture, capture_frame_cb, &s, err, sizeof(err));
 	if (!capture || pps_capture_start(capture, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-peer-send: %s\n", err);
 		goto err_pipeline;

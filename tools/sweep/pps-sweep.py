@@ -157,7 +157,10 @@ def key_choices(program, section, key):
     that no copy lives here."""
     build = BUILD
     if (build, program, section, key) not in _key_choices:
-        doc = os.path.join(build, "config", "pps-config-doc")
+        # data/ since the settings moved to the programs; config/ before.
+        doc = os.path.join(build, "data", "pps-config-doc")
+        if not os.path.exists(doc):
+            doc = os.path.join(build, "config", "pps-config-doc")
         try:
             text = subprocess.run([doc, program], check=True, capture_output=True, text=True).stdout
         except (OSError, subprocess.CalledProcessError) as error:
