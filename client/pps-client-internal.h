@@ -457,7 +457,7 @@ void pps_overlay_draw(pps_frame_t *picture, int x, int y, int scale, const char 
 /*
  * connection -> receiver -> playout -> show_cb, with the clock and the stats,
  * on the caller's event loop (pps-client and the GStreamer source both play
- * through it). Every frame is accounted once in the stats, as in the README.
+ * through it). Every frame is accounted once in the stats, as docs/DESIGN.md tells.
  */
 typedef struct pps_player pps_player_t;
 

@@ -25,7 +25,6 @@
 
 #include <event2/event.h>
 
-
 /* "Open" values for the two wake-up thresholds: large enough never to gate. */
 #define LOWAT_OPEN_BYTES INT_MAX
 #define SNDBUF_OPEN_REQ  (INT_MAX / 2) /* the kernel clamps it to net.core.wmem_max */
@@ -122,7 +121,6 @@ _Static_assert(sizeof(pps_minbuf_mode_names) / sizeof(pps_minbuf_mode_names[0]) 
 _Static_assert(sizeof(pps_minbuf_congestion_names) / sizeof(pps_minbuf_congestion_names[0]) ==
                    PPS_MINBUF_CONGESTION_COUNT + 1,
                "a name for every pps_minbuf_congestion_t");
-
 
 void
 pps_minbuf_params_init(pps_minbuf_params_t *params)

@@ -208,7 +208,7 @@ typedef struct pps_server_log pps_server_log_t;
 
 /*
  * JSON Lines to @path once a second: one "path" event per streaming client
- * and one "rates" event (see the README). NULL with errno and @err set.
+ * and one "rates" event (docs/RUNNING.md). NULL with errno and @err set.
  */
 pps_server_log_t *pps_server_log_new(struct event_base *base, const char *path, int quality_layers,
                                      pps_media_t *media, pps_listener_t *listener, char *err,

@@ -4,14 +4,53 @@
  * a failure with its location and goes on, so one run reports every broken
  * expectation; tests return pps_test_result() from main (0 pass, 1 fail, 77
  * skip).
+ *
+ * One case at a time: main calls pps_test_init(&argc, argv) first and runs
+ * each case with PPS_TEST_RUN(test_name); `-t WORD` (or `--test=WORD`) on
+ * the command line runs only the cases whose name contains WORD:
+ *
+ *   build/tests/test-prioritizer -t windower_early
+ *   meson test -C build prioritizer --test-args='-t windower'
  */
 #ifndef PPS_TEST_H
 #define PPS_TEST_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int pps_test_failures;
+static const char *pps_test_filter_; /* -t WORD, or NULL: every case */
+static int pps_test_ran_;
+
+/* Takes `-t WORD` / `--test=WORD` out of argv (the rest is the test's own). */
+static inline void
+pps_test_init(int *argc, char **argv)
+{
+	int out = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "-t") == 0 && i + 1 < *argc)
+			pps_test_filter_ = argv[++i];
+		else if (strncmp(argv[i], "--test=", 7) == 0)
+			pps_test_filter_ = argv[i] + 7;
+		else
+			argv[out++] = argv[i];
+	}
+	argv[out] = NULL;
+	*argc = out;
+}
+
+/* Runs the case @fn (a void function) unless the filter leaves it out. */
+#define PPS_TEST_RUN(fn)                                                                           \
+	do {                                                                                       \
+		if (!pps_test_filter_ || strstr(#fn, pps_test_filter_)) {                          \
+			if (pps_test_filter_)                                                      \
+				fprintf(stderr, "-- %s\n", #fn);                                   \
+			pps_test_ran_++;                                                           \
+			fn();                                                                      \
+		}                                                                                  \
+	} while (0)
 
 /*
  * CHECK(cond) or CHECK(cond, fmt, ...): the second form says what was wrong
@@ -97,6 +136,10 @@ pps_test_first_arg_len_(const char *text)
 static inline int
 pps_test_result(void)
 {
+	if (pps_test_filter_ && pps_test_ran_ == 0) {
+		fprintf(stderr, "no case matches -t %s\n", pps_test_filter_);
+		return 1;
+	}
 	if (pps_test_failures)
 		fprintf(stderr, "%d check(s) failed\n", pps_test_failures);
 	return pps_test_failures ? 1 : 0;

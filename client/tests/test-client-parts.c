@@ -129,10 +129,11 @@ test_window_mapping(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_names();
-	test_constructors();
-	test_window_mapping();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_names);
+	PPS_TEST_RUN(test_constructors);
+	PPS_TEST_RUN(test_window_mapping);
 	return pps_test_result();
 }

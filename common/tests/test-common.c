@@ -228,14 +228,15 @@ test_names(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_names();
-	test_connect_error();
-	test_clocks();
-	test_bad_descriptor();
-	test_not_a_socket();
-	test_tcp_socket();
-	test_udp_socket();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_names);
+	PPS_TEST_RUN(test_connect_error);
+	PPS_TEST_RUN(test_clocks);
+	PPS_TEST_RUN(test_bad_descriptor);
+	PPS_TEST_RUN(test_not_a_socket);
+	PPS_TEST_RUN(test_tcp_socket);
+	PPS_TEST_RUN(test_udp_socket);
 	return pps_test_result();
 }

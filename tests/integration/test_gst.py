@@ -15,8 +15,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until  # noqa: E402
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "GSTREAMER.md")
-README_ADDRESS = "127.0.0.1:7400"
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "GSTREAMER.md")
+DOC_ADDRESS = "127.0.0.1:7400"
 FRAME_MS = 1000.0 / 30
 
 
@@ -29,7 +29,7 @@ def gst_env(build):
 
 def readme_pipelines():
     """The gst-launch-1.0 lines of docs/GSTREAMER.md's "Use it from GStreamer", by what they do."""
-    text = open(README).read()
+    text = open(DOC).read()
     section = text.split("## Use it from GStreamer", 1)[1].split("\n## ", 1)[0]
     lines = [ln.strip() for ln in section.splitlines() if ln.strip().startswith("gst-launch-1.0")]
     found = {}
@@ -107,12 +107,12 @@ def headless(line):
 
 
 def ppssrc_args(line, address, log, buffers):
-    return line.replace("ppssrc location=" + README_ADDRESS,
+    return line.replace("ppssrc location=" + DOC_ADDRESS,
                         "ppssrc location=%s log-file=%s num-buffers=%d" % (address, log, buffers))
 
 
 def ppssink_args(line, buffers=None):
-    line = line.replace("ppssink listen=" + README_ADDRESS, "ppssink listen=127.0.0.1:0")
+    line = line.replace("ppssink listen=" + DOC_ADDRESS, "ppssink listen=127.0.0.1:0")
     if buffers:
         line = line.replace("videotestsrc ", "videotestsrc num-buffers=%d " % buffers, 1)
     return line
@@ -203,7 +203,7 @@ def gst_ppssrc_no_server(build, workdir):
     port = sock.getsockname()[1]
     sock.close()
     lines = readme_pipelines()
-    line = headless(lines["view"]).replace(README_ADDRESS, "127.0.0.1:%d" % port)
+    line = headless(lines["view"]).replace(DOC_ADDRESS, "127.0.0.1:%d" % port)
     view = Launch(build, workdir, line, "view")
     try:
         rc = view.wait()

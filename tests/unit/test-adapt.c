@@ -615,16 +615,17 @@ test_ratealloc_crf_steering(void)
 int
 main(int argc, char **argv)
 {
-	test_alone_estimate_and_cap();
-	test_step_down_follows_within_a_second();
-	test_yields_to_cross_traffic_and_retests();
-	test_policies_off_and_always();
-	test_retransmission_and_order();
-	test_tcp_friendly_rate();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_alone_estimate_and_cap);
+	PPS_TEST_RUN(test_step_down_follows_within_a_second);
+	PPS_TEST_RUN(test_yields_to_cross_traffic_and_retests);
+	PPS_TEST_RUN(test_policies_off_and_always);
+	PPS_TEST_RUN(test_retransmission_and_order);
+	PPS_TEST_RUN(test_tcp_friendly_rate);
 	if (argc > 1)
 		test_recorded_trace(argv[1]);
-	test_ratealloc_one_client();
-	test_ratealloc_heterogeneous();
-	test_ratealloc_crf_steering();
+	PPS_TEST_RUN(test_ratealloc_one_client);
+	PPS_TEST_RUN(test_ratealloc_heterogeneous);
+	PPS_TEST_RUN(test_ratealloc_crf_steering);
 	return pps_test_result();
 }

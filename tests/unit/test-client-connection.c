@@ -225,11 +225,12 @@ test_no_challenge_needed(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	pps_test_init(&argc, argv);
 	signal(SIGPIPE, SIG_IGN);
-	test_answers_challenge();
-	test_unasked_challenge();
-	test_no_challenge_needed();
+	PPS_TEST_RUN(test_answers_challenge);
+	PPS_TEST_RUN(test_unasked_challenge);
+	PPS_TEST_RUN(test_no_challenge_needed);
 	return pps_test_result();
 }

@@ -529,16 +529,17 @@ test_one_frame_windows(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	pps_test_init(&argc, argv);
 	encode_stream(2);
-	test_all_shown();
-	test_every_path();
-	test_join_before_idr();
-	test_undecodable();
-	test_cut_at_stop();
-	test_untrusted();
-	test_one_frame_windows();
+	PPS_TEST_RUN(test_all_shown);
+	PPS_TEST_RUN(test_every_path);
+	PPS_TEST_RUN(test_join_before_idr);
+	PPS_TEST_RUN(test_undecodable);
+	PPS_TEST_RUN(test_cut_at_stop);
+	PPS_TEST_RUN(test_untrusted);
+	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
 	return pps_test_result();

@@ -457,15 +457,16 @@ test_sanitize(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_reasm_window();
-	test_reasm_rejections();
-	test_playout();
-	test_playout_stream_delay();
-	test_playout_smooth();
-	test_playout_queue();
-	test_stats_accounting();
-	test_sanitize();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_reasm_window);
+	PPS_TEST_RUN(test_reasm_rejections);
+	PPS_TEST_RUN(test_playout);
+	PPS_TEST_RUN(test_playout_stream_delay);
+	PPS_TEST_RUN(test_playout_smooth);
+	PPS_TEST_RUN(test_playout_queue);
+	PPS_TEST_RUN(test_stats_accounting);
+	PPS_TEST_RUN(test_sanitize);
 	return pps_test_result();
 }

@@ -385,17 +385,18 @@ test_reference(void)
 int
 main(int argc, char **argv)
 {
+	pps_test_init(&argc, argv);
 	if (argc > 1)
 		source_root = argv[1];
-	test_defaults();
-	test_file_and_set_precedence();
-	test_file_errors();
-	test_set_errors();
-	test_split_address();
-	test_table();
-	test_settings();
-	test_examples_match_table();
-	test_reference();
+	PPS_TEST_RUN(test_defaults);
+	PPS_TEST_RUN(test_file_and_set_precedence);
+	PPS_TEST_RUN(test_file_errors);
+	PPS_TEST_RUN(test_set_errors);
+	PPS_TEST_RUN(test_split_address);
+	PPS_TEST_RUN(test_table);
+	PPS_TEST_RUN(test_settings);
+	PPS_TEST_RUN(test_examples_match_table);
+	PPS_TEST_RUN(test_reference);
 	{
 		char dir[512];
 

@@ -1082,23 +1082,24 @@ test_adu_info_wire_round_trip(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_adu_info_wire_round_trip();
-	test_policy_names();
-	test_window_index();
-	test_windower();
-	test_priority_property();
-	test_priority_policies();
-	test_sched_complete();
-	test_sched_mss_changes();
-	test_sched_record_limit();
-	test_sched_deadline();
-	test_sched_decodability();
-	test_sched_enhancement_needs_base();
-	test_windower_early();
-	test_sched_overload();
-	test_sched_control();
-	test_sched_base_grace();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_adu_info_wire_round_trip);
+	PPS_TEST_RUN(test_policy_names);
+	PPS_TEST_RUN(test_window_index);
+	PPS_TEST_RUN(test_windower);
+	PPS_TEST_RUN(test_priority_property);
+	PPS_TEST_RUN(test_priority_policies);
+	PPS_TEST_RUN(test_sched_complete);
+	PPS_TEST_RUN(test_sched_mss_changes);
+	PPS_TEST_RUN(test_sched_record_limit);
+	PPS_TEST_RUN(test_sched_deadline);
+	PPS_TEST_RUN(test_sched_decodability);
+	PPS_TEST_RUN(test_sched_enhancement_needs_base);
+	PPS_TEST_RUN(test_windower_early);
+	PPS_TEST_RUN(test_sched_overload);
+	PPS_TEST_RUN(test_sched_control);
+	PPS_TEST_RUN(test_sched_base_grace);
 	return pps_test_result();
 }

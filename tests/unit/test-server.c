@@ -721,19 +721,20 @@ test_recovery_budget_under_churn(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	pps_test_init(&argc, argv);
 	signal(SIGPIPE, SIG_IGN);
-	test_handshake_ok();
-	test_handshake_timeout();
-	test_garbage_counted();
-	test_access_token();
-	test_slow_client_evicted();
-	test_stalled_client_displaced();
-	test_limits();
-	test_refusal_logs_bounded();
-	test_listener_defers_idr();
-	test_recovery_bounds();
-	test_recovery_budget_under_churn();
+	PPS_TEST_RUN(test_handshake_ok);
+	PPS_TEST_RUN(test_handshake_timeout);
+	PPS_TEST_RUN(test_garbage_counted);
+	PPS_TEST_RUN(test_access_token);
+	PPS_TEST_RUN(test_slow_client_evicted);
+	PPS_TEST_RUN(test_stalled_client_displaced);
+	PPS_TEST_RUN(test_limits);
+	PPS_TEST_RUN(test_refusal_logs_bounded);
+	PPS_TEST_RUN(test_listener_defers_idr);
+	PPS_TEST_RUN(test_recovery_bounds);
+	PPS_TEST_RUN(test_recovery_budget_under_churn);
 	return pps_test_result();
 }

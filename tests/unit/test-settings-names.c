@@ -144,10 +144,11 @@ test_every_enum_key(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_module_tables();
-	test_priority_accessors();
-	test_every_enum_key();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_module_tables);
+	PPS_TEST_RUN(test_priority_accessors);
+	PPS_TEST_RUN(test_every_enum_key);
 	return pps_test_result();
 }

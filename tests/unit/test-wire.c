@@ -467,11 +467,12 @@ test_auth_mac(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_round_trip();
-	test_auth_mac();
-	test_encode_limits();
-	test_rejections();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_round_trip);
+	PPS_TEST_RUN(test_auth_mac);
+	PPS_TEST_RUN(test_encode_limits);
+	PPS_TEST_RUN(test_rejections);
 	return pps_test_result();
 }

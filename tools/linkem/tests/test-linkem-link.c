@@ -348,15 +348,16 @@ test_mark_ce(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_rate_and_delay();
-	test_queue_limits();
-	test_trace();
-	test_drd();
-	test_loss();
-	test_config_and_parsers();
-	test_mark_ce();
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_rate_and_delay);
+	PPS_TEST_RUN(test_queue_limits);
+	PPS_TEST_RUN(test_trace);
+	PPS_TEST_RUN(test_drd);
+	PPS_TEST_RUN(test_loss);
+	PPS_TEST_RUN(test_config_and_parsers);
+	PPS_TEST_RUN(test_mark_ce);
 	if (pps_test_failures) {
 		fprintf(stderr, "%d check(s) failed\n", pps_test_failures);
 		return 1;
