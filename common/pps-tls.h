@@ -81,9 +81,9 @@ bool pps_tls_want_write(const pps_tls_t *tls);
 /* Decrypted bytes into @buf: > 0 their count, 0 when the peer closed, -EAGAIN
  * when no whole record is in yet, -EPROTO (reason in pps_tls_error()) or the
  * socket's -errno. Records of any length are returned over several calls:
- * call again while pps_tls_pending() (the socket will not signal them). */
+ * call again until -EAGAIN (the socket will not signal what OpenSSL already
+ * read from it). */
 ssize_t pps_tls_read(pps_tls_t *tls, void *buf, size_t size);
-size_t pps_tls_pending(const pps_tls_t *tls);
 const char *pps_tls_error(const pps_tls_t *tls);
 
 /*

@@ -302,12 +302,6 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 	return 0;
 }
 
-bool
-pps_web_upgraded(const pps_web_t *w)
-{
-	return w->reader != NULL;
-}
-
 const char *
 pps_web_error(const pps_web_t *w)
 {

@@ -82,9 +82,6 @@ void pps_web_set_tls(pps_web_t *web, pps_tls_t *tls);
  */
 int pps_web_input(pps_web_t *web, uint8_t *buf, size_t len, size_t capacity, size_t *wire_bytes);
 
-/* True once the WebSocket handshake succeeded. */
-bool pps_web_upgraded(const pps_web_t *web);
-
 /* Why the connection is going, for the log. */
 const char *pps_web_error(const pps_web_t *web);
 
