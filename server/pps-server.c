@@ -125,6 +125,13 @@ stop_cb(evutil_socket_t sig, short what, void *user)
 	event_base_loopbreak(srv->base);
 }
 
+/* The library's log lines (pps-log.h), on stderr after the program's name. */
+static void
+log_cb(pps_log_level_t level, const char *message, void *user)
+{
+	fprintf(stderr, "pps-server: %s%s\n", level == PPS_LOG_WARNING ? "warning: " : "", message);
+}
+
 /* --port-file: the port actually bound, once listening. */
 static int
 write_port_file(const char *path, unsigned port)
@@ -230,6 +237,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-server: %s\n", err);
 		goto err_usage;
 	}
+	lp->log = (pps_log_t){.cb = log_cb};
 
 	srv.base = event_base_new();
 	if (!srv.base) {

@@ -125,7 +125,7 @@ session_close(pps_session_t *s)
 static void
 refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
 {
-	fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+	pps_log(&s->params.log, PPS_LOG_INFO, "client %s: %s; disconnecting", s->peer, why);
 	s->bye_reason = (int)reason;
 	pps_session_say_bye(s, reason, why);
 	session_close(s);
@@ -239,9 +239,9 @@ writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	                                             : s->params.transport.congestion_alone)) < 0) {
 		/* The one in force stays and the stream goes on; no system call
 		 * per reading to try again. */
-		fprintf(stderr,
-		        "pps-server: client %s: cannot switch the congestion control: %s; "
-		        "it keeps the one in force\n",
+		pps_log(&s->params.log, PPS_LOG_WARNING,
+		        "client %s: cannot switch the congestion control: %s; "
+		        "it keeps the one in force",
 		        s->peer, strerror(-err));
 		s->congestion_switch_failed = true;
 	}
@@ -249,8 +249,8 @@ writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	    (err = pps_minbuf_set_rate_cap(s->writer, pps_path_rate_cap_bps(s->path))) < 0 &&
 	    !s->rate_cap_warned) {
 		/* The path estimate still holds the encoder within the rate. */
-		fprintf(stderr, "pps-server: client %s: cannot cap the pacing rate: %s\n", s->peer,
-		        strerror(-err));
+		pps_log(&s->params.log, PPS_LOG_WARNING,
+		        "client %s: cannot cap the pacing rate: %s", s->peer, strerror(-err));
 		s->rate_cap_warned = true;
 	}
 }
@@ -260,7 +260,7 @@ writer_error_cb(int err, void *user)
 {
 	pps_session_t *s = user;
 
-	fprintf(stderr, "pps-server: client %s: socket error: %s; removed\n", s->peer,
+	pps_log(&s->params.log, PPS_LOG_ERROR, "client %s: socket error: %s; removed", s->peer,
 	        strerror(-err));
 	session_close(s);
 }
@@ -310,9 +310,9 @@ admit(pps_session_t *s)
 		pps_minbuf_stats_t ws;
 
 		if (pps_minbuf_get_stats(s->writer, &ws) == 0 && ws.congestion_refused)
-			fprintf(stderr,
-			        "pps-server: client %s: the kernel refused congestion control %s "
-			        "(%s); the system's default runs instead\n",
+			pps_log(&s->params.log, PPS_LOG_WARNING,
+			        "client %s: the kernel refused congestion control %s "
+			        "(%s); the system's default runs instead",
 			        s->peer, pps_minbuf_congestion_names[tp.congestion],
 			        strerror(ws.congestion_refused));
 	}
@@ -321,7 +321,7 @@ admit(pps_session_t *s)
 	s->state = PPS_SESSION_STREAMING;
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
-	fprintf(stderr, "pps-server: client %s joined (%s%s)\n", s->peer,
+	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s%s)", s->peer,
 	        pps_minbuf_mode_name(s->params.transport.mode), s->tls ? ", TLS" : "");
 	pps_minbuf_kick(s->writer);
 	s->ready_cb(s, s->user);
@@ -445,14 +445,13 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		/* The client lost a layer it was sent (its own decoder failed): ask
 		 * for an IDR as for a base-layer loss seen here; the listener's
 		 * recovery bounds (per client, in time, in bits) decide when. */
-		fprintf(stderr,
-		        "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
-		        s->peer, r->u.recovery_request.quality_layer,
-		        r->u.recovery_request.frame_index);
+		pps_log(&s->params.log, PPS_LOG_INFO,
+		        "client %s lost layer %u at frame %u; asking for an IDR", s->peer,
+		        r->u.recovery_request.quality_layer, r->u.recovery_request.frame_index);
 		s->ready_cb(s, s->user);
 		return;
 	case PPS_WIRE_BYE:
-		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
+		pps_log(&s->params.log, PPS_LOG_INFO, "client %s left (%s%s%s)", s->peer,
 		        pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
 		        r->u.bye.text);
 		session_close(s);
@@ -480,7 +479,7 @@ handle_input(pps_session_t *s, uint8_t *buf, size_t len, size_t capacity)
 	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
 	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
 	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len)) {
-		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
+		s->web = pps_web_new(s->base, s->fd, s->peer, &s->params.log, web_done_cb, s);
 		/* On a TLS listener the first decrypted byte decided: https/wss. */
 		if (s->web && s->tls)
 			pps_web_set_tls(s->web, s->tls);
@@ -555,13 +554,13 @@ tls_handshake_step(pps_session_t *s)
 			    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
 			pps_server_write_record_now(s->fd, &bye);
 		}
-		fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+		pps_log(&s->params.log, PPS_LOG_INFO, "client %s: %s; disconnecting", s->peer, why);
 		shutdown(s->fd, SHUT_WR);
 		session_close(s);
 		return false;
 	}
-	fprintf(stderr, "pps-server: client %s: TLS handshake failed: %s; disconnecting\n", s->peer,
-	        err);
+	pps_log(&s->params.log, PPS_LOG_INFO, "client %s: TLS handshake failed: %s; disconnecting",
+	        s->peer, err);
 	s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
 	session_close(s);
 	return false;
@@ -613,13 +612,14 @@ read_cb(evutil_socket_t fd, short what, void *user)
 		if (n == -EAGAIN)
 			return;
 		if (n == 0) {
-			fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
+			pps_log(&s->params.log, PPS_LOG_INFO, "client %s closed the connection",
+			        s->peer);
 			session_close(s);
 			return;
 		}
 		if (n < 0) {
-			fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n",
-			        s->peer,
+			pps_log(&s->params.log, PPS_LOG_ERROR,
+			        "client %s: receive error: %s; removed", s->peer,
 			        s->tls && n == -EPROTO ? pps_tls_error(s->tls) : strerror((int)-n));
 			session_close(s);
 			return;

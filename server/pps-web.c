@@ -28,6 +28,7 @@ struct pps_web {
 	struct event_base *base;
 	int fd;
 	char peer[160];
+	pps_log_t log;
 	pps_web_done_cb done_cb;
 	void *user;
 	web_state_t state;
@@ -192,7 +193,7 @@ answer(pps_web_t *w, int status, const char *reason, const pps_web_file_t *file,
 		if (n > 0 && (size_t)n < sizeof(w->head) - w->head_len)
 			w->head_len += (size_t)n;
 	}
-	fprintf(stderr, "pps-server: http %s: %d %s\n", w->peer, status, reason);
+	pps_log(&w->log, PPS_LOG_INFO, "http %s: %d %s", w->peer, status, reason);
 	event_add(w->write_event, NULL);
 }
 
@@ -214,7 +215,7 @@ upgrade(pps_web_t *w, const char *accept)
 	if (!w->reader)
 		return -ENOMEM;
 	w->state = WEB_UPGRADED;
-	fprintf(stderr, "pps-server: http %s: WebSocket %s\n", w->peer, PPS_WEB_STREAM_PATH);
+	pps_log(&w->log, PPS_LOG_INFO, "http %s: WebSocket %s", w->peer, PPS_WEB_STREAM_PATH);
 	return 0;
 }
 
@@ -273,7 +274,7 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 		}
 		if (pps_ws_handshake(&req, accept, &why) < 0) {
 			/* RFC 6455 section 4.4: say which version we speak. */
-			fprintf(stderr, "pps-server: http %s: bad WebSocket handshake: %s\n",
+			pps_log(&w->log, PPS_LOG_INFO, "http %s: bad WebSocket handshake: %s",
 			        w->peer, why);
 			answer(w, 400, "Bad Request", NULL, false, "Sec-WebSocket-Version: 13\r\n");
 			return 0;
@@ -354,11 +355,12 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 	(void)pps_socket_set_cork(w->fd, false); /* best effort; send() reports */
 	int r = send_now(w, buf, n);
 	if (r < 0)
-		fprintf(stderr, "pps-server: http %s: close frame: %s\n", w->peer, strerror(-r));
+		pps_log(&w->log, PPS_LOG_ERROR, "http %s: close frame: %s", w->peer, strerror(-r));
 }
 
 pps_web_t *
-pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb, void *user)
+pps_web_new(struct event_base *base, int fd, const char *peer, const pps_log_t *log,
+            pps_web_done_cb done_cb, void *user)
 {
 	pps_web_t *w;
 
@@ -373,6 +375,8 @@ pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb d
 	w->fd = fd;
 	w->done_cb = done_cb;
 	w->user = user;
+	if (log)
+		w->log = *log;
 	snprintf(w->peer, sizeof(w->peer), "%s", peer);
 	w->check = getenv("PPS_WEB_CHECK_BOUND") && strcmp(getenv("PPS_WEB_CHECK_BOUND"), "1") == 0;
 	w->write_event = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, w);
@@ -399,11 +403,11 @@ pps_web_free(pps_web_t *w)
 	if (!w)
 		return;
 	if (w->check && w->checks)
-		fprintf(stderr,
-		        "pps-server: http %s: MIN_BUF check: %llu packets, max held - bound %d "
-		        "packets, %llu over\n",
-		        w->peer, (unsigned long long)w->checks, w->max_over,
-		        (unsigned long long)w->checks_over);
+		pps_log(
+		    &w->log, PPS_LOG_INFO,
+		    "http %s: MIN_BUF check: %llu packets, max held - bound %d packets, %llu over",
+		    w->peer, (unsigned long long)w->checks, w->max_over,
+		    (unsigned long long)w->checks_over);
 	if (w->write_event)
 		event_free(w->write_event);
 	pps_ws_reader_free(w->reader);

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pps-log.h"
 #include "pps-wire.h"
 
 struct event_base;
@@ -61,9 +62,9 @@ typedef void (*pps_web_done_cb)(void *user);
 /* True if a connection that starts with @buf speaks HTTP. */
 bool pps_web_sniff(const uint8_t *buf, size_t len);
 
-/* @fd stays the caller's; @peer is for logs. NULL + errno. */
-pps_web_t *pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb,
-                       void *user);
+/* @fd stays the caller's; @peer is for log lines, which go to @log. NULL + errno. */
+pps_web_t *pps_web_new(struct event_base *base, int fd, const char *peer, const pps_log_t *log,
+                       pps_web_done_cb done_cb, void *user);
 void pps_web_free(pps_web_t *web);
 
 /* https:// and wss:// on a TLS listener: everything this object writes goes
