@@ -10,9 +10,11 @@
  * bytes are read by OpenSSL from the socket, but every byte it produces goes
  * to a memory BIO, and
  *  - pps_tls_seal() turns one packet of plaintext into exactly one TLS record
- *    in the caller's buffer; the writer then writes those bytes like plain
- *    ones (its partial-write handling is unchanged: a record is never
- *    re-encrypted, the writer keeps the unsent ciphertext);
+ *    in the caller's buffer (the server's TLS layer, server/pps-transport.h,
+ *    seals each packet the MIN_BUF writer pulls into the writer's batch); the
+ *    writer then writes those bytes like plain ones (its partial-write
+ *    handling is unchanged: a record is never re-encrypted, the writer keeps
+ *    the unsent ciphertext);
  *  - pps_tls_send() seals one small message and sends it now, keeping the
  *    unsent tail of the ciphertext for the next pps_tls_flush()/send/seal, so
  *    the byte stream stays whole (OpenSSL's "retry with the same buffer" rule

@@ -6,7 +6,6 @@
 #include "pps-minbuf.h"
 #include "pps-names.h"
 #include "pps-socket.h"
-#include "pps-tls.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -105,9 +104,6 @@ struct pps_minbuf {
 	telemetry_t telemetry;
 	control_t control;
 	pps_minbuf_stats_t stats;
-
-	pps_tls_t *tls; /* each packet sealed as one record; NULL: plaintext */
-	uint8_t *plain; /* one packet's plaintext before sealing */
 };
 
 typedef struct {
@@ -436,25 +432,20 @@ arm_wait(pps_minbuf_t *w, const info_t *in)
 }
 
 /*
- * Pulls up to @max_pkts packets of at most @mss bytes into the batch buffer.
- * With TLS each packet is one record: the producer fills the MSS less the
- * record's overhead, and the record (at most one MSS, capped at the largest
- * record on paths whose MSS exceeds it) is what goes into the batch.
+ * Pulls up to @max_pkts packets into the batch buffer. A packet is at most one
+ * unit: the MSS, or params.max_packet_bytes when smaller (a layer over the
+ * writer that frames each packet as one record of bounded size: TLS on paths
+ * whose MSS exceeds its largest record, as loopback's does).
  */
 static int
 pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
 {
 	size_t off = 0;
 	uint32_t n = 0;
-	size_t unit = mss, room = mss;
+	size_t unit = mss;
 
-	if (w->tls) {
-		if (unit > PPS_TLS_MAX_RECORD_BYTES)
-			unit = PPS_TLS_MAX_RECORD_BYTES;
-		if (unit <= PPS_TLS_RECORD_OVERHEAD_BYTES)
-			return -EMSGSIZE;
-		room = unit - PPS_TLS_RECORD_OVERHEAD_BYTES;
-	}
+	if (w->params.max_packet_bytes && unit > w->params.max_packet_bytes)
+		unit = w->params.max_packet_bytes;
 	if (w->batch.cap_bytes < unit) {
 		uint8_t *nb = realloc(w->batch.buf, unit);
 		if (!nb)
@@ -468,30 +459,18 @@ pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
 	while (n < max_pkts) {
 		size_t len = 0;
 		bool push = false;
-		int r = w->fill(room, w->tls ? w->plain : w->batch.buf + off, &len, &push, w->user);
+		int r = w->fill(unit, w->batch.buf + off, &len, &push, w->user);
 		if (r < 0)
 			return r;
 		if (r == 0)
 			break;
-		if (len == 0 || len > room)
-			return -EMSGSIZE; /* producer bug: a packet must fit one MSS */
-		if (w->tls) {
-			size_t sealed = 0;
-
-			r = pps_tls_seal(w->tls, w->plain, len, w->batch.buf + off, unit, &sealed);
-			if (r < 0)
-				return r;
-			w->stats.tls_records++;
-			if (sealed > w->stats.tls_max_record_bytes)
-				w->stats.tls_max_record_bytes = (uint32_t)sealed;
-			off += sealed;
-		} else {
-			off += len;
-		}
+		if (len == 0 || len > unit)
+			return -EMSGSIZE; /* producer bug: a packet must fit one unit */
+		off += len;
 		n++;
 		/* A short packet left corked would merge with the next one on the
 		 * wire, so it is pushed even if the producer did not ask. */
-		if (push || len < room) {
+		if (push || len < unit) {
 			w->batch.push = true;
 			break;
 		}
@@ -898,17 +877,6 @@ err_free:
 	return NULL;
 }
 
-int
-pps_minbuf_set_tls(pps_minbuf_t *w, pps_tls_t *tls)
-{
-	if (!w || !tls || w->stats.packets > 0)
-		return -EINVAL;
-	if (!w->plain && !(w->plain = malloc(PPS_TLS_MAX_PLAINTEXT_BYTES)))
-		return -ENOMEM;
-	w->tls = tls;
-	return 0;
-}
-
 void
 pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user)
 {
@@ -941,6 +909,5 @@ pps_minbuf_free(pps_minbuf_t *w)
 	if (w->ev_write)
 		event_free(w->ev_write);
 	free(w->batch.buf);
-	free(w->plain);
 	free(w);
 }
