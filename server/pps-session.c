@@ -12,16 +12,13 @@
 #include "pps-time.h"
 #include "pps-transport.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Records a client may send are small; anything longer is refused. */
