@@ -150,11 +150,18 @@ typedef struct pps_transport_ops {
 	/* Starts the writer (at admission). @max_packet_bytes: the largest
 	 * packet the layers above can frame as one unit, 0 = any. */
 	int (*start)(pps_transport_t *t, size_t max_packet_bytes);
+	/* The owner has data: the writer runs now or when room appears. */
 	void (*kick)(pps_transport_t *t);
+	/* Bytes of a batch the kernel took only in part (0 between packets). */
 	size_t (*pending_bytes)(const pps_transport_t *t);
+	/* Up: one packet for the layer below, at most @mss_bytes, framed from
+	 * one the layer gets from above (pps_transport_fill_above()); the
+	 * contract of pps_minbuf_fill_cb. */
 	int (*fill)(pps_transport_t *t, size_t mss_bytes, uint8_t *buf, size_t *len_bytes,
 	            bool *push);
+	/* Up: a TCP_INFO reading, handed on with pps_transport_sample_above(). */
 	void (*sample)(pps_transport_t *t, const pps_minbuf_sample_t *sample);
+	/* Steering (pps-minbuf.h): only what caps says the layer supports. */
 	void (*set_latency_cap)(pps_transport_t *t, uint32_t cap_pkts);
 	int (*set_rate_cap)(pps_transport_t *t, uint64_t bits_per_s);
 	int (*set_congestion)(pps_transport_t *t, pps_minbuf_congestion_t cc);
