@@ -266,12 +266,6 @@ pps_tls_want_write(const pps_tls_t *t)
 	return t->out_off < t->out_len;
 }
 
-size_t
-pps_tls_pending(const pps_tls_t *t)
-{
-	return (size_t)SSL_pending(t->ssl);
-}
-
 const char *
 pps_tls_error(const pps_tls_t *t)
 {

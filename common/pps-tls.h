@@ -10,9 +10,11 @@
  * bytes are read by OpenSSL from the socket, but every byte it produces goes
  * to a memory BIO, and
  *  - pps_tls_seal() turns one packet of plaintext into exactly one TLS record
- *    in the caller's buffer; the writer then writes those bytes like plain
- *    ones (its partial-write handling is unchanged: a record is never
- *    re-encrypted, the writer keeps the unsent ciphertext);
+ *    in the caller's buffer (the server's TLS layer, server/pps-transport.h,
+ *    seals each packet the MIN_BUF writer pulls into the writer's batch); the
+ *    writer then writes those bytes like plain ones (its partial-write
+ *    handling is unchanged: a record is never re-encrypted, the writer keeps
+ *    the unsent ciphertext);
  *  - pps_tls_send() seals one small message and sends it now, keeping the
  *    unsent tail of the ciphertext for the next pps_tls_flush()/send/seal, so
  *    the byte stream stays whole (OpenSSL's "retry with the same buffer" rule
@@ -81,9 +83,9 @@ bool pps_tls_want_write(const pps_tls_t *tls);
 /* Decrypted bytes into @buf: > 0 their count, 0 when the peer closed, -EAGAIN
  * when no whole record is in yet, -EPROTO (reason in pps_tls_error()) or the
  * socket's -errno. Records of any length are returned over several calls:
- * call again while pps_tls_pending() (the socket will not signal them). */
+ * call again until -EAGAIN (the socket will not signal what OpenSSL already
+ * read from it). */
 ssize_t pps_tls_read(pps_tls_t *tls, void *buf, size_t size);
-size_t pps_tls_pending(const pps_tls_t *tls);
 const char *pps_tls_error(const pps_tls_t *tls);
 
 /*

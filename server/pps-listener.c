@@ -72,8 +72,8 @@ static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...
 
 	if (now - l->refusal_second_us >= 1000000) {
 		if (l->refusals_unlogged)
-			fprintf(stderr, "pps-server: %" PRIu64 " more refusals not logged\n",
-			        l->refusals_unlogged);
+			pps_log(&l->params.log, PPS_LOG_INFO,
+			        "%" PRIu64 " more refusals not logged", l->refusals_unlogged);
 		l->refusal_second_us = now;
 		l->refusals_logged = 0;
 		l->refusals_unlogged = 0;
@@ -85,7 +85,7 @@ static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...
 	}
 	l->refusals_logged++;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	pps_logv(&l->params.log, PPS_LOG_INFO, fmt, ap);
 	va_end(ap);
 }
 
@@ -200,8 +200,8 @@ session_admit_cb(pps_session_t *session, void *user)
 		pps_session_refuse(stalled, PPS_WIRE_BYE_TOO_SLOW, why);
 		return true;
 	}
-	log_refusal(l, "pps-server: refused %s: server full (max_clients %u)\n",
-	            pps_session_peer(session), l->params.max_clients);
+	log_refusal(l, "refused %s: server full (max_clients %u)", pps_session_peer(session),
+	            l->params.max_clients);
 	l->stats.clients_refused++;
 	return false;
 }
@@ -304,7 +304,7 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 		bye.u.bye.text_len =
 		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
 		pps_server_write_record_now(fd, &bye);
-		log_refusal(l, "pps-server: refused %s:%s: %s\n", host, port, why);
+		log_refusal(l, "refused %s:%s: %s", host, port, why);
 		l->stats.clients_refused++;
 		close(fd);
 		return -EBUSY;
@@ -319,7 +319,8 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	if (!session) {
 		int ret = k ? -errno : -ENOMEM;
 
-		fprintf(stderr, "pps-server: cannot accept a client: %s\n", strerror(-ret));
+		pps_log(&l->params.log, PPS_LOG_ERROR, "cannot accept a client: %s",
+		        strerror(-ret));
 		free(k);
 		close(fd);
 		return ret;
@@ -343,10 +344,11 @@ accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *addr,
 static void
 accept_error_cb(struct evconnlistener *evl, void *user)
 {
+	pps_listener_t *l = user;
 	int err = EVUTIL_SOCKET_ERROR();
 
 	/* EMFILE and friends pass; the listener keeps going. */
-	fprintf(stderr, "pps-server: accept: %s\n", evutil_socket_error_to_string(err));
+	pps_log(&l->params.log, PPS_LOG_ERROR, "accept: %s", evutil_socket_error_to_string(err));
 }
 
 pps_listener_t *
@@ -366,6 +368,7 @@ pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
 	l->base = base;
 	l->params = *params;
 	l->params.session.admit_cb = session_admit_cb;
+	l->params.session.log = params->log;
 	l->callbacks = *callbacks;
 	l->user = user;
 	l->recovery = pps_recovery_new(&params->recovery);
@@ -453,17 +456,17 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 	getnameinfo((struct sockaddr *)&bound, bound_len, bhost, sizeof(bhost), bport,
 	            sizeof(bport), NI_NUMERICHOST | NI_NUMERICSERV);
 	*port_out = (unsigned)strtoul(bport, NULL, 10);
-	fprintf(stderr, "pps-server: listening on %s%s%s:%s\n", strchr(bhost, ':') ? "[" : "",
-	        bhost, strchr(bhost, ':') ? "]" : "", bport);
+	pps_log(&l->params.log, PPS_LOG_INFO, "listening on %s%s%s:%s",
+	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport);
 	if (!is_loopback((struct sockaddr *)&bound) && !(token && token[0]))
-		fprintf(stderr,
-		        "pps-server: warning: listening beyond loopback without "
-		        "[server] access_token: anyone who reaches %s can take the stream\n",
+		pps_log(&l->params.log, PPS_LOG_WARNING,
+		        "listening beyond loopback without [server] access_token: anyone who "
+		        "reaches %s can take the stream",
 		        listen_at);
 	if (!is_loopback((struct sockaddr *)&bound) && !l->tls_ctx)
-		fprintf(stderr, "pps-server: warning: listening beyond loopback without TLS "
-		                "([server] tls_cert, tls_key): the stream crosses the network "
-		                "unencrypted\n");
+		pps_log(&l->params.log, PPS_LOG_WARNING,
+		        "listening beyond loopback without TLS ([server] tls_cert, tls_key): the "
+		        "stream crosses the network unencrypted");
 	return 0;
 }
 

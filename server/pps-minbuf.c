@@ -6,7 +6,6 @@
 #include "pps-minbuf.h"
 #include "pps-names.h"
 #include "pps-socket.h"
-#include "pps-tls.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -44,6 +43,43 @@ typedef enum {
 	STATE_FAILED,
 } state_t;
 
+/* One batch of packets; [off, len) not yet taken by the kernel. */
+typedef struct {
+	uint8_t *buf;
+	size_t cap_bytes;
+	size_t off;
+	size_t len;
+	bool push; /* uncork once the batch is in the kernel */
+} batch_t;
+
+/* The two wake-up thresholds (see the header) and what they were armed for. */
+typedef struct {
+	int lowat_bytes;        /* current TCP_NOTSENT_LOWAT we set */
+	int sndbuf_req;         /* current SO_SNDBUF request we set */
+	int sndbuf_min_bytes;   /* the kernel's floor, learnt at creation */
+	int64_t wq_bytes;       /* wmem_queued when the SO_SNDBUF gate was armed */
+	uint32_t bound_pkts;    /* bound when the last gate was armed */
+	bool kept;              /* the armed gate was kept by the steady-state path */
+	uint32_t keep_suppress; /* arms left before keeping a gate is tried again */
+} gates_t;
+
+/* TCP telemetry: the connection's counters when the writer was created, so
+ * that the stats count from then on. */
+typedef struct {
+	uint32_t total_retrans0;
+	uint32_t total_rto0;
+	bool have_total_rto;
+	uint32_t last_backoff;
+} telemetry_t;
+
+/* What the owner steers between writes: the latency cap, the rate cap and
+ * the congestion control. */
+typedef struct {
+	uint32_t cap_pkts;     /* latency cap, 0 = none */
+	uint64_t rate_cap_Bps; /* SO_MAX_PACING_RATE set by pps_minbuf_set_rate_cap, 0 = none */
+	pps_minbuf_congestion_t congestion; /* in force; DEFAULT: the namespace's */
+} control_t;
+
 struct pps_minbuf {
 	struct event_base *base;
 	int fd;
@@ -59,35 +95,13 @@ struct pps_minbuf {
 	state_t state;
 	bool running;
 	bool rerun;
-
-	/* One batch of packets; [pend_off, pend_len) not yet taken by the kernel. */
-	uint8_t *buf;
-	size_t buf_cap;
-	size_t pend_off;
-	size_t pend_len;
-	bool pend_push;
-
-	int lowat_bytes;          /* current TCP_NOTSENT_LOWAT we set */
-	int64_t gate_wq_bytes;    /* wmem_queued when the SO_SNDBUF gate was armed */
-	uint32_t gate_bound_pkts; /* bound when the last gate was armed */
-	bool gate_kept;           /* the armed gate was kept by the steady-state path */
-	uint32_t keep_suppress;   /* arms left before keeping a gate is tried again */
-	int sndbuf_req;           /* current SO_SNDBUF request we set */
-	int sndbuf_min_bytes;
 	uint32_t mss_bytes;
 
-	uint32_t total_retrans0;
-	uint32_t total_rto0;
-	bool have_total_rto;
-	uint32_t last_backoff;
-
+	batch_t batch;
+	gates_t gates;
+	telemetry_t telemetry;
+	control_t control;
 	pps_minbuf_stats_t stats;
-	uint32_t cap_pkts;     /* latency cap, 0 = none */
-	uint64_t rate_cap_Bps; /* SO_MAX_PACING_RATE set by pps_minbuf_set_rate_cap, 0 = none */
-	pps_minbuf_congestion_t congestion; /* in force; DEFAULT: the namespace's */
-
-	pps_tls_t *tls; /* each packet sealed as one record; NULL: plaintext */
-	uint8_t *plain; /* one packet's plaintext before sealing */
 };
 
 typedef struct {
@@ -225,12 +239,12 @@ read_info(pps_minbuf_t *w, info_t *out)
 	s->srtt_us = ti.tcpi_rtt;
 	s->held_pkts = ti.tcpi_unacked + (ti.tcpi_notsent_bytes + s->mss_bytes - 1) / s->mss_bytes;
 	uint32_t bound = pps_minbuf_bound_pkts(w->params.a, w->params.b, ti.tcpi_snd_cwnd);
-	if (w->cap_pkts && w->cap_pkts < bound) {
-		bound = w->cap_pkts;
+	if (w->control.cap_pkts && w->control.cap_pkts < bound) {
+		bound = w->control.cap_pkts;
 		out->capped = true;
 	}
 	s->bound_pkts = bound + ti.tcpi_sacked;
-	s->cap_pkts = w->cap_pkts;
+	s->cap_pkts = w->control.cap_pkts;
 	s->min_rtt_us = ti.tcpi_min_rtt;
 	s->delivery_rate_bps = ti.tcpi_delivery_rate * 8u;
 	s->delivery_app_limited = ti.tcpi_delivery_rate_app_limited;
@@ -273,15 +287,15 @@ account_info(pps_minbuf_t *w, const info_t *in)
 	if (s->srtt_us > st->srtt_max_us)
 		st->srtt_max_us = s->srtt_us;
 
-	st->retrans_pkts = in->total_retrans - w->total_retrans0;
-	if (in->have_total_rto && w->have_total_rto) {
-		st->rto_events = (uint16_t)(in->total_rto - w->total_rto0);
-	} else if (in->backoff > w->last_backoff) {
+	st->retrans_pkts = in->total_retrans - w->telemetry.total_retrans0;
+	if (in->have_total_rto && w->telemetry.have_total_rto) {
+		st->rto_events = (uint16_t)(in->total_rto - w->telemetry.total_rto0);
+	} else if (in->backoff > w->telemetry.last_backoff) {
 		/* Older kernels: each RTO doubles the timer (icsk_backoff++); an
 		 * RTO that fires and recovers between two readings is missed. */
-		st->rto_events += in->backoff - w->last_backoff;
+		st->rto_events += in->backoff - w->telemetry.last_backoff;
 	}
-	w->last_backoff = in->backoff;
+	w->telemetry.last_backoff = in->backoff;
 	if (in->backoff > st->max_backoff)
 		st->max_backoff = in->backoff;
 	if (in->options & TCPI_OPT_ECN)
@@ -291,22 +305,22 @@ account_info(pps_minbuf_t *w, const info_t *in)
 static int
 set_lowat(pps_minbuf_t *w, int val)
 {
-	if (val == w->lowat_bytes)
+	if (val == w->gates.lowat_bytes)
 		return 0;
 	int r = pps_socket_set_notsent_lowat(w->fd, val);
 	if (r == 0)
-		w->lowat_bytes = val;
+		w->gates.lowat_bytes = val;
 	return r;
 }
 
 static int
 set_sndbuf(pps_minbuf_t *w, int req)
 {
-	if (req == w->sndbuf_req)
+	if (req == w->gates.sndbuf_req)
 		return 0;
 	int r = pps_socket_set_sndbuf(w->fd, req);
 	if (r == 0)
-		w->sndbuf_req = req;
+		w->gates.sndbuf_req = req;
 	return r;
 }
 
@@ -370,9 +384,9 @@ arm_wait(pps_minbuf_t *w, const info_t *in)
 	const pps_minbuf_sample_t *s = &in->s;
 	int r;
 
-	w->gate_bound_pkts = s->bound_pkts;
-	if (w->keep_suppress > 0)
-		w->keep_suppress--;
+	w->gates.bound_pkts = s->bound_pkts;
+	if (w->gates.keep_suppress > 0)
+		w->gates.keep_suppress--;
 	/* Unsent data leaves the kernel only when cwnd has room, and cwnd room
 	 * comes from ACKs and SACKs: exactly the events that create MIN_BUF room.
 	 * When the flow is not cwnd-limited (receive window, pacing), unsent
@@ -398,13 +412,13 @@ arm_wait(pps_minbuf_t *w, const info_t *in)
 	if ((r = pps_socket_get_meminfo(w->fd, mi, SK_MEMINFO_VARS)) < 0)
 		return r;
 	int64_t wq = mi[SK_MEMINFO_WMEM_QUEUED];
-	w->gate_wq_bytes = wq;
+	w->gates.wq_bytes = wq;
 	/* Writable iff sndbuf - wq >= wq / 2 (sk_stream_wspace vs
 	 * sk_stream_min_wspace). sndbuf = 1.5 * (wq - mss/2) is not writable now
 	 * and turns writable once an ACK frees mss/2 bytes; the kernel doubles
 	 * the request, hence the /2. */
 	int64_t target = 3 * (wq - (int64_t)mss / 2) / 2;
-	if (target <= w->sndbuf_min_bytes + 2 || target / 2 > SNDBUF_OPEN_REQ)
+	if (target <= w->gates.sndbuf_min_bytes + 2 || target / 2 > SNDBUF_OPEN_REQ)
 		return 1;
 	r = set_lowat(w, LOWAT_OPEN_BYTES);
 	if (r == 0)
@@ -416,68 +430,51 @@ arm_wait(pps_minbuf_t *w, const info_t *in)
 }
 
 /*
- * Pulls up to @max_pkts packets of at most @mss bytes into the batch buffer.
- * With TLS each packet is one record: the producer fills the MSS less the
- * record's overhead, and the record (at most one MSS, capped at the largest
- * record on paths whose MSS exceeds it) is what goes into the batch.
+ * Pulls up to @max_pkts packets into the batch buffer. A packet is at most one
+ * unit: the MSS, or params.max_packet_bytes when smaller (a layer over the
+ * writer that frames each packet as one record of bounded size: TLS on paths
+ * whose MSS exceeds its largest record, as loopback's does).
  */
 static int
 pull(pps_minbuf_t *w, uint32_t max_pkts, uint32_t mss, uint32_t *got)
 {
 	size_t off = 0;
 	uint32_t n = 0;
-	size_t unit = mss, room = mss;
+	size_t unit = mss;
 
-	if (w->tls) {
-		if (unit > PPS_TLS_MAX_RECORD_BYTES)
-			unit = PPS_TLS_MAX_RECORD_BYTES;
-		if (unit <= PPS_TLS_RECORD_OVERHEAD_BYTES)
-			return -EMSGSIZE;
-		room = unit - PPS_TLS_RECORD_OVERHEAD_BYTES;
-	}
-	if (w->buf_cap < unit) {
-		uint8_t *nb = realloc(w->buf, unit);
+	if (w->params.max_packet_bytes && unit > w->params.max_packet_bytes)
+		unit = w->params.max_packet_bytes;
+	if (w->batch.cap_bytes < unit) {
+		uint8_t *nb = realloc(w->batch.buf, unit);
 		if (!nb)
 			return -ENOMEM;
-		w->buf = nb;
-		w->buf_cap = unit;
+		w->batch.buf = nb;
+		w->batch.cap_bytes = unit;
 	}
-	if (max_pkts > w->buf_cap / unit)
-		max_pkts = (uint32_t)(w->buf_cap / unit);
-	w->pend_push = false;
+	if (max_pkts > w->batch.cap_bytes / unit)
+		max_pkts = (uint32_t)(w->batch.cap_bytes / unit);
+	w->batch.push = false;
 	while (n < max_pkts) {
 		size_t len = 0;
 		bool push = false;
-		int r = w->fill(room, w->tls ? w->plain : w->buf + off, &len, &push, w->user);
+		int r = w->fill(unit, w->batch.buf + off, &len, &push, w->user);
 		if (r < 0)
 			return r;
 		if (r == 0)
 			break;
-		if (len == 0 || len > room)
-			return -EMSGSIZE; /* producer bug: a packet must fit one MSS */
-		if (w->tls) {
-			size_t sealed = 0;
-
-			r = pps_tls_seal(w->tls, w->plain, len, w->buf + off, unit, &sealed);
-			if (r < 0)
-				return r;
-			w->stats.tls_records++;
-			if (sealed > w->stats.tls_max_record_bytes)
-				w->stats.tls_max_record_bytes = (uint32_t)sealed;
-			off += sealed;
-		} else {
-			off += len;
-		}
+		if (len == 0 || len > unit)
+			return -EMSGSIZE; /* producer bug: a packet must fit one unit */
+		off += len;
 		n++;
 		/* A short packet left corked would merge with the next one on the
 		 * wire, so it is pushed even if the producer did not ask. */
-		if (push || len < room) {
-			w->pend_push = true;
+		if (push || len < unit) {
+			w->batch.push = true;
 			break;
 		}
 	}
-	w->pend_off = 0;
-	w->pend_len = off;
+	w->batch.off = 0;
+	w->batch.len = off;
 	w->stats.packets += n;
 	*got = n;
 	return 0;
@@ -498,12 +495,12 @@ static int
 prepare_write(pps_minbuf_t *w, const info_t *in, size_t len_bytes, uint32_t pkts)
 {
 	int r = 0;
-	if (w->lowat_bytes != LOWAT_OPEN_BYTES &&
-	    (int64_t)in->s.notsent_bytes + (int64_t)len_bytes >= w->lowat_bytes)
+	if (w->gates.lowat_bytes != LOWAT_OPEN_BYTES &&
+	    (int64_t)in->s.notsent_bytes + (int64_t)len_bytes >= w->gates.lowat_bytes)
 		r = set_lowat(w, LOWAT_OPEN_BYTES);
-	if (r == 0 && w->sndbuf_req != SNDBUF_OPEN_REQ &&
-	    w->gate_wq_bytes + 2 * ((int64_t)len_bytes + (int64_t)pkts * SKB_OVERHEAD_BYTES) >=
-	        2 * (int64_t)w->sndbuf_req)
+	if (r == 0 && w->gates.sndbuf_req != SNDBUF_OPEN_REQ &&
+	    w->gates.wq_bytes + 2 * ((int64_t)len_bytes + (int64_t)pkts * SKB_OVERHEAD_BYTES) >=
+	        2 * (int64_t)w->gates.sndbuf_req)
 		r = set_sndbuf(w, SNDBUF_OPEN_REQ);
 	return r;
 }
@@ -515,8 +512,8 @@ flush(pps_minbuf_t *w)
 {
 	bool reopened = false;
 
-	while (w->pend_off < w->pend_len) {
-		ssize_t k = write(w->fd, w->buf + w->pend_off, w->pend_len - w->pend_off);
+	while (w->batch.off < w->batch.len) {
+		ssize_t k = write(w->fd, w->batch.buf + w->batch.off, w->batch.len - w->batch.off);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -527,16 +524,17 @@ flush(pps_minbuf_t *w)
 		if (k > 0) {
 			w->stats.writes++;
 			w->stats.bytes += (uint64_t)k;
-			w->pend_off += (size_t)k;
+			w->batch.off += (size_t)k;
 		}
-		if (w->pend_off == w->pend_len)
+		if (w->batch.off == w->batch.len)
 			break;
 		w->stats.partial_writes++;
 		/* tcp_sendmsg() refuses a new skb while notsent >= lowat or
 		 * wmem_queued >= sndbuf: a threshold we set for the last wait can
 		 * be tighter than the room TCP_INFO shows now. */
 		if (w->params.mode == PPS_MINBUF_MODE_MINBUF && !reopened &&
-		    (w->lowat_bytes != LOWAT_OPEN_BYTES || w->sndbuf_req != SNDBUF_OPEN_REQ)) {
+		    (w->gates.lowat_bytes != LOWAT_OPEN_BYTES ||
+		     w->gates.sndbuf_req != SNDBUF_OPEN_REQ)) {
 			int r = open_gates(w);
 			if (r < 0)
 				return r;
@@ -547,9 +545,9 @@ flush(pps_minbuf_t *w)
 		int r = arm(w);
 		return r < 0 ? r : -EAGAIN;
 	}
-	w->pend_off = w->pend_len = 0;
-	if (w->pend_push) {
-		w->pend_push = false;
+	w->batch.off = w->batch.len = 0;
+	if (w->batch.push) {
+		w->batch.push = false;
 		return cork_push(w);
 	}
 	return 0;
@@ -563,7 +561,7 @@ run_once(pps_minbuf_t *w, bool woken)
 	bool keep_gate = false;
 
 	for (;;) {
-		if (w->pend_off < w->pend_len) {
+		if (w->batch.off < w->batch.len) {
 			int r = flush(w);
 			if (r == -EAGAIN)
 				return 0;
@@ -572,7 +570,7 @@ run_once(pps_minbuf_t *w, bool woken)
 			first = false;
 			if (keep_gate && w->armed) {
 				w->stats.gates_kept++;
-				w->gate_kept = true;
+				w->gates.kept = true;
 				w->state = STATE_WAIT_KERNEL;
 				return 0;
 			}
@@ -612,10 +610,10 @@ run_once(pps_minbuf_t *w, bool woken)
 						/* A kept gate that fires without room means
 						 * the state drifts (receive-window limited,
 						 * pacing): re-arm exactly for a while. */
-						if (w->gate_kept)
-							w->keep_suppress = 64;
+						if (w->gates.kept)
+							w->gates.keep_suppress = 64;
 					}
-					w->gate_kept = false;
+					w->gates.kept = false;
 					if (w->sample_cb)
 						w->sample_cb(&in.s, w->sample_user);
 					return 0;
@@ -642,8 +640,8 @@ run_once(pps_minbuf_t *w, bool woken)
 		if (overshoot)
 			w->stats.overshoot_pkts += got;
 		if (w->params.mode == PPS_MINBUF_MODE_MINBUF) {
-			int lowat = w->lowat_bytes, sndbuf = w->sndbuf_req;
-			r = prepare_write(w, &in, w->pend_len, got);
+			int lowat = w->gates.lowat_bytes, sndbuf = w->gates.sndbuf_req;
+			r = prepare_write(w, &in, w->batch.len, got);
 			if (r < 0)
 				return r;
 			/*
@@ -654,12 +652,12 @@ run_once(pps_minbuf_t *w, bool woken)
 			 * the gate and skip the second TCP_INFO. If the state drifted,
 			 * the gate fires early and the next wake-up (counted idle) re-arms.
 			 */
-			keep_gate = woken && !overshoot && w->armed && !w->pend_push &&
-			            w->keep_suppress == 0 &&
-			            in.s.bound_pkts == w->gate_bound_pkts &&
-			            in.s.held_pkts + got == in.s.bound_pkts &&
-			            lowat == w->lowat_bytes && sndbuf == w->sndbuf_req &&
-			            (lowat != LOWAT_OPEN_BYTES || sndbuf != SNDBUF_OPEN_REQ);
+			keep_gate =
+			    woken && !overshoot && w->armed && !w->batch.push &&
+			    w->gates.keep_suppress == 0 && in.s.bound_pkts == w->gates.bound_pkts &&
+			    in.s.held_pkts + got == in.s.bound_pkts &&
+			    lowat == w->gates.lowat_bytes && sndbuf == w->gates.sndbuf_req &&
+			    (lowat != LOWAT_OPEN_BYTES || sndbuf != SNDBUF_OPEN_REQ);
 		}
 		hist_add(w->stats.held_hist, in.s.held_pkts);
 		hist_add(w->stats.unsent_hist, (in.s.notsent_bytes + mss - 1) / mss);
@@ -677,13 +675,13 @@ run_once(pps_minbuf_t *w, bool woken)
 void
 pps_minbuf_set_cap(pps_minbuf_t *w, uint32_t cap_pkts)
 {
-	w->cap_pkts = cap_pkts;
+	w->control.cap_pkts = cap_pkts;
 }
 
 int
 pps_minbuf_set_rate_cap(pps_minbuf_t *w, uint64_t bits_per_s)
 {
-	uint64_t want = bits_per_s / 8u, have = w->rate_cap_Bps;
+	uint64_t want = bits_per_s / 8u, have = w->control.rate_cap_Bps;
 	int r, arg;
 
 	if (bits_per_s && want < 1)
@@ -697,7 +695,7 @@ pps_minbuf_set_rate_cap(pps_minbuf_t *w, uint64_t bits_per_s)
 	arg = want ? (int)want : w->params.pacing ? INT_MAX : -1;
 	if ((r = pps_socket_set_max_pacing_rate(w->fd, arg)) < 0)
 		return r;
-	w->rate_cap_Bps = want;
+	w->control.rate_cap_Bps = want;
 	return 0;
 }
 
@@ -708,11 +706,11 @@ pps_minbuf_set_congestion(pps_minbuf_t *w, pps_minbuf_congestion_t cc)
 
 	if (cc <= PPS_MINBUF_CONGESTION_DEFAULT || cc >= PPS_MINBUF_CONGESTION_COUNT)
 		return -EINVAL;
-	if (cc == w->congestion)
+	if (cc == w->control.congestion)
 		return 0;
 	if ((r = pps_socket_set_congestion(w->fd, pps_minbuf_congestion_names[cc])) < 0)
 		return r;
-	w->congestion = cc;
+	w->control.congestion = cc;
 	w->stats.congestion_switches++;
 	if (pps_socket_get_congestion(w->fd, w->stats.congestion, sizeof(w->stats.congestion)) < 0)
 		strcpy(w->stats.congestion, "?");
@@ -800,13 +798,13 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	w->error = error;
 	w->user = user;
 	w->state = STATE_IDLE;
-	w->lowat_bytes = -1;
-	w->sndbuf_req = -1;
+	w->gates.lowat_bytes = -1;
+	w->gates.sndbuf_req = -1;
 	w->stats.max_over_bound_pkts = INT32_MIN;
 
-	w->buf_cap = BUF_MIN_BYTES;
-	w->buf = malloc(w->buf_cap);
-	if (!w->buf) {
+	w->batch.cap_bytes = BUF_MIN_BYTES;
+	w->batch.buf = malloc(w->batch.cap_bytes);
+	if (!w->batch.buf) {
 		r = -ENOMEM;
 		goto err_free;
 	}
@@ -828,7 +826,7 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	        0)
 		w->stats.congestion_refused = -r;
 	else
-		w->congestion = params->congestion;
+		w->control.congestion = params->congestion;
 	if (pps_socket_get_congestion(fd, w->stats.congestion, sizeof(w->stats.congestion)) < 0)
 		strcpy(w->stats.congestion, "?");
 	if (params->thin_linear_timeouts && (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)
@@ -846,7 +844,7 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 		if ((r = pps_socket_set_sndbuf(fd, 1)) < 0 ||
 		    (r = pps_socket_get_sndbuf(fd, &v)) < 0)
 			goto err_buf;
-		w->sndbuf_min_bytes = v;
+		w->gates.sndbuf_min_bytes = v;
 		if ((r = open_gates(w)) < 0)
 			goto err_buf;
 	}
@@ -854,10 +852,10 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	info_t in;
 	if ((r = read_info(w, &in)) < 0)
 		goto err_buf;
-	w->total_retrans0 = in.total_retrans;
-	w->total_rto0 = in.total_rto;
-	w->have_total_rto = in.have_total_rto;
-	w->last_backoff = in.backoff;
+	w->telemetry.total_retrans0 = in.total_retrans;
+	w->telemetry.total_rto0 = in.total_rto;
+	w->telemetry.have_total_rto = in.have_total_rto;
+	w->telemetry.last_backoff = in.backoff;
 	w->stats.ecn_negotiated = (in.options & TCPI_OPT_ECN) != 0;
 	w->mss_bytes = in.s.mss_bytes;
 	w->stats.mss_bytes = in.s.mss_bytes;
@@ -870,22 +868,11 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	return w;
 
 err_buf:
-	free(w->buf);
+	free(w->batch.buf);
 err_free:
 	free(w);
 	errno = -r;
 	return NULL;
-}
-
-int
-pps_minbuf_set_tls(pps_minbuf_t *w, pps_tls_t *tls)
-{
-	if (!w || !tls || w->stats.packets > 0)
-		return -EINVAL;
-	if (!w->plain && !(w->plain = malloc(PPS_TLS_MAX_PLAINTEXT_BYTES)))
-		return -ENOMEM;
-	w->tls = tls;
-	return 0;
 }
 
 void
@@ -909,7 +896,7 @@ pps_minbuf_get_stats(const pps_minbuf_t *w, pps_minbuf_stats_t *out)
 size_t
 pps_minbuf_pending_bytes(const pps_minbuf_t *w)
 {
-	return w ? w->pend_len - w->pend_off : 0;
+	return w ? w->batch.len - w->batch.off : 0;
 }
 
 void
@@ -919,7 +906,6 @@ pps_minbuf_free(pps_minbuf_t *w)
 		return;
 	if (w->ev_write)
 		event_free(w->ev_write);
-	free(w->buf);
-	free(w->plain);
+	free(w->batch.buf);
 	free(w);
 }

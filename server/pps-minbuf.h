@@ -73,10 +73,13 @@
  * the MSS, ends its batch and is pushed by uncorking and corking again
  * (IWQoS 2002 section 2.3), so it never merges with the next packet.
  *
- * TLS (pps_minbuf_set_tls()): every packet is sealed as exactly one TLS 1.3
- * record before it enters the batch, its plaintext MSS - 22 bytes so that the
- * record fills at most one MSS; everything above (held, bound, gates, pushes)
- * then counts ciphertext bytes and packets exactly as it counts plaintext.
+ * Layers (server/pps-transport.h): the fill callback may be a layer that
+ * frames what a producer above it yields, as TLS does by sealing each packet
+ * as exactly one record of at most one MSS. The writer knows none of them: it
+ * counts and pushes the packets the callback returns, whatever their bytes,
+ * and a layer whose records have a largest size (TLS's, below loopback's MSS)
+ * says so in params.max_packet_bytes. Everything above (held, bound, gates,
+ * pushes) then counts ciphertext bytes and packets exactly as plaintext.
  *
  * Latency cap (mode minbuf, pps_minbuf_set_cap()). MIN_BUF removes the
  * queueing in the sender's kernel; it cannot remove the bottleneck queue that
@@ -200,6 +203,10 @@ typedef struct {
 	bool pacing;
 	/* Most packets per write(2); 0 = PPS_DEFAULT_MINBUF_BATCH_PKTS. */
 	unsigned batch_pkts;
+	/* Largest packet, in bytes, when smaller than the MSS; 0 = the MSS. Set
+	 * by a layer over the writer whose records have a largest size (TLS:
+	 * PPS_TLS_MAX_RECORD_BYTES): each packet still leaves as one segment. */
+	size_t max_packet_bytes;
 } pps_minbuf_params_t;
 
 #define PPS_DEFAULT_MINBUF_BATCH_PKTS 64
@@ -246,11 +253,13 @@ int pps_minbuf_congestion_from_name(const char *name, pps_minbuf_congestion_t *o
 
 /*
  * Producer callback. Fills @buf with one packet of whole wire records, at most
- * @mss_bytes bytes (exactly @mss_bytes unless it ends a window). Returns 1 and
- * sets *len_bytes (and *push when the packet ends a window and must go out
- * now), 0 if there is nothing to send now (call pps_minbuf_kick() when there
- * is), or a negative errno (reported through the error callback). It may be
- * called several times in a row for one write. It must not free the writer.
+ * @mss_bytes bytes: the MSS, or params.max_packet_bytes when smaller (exactly
+ * that unless it ends a window: a shorter packet ends its batch and is pushed).
+ * Returns 1 and sets *len_bytes (and *push when the packet ends a window and
+ * must go out now), 0 if there is nothing to send now (call pps_minbuf_kick()
+ * when there is), or a negative errno (reported through the error callback).
+ * It may be called several times in a row for one write. It must not free the
+ * writer.
  */
 typedef int (*pps_minbuf_fill_cb)(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push,
                                   void *user);
@@ -288,7 +297,15 @@ typedef void (*pps_minbuf_sample_cb)(const pps_minbuf_sample_t *sample, void *us
 
 #define PPS_MINBUF_HIST_PKTS 256 /* buckets 0..254 exact, 255 = 255 or more */
 
+/*
+ * The writer's counters, in four parts: the writer's mechanics (writes,
+ * wake-ups, gates), the connection's TCP telemetry (what TCP_INFO said), what
+ * the owner steered (congestion control, latency cap), and the TLS layer's
+ * records, which that layer fills in over the writer's (server/pps-transport.h;
+ * the writer itself leaves them 0).
+ */
 typedef struct {
+	/* -- writer mechanics */
 	uint64_t writes;         /* write(2) calls that moved data */
 	uint64_t packets;        /* packets pulled from the producer */
 	uint64_t bytes;          /* bytes accepted by the kernel */
@@ -310,7 +327,8 @@ typedef struct {
 	/* At write time (the reading the write was decided on), in packets. */
 	uint64_t held_hist[PPS_MINBUF_HIST_PKTS];
 	uint64_t unsent_hist[PPS_MINBUF_HIST_PKTS];
-	/* cwnd and smoothed RTT over all readings. */
+
+	/* -- TCP telemetry: cwnd and smoothed RTT over all readings */
 	uint64_t samples;
 	uint32_t cwnd_min_pkts, cwnd_max_pkts, cwnd_last_pkts;
 	uint64_t cwnd_sum_pkts;
@@ -323,12 +341,16 @@ typedef struct {
 	uint64_t rto_events;
 	uint32_t max_backoff;
 	bool ecn_negotiated;
+
+	/* -- congestion control and latency cap */
 	/* errno when [transport] congestion was refused (the system's runs) */
 	int congestion_refused;
 	char congestion[16]; /* the congestion control in force (TCP_CONGESTION read back) */
-	uint64_t congestion_switches;  /* pps_minbuf_set_congestion() changes applied */
-	uint64_t capped_writes;        /* write decisions the latency cap made smaller */
-	uint64_t tls_records;          /* packets sealed as TLS records (pps_minbuf_set_tls) */
+	uint64_t congestion_switches; /* pps_minbuf_set_congestion() changes applied */
+	uint64_t capped_writes;       /* write decisions the latency cap made smaller */
+
+	/* -- TLS, filled by the TLS layer over the writer */
+	uint64_t tls_records;          /* packets sealed as TLS records */
 	uint32_t tls_max_record_bytes; /* largest record written: <= mss_bytes */
 } pps_minbuf_stats_t;
 
@@ -349,20 +371,6 @@ pps_minbuf_t *pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_p
 void pps_minbuf_kick(pps_minbuf_t *w);
 
 void pps_minbuf_set_sample_cb(pps_minbuf_t *w, pps_minbuf_sample_cb cb, void *user);
-
-/*
- * TLS (common/pps-tls.h), before the first packet: from then on every packet
- * is sealed as exactly one TLS record whose ciphertext fills at most one MSS.
- * The fill callback is offered MSS - PPS_TLS_RECORD_OVERHEAD_BYTES bytes (on
- * paths whose MSS exceeds PPS_TLS_MAX_RECORD_BYTES, as loopback's does, a
- * packet is that largest record instead), so the bound stays in packets and
- * each record still leaves as one TCP segment; the writer writes and retries
- * the ciphertext as it does plaintext, never re-sealing. @tls must have
- * finished its handshake and outlive the writer. 0, -EINVAL (a packet was
- * already written), -ENOMEM.
- */
-typedef struct pps_tls pps_tls_t;
-int pps_minbuf_set_tls(pps_minbuf_t *w, pps_tls_t *tls);
 
 /*
  * The latency cap (see above; mode minbuf only, ignored in mode tcp): at most

@@ -148,6 +148,9 @@ typedef struct {
 	 * hello_timeout_us, and every record after it is encrypted; NULL: plaintext.
 	 * Not owned; it must outlive the session. */
 	struct pps_tls_ctx *tls_ctx;
+	/* Where the session's story goes (joined, left, refused, errors); zeroed:
+	 * nowhere. The listener passes its own. */
+	pps_log_t log;
 } pps_session_params_t;
 
 /* Called when the session is gone for good (its socket failed, the peer left

@@ -111,7 +111,9 @@ typedef struct {
 	 * listener, loaded by pps_listener_listen(). NULL or "": plaintext. */
 	const char *tls_cert;
 	const char *tls_key;
-	pps_log_t log; /* the listener's and every session's messages */
+	/* Where the listener and its sessions report (listening, joins, refusals,
+	 * errors); zeroed: nowhere. Each session's params get a copy. */
+	pps_log_t log;
 } pps_listener_params_t;
 
 typedef struct {
@@ -145,7 +147,7 @@ pps_listener_t *pps_listener_new(struct event_base *base, const pps_listener_par
 /*
  * Listens on @listen_at ("host:port", "[v6]:port"); the port bound goes to
  * @port_out. With params->tls_cert and tls_key, loads them first: every
- * connection then starts with a TLS handshake. Warns on stderr when the
+ * connection then starts with a TLS handshake. Warns (params->log) when the
  * address reaches beyond loopback without an access token or without TLS.
  * 0 or a negative errno with the reason in @err.
  */

@@ -1,44 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One client of pps-server: HELLO handshake, CLOCK_PING answers, and its own
- * progress regulator feeding its own MIN_BUF (or tcp) writer. A session only
- * ever touches its own state: a client that stops reading loses its own
- * windows at their deadlines (bounded by [pps] max_windows) and nothing else.
+ * progress regulator feeding its own transport (pps-transport.h: the MIN_BUF
+ * or tcp writer, under TLS and the browser's WebSocket when the connection
+ * has them). A session only ever touches its own state: a client that stops
+ * reading loses its own windows at their deadlines (bounded by [pps]
+ * max_windows) and nothing else.
  */
 #include "pps-server-internal.h"
 #include "pps-socket.h"
 #include "pps-time.h"
-#include "pps-tls.h"
-#include "pps-web.h"
-#include "pps-websocket.h"
+#include "pps-transport.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Records a client may send are small; anything longer is refused. */
 #define CLIENT_MAX_RECORD_BYTES 512
 
 struct pps_session {
-	struct event_base *base;
 	int fd;
 	unsigned id;
 	char peer[160];
 	pps_session_params_t params;
 	pps_session_state_t state;
 	pps_wire_parser_t *parser;
-	struct event *read_event;
 	struct event *deadline_timer;
 	struct event *hello_timer;
-	pps_minbuf_t *writer;
+	pps_transport_t *transport;
 	pps_path_t *path; /* fed by the writer's TCP_INFO readings */
 	pps_sched_t *sched;
 	pps_session_ready_cb ready_cb;
@@ -55,9 +50,6 @@ struct pps_session {
 	int bye_reason;                      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
-	pps_web_t *web; /* a browser: HTTP, then WebSocket (pps-web.h); NULL for pps-client */
-	pps_tls_t *tls; /* params.tls_ctx set: every byte after the handshake goes through it */
-	struct event *tls_write_event; /* the handshake waits for the socket to take a flight */
 };
 
 int
@@ -77,27 +69,6 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 	return 0;
 }
 
-/* pps_server_write_record_now() through the session's TLS when it has one. */
-static int
-write_record_now(pps_session_t *s, const pps_wire_record_t *record)
-{
-	uint8_t buf[512];
-	size_t n;
-	int ret;
-
-	if (!s->tls)
-		return pps_server_write_record_now(s->fd, record);
-	if (!pps_tls_handshake_done(s->tls))
-		return -ENOTCONN;
-	ret = pps_wire_encode(record, buf, sizeof(buf), &n);
-	if (ret < 0)
-		return ret;
-	(void)pps_socket_set_cork(s->fd, false);
-	ret = pps_tls_send(s->tls, buf, n);
-	/* A tail the kernel did not take now is sent with the next record. */
-	return ret == -EAGAIN ? 0 : ret;
-}
-
 /* The params' clock (tests inject one), else the real one. */
 static int64_t
 session_now(const pps_session_t *s)
@@ -114,18 +85,16 @@ session_close(pps_session_t *s)
 	/* The server frees the session later, from the loop: we may be deep in
 	 * one of its callbacks now. Until then it stays silent. */
 	s->closing = true;
-	event_del(s->read_event);
+	pps_transport_stop(s->transport);
 	event_del(s->deadline_timer);
 	event_del(s->hello_timer);
-	if (s->tls_write_event)
-		event_del(s->tls_write_event);
 	s->closed_cb(s, s->user);
 }
 
 static void
 refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
 {
-	fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
+	pps_log(&s->params.log, PPS_LOG_INFO, "client %s: %s; disconnecting", s->peer, why);
 	s->bye_reason = (int)reason;
 	pps_session_say_bye(s, reason, why);
 	session_close(s);
@@ -174,7 +143,7 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 
 	if (pps_sched_expire(s->sched, session_now(s)) > 0) {
 		check_base_loss(s);
-		pps_minbuf_kick(s->writer);
+		pps_transport_kick(s->transport);
 	}
 	pps_session_check_timeouts(s);
 	if (!s->closing)
@@ -185,22 +154,11 @@ static int
 fill_cb(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push, void *user)
 {
 	pps_session_t *s = user;
-
 	int ret;
-	size_t room;
 
 	if (s->closing)
 		return 0;
-	/* A browser's packet is one WebSocket frame: its header fits in the MSS too. */
-	room = s->web ? PPS_WS_DATA_HEADER_BYTES : 0;
-	ret = pps_sched_next_packet(s->sched, session_now(s), mss_bytes - room, buf + room,
-	                            len_bytes, push);
-	if (ret == 1 && s->web) {
-		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
-		if (s->params.transport.mode == PPS_MINBUF_MODE_MINBUF)
-			pps_web_check_packet(s->web, s->fd, mss_bytes, s->params.transport.a,
-			                     s->params.transport.b);
-	}
+	ret = pps_sched_next_packet(s->sched, session_now(s), mss_bytes, buf, len_bytes, push);
 	if (ret == 1)
 		s->last_progress_us = session_now(s);
 	check_base_loss(s);
@@ -210,9 +168,10 @@ fill_cb(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push, void *use
 /* Every TCP_INFO reading of the writer: the path estimate, and the latency
  * cap it implies for the next write decision. */
 static void
-writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
+sample_cb(const pps_minbuf_sample_t *ms, void *user)
 {
 	pps_session_t *s = user;
+	unsigned caps = pps_transport_caps(s->transport);
 	int err;
 	pps_path_sample_t sample = {
 	    .now_us = session_now(s),
@@ -228,41 +187,45 @@ writer_sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	    .mss_bytes = ms->mss_bytes,
 	};
 
-	if (s->web)
-		pps_web_check_batch(s->web);
 	pps_path_add_sample(s->path, &sample);
-	pps_minbuf_set_cap(s->writer, pps_path_inflight_cap_pkts(s->path));
-	if (s->params.transport.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT &&
+	if (caps & PPS_TRANSPORT_CAP_LATENCY_CAP)
+		pps_transport_set_latency_cap(s->transport, pps_path_inflight_cap_pkts(s->path));
+	if ((caps & PPS_TRANSPORT_CAP_CONGESTION) &&
+	    s->params.transport.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT &&
 	    !s->congestion_switch_failed &&
-	    (err = pps_minbuf_set_congestion(
-	         s->writer, pps_path_shared(s->path) ? s->params.transport.congestion
-	                                             : s->params.transport.congestion_alone)) < 0) {
+	    (err = pps_transport_set_congestion(
+	         s->transport, pps_path_shared(s->path) ? s->params.transport.congestion
+	                                                : s->params.transport.congestion_alone)) <
+	        0) {
 		/* The one in force stays and the stream goes on; no system call
 		 * per reading to try again. */
-		fprintf(stderr,
-		        "pps-server: client %s: cannot switch the congestion control: %s; "
-		        "it keeps the one in force\n",
+		pps_log(&s->params.log, PPS_LOG_WARNING,
+		        "client %s: cannot switch the congestion control: %s; "
+		        "it keeps the one in force",
 		        s->peer, strerror(-err));
 		s->congestion_switch_failed = true;
 	}
-	if (s->params.path.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY &&
-	    (err = pps_minbuf_set_rate_cap(s->writer, pps_path_rate_cap_bps(s->path))) < 0 &&
+	if ((caps & PPS_TRANSPORT_CAP_RATE_CAP) &&
+	    s->params.path.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY &&
+	    (err = pps_transport_set_rate_cap(s->transport, pps_path_rate_cap_bps(s->path))) < 0 &&
 	    !s->rate_cap_warned) {
 		/* The path estimate still holds the encoder within the rate. */
-		fprintf(stderr, "pps-server: client %s: cannot cap the pacing rate: %s\n", s->peer,
-		        strerror(-err));
+		pps_log(&s->params.log, PPS_LOG_WARNING,
+		        "client %s: cannot cap the pacing rate: %s", s->peer, strerror(-err));
 		s->rate_cap_warned = true;
 	}
 }
 
-static void
-writer_error_cb(int err, void *user)
+/* The writer's parameters: a new connection is alone until its path says
+ * otherwise. */
+static pps_minbuf_params_t
+writer_params(const pps_session_params_t *params)
 {
-	pps_session_t *s = user;
+	pps_minbuf_params_t tp = params->transport;
 
-	fprintf(stderr, "pps-server: client %s: socket error: %s; removed\n", s->peer,
-	        strerror(-err));
-	session_close(s);
+	if (tp.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT)
+		tp.congestion = tp.congestion_alone;
+	return tp;
 }
 
 /* The client is who it must be: admit it and start streaming. */
@@ -270,8 +233,9 @@ static void
 admit(pps_session_t *s)
 {
 	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
-	/* A new connection is alone until its path says otherwise. */
-	pps_minbuf_params_t tp = s->params.transport;
+	pps_minbuf_stats_t ts;
+	char name[64];
+	int ret;
 
 	if (s->params.admit_cb && !s->params.admit_cb(s, s->user)) {
 		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
@@ -285,45 +249,29 @@ admit(pps_session_t *s)
 		refuse(s, PPS_WIRE_BYE_INTERNAL, "out of memory");
 		return;
 	}
-	if (tp.congestion_alone != PPS_MINBUF_CONGESTION_DEFAULT)
-		tp.congestion = tp.congestion_alone;
-	s->writer = pps_minbuf_new(s->base, s->fd, &tp, fill_cb, writer_error_cb, s);
-	if (s->writer && s->tls) {
-		int ret = pps_minbuf_set_tls(s->writer, s->tls);
-
-		if (ret < 0) {
-			pps_minbuf_free(s->writer);
-			s->writer = NULL;
-			errno = -ret;
-		}
-	}
-	if (!s->writer) {
+	pps_transport_describe(s->transport, name, sizeof(name));
+	ret = pps_transport_start(s->transport);
+	if (ret < 0) {
 		char msg[128];
 
-		snprintf(msg, sizeof(msg), "cannot set up the %s transport: %s",
-		         pps_minbuf_mode_name(s->params.transport.mode), strerror(errno));
+		snprintf(msg, sizeof(msg), "cannot set up the %s transport: %s", name,
+		         strerror(-ret));
 		refuse(s, PPS_WIRE_BYE_INTERNAL, msg);
 		return;
 	}
-	pps_minbuf_set_sample_cb(s->writer, writer_sample_cb, s);
-	{
-		pps_minbuf_stats_t ws;
-
-		if (pps_minbuf_get_stats(s->writer, &ws) == 0 && ws.congestion_refused)
-			fprintf(stderr,
-			        "pps-server: client %s: the kernel refused congestion control %s "
-			        "(%s); the system's default runs instead\n",
-			        s->peer, pps_minbuf_congestion_names[tp.congestion],
-			        strerror(ws.congestion_refused));
-	}
+	if (pps_transport_get_stats(s->transport, &ts) == 0 && ts.congestion_refused)
+		pps_log(&s->params.log, PPS_LOG_WARNING,
+		        "client %s: the kernel refused congestion control %s (%s); the system's "
+		        "default runs instead",
+		        s->peer, pps_minbuf_congestion_names[writer_params(&s->params).congestion],
+		        strerror(ts.congestion_refused));
 	info.u.stream_info = s->params.stream_info;
 	pps_sched_push_control(s->sched, &info);
 	s->state = PPS_SESSION_STREAMING;
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
-	fprintf(stderr, "pps-server: client %s joined (%s%s)\n", s->peer,
-	        pps_minbuf_mode_name(s->params.transport.mode), s->tls ? ", TLS" : "");
-	pps_minbuf_kick(s->writer);
+	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s)", s->peer, name);
+	pps_transport_kick(s->transport);
 	s->ready_cb(s, s->user);
 }
 
@@ -375,7 +323,7 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
 		memcpy(challenge.u.challenge.nonce, s->nonce, PPS_WIRE_NONCE_BYTES);
 		/* Nothing else is queued yet: the record goes out whole. */
-		if (write_record_now(s, &challenge) < 0) {
+		if (pps_transport_send_record(s->transport, &challenge) < 0) {
 			refuse(s, PPS_WIRE_BYE_INTERNAL, "cannot send CHALLENGE");
 			return;
 		}
@@ -434,7 +382,7 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		/* A full control queue means the client pings faster than it reads:
 		 * dropping a PONG only costs it one clock sample. */
 		if (pps_sched_push_control(s->sched, &pong) == 0)
-			pps_minbuf_kick(s->writer);
+			pps_transport_kick(s->transport);
 		return;
 	}
 	case PPS_WIRE_RECOVERY_REQUEST:
@@ -445,14 +393,13 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		/* The client lost a layer it was sent (its own decoder failed): ask
 		 * for an IDR as for a base-layer loss seen here; the listener's
 		 * recovery bounds (per client, in time, in bits) decide when. */
-		fprintf(stderr,
-		        "pps-server: client %s lost layer %u at frame %u; asking for an IDR\n",
-		        s->peer, r->u.recovery_request.quality_layer,
-		        r->u.recovery_request.frame_index);
+		pps_log(&s->params.log, PPS_LOG_INFO,
+		        "client %s lost layer %u at frame %u; asking for an IDR", s->peer,
+		        r->u.recovery_request.quality_layer, r->u.recovery_request.frame_index);
 		s->ready_cb(s, s->user);
 		return;
 	case PPS_WIRE_BYE:
-		fprintf(stderr, "pps-server: client %s left (%s%s%s)\n", s->peer,
+		pps_log(&s->params.log, PPS_LOG_INFO, "client %s left (%s%s%s)", s->peer,
 		        pps_wire_bye_reason_name(r->u.bye.reason), r->u.bye.text_len ? ": " : "",
 		        r->u.bye.text);
 		session_close(s);
@@ -465,32 +412,13 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 	}
 }
 
+/* Wire records' bytes from the transport (decrypted, unframed). */
 static void
-web_done_cb(void *user)
+input_cb(const uint8_t *buf, size_t len, void *user)
 {
-	session_close(user);
-}
-
-/* Decrypted or plain input: a browser's HTTP/WebSocket, else wire records. */
-static void
-handle_input(pps_session_t *s, uint8_t *buf, size_t len, size_t capacity)
-{
+	pps_session_t *s = user;
 	const uint8_t *data = buf;
 
-	/* A browser (pps-web.h): HTTP instead of HELLO, then WebSocket frames. */
-	if (!s->web && s->state == PPS_SESSION_AWAIT_HELLO &&
-	    pps_wire_parser_pending(s->parser) == 0 && pps_web_sniff(buf, len)) {
-		s->web = pps_web_new(s->base, s->fd, s->peer, web_done_cb, s);
-		/* On a TLS listener the first decrypted byte decided: https/wss. */
-		if (s->web && s->tls)
-			pps_web_set_tls(s->web, s->tls);
-	}
-	if (s->web) {
-		if (pps_web_input(s->web, buf, len, capacity, &len) < 0) {
-			refuse(s, PPS_WIRE_BYE_PROTOCOL, pps_web_error(s->web));
-			return;
-		}
-	}
 	while (!s->closing) {
 		pps_wire_record_t record;
 		int ret = pps_wire_parser_next(s->parser, &data, &len, &record);
@@ -513,119 +441,35 @@ handle_input(pps_session_t *s, uint8_t *buf, size_t len, size_t capacity)
 	}
 }
 
-/*
- * One step of the TLS handshake (before HELLO; the handshake timeout covers
- * it). True once it is done. A plaintext client is told so in plaintext: its
- * HELLO is still unread, and a BYE it can parse is the clearest answer.
- */
-static bool
-tls_handshake_step(pps_session_t *s)
+static void
+ended_cb(pps_transport_end_t how, const char *why, void *user)
 {
-	char err[256] = "";
-	int ret = pps_tls_handshake(s->tls, err, sizeof(err));
+	pps_session_t *s = user;
 
-	if (ret == 0)
-		return true;
-	if (ret == -EAGAIN) {
-		if (pps_tls_want_write(s->tls))
-			event_add(s->tls_write_event, NULL);
-		return false;
-	}
-	if (ret == -EPROTONOSUPPORT) {
-		uint8_t first = 0;
-		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
-		const char *why = "this server requires TLS (client: tls = true)";
-		static const char http[] = "HTTP/1.1 400 Bad Request\r\n"
-		                           "Content-Type: text/plain; charset=utf-8\r\n"
-		                           "Content-Length: 37\r\n"
-		                           "Connection: close\r\n\r\n"
-		                           "This server speaks TLS: use https://\n";
-
+	switch (how) {
+	case PPS_TRANSPORT_END_CLOSED:
+		pps_log(&s->params.log, PPS_LOG_INFO, "client %s closed the connection", s->peer);
+		break;
+	case PPS_TRANSPORT_END_FINISHED:
+		break;
+	case PPS_TRANSPORT_END_RECEIVE:
+		pps_log(&s->params.log, PPS_LOG_ERROR, "client %s: receive error: %s; removed",
+		        s->peer, why);
+		break;
+	case PPS_TRANSPORT_END_SEND:
+		pps_log(&s->params.log, PPS_LOG_ERROR, "client %s: socket error: %s; removed",
+		        s->peer, why);
+		break;
+	case PPS_TRANSPORT_END_REFUSED:
+		/* The transport said why to the peer itself. */
+		pps_log(&s->params.log, PPS_LOG_INFO, "client %s: %s; disconnecting", s->peer, why);
 		s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
-		if (recv(s->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first >= 'A' &&
-		    first <= 'Z') {
-			/* A browser at http:// of a TLS listener: say it in HTTP. */
-			why = "plain HTTP on a TLS listener (browsers: https://)";
-			if (send(s->fd, http, sizeof(http) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-				why = "plain HTTP on a TLS listener (browsers: https://), "
-				      "unanswered";
-		} else {
-			bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
-			bye.u.bye.text_len =
-			    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
-			pps_server_write_record_now(s->fd, &bye);
-		}
-		fprintf(stderr, "pps-server: client %s: %s; disconnecting\n", s->peer, why);
-		shutdown(s->fd, SHUT_WR);
-		session_close(s);
-		return false;
+		break;
+	case PPS_TRANSPORT_END_PROTOCOL:
+		refuse(s, PPS_WIRE_BYE_PROTOCOL, why);
+		return;
 	}
-	fprintf(stderr, "pps-server: client %s: TLS handshake failed: %s; disconnecting\n", s->peer,
-	        err);
-	s->bye_reason = PPS_WIRE_BYE_PROTOCOL;
 	session_close(s);
-	return false;
-}
-
-static void
-tls_writable_cb(evutil_socket_t fd, short what, void *user)
-{
-	pps_session_t *s = user;
-
-	(void)fd;
-	(void)what;
-	if (s->closing || !tls_handshake_step(s))
-		return;
-	/* The handshake is done: a HELLO may already be in. */
-	event_active(s->read_event, EV_READ, 0);
-}
-
-/* One read, plain or through TLS: bytes, 0 when the peer closed, -EAGAIN,
- * or a negative errno (-EPROTO: pps_tls_error() says why). */
-static ssize_t
-session_recv(pps_session_t *s, uint8_t *buf, size_t size)
-{
-	ssize_t n;
-
-	if (s->tls)
-		return pps_tls_read(s->tls, buf, size);
-	n = recv(s->fd, buf, size, 0);
-	if (n < 0)
-		return errno == EINTR ? -EAGAIN : -errno;
-	return n;
-}
-
-static void
-read_cb(evutil_socket_t fd, short what, void *user)
-{
-	pps_session_t *s = user;
-	uint8_t buf[4096];
-
-	(void)fd;
-	if (s->tls && !pps_tls_handshake_done(s->tls) && !tls_handshake_step(s))
-		return;
-	/* Plaintext: one read per wake-up (level-triggered). TLS: every whole
-	 * record that is in, as the socket does not signal what OpenSSL
-	 * already read from it. */
-	do {
-		ssize_t n = session_recv(s, buf, sizeof(buf));
-
-		if (n == -EAGAIN)
-			return;
-		if (n == 0) {
-			fprintf(stderr, "pps-server: client %s closed the connection\n", s->peer);
-			session_close(s);
-			return;
-		}
-		if (n < 0) {
-			fprintf(stderr, "pps-server: client %s: receive error: %s; removed\n",
-			        s->peer,
-			        s->tls && n == -EPROTO ? pps_tls_error(s->tls) : strerror((int)-n));
-			session_close(s);
-			return;
-		}
-		handle_input(s, buf, (size_t)n, sizeof(buf));
-	} while (s->tls && !s->closing);
 }
 
 static void
@@ -651,12 +495,18 @@ pps_session_check_timeouts(pps_session_t *s)
 	if (s->closing)
 		return;
 	if (s->state != PPS_SESSION_STREAMING) {
-		if (now - s->accepted_us >= s->params.hello_timeout_us)
-			refuse(s, PPS_WIRE_BYE_PROTOCOL,
-			       s->tls && !pps_tls_handshake_done(s->tls)
-			           ? "no TLS handshake in time"
-			       : s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
+		const char *handshake = pps_transport_handshake_pending(s->transport);
+		char why[64];
+
+		if (now - s->accepted_us < s->params.hello_timeout_us)
+			return;
+		if (handshake)
+			snprintf(why, sizeof(why), "no %s handshake in time", handshake);
+		else
+			snprintf(why, sizeof(why), "%s",
+			         s->state == PPS_SESSION_AWAIT_HELLO ? "no HELLO in time"
 			                                             : "no AUTH in time");
+		refuse(s, PPS_WIRE_BYE_PROTOCOL, why);
 		return;
 	}
 	/* A client that stopped reading only loses its own windows, but it
@@ -700,7 +550,6 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL; /* errno: ENOMEM */
-	s->base = base;
 	s->fd = fd;
 	s->id = id;
 	s->params = *params;
@@ -719,26 +568,32 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->path = pps_path_new(&params->path);
 	if (!s->path)
 		goto err_free; /* errno: EINVAL for the path parameters, ENOMEM */
-	s->read_event = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, s);
 	s->deadline_timer = evtimer_new(base, deadline_cb, s);
 	s->hello_timer = evtimer_new(base, hello_timeout_cb, s);
-	if (!s->read_event || !s->deadline_timer || !s->hello_timer) {
+	if (!s->deadline_timer || !s->hello_timer) {
 		errno = ENOMEM;
 		goto err_free;
 	}
-	if (params->tls_ctx) {
-		s->tls = pps_tls_new(params->tls_ctx, fd, NULL);
-		if (!s->tls)
-			goto err_free; /* errno: ENOMEM */
-		s->tls_write_event = event_new(base, fd, EV_WRITE, tls_writable_cb, s);
-		if (!s->tls_write_event) {
-			errno = ENOMEM;
-			goto err_free;
-		}
-	}
+	/* Reading starts here. */
+	s->transport = pps_transport_open(base, fd,
+	                                  &(pps_transport_params_t){
+	                                      .writer = writer_params(params),
+	                                      .tls_ctx = params->tls_ctx,
+	                                      .peer = s->peer,
+	                                      .log = params->log,
+	                                  },
+	                                  &(pps_transport_events_t){
+	                                      .fill_cb = fill_cb,
+	                                      .sample_cb = sample_cb,
+	                                      .input_cb = input_cb,
+	                                      .ended_cb = ended_cb,
+	                                  },
+	                                  s);
+	if (!s->transport)
+		goto err_free; /* errno: ENOMEM, EIO */
 	hello_tv = pps_time_us_to_timeval(params->hello_timeout_us);
-	if (event_add(s->read_event, NULL) < 0 || event_add(s->hello_timer, &hello_tv) < 0) {
-		errno = EIO; /* the loop's backend refused the descriptor */
+	if (event_add(s->hello_timer, &hello_tv) < 0) {
+		errno = EIO; /* the loop's backend refused the timer */
 		goto err_free;
 	}
 	return s;
@@ -756,12 +611,7 @@ pps_session_free(pps_session_t *s)
 {
 	if (!s)
 		return;
-	pps_minbuf_free(s->writer);
-	pps_tls_free(s->tls);
-	if (s->tls_write_event)
-		event_free(s->tls_write_event);
-	if (s->read_event)
-		event_free(s->read_event);
+	pps_transport_free(s->transport);
 	if (s->deadline_timer)
 		event_free(s->deadline_timer);
 	if (s->hello_timer)
@@ -769,7 +619,6 @@ pps_session_free(pps_session_t *s)
 	pps_sched_free(s->sched);
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
-	pps_web_free(s->web);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s);
@@ -787,7 +636,7 @@ pps_session_push_window(pps_session_t *s, pps_window_t *window)
 	if (s->state != PPS_SESSION_STREAMING || s->closing)
 		return;
 	pps_sched_push_window(s->sched, window);
-	pps_minbuf_kick(s->writer);
+	pps_transport_kick(s->transport);
 	if (!s->closing)
 		arm_deadline_timer(s);
 }
@@ -797,7 +646,7 @@ pps_session_window_grew(pps_session_t *s)
 {
 	if (s->state != PPS_SESSION_STREAMING || s->closing)
 		return;
-	pps_minbuf_kick(s->writer);
+	pps_transport_kick(s->transport);
 }
 
 void
@@ -819,10 +668,8 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 	memcpy(bye.u.bye.text, text, len);
 	/* Only between records: a batch the kernel took in part would have the
 	 * BYE land inside a record. */
-	if (s->web && (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0))
-		pps_web_say_bye(s->web, &bye);
-	else if (!s->writer || pps_minbuf_pending_bytes(s->writer) == 0)
-		write_record_now(s, &bye);
+	if (pps_transport_pending_bytes(s->transport) == 0)
+		pps_transport_send_record(s->transport, &bye);
 	shutdown(s->fd, SHUT_WR);
 	/* Closing a socket with unread input (a CLOCK_PING in flight) makes the
 	 * kernel answer with a reset, which can overtake the data still queued
@@ -873,11 +720,7 @@ pps_session_get_sched_stats(const pps_session_t *s, pps_sched_stats_t *stats)
 int
 pps_session_get_transport_stats(const pps_session_t *s, pps_minbuf_stats_t *stats)
 {
-	if (!s->writer) {
-		memset(stats, 0, sizeof(*stats));
-		return -ENOENT;
-	}
-	return pps_minbuf_get_stats(s->writer, stats);
+	return pps_transport_get_stats(s->transport, stats);
 }
 
 void

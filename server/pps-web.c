@@ -4,8 +4,7 @@
  */
 #include "pps-web.h"
 #include "pps-minbuf.h"
-#include "pps-socket.h"
-#include "pps-tls.h"
+#include "pps-transport-internal.h"
 #include "pps-websocket.h"
 
 #include <errno.h>
@@ -15,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
+
+/* An answer is written in pieces of at most this (one TLS record each). */
+#define ANSWER_CHUNK_BYTES 16384
 
 typedef enum {
 	WEB_READING_REQUEST,
@@ -25,9 +26,10 @@ typedef enum {
 } web_state_t;
 
 struct pps_web {
-	struct event_base *base;
+	pps_transport_t *lower; /* what it writes through: the socket's, or TLS */
 	int fd;
 	char peer[160];
+	pps_log_t log;
 	pps_web_done_cb done_cb;
 	void *user;
 	web_state_t state;
@@ -39,7 +41,6 @@ struct pps_web {
 	const uint8_t *body;
 	size_t body_len, body_done;
 	struct event *write_event;
-	pps_tls_t *tls; /* https/wss: every byte through it (pps_web_set_tls) */
 	pps_ws_reader_t *reader;
 	bool peer_closed;
 	char error[160];
@@ -78,86 +79,44 @@ finish(pps_web_t *w)
 	w->done_cb(w->user);
 }
 
-/*
- * The answer through TLS: one record per step of at most the largest record
- * (head, then body); a record the kernel took only in part waits in the TLS
- * object and goes first at the next EV_WRITE. 1 to wait, 0 when all is out.
- */
-static int
-write_tls(pps_web_t *w)
-{
-	uint8_t chunk[PPS_TLS_MAX_PLAINTEXT_BYTES];
-	int r = pps_tls_flush(w->tls);
-
-	while (r == 0 && (w->head_done < w->head_len || w->body_done < w->body_len)) {
-		size_t n = 0, take;
-
-		take = w->head_len - w->head_done < sizeof(chunk) ? w->head_len - w->head_done
-		                                                  : sizeof(chunk);
-		memcpy(chunk, w->head + w->head_done, take);
-		n = take;
-		take = w->body_len - w->body_done < sizeof(chunk) - n ? w->body_len - w->body_done
-		                                                      : sizeof(chunk) - n;
-		memcpy(chunk + n, w->body + w->body_done, take);
-		n += take;
-		r = pps_tls_send(w->tls, chunk, n);
-		if (r == 0 || r == -EAGAIN) {
-			w->head_done += n - take;
-			w->body_done += take;
-		}
-	}
-	if (r == -EAGAIN)
-		return 1;
-	if (r < 0)
-		snprintf(w->error, sizeof(w->error), "send: %s", strerror(-r));
-	return 0;
-}
-
-/* Sends a short message now (101, the last words): 0 or a negative errno. */
-static int
-send_now(pps_web_t *w, const void *buf, size_t len)
-{
-	if (w->tls) {
-		int r = pps_tls_send(w->tls, buf, len);
-		return r == -EAGAIN ? 0 : r; /* the tail waits in the TLS object */
-	}
-	ssize_t k = send(w->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-	if (k < 0)
-		return -errno;
-	return (size_t)k == len ? 0 : -EIO;
-}
-
+/* Writes the answer, head then body, as far as the socket takes it; once all
+ * of it (and anything the layer below kept) is out, the exchange ends. */
 static void
 write_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_web_t *w = user;
+	uint8_t chunk[ANSWER_CHUNK_BYTES];
+	ssize_t n;
 
-	if (w->tls) {
-		if (write_tls(w) == 1)
-			return; /* EV_WRITE calls again */
-		finish(w);
-		return;
-	}
 	while (w->head_done < w->head_len || w->body_done < w->body_len) {
-		struct iovec iov[2] = {
-		    {w->head + w->head_done, w->head_len - w->head_done},
-		    {(void *)(w->body + w->body_done), w->body_len - w->body_done},
-		};
-		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
-		ssize_t n = sendmsg(w->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		size_t head_part;
+		size_t head_part = w->head_len - w->head_done,
+		       body_part = w->body_len - w->body_done;
 
+		if (head_part > sizeof(chunk))
+			head_part = sizeof(chunk);
+		if (body_part > sizeof(chunk) - head_part)
+			body_part = sizeof(chunk) - head_part;
+		memcpy(chunk, w->head + w->head_done, head_part);
+		if (body_part)
+			memcpy(chunk + head_part, w->body + w->body_done, body_part);
+		n = pps_transport_write(w->lower, chunk, head_part + body_part);
+		if (n == -EAGAIN)
+			return; /* EV_WRITE calls again */
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return; /* EV_WRITE calls again */
-			snprintf(w->error, sizeof(w->error), "send: %s", strerror(errno));
-			break;
+			snprintf(w->error, sizeof(w->error), "send: %s", strerror((int)-n));
+			finish(w);
+			return;
 		}
-		head_part = (size_t)n < iov[0].iov_len ? (size_t)n : iov[0].iov_len;
+		if ((size_t)n < head_part)
+			head_part = (size_t)n;
 		w->head_done += head_part;
 		w->body_done += (size_t)n - head_part;
 	}
+	n = pps_transport_flush(w->lower);
+	if (n == -EAGAIN)
+		return;
+	if (n < 0)
+		snprintf(w->error, sizeof(w->error), "send: %s", strerror((int)-n));
 	finish(w);
 }
 
@@ -192,7 +151,7 @@ answer(pps_web_t *w, int status, const char *reason, const pps_web_file_t *file,
 		if (n > 0 && (size_t)n < sizeof(w->head) - w->head_len)
 			w->head_len += (size_t)n;
 	}
-	fprintf(stderr, "pps-server: http %s: %d %s\n", w->peer, status, reason);
+	pps_log(&w->log, PPS_LOG_INFO, "http %s: %d %s", w->peer, status, reason);
 	event_add(w->write_event, NULL);
 }
 
@@ -208,13 +167,13 @@ upgrade(pps_web_t *w, const char *accept)
 	                 "Sec-WebSocket-Accept: %s\r\n\r\n",
 	                 accept);
 
-	if (send_now(w, head, (size_t)n) < 0)
+	if (pps_transport_send_now(w->lower, head, (size_t)n) < 0)
 		return -EIO;
 	w->reader = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
 	if (!w->reader)
 		return -ENOMEM;
 	w->state = WEB_UPGRADED;
-	fprintf(stderr, "pps-server: http %s: WebSocket %s\n", w->peer, PPS_WEB_STREAM_PATH);
+	pps_log(&w->log, PPS_LOG_INFO, "http %s: WebSocket %s", w->peer, PPS_WEB_STREAM_PATH);
 	return 0;
 }
 
@@ -273,7 +232,7 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 		}
 		if (pps_ws_handshake(&req, accept, &why) < 0) {
 			/* RFC 6455 section 4.4: say which version we speak. */
-			fprintf(stderr, "pps-server: http %s: bad WebSocket handshake: %s\n",
+			pps_log(&w->log, PPS_LOG_INFO, "http %s: bad WebSocket handshake: %s",
 			        w->peer, why);
 			answer(w, 400, "Bad Request", NULL, false, "Sec-WebSocket-Version: 13\r\n");
 			return 0;
@@ -302,12 +261,6 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 	return 0;
 }
 
-bool
-pps_web_upgraded(const pps_web_t *w)
-{
-	return w->reader != NULL;
-}
-
 const char *
 pps_web_error(const pps_web_t *w)
 {
@@ -331,8 +284,8 @@ close_code_for(const pps_wire_bye_t *bye)
 	}
 }
 
-void
-pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
+static void
+say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 {
 	uint8_t buf[PPS_WS_DATA_HEADER_BYTES + 512], close_frame[10 + 2];
 	uint16_t code;
@@ -357,31 +310,53 @@ pps_web_say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 		n += header + 2;
 	}
 	/* Uncorked, so it leaves now: it is the last thing said. */
-	(void)pps_socket_set_cork(w->fd, false); /* best effort; send() reports */
-	int r = send_now(w, buf, n);
+	int r = pps_transport_send_now(w->lower, buf, n);
 	if (r < 0)
-		fprintf(stderr, "pps-server: http %s: close frame: %s\n", w->peer, strerror(-r));
+		pps_log(&w->log, PPS_LOG_ERROR, "http %s: close frame: %s", w->peer, strerror(-r));
+}
+
+int
+pps_web_send_record(pps_web_t *w, const pps_wire_record_t *record)
+{
+	uint8_t buf[PPS_WS_DATA_HEADER_BYTES + 512];
+	size_t n;
+	int ret;
+
+	if (!w->reader)
+		return 0; /* no WebSocket to say it in */
+	if (record->kind == PPS_WIRE_BYE) {
+		say_bye(w, record);
+		return 0;
+	}
+	ret = pps_wire_encode(record, buf + PPS_WS_DATA_HEADER_BYTES,
+	                      sizeof(buf) - PPS_WS_DATA_HEADER_BYTES, &n);
+	if (ret < 0)
+		return ret;
+	return pps_transport_send_now(w->lower, buf, pps_ws_wrap_binary(buf, n));
 }
 
 pps_web_t *
-pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb, void *user)
+pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log, pps_web_done_cb done_cb,
+            void *user)
 {
 	pps_web_t *w;
 
-	if (!base || fd < 0 || !peer || !done_cb) {
+	if (!lower || !peer || !done_cb) {
 		errno = EINVAL;
 		return NULL;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		goto err;
-	w->base = base;
-	w->fd = fd;
+	w->lower = lower;
+	w->fd = lower->fd;
 	w->done_cb = done_cb;
 	w->user = user;
+	if (log)
+		w->log = *log;
 	snprintf(w->peer, sizeof(w->peer), "%s", peer);
 	w->check = getenv("PPS_WEB_CHECK_BOUND") && strcmp(getenv("PPS_WEB_CHECK_BOUND"), "1") == 0;
-	w->write_event = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, w);
+	w->write_event = event_new(lower->base, w->fd, EV_WRITE | EV_PERSIST, write_cb, w);
 	if (!w->write_event)
 		goto err_free;
 	return w;
@@ -394,22 +369,16 @@ err:
 }
 
 void
-pps_web_set_tls(pps_web_t *w, pps_tls_t *tls)
-{
-	w->tls = tls;
-}
-
-void
 pps_web_free(pps_web_t *w)
 {
 	if (!w)
 		return;
 	if (w->check && w->checks)
-		fprintf(stderr,
-		        "pps-server: http %s: MIN_BUF check: %llu packets, max held - bound %d "
-		        "packets, %llu over\n",
-		        w->peer, (unsigned long long)w->checks, w->max_over,
-		        (unsigned long long)w->checks_over);
+		pps_log(
+		    &w->log, PPS_LOG_INFO,
+		    "http %s: MIN_BUF check: %llu packets, max held - bound %d packets, %llu over",
+		    w->peer, (unsigned long long)w->checks, w->max_over,
+		    (unsigned long long)w->checks_over);
 	if (w->write_event)
 		event_free(w->write_event);
 	pps_ws_reader_free(w->reader);

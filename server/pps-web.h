@@ -7,9 +7,12 @@
  * connection closed; an Upgrade to WebSocket on PPS_WEB_STREAM_PATH turns it
  * into a session like any other: the client's binary messages carry its wire
  * records (HELLO, CLOCK_PING, BYE) to the session's bounds-checked parser, and
- * the session's packets leave as one binary message each (pps_ws_wrap_binary
- * in the session's fill callback), through the same regulator and MIN_BUF
- * writer as a pps-client's.
+ * the session's packets leave as one binary message each, through the same
+ * regulator and MIN_BUF writer as a pps-client's. The browser layer of a
+ * session's transport (pps-transport.h, pps-transport-web.c) makes that
+ * choice on the first bytes and frames the packets; this object is the HTTP
+ * server and the WebSocket's reader, writing through the transport under it
+ * (the socket's, or TLS for https:// and wss://).
  *
  * Why the same listener: one port to open, forward or put behind a TLS proxy,
  * and the page and its stream share an origin; the two protocols cannot be
@@ -29,9 +32,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pps-log.h"
 #include "pps-wire.h"
 
-struct event_base;
+typedef struct pps_transport pps_transport_t;
 
 /* Where the viewer opens its WebSocket. */
 #define PPS_WEB_STREAM_PATH "/stream"
@@ -61,39 +65,33 @@ typedef void (*pps_web_done_cb)(void *user);
 /* True if a connection that starts with @buf speaks HTTP. */
 bool pps_web_sniff(const uint8_t *buf, size_t len);
 
-/* @fd stays the caller's; @peer is for logs. NULL + errno. */
-pps_web_t *pps_web_new(struct event_base *base, int fd, const char *peer, pps_web_done_cb done_cb,
-                       void *user);
+/* HTTP over @lower (not owned; it outlives @web), whose socket is the
+ * connection's. @peer is for log lines, which go to @log. NULL + errno. */
+pps_web_t *pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log,
+                       pps_web_done_cb done_cb, void *user);
 void pps_web_free(pps_web_t *web);
-
-/* https:// and wss:// on a TLS listener: everything this object writes goes
- * through @tls (handshake done, owned by the session, outliving @web); what
- * it is handed in pps_web_input() is already decrypted. */
-typedef struct pps_tls pps_tls_t;
-void pps_web_set_tls(pps_web_t *web, pps_tls_t *tls);
 
 /*
  * Bytes the connection received (@len in @buf, which holds @capacity).
  * Returns 0 and sets *wire_bytes to how many bytes of wire records it left at
  * the front of @buf (0 while the request head is incomplete or an HTTP answer
  * is being written), or -ECONNRESET when the connection must go now (a bad
- * frame, the peer's close): pps_web_error() says why, pps_web_say_bye() then
+ * frame, the peer's close): pps_web_error() says why, pps_web_send_record() of a BYE then
  * sends the close frame.
  */
 int pps_web_input(pps_web_t *web, uint8_t *buf, size_t len, size_t capacity, size_t *wire_bytes);
-
-/* True once the WebSocket handshake succeeded. */
-bool pps_web_upgraded(const pps_web_t *web);
 
 /* Why the connection is going, for the log. */
 const char *pps_web_error(const pps_web_t *web);
 
 /*
- * Last words, written now between records (uncorked): @bye in a binary
- * message (unless the peer closed first), then a close frame whose code says
- * the same (or the frame reader's error code). Nothing before the upgrade.
+ * One record now, between packets (uncorked), in a binary message; nothing
+ * before the upgrade. A BYE is the last thing said: in its message (unless
+ * the peer closed first), then a close frame whose code says the same (or
+ * the frame reader's error code); a failure to send it is logged, not
+ * returned. 0 or a negative errno.
  */
-void pps_web_say_bye(pps_web_t *web, const pps_wire_record_t *bye);
+int pps_web_send_record(pps_web_t *web, const pps_wire_record_t *record);
 
 /*
  * Independent MIN_BUF check (the one test-minbuf and pps-protolat
@@ -101,9 +99,10 @@ void pps_web_say_bye(pps_web_t *web, const pps_wire_record_t *bye);
  * PPS_WEB_CHECK_BOUND=1: before each packet the writer pulls, held =
  * ceil(SIOCOUTQ / mss) + packets already pulled for this write + 1, against
  * A*cwnd + min(B, cwnd) + sacked from a TCP_INFO of our own. The result is
- * logged when the connection ends ("MIN_BUF check: ..."). The owner calls
- * pps_web_check_packet() from its fill callback and pps_web_check_batch()
- * from its writer's sample callback (a new write decision).
+ * logged when the connection ends ("MIN_BUF check: ..."). The browser layer
+ * calls pps_web_check_packet() for each packet it frames and
+ * pps_web_check_batch() for each of the writer's readings (a new write
+ * decision).
  */
 void pps_web_check_packet(pps_web_t *web, int fd, size_t mss_bytes, unsigned a, unsigned b);
 void pps_web_check_batch(pps_web_t *web);

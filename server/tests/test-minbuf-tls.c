@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TLS record sizing (common/pps-tls.h, pps_minbuf_set_tls()), with a real
- * TLS 1.3 handshake and a certificate made here (EC P-256, CN=localhost,
- * subjectAltName IP:127.0.0.1), written to a temporary directory:
+ * TLS record sizing (common/pps-tls.h, the TLS layer of pps-transport.h), with
+ * a real TLS 1.3 handshake and a certificate made here (EC P-256,
+ * CN=localhost, subjectAltName IP:127.0.0.1), written to a temporary directory:
  *
  *  - over a socketpair: for every MSS the writer can see (536 .. loopback's),
  *    a full packet sealed is exactly min(MSS, largest record) bytes, so its
@@ -10,15 +10,17 @@
  *    a short packet costs 22 bytes; a buffer one byte short is -EMSGSIZE;
  *  - the handshake refuses a certificate the CA file does not vouch for, or
  *    one for another IP address, and tells a plaintext peer apart;
- *  - through the MIN_BUF writer on loopback TCP with TCP_MAXSEG set: the fill
- *    callback is offered MSS - 22, every record written is <= the MSS the
- *    writer read, and the client reads back every byte in order.
+ *  - through the TLS layer over the MIN_BUF writer on loopback TCP with
+ *    TCP_MAXSEG set: the fill callback is offered MSS - 22, every record
+ *    written is <= the MSS the writer read, and the client reads back every
+ *    byte in order.
  * No sleeps: both ends are driven from one thread with poll(2).
  */
 #include "pps-minbuf.h"
 #include "pps-socket.h"
 #include "pps-test.h"
 #include "pps-tls.h"
+#include "pps-transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -152,7 +154,8 @@ test_record_sizes(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx)
 		plain[i] = (uint8_t)(i * 7 + 3);
 	for (size_t k = 0; k < sizeof(mss_list) / sizeof(mss_list[0]); k++) {
 		size_t mss = mss_list[k];
-		/* The writer's unit and room, as pps-minbuf.c computes them. */
+		/* The writer's unit and the TLS layer's room, as pps-minbuf.c and
+		 * pps-transport-tls.c compute them. */
 		size_t unit = mss < PPS_TLS_MAX_RECORD_BYTES ? mss : PPS_TLS_MAX_RECORD_BYTES;
 		size_t room = unit - PPS_TLS_RECORD_OVERHEAD_BYTES, out = 0;
 
@@ -267,9 +270,9 @@ fill_cb(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push, void *use
 }
 
 static void
-error_cb(int err, void *user)
+ended_cb(pps_transport_end_t how, const char *why, void *user)
 {
-	((producer_t *)user)->error = err;
+	((producer_t *)user)->error = how == PPS_TRANSPORT_END_SEND ? -EIO : -ECONNRESET;
 }
 
 static void
@@ -298,10 +301,16 @@ test_writer(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx, int maxseg)
 	pps_minbuf_params_t params;
 	producer_t p = {0};
 	pps_minbuf_params_init(&params);
-	pps_minbuf_t *w = pps_minbuf_new(base, sfd, &params, fill_cb, error_cb, &p);
-	REQUIRE(base && w);
-	CHECK_EQ_INT(pps_minbuf_set_tls(w, s), 0);
-	pps_minbuf_kick(w);
+	REQUIRE(base);
+	/* The layer takes the server's endpoint: freed with the transport. */
+	pps_transport_t *t = pps_transport_tls_over(pps_transport_tcp_open(base, sfd, &params), s);
+	REQUIRE(t);
+	CHECK_EQ_INT(
+	    pps_transport_set_events(
+	        t, &(pps_transport_events_t){.fill_cb = fill_cb, .ended_cb = ended_cb}, &p),
+	    0);
+	CHECK_EQ_INT(pps_transport_start(t), 0);
+	pps_transport_kick(t);
 
 	uint64_t got = 0;
 	bool in_order = true;
@@ -326,7 +335,7 @@ test_writer(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx, int maxseg)
 	}
 
 	pps_minbuf_stats_t st;
-	REQUIRE(pps_minbuf_get_stats(w, &st) == 0);
+	REQUIRE(pps_transport_get_stats(t, &st) == 0);
 	printf("maxseg %d: writer mss %u, offered %zu, %llu records, largest %u bytes\n", maxseg,
 	       st.mss_bytes, p.offered_bytes, (unsigned long long)st.tls_records,
 	       st.tls_max_record_bytes);
@@ -340,10 +349,9 @@ test_writer(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx, int maxseg)
 	CHECK_EQ_INT(p.offered_bytes, st.mss_bytes - PPS_TLS_RECORD_OVERHEAD_BYTES);
 	CHECK_EQ_INT(st.tls_max_record_bytes, st.mss_bytes);
 
-	pps_minbuf_free(w);
+	pps_transport_free(t);
 	event_base_free(base);
 	pps_tls_free(c);
-	pps_tls_free(s);
 	close(sfd);
 	close(cfd);
 }

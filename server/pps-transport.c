@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stack of layers behind pps-transport.h: each call goes down to the
+ * first layer that has the operation, packets and readings go up to the
+ * first layer that filters them, and the owner's callbacks sit on the top.
+ */
+#include "pps-transport-internal.h"
+#include "pps-tls.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+/* The layer that implements @op: @t's own, else the nearest below it. */
+#define DOWN_TO(t, op)                                                                             \
+	while ((t) && !(t)->ops->op)                                                               \
+	(t) = (t)->underlying
+
+static pps_transport_t *
+top_of(pps_transport_t *t)
+{
+	while (t->over)
+		t = t->over;
+	return t;
+}
+
+static pps_transport_t *
+bottom_of(pps_transport_t *t)
+{
+	while (t->underlying)
+		t = t->underlying;
+	return t;
+}
+
+void
+pps_transport_init(pps_transport_t *t, const pps_transport_ops_t *ops, pps_transport_t *underlying,
+                   struct event_base *base, int fd)
+{
+	memset(t, 0, sizeof(*t));
+	t->ops = ops;
+	t->underlying = underlying;
+	t->base = underlying ? underlying->base : base;
+	t->fd = underlying ? underlying->fd : fd;
+	if (underlying)
+		underlying->over = t;
+}
+
+/* ---- going up ----------------------------------------------------------- */
+
+int
+pps_transport_fill_above(pps_transport_t *t, size_t mss_bytes, uint8_t *buf, size_t *len_bytes,
+                         bool *push)
+{
+	for (pps_transport_t *l = t->over; l; l = l->over)
+		if (l->ops->fill)
+			return l->ops->fill(l, mss_bytes, buf, len_bytes, push);
+	t = top_of(t);
+	if (!t->events.fill_cb)
+		return 0;
+	return t->events.fill_cb(mss_bytes, buf, len_bytes, push, t->user);
+}
+
+void
+pps_transport_sample_above(pps_transport_t *t, const pps_minbuf_sample_t *sample)
+{
+	for (pps_transport_t *l = t->over; l; l = l->over) {
+		if (l->ops->sample) {
+			l->ops->sample(l, sample);
+			return;
+		}
+	}
+	t = top_of(t);
+	if (t->events.sample_cb)
+		t->events.sample_cb(sample, t->user);
+}
+
+void
+pps_transport_end(pps_transport_t *t, pps_transport_end_t how, const char *why)
+{
+	t = top_of(t);
+	/* Level-triggered: a socket at its end would wake the loop forever. */
+	pps_transport_stop(t);
+	if (t->events.ended_cb)
+		t->events.ended_cb(how, why, t->user);
+}
+
+void
+pps_transport_input_ready(pps_transport_t *t)
+{
+	uint8_t buf[4096];
+
+	t = top_of(t);
+	/* Without a buffering layer, one read per wake-up (level-triggered);
+	 * with one, every whole record that is in, as the socket does not
+	 * signal what the layer already read from it. */
+	do {
+		ssize_t n = pps_transport_read(t, buf, sizeof(buf));
+
+		if (n == -EAGAIN || n == PPS_TRANSPORT_ENDED)
+			return;
+		if (n == 0) {
+			pps_transport_end(t, PPS_TRANSPORT_END_CLOSED, NULL);
+			return;
+		}
+		if (n < 0) {
+			pps_transport_end(t, PPS_TRANSPORT_END_RECEIVE, strerror((int)-n));
+			return;
+		}
+		if (t->events.input_cb)
+			t->events.input_cb(buf, (size_t)n, t->user);
+	} while ((pps_transport_caps(t) & PPS_TRANSPORT_CAP_BUFFERED_INPUT) && !t->stopped);
+}
+
+void
+pps_transport_wake_input(pps_transport_t *t)
+{
+	t = bottom_of(t);
+	if (t->read_event)
+		event_active(t->read_event, EV_READ, 0);
+}
+
+/* ---- going down --------------------------------------------------------- */
+
+ssize_t
+pps_transport_read(pps_transport_t *t, uint8_t *buf, size_t size)
+{
+	DOWN_TO(t, read);
+	return t ? t->ops->read(t, buf, size) : -EOPNOTSUPP;
+}
+
+int
+pps_transport_send_now(pps_transport_t *t, const void *buf, size_t len)
+{
+	DOWN_TO(t, send_now);
+	return t ? t->ops->send_now(t, buf, len) : -EOPNOTSUPP;
+}
+
+ssize_t
+pps_transport_write(pps_transport_t *t, const void *buf, size_t len)
+{
+	DOWN_TO(t, write);
+	return t ? t->ops->write(t, buf, len) : -EOPNOTSUPP;
+}
+
+int
+pps_transport_flush(pps_transport_t *t)
+{
+	DOWN_TO(t, flush);
+	return t ? t->ops->flush(t) : 0; /* nobody keeps anything */
+}
+
+int
+pps_transport_start_packets(pps_transport_t *t, size_t max_packet_bytes)
+{
+	DOWN_TO(t, start);
+	return t ? t->ops->start(t, max_packet_bytes) : -EOPNOTSUPP;
+}
+
+int
+pps_transport_set_events(pps_transport_t *t, const pps_transport_events_t *events, void *user)
+{
+	pps_transport_t *bottom = bottom_of(t);
+
+	t->events = *events;
+	t->user = user;
+	if (events->input_cb && bottom->read_event && event_add(bottom->read_event, NULL) < 0)
+		return -EIO;
+	return 0;
+}
+
+void
+pps_transport_describe(const pps_transport_t *t, char *buf, size_t size)
+{
+	const pps_transport_t *layers[8];
+	size_t n = 0, len = 0;
+
+	for (; t && n < sizeof(layers) / sizeof(layers[0]); t = t->underlying)
+		layers[n++] = t;
+	if (size)
+		buf[0] = '\0';
+	while (n-- > 0) {
+		const char *name = layers[n]->ops->name ? layers[n]->ops->name(layers[n]) : NULL;
+		int k;
+
+		if (!name || len >= size)
+			continue;
+		k = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", name);
+		if (k > 0)
+			len += (size_t)k;
+	}
+}
+
+unsigned
+pps_transport_caps(const pps_transport_t *t)
+{
+	DOWN_TO(t, caps);
+	return t ? t->ops->caps(t) : 0;
+}
+
+const char *
+pps_transport_handshake_pending(const pps_transport_t *t)
+{
+	DOWN_TO(t, handshake_pending);
+	return t ? t->ops->handshake_pending(t) : NULL;
+}
+
+int
+pps_transport_send_record(pps_transport_t *t, const pps_wire_record_t *record)
+{
+	pps_transport_t *l = t;
+	uint8_t buf[512];
+	size_t n;
+	int ret;
+
+	DOWN_TO(l, send_record);
+	if (l)
+		return l->ops->send_record(l, record);
+	ret = pps_wire_encode(record, buf, sizeof(buf), &n);
+	if (ret < 0)
+		return ret;
+	return pps_transport_send_now(t, buf, n);
+}
+
+int
+pps_transport_start(pps_transport_t *t)
+{
+	return pps_transport_start_packets(t, 0);
+}
+
+void
+pps_transport_kick(pps_transport_t *t)
+{
+	DOWN_TO(t, kick);
+	if (t)
+		t->ops->kick(t);
+}
+
+size_t
+pps_transport_pending_bytes(const pps_transport_t *t)
+{
+	DOWN_TO(t, pending_bytes);
+	return t ? t->ops->pending_bytes(t) : 0;
+}
+
+void
+pps_transport_set_latency_cap(pps_transport_t *t, uint32_t cap_pkts)
+{
+	DOWN_TO(t, set_latency_cap);
+	if (t)
+		t->ops->set_latency_cap(t, cap_pkts);
+}
+
+int
+pps_transport_set_rate_cap(pps_transport_t *t, uint64_t bits_per_s)
+{
+	DOWN_TO(t, set_rate_cap);
+	return t ? t->ops->set_rate_cap(t, bits_per_s) : -EOPNOTSUPP;
+}
+
+int
+pps_transport_set_congestion(pps_transport_t *t, pps_minbuf_congestion_t cc)
+{
+	DOWN_TO(t, set_congestion);
+	return t ? t->ops->set_congestion(t, cc) : -EOPNOTSUPP;
+}
+
+int
+pps_transport_get_stats(const pps_transport_t *t, pps_minbuf_stats_t *out)
+{
+	int ret = -ENOENT;
+
+	DOWN_TO(t, get_stats);
+	if (t)
+		ret = t->ops->get_stats(t, out);
+	if (ret < 0)
+		memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+void
+pps_transport_stop(pps_transport_t *t)
+{
+	for (; t; t = t->underlying) {
+		t->stopped = true;
+		if (t->ops->stop)
+			t->ops->stop(t);
+	}
+}
+
+void
+pps_transport_free(pps_transport_t *t)
+{
+	while (t) {
+		pps_transport_t *next = t->underlying;
+
+		t->ops->free(t);
+		t = next;
+	}
+}
+
+/* ---- a server session's stack ------------------------------------------ */
+
+pps_transport_t *
+pps_transport_open(struct event_base *base, int fd, const pps_transport_params_t *params,
+                   const pps_transport_events_t *events, void *user)
+{
+	const pps_minbuf_params_t *check;
+	pps_transport_t *t;
+	int ret;
+
+	if (!base || fd < 0 || !params || !events) {
+		errno = EINVAL;
+		return NULL;
+	}
+	check = params->writer.mode == PPS_MINBUF_MODE_MINBUF ? &params->writer : NULL;
+	t = pps_transport_tcp_open(base, fd, &params->writer);
+	if (t && params->tls_ctx) {
+		pps_tls_t *tls = pps_tls_new(params->tls_ctx, fd, NULL);
+
+		if (!tls) {
+			int saved = errno;
+
+			pps_transport_free(t);
+			errno = saved;
+			return NULL;
+		}
+		t = pps_transport_tls_over(t, tls);
+	}
+	if (t)
+		t = pps_transport_web_over(t, params->peer ? params->peer : "?", check,
+		                           &params->log);
+	if (!t)
+		return NULL; /* errno set by the constructors */
+	ret = pps_transport_set_events(t, events, user);
+	if (ret < 0) {
+		pps_transport_free(t);
+		errno = -ret;
+		return NULL;
+	}
+	return t;
+}

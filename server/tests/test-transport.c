@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A server session's transport stack (pps-transport.h) on loopback TCP pairs,
+ * without TLS (test-minbuf-tls covers that layer) and without a session:
+ *
+ *  - pps-client's bytes: the browser layer steps aside after the first byte,
+ *    records reach the owner as sent, records said now leave raw, the
+ *    writer's packets arrive whole after pps_transport_start(), and the
+ *    peer's close ends the connection;
+ *  - a browser's GET: the file is answered and the exchange ends (FINISHED),
+ *    the log callback hears of it;
+ *  - a browser's WebSocket: the client's binary messages reach the owner as
+ *    records, a record said now (CHALLENGE) is a binary message, each packet
+ *    is one binary message, a BYE is followed by a close frame, and an
+ *    unmasked client frame ends the connection as a framing error;
+ *  - names and capabilities of modes minbuf and tcp.
+ * No sleeps: the loop runs what is ready, the peer waits for bytes with
+ * poll(2).
+ */
+#include "pps-minbuf.h"
+#include "pps-test.h"
+#include "pps-transport.h"
+#include "pps-web.h"
+#include "pps-websocket.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* What the owner saw. */
+typedef struct {
+	uint8_t input[4096];
+	size_t input_len;
+	bool ended;
+	pps_transport_end_t how;
+	char why[256];
+	unsigned packets_left; /* the fill callback's supply */
+	unsigned samples;
+	char log[4096];
+} owner_t;
+
+static int
+fill_cb(size_t mss_bytes, uint8_t *buf, size_t *len_bytes, bool *push, void *user)
+{
+	owner_t *o = user;
+	size_t len = mss_bytes < 100 ? mss_bytes : 100;
+
+	if (o->packets_left == 0)
+		return 0;
+	memset(buf, 'a' + (int)(o->packets_left % 26), len);
+	*len_bytes = len;
+	*push = --o->packets_left == 0;
+	return 1;
+}
+
+static void
+sample_cb(const pps_minbuf_sample_t *sample, void *user)
+{
+	((owner_t *)user)->samples++;
+}
+
+static void
+input_cb(const uint8_t *buf, size_t len, void *user)
+{
+	owner_t *o = user;
+
+	if (len > sizeof(o->input) - o->input_len)
+		len = sizeof(o->input) - o->input_len;
+	memcpy(o->input + o->input_len, buf, len);
+	o->input_len += len;
+}
+
+static void
+ended_cb(pps_transport_end_t how, const char *why, void *user)
+{
+	owner_t *o = user;
+
+	o->ended = true;
+	o->how = how;
+	snprintf(o->why, sizeof(o->why), "%s", why ? why : "");
+}
+
+static void
+log_cb(pps_log_level_t level, const char *message, void *user)
+{
+	owner_t *o = user;
+	size_t len = strlen(o->log);
+
+	snprintf(o->log + len, sizeof(o->log) - len, "%s\n", message);
+}
+
+static const pps_transport_events_t events = {
+    .fill_cb = fill_cb,
+    .sample_cb = sample_cb,
+    .input_cb = input_cb,
+    .ended_cb = ended_cb,
+};
+
+/* A connected loopback TCP pair: [0] the peer's end, [1] the server's. */
+static void
+tcp_pair(int fds[2])
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	REQUIRE(lfd >= 0);
+	REQUIRE(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	REQUIRE(listen(lfd, 1) == 0);
+	REQUIRE(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fds[0] >= 0);
+	REQUIRE(connect(fds[0], (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	fds[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	REQUIRE(fds[1] >= 0);
+	close(lfd);
+}
+
+typedef struct {
+	struct event_base *base;
+	int peer, fd;
+	owner_t owner;
+	pps_transport_t *t;
+} fixture_t;
+
+static void
+fixture_new(fixture_t *f, pps_minbuf_mode_t mode)
+{
+	int fds[2];
+	pps_transport_params_t params = {.peer = "127.0.0.1:1"};
+
+	memset(f, 0, sizeof(*f));
+	pps_minbuf_params_init(&params.writer);
+	params.writer.mode = mode;
+	params.log = (pps_log_t){.cb = log_cb, .user = &f->owner};
+	tcp_pair(fds);
+	f->peer = fds[0];
+	f->fd = fds[1];
+	f->base = event_base_new();
+	REQUIRE(f->base);
+	f->t = pps_transport_open(f->base, f->fd, &params, &events, &f->owner);
+	REQUIRE(f->t);
+}
+
+static void
+fixture_free(fixture_t *f)
+{
+	pps_transport_free(f->t);
+	event_base_free(f->base);
+	close(f->fd);
+	close(f->peer);
+}
+
+static void
+run_loop(fixture_t *f)
+{
+	/* What is readable or writable now, and what that schedules. */
+	for (int i = 0; i < 8; i++)
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+}
+
+static void
+peer_send(fixture_t *f, const void *buf, size_t len)
+{
+	REQUIRE(send(f->peer, buf, len, MSG_NOSIGNAL) == (ssize_t)len);
+	run_loop(f);
+}
+
+/* Exactly @len bytes the server sent, waiting for them (the loop runs in
+ * between: a long answer needs the server's EV_WRITE). */
+static bool
+peer_recv(fixture_t *f, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+
+	for (int idle = 0; got < len && idle < 20;) {
+		struct pollfd p = {.fd = f->peer, .events = POLLIN};
+		ssize_t n;
+
+		run_loop(f);
+		if (poll(&p, 1, 100) == 0) {
+			idle++;
+			continue;
+		}
+		n = recv(f->peer, buf + got, len - got, MSG_DONTWAIT);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return got == len;
+}
+
+static size_t
+encode(const pps_wire_record_t *r, uint8_t *buf, size_t size)
+{
+	size_t n = 0;
+
+	REQUIRE(pps_wire_encode(r, buf, size, &n) == 0);
+	return n;
+}
+
+static const pps_wire_record_t ping = {
+    .kind = PPS_WIRE_CLOCK_PING,
+    .u.clock_ping = {.seq = 7, .client_send_us = 123456789},
+};
+
+/* ---- pps-client's bytes ------------------------------------------------- */
+
+static void
+test_plain_client(void)
+{
+	fixture_t f;
+	char name[64];
+	uint8_t rec[64], back[512];
+	size_t n;
+	pps_minbuf_stats_t st;
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	pps_transport_describe(f.t, name, sizeof(name));
+	CHECK(strcmp(name, "minbuf") == 0, "%s", name);
+	CHECK(pps_transport_handshake_pending(f.t) == NULL);
+	CHECK(!(pps_transport_caps(f.t) & PPS_TRANSPORT_CAP_BUFFERED_INPUT));
+	CHECK_EQ_INT(pps_transport_get_stats(f.t, &st), -ENOENT);
+	CHECK_EQ_INT(st.packets, 0);
+	CHECK_EQ_INT(pps_transport_pending_bytes(f.t), 0);
+
+	/* Records reach the owner as sent. */
+	n = encode(&ping, rec, sizeof(rec));
+	peer_send(&f, rec, n);
+	CHECK_EQ_INT(f.owner.input_len, n);
+	CHECK(memcmp(f.owner.input, rec, n) == 0);
+
+	/* Said now, before streaming: the record itself. */
+	pps_wire_record_t challenge = {.kind = PPS_WIRE_CHALLENGE};
+	challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	n = encode(&challenge, rec, sizeof(rec));
+	CHECK_EQ_INT(pps_transport_send_record(f.t, &challenge), 0);
+	CHECK(peer_recv(&f, back, n) && memcmp(back, rec, n) == 0);
+
+	/* Streaming: three packets of 100 bytes, as the owner filled them. */
+	f.owner.packets_left = 3;
+	CHECK_EQ_INT(pps_transport_start(f.t), 0);
+	pps_transport_kick(f.t);
+	CHECK(peer_recv(&f, back, 300));
+	CHECK(back[0] == 'a' + 3 && back[100] == 'a' + 2 && back[299] == 'a' + 1);
+	CHECK(f.owner.samples > 0);
+	CHECK_EQ_INT(pps_transport_get_stats(f.t, &st), 0);
+	CHECK_EQ_INT(st.packets, 3);
+	CHECK_EQ_INT(st.tls_records, 0);
+
+	/* The peer leaves. */
+	shutdown(f.peer, SHUT_WR);
+	run_loop(&f);
+	CHECK(f.owner.ended && f.owner.how == PPS_TRANSPORT_END_CLOSED);
+	CHECK(f.owner.log[0] == '\0', "%s", f.owner.log);
+	fixture_free(&f);
+}
+
+static void
+test_names_and_caps(void)
+{
+	fixture_t f;
+	char name[64];
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	CHECK(
+	    (pps_transport_caps(f.t) & (PPS_TRANSPORT_CAP_LATENCY_CAP | PPS_TRANSPORT_CAP_RATE_CAP |
+	                                PPS_TRANSPORT_CAP_CONGESTION)) ==
+	    (PPS_TRANSPORT_CAP_LATENCY_CAP | PPS_TRANSPORT_CAP_RATE_CAP |
+	     PPS_TRANSPORT_CAP_CONGESTION));
+	fixture_free(&f);
+	/* Mode tcp leaves the kernel's buffer alone: no latency cap. */
+	fixture_new(&f, PPS_MINBUF_MODE_TCP);
+	pps_transport_describe(f.t, name, sizeof(name));
+	CHECK(strcmp(name, "tcp") == 0, "%s", name);
+	CHECK(!(pps_transport_caps(f.t) & PPS_TRANSPORT_CAP_LATENCY_CAP));
+	CHECK(pps_transport_caps(f.t) & PPS_TRANSPORT_CAP_RATE_CAP);
+	fixture_free(&f);
+}
+
+/* ---- a browser ---------------------------------------------------------- */
+
+static void
+test_http_get(void)
+{
+	static const char get[] = "GET /viewer.js HTTP/1.1\r\nHost: x\r\n\r\n";
+	const pps_web_file_t *file = pps_web_file_find("/viewer.js");
+	static uint8_t back[1 << 20];
+	fixture_t f;
+	char head[] = "HTTP/1.1 200 OK\r\n";
+
+	REQUIRE(file && file->size < sizeof(back));
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	peer_send(&f, get, sizeof(get) - 1);
+	CHECK_EQ_INT(f.owner.input_len, 0);
+	CHECK(peer_recv(&f, back, sizeof(head) - 1) && memcmp(back, head, sizeof(head) - 1) == 0);
+	/* The rest of the head, then the file. */
+	size_t got = sizeof(head) - 1;
+	while (got < 4 || memcmp(back + got - 4, "\r\n\r\n", 4) != 0) {
+		if (!peer_recv(&f, back + got, 1))
+			break;
+		got++;
+	}
+	CHECK(peer_recv(&f, back, file->size) && memcmp(back, file->data, file->size) == 0);
+	run_loop(&f);
+	CHECK(f.owner.ended && f.owner.how == PPS_TRANSPORT_END_FINISHED);
+	CHECK(strstr(f.owner.log, "http 127.0.0.1:1: 200 OK") != NULL, "%s", f.owner.log);
+	fixture_free(&f);
+}
+
+/* A masked client frame carrying @len bytes of @payload. */
+static size_t
+client_frame(uint8_t opcode, const uint8_t *payload, size_t len, uint8_t *out)
+{
+	static const uint8_t mask[4] = {0x12, 0x34, 0x56, 0x78};
+
+	REQUIRE(len < 126);
+	out[0] = 0x80 | opcode;
+	out[1] = 0x80 | (uint8_t)len;
+	memcpy(out + 2, mask, 4);
+	for (size_t i = 0; i < len; i++)
+		out[6 + i] = payload[i] ^ mask[i % 4];
+	return 6 + len;
+}
+
+/* Upgrades @f's connection to a WebSocket and reads the 101. */
+static void
+upgrade(fixture_t *f)
+{
+	static const char req[] = "GET /stream HTTP/1.1\r\n"
+	                          "Host: x\r\n"
+	                          "Upgrade: websocket\r\n"
+	                          "Connection: Upgrade\r\n"
+	                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	                          "Sec-WebSocket-Version: 13\r\n\r\n";
+	static const char want[] = "HTTP/1.1 101 Switching Protocols\r\n"
+	                           "Upgrade: websocket\r\n"
+	                           "Connection: Upgrade\r\n"
+	                           "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+	uint8_t back[sizeof(want)];
+
+	peer_send(f, req, sizeof(req) - 1);
+	CHECK(peer_recv(f, back, sizeof(want) - 1) && memcmp(back, want, sizeof(want) - 1) == 0);
+}
+
+static void
+test_websocket(void)
+{
+	fixture_t f;
+	uint8_t rec[64], frame[128], back[512];
+	size_t n, k;
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	upgrade(&f);
+	CHECK(strstr(f.owner.log, "WebSocket /stream") != NULL, "%s", f.owner.log);
+
+	/* A client's message: its record reaches the owner. */
+	n = encode(&ping, rec, sizeof(rec));
+	k = client_frame(PPS_WS_OP_BINARY, rec, n, frame);
+	peer_send(&f, frame, k);
+	CHECK_EQ_INT(f.owner.input_len, n);
+	CHECK(memcmp(f.owner.input, rec, n) == 0);
+
+	/* Said now: a binary message holding the record. */
+	pps_wire_record_t challenge = {.kind = PPS_WIRE_CHALLENGE};
+	challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+	n = encode(&challenge, rec, sizeof(rec));
+	CHECK_EQ_INT(pps_transport_send_record(f.t, &challenge), 0);
+	CHECK(peer_recv(&f, back, 2 + n));
+	CHECK(back[0] == 0x82 && back[1] == n && memcmp(back + 2, rec, n) == 0);
+
+	/* Each packet one binary message: 100 bytes of records each. */
+	f.owner.packets_left = 2;
+	CHECK_EQ_INT(pps_transport_start(f.t), 0);
+	pps_transport_kick(f.t);
+	CHECK(peer_recv(&f, back, 2 * 102));
+	CHECK(back[0] == 0x82 && back[1] == 100 && back[2] == 'a' + 2);
+	CHECK(back[102] == 0x82 && back[103] == 100 && back[104] == 'a' + 1);
+
+	/* The last words: the BYE in a message, then a close frame. */
+	pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+	bye.u.bye.reason = PPS_WIRE_BYE_NORMAL;
+	n = encode(&bye, rec, sizeof(rec));
+	CHECK_EQ_INT(pps_transport_send_record(f.t, &bye), 0);
+	CHECK(peer_recv(&f, back, 2 + n + 4));
+	CHECK(back[0] == 0x82 && memcmp(back + 2, rec, n) == 0);
+	CHECK(back[2 + n] == 0x88 && back[2 + n + 1] == 2);
+	CHECK_EQ_INT(back[2 + n + 2] << 8 | back[2 + n + 3], PPS_WS_CLOSE_GOING_AWAY);
+	fixture_free(&f);
+}
+
+static void
+test_websocket_bad_frame(void)
+{
+	fixture_t f;
+	uint8_t frame[16] = {0x82, 0x02, 0x01, 0x01}; /* unmasked */
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	upgrade(&f);
+	peer_send(&f, frame, 4);
+	CHECK(f.owner.ended && f.owner.how == PPS_TRANSPORT_END_PROTOCOL);
+	CHECK(strstr(f.owner.why, "unmasked") != NULL, "%s", f.owner.why);
+	CHECK_EQ_INT(f.owner.input_len, 0);
+	fixture_free(&f);
+}
+
+int
+main(void)
+{
+	test_plain_client();
+	test_names_and_caps();
+	test_http_get();
+	test_websocket();
+	test_websocket_bad_frame();
+	return pps_test_result();
+}
