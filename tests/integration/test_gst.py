@@ -12,8 +12,7 @@ import signal
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until  # noqa: E402
+from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until
 
 README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 README_ADDRESS = "127.0.0.1:7400"
@@ -76,7 +75,7 @@ class Launch:
         return wait_until(lambda: re.search(pattern, self.text()),
                           lambda: "%s to print '%s':\n%s" % (self.name, pattern,
                                                              self.text()[-3000:]),
-                          timeout=timeout, proc=self.proc)
+                          timeout_s=timeout, proc=self.proc)
 
     def wait(self, timeout=60):
         try:
