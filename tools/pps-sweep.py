@@ -16,10 +16,13 @@ file; presets live in tools/sweep/presets (sweep/presets beside this script).
     pps-sweep --resume DIR                        finish an interrupted sweep
     pps-sweep report DIR [--markdown FILE]        tables and plots again
     pps-sweep presets                             list the presets
+    pps-sweep run --preset benchmarks --server-build old=OLD_BUILD \
+        --server-build new=NEW_BUILD --out DIR    two server builds side by side
 
 Outputs in DIR: plan.json (matrix, seed, order, machine), cells/ID/ (client
 log, server stats, lab.json, pps-linkem counters, iperf3 results, cell.json),
-summary.json, summary.csv, groups.csv, report.md and plots/*.png.
+summary.json, summary.csv, groups.csv, report.md and plots/*.png. With
+--server-build, report.md opens with the builds' comparison, cell by cell.
 
 Run as root with Debian's /usr/bin/python3 (numpy, matplotlib). This is a
 benchmark: it prints figures; it does not pass or fail on them.
@@ -33,16 +36,30 @@ from ppslab.errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, UsageError
 PROGRAM = sweep.PROGRAM
 
 
+def server_build(text):
+    """NAME=BUILD_DIR -> (NAME, BUILD_DIR)."""
+    name, eq, path = text.partition("=")
+    if not eq or not name or not path:
+        raise argparse.ArgumentTypeError(f"'{text}': expected NAME=BUILD_DIR")
+    return name.strip(), path.strip()
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog=PROGRAM,
         description="Latency-tolerance sweeps of ppstream in the network lab: each cell one pps-server and one "
-        "pps-client with long-lived cubic cross traffic. Subcommands: run (default), report, presets.",
+        "pps-client with long-lived cubic cross traffic. Subcommands: run (default), report, presets. Two server "
+        "builds side by side: pps-sweep run --preset benchmarks --server-build old=OLD_BUILD --server-build "
+        "new=NEW_BUILD --out DIR (see run --help).",
         epilog="Exit status: 0 done, 1 some cells failed, 2 bad settings, 77 no root or /dev/net/tun, 130 interrupted "
         "(resume with --resume DIR). See docs/BENCHMARKS.md.",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    r = sub.add_parser("run", help="run (or resume) a sweep (the default command)")
+    r = sub.add_parser("run", help="run (or resume) a sweep (the default command)",
+                       description="Run (or resume) a sweep. With --server-build NAME=BUILD_DIR given twice or more "
+                       "(e.g. --server-build old=../old/build --server-build new=build), every cell runs once with each "
+                       "build's pps-server and pps-client, interleaved cell by cell, and report.md opens with a table "
+                       "comparing the builds cell by cell; --duration S shortens every cell.")
     src = r.add_mutually_exclusive_group()
     src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
@@ -56,7 +73,14 @@ def build_parser():
     r.add_argument("--keep-linkem-log", action="store_true", help="keep pps-linkem's per-packet log of each cell")
     r.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE",
                    help="a pps-server --set for every cell (after [server]; a server_set axis value still wins); repeatable")
-    r.add_argument("--build", help="meson build directory (default: the one this script is in)")
+    r.add_argument("--server-build", action="append", type=server_build, metavar="NAME=BUILD_DIR",
+                   help="run every cell with this build's pps-server and pps-client too; give two or more (e.g. "
+                   "old=../old/build new=build): the builds run interleaved cell by cell (old, new, old, new, ...) so "
+                   "that drift of a shared machine hits them alike, cell ids end in -bNAME, and the report compares "
+                   "them cell by cell (frames shown, frame latency p50/p95, longest freeze, throughput share, PSNR, "
+                   "and the differences)")
+    r.add_argument("--build", help="meson build directory: its pps-netlab, pps-config-doc, pps-peer-score, and its "
+                   "pps-server and pps-client unless --server-build (default: the one this script is in)")
     r.add_argument("--netlab", help="pps-netlab program")
     r.add_argument("--server", help="pps-server program")
     r.add_argument("--client", help="pps-client program")
@@ -78,8 +102,10 @@ def main(argv):
             return sweep.cmd_report(args)
         if args.command == "presets":
             return sweep.cmd_presets(programs.Build())
+        if args.server_build and (args.server or args.client):
+            raise UsageError("--server-build gives each build's pps-server and pps-client: no --server or --client with it")
         build = programs.Build(args.build, netlab=args.netlab, server=args.server, client=args.client)
-        return sweep.cmd_run(build, args)
+        return sweep.cmd_run(build, args, args.server_build or ())
     except UsageError as error:
         sweep.log(str(error))
         return EXIT_USAGE

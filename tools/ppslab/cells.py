@@ -20,16 +20,17 @@ import os
 from . import metrics
 from .files import read_json
 from .lab import capacity_series, linkem_epoch_realtime_us, parse_steps, read_linkem_log, step_downs
-from .matrix import AXES
+from .matrix import CELL_AXES
 from .metrics import mean, percentile, sd, within_pct
 
 TOLERANCES_MS = (100, 160, 200, 300, 400, 500, 1000)
 CURVE_MS = list(range(0, 1501, 10))
 SHARE_TOLERANCE_MS = {"drd-ecn": 300, "droptail": 500}
 TRANSPORT_ORDER = ("tcp", "minbuf(1,0)", "minbuf(1,3)", "minbuf(2,0)")
-# A setting: every axis but the transport (and the repetition).
+# A setting: every cell field but the transport and the repetition (the
+# server build included: each build's cells are a setting of their own).
 SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set",
-                 "playout")
+                 "playout", "build")
 LINUX_TCP_RTO_MIN_MS = 200.0
 
 
@@ -51,6 +52,8 @@ def extras_name(d):
         out += f", server_set {d['server_set']}"
     if d.get("playout"):
         out += f", playout {d['playout']}"
+    if d.get("build"):
+        out += f", build {d['build']}"
     return out
 
 
@@ -66,7 +69,7 @@ def scenario_name(sc, short=False):
 
 def scenario_tag(sc):
     d = dict(zip(SCENARIO_AXES, sc))
-    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set", "playout") if d.get(a))
+    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set", "playout", "build") if d.get(a))
     return (f"w{d['window_frames']}-f{d['flows']}-{d['rate_mbit']:g}mbit-{d['rtt_ms']:g}ms-{d['queue']}-"
             f"{d['congestion']}{extra}").replace(".", "p")
 
@@ -378,7 +381,7 @@ def aggregate(out, records):
     """One group per matrix point (all axes but the repetition): pooled windows, means over repetitions."""
     groups = {}
     for r in records:
-        key = tuple(r["cell"].get(a, "") for a in AXES)
+        key = tuple(r["cell"].get(a, "") for a in CELL_AXES)
         groups.setdefault(key, []).append(r)
     tcp_thr, tcp_goodput = {}, {}
     for key, rs in groups.items():
@@ -387,7 +390,7 @@ def aggregate(out, records):
             tcp_goodput[key[1:]] = mean(r["metrics"]["client_goodput_bps"] for r in rs)
     result = []
     for key, rs in groups.items():
-        g = dict(zip(AXES, key))
+        g = dict(zip(CELL_AXES, key))
         g["runs"] = len(rs)
         lat = sorted(x for r in rs for x in window_latencies(out, r["cell"]["id"]))
         g["windows_transmitted"] = len(lat)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """pps-sweep's matrix: the sweep INI file (presets in tools/sweep/presets),
 its axes and their values, the cells (the union of the matrices' cross
-products x repetitions) in their run order, and cell ids.
+products x repetitions x server builds) in their run order, and cell ids.
 
 Every cell of a matrix is one real pps-server (in the lab's snd namespace) and
 one real pps-client (rcv), with long-lived cubic elephants as cross traffic,
@@ -9,7 +9,9 @@ as in TOMCCAP 2008 section 7. Axes: transport (tcp, minbuf(A,B)), adaptation
 window (frames at 30 frames/s), competing flows, RTT, bottleneck rate, queue
 variant (drop-tail of one BDP with ECN off, or DRD with ECN on every flow),
 the stream's congestion control, repetitions; the source pattern, a
-capacity-step trace and named server settings.
+capacity-step trace and named server settings; and, given on the command
+line, server builds run side by side (each cell once per build, the builds
+interleaved cell by cell).
 """
 import configparser
 import contextlib
@@ -57,6 +59,10 @@ PPS_DEFAULT_REPETITIONS = 1
 PPS_DEFAULT_PLAYOUT = "asap"  # frame latency then follows arrival, not a fixed tolerance
 PPS_DEFAULT_DRD_MIN_BDP = "1"
 PPS_DEFAULT_DRD_CONGEST_BDP = "2"
+
+# A cell's fields beyond the matrix axes: the server build (pps-sweep
+# --server-build NAME=DIR; "" without), which stays out of the cell id when "".
+CELL_AXES = AXES + ("build",)
 
 def parse_transport(text):
     """'tcp' or 'minbuf(A,B)' -> {'name', 'mode', 'a', 'b'}."""
@@ -141,7 +147,8 @@ def parse_axis(name, text, build, traces=(), server_sets=()):
 
 
 def cell_id(cell):
-    """A cell's folder name: its axes' values, the optional ones where set, the repetition."""
+    """A cell's folder name: its axes' values, the optional ones where set,
+    the server build (-bNAME) where the sweep has several, the repetition."""
     rate = ("%g" % cell["rate_mbit"]).replace(".", "p")
     rtt = ("%g" % cell["rtt_ms"]).replace(".", "p")
     link = f"t{cell['trace']}" if cell.get("trace") else f"{rate}mbit"
@@ -152,6 +159,8 @@ def cell_id(cell):
         extra += f"-s{cell['server_set']}"
     if cell.get("playout"):
         extra += f"-p{cell['playout']}"
+    if cell.get("build"):
+        extra += f"-b{cell['build']}"
     return (f"{transport_tag(cell['transport'])}-w{cell['window_frames']}-f{cell['flows']}-{link}-{rtt}ms-"
             f"{cell['queue']}-{cell['congestion']}{extra}-r{cell['rep']}")
 
@@ -192,6 +201,9 @@ def load_config(path, overrides, build):
         "client_set": dict(parser["client"]) if parser.has_section("client") else {},
         "lab": dict(parser["lab"]) if parser.has_section("lab") else {},
         "matrices": {},
+        # pps-sweep --server-build NAME=DIR: every cell runs once with each
+        # build's pps-server and pps-client, in this order.
+        "server_builds": server_builds(overrides.get("server_builds") or []),
     }
     if cfg["duration_s"] < 5 or cfg["warmup_s"] < 0 or cfg["repetitions"] < 1:
         raise UsageError(f"{path}: duration_s >= 5, warmup_s >= 0, repetitions >= 1")
@@ -253,8 +265,34 @@ def trace_settings(path, section, values):
     return out
 
 
+def server_builds(items):
+    """[(NAME, BUILD_DIR)] -> {NAME: absolute BUILD_DIR} in the order given."""
+    out = {}
+    for name, path in items:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}", name):
+            raise UsageError(f"--server-build {name}={path}: NAME is 1-32 of A-Z, a-z, 0-9, '_', '.', '-'")
+        if name in out:
+            raise UsageError(f"--server-build {name}: given twice")
+        build = programs.Build(path)
+        for program in ("server", "client"):
+            if not build.has(program):
+                raise UsageError(f"--server-build {name}={path}: no {getattr(build, program)} (build it first)")
+        out[name] = build.path
+    if len(out) == 1:
+        raise UsageError("--server-build: give two builds or more (one build: --build)")
+    return out
+
+
+def base_id(cell):
+    """The id of a cell without its server build: the cell the builds share."""
+    return cell_id(dict(cell, build=""))
+
+
 def plan_cells(cfg):
-    """The union of the matrices' cross products, once each, x repetitions, in a seeded random order."""
+    """The union of the matrices' cross products, once each, x repetitions, in
+    a seeded random order; with server builds, each cell once per build, the
+    builds interleaved cell by cell (A, B, A, B, ...) so that drift of a
+    shared machine falls on every build alike."""
     seen, cells = set(), []
     for matrix in cfg["matrices"].values():
         for combo in itertools.product(*(matrix.get(a, [""]) for a in AXES)):
@@ -265,7 +303,15 @@ def plan_cells(cfg):
                     seen.add(cid)
                     cells.append(dict(cell, id=cid))
     random.Random(cfg["seed"]).shuffle(cells)
-    return cells
+    builds = list(cfg.get("server_builds") or {})
+    if not builds:
+        return cells
+    out = []
+    for cell in cells:
+        for name in builds:
+            c = dict(cell, build=name)
+            out.append(dict(c, id=cell_id(c)))
+    return out
 
 
 def preset_path(name):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Numbers as the reports print them, and the sweep's report: summary.json,
 report.md (docs/BENCHMARKS.md with --markdown) with the papers' published
-figures beside ours, and the per-run and must-show tables."""
+figures beside ours, the per-run and must-show tables, and, when a sweep ran
+server builds side by side, their comparison cell by cell."""
 import contextlib
 import json
 import math
@@ -9,6 +10,8 @@ import os
 import shutil
 
 from .cells import aggregate, load_cells, run_figures, scenario_name, scenario_of, transport_key, write_tables
+from .matrix import base_id
+from .metrics import mean
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
 from .plots import plots, run_plots
 
@@ -51,6 +54,71 @@ def cell_line(record):
             f"{fmt(m.get('frame_latency_p95_ms'), '.0f')}/{fmt(m.get('frame_latency_p99_ms'), '.0f')} ms, longest freeze "
             f"{fmt(m.get('longest_freeze_ms'), '.0f')} ms, frozen {fmt((m.get('total_frozen_ms') or 0) / 1e3, '.1f')} s")
 
+
+
+# ---------------------------------------------------------------- server builds side by side
+
+# What the comparison of server builds shows per cell: (title, metric, format).
+BUILD_COMPARED = (
+    ("frames shown %", "frames_shown_pct", ".1f"),
+    ("frame latency p50 ms", "frame_latency_p50_ms", ".0f"),
+    ("frame latency p95 ms", "frame_latency_p95_ms", ".0f"),
+    ("longest freeze ms", "longest_freeze_ms", ".0f"),
+    ("throughput share", "throughput_share", ".2f"),
+    ("PSNR-Y dB", "psnr_y_mean", ".2f"),
+)
+
+
+def build_comparison(plan, records):
+    """The cells of a sweep with server builds, one row per cell the builds
+    share: [{"cell": base id, "builds": {name: metrics}}], in the run's order,
+    and a last row of means over the cells every build finished."""
+    builds = list(plan["config"].get("server_builds") or {})
+    if not builds:
+        return []
+    by_cell = {}
+    for r in records:
+        by_cell.setdefault(base_id(r["cell"]), {})[r["cell"].get("build")] = r["metrics"]
+    rows = []
+    for c in plan["cells"]:
+        if c.get("build") == builds[0] and base_id(c) in by_cell:
+            rows.append({"cell": base_id(c), "builds": {b: by_cell[base_id(c)].get(b) for b in builds}})
+    whole = [r for r in rows if all(r["builds"][b] for b in builds)]
+    if whole:
+        rows.append({"cell": f"mean of {len(whole)} cells", "builds": {
+            b: {key: mean(r["builds"][b].get(key) for r in whole) for _, key, _ in BUILD_COMPARED} for b in builds}})
+    return rows
+
+
+def build_comparison_section(plan, records):
+    """Markdown: per cell, each metric for every build and the difference of
+    each later build from the first (the builds' order on the command line)."""
+    builds = list(plan["config"].get("server_builds") or {})
+    rows = build_comparison(plan, records)
+    if not builds:
+        return []
+    first, later = builds[0], builds[1:]
+    diff = ", ".join(f"{b} - {first}" for b in later)
+    L = ["## Server builds side by side", ""]
+    L.append("Every cell ran once with each build's pps-server and pps-client, the builds interleaved cell by cell ("
+             + ", ".join(f"`{b}` = {plan['config']['server_builds'][b]}" for b in builds) + "). Each column: "
+             + " / ".join(builds) + f", then in brackets {diff}. Frames shown, latency and freezes from the client's "
+             "frame events; share = received over the mean elephant's (cells with cross traffic); PSNR where the sweep scores pictures.")
+    L.append("")
+
+    def cell(metrics_by_build, key, spec):
+        values = [(metrics_by_build.get(b) or {}).get(key) for b in builds]
+        text = " / ".join(fmt(v, spec) for v in values)
+        if values[0] is not None and any(v is not None for v in values[1:]):
+            text += " (" + ", ".join("-" if v is None else format(v - values[0], "+" + spec) for v in values[1:]) + ")"
+        return text
+
+    table = [[r["cell"]] + [cell(r["builds"], key, spec) for _, key, spec in BUILD_COMPARED] for r in rows]
+    if not table:
+        table = [["no cell finished with every build"] + [""] * len(BUILD_COMPARED)]
+    L += md_table(["cell"] + [title for title, _, _ in BUILD_COMPARED], table)
+    L.append("")
+    return L
 
 
 # ---------------------------------------------------------------- the sweep's report
@@ -137,6 +205,8 @@ def report(out, markdown=None, plots_dir=None):
         "groups": groups,
         "targets": [dict(zip(("queue_variant", "target", "wanted", "measured", "verdict"), t[:5])) for t in targets(groups)],
         "issue10_checks": must_show_checks(records),
+        "server_builds": plan["config"].get("server_builds") or {},
+        "build_comparison": build_comparison(plan, records),
         "plots": made,
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
@@ -200,6 +270,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
              "metric); windows the sender dropped whole are counted apart (Table III).")
     L.append("")
 
+    L += build_comparison_section(plan, records)
     trows = targets(groups)
     L.append("## Targets (paper scenario: 10 Mbit/s, 50 ms RTT, 20 flows, window 2)")
     L.append("")
@@ -428,6 +499,7 @@ SWEEP_HELP = """## pps-sweep in brief
 
 ```
 pps-sweep [run] --preset quick|paper|full | --config FILE  [--out DIR] [--reps N] [--duration S] [--seed N] [--dry-run]
+pps-sweep run --preset NAME --server-build old=BUILD_DIR --server-build new=BUILD_DIR --out DIR   # two builds side by side
 pps-sweep --resume DIR            # finish an interrupted sweep (or give the same --out again)
 pps-sweep report DIR [--markdown FILE] [--plots-dir DIR]
 pps-sweep presets                 # the presets, their size and run time
@@ -442,7 +514,8 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 (a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
 `server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
-to every cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone. The sweep runs the union of the matrices' cross
+to every cell; `--server-build NAME=BUILD_DIR` (twice or more) runs every cell with each build's
+pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone. The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
 pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn

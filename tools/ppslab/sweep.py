@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """pps-sweep's runner: each cell in a fresh lab (pps-netlab up), the
 elephants and their warm-up, then the ppstream wrapper (pps-server on snd,
-pps-client on rcv) for the cell's duration; every
+pps-client on rcv) of the cell's server build for the cell's duration; every
 wait is bounded and the lab is torn down whatever happens (Ctrl-C included:
 the sweep then says how to resume). Then the cell's analysis (cells) and,
 at the end, the report (report)."""
@@ -263,7 +263,7 @@ def run_cell(ctx, cell, celldir):
         result["server_set"] = sets
         psnr = cfg.get("psnr") and cell_pattern(cell, cfg) in PSNR_PATTERNS and ctx.score is not None
         # The server ends the run at its --duration; the client's bound is only a backstop.
-        system = Ppstream(ctx.build, celldir, sets=sets, server_log=True,
+        system = Ppstream(ctx.builds[cell.get("build", "")], celldir, sets=sets, server_log=True,
                           client_extra_s=CLIENT_EXIT_GRACE_S, policy=cell.get("playout") or cfg["playout"],
                           tolerance_ms=cfg["tolerance_ms"], client_sets=cfg["client_set"], output=psnr)
         try:
@@ -331,18 +331,25 @@ def score_pictures(ctx, pattern, celldir, y4m_name="shown.y4m", scores_name="sco
 
 
 class Context:
-    """What a sweep runs with: the lab program, pps-server and pps-client, pps-peer-score."""
+    """What a sweep runs with: the lab program, the server build of each
+    cell (by build name; "" when the sweep has one build), pps-peer-score."""
 
     def __init__(self, build, cfg, lab_name):
-        self.build = build.require("netlab", "server", "client")
+        self.build = build
         self.cfg = cfg
-        self.netlab = build.netlab
+        self.netlab = build.require("netlab").netlab
         self.lab_name = lab_name
+        builds = cfg.get("server_builds") or {}
+        if builds:
+            self.builds = {name: programs.Build(path).require("server", "client") for name, path in builds.items()}
+        else:
+            self.builds = {"": build.require("server", "client")}
         self.score = build.peer_score if build.has("peer_score") else None
 
 
-def cmd_run(build, args):
-    """pps-sweep run with @build's programs (its pps-config-doc names the axes' choices)."""
+def cmd_run(build, args, server_builds=()):
+    """pps-sweep run: @build runs the lab and names the axes' choices (and is
+    the server build unless @server_builds [(NAME, DIR)] gives two or more)."""
     sets = []
     for item in args.server_set or []:
         key, eq, value = item.partition("=")
@@ -350,7 +357,7 @@ def cmd_run(build, args):
             raise UsageError(f"--server-set {item}: expected SECTION.KEY=VALUE")
         sets.append((key.strip(), value.strip()))
     overrides = {"duration_s": args.duration, "warmup_s": args.warmup, "repetitions": args.reps, "seed": args.seed,
-                 "server_set_cli": sets}
+                 "server_set_cli": sets, "server_builds": list(server_builds)}
     out = args.resume or args.out
     plan_path = os.path.join(out, "plan.json") if out else None
     if args.resume and not os.path.exists(plan_path):
