@@ -38,8 +38,9 @@ LINUX_TCP_RTO_MIN_MS = 200.0
 
 
 def scenario_of(cell):
-    # Cells of sweeps older than the closed loop have no pattern/trace/server_set: "".
-    return tuple(cell.get(a, "") for a in SCENARIO_AXES)
+    # Cells of sweeps older than the closed loop have no pattern/trace/server_set: "";
+    # the build is there only in sweeps with server builds.
+    return tuple(cell.get(a, "") for a in SCENARIO_AXES if a != "build" or cell.get("build"))
 
 
 def extras_name(d):
@@ -391,6 +392,8 @@ def aggregate(out, records):
     result = []
     for key, rs in groups.items():
         g = dict(zip(CELL_AXES, key))
+        if not g["build"]:
+            del g["build"]  # a sweep without server builds: its groups as before
         g["runs"] = len(rs)
         lat = sorted(x for r in rs for x in window_latencies(out, r["cell"]["id"]))
         g["windows_transmitted"] = len(lat)

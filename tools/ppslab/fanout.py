@@ -17,6 +17,8 @@ from . import metrics, plots, process, programs
 from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
 from .files import read_json
 from .lab import Lab
+from .matrix import transport_sets
+from .netlab.state import require_permission
 from .netlab.lifecycle import per_receiver_path
 from .report import fmt
 from .wrappers.ppstream import Ppstream
@@ -32,22 +34,17 @@ def log(msg):
     print(f"{PROGRAM}: {msg}", file=sys.stderr, flush=True)
 
 
-def transport_sets(text):
-    """--transport tcp or minbuf(A,B) -> the server's transport.* keys."""
-    t = text.strip().lower().replace(" ", "")
-    if t == "tcp":
-        return {"transport.mode": "tcp"}
-    m = re.fullmatch(r"minbuf\((\d+),(\d+)\)", t)
-    if not m:
-        raise UsageError("--transport: tcp or minbuf(A,B)")
-    return {"transport.mode": "minbuf", "transport.minbuf_a": m.group(1), "transport.minbuf_b": m.group(2)}
-
-
 def run(build, args):
     """One run: the lab, the server and the clients, then the report."""
     build.require("netlab", "server", "client")
-    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
-        log("needs root and /dev/net/tun; skipping")
+    sets = {"source.pattern": args.pattern, "source.fps": FPS}
+    try:
+        sets.update(transport_sets(args.transport))
+        require_permission()
+    except UsageError as error:
+        raise UsageError(f"--transport: {error}") from None
+    except NotPermitted as error:
+        log(str(error))
         return EXIT_SKIP
     rates = [r.strip() for r in args.rates.split(",") if r.strip()]
     n = len(rates)
@@ -56,8 +53,6 @@ def run(build, args):
     process.raise_on_signals()
     # The stream keeps the server's default congestion control (bbr, under its
     # tcp-friendly rate control); --server-set transport.congestion=cubic to change.
-    sets = {"source.pattern": args.pattern, "source.fps": FPS}
-    sets.update(transport_sets(args.transport))
     for item in args.server_set or []:
         key, _, value = item.partition("=")
         sets[key.strip()] = value.strip()

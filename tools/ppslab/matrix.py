@@ -78,6 +78,12 @@ def parse_transport(text):
     return {"name": f"minbuf({a},{b})", "mode": "minbuf", "a": a, "b": b}
 
 
+def transport_sets(text):
+    """'tcp' or 'minbuf(A,B)' -> the server's transport.* keys."""
+    t = parse_transport(text)
+    return {"transport.mode": t["mode"], "transport.minbuf_a": t["a"], "transport.minbuf_b": t["b"]}
+
+
 def transport_tag(name):
     return "tcp" if name == "tcp" else "mb" + re.sub(r"\D", "", name)
 
@@ -266,7 +272,8 @@ def trace_settings(path, section, values):
 
 
 def server_builds(items):
-    """[(NAME, BUILD_DIR)] -> {NAME: absolute BUILD_DIR} in the order given."""
+    """[(NAME, BUILD_DIR)] -> [[NAME, absolute BUILD_DIR]] in the order given
+    (a list: plan.json keeps the order, where a mapping's keys are sorted)."""
     out = {}
     for name, path in items:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}", name):
@@ -280,7 +287,12 @@ def server_builds(items):
         out[name] = build.path
     if len(out) == 1:
         raise UsageError("--server-build: give two builds or more (one build: --build)")
-    return out
+    return [[name, path] for name, path in out.items()]
+
+
+def build_names(cfg):
+    """The server builds' names, in the order they run ([] without builds)."""
+    return [name for name, _ in cfg.get("server_builds") or []]
 
 
 def base_id(cell):
@@ -303,7 +315,7 @@ def plan_cells(cfg):
                     seen.add(cid)
                     cells.append(dict(cell, id=cid))
     random.Random(cfg["seed"]).shuffle(cells)
-    builds = list(cfg.get("server_builds") or {})
+    builds = build_names(cfg)
     if not builds:
         return cells
     out = []

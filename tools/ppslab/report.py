@@ -10,7 +10,7 @@ import os
 import shutil
 
 from .cells import aggregate, load_cells, run_figures, scenario_name, scenario_of, transport_key, write_tables
-from .matrix import base_id
+from .matrix import base_id, build_names
 from .metrics import mean
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
 from .plots import plots, run_plots
@@ -73,7 +73,7 @@ def build_comparison(plan, records):
     """The cells of a sweep with server builds, one row per cell the builds
     share: [{"cell": base id, "builds": {name: metrics}}], in the run's order,
     and a last row of means over the cells every build finished."""
-    builds = list(plan["config"].get("server_builds") or {})
+    builds = build_names(plan["config"])
     if not builds:
         return []
     by_cell = {}
@@ -85,7 +85,7 @@ def build_comparison(plan, records):
             rows.append({"cell": base_id(c), "builds": {b: by_cell[base_id(c)].get(b) for b in builds}})
     whole = [r for r in rows if all(r["builds"][b] for b in builds)]
     if whole:
-        rows.append({"cell": f"mean of {len(whole)} cells", "builds": {
+        rows.append({"cell": f"mean of {len(whole)} cell{'s' if len(whole) > 1 else ''}", "builds": {
             b: {key: mean(r["builds"][b].get(key) for r in whole) for _, key, _ in BUILD_COMPARED} for b in builds}})
     return rows
 
@@ -93,7 +93,7 @@ def build_comparison(plan, records):
 def build_comparison_section(plan, records):
     """Markdown: per cell, each metric for every build and the difference of
     each later build from the first (the builds' order on the command line)."""
-    builds = list(plan["config"].get("server_builds") or {})
+    builds = build_names(plan["config"])
     rows = build_comparison(plan, records)
     if not builds:
         return []
@@ -101,7 +101,7 @@ def build_comparison_section(plan, records):
     diff = ", ".join(f"{b} - {first}" for b in later)
     L = ["## Server builds side by side", ""]
     L.append("Every cell ran once with each build's pps-server and pps-client, the builds interleaved cell by cell ("
-             + ", ".join(f"`{b}` = {plan['config']['server_builds'][b]}" for b in builds) + "). Each column: "
+             + ", ".join(f"`{name}` = {path}" for name, path in plan["config"]["server_builds"]) + "). Each column: "
              + " / ".join(builds) + f", then in brackets {diff}. Frames shown, latency and freezes from the client's "
              "frame events; share = received over the mean elephant's (cells with cross traffic); PSNR where the sweep scores pictures.")
     L.append("")
@@ -205,7 +205,7 @@ def report(out, markdown=None, plots_dir=None):
         "groups": groups,
         "targets": [dict(zip(("queue_variant", "target", "wanted", "measured", "verdict"), t[:5])) for t in targets(groups)],
         "issue10_checks": must_show_checks(records),
-        "server_builds": plan["config"].get("server_builds") or {},
+        "server_builds": plan["config"].get("server_builds") or [],
         "build_comparison": build_comparison(plan, records),
         "plots": made,
     }

@@ -21,7 +21,8 @@ from . import cells, matrix, process, programs, report
 from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
 from .files import write_json
 from .lab import Lab, other_labs, parse_steps, step_trace_write
-from .matrix import FPS, PPS_DEFAULT_DRD_CONGEST_BDP, PPS_DEFAULT_DRD_MIN_BDP, QUEUES, parse_transport
+from .matrix import FPS, PPS_DEFAULT_DRD_CONGEST_BDP, PPS_DEFAULT_DRD_MIN_BDP, QUEUES, transport_sets
+from .netlab.state import require_permission
 from .metrics import PSNR_PATTERNS
 from .wrappers.ppstream import Ppstream
 
@@ -203,16 +204,12 @@ def lab_args(cell, cfg, duration_s, celldir):
 def server_sets(cell, cfg):
     """The server's --set keys of a cell: its axes, then [server] and
     --server-set, then its server_set axis value's section."""
-    transport = parse_transport(cell["transport"])
-    sets = {
-        "transport.mode": transport["mode"],
-        "transport.minbuf_a": transport["a"],
-        "transport.minbuf_b": transport["b"],
+    sets = dict(transport_sets(cell["transport"]), **{
         "transport.congestion": cell["congestion"],
         "transport.ecn": "true" if QUEUES[cell["queue"]]["ecn"] else "false",
         "pps.window_frames": cell["window_frames"],
         "source.fps": FPS,
-    }
+    })
     sets.update(cfg["server_set"])
     if cell.get("pattern"):
         sets["source.pattern"] = cell["pattern"]
@@ -339,9 +336,9 @@ class Context:
         self.cfg = cfg
         self.netlab = build.require("netlab").netlab
         self.lab_name = lab_name
-        builds = cfg.get("server_builds") or {}
+        builds = cfg.get("server_builds") or []
         if builds:
-            self.builds = {name: programs.Build(path).require("server", "client") for name, path in builds.items()}
+            self.builds = {name: programs.Build(path).require("server", "client") for name, path in builds}
         else:
             self.builds = {"": build.require("server", "client")}
         self.score = build.peer_score if build.has("peer_score") else None
@@ -393,8 +390,10 @@ def cmd_run(build, args, server_builds=()):
             print(c["id"])
         print(f"{len(cells_)} cells, about {fmt_duration(est)}", file=sys.stderr)
         return 0
-    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
-        log("needs root and /dev/net/tun (network namespaces, TUN devices); skipping")
+    try:
+        require_permission()
+    except NotPermitted as error:
+        log(str(error))
         return EXIT_SKIP
     ctx = Context(build, cfg, args.lab_name or "sweep%d" % (os.getpid() % 100000))
     os.makedirs(os.path.join(out, "cells"), exist_ok=True)
