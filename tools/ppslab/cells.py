@@ -157,10 +157,11 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         drops_fwd = len(drops)
         offset = times["realtime_minus_monotonic_ns"]
 
-        def queue_at(complete_us):  # noqa: F811
+        def sojourn_at(complete_us):
             t = complete_us * 1000 - offset + 500_000  # + the TUN-to-socket path
             i = bisect.bisect_right(delivered, t) - 1
             return sojourn[i] / 1e6 if i >= 0 else None
+        queue_at = sojourn_at
 
     rows = []
     for w in windows:
@@ -378,8 +379,10 @@ def frame_latencies(out, cid):
     return lat
 
 
-def aggregate(out, records):
-    """One group per matrix point (all axes but the repetition): pooled windows, means over repetitions."""
+def aggregate(out, records, builds=()):
+    """One group per matrix point (all axes but the repetition): pooled windows,
+    means over repetitions; in the order of the settings, @builds' order (the
+    server builds as the command line gave them), the transports'."""
     groups = {}
     for r in records:
         key = tuple(r["cell"].get(a, "") for a in CELL_AXES)
@@ -435,7 +438,13 @@ def aggregate(out, records):
                            "loss_recovery_est_ms": mean(s["loss_recovery_est_ms"] for s in shares)}
         g["cells"] = [r["cell"]["id"] for r in rs]
         result.append(g)
-    result.sort(key=lambda g: (scenario_of(g), transport_key(g["transport"])))
+    def order(g):
+        sc = scenario_of(g)
+        if g.get("build") in builds:
+            sc = sc[:-1] + (list(builds).index(g["build"]),)
+        return sc, transport_key(g["transport"])
+
+    result.sort(key=order)
     return result
 
 

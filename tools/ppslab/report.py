@@ -190,7 +190,7 @@ def report(out, markdown=None, plots_dir=None):
                                           r.get("times") or {}, r["metrics"].get("elephant_mean_bps"))
             r["metrics"].update(part)
             r["steps"] = steps
-    groups = aggregate(out, records)
+    groups = aggregate(out, records, build_names(plan["config"]))
     write_tables(out, records, groups)
     made = plots(out, plan, records, groups) if records else {}
     if records:
