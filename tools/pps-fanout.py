@@ -5,7 +5,7 @@ in the sender namespace of a multi-receiver lab (`pps-netlab up --receivers N`),
 one pps-client in each receiver namespace, each receiver behind its own
 pps-linkem link with its own rate, delay and queue; figures per client.
 
-    pps-fanout --rates 0.5,2,8 --out DIR                 the issue's three clients
+    pps-fanout --rates 0.5,2,8 --out DIR                 three clients, one encode
     pps-fanout --rates 0.5,2,8 --delays 25ms --queue auto --duration 30 --pattern smpte --psnr --out DIR
     pps-fanout report DIR                                 report.md, results.json and plots again
 

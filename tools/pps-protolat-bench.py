@@ -30,7 +30,7 @@ from ppslab.errors import EXIT_SKIP
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="12 Mbit/s, 100 ms RTT, 1 repetition of 30 s (the issue's target scenario)")
+                    help="12 Mbit/s, 100 ms RTT, 1 repetition of 30 s (the target scenario)")
     ap.add_argument("--rates", default="12mbit,30mbit")
     ap.add_argument("--rtts", default="25,50,100", help="round-trip times in ms")
     ap.add_argument("--ecn", default="both", choices=["both", "on", "off"])

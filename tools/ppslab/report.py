@@ -244,9 +244,9 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append("")
     L.append("```sh")
     L.append("meson setup build && ninja -C build")
-    L.append(f"sudo build/tools/sweep/pps-sweep --preset {plan.get('preset') or 'paper'} --out sweep-paper   # resumable: run it again after an interruption")
+    L.append(f"sudo build/tools/pps-sweep --preset {plan.get('preset') or 'paper'} --out sweep-paper   # resumable: run it again after an interruption")
     target = os.path.relpath(markdown_path, os.getcwd()) if markdown_path else "docs/BENCHMARKS.md"
-    L.append(f"build/tools/sweep/pps-sweep report sweep-paper --markdown {target}   # this page and docs/benchmarks/*.png")
+    L.append(f"build/tools/pps-sweep report sweep-paper --markdown {target}   # this page and docs/benchmarks/*.png")
     L.append("```")
     L.append("")
     L.append(f"- Sweep: `{plan.get('command', '')}`, started {plan.get('created', '?')}; {len(records)} of {len(plan['cells'])} cells done; "
