@@ -20,7 +20,7 @@ import sys
 
 from . import process
 from .errors import EXIT_SKIP, LabError, NotPermitted
-from .netlab.state import STATE_ROOT, lab_names
+from .netlab.state import lab_names, state_dir
 
 COMMAND_TIMEOUT_S = 90.0
 MTU_BYTES = 1500  # one mahimahi delivery opportunity
@@ -133,7 +133,8 @@ class Lab:
         return [self.netlab, "exec", self.name, side] + [str(a) for a in argv]
 
     def state_dir(self):
-        return os.path.join(STATE_ROOT, self.name)
+        """pps-netlab's state directory of this lab (cross-traffic results, pps-linkem's output)."""
+        return state_dir(self.name)
 
     def traffic_argv(self, duration_s, elephants=None, mice=None, cbr=None, congestion="cubic", receiver=None,
                      reverse=False, wait=True):

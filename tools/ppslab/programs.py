@@ -67,7 +67,9 @@ class Build:
         return self
 
     def gst_env(self, env=None):
-        """The environment that makes GStreamer find this build's ppssink and ppssrc."""
+        """The environment that makes GStreamer find this build's ppssink and
+        ppssrc, with a registry of its own (the shared one would be rewritten
+        by every run with another GST_PLUGIN_PATH)."""
         return dict(env or os.environ, GST_PLUGIN_PATH=self.gst_plugins,
                     GST_REGISTRY=os.path.join(self.gst_plugins, "registry.bin"))
 

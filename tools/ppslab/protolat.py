@@ -47,7 +47,7 @@ def parse_rate_mbit(text):
     return float(t) / 1e6
 
 
-def lab_up(lab, rate, delay_ms, aqm, ecn, duration_s, extra):
+def setting_up(lab, rate, delay_ms, aqm, ecn, duration_s, extra):
     """(Re)brings up the one lab of the benchmark (lab.Lab) for a setting."""
     lab.run("down", lab.name, check=False)  # a lab of that name left by a killed run
     lab.up(["--rate", rate, "--delay", "%gms" % delay_ms, "--aqm", aqm, "--ecn", "on" if ecn else "off",
@@ -266,7 +266,7 @@ def run_all(args, cmdline):
                 extra = ["--drd-min", "1", "--drd-congest", "2"] + args.lab_arg
             log("lab: %s, RTT %g ms, %s, queue %d packets" % (rate, rtt, "DRD+ECN" if ecn else "drop-tail", queue))
             lab_s = int(args.reps * len(configs) * (args.duration + 30) + 120)
-            lab_up(lab, rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
+            setting_up(lab, rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
             mice = args.mice
             if mice is None:
                 # pps-mice starts one 20 KB flow per mouse per second (pps-netlab's
