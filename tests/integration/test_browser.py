@@ -31,8 +31,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SKIP, Client, Failure, Server, check, read_all, wait_until  # noqa: E402
+from harness import SKIP, Client, Failure, Server, check, read_all, wait_until
 
 # 320x240 (base 160x120): a headless Chromium's software decode and combine
 # keep up at 30 frames/s on a loaded 2-core CI machine (640x480 did not).
@@ -145,7 +144,7 @@ def wait_for(driver, cond, what, timeout_s):
         logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
         return "%s; stats %s; console %s" % (what, json.dumps(last.get("stats")), logs[-10:])
 
-    return wait_until(ready, message, timeout=timeout_s, poll_s=0.2)
+    return wait_until(ready, message, timeout_s=timeout_s, poll_s=0.2)
 
 
 def test_browser_stream(build, workdir, keep=None, settings=()):
@@ -176,7 +175,7 @@ def test_browser_stream(build, workdir, keep=None, settings=()):
         os.makedirs(os.path.dirname(shot), exist_ok=True)
         driver.save_screenshot(shot)
         wait_until(lambda: client_reached(client, grab["frame_index"]),
-                   "pps-client to show frame %d" % grab["frame_index"], timeout=15,
+                   "pps-client to show frame %d" % grab["frame_index"], timeout_s=15,
                    proc=client.proc)
         client.proc.send_signal(signal.SIGTERM)
         check(client.wait(timeout=30) == 0, "pps-client failed: %s" % client.stderr[-2000:])

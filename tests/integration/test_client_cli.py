@@ -5,37 +5,15 @@ and messages. Every wait is for an event (a connection, a log line, a
 process exit), never a fixed sleep."""
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Client, Server, check, record, run, wait_until  # noqa: E402
+from harness import Client, Server, check, run, wait_until
+from ppslab.records import bye, listener, stream_info, window_end
 
 
 def client_path(build):
     return os.path.join(build, "client", "pps-client")
-
-
-def listener():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(4)
-    return s, "127.0.0.1:%d" % s.getsockname()[1]
-
-
-def stream_info(width=128, height=96, window=2):
-    return record(2, struct.pack(">HBBHHHHHHBBBBII", 1, 1, 1, width, height, width // 2,
-                                 height // 2, 30, 1, window, 2, 2, 0, 250, 8))
-
-
-def window_end(window_id, dropped=True):
-    return record(5, struct.pack(">IHHIIB", window_id, 0, 4, 0, 100, 1 if dropped else 0))
-
-
-def bye(reason, text):
-    return record(8, struct.pack(">HB", reason, len(text)) + text)
 
 
 def hostile(build, workdir, replies, settings=(), duration=20):

@@ -12,19 +12,12 @@ import signal
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until  # noqa: E402
+from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until
+from ppslab.programs import Build  # Build.gst_env: the plugin in the build tree, a registry of its own
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "GSTREAMER.md")
 DOC_ADDRESS = "127.0.0.1:7400"
 FRAME_MS = 1000.0 / 30
-
-
-def gst_env(build):
-    """GStreamer finds the plugin in the build tree, with a registry of its own:
-    the shared one is rewritten by every run with another GST_PLUGIN_PATH."""
-    return dict(os.environ, GST_PLUGIN_PATH=os.path.join(build, "gst"),
-                GST_REGISTRY=os.path.join(build, "gst", "registry.bin"))
 
 
 def readme_pipelines():
@@ -54,7 +47,7 @@ class Launch:
         # -m prints bus messages (ppssink's port, ppssrc's summary); -v the
         # last-message of a fakesink silent=false (each buffer's PTS).
         args = [args[0], "-m", "-v"] + args[1:]
-        env = gst_env(build)
+        env = Build(build).gst_env()
         env.pop("DISPLAY", None)
         env.pop("WAYLAND_DISPLAY", None)
         self.out_path = os.path.join(workdir, name + ".out")
@@ -76,7 +69,7 @@ class Launch:
         return wait_until(lambda: re.search(pattern, self.text()),
                           lambda: "%s to print '%s':\n%s" % (self.name, pattern,
                                                              self.text()[-3000:]),
-                          timeout=timeout, proc=self.proc)
+                          timeout_s=timeout, proc=self.proc)
 
     def wait(self, timeout=60):
         try:
@@ -280,7 +273,7 @@ def gst_ppssink_to_ppssrc(build, workdir):
 
 def gst_inspect(build, workdir):
     """gst-inspect-1.0 documents both elements and their configuration keys."""
-    env = gst_env(build)
+    env = Build(build).gst_env()
     elements = [("ppssrc", ["location", "policy", "tolerance-ms", "log-file"])]
     # ppssink is built with the server library (meson sets this when it is).
     if os.environ.get("PPS_GST_HAVE_SINK") == "1":

@@ -35,8 +35,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402  (tests/integration: the one waiting loop)
+import harness  # the one waiting loop
 
 # --help must not run anything: the slowest (a Python tool importing numpy, or
 # pps-server under ASan) takes 0.2 s here; 3 s leaves room for a loaded machine

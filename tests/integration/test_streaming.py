@@ -9,9 +9,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Client, Server, check, hello, percentile, read_records, record,  # noqa: E402
-                     run, wait_until)
+from harness import Client, Server, check, hello, percentile, read_records, record, run, wait_until
 
 WINDOW_MS = 1000.0 / 30 * 2  # the default window: 2 frames at 30 frames/s
 
@@ -142,7 +140,7 @@ def stalled_reader(build, workdir):
         # buffers are full once the server starts dropping its windows.
         wait_until(lambda: (session_windows(srv.log(), 2) or (0, 0, 0))[2] > 0,
                    lambda: "the server to drop a window of the stalled client:\n"
-                   + srv.log()[-2000:], timeout=20, proc=srv.proc)
+                   + srv.log()[-2000:], timeout_s=20, proc=srv.proc)
         rss_before = srv.rss_kib()
         other = Client(build, workdir, srv.address, "playout.policy=asap", duration=6,
                        name="other")
@@ -582,7 +580,7 @@ def soak(build, workdir):
         # The server closes the attackers' sockets as it notices them gone.
         wait_until(lambda: fd_count(srv.proc.pid) == baseline,
                    lambda: "the server's descriptors to come back to %d (now %d)"
-                   % (baseline, fd_count(srv.proc.pid)), timeout=10, proc=srv.proc)
+                   % (baseline, fd_count(srv.proc.pid)), timeout_s=10, proc=srv.proc)
         fds_after = fd_count(srv.proc.pid)
         alive = srv.proc.poll() is None
         rss_after = srv.rss_kib()
@@ -611,8 +609,8 @@ def soak(build, workdir):
 
 TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
-                                 bad_source, source_failure_reported, access_token, beyond_loopback_warning,
-                                 silent_connections, slow_reader_evicted,
+                                 bad_source, source_failure_reported, access_token,
+                                 beyond_loopback_warning, silent_connections, slow_reader_evicted,
                                  server_unwritable_outputs, soak]}
 
 if __name__ == "__main__":

@@ -14,17 +14,7 @@ import sys
 import time
 
 from harness import Client, Server, check, hello, read_records, run, SKIP
-
-
-def make_cert(workdir, name="server", san="IP:127.0.0.1,DNS:localhost"):
-    """A self-signed EC certificate for 127.0.0.1 and localhost: (cert, key)."""
-    cert = os.path.join(workdir, name + "-cert.pem")
-    key = os.path.join(workdir, name + "-key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext",
-                    "subjectAltName=" + san], check=True, capture_output=True)
-    return cert, key
+from ppslab.programs import make_cert
 
 
 def tls_server(build, workdir, *settings, **kw):

@@ -5,14 +5,11 @@
 Exit 77 (skipped) without root or /dev/net/tun."""
 import json
 import os
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "netlab"))
-import netlab_lab  # noqa: E402
-from harness import SKIP, Failure, check  # noqa: E402
+from harness import SKIP, Failure, check  # tests/integration, on PYTHONPATH (meson's test environment)
+from ppslab import programs
+from ppslab.lab import Lab
 
 
 def events(path, kind):
@@ -31,38 +28,24 @@ def adapts_to_bottleneck(build, workdir):
     if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
         print("skipped: needs root and /dev/net/tun")
         sys.exit(SKIP)
-    netlab = os.path.join(build, "tools", "netlab", "pps-netlab")
+    build = programs.Build(build)
     log = os.path.join(workdir, "client.jsonl")
-    port_fifo = os.path.join(workdir, "server.port")
-    with netlab_lab.Lab(netlab, "it%d" % (os.getpid() % 10000),
-                        ["--rate", "2mbit", "--delay", "25ms", "--congestion", "cubic"],
-                        duration_s=180, skip_if_not_permitted=True) as lab:
-        snd = lab.addr("snd")
-        fifo_fd = netlab_lab.open_port_fifo(port_fifo)
-        try:
-            server = lab.start("snd", [
-                os.path.join(build, "server", "pps-server"), "--listen", snd + ":7400",
-                "--port-file", port_fifo, "--quiet", "--duration", "40",
-                "--set", "source.pattern=smpte", "--set", "encoder.base_crf=22",
-                "--set", "encoder.enhancement_crf=18", "--set", "transport.congestion=cubic",
-                "--set", "pps.latency_budget_ms=400",
-                "--stats-json", os.path.join(workdir, "server.json")])
-            # The server writes its port once it listens: the event to wait for.
-            try:
-                netlab_lab.read_port(fifo_fd, server, 30)
-            except netlab_lab.LabError as e:
-                raise Failure(str(e))
-        finally:
-            os.close(fifo_fd)
-        client = lab.start("rcv", [
-            os.path.join(build, "client", "pps-client"), snd + ":7400",
-            "--display", "none", "--duration", "25", "--log", log, "--quiet",
-            "--set", "playout.tolerance_ms=600"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out, err = client.communicate(timeout=60)
-        check(client.returncode == 0, "client exit %d: %s" % (client.returncode, err))
+    with Lab(build.netlab, "it%d" % (os.getpid() % 10000),
+             ["--rate", "2mbit", "--delay", "25ms", "--congestion", "cubic"],
+             duration_s=180, skip_if_not_permitted=True) as lab:
+        # Returns once the server wrote its port (--port-file): the event to wait for.
+        server = programs.Server(build.server, lab.addr("snd"), workdir, lab=lab, port=7400, duration_s=40,
+                                 stats_json=os.path.join(workdir, "server.json"), ready_timeout_s=30,
+                                 sets={"source.pattern": "smpte", "encoder.base_crf": 22,
+                                       "encoder.enhancement_crf": 18, "transport.congestion": "cubic",
+                                       "pps.latency_budget_ms": 400})
+        client = programs.Client(build.client, server.address, log, lab=lab, duration_s=25,
+                                 sets={"playout.tolerance_ms": 600},
+                                 stderr=os.path.join(workdir, "client.err"))
+        rc = client.wait(60)
+        check(rc == 0, "client exit %d: %s" % (rc, client.stderr))
         # The server's --stats-json is written at its exit (`down` stops it).
-        netlab_lab.stop(server, 10)
+        server.stop(timeout_s=10)
     summary = events(log, "summary")[0]
     windows = events(log, "window")
     frames = [e for e in events(log, "frame") if e.get("reason") != "stopped"]

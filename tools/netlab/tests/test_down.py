@@ -9,9 +9,7 @@ import os
 import select
 import subprocess
 
-from netlab_test import NETLAB, PROBE, Check, Lab, require_lab_permission, wait_listening
-
-STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
+from netlab_test import NETLAB, PROBE, STATE_ROOT, Check, Lab, require_lab_permission, wait_listening
 
 
 def netns_list():

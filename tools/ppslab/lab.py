@@ -1,15 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""The importable side of the network lab, shared by every Python caller
-(pps-sweep, pps-fanout, pps-peers, pps-protolat-bench, pps-gst-lab,
-pps-browser-lab and the netlab tests): the one `Lab` context manager over
-pps-netlab's command line (docs/NETLAB.md, "Using a lab from another
-program") and the capacity-step traces.
+"""The one `Lab` context manager over pps-netlab's command line, the
+capacity-step traces, and pps-linkem's files.
 
     with Lab(netlab, "exp1", ["--rate", "10mbit", "--delay", "25ms"], 60) as lab:
         argv = lab.exec_argv("snd", ["pps-server", ...])
 
-The lab is always torn down on leaving the block (exception or signal included);
-every pps-netlab command has a bound. Standard library only.
+The lab is always torn down on leaving the block (exception or signal
+included); every pps-netlab command has a bound. Standard library only.
 """
 import contextlib
 import json
@@ -17,29 +14,24 @@ import math
 import os
 import re
 import shlex
-import signal
+import shutil
 import subprocess
 import sys
 
-EXIT_SKIP = 77
+from . import process
+from .errors import EXIT_SKIP, LabError, NotPermitted
+from .netlab.state import lab_names, state_dir
+
 COMMAND_TIMEOUT_S = 90.0
-STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 MTU_BYTES = 1500  # one mahimahi delivery opportunity
-
-
-class LabError(Exception):
-    """A pps-netlab command failed (its stderr is in the message)."""
-
-
-class NotPermitted(Exception):
-    """pps-netlab exited 77: no root or no /dev/net/tun."""
 
 
 class Lab:
     """One named lab: `up` on entry (or by hand), `down` on exit, whatever
-    happens; the programs started in it with `start` are stopped first.
-    With @skip_if_not_permitted (the test suites), entering a lab where
-    pps-netlab exits 77 prints "SKIP: ..." and exits 77 as well."""
+    happens; the programs started in it with `start` (or handed to `track`)
+    are stopped first. With @skip_if_not_permitted (the test suites),
+    entering a lab where pps-netlab exits 77 prints "SKIP: ..." and exits 77
+    as well."""
 
     def __init__(self, netlab, name, up_args=(), duration_s=None, skip_if_not_permitted=False):
         self.netlab = netlab
@@ -76,7 +68,7 @@ class Lab:
     def down(self):
         """Stops the programs started in the lab, then `pps-netlab down`."""
         for proc in self.procs:
-            stop(proc)
+            process.stop(proc)
         self.procs = []
         if self.is_up:
             self.down_result = self.run("down", self.name, check=False)
@@ -114,7 +106,7 @@ class Lab:
         if wait_ready:
             line = proc.stdout.readline()
             if not line.startswith("ready"):
-                stop(proc)
+                process.stop(proc)
                 raise LabError(f"{argv[0]} on {side} did not get ready: {line!r}")
         return proc
 
@@ -141,14 +133,40 @@ class Lab:
         return [self.netlab, "exec", self.name, side] + [str(a) for a in argv]
 
     def state_dir(self):
-        return os.path.join(STATE_ROOT, self.name)
+        """pps-netlab's state directory of this lab (cross-traffic results, pps-linkem's output)."""
+        return state_dir(self.name)
 
-    def traffic_argv(self, elephants, duration_s, congestion="cubic", receiver=None, wait=True):
-        argv = [self.netlab, "traffic", self.name, "--elephants", str(elephants), "--congestion", congestion,
-                "--duration", "%gs" % duration_s]
-        if receiver:
-            argv += ["--receiver", receiver]
-        return argv + (["--wait"] if wait else [])
+    def traffic_argv(self, duration_s, elephants=None, mice=None, cbr=None, congestion="cubic", receiver=None,
+                     reverse=False, wait=True):
+        """`pps-netlab traffic` with these flows: a count or a schedule each
+        (N[@START[-STOP]], RATE[@START[-STOP]] for cbr)."""
+        argv = [self.netlab, "traffic", self.name, "--duration", "%gs" % duration_s, "--congestion", congestion]
+        for option, value in (("--elephants", elephants), ("--mice", mice), ("--cbr", cbr), ("--receiver", receiver)):
+            if value:
+                argv += [option, str(value)]
+        return argv + (["--reverse"] if reverse else []) + (["--wait"] if wait else [])
+
+    def traffic(self, duration_s, elephants=None, mice=None, cbr=None, congestion="cubic", receiver=None,
+                reverse=False, wait=True, stdout=None, stderr=None, **popen_kw):
+        """Starts cross traffic. With @wait, a Popen of `traffic --wait` that
+        ends with the traffic and prints its results (@stdout, @stderr: as for
+        process.popen), stopped by `down`; without, the traffic runs in the
+        lab's background (`down` ends it) and this returns once it started."""
+        argv = self.traffic_argv(duration_s, elephants, mice, cbr, congestion, receiver, reverse, wait)
+        if not wait:
+            return self.run(*argv[1:])
+        return self.track(process.popen(argv, stdout=stdout, stderr=stderr, start_new_session=True, **popen_kw))
+
+    def save_state(self, dest):
+        """Copies the lab's state directory (cross-traffic results, pps-linkem's
+        output), which `down` removes."""
+        if os.path.isdir(self.state_dir()):
+            shutil.copytree(self.state_dir(), dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock", "*.pid"))
+
+
+def other_labs(own):
+    """The labs up on this machine besides @own (a shared machine's load)."""
+    return [n for n in lab_names() if n != own]
 
 
 # ---------------------------------------------------------------- capacity steps
@@ -239,6 +257,9 @@ def step_downs(steps, lead_s, epoch_realtime_us, t_from_us, t_to_us):
     return [t for (t, r), (_, prev) in zip(pts[1:], pts[:-1]) if r < prev and t_from_us <= t <= t_to_us]
 
 
+# ---------------------------------------------------------------- pps-linkem's files
+
+
 def linkem_epoch_realtime_us(stats_path):
     """pps-linkem's epoch (its trace's time zero) on CLOCK_REALTIME, from its --stats file."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
@@ -247,106 +268,28 @@ def linkem_epoch_realtime_us(stats_path):
     return None
 
 
-# ---------------------------------------------------------------- programs in a lab
-
-
-def open_port_fifo(path):
-    """A FIFO for `pps-server --port-file`: the server writes its bound port
-    there once it listens, so a driver waits for that event, not for time."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    os.mkfifo(path, 0o600)
-    return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-
-
-def read_port(fifo_fd, proc, timeout_s):
-    """The port the server wrote to the FIFO; LabError if it exits first or
-    says nothing within @timeout_s."""
-    import select
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except ProcessLookupError:
-        raise LabError("the server exited before listening") from None
-    data = b""
-    try:
-        while time.monotonic() < deadline:
-            readable, _, _ = select.select([fifo_fd, pidfd], [], [], deadline - time.monotonic())
-            if fifo_fd in readable:
-                chunk = os.read(fifo_fd, 64)
-                data += chunk
-                if b"\n" in data or not chunk:
-                    break
-            elif pidfd in readable:
-                raise LabError("the server exited before listening")
-    finally:
-        os.close(pidfd)
-    text = data.decode(errors="replace").strip()
-    if not text.isdigit():
-        raise LabError(f"the server did not report a port within {timeout_s:.0f} s")
-    return int(text)
-
-
-def wait_exit(proc, timeout_s):
-    """Waits for a child on its pidfd, with a bound: True if it exited."""
-    import select
-
-    if proc.poll() is not None:
-        return True
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except ProcessLookupError:
-        proc.wait()
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], max(0.0, timeout_s))
-    finally:
-        os.close(fd)
-    if readable:
-        proc.wait()
-        return True
-    return False
-
-
-def stop(proc, timeout_s=5.0, sig=signal.SIGTERM):
-    """@sig (SIGTERM unless said), a bounded wait, then SIGKILL."""
-    if proc is None or proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(sig)
-    if not wait_exit(proc, timeout_s):
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        wait_exit(proc, timeout_s)
-
-
-def wait_file(path, proc, timeout_s):
-    """Waits for @path to have content (a --port-file, a "ready" line sent to
-    a file): True once it has; False if @proc exits first or after @timeout_s."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)  # the poll interval: a file written by another process
-    return False
-
-
-def server_has_option(server, option):
-    """Whether this pps-server's --help lists @option (e.g. its per-second --log)."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        r = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=10)
-        return re.search(r"^\s*" + re.escape(option) + r"\b", r.stdout + r.stderr, re.M) is not None
-    return False
-
-
-def read_json(path, default=None):
-    with contextlib.suppress(OSError, ValueError):
-        with open(path) as f:
-            return json.load(f)
-    return default
+def read_linkem_log(path, direction=None):
+    """pps-linkem's per-packet log (--log): (epoch_monotonic_ns, rows), each
+    row a dict of its columns (dir, event, then integers, None for '-'); only
+    the rows of @direction ('fwd', 'rev') when given."""
+    epoch = None
+    rows = []
+    header = None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                if epoch is None and "epoch_monotonic_ns=" in line:
+                    epoch = int(line.split("epoch_monotonic_ns=")[1].split()[0])
+                continue
+            fields = line.split("\t")
+            if header is None:
+                header = fields
+                continue
+            if direction and fields[0] != direction:
+                continue
+            row = dict(zip(header, fields))
+            for key in header[2:]:
+                row[key] = int(row[key]) if row.get(key, "-") != "-" else None
+            rows.append(row)
+    return epoch, rows

@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""pps-netlab's base layer: its constants and errors, the units of its
-options, and the process helpers (finding the lab programs beside the script,
-running short commands, commands in a namespace, waiting for and stopping
-pids). Imported by the other netlab_* modules and the pps-netlab command;
-standard library only."""
+"""pps-netlab's base layer: its constants, the units of its options, and the
+process helpers (finding the lab programs beside the script, running short
+commands, commands in a namespace, waiting for and stopping pids that are
+not its children). Standard library only."""
 
 import contextlib
 import os
@@ -15,12 +14,9 @@ import signal
 import subprocess
 import sys
 
+from ..errors import LabError, UsageError
 
 PROGRAM = "pps-netlab"
-EXIT_USAGE = 2
-EXIT_SKIP = 77
-
-STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 DEV = "pps0"
 MAX_LABS = 256
 
@@ -44,25 +40,8 @@ LINKEM_GRACE_S = 30
 LINKEM_RT_PRIORITY = 20
 
 
-class UsageError(Exception):
-    """Bad settings: exit 2 before anything is created."""
-
-
-class NotPermitted(Exception):
-    """No root or no /dev/net/tun: exit 77 so test suites skip."""
-
-
-class LabError(Exception):
-    """A runtime failure; the lab is torn down."""
-
-
-class Interrupted(Exception):
-    """SIGINT/SIGTERM/SIGHUP while setting up: tear down and leave."""
-
-
 def log(message):
     print(f"{PROGRAM}: {message}", file=sys.stderr, flush=True)
-
 
 
 # ---------------------------------------------------------------- units
@@ -90,33 +69,38 @@ def parse_rate_bps(text, what):
     return int(round(value))
 
 
-
 # ---------------------------------------------------------------- tools and processes
 
 
 def tool_path(name):
-    """Finds a lab program: $PPS_<NAME>, beside this script (installed), the build tree, PATH."""
-    env = os.environ.get("PPS_" + name.upper().replace("PPS-", "").replace("-", "_"))
+    """Finds a lab program: $PPS_<NAME>; beside the pps-netlab that runs (as
+    called: an installed link sits in the programs' bindir); in the build
+    tree (linkem/, traffic/ beside the script); on PATH."""
+    variable = "PPS_" + name.upper().replace("PPS-", "").replace("-", "_")
+    env = os.environ.get(variable)
     if env:
         return env
-    here = os.path.dirname(os.path.realpath(__file__))
+    script = sys.modules["__main__"].__file__
+    called, real = os.path.dirname(os.path.abspath(script)), os.path.dirname(os.path.realpath(script))
     for candidate in (
-        os.path.join(here, name),
-        os.path.join(here, "..", "linkem", name),
-        os.path.join(here, "..", "traffic", name),
+        os.path.join(called, name),
+        os.path.join(real, name),
+        os.path.join(real, "linkem", name),
+        os.path.join(real, "traffic", name),
     ):
         if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
             return os.path.normpath(candidate)
     found = shutil.which(name)
     if found:
         return found
-    raise LabError(f"cannot find {name} (build it, or set PPS_{name.upper().replace('PPS-', '').replace('-', '_')})")
+    raise LabError(f"cannot find {name} (build it, or set {variable})")
 
 
 def self_argv(*args):
     """The command that runs this pps-netlab again with @args (the supervisor
-    and the traffic runner are its hidden commands _supervise, _traffic)."""
-    return [sys.executable, os.path.realpath(sys.modules["__main__"].__file__)] + [str(a) for a in args]
+    and the traffic runner are its hidden commands _supervise, _traffic), by
+    the path it was called with, so that it finds the same programs."""
+    return [sys.executable, os.path.abspath(sys.modules["__main__"].__file__)] + [str(a) for a in args]
 
 
 def run(cmd, check=True, quiet=False):

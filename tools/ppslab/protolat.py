@@ -1,39 +1,25 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""pps-protolat-bench: the protocol-latency experiments of IWQoS 2002 section 4
-(and TOMCCAP 2008 sections 4.1 and 5.1) in ppstream's network lab.
+"""pps-protolat-bench's runs and analysis: the protocol-latency experiments
+of IWQoS 2002 section 4 (and TOMCCAP 2008 sections 4.1 and 5.1) in the lab.
 
-For every bandwidth x RTT x ECN setting it brings up a lab (drop-tail queue
-without ECN, DRD with ECN on both ends), and for every repetition runs each
-stream configuration (tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)) in a random
+For every bandwidth x RTT x ECN setting a lab (drop-tail queue without ECN,
+DRD with ECN on both ends), and for every repetition each stream
+configuration (tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)) in a random
 order, each against the papers' cross-traffic schedule scaled to the run
-length: 15 elephants from 1/16 to 3/4 of the run, mice (20 KB flows, about 30%
-of the link) from 1/4 to 15/16, CBR UDP at 10% of the link from 1/2 to 15/16.
-
-Outputs in --out: runs.csv (one row per run), summary.csv and summary.json
-(one entry per configuration), table.md (laid out like IWQoS Tables 1-3 with
-the paper's numbers beside ours), and PNG plots: cdf-*.png (latency CDF, log
-axis, like Fig. 5) and timeline-*.png (latency over receive time, like Fig. 3).
-
-Run as root with /usr/bin/python3 (Debian's, with numpy and matplotlib).
-This is a benchmark: it prints figures, it does not pass or fail on them.
-"""
-import argparse
+length. numpy reads the receiver's log."""
 import csv
 import json
-import math
 import os
 import random
-import shlex
 import signal
 import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The shared lab (tools/netlab/netlab_lab.py; copied beside pps-netlab in the build tree).
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "netlab"))
-import netlab_lab  # noqa: E402
+from . import metrics, plots
+from .lab import Lab
+from .paper import PAPER_D200, PAPER_D500, PAPER_MEAN_MS, PAPER_NT
+from .report import fmt
 
 CONFIGS = {
     # name: (mode, A, B, paper label)
@@ -44,31 +30,6 @@ CONFIGS = {
 }
 LABELS = {"tcp": "TCP", "m10": "MIN_BUF(1,0)", "m13": "MIN_BUF(1,3)", "m20": "MIN_BUF(2,0)"}
 
-# IWQoS 2002 Tables 1-3 (forward path, no ECN): [rate_mbit][rtt_ms][config]
-PAPER_D200 = {
-    30: {100: dict(tcp=0.73, m10=0.99, m13=0.98, m20=0.91), 50: dict(tcp=0.72, m10=0.99, m13=0.99, m20=0.97),
-         25: dict(tcp=0.84, m10=1.00, m13=0.99, m20=0.99)},
-    12: {100: dict(tcp=0.53, m10=0.98, m13=0.95, m20=0.86), 50: dict(tcp=0.62, m10=0.99, m13=0.99, m20=0.97),
-         25: dict(tcp=0.60, m10=0.99, m13=0.98, m20=0.98)},
-}
-PAPER_D500 = {
-    30: {100: dict(tcp=0.91, m10=1.00, m13=1.00, m20=0.99), 50: dict(tcp=0.92, m10=1.00, m13=0.99, m20=0.99),
-         25: dict(tcp=0.94, m10=1.00, m13=1.00, m20=1.00)},
-    12: {100: dict(tcp=0.80, m10=1.00, m13=0.99, m20=0.99), 50: dict(tcp=0.88, m10=1.00, m13=1.00, m20=0.99),
-         25: dict(tcp=0.86, m10=1.00, m13=1.00, m20=0.99)},
-}
-PAPER_MEAN_MS = {
-    30: {100: dict(tcp=226.31, m10=62.91, m13=76.19, m20=152.14), 50: dict(tcp=218.84, m10=37.09, m13=51.54, m20=89.74),
-         25: dict(tcp=138.61, m10=19.71, m13=28.29, m20=48.21)},
-    12: {100: dict(tcp=369.22, m10=69.73, m13=91.42, m20=162.26), 50: dict(tcp=260.27, m10=38.50, m13=49.17, m20=87.90),
-         25: dict(tcp=296.25, m10=25.94, m13=39.08, m20=61.31)},
-}
-PAPER_NT = {
-    30: {100: dict(tcp=1.00, m10=0.66, m13=0.96, m20=1.02), 50: dict(tcp=1.00, m10=0.71, m13=0.87, m20=1.13),
-         25: dict(tcp=1.00, m10=0.76, m13=0.92, m20=0.91)},
-    12: {100: dict(tcp=1.00, m10=0.67, m13=0.92, m20=1.13), 50: dict(tcp=1.00, m10=0.76, m13=1.06, m20=1.08),
-         25: dict(tcp=1.00, m10=0.89, m13=1.08, m20=1.12)},
-}
 
 # Cross-traffic schedule of IWQoS 2002 section 4.1 as fractions of its 80 s.
 SCHEDULE = {"elephants": (5 / 80, 60 / 80), "mice": (20 / 80, 75 / 80), "cbr": (40 / 80, 75 / 80)}
@@ -86,33 +47,25 @@ def parse_rate_mbit(text):
     return float(t) / 1e6
 
 
-def lab_up(lab, rate, delay_ms, aqm, ecn, duration_s, extra):
-    """(Re)brings up the one lab of the benchmark (netlab_lab.Lab) for a setting."""
+def setting_up(lab, rate, delay_ms, aqm, ecn, duration_s, extra):
+    """(Re)brings up the one lab of the benchmark (lab.Lab) for a setting."""
     lab.run("down", lab.name, check=False)  # a lab of that name left by a killed run
     lab.up(["--rate", rate, "--delay", "%gms" % delay_ms, "--aqm", aqm, "--ecn", "on" if ecn else "off",
             "--duration", "%ds" % duration_s] + list(extra))
 
 
-def lab_traffic(lab, duration_s, flows, reverse=False):
-    """One `traffic --wait` for the whole schedule; its Popen (stopped by lab.down)."""
-    argv = [lab.netlab, "traffic", lab.name, "--duration", "%gs" % duration_s, "--wait"] + [str(f) for f in flows]
-    if reverse:
-        argv += ["--reverse"]
-    return lab.track(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-
-
 def cross_traffic_flows(args, rate_mbit, duration_s):
-    """The IWQoS 2002 section 4.1 schedule scaled to the run, as pps-netlab traffic options."""
+    """The IWQoS 2002 section 4.1 schedule scaled to the run, as lab.traffic's flows."""
     def when(kind):
         s, e = SCHEDULE[kind]
         return "@%.1f-%.1f" % (s * duration_s, e * duration_s)
-    flows = []
+    flows = {}
     if args.elephants:
-        flows += ["--elephants", "%d%s" % (args.elephants, when("elephants"))]
+        flows["elephants"] = "%d%s" % (args.elephants, when("elephants"))
     if args.mice_effective:
-        flows += ["--mice", "%d%s" % (args.mice_effective, when("mice"))]
+        flows["mice"] = "%d%s" % (args.mice_effective, when("mice"))
     if args.cbr:
-        flows += ["--cbr", "%.3fmbit%s" % (0.10 * rate_mbit, when("cbr"))]
+        flows["cbr"] = "%.3fmbit%s" % (0.10 * rate_mbit, when("cbr"))
     return flows
 
 
@@ -138,7 +91,8 @@ def one_run(lab, args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
     rcv = lab.start("rcv", [args.protolat, "recv", "--connect", "%s:%d" % (snd_addr, port), "--log", rlog],
                     stdout=subprocess.PIPE, text=True)
     flows = cross_traffic_flows(args, rate_mbit, args.duration)
-    traffic = lab_traffic(lab, args.duration, flows, reverse=args.reverse) if flows else None
+    traffic = lab.traffic(args.duration, reverse=args.reverse, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          **flows) if flows else None
     snd.wait(timeout=args.duration + 60)
     rcv.wait(timeout=60)
     if traffic:
@@ -170,9 +124,9 @@ def analyse_run(args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
                within200=float((lat_ms <= 200).mean()) if len(lat_ms) else float("nan"),
                within500=float((lat_ms <= 500).mean()) if len(lat_ms) else float("nan"),
                mean_ms=float(lat_ms.mean()) if len(lat_ms) else float("nan"),
-               p50_ms=float(np.percentile(lat_ms, 50)) if len(lat_ms) else float("nan"),
-               p95_ms=float(np.percentile(lat_ms, 95)) if len(lat_ms) else float("nan"),
-               p99_ms=float(np.percentile(lat_ms, 99)) if len(lat_ms) else float("nan"),
+               p50_ms=nan_if_none(metrics.percentile(lat_ms.tolist(), 50)),
+               p95_ms=nan_if_none(metrics.percentile(lat_ms.tolist(), 95)),
+               p99_ms=nan_if_none(metrics.percentile(lat_ms.tolist(), 99)),
                throughput_mbit=thr_mbit,
                cpu_s=snd["user_s"] + snd["sys_s"],
                cpu_s_per_mb=(snd["user_s"] + snd["sys_s"]) / mb_sent if mb_sent > 0 else float("nan"),
@@ -184,18 +138,6 @@ def analyse_run(args, cfg, rate_mbit, rtt_ms, ecn, rep, rundir):
                dir=rundir)
     row["held_hist"] = snd["held_hist"]
     return row
-
-
-def ci95(values):
-    vals = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
-    if not vals:
-        return float("nan"), float("nan")
-    m = sum(vals) / len(vals)
-    if len(vals) < 2:
-        return m, 0.0
-    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
-    t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}.get(len(vals), 1.96)
-    return m, t * sd / math.sqrt(len(vals))
 
 
 def summarise(rows, out):
@@ -214,9 +156,9 @@ def summarise(rows, out):
                for r in rs if tcp_thr.get((rate, rtt, ecn, r["rep"]))]
         cpu_tcp = [x["cpu_s_per_mb"] for x in rows if x["config"] == "tcp" and x["rate_mbit"] == rate
                    and x["rtt_ms"] == rtt and x["ecn"] == ecn]
-        mean_m, mean_ci = ci95([r["mean_ms"] for r in rs])
-        nt_m, nt_ci = ci95(nts)
-        cpu_m, _ = ci95([r["cpu_s_per_mb"] for r in rs])
+        mean_m, mean_ci = metrics.ci95([r["mean_ms"] for r in rs])
+        nt_m, nt_ci = metrics.ci95(nts)
+        cpu_m, _ = metrics.ci95([r["cpu_s_per_mb"] for r in rs])
         held = np.sum([r["held_hist"] for r in rs], axis=0).tolist()
         s = dict(rate_mbit=rate, rtt_ms=rtt, ecn=ecn, config=cfg, label=LABELS[cfg], runs=len(rs),
                  packets=int(len(lat)),
@@ -224,13 +166,13 @@ def summarise(rows, out):
                  within200=float((lat <= 200).mean()) if len(lat) else None,
                  within500=float((lat <= 500).mean()) if len(lat) else None,
                  mean_ms=mean_m, mean_ms_ci95=mean_ci,
-                 p50_ms=float(np.percentile(lat, 50)) if len(lat) else None,
-                 p95_ms=float(np.percentile(lat, 95)) if len(lat) else None,
-                 p99_ms=float(np.percentile(lat, 99)) if len(lat) else None,
-                 throughput_mbit=ci95([r["throughput_mbit"] for r in rs])[0],
+                 p50_ms=metrics.percentile(lat.tolist(), 50),
+                 p95_ms=metrics.percentile(lat.tolist(), 95),
+                 p99_ms=metrics.percentile(lat.tolist(), 99),
+                 throughput_mbit=metrics.ci95([r["throughput_mbit"] for r in rs])[0],
                  normalized_throughput=nt_m, normalized_throughput_ci95=nt_ci,
                  cpu_s_per_mb=cpu_m,
-                 cpu_vs_tcp=(cpu_m / ci95(cpu_tcp)[0]) if cpu_tcp else None,
+                 cpu_vs_tcp=(cpu_m / metrics.ci95(cpu_tcp)[0]) if cpu_tcp else None,
                  retrans_pkts=sum(r["retrans_pkts"] for r in rs), rto_events=sum(r["rto_events"] for r in rs),
                  max_over_bound_pkts=max(r["max_over_bound_pkts"] for r in rs),
                  overshoot_pkts=sum(r["overshoot_pkts"] for r in rs),
@@ -256,10 +198,6 @@ def summarise(rows, out):
             row["held_p99_pkts"] = int(np.searchsorted(c, 0.99)) if h.sum() else ""
             w.writerow(row)
     return summary
-
-
-def fmt(v, spec):
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
 def write_table(summary, out, cmdline):
@@ -292,113 +230,13 @@ def write_table(summary, out, cmdline):
     return text
 
 
-def plot(rows, summary, out):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    settings = sorted({(s["rate_mbit"], s["rtt_ms"], s["ecn"]) for s in summary})
-    for rate, rtt, ecn in settings:
-        tag = "%gmbit-%gms-%s" % (rate, rtt, "ecn" if ecn else "noecn")
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for cfg in CONFIGS:
-            rs = [r for r in rows if (r["rate_mbit"], r["rtt_ms"], r["ecn"], r["config"]) == (rate, rtt, ecn, cfg)]
-            if not rs:
-                continue
-            lat = np.sort(np.concatenate([np.load(os.path.join(r["dir"], "lat_ms.npy")) for r in rs]))
-            if not len(lat):
-                continue
-            y = np.arange(1, len(lat) + 1) / len(lat)
-            step = max(1, len(lat) // 4000)
-            ax.plot(np.maximum(lat[::step], 1.0), y[::step], label=LABELS[cfg])
-        for x in (160, 200, 500):
-            ax.axvline(x, color="grey", lw=0.8, ls="--")
-        ax.set_xscale("log")
-        ax.set_xlabel("protocol latency (ms)")
-        ax.set_ylabel("fraction of packets")
-        ax.set_title("Latency CDF, %g Mbit/s, RTT %g ms, %s" % (rate, rtt, "ECN + DRD" if ecn else "drop-tail"))
-        ax.legend(loc="lower right")
-        ax.grid(True, which="both", alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "cdf-%s.png" % tag), dpi=110)
-        plt.close(fig)
-
-        fig, axes = plt.subplots(len(CONFIGS), 1, figsize=(8, 2.2 * len(CONFIGS)), sharex=True)
-        for ax, cfg in zip(axes, CONFIGS):
-            rs = [r for r in rows if (r["rate_mbit"], r["rtt_ms"], r["ecn"], r["config"], r["rep"]) ==
-                  (rate, rtt, ecn, cfg, 0)]
-            if rs:
-                lat = np.load(os.path.join(rs[0]["dir"], "lat_ms.npy"))
-                t = np.load(os.path.join(rs[0]["dir"], "t_recv_s.npy"))
-                ax.plot(t, lat, ",", ms=1)
-            for y in (160, 500):
-                ax.axhline(y, color="grey", lw=0.8, ls="--")
-            ax.set_ylim(0, 2000)
-            ax.set_ylabel("ms")
-            ax.set_title(LABELS[cfg], fontsize=9)
-        axes[-1].set_xlabel("receive time (s)")
-        fig.suptitle("Protocol latency over time, %g Mbit/s, RTT %g ms, %s (repetition 0)" %
-                     (rate, rtt, "ECN + DRD" if ecn else "drop-tail"), fontsize=10)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "timeline-%s.png" % tag), dpi=110)
-        plt.close(fig)
+def nan_if_none(v):
+    return float("nan") if v is None else v
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="12 Mbit/s, 100 ms RTT, 1 repetition of 30 s (the issue's target scenario)")
-    ap.add_argument("--rates", default="12mbit,30mbit")
-    ap.add_argument("--rtts", default="25,50,100", help="round-trip times in ms")
-    ap.add_argument("--ecn", default="both", choices=["both", "on", "off"])
-    ap.add_argument("--configs", default="tcp,m10,m13,m20")
-    ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--duration", type=float, default=40.0, help="seconds per run")
-    ap.add_argument("--elephants", type=int, default=15)
-    ap.add_argument("--mice", type=int, default=None, help="parallel mouse flows (default: ~30%% of the link)")
-    ap.add_argument("--cbr", type=int, default=1, help="1 = CBR UDP at 10%% of the link, 0 = none")
-    ap.add_argument("--reverse", action="store_true", help="cross traffic also on the reverse path")
-    ap.add_argument("--congestion", default="default", choices=["default", "cubic", "reno", "bbr"],
-                    help="latency stream's congestion control (default: the lab's, cubic)")
-    ap.add_argument("--batch", type=int, default=1,
-                    help="packets per write(2); 1 = the papers' application model (IWQoS 2002 section 2.3)")
-    ap.add_argument("--thin", action="store_true", help="TCP_THIN_LINEAR_TIMEOUTS on the latency stream")
-    ap.add_argument("--queue-bdp", type=float, default=1.0,
-                    help="drop-tail queue in bandwidth-delay products (default 1; with ECN the DRD queue "
-                         "marks above 1 BDP and drops above 2, IWQoS 2002 section 3.2)")
-    ap.add_argument("--samples", action="store_true", help="log every writer reading (cwnd, held, bound)")
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--build", default=None, help="meson build directory (default: the one holding this script)")
-    ap.add_argument("--netlab", default=None)
-    ap.add_argument("--protolat", default=None)
-    ap.add_argument("--lab-name", default="protolat")
-    ap.add_argument("--lab-arg", action="append", default=[], help="extra argument for pps-netlab up")
-    ap.add_argument("--analyse-only", metavar="DIR", help="recompute tables and plots from DIR/runs.json")
-    args = ap.parse_args()
-    cmdline = "pps-protolat-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-    if args.analyse_only:
-        out = args.analyse_only
-        with open(os.path.join(out, "runs.json")) as f:
-            rows = json.load(f)
-        summary = summarise(rows, out)
-        print(write_table(summary, out, cmdline))
-        plot(rows, summary, out)
-        return 0
-
-    if args.quick:
-        args.rates, args.rtts, args.reps, args.duration = "12mbit", "100", 1, 30.0
-    build = args.build or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    args.protolat = args.protolat or os.path.join(build, "protolat", "pps-protolat")
-    args.netlab = args.netlab or os.path.join(build, "netlab", "pps-netlab")
-    for exe in (args.protolat, args.netlab):
-        if not os.access(exe, os.X_OK):
-            print("missing %s (build first, or pass --protolat/--netlab)" % exe, file=sys.stderr)
-            return 77
-    if os.geteuid() != 0:
-        print("the lab needs root (network namespaces)", file=sys.stderr)
-        return 77
+def run_all(args, cmdline):
+    """Every setting, repetition and configuration; runs.json, runs.csv, the
+    summary, table.md and the plots in args.out."""
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     out = args.out or os.path.join(os.getcwd(), "protolat-%s" % time.strftime("%Y%m%d-%H%M%S"))
@@ -410,7 +248,7 @@ def main():
     log("seed %d, %d settings x %d reps x %d configs x %gs -> %s" % (seed, len(settings), args.reps, len(configs),
                                                                      args.duration, out))
     rows = []
-    lab = netlab_lab.Lab(args.netlab, args.lab_name)
+    lab = Lab(args.netlab, args.lab_name)
 
     def cleanup(*_):
         lab.down()
@@ -428,7 +266,7 @@ def main():
                 extra = ["--drd-min", "1", "--drd-congest", "2"] + args.lab_arg
             log("lab: %s, RTT %g ms, %s, queue %d packets" % (rate, rtt, "DRD+ECN" if ecn else "drop-tail", queue))
             lab_s = int(args.reps * len(configs) * (args.duration + 30) + 120)
-            lab_up(lab, rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
+            setting_up(lab, rate, rtt / 2, "drd" if ecn else "droptail", ecn, lab_s, extra)
             mice = args.mice
             if mice is None:
                 # pps-mice starts one 20 KB flow per mouse per second (pps-netlab's
@@ -459,10 +297,16 @@ def main():
         w.writerows(rows)
     summary = summarise(rows, out)
     print(write_table(summary, out, cmdline))
-    plot(rows, summary, out)
+    plots.protolat(rows, summary, out, CONFIGS, LABELS)
     log("results in %s" % out)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def analyse_only(out, cmdline):
+    """Tables and plots again from OUT/runs.json."""
+    with open(os.path.join(out, "runs.json")) as f:
+        rows = json.load(f)
+    summary = summarise(rows, out)
+    print(write_table(summary, out, cmdline))
+    plots.protolat(rows, summary, out, CONFIGS, LABELS)
+    return 0

@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""One run's figures and over-time plot, shared by pps-sweep, pps-fanout and
-the netlab step test: computed from the client's JSON Lines `frame`
-and `window` events, the server's per-second `--log` (when the server has
-it), the link's capacity steps and pps-peer-score's PSNR.
+"""Statistics and one run's figures, shared by every runner (pps-sweep,
+pps-fanout, pps-peers, the attack table) and the tests.
 
-Definitions (docs/NETLAB.md, "Per-run figures"):
+percentile() is the client's own definition (nearest rank: the value of rank
+ceil(p/100 x n) of the n sorted values, rank 1 at least), so a figure computed
+here from the client's events agrees with the one in its summary.
+
+The per-run figures (docs/NETLAB.md, "Per-run figures") come from the
+client's JSON Lines `frame` and `window` events, the server's per-second
+`--log` (when the server has it), the link's capacity steps and
+pps-peer-score's PSNR:
 - frames expected: the 30 frames/s capture grid over the analysed span; the
   span runs from the first frame the client heard of + skip_start_s to the
   last one - skip_end_s (join and the frames still in flight at the end);
@@ -12,21 +17,21 @@ Definitions (docs/NETLAB.md, "Per-run figures"):
 - frame latency: display - capture of the frames shown (p50/p95/p99);
 - freeze: the gap between consecutive shown frames' display times; total frozen
   time is the sum of gaps longer than 100 ms, the longest freeze the largest gap;
-  the step test excuses freezes within 1 s after a step down of the link's capacity:
+  freezes within 1 s after a step down of the link's capacity are excused:
   longest_freeze_outside_steps_ms is the largest gap once the part of it that
   lies inside such a 1-s span is taken out (a freeze from 0.2 s to 2.0 s after
   a step down counts 1.0 s there).
 With asap playout a window's frames are shown together, so gaps of a few frame
 periods are common and the 100-ms threshold counts them: compare total frozen
-time between runs with the same playout.
-Nothing here relies on the client's own summary figures. Standard library,
-except plot_timeline (matplotlib).
+time between runs with the same playout. Nothing here relies on the client's
+own summary figures. Standard library only.
 """
 import bisect
-import contextlib
-import json
 import math
 import os
+import statistics
+
+from .files import read_jsonl
 
 FPS = 30.0
 FREEZE_GAP_MS = 100.0
@@ -40,28 +45,83 @@ DEFAULT_SKIP_END_S = 1.0
 PSNR_PATTERNS = ("ball", "smpte", "snow", "bar", "pinwheel")
 
 
-def read_jsonl(path):
-    """Every JSON object in a JSON Lines file ([] if there is no file); a line
-    cut short by a kill is skipped."""
-    out = []
-    with contextlib.suppress(OSError):
-        with open(path) as f:
-            for line in f:
-                with contextlib.suppress(ValueError):
-                    e = json.loads(line)
-                    if isinstance(e, dict):
-                        out.append(e)
-    return out
+# ---------------------------------------------------------------- statistics
 
 
-def percentile(xs, p):
-    if not xs:
+def percentile(values, p):
+    """Nearest-rank percentile @p (0-100) of @values (any order), as
+    client/pps-stats.c computes it; None when there are none."""
+    if not values:
         return None
-    xs = sorted(xs)
-    k = (len(xs) - 1) * p / 100.0
-    lo = math.floor(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+    v = sorted(values)
+    rank = max(1, math.ceil(p / 100.0 * len(v)))
+    return v[rank - 1]
+
+
+def mean(xs):
+    """The mean of the values that are numbers (None and NaN left out); None if none are."""
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(xs) / len(xs) if xs else None
+
+
+def sd(xs):
+    """Sample standard deviation (0 for one value, None for none)."""
+    xs = [x for x in xs if x is not None]
+    return statistics.stdev(xs) if len(xs) > 1 else (0.0 if xs else None)
+
+
+def within_pct(values, bound):
+    """% of @values at or below @bound (None when there are none)."""
+    return 100.0 * sum(1 for x in values if x <= bound) / len(values) if values else None
+
+
+def ci95(values):
+    """(mean, half-width of the 95% confidence interval) by Student's t; NaNs left out."""
+    vals = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return float("nan"), float("nan")
+    m = sum(vals) / len(vals)
+    if len(vals) < 2:
+        return m, 0.0
+    s = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
+    t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}.get(len(vals), 1.96)
+    return m, t * s / math.sqrt(len(vals))
+
+
+# ---------------------------------------------------------------- freezes
+
+
+def freeze_figures(displays_us, step_downs_us=()):
+    """Freezes from the display times of the pictures shown (sorted, us):
+    the gaps [(start_us, gap_us)], the frozen time (gaps > 100 ms), the
+    longest gap, the longest once the 1 s after each step down is set aside,
+    and the gaps over 500 ms (those that a step down explains counted apart)."""
+    gaps = [(a, b - a) for a, b in zip(displays_us, displays_us[1:])]
+    downs = sorted(step_downs_us)
+
+    def outside_steps(start_us, gap_us):
+        """The part of the gap [start, start + gap] outside every [step down, + 1 s]."""
+        end_us = start_us + gap_us
+        excused = 0.0
+        for t in downs[max(0, bisect.bisect_right(downs, start_us) - 1):]:
+            if t > end_us:
+                break
+            excused += max(0.0, min(end_us, t + STEP_GRACE_S * 1e6) - max(start_us, t))
+        return gap_us - excused
+
+    long_gaps = [(a, g) for a, g in gaps if g > LONG_FREEZE_MS * 1000]
+    outside = [g for a, g in long_gaps if outside_steps(a, g) > LONG_FREEZE_MS * 1000]
+    return {
+        "gaps": gaps,
+        "frozen_us": sum(g for _, g in gaps if g > FREEZE_GAP_MS * 1000),
+        "longest_us": max((g for _, g in gaps), default=0),
+        "longest_outside_steps_us": max((outside_steps(a, g) for a, g in gaps), default=0),
+        "over_500ms": len(long_gaps),
+        "over_500ms_after_step": len(long_gaps) - len(outside),
+    }
+
+
+# ---------------------------------------------------------------- one run of the client
 
 
 def client_events(path):
@@ -73,6 +133,12 @@ def client_events(path):
         elif e.get("type") == "window":
             windows.append(e)
     return frames, windows
+
+
+def client_summary(path):
+    """The client's last `summary` event, or None (a client cut short)."""
+    s = [e for e in read_jsonl(path) if e.get("type") == "summary"]
+    return s[-1] if s else None
 
 
 def analysed_span_us(frames, skip_start_s=DEFAULT_SKIP_START_S, skip_end_s=DEFAULT_SKIP_END_S):
@@ -104,23 +170,7 @@ def frame_metrics(frames, step_downs_us=(), fps=FPS, skip_start_s=DEFAULT_SKIP_S
                 shown[key] = (f["capture_us"], f["display_us"])
     lat = [(d - c) / 1000.0 for c, d in shown.values()]
     displays = sorted(d for _, d in shown.values())
-    gaps = [(a, b - a) for a, b in zip(displays, displays[1:])]
-    downs = sorted(step_downs_us)
-
-    def outside_steps(start_us, gap_us):
-        """The part of the gap [start, start + gap] outside every [step down, + 1 s]."""
-        end_us = start_us + gap_us
-        excused = 0.0
-        for t in downs[max(0, bisect.bisect_right(downs, start_us) - 1):]:
-            if t > end_us:
-                break
-            excused += max(0.0, min(end_us, t + STEP_GRACE_S * 1e6) - max(start_us, t))
-        return gap_us - excused
-
-    long_gaps = [(a, g) for a, g in gaps if g > LONG_FREEZE_MS * 1000]
-    outside = [g for a, g in long_gaps if outside_steps(a, g) > LONG_FREEZE_MS * 1000]
-    short_or_outside = [outside_steps(a, g) for a, g in gaps]
-    frozen_us = sum(g for _, g in gaps if g > FREEZE_GAP_MS * 1000)
+    fz = freeze_figures(displays, step_downs_us)
     display_span = (displays[-1] - displays[0]) if len(displays) > 1 else 0
     return {
         "frames_expected": expected,
@@ -129,12 +179,12 @@ def frame_metrics(frames, step_downs_us=(), fps=FPS, skip_start_s=DEFAULT_SKIP_S
         "frame_latency_p50_ms": percentile(lat, 50),
         "frame_latency_p95_ms": percentile(lat, 95),
         "frame_latency_p99_ms": percentile(lat, 99),
-        "longest_freeze_ms": max((g for _, g in gaps), default=0) / 1000.0 if displays else None,
-        "total_frozen_ms": frozen_us / 1000.0,
-        "frozen_pct": 100.0 * frozen_us / display_span if display_span else None,
-        "freezes_over_500ms": len(long_gaps),
-        "freezes_over_500ms_after_step": len(long_gaps) - len(outside),
-        "longest_freeze_outside_steps_ms": max(short_or_outside, default=0) / 1000.0 if displays else None,
+        "longest_freeze_ms": fz["longest_us"] / 1000.0 if displays else None,
+        "total_frozen_ms": fz["frozen_us"] / 1000.0,
+        "frozen_pct": 100.0 * fz["frozen_us"] / display_span if display_span else None,
+        "freezes_over_500ms": fz["over_500ms"],
+        "freezes_over_500ms_after_step": fz["over_500ms_after_step"],
+        "longest_freeze_outside_steps_ms": fz["longest_outside_steps_us"] / 1000.0 if displays else None,
         "span_s": (t1 - t0) / 1e6,
     }
 
@@ -148,6 +198,9 @@ def received_series(windows, t0_us, bin_s=1.0):
             k = int((t - t0_us) // (bin_s * 1e6))
             bins[k] = bins.get(k, 0) + w["bytes"]
     return [(k * bin_s, b * 8 / bin_s) for k, b in sorted(bins.items()) if k >= 0]
+
+
+# ---------------------------------------------------------------- the server's --log
 
 
 def server_log(path):
@@ -187,6 +240,14 @@ def server_log_metrics(log):
     }
 
 
+def server_client_id(server_jsonl, addr):
+    """The server's client id for a receiver: its path events' peer address."""
+    for e in read_jsonl(server_jsonl):
+        if e.get("event") == "path" and str(e.get("peer", "")).rsplit(":", 1)[0] == addr:
+            return e.get("client")
+    return None
+
+
 def layer_means(rows):
     rows = [r for r in rows if isinstance(r, list) and r]
     if not rows:
@@ -195,27 +256,34 @@ def layer_means(rows):
     return [sum(r[i] for r in rows if i < len(r)) / len(rows) for i in range(n)]
 
 
+# ---------------------------------------------------------------- pictures scored
+
+
 def psnr_metrics(scores_path, span_us=None):
     """Mean PSNR-Y/SSIM-Y of the pictures shown, from pps-peer-score's TSV (docs/PEERS.md)."""
-    with contextlib.suppress(OSError):
+    try:
         with open(scores_path) as f:
             lines = f.read().splitlines()
-        if not lines:
-            return {"psnr_y_mean": None, "ssim_y_mean": None}
-        head = lines[0].split("\t")
-        psnr, ssim = [], []
-        for line in lines[1:]:
-            r = dict(zip(head, line.split("\t")))
-            if r.get("timecode_ok") != "1" or not r.get("psnr_y"):
-                continue
-            if span_us and not span_us[0] <= int(r["capture_us"]) <= span_us[1]:
-                continue
-            psnr.append(float(r["psnr_y"]))
-            if r.get("ssim_y"):
-                ssim.append(float(r["ssim_y"]))
-        return {"psnr_y_mean": sum(psnr) / len(psnr) if psnr else None, "ssim_y_mean": sum(ssim) / len(ssim) if ssim else None,
-                "psnr_pictures": len(psnr)}
-    return {"psnr_y_mean": None, "ssim_y_mean": None}
+    except OSError:
+        return {"psnr_y_mean": None, "ssim_y_mean": None}
+    if not lines:
+        return {"psnr_y_mean": None, "ssim_y_mean": None}
+    head = lines[0].split("\t")
+    psnr, ssim = [], []
+    for line in lines[1:]:
+        r = dict(zip(head, line.split("\t")))
+        if r.get("timecode_ok") != "1" or not r.get("psnr_y"):
+            continue
+        if span_us and not span_us[0] <= int(r["capture_us"]) <= span_us[1]:
+            continue
+        psnr.append(float(r["psnr_y"]))
+        if r.get("ssim_y"):
+            ssim.append(float(r["ssim_y"]))
+    return {"psnr_y_mean": sum(psnr) / len(psnr) if psnr else None, "ssim_y_mean": sum(ssim) / len(ssim) if ssim else None,
+            "psnr_pictures": len(psnr)}
+
+
+# ---------------------------------------------------------------- everything for one client
 
 
 def run_metrics(client_jsonl, server_jsonl=None, step_downs_us=(), scores_tsv=None, elephant_mean_bps=None):
@@ -238,84 +306,3 @@ def run_metrics(client_jsonl, server_jsonl=None, step_downs_us=(), scores_tsv=No
     if scores_tsv and os.path.exists(scores_tsv):
         m.update(psnr_metrics(scores_tsv, span))
     return m
-
-
-# ---------------------------------------------------------------- the over-time plot
-
-
-def plot_timeline(png, title, client_jsonl, server_jsonl=None, capacity=None, step_downs_us=(), client_id=None, t0_us=None):
-    """Three panels over time (s from the first capture): frame latency of the
-    frames shown and the freezes; the rates (link capacity of a trace run,
-    received, the server's estimate and delivery rate, the layers sent and the
-    encoder's layer rates); nothing is drawn that was not measured."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    frames, windows = client_events(client_jsonl)
-    caps = [f["capture_us"] for f in frames if f.get("capture_us")]
-    if not caps:
-        return None
-    t0 = t0_us or min(caps)
-    log = server_log(server_jsonl) if server_jsonl else {"path": {}, "rates": []}
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(9, 8), sharex=True, gridspec_kw={"height_ratios": [3, 3, 2]})
-    shown = sorted((f["capture_us"], f["display_us"]) for f in frames if f.get("shown") and f.get("display_us"))
-    a1.plot([(c - t0) / 1e6 for c, _ in shown], [(d - c) / 1e3 for c, d in shown], ".", ms=2, label="frame latency (shown)")
-    displays = sorted(d for _, d in shown)
-    first = True
-    for a, b in zip(displays, displays[1:]):
-        if b - a > LONG_FREEZE_MS * 1000:
-            a1.axvspan((a - t0) / 1e6, (b - t0) / 1e6, color="tab:red", alpha=0.15, lw=0, label="freeze > 500 ms (display time)" if first else None)
-            first = False
-    a1.set_ylabel("ms")
-    a1.set_yscale("symlog", linthresh=1000)
-    a1.grid(alpha=0.3)
-    for t in step_downs_us:
-        for ax in (a1, a2, a3):
-            ax.axvline((t - t0) / 1e6, color="grey", ls=":", lw=0.8)
-    a1.legend(fontsize=7, loc="upper right")
-
-    if capacity:
-        xs = [(t - t0) / 1e6 for t, _ in capacity]
-        ys = [r / 1e6 for _, r in capacity]
-        end = max((f.get("display_us") or f["capture_us"]) for f in frames)
-        a2.step(xs + [(end - t0) / 1e6], ys + ys[-1:], where="post", color="black", lw=1.5, label="link capacity")
-    rx = received_series(windows, t0)
-    if rx:
-        a2.plot([t + 0.5 for t, _ in rx], [b / 1e6 for _, b in rx], color="tab:blue", lw=1, label="received (client)")
-    paths = log["path"]
-    if paths:
-        cid = client_id if client_id in paths else sorted(paths)[0]
-        evs = paths[cid]
-        ts = [(e["t_us"] - t0) / 1e6 for e in evs]
-        for key, color in (("estimate_bps", "tab:green"), ("delivery_rate_bps", "tab:olive")):
-            a2.plot(ts, [(e.get(key) or 0) / 1e6 for e in evs], color=color, lw=1, label=key.replace("_bps", "") + " (server)")
-        layers = [e.get("sent_layer_bps") or [] for e in evs]
-        n = max((len(x) for x in layers), default=0)
-        if n:
-            stacks = [[(x[i] if i < len(x) else 0) / 1e6 for x in layers] for i in range(n)]
-            a3.stackplot(ts, *stacks, labels=[f"sent q{i}" for i in range(n)], alpha=0.6)
-    rates = log["rates"]
-    if rates:
-        ts = [(e["t_us"] - t0) / 1e6 for e in rates]
-        enc = [e.get("encoded_layer_bps") or [] for e in rates]
-        n = max((len(x) for x in enc), default=0)
-        cum = [0.0] * len(enc)
-        for i in range(n):
-            cum = [c + ((x[i] if i < len(x) else 0) / 1e6) for c, x in zip(cum, enc)]
-            a3.plot(ts, cum, lw=1, ls="--", label=f"encoded q0..q{i} (cumulative)")
-    if not paths and not rates:
-        a3.text(0.5, 0.5, "no server --log in this run", ha="center", va="center", transform=a3.transAxes, fontsize=8, color="grey")
-    a2.set_ylabel("Mbit/s")
-    a2.grid(alpha=0.3)
-    a2.legend(fontsize=7, loc="upper right")
-    a3.set_ylabel("layers, Mbit/s")
-    a3.set_xlabel("time since the first capture (s)")
-    a3.grid(alpha=0.3)
-    if a3.get_legend_handles_labels()[0]:
-        a3.legend(fontsize=6, loc="upper right", ncol=2)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(png, dpi=90)
-    plt.close(fig)
-    return png

@@ -15,13 +15,12 @@ import subprocess
 import sys
 import time
 
-from netlab_proc import (
-    self_argv,
-    DEV, EXIT_USAGE, Interrupted, LINKEM_GRACE_S, LINKEM_RT_PRIORITY, LabError, MAX_LABS,
-    NotPermitted, PROGRAM, READY_TIMEOUT_S, UsageError, netns_exists, parse_seconds, pid_alive, run,
-    stop_pid, tool_path, wait_pid_exit,
+from ..errors import EXIT_USAGE, Interrupted, LabError, NotPermitted, UsageError
+from .proc import (
+    DEV, LINKEM_GRACE_S, LINKEM_RT_PRIORITY, MAX_LABS, PROGRAM, READY_TIMEOUT_S, netns_exists, parse_seconds,
+    pid_alive, run, self_argv, stop_pid, tool_path, wait_pid_exit,
 )
-from netlab_state import (
+from .state import (
     MAX_RECEIVERS, all_netns, lab_name_check, lab_names, lab_read, lab_write, netns_names, read_pid,
     receiver_netns, require_permission, side_addresses, state_dir, state_lock, write_pid,
 )

@@ -15,12 +15,12 @@ import subprocess
 import sys
 import time
 
-from netlab_proc import (
-    self_argv,
-    CONGESTION_CHOICES, LabError, NotPermitted, READY_TIMEOUT_S, STOP_TIMEOUT_S, UsageError, log,
-    netns_cmd, parse_rate_bps, parse_seconds, run, tool_path, wait_pid_exit,
+from ..errors import LabError, NotPermitted, UsageError
+from .proc import (
+    CONGESTION_CHOICES, READY_TIMEOUT_S, STOP_TIMEOUT_S, log, netns_cmd, parse_rate_bps, parse_seconds, run,
+    self_argv, tool_path, wait_pid_exit,
 )
-from netlab_state import lab_read, lab_require, lab_side, state_dir, state_lock, write_pid
+from .state import lab_read, lab_require, lab_side, state_dir, state_lock, write_pid
 
 
 # ---------------------------------------------------------------- cross traffic
@@ -160,7 +160,7 @@ def traffic_run(name, tid):
         length = flow["stop_s"] - flow["start_s"]
         port = plan["port_base"] + {"elephants": 0, "cbr": 1, "mice": 2}[flow["kind"]]
         if flow["kind"] == "elephants":
-            spawn(netns_cmd(dst_ns, ["iperf3", "-s", "-1", "-B", dst_addr, "-p", str(port)]), f"elephants-server.txt", "server", i, port)
+            spawn(netns_cmd(dst_ns, ["iperf3", "-s", "-1", "-B", dst_addr, "-p", str(port)]), "elephants-server.txt", "server", i, port)
             spawn(
                 netns_cmd(src_ns, ["iperf3", "-c", dst_addr, "-B", src_addr, "-p", str(port), "-P", str(flow["count"]), "-C", cc, "-t", f"{max(1, int(length))}", "--json"]),
                 "elephants-client.json",

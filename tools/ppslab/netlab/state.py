@@ -10,7 +10,10 @@ import os
 import re
 import shutil
 
-from netlab_proc import NotPermitted, PROGRAM, STATE_ROOT, UsageError
+from ..errors import NotPermitted, UsageError
+from .proc import PROGRAM
+
+STATE_ROOT = os.environ.get("PPS_NETLAB_STATE", "/run/ppstream-netlab")
 
 
 def lab_name_check(name):
@@ -56,7 +59,6 @@ def lab_side(lab, side):
 def side_addresses(index):
     """The sender side is 198.18.N.1, the receiver side 198.19.N.1."""
     return f"198.18.{index}.1", f"198.19.{index}.1"
-
 
 
 # ---------------------------------------------------------------- state

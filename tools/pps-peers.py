@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""pps-peers: ppstream beside GStreamer plain TCP and SRT, same lab, same
+source, same measurement (the method is in docs/PEERS.md).
+
+    pps-peers --scenario paper|idle|steps|all --duration 30 --out DIR
+
+steps (the capacity-steps scenario): the bottleneck's capacity steps 8 -> 2 -> 0.8 -> 4 Mbit/s,
+10 s each (the mahimahi trace is written into each run's folder from the same
+steps, so every system meets the identical trace), 60-packet drop-tail, 50 ms
+RTT, no cross traffic, noisy content (snow; --pattern to change).
+
+Each system runs alone in a fresh lab (10 Mbit/s, 50 ms RTT, drop-tail queue
+of 1 BDP, cubic; paper: 20 cubic iperf3 flows started 5 s before the stream;
+ppstream-default keeps the server's default congestion control, bbr under its
+tcp-friendly rate control, the other ppstream systems set cubic),
+one after another. Every system streams ppstream's test source (videotestsrc
+smpte, 640x480, 30 frames/s, pixel timecodes). Per run, the pictures the
+receiver shows go to a y4m file; pps-peer-score reads their timecodes and
+scores them against the regenerated source. Then DIR/results.json,
+DIR/peers.md (the table) and DIR/peers-latency-cdf.png are rebuilt from every
+scenario found in DIR, so `--scenario idle` and `--scenario paper` runs
+complement each other.
+
+Exit status: 0 done, 1 a run failed, 2 usage, 77 no root or /dev/net/tun or a
+GStreamer element is missing.
+"""
+
+import argparse
+import os
+import sys
+
+from ppslab import peers, process, programs
+from ppslab.errors import EXIT_SKIP, Interrupted, NotPermitted
+from ppslab.lab import parse_steps
+
+
+def build_from_environment():
+    """The build this script is in; $PPS_NETLAB, $PPS_SERVER, $PPS_CLIENT,
+    $PPS_PEER_SEND, $PPS_PEER_RECV, $PPS_PEER_SCORE name programs elsewhere."""
+    return programs.Build(**{name: os.environ.get("PPS_" + name.upper())
+                             for name in ("netlab", "server", "client", "peer_send", "peer_recv", "peer_score")})
+
+
+def main():
+    ap = argparse.ArgumentParser(prog=peers.PROGRAM, description="ppstream vs GStreamer TCP vs SRT in the network lab (docs/PEERS.md)")
+    ap.add_argument("--scenario", default="all", choices=["paper", "idle", "steps", "all"], help="all = idle and paper (default); steps = capacity steps 8/2/0.8/4 Mbit/s")
+    ap.add_argument("--pattern", help="source pattern for every system (default: smpte; snow in steps)")
+    ap.add_argument("--steps", help="steps scenario: RATE_MBIT:SECONDS,... (default 8:10,2:10,0.8:10,4:10)")
+    ap.add_argument("--duration", type=int, default=30, help="seconds per run (default 30)")
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--systems", default=",".join(peers.SYSTEM_ORDER), help="comma-separated subset of " + ",".join(peers.SYSTEM_ORDER))
+    ap.add_argument("--peer-kbps", default="auto", help="x264 bitrate of the peers: N, or auto = what ppstream minbuf(1,3) averaged in the same scenario (default)")
+    ap.add_argument("--extra-peer-kbps", type=int, action="append", default=[], help="run both peers again at this bitrate too (results in SYSTEM-Nk folders); repeatable; with --systems \"\" only these runs")
+    ap.add_argument("--warmup", type=int, default=5, help="seconds of cross traffic before the stream starts (default 5)")
+    ap.add_argument("--keep-video", action="store_true", help="keep the shown.y4m files (about 14 MB per second)")
+    ap.add_argument("--report-only", action="store_true", help="rebuild results.json, the table and the plot from DIR")
+    args = ap.parse_args()
+
+    build = build_from_environment()
+    if args.report_only:
+        sys.stdout.write(peers.report(build, args.out))
+        return 0
+    systems = [s for s in args.systems.split(",") if s]
+    if any(s not in peers.SYSTEMS for s in systems) or args.duration < 5:
+        ap.error("--systems: unknown name, or --duration under 5 s")
+    if args.steps:
+        try:
+            parse_steps(args.steps)
+        except ValueError as error:
+            ap.error(f"--steps: {error}")
+        peers.SCENARIOS["steps"]["steps"] = args.steps
+    if args.peer_kbps != "auto" and not args.peer_kbps.isdigit():
+        ap.error("--peer-kbps: N or auto")
+    reason = peers.check_permissions()
+    if reason:
+        print(f"SKIP: {reason}", flush=True)
+        return EXIT_SKIP
+    process.raise_on_signals()
+    os.makedirs(args.out, exist_ok=True)
+    # all = idle and paper, as in the first version; steps runs on its own (--scenario steps).
+    scenarios = ["idle", "paper"] if args.scenario == "all" else [args.scenario]
+    try:
+        status = peers.run_all(build, args, systems, scenarios)
+    except Interrupted as e:
+        peers.log(f"stopped ({e}); labs torn down")
+        return 1
+    except NotPermitted as e:
+        print(f"SKIP: {e}", flush=True)
+        return EXIT_SKIP
+    sys.stdout.write(peers.report(build, args.out))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+# SPDX-License-Identifier: MIT
+"""pps-attack-table's runs and table: attacks on loopback, one run each, what
+a hostile peer does to pps-server and its other viewers (each beside one
+honest headless pps-client, the viewer; the attack holds the middle half of
+the run; 4 fresh pps-clients, the newcomers, try to stream during it), and
+what a hostile server does to pps-client. The attackers are attacks.py's."""
+import functools
+import os
+import subprocess
+import time
+
+from . import metrics, programs, report
+from .attacks import Attacker, FrameJumpProxy, attacker_address, EVICT_AFTER_S, peak_rss_kib, proc_usage
+from .errors import Failure
+from .records import listener, stream_info, window_end
+
+NEWCOMERS = 4
+NEWCOMER_S = 2.0
+NEWCOMERS_AT_ONCE = 2
+
+SERVER_ATTACKS = ["baseline", "garbage", "oversize", "slowloris", "half-open", "slow-readers",
+                  "slow-readers-cycle", "churner", "tls-baseline", "tls-half-open"]
+CLIENT_ATTACKS = ["id-jump", "frame-jump", "stream-info-4096", "stream-info-16384"]
+WHAT = {
+    "baseline": "no attack",
+    "garbage": "connections sending 4 KiB of random bytes (every other one after the version "
+               "byte 1), 50 a second at most",
+    "oversize": "connections sending a record header of length 65535, 50 a second at most",
+    "slowloris": "16 connections (4 addresses x 4) sending a HELLO one byte a second, "
+                 "re-opened when closed",
+    "half-open": "64 silent connections (16 addresses x 4), all re-opened every 4.5 s",
+    "slow-readers": "14 clients (14 addresses) that send HELLO and never read (4 KiB receive "
+                    "buffer); once evicted they stay away (they cannot see their BYE)",
+    "slow-readers-cycle": "the same 14, each leaving and re-connecting evict_after_s + 1 s "
+                          "after it joined",
+    "churner": "join (HELLO), read 0.5 s, leave, in a loop (pps-idr-amplification's)",
+    "tls-baseline": "no attack, server and viewer on TLS",
+    "tls-half-open": "half-open, server and viewer on TLS",
+    "id-jump": "hostile server: STREAM_INFO, WINDOW_END 1, WINDOW_END 4294967294",
+    "frame-jump": "a proxy in front of the real server adds 2^30 to every frame number after 2 s",
+    "stream-info-4096": "hostile server: STREAM_INFO of 4096x4096 pictures",
+    "stream-info-16384": "hostile server: STREAM_INFO of 16384x16384 pictures",
+}
+
+
+
+def viewer_window(client, t0_s, t1_s):
+    """Frames shown per second and frame latency p95 (ms) between the two wall-clock times."""
+    shown = []
+    try:
+        for e in client.events("frame"):
+            if e["shown"] and t0_s * 1e6 <= e["display_us"] <= t1_s * 1e6:
+                shown.append((e["display_us"], e["latency_ms"]))
+    except (OSError, ValueError):
+        return None, None, None
+    times = sorted(t for t, _ in shown)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    return (len(shown) / (t1_s - t0_s), metrics.percentile([l for _, l in shown], 95),
+            max(gaps) / 1000 if gaps else None)
+
+
+def newcomer_result(c, started_s):
+    """Admitted (not refused: exit 0 or frames shown), frames shown and the
+    seconds from its start to its first frame shown."""
+    try:
+        rc = c.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        c.proc.kill()
+        rc = c.wait()
+    try:
+        shown = [e["display_us"] for e in c.events("frame") if e["shown"]]
+    except (OSError, ValueError, KeyError):
+        shown = []
+    lines = [ln for ln in c.stderr.splitlines() if ln.strip()]
+    return {"exit": rc, "admitted": rc == 0 or bool(shown), "frames_shown": len(shown),
+            "first_frame_s": min(shown) / 1e6 - started_s if shown else None,
+            "said": lines[-1][:160] if lines else ""}
+
+
+def server_run(build, workdir, name, seconds):
+    kind = name[len("tls-"):] if name.startswith("tls-") else name
+    tls = name.startswith("tls-")
+    settings, client_settings = [], []
+    if tls:
+        cert, key = programs.make_cert(workdir, name)
+        settings = ["server.tls_cert=" + cert, "server.tls_key=" + key]
+        client_settings = ["client.tls=true", "client.tls_ca=" + cert]
+    warm_s = tail_s = seconds / 4
+    attack_s = seconds / 2
+    if kind.startswith("slow-readers"):
+        attack_s = max(attack_s, EVICT_AFTER_S + 4)
+    log = os.path.join(workdir, name + "-server.jsonl")
+    viewer_stats = os.path.join(workdir, name + "-viewer.json")
+    srv = programs.LoopbackServer(build, workdir, *settings, extra=["--log", log])
+    viewer, attacker, newcomers = None, None, []
+    r = {"attack": name, "side": "server", "attack_s": attack_s}
+    try:
+        viewer = programs.LoopbackClient(build, workdir, srv.address, *client_settings,
+                                          duration_s=warm_s + attack_s + tail_s, name="viewer",
+                                          extra=["--stats-json", viewer_stats])
+        srv.wait_for_log('"viewer" joined')
+        time.sleep(warm_s)  # the warm-up's length, not a synchronisation
+        r["rss_kib_before"], r["fds_before"] = proc_usage(srv.proc.pid)
+        t0 = time.time()
+        if kind != "baseline":
+            attacker = Attacker(kind, srv.port, source=attacker_address(0))
+            attacker.start()
+        starts = [0.5 + i * (attack_s - NEWCOMER_S - 0.5) / (NEWCOMERS - 1)
+                  for i in range(NEWCOMERS)]
+        most_fds = r["fds_before"]
+        while time.time() < t0 + attack_s:
+            # Two newcomers at once at most: with the viewer that stays under
+            # max_clients_per_address (4), all of them coming from 127.0.0.1.
+            running = sum(1 for c, _ in newcomers if c.proc.poll() is None)
+            if starts and time.time() >= t0 + starts[0] and running < NEWCOMERS_AT_ONCE:
+                starts.pop(0)
+                newcomers.append((programs.LoopbackClient(build, workdir, srv.address, *client_settings,
+                                                           duration_s=NEWCOMER_S,
+                                                           name="newcomer%d" % len(newcomers)),
+                                  time.time()))
+            most_fds = max(most_fds or 0, proc_usage(srv.proc.pid)[1] or 0)
+            time.sleep(0.1)  # the attack's length, not a synchronisation
+        if attacker:
+            attacker.stop()
+        t1 = time.time()
+        r["newcomers"] = [newcomer_result(c, started) for c, started in newcomers]
+        # The server closes what the attacker left as it notices; 5 s at most.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and srv.proc.poll() is None and \
+                (proc_usage(srv.proc.pid)[1] or 0) > r["fds_before"]:
+            time.sleep(0.1)
+        r["rss_kib_after"], r["fds_after"] = proc_usage(srv.proc.pid)
+        r["fds_peak"] = most_fds
+        r["server_up"] = srv.proc.poll() is None
+        try:
+            r["viewer_exit"] = viewer.wait(timeout=seconds + 30)
+        except subprocess.TimeoutExpired:
+            viewer.proc.kill()
+            r["viewer_exit"] = viewer.wait()
+    finally:
+        if attacker:
+            attacker.stop()
+        for c in [c for c, _ in newcomers] + ([viewer] if viewer else []):
+            if c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.wait()
+        r["server_exit"] = srv.stop()
+    r["fps"], r["p95_ms"], r["longest_gap_ms"] = viewer_window(viewer, t0, t1)
+    try:
+        r["viewer_frames_shown_pct"] = viewer.summary()["frames_shown_pct"]
+    except (OSError, ValueError, KeyError, Failure):
+        r["viewer_frames_shown_pct"] = None
+    r["admitted"] = sum(1 for n in r["newcomers"] if n["admitted"])
+    r["with_frames"] = sum(1 for n in r["newcomers"] if n["frames_shown"] > 0)
+    firsts = [n["first_frame_s"] for n in r["newcomers"] if n["first_frame_s"] is not None]
+    r["newcomer_first_frame_max_s"] = max(firsts) if firsts else None
+    if attacker:
+        r["attacker"] = {"connections": attacker.connections,
+                         "closed_by_server": attacker.closed_by_server,
+                         "most_open": attacker.most_open,
+                         "error": getattr(attacker, "error", None)}
+    try:
+        stats = srv.stats()
+        r["counters"] = {k: stats.get(k) for k in (
+            "clients_total", "clients_refused", "clients_evicted", "handshakes_dropped",
+            "refusals_unlogged", "idr_requests", "recovery_deferred", "cpu_user_s",
+            "cpu_system_s")}
+    except (OSError, ValueError):
+        r["counters"] = None
+    return r
+
+
+def watch_client(c, since_fn, seconds):
+    """Waits (seconds + 10 s at most) for the client to exit; its figures."""
+    peak, deadline = None, time.monotonic() + seconds + 10
+    while c.proc.poll() is None and time.monotonic() < deadline:
+        peak = peak_rss_kib(c.proc.pid) or peak
+        try:
+            c.proc.wait(timeout=0.02)  # sampling its memory while it runs
+        except subprocess.TimeoutExpired:
+            pass
+    end = time.monotonic()
+    killed = c.proc.poll() is None
+    if killed:
+        c.proc.kill()
+    rc = c.wait()
+    since = since_fn()
+    lines = [ln for ln in c.stderr.splitlines() if ln.strip()]
+    return {"client_exit": rc, "killed": killed,
+            "exit_after_s": end - since if since else None,
+            "log_bytes": os.path.getsize(c.log_path) if os.path.exists(c.log_path) else 0,
+            "client_peak_rss_kib": peak, "said": lines[-1][:160] if lines else ""}
+
+
+def client_run(build, workdir, name, seconds):
+    r = {"attack": name, "side": "client", "duration_s": seconds}
+    if name == "frame-jump":
+        srv = programs.LoopbackServer(build, workdir)
+        proxy = FrameJumpProxy(srv.port, 2.0)
+        proxy.start()
+        try:
+            c = programs.LoopbackClient(build, workdir, proxy.address, duration_s=seconds, name=name)
+            r.update(watch_client(c, lambda: proxy.first_jump, seconds))
+        finally:
+            proxy.halt.set()
+            proxy.join(timeout=5)
+            r["server_exit"] = srv.stop()
+        return r
+    replies = {"id-jump": [stream_info(), window_end(1), window_end(0xFFFFFFFE)],
+               "stream-info-4096": [stream_info(4096, 4096)],
+               "stream-info-16384": [stream_info(16384, 16384)]}[name]
+    lsock, address = listener()
+    conn = None
+    try:
+        c = programs.LoopbackClient(build, workdir, address, duration_s=seconds, name=name)
+        lsock.settimeout(10)
+        conn, _ = lsock.accept()
+        conn.settimeout(10)
+        conn.recv(1024)
+        sent = time.monotonic()
+        try:
+            for rec in replies:
+                conn.sendall(rec)
+        except OSError:
+            pass
+        # The connection stays open: the client must leave on its own.
+        r.update(watch_client(c, lambda: sent, seconds))
+    finally:
+        if conn:
+            conn.close()
+        lsock.close()
+    return r
+
+
+fmt = functools.partial(report.fmt, none="\u2013")
+
+
+def render(doc):
+    rows = doc["results"]
+    out = ["# Attacks on loopback", "",
+           "Made by `tools/pps-attack-table.py` from its results JSON; do not edit by hand.", "",
+           "    " + doc["command"], "",
+           "%s, tree `%s`, %s; load average %s at the start, %s at the end; %s s per run "
+           "(%d CPUs)." % (doc["date"], doc["commit"], doc["machine"],
+                           " ".join("%.2f" % x for x in doc["load_start"]),
+                           " ".join("%.2f" % x for x in doc["load_end"]),
+                           fmt(doc["seconds"], "g"), doc["cpus"]), ""]
+    out += ["Attackers connect from 127.0.0.2 and up (other hosts to the server); the viewer "
+            "and the newcomers from 127.0.0.1.", ""]
+    out += ["- **%s**: %s" % (r["attack"], WHAT.get(r["attack"], "")) for r in rows]
+    out.append("")
+    base = {r["attack"]: r for r in rows if r["attack"] in ("baseline", "tls-baseline")}
+    server = [r for r in rows if r["side"] == "server"]
+    if server:
+        out += ["## Against the server", "",
+                "One honest viewer streams through the run; the attack holds its middle "
+                "(`attack s`). Viewer figures are for the attack window, the no-attack "
+                "baseline's in parentheses. Newcomers: fresh pps-clients, up to %d tried for %g s "
+                "each during the attack: admitted (not refused) of tried, and how many showed a "
+                "frame (the latest first frame, from its start). RSS and descriptors: before the "
+                "attack → after it (peak during). Counters: the server's `--stats-json` over "
+                "the run." % (NEWCOMERS, NEWCOMER_S), "",
+                "| attack | attack s | server up (exit) | viewer fps | viewer p95 ms | viewer "
+                "longest gap ms | newcomers admitted, with frames (first frame, max) | RSS KiB "
+                "| fds | refused / evicted / handshakes dropped | attacker connections (closed "
+                "by server) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in server:
+            b = base.get("tls-baseline" if r["attack"].startswith("tls-") else "baseline")
+            ref = b if b is not None and b is not r else None
+            c = r.get("counters") or {}
+            a = r.get("attacker")
+            out.append("| %s | %g | %s (%s) | %s | %s | %s | %d/%d, %d (%s s) | %s → %s | "
+                       "%s → %s (%s) | "
+                       "%s / %s / %s | %s |" % (
+                           r["attack"], r["attack_s"], "yes" if r["server_up"] else "**no**",
+                           r["server_exit"],
+                           fmt(r["fps"]) + (" (%s)" % fmt(ref["fps"]) if ref else ""),
+                           fmt(r["p95_ms"]) + (" (%s)" % fmt(ref["p95_ms"]) if ref else ""),
+                           fmt(r["longest_gap_ms"], ".0f"),
+                           r["admitted"], len(r["newcomers"]), r["with_frames"],
+                           fmt(r["newcomer_first_frame_max_s"], ".1f"),
+                           fmt(r["rss_kib_before"], "d"), fmt(r["rss_kib_after"], "d"),
+                           fmt(r["fds_before"], "d"), fmt(r["fds_after"], "d"),
+                           fmt(r["fds_peak"], "d"),
+                           c.get("clients_refused", "–"), c.get("clients_evicted", "–"),
+                           c.get("handshakes_dropped", "–"),
+                           "%d (%d)%s" % (a["connections"], a["closed_by_server"],
+                                          ", %d held at most" % a["most_open"]
+                                          if a["most_open"] else "") if a else "–"))
+        refusals = [(r["attack"], n["said"]) for r in server for n in r["newcomers"]
+                    if not n["admitted"]]
+        if refusals:
+            out += ["", "Newcomers refused said:", ""]
+            out += ["- %s: `%s`" % (a, s.replace("`", "'") or "(nothing)") for a, s in refusals]
+        blank = ["%s (%s)" % (r["attack"], ", ".join("%d frames" % n["frames_shown"]
+                                                     for n in r["newcomers"]))
+                 for r in server if r["with_frames"] < r["admitted"]]
+        if blank:
+            out += ["", "Admitted newcomers that showed no frame in their %g s (a join waits "
+                    "for an IDR, and forced IDRs are bounded by `recovery_budget_pct` and 500 ms "
+                    "apart): %s." % (NEWCOMER_S, "; ".join(blank))]
+    client = [r for r in rows if r["side"] == "client"]
+    if client:
+        out += ["", "## Against the client", "",
+                "A hostile server (or, for frame-jump, a proxy in front of the real one); the "
+                "client runs with `--duration %s` and must leave on its own, the connection "
+                "left open. Time to exit counts from the hostile record." % fmt(
+                    doc["seconds"], "g"), "",
+                "| attack | client exit | time to exit s | log bytes | peak RSS KiB | it said |",
+                "|---|---|---|---|---|---|"]
+        for r in client:
+            out.append("| %s | %s%s | %s | %d | %s | `%s` |" % (
+                r["attack"], r["client_exit"], " (killed)" if r["killed"] else "",
+                fmt(r["exit_after_s"], ".2f"), r["log_bytes"],
+                fmt(r["client_peak_rss_kib"], "d"), r["said"].replace("`", "'")))
+    return "\n".join(out) + "\n"

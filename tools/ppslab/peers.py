@@ -1,0 +1,359 @@
+# SPDX-License-Identifier: MIT
+"""pps-peers' runner and analysis: ppstream beside GStreamer plain TCP and
+SRT, same lab, same source, same measurement (the method is in
+docs/PEERS.md). Each system runs alone in a fresh lab through its wrapper;
+pps-peer-score reads the timecodes of the pictures each receiver showed and
+scores them against the regenerated source; the figures are recomputed from
+a run's files (run.json, scores.tsv, the receiver's logs), so a change of
+method applies to old runs too (--report-only)."""
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from . import metrics, plots, wrappers
+from .errors import Failure
+from .files import read_tsv
+from .lab import Lab, capacity_series, linkem_epoch_realtime_us, parse_steps, step_downs, step_trace_write
+from .report import fmt
+
+PROGRAM = "pps-peers"
+DASH = "\u2013"  # what the table shows for a figure not measured
+PORT = 7400
+FPS = 30
+PERIOD_US = 1e6 / FPS
+PATTERN = "smpte"
+GST_ELEMENTS = ("x264enc", "h264parse", "mpegtsmux", "tsdemux", "avdec_h264", "tcpserversink", "tcpclientsrc", "srtsink", "srtsrc")
+# Left out of the scores: the receiver's join (first keyframe) and the end,
+# where a frame still in flight would count as never shown.
+SKIP_START_S = 2.0
+SKIP_END_S = 1.0
+DEFAULT_PEER_KBPS = 1800
+
+SCENARIOS = {
+    # The TOMCCAP section 7 path: 10 Mbit/s, 50 ms RTT, drop-tail queue of one
+    # bandwidth-delay product, 20 long-lived cubic flows.
+    "paper": {"up": ["--rate", "10mbit", "--delay", "25ms", "--queue", "auto", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 20},
+    "idle": {"up": ["--rate", "10mbit", "--delay", "25ms", "--queue", "auto", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 0},
+    # Capacity steps (Mbit/s:seconds), 60-packet drop-tail, 50 ms RTT, noisy content.
+    "steps": {"up": ["--delay", "25ms", "--queue", "60", "--aqm", "droptail", "--congestion", "cubic"], "elephants": 0,
+              "steps": "8:10, 2:10, 0.8:10, 4:10", "pattern": "snow"},
+}
+STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream start
+
+# name -> (label, kind, settings): the rows of the comparison, each run by
+# its wrapper (ppstream, or the peer of settings' transport). ppstream rows use the asap playout policy
+# (a picture is shown as soon as its window is decoded) so that, like the
+# peers' receivers, nothing is held back on purpose; the default row is the
+# client as a user starts it (its default playout policy), the fixed row the
+# first version's default (capture time + 200 ms) for reference.
+SYSTEMS = {
+    "ppstream-minbuf": ("ppstream minbuf(1,3), asap, cubic", "ppstream", {"mode": "minbuf", "policy": "asap", "congestion": "cubic"}),
+    "ppstream-tcp": ("ppstream tcp, asap, cubic", "ppstream", {"mode": "tcp", "policy": "asap", "congestion": "cubic"}),
+    "ppstream-minbuf-fixed": ("ppstream minbuf(1,3), fixed 200 ms, cubic", "ppstream", {"mode": "minbuf", "policy": "fixed", "tolerance_ms": 200, "congestion": "cubic"}),
+    # The server's own congestion control and rate control (bbr, tcp-friendly).
+    "ppstream-default": ("ppstream, default settings", "ppstream", {"mode": "minbuf", "policy": None}),
+    "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
+    "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
+}
+SYSTEM_ORDER = list(SYSTEMS)
+SCENARIO_ORDER = ["idle", "paper", "steps"]
+
+
+
+
+def log(msg):
+    print(f"{PROGRAM}: {msg}", file=sys.stderr, flush=True)
+
+
+def check_permissions():
+    """Why the comparison cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, TUN devices)"
+    if not os.path.exists("/dev/net/tun"):
+        return "no /dev/net/tun"
+    if not shutil.which("gst-inspect-1.0"):
+        return "gst-inspect-1.0 is not installed"
+    missing = [e for e in GST_ELEMENTS if subprocess.run(["gst-inspect-1.0", e], capture_output=True).returncode != 0]
+    if missing:
+        return "GStreamer elements missing: " + " ".join(missing) + " (scripts/install-deps.sh)"
+    return None
+
+
+def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
+    """The wrapper that runs (or reads the run of) the row @system."""
+    _, kind, settings = SYSTEMS[system]
+    if kind == "peer":
+        return wrappers.get("gst-tcp" if settings["transport"] == "tcp" else "srt")(
+            build, rdir, kbps=kbps, pattern=pattern, fps=FPS, port=PORT)
+    sets = {"source.pattern": pattern, "source.fps": FPS, "transport.mode": settings["mode"],
+            "transport.minbuf_a": 1, "transport.minbuf_b": 3}
+    if settings.get("congestion"):
+        sets["transport.congestion"] = settings["congestion"]
+    client_sets = {"client.clock": "shared"}
+    if settings.get("tolerance_ms"):
+        client_sets["playout.tolerance_ms"] = settings["tolerance_ms"]
+    return wrappers.get("ppstream")(build, rdir, sets=sets, port=PORT, server_extra_s=30, policy=settings["policy"],
+                                    client_sets=client_sets, output=True, stop_signal=signal.SIGINT)
+
+
+def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None, pattern=None):
+    label, kind, settings = SYSTEMS[system]
+    rdir = os.path.join(out, scenario, variant or system)
+    shutil.rmtree(rdir, ignore_errors=True)
+    os.makedirs(rdir)
+    sc = dict(SCENARIOS[scenario])
+    pattern = pattern or sc.get("pattern", PATTERN)
+    lead_s = None
+    if sc.get("steps"):
+        # The same steps, the same file, for every system (lab.step_trace_lines is deterministic).
+        steps = parse_steps(sc["steps"])
+        lead_s = (warmup_s if sc["elephants"] else 0) + STEP_LEAD_S
+        trace = step_trace_write(os.path.join(rdir, "link.trace"), steps, lead_s)
+        sc["up"] = sc["up"] + ["--trace", trace, "--rev-rate", "%gmbit" % (max(r for r, _ in steps) / 1e6)]
+    sc["up"] = sc["up"] + ["--stats", os.path.join(rdir, "linkem.json")]
+    name = f"peers{os.getpid() % 10000}"
+    lab_bound_s = warmup_s + duration_s + 90
+    log(f"{scenario}: {system} ({label}){'' if kind == 'ppstream' else f' at {kbps} kbit/s'}")
+    run_ = wrapper_of(build, system, rdir, kbps, pattern)
+    with Lab(build.netlab, name, sc["up"], lab_bound_s) as lab:
+        with open(os.path.join(rdir, "lab.json"), "w") as f:
+            json.dump(lab.info, f, indent=2)
+        if sc["elephants"]:
+            lab.traffic(warmup_s + duration_s + 20, elephants=sc["elephants"], wait=False)
+            time.sleep(warmup_s)  # let the flows fill the queue first
+        try:
+            run_.start(lab, duration_s)
+            if not run_.wait(duration_s + 30):
+                raise Failure(f"the receiver did not end within {duration_s + 30} s")
+        finally:
+            run_.stop()
+        if run_.failed():
+            raise Failure(run_.failed())
+        lab.save_state(os.path.join(rdir, "lab-state"))
+    with open(os.path.join(rdir, "netlab-down.txt"), "w") as f:
+        f.write(lab.down_output or "")
+    score(build, rdir, pattern)
+    run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": run_.start_us, "end_us": run_.end_us,
+           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s}
+    with open(os.path.join(rdir, "run.json"), "w") as f:
+        json.dump(run, f, indent=2)
+    result = result_of(build, rdir)
+    if not keep_video:
+        os.unlink(os.path.join(rdir, "shown.y4m"))
+    lat = result["latency_ms"]
+    log(f"  p50 {fmt(lat['p50'], '.0f', DASH)} p95 {fmt(lat['p95'], '.0f', DASH)} ms, shown {result['frames_shown_pct']:.1f}%, frozen {result['frozen_pct']:.1f}%, PSNR {fmt(result['psnr_y_mean'], '.2f', DASH)} dB, {fmt((result['bits_per_second'] or 0) / 1e6, '.2f', DASH)} Mbit/s")
+    return result
+
+
+def score(build, rdir, pattern=PATTERN):
+    """pps-peer-score of the pictures shown -> scores.tsv."""
+    with open(os.path.join(rdir, "scores.tsv"), "w") as out:
+        r = subprocess.run([build.peer_score, "--pattern", pattern, os.path.join(rdir, "shown.y4m")], stdout=out, stderr=subprocess.PIPE, text=True, timeout=600)
+    if r.returncode != 0:
+        raise Failure(f"pps-peer-score failed: {r.stderr.strip()}")
+    return read_tsv(os.path.join(rdir, "scores.tsv"))
+
+
+def analyse(system, rdir, start_us, end_us, scores, step_downs_us=()):
+    """The run's figures from its scored pictures and the times @system (a
+    wrapper) showed them: frames shown of the capture grid between start +
+    2 s and end - 1 s, glass-to-glass latency, freezes, PSNR and SSIM."""
+    times = system.display_times(scores)
+    t0, t1 = start_us + SKIP_START_S * 1e6, end_us - SKIP_END_S * 1e6
+    # Source picture n was captured at anchor_cap + (n - anchor_ref) periods
+    # (pps-peer-score's mapping); count on that grid, so that jitter in the
+    # logged capture times cannot move a picture across the window's edges.
+    anchor = next((s for s in scores if s["timecode_ok"] == "1" and s["ref_frame"] != "-1"), None)
+
+    def captured_at(ref):
+        return int(anchor["capture_us"]) + (ref - int(anchor["ref_frame"])) * PERIOD_US
+
+    if anchor:
+        first = math.ceil(int(anchor["ref_frame"]) + (t0 - int(anchor["capture_us"])) / PERIOD_US)
+        last = math.ceil(int(anchor["ref_frame"]) + (t1 - int(anchor["capture_us"])) / PERIOD_US)
+        expected = last - first
+    else:
+        expected = int(round((t1 - t0) / PERIOD_US))
+    shown_refs, lat_ms, psnr, ssim, events = set(), [], [], [], []
+    matched = tc_ok = checks = checks_won = 0
+    for s, t in zip(scores, times):
+        if s["ref_check"] != "-1":
+            checks += 1
+            checks_won += s["ref_check"] == "1"
+        if s["timecode_ok"] != "1":
+            continue
+        tc_ok += 1
+        if t is None:
+            continue
+        matched += 1
+        ref = int(s["ref_frame"])
+        if ref < 0 or not t0 <= captured_at(ref) < t1:
+            continue
+        cap = int(s["capture_us"])
+        shown_refs.add(ref)
+        lat_ms.append((t - cap) / 1000.0)
+        if s["psnr_y"]:
+            psnr.append(float(s["psnr_y"]))
+            ssim.append(float(s["ssim_y"]))
+        events.append((t, ref))
+    # Freezes: gaps between consecutive new pictures (by display time); a
+    # repeated or older picture is no change.
+    displays, newest = [], -1
+    for t, ref in sorted(events):
+        if ref > newest:
+            newest = ref
+            displays.append(t)
+    fz = metrics.freeze_figures(displays, step_downs_us)
+    span_us = (events[-1][0] - events[0][0]) if events else 0
+    result = {
+        "pictures_decoded": len(scores),
+        "pictures_with_timecode": tc_ok,
+        "pictures_matched_to_display_time": matched,
+        "reference_checks": checks,
+        "reference_checks_won": checks_won,
+        "window_us": [int(t0), int(t1)],
+        "frames_expected": expected,
+        "frames_shown": len(shown_refs),
+        "frames_shown_pct": 100.0 * len(shown_refs) / expected if expected else 0,
+        "frozen_pct": 100.0 * fz["frozen_us"] / span_us if span_us else 100.0,
+        "total_frozen_ms": fz["frozen_us"] / 1000.0,
+        "longest_freeze_ms": fz["longest_us"] / 1000.0,
+        "longest_freeze_outside_steps_ms": fz["longest_outside_steps_us"] / 1000.0,
+        "latency_ms": {"p50": metrics.percentile(lat_ms, 50), "p95": metrics.percentile(lat_ms, 95), "p99": metrics.percentile(lat_ms, 99), "max": max(lat_ms) if lat_ms else None},
+        "psnr_y_mean": sum(psnr) / len(psnr) if psnr else None,
+        "ssim_y_mean": sum(ssim) / len(ssim) if ssim else None,
+    }
+    with open(os.path.join(rdir, "latency_ms.json"), "w") as f:
+        json.dump(lat_ms, f)
+    return result
+
+
+def result_of(build, rdir):
+    """Everything in the table, recomputed from a run's files (run.json,
+    scores.tsv, the receiver's logs), so a change of method applies to old
+    runs through --report-only."""
+    with open(os.path.join(rdir, "run.json")) as f:
+        run = json.load(f)
+    system = wrapper_of(build, run["system"], rdir)
+    result = analyse(system, rdir, run["start_us"], run["end_us"], read_tsv(os.path.join(rdir, "scores.tsv")), run_step_downs(rdir, run))
+    result.update(run)
+    result["label"] = SYSTEMS[run["system"]][0]
+    result["bits_per_second"] = system.results()["bits_per_second"]
+    with open(os.path.join(rdir, "result.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    return result
+
+
+def run_capacity(rdir, run):
+    """A steps run's capacity over [start, end] (CLOCK_REALTIME us), from pps-linkem's epoch."""
+    epoch = linkem_epoch_realtime_us(os.path.join(rdir, "linkem.json"))
+    if not run.get("steps") or epoch is None:
+        return None, ()
+    steps = parse_steps(run["steps"])
+    lead = run.get("trace_lead_s") or 0.0
+    return (capacity_series(steps, lead, epoch, run["start_us"], run["end_us"]),
+            step_downs(steps, lead, epoch, run["start_us"], run["end_us"]))
+
+
+def run_step_downs(rdir, run):
+    return run_capacity(rdir, run)[1]
+
+
+def collect(build, out):
+    results = []
+    for scenario in SCENARIO_ORDER:
+        sdir = os.path.join(out, scenario)
+        found = []
+        for variant in sorted(os.listdir(sdir)) if os.path.isdir(sdir) else []:
+            rdir = os.path.join(sdir, variant)
+            if os.path.exists(os.path.join(rdir, "run.json")) and os.path.exists(os.path.join(rdir, "scores.tsv")):
+                found.append(result_of(build, rdir))
+        found.sort(key=lambda r: (SYSTEM_ORDER.index(r["system"]), r.get("peer_kbps") or 0))
+        results += found
+    return results
+
+
+def write_table(out, results):
+    lines = [
+        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lat = r["latency_ms"]
+        rate = f"{r['bits_per_second'] / 1e6:.2f}" if r["bits_per_second"] else "–"
+        if r["kind"] == "peer":
+            rate += f" (x264 {r['peer_kbps']} kbit/s)"
+        lines.append(
+            f"| {r['scenario']} | {r['label']} | {fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {r['frames_shown_pct']:.1f}% | {r['frozen_pct']:.1f}% | "
+            f"{fmt(r.get('longest_freeze_ms'), '.0f', DASH)}" + (f" ({fmt(r.get('longest_freeze_outside_steps_ms'), '.0f', DASH)})" if r.get("steps") else "") +
+            f" | {fmt(r['psnr_y_mean'], '.2f', DASH)} | {fmt(r['ssim_y_mean'], '.3f', DASH)} | {rate} |"
+        )
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "peers.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def report(build, out):
+    """results.json, peers.md and the plots from every run in OUT; the table."""
+    results = collect(build, out)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"results": results, "machine": dict(zip(("sysname", "nodename", "release", "version", "machine"), os.uname())), "written": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, f, indent=2)
+    table = write_table(out, results)
+    if results:
+        plots.peers_latency_cdf(out, results, SCENARIO_ORDER)
+        if any(r["scenario"] == "steps" for r in results):
+            plots.peers_steps_timeline(out, steps_series(build, out, results))
+    return table
+
+
+
+
+def steps_series(build, out, results):
+    """What the steps time line draws for each run of the steps scenario:
+    its latency points (capture time, display time), capacity and step downs."""
+    series = []
+    for r in results:
+        if r["scenario"] != "steps":
+            continue
+        rdir = os.path.join(out, "steps", r.get("variant", r["system"]))
+        with open(os.path.join(rdir, "run.json")) as f:
+            run = json.load(f)
+        scores = read_tsv(os.path.join(rdir, "scores.tsv"))
+        times = wrapper_of(build, r["system"], rdir).display_times(scores)
+        cap, downs = run_capacity(rdir, run)
+        series.append({"result": r, "run": run, "capacity": cap, "step_downs": downs,
+                       "points": sorted((int(s["capture_us"]), t) for s, t in zip(scores, times)
+                                        if s["timecode_ok"] == "1" and t is not None)})
+    return series
+
+
+def run_all(build, args, systems, scenarios):
+    """The runs of --scenario with each system (ppstream minbuf first: with
+    --peer-kbps auto its rate sets the peers'), then the extra peer rates; 1
+    if a run failed."""
+    status = 0
+    for scenario in scenarios:
+        kbps = DEFAULT_PEER_KBPS if args.peer_kbps == "auto" else int(args.peer_kbps)
+        for system in sorted(systems, key=lambda s: s != "ppstream-minbuf"):
+            try:
+                r = run_one(build, scenario, system, args.out, args.duration, args.warmup, kbps, args.keep_video, pattern=args.pattern)
+            except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
+                log(f"{scenario}: {system} failed: {e}")
+                status = 1
+                continue
+            if system == "ppstream-minbuf" and args.peer_kbps == "auto" and r["bits_per_second"]:
+                kbps = max(300, int(round(r["bits_per_second"] / 1000 / 50)) * 50)
+        for extra in args.extra_peer_kbps:
+            for system in (s for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer"):
+                try:
+                    run_one(build, scenario, system, args.out, args.duration, args.warmup, extra, args.keep_video, f"{system}-{extra}k", pattern=args.pattern)
+                except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
+                    log(f"{scenario}: {system} at {extra} kbit/s failed: {e}")
+                    status = 1
+    return status

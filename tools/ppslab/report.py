@@ -1,0 +1,529 @@
+# SPDX-License-Identifier: MIT
+"""Numbers as the reports print them, and the sweep's report: summary.json,
+report.md (docs/BENCHMARKS.md with --markdown) with the papers' published
+figures beside ours, the per-run and must-show tables, and, when a sweep ran
+server builds side by side, their comparison cell by cell."""
+import contextlib
+import json
+import math
+import os
+import shutil
+
+from .cells import aggregate, load_cells, run_figures, scenario_name, scenario_of, transport_key, write_tables
+from .matrix import base_id, build_names
+from .metrics import mean
+from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
+from .plots import plots, run_plots
+
+
+def fmt(v, spec=".1f", none="-"):
+    """@v formatted with @spec (a format() spec), @none for None and NaN."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return none
+    if spec.endswith("d") and isinstance(v, float):
+        v = int(v)
+    return format(v, spec)
+
+
+def md_table(header, rows):
+    """A Markdown table: @header a list of column titles, @rows lists of cells."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def fmt_s(g):
+    """Separation index of a group: mean over runs where every flow got something."""
+    text = fmt(g.get("separation_index"), ".1f")
+    starved = g.get("runs_with_starved_flow")
+    if starved and text == "-":
+        return f"\u221e ({starved}/{g['runs']} runs)"
+    if starved:
+        return text + f" (\u221e in {starved}/{g['runs']} runs)"
+    return text
+
+
+
+def cell_line(record):
+    c, m = record["cell"], record["metrics"]
+    return (f"{c['id']}: {m['windows_transmitted']} windows, within 300/500 ms {fmt(m['within_300ms_pct'])}/"
+            f"{fmt(m['within_500ms_pct'])}%, p95 {fmt(m['window_latency_p95_ms'], '.0f')} ms, sender-dropped "
+            f"{fmt(m['sender_dropped_pct'])}%, {fmt((m['server_throughput_bps'] or 0) / 1e6, '.2f')} Mbit/s, "
+            f"F {fmt(m['friendliness_ratio'], '.2f')}, retrans {m['retrans_pkts']}, RTOs {m['rto_events']}; "
+            f"frames shown {fmt(m.get('frames_shown_pct'))}%, frame p50/p95/p99 {fmt(m.get('frame_latency_p50_ms'), '.0f')}/"
+            f"{fmt(m.get('frame_latency_p95_ms'), '.0f')}/{fmt(m.get('frame_latency_p99_ms'), '.0f')} ms, longest freeze "
+            f"{fmt(m.get('longest_freeze_ms'), '.0f')} ms, frozen {fmt((m.get('total_frozen_ms') or 0) / 1e3, '.1f')} s")
+
+
+
+# ---------------------------------------------------------------- server builds side by side
+
+# What the comparison of server builds shows per cell: (title, metric, format).
+BUILD_COMPARED = (
+    ("frames shown %", "frames_shown_pct", ".1f"),
+    ("frame latency p50 ms", "frame_latency_p50_ms", ".0f"),
+    ("frame latency p95 ms", "frame_latency_p95_ms", ".0f"),
+    ("longest freeze ms", "longest_freeze_ms", ".0f"),
+    ("throughput share", "throughput_share", ".2f"),
+    ("PSNR-Y dB", "psnr_y_mean", ".2f"),
+)
+
+
+def build_comparison(plan, records):
+    """The cells of a sweep with server builds, one row per cell the builds
+    share: [{"cell": base id, "builds": {name: metrics}}], in the run's order,
+    and a last row of means over the cells every build finished."""
+    builds = build_names(plan["config"])
+    if not builds:
+        return []
+    by_cell = {}
+    for r in records:
+        by_cell.setdefault(base_id(r["cell"]), {})[r["cell"].get("build")] = r["metrics"]
+    rows = []
+    for c in plan["cells"]:
+        if c.get("build") == builds[0] and base_id(c) in by_cell:
+            rows.append({"cell": base_id(c), "builds": {b: by_cell[base_id(c)].get(b) for b in builds}})
+    whole = [r for r in rows if all(r["builds"][b] for b in builds)]
+    if whole:
+        rows.append({"cell": f"mean of {len(whole)} cell{'s' if len(whole) > 1 else ''}", "builds": {
+            b: {key: mean(r["builds"][b].get(key) for r in whole) for _, key, _ in BUILD_COMPARED} for b in builds}})
+    return rows
+
+
+def build_comparison_section(plan, records):
+    """Markdown: per cell, each metric for every build and the difference of
+    each later build from the first (the builds' order on the command line)."""
+    builds = build_names(plan["config"])
+    rows = build_comparison(plan, records)
+    if not builds:
+        return []
+    first, later = builds[0], builds[1:]
+    diff = ", ".join(f"{b} - {first}" for b in later)
+    L = ["## Server builds side by side", ""]
+    L.append("Every cell ran once with each build's pps-server and pps-client, the builds interleaved cell by cell ("
+             + ", ".join(f"`{name}` = {path}" for name, path in plan["config"]["server_builds"]) + "). Each column: "
+             + " / ".join(builds) + f", then in brackets {diff}. Frames shown, latency and freezes from the client's "
+             "frame events; share = received over the mean elephant's (cells with cross traffic); PSNR where the sweep scores pictures.")
+    L.append("")
+
+    def cell(metrics_by_build, key, spec):
+        values = [(metrics_by_build.get(b) or {}).get(key) for b in builds]
+        text = " / ".join(fmt(v, spec) for v in values)
+        if values[0] is not None and any(v is not None for v in values[1:]):
+            text += " (" + ", ".join("-" if v is None else format(v - values[0], "+" + spec) for v in values[1:]) + ")"
+        return text
+
+    table = [[r["cell"]] + [cell(r["builds"], key, spec) for _, key, spec in BUILD_COMPARED] for r in rows]
+    if not table:
+        table = [["no cell finished with every build"] + [""] * len(BUILD_COMPARED)]
+    L += md_table(["cell"] + [title for title, _, _ in BUILD_COMPARED], table)
+    L.append("")
+    return L
+
+
+# ---------------------------------------------------------------- the sweep's report
+
+
+def find_group(groups, **kw):
+    for g in groups:
+        if all(g.get(k) == v for k, v in kw.items()):
+            return g
+    return None
+
+
+def targets(groups):
+    """The targets on the paper scenario (10 Mbit/s, 50 ms, 20 flows, window 2, cubic)."""
+    base = dict(window_frames=2, flows=20, rtt_ms=50, rate_mbit=10, congestion="cubic")
+    rows = []
+
+    def verdict(value, ok):
+        if value is None:
+            return "not measured"
+        return "met" if ok else "**missed**"
+
+    for queue in ("drd-ecn", "droptail"):
+        m13 = find_group(groups, transport="minbuf(1,3)", queue=queue, **base)
+        tcp = find_group(groups, transport="tcp", queue=queue, **base)
+        label = "DRD+ECN" if queue == "drd-ecn" else "drop-tail 1 BDP"
+        if queue == "drd-ecn":
+            v = m13 and m13["within_300ms_pct"]
+            rows.append((label, "minbuf(1,3) windows within 300 ms", ">= 95%", fmt(v) + "%" if v is not None else "-", verdict(v, v is not None and v >= 95), queue, 300))
+        else:
+            v = m13 and m13["within_500ms_pct"]
+            rows.append((label, "minbuf(1,3) windows within 500 ms", ">= 80%", fmt(v) + "%" if v is not None else "-", verdict(v, v is not None and v >= 80), queue, 500))
+            a, b = (m13 and m13["within_300ms_pct"]), (tcp and tcp["within_300ms_pct"])
+            ratio = (a / b if b else math.inf) if a is not None and b is not None else None
+            rows.append((label, "within 300 ms, minbuf(1,3) / tcp", ">= 2x", f"{fmt(a)}% / {fmt(b)}% = {fmt(ratio, '.2f')}x" if ratio is not None else "-",
+                         verdict(ratio, ratio is not None and ratio >= 2), queue, 300))
+        v = m13 and m13["sender_dropped_pct"]
+        rows.append((label, "minbuf(1,3) sender-dropped windows", "<= 10% (paper 34%)", fmt(v) + "%" if v is not None else "-", verdict(v, v is not None and v <= 10), queue, None))
+        v = m13 and m13["throughput_vs_tcp"]
+        v2 = m13 and m13["sent_vs_tcp"]
+        rows.append((label, "minbuf(1,3) throughput / tcp's (received; ADU bytes sent in brackets)", ">= 0.9",
+                     f"{fmt(v, '.2f')} ({fmt(v2, '.2f')})" if v is not None else "-", verdict(v, v is not None and v >= 0.9), queue, None))
+    return rows
+
+
+def shares_table(g):
+    s = g.get("shares")
+    if not s or not s.get("all"):
+        return []
+    lines = []
+    for part, title in (("all", "all transmitted windows"), ("late", f"windows later than {s['late_tolerance_ms']} ms")):
+        p = s.get(part)
+        if not p:
+            lines.append(f"| {g['transport']} | {title} | 0 | - | - | - | - | - | - |")
+            continue
+        loss = s["loss_recovery_est_ms"] if part == "all" else None
+        sender_q = p["sender_ms"] - loss if loss is not None else None
+        lines.append(f"| {g['transport']} | {title} | {p['windows']} | {fmt(p['latency_ms'], '.0f')} | {fmt(p['window_wait_ms'], '.0f')} | "
+                     f"{fmt(p['propagation_ms'], '.0f')} | {fmt(p['bottleneck_queue_ms'], '.0f')} | {fmt(p['sender_ms'], '.0f')} | "
+                     f"{fmt(loss, '.0f')} / {fmt(sender_q, '.0f')} |")
+    return lines
+
+
+def report(out, markdown=None, plots_dir=None):
+    plan, records = load_cells(out)
+    for r in records:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            part, steps = run_figures(os.path.join(out, "cells", r["cell"]["id"]), r["cell"], plan["config"],
+                                          r.get("times") or {}, r["metrics"].get("elephant_mean_bps"))
+            r["metrics"].update(part)
+            r["steps"] = steps
+    groups = aggregate(out, records, build_names(plan["config"]))
+    write_tables(out, records, groups)
+    made = plots(out, plan, records, groups) if records else {}
+    if records:
+        made["runs"] = run_plots(out, plan, records)
+    summary = {
+        "plan": {k: plan.get(k) for k in ("preset", "command", "created", "machine", "fps")},
+        "config": {k: v for k, v in plan["config"].items() if k != "text"},
+        "cells_planned": len(plan["cells"]),
+        "cells_done": len(records),
+        "cells": [{"cell": r["cell"], **r["metrics"], "client_summary": r["client_summary"], "shares": r.get("shares"),
+                   "steps": {k: v for k, v in (r.get("steps") or {}).items() if k != "capacity"} or None} for r in records],
+        "groups": groups,
+        "targets": [dict(zip(("queue_variant", "target", "wanted", "measured", "verdict"), t[:5])) for t in targets(groups)],
+        "issue10_checks": must_show_checks(records),
+        "server_builds": plan["config"].get("server_builds") or [],
+        "build_comparison": build_comparison(plan, records),
+        "plots": made,
+    }
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+
+    link_prefix = "plots/"
+    if markdown:
+        plots_dir = plots_dir or os.path.join(os.path.dirname(os.path.abspath(markdown)), "benchmarks")
+        os.makedirs(plots_dir, exist_ok=True)
+        for name in os.listdir(os.path.join(out, "plots")):
+            shutil.copyfile(os.path.join(out, "plots", name), os.path.join(plots_dir, name))
+        link_prefix = os.path.relpath(plots_dir, os.path.dirname(os.path.abspath(markdown))) + "/"
+    text = markdown_report(out, plan, records, groups, made, link_prefix, markdown)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(markdown_report(out, plan, records, groups, made, "plots/", None))
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(text)
+    return text
+
+
+def markdown_report(out, plan, records, groups, made, link, markdown_path):
+    cfg = plan["config"]
+    m = plan.get("machine", {})
+    L = []
+    L.append("<!-- SPDX-License-Identifier: MIT -->")
+    L.append("<!-- Generated by `pps-sweep report`; edit tools/ppslab/report.py, not this file. -->")
+    L.append("# Benchmarks: latency-tolerance sweeps")
+    L.append("")
+    L.append("Application-level results of priority-progress streaming over TCP and MIN_BUF TCP in the network lab "
+             "(docs/NETLAB.md), measured the way TOMCCAP 2008 section 7 measures them. Every cell is one real "
+             "`pps-server` and one real `pps-client` with long-lived cubic iperf3 elephants sharing the bottleneck.")
+    L.append("")
+    L.append("## How this page was made")
+    L.append("")
+    L.append("```sh")
+    L.append("meson setup build && ninja -C build")
+    L.append(f"sudo build/tools/pps-sweep --preset {plan.get('preset') or 'paper'} --out sweep-paper   # resumable: run it again after an interruption")
+    target = os.path.relpath(markdown_path, os.getcwd()) if markdown_path else "docs/BENCHMARKS.md"
+    L.append(f"build/tools/pps-sweep report sweep-paper --markdown {target}   # this page and docs/benchmarks/*.png")
+    L.append("```")
+    L.append("")
+    L.append(f"- Sweep: `{plan.get('command', '')}`, started {plan.get('created', '?')}; {len(records)} of {len(plan['cells'])} cells done; "
+             f"seed {cfg['seed']} (cell order); {cfg['duration_s']:g} s of streaming per cell after {cfg['warmup_s']:g} s of cross traffic; "
+             f"{cfg['repetitions']} repetitions; client playout `{cfg['playout']}`.")
+    L.append(f"- Machine: {m.get('cpu', '?')}, {m.get('cpus', '?')} CPUs; {m.get('os', '')}; kernel `{m.get('uname', '?')}`; "
+             f"ppstream `{m.get('git', '?')}`; Python {m.get('python', '?')}. The host's default congestion control is "
+             f"`{m.get('default_congestion', '?')}`; every flow here names its own (the stream: the `congestion` axis; elephants: cubic).")
+    shared = [r["cell"]["id"] for r in records if (r.get("times") or {}).get("other_labs_at_start") or (r.get("times") or {}).get("other_labs_at_end")]
+    if any("other_labs_at_start" in (r.get("times") or {}) for r in records):
+        L.append(f"- Other network labs were up on the machine during {len(shared)} of {len(records)} cells "
+                 "(cell.json `times.other_labs_*`); their CPU load can shift timing.")
+    sets = ", ".join(f"`{k}={v}`" for k, v in cfg.get("server_set", {}).items()) or "none"
+    L.append(f"- Server settings beyond the axes: {sets}; everything else is config/server.ini's default "
+             f"(30 frames/s, 3 temporal x 2 quality layers, `pps.latency_budget_ms` 250).")
+    L.append("- Queue variants: **drop-tail** = FIFO of one bandwidth-delay product, ECN off; **DRD+ECN** = DRD marking "
+             f"from {cfg.get('lab', {}).get('drd_min_bdp', '1')} BDP and dropping above {cfg.get('lab', {}).get('drd_congest_bdp', '2')} BDP "
+             "(the papers' drdmin/drdcongest), ECN negotiated by the stream and every elephant.")
+    L.append("- Window latency = arrival of a window's last byte at the client minus its first frame's capture time. "
+             "\"Within T\" = entire transmitted windows within T over windows the sender transmitted (the papers' "
+             "metric); windows the sender dropped whole are counted apart (Table III).")
+    L.append("")
+
+    L += build_comparison_section(plan, records)
+    trows = targets(groups)
+    L.append("## Targets (paper scenario: 10 Mbit/s, 50 ms RTT, 20 flows, window 2)")
+    L.append("")
+    L.append("| queue | target | wanted | measured | verdict |")
+    L.append("|---|---|---|---|---|")
+    for t in trows:
+        L.append(f"| {t[0]} | {t[1]} | {t[2]} | {t[3]} | {t[4]} |")
+    L.append("")
+    missed_queues = sorted({t[5] for t in trows if t[4] == "**missed**"})
+    if missed_queues:
+        L.append("### Where the latency goes (missed targets)")
+        L.append("")
+        L.append("Mean window latency split into: the **window wait** (W frames at 30 frames/s before a window is complete), "
+                 "**propagation** (one-way delay of the lab), the **bottleneck queue** (pps-linkem's sojourn of the forward "
+                 "packet delivered just before the window's last byte reached the client, from its per-packet log), and the "
+                 "**sender** share, the rest: encoding, the window queue in the server, the socket buffer, waiting for cwnd, "
+                 "and loss recovery. The last column splits the sender share into loss recovery, estimated from the server's "
+                 "counters (each retransmission holds its window back one RTT, each RTO 200 ms + RTT), and the remainder (sender queue).")
+        L.append("")
+        for q in missed_queues:
+            L.append(f"**{('DRD+ECN' if q == 'drd-ecn' else 'drop-tail 1 BDP')}** (window 2, 20 flows):")
+            L.append("")
+            L.append("| transport | windows | n | mean ms | window wait | propagation | bottleneck queue | sender | loss recovery (est.) / sender queue |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for g in groups:
+                if g["queue"] == q and g["window_frames"] == 2 and g["flows"] == 20 and g["rate_mbit"] == 10 and g["rtt_ms"] == 50 and g["congestion"] == "cubic":
+                    L += shares_table(g)
+            L.append("")
+            for g in groups:
+                if g["queue"] == q and g["window_frames"] == 2 and g["flows"] == 20 and g["transport"] == "minbuf(1,3)" and g["rate_mbit"] == 10 and g["rtt_ms"] == 50 and g["congestion"] == "cubic":
+                    L.append(f"minbuf(1,3) counters over {g['runs']} runs: {g['retrans_pkts']} retransmitted packets, {g['rto_events']} RTOs; "
+                             f"bottleneck sojourn (all flows) p50 {fmt(g['bottleneck_sojourn_p50_ms'], '.0f')} ms, p95 {fmt(g['bottleneck_sojourn_p95_ms'], '.0f')} ms; "
+                             f"sender-dropped windows {fmt(g['sender_dropped_pct'])}%; stream {fmt((g['client_goodput_bps'] or 0) / 1e6, '.2f')} Mbit/s received of "
+                             f"{fmt((g['offered_bps'] or 0) / 1e6, '.2f')} Mbit/s offered by the encoder (all layers), "
+                             f"fair share {g['rate_mbit'] / (g['flows'] + 1):.2f} Mbit/s ({g['flows'] + 1} flows).")
+                    L.append("")
+                    late = (g.get("shares") or {}).get("late")
+                    if late:
+                        parts = {"window wait": late["window_wait_ms"], "propagation": late["propagation_ms"],
+                                 "bottleneck queue": late["bottleneck_queue_ms"], "sender": late["sender_ms"]}
+                        big = max(parts, key=parts.get)
+                        tol = g["shares"]["late_tolerance_ms"]
+                        budget = float(cfg.get("server_set", {}).get("pps.latency_budget_ms", 250))
+                        L.append(f"Of the minbuf(1,3) windows later than {tol} ms ({late['windows']} of {g['windows_transmitted']}), the largest share "
+                                 f"is the {big}: {parts[big]:.0f} of {late['latency_ms']:.0f} ms on average. The server keeps sending a "
+                                 f"window until its first frame's capture time + `pps.latency_budget_ms` ({budget:.0f} ms); the last "
+                                 f"byte of a window sent up to that deadline arrives about {budget + late['propagation_ms'] + late['bottleneck_queue_ms']:.0f} ms "
+                                 f"after capture (deadline + propagation + this queue), "
+                                 + ("beyond" if budget + late["propagation_ms"] + late["bottleneck_queue_ms"] > tol else "within")
+                                 + f" the {tol} ms tolerance.")
+                        L.append("")
+
+    L.append("## The papers' figures beside ours (drop-tail, 10 Mbit/s, 50 ms RTT)")
+    L.append("")
+    L.append("| paper | window | flows | tolerance | transport | paper | ours |")
+    L.append("|---|---|---|---|---|---|---|")
+    for (pw, pf, ptol, pvals, words) in PAPER_FIGURES:
+        for t, v in pvals.items():
+            g = find_group(groups, transport=t, window_frames=pw, flows=pf, queue="droptail", rate_mbit=10, rtt_ms=50, congestion="cubic")
+            ours = fmt(g and g[f"within_{ptol}ms_pct"]) + "%" if g else "not run"
+            if pw == 2:
+                ours += f" (300 ms: {fmt(g['within_300ms_pct'])}%)" if g else ""
+            L.append(f"| Fig. {8 if pw == 4 else 9} | {pw} | {pf} | {ptol} ms | {t} | {v}% | {ours} |")
+    L.append("")
+    for (_, _, _, _, words) in PAPER_FIGURES:
+        L.append(f"- {words}.")
+    L.append("")
+    L.append("**Table II** (throughput of the stream, window 2; the paper's values are absolute, in its units, likely Mbit/s, "
+             "\u00b1 over 5 runs; ours: ADU bytes the server wrote per second (the paper's sender throughput) and bytes the "
+             "client received per second; / tcp = received, relative to tcp in the same setting):")
+    L.append("")
+    L.append("| transport | flows | paper | paper / tcp | ours sent Mbit/s | ours received Mbit/s | ours / tcp: received (sent) | F (stream / mean elephant) | S (max/min) |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    for flows in (20, 40):
+        for t in ("tcp", "minbuf(1,0)", "minbuf(1,3)"):
+            p = PAPER_TABLE_II[flows][t]
+            g = find_group(groups, transport=t, window_frames=2, flows=flows, queue="droptail", rate_mbit=10, rtt_ms=50, congestion="cubic")
+            sent = f"{fmt(g['server_throughput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['server_throughput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["server_throughput_bps"] else "not run"
+            got = f"{fmt(g['client_goodput_bps'] / 1e6, '.2f')} \u00b1 {fmt((g['client_goodput_bps_sd'] or 0) / 1e6, '.2f')}" if g and g["client_goodput_bps"] else "-"
+            L.append(f"| {t} | {flows} | {p[0]:.2f} \u00b1 {p[1]:.2f} | {p[0] / PAPER_TABLE_II[flows]['tcp'][0]:.2f} | {sent} | {got} | "
+                     f"{fmt(g and g['throughput_vs_tcp'], '.2f')} ({fmt(g and g['sent_vs_tcp'], '.2f')}) | {fmt(g and g['friendliness_ratio'], '.2f')} | {fmt_s(g) if g else '-'} |")
+    L.append("")
+    L.append("**Table III** (windows dropped by the sender, % of windows generated, 20 flows):")
+    L.append("")
+    L.append("| transport | window | paper | ours |")
+    L.append("|---|---|---|---|")
+    for w in (4, 2):
+        for t in ("tcp", "minbuf(1,0)", "minbuf(1,3)"):
+            p = PAPER_TABLE_III[w][t]
+            g = find_group(groups, transport=t, window_frames=w, flows=20, queue="droptail", rate_mbit=10, rtt_ms=50, congestion="cubic")
+            ours = f"{fmt(g['sender_dropped_pct'])} \u00b1 {fmt(g['sender_dropped_pct_sd'])}%" if g and g["sender_dropped_pct"] is not None else "not run"
+            L.append(f"| {t} | {w} | {p[0]} \u00b1 {p[1]}% | {ours} |")
+    L.append("")
+
+    L.append("## Every setting")
+    L.append("")
+    L.append("Pooled over repetitions (latency columns pool the windows of all runs; the others are means over runs). "
+             "sent = ADU bytes the server wrote per second, recv = bytes the client received per second, / tcp of recv; F = friendliness ratio, S = separation index "
+             "(004 section 6.2; \u221e = some elephant got nothing during the stream, Morris's regime of more flows than a tenth of the queue in packets); "
+             "CPU = % of one core, server (encoder included) / client.")
+    L.append("")
+    L.append("| setting | transport | runs | windows | in 100 / 200 / 300 / 500 / 1000 ms (%) | p50 / p95 ms | sender-dropped % | sent / recv Mbit/s | / tcp | F | S | frames shown % | frame p95 ms | retrans / RTOs | CPU % |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for g in groups:
+        within = " / ".join(fmt(g[f"within_{t}ms_pct"], ".0f") for t in (100, 200, 300, 500, 1000))
+        L.append(f"| {scenario_name(scenario_of(g), short=True)} {g['rate_mbit']:g}M {g['rtt_ms']:g}ms | {g['transport']} | {g['runs']} | {g['windows_transmitted']} | {within} | "
+                 f"{fmt(g['window_latency_p50_ms'], '.0f')} / {fmt(g['window_latency_p95_ms'], '.0f')} | {fmt(g['sender_dropped_pct'])} | "
+                 f"{fmt((g['server_throughput_bps'] or 0) / 1e6, '.2f')} / {fmt((g['client_goodput_bps'] or 0) / 1e6, '.2f')} | {fmt(g['throughput_vs_tcp'], '.2f')} | {fmt(g['friendliness_ratio'], '.2f')} | "
+                 f"{fmt_s(g)} | {fmt(g['frames_shown_pct'], '.0f')} | {fmt(g['frame_latency_p95_ms'], '.0f')} | "
+                 f"{g['retrans_pkts']} / {g['rto_events']} | {fmt(g['server_cpu_pct'], '.0f')} / {fmt(g['client_cpu_pct'], '.0f')} |")
+    L.append("")
+
+    L += per_run_section(records, made, markdown_path)
+    if made:
+        L.append("## Plots")
+        L.append("")
+        L.append("Windows within each latency tolerance (TOMCCAP Figs. 8-9; crosses: the paper's published points):")
+        L.append("")
+        for sc, name in made.get("tolerance", []):
+            L.append(f"![{scenario_name(sc)}]({link}{name})")
+        L.append("")
+        L.append("Sender throughput normalized to tcp (Table II) and windows dropped by the sender (Table III):")
+        L.append("")
+        L.append(f"![throughput]({link}{made['throughput']}) ![dropped]({link}{made['dropped']})")
+        L.append("")
+        L.append("Frame latency CDF (frames shown):")
+        L.append("")
+        for sc, name in made.get("frame_cdf", []):
+            L.append(f"![{scenario_name(sc)}]({link}{name})")
+        L.append("")
+        if made.get("timeline"):
+            L.append(f"Latency and layers over time, cell `{made['timeline_cell']}`:")
+            L.append("")
+            L.append(f"![timeline]({link}{made['timeline']})")
+            L.append("")
+    reasons = {}
+    for r in records:
+        for k, v in (r["metrics"].get("frames_not_shown_reasons") or {}).items():
+            reasons.setdefault(r["cell"]["transport"], {}).setdefault(k, 0)
+            reasons[r["cell"]["transport"]][k] += v
+    if reasons:
+        kinds = sorted({k for d in reasons.values() for k in d})
+        L.append("## Frames not shown")
+        L.append("")
+        L.append("By the client's reason, summed over all cells (playout policy `%s`):" % cfg["playout"])
+        L.append("")
+        L.append("| transport | frames | " + " | ".join(kinds) + " |")
+        L.append("|---|---|" + "---|" * len(kinds))
+        for t in sorted(reasons, key=transport_key):
+            total = sum(r["metrics"]["frames_shown"] for r in records if r["cell"]["transport"] == t) + sum(reasons[t].values())
+            L.append(f"| {t} | {total} | " + " | ".join(str(reasons[t].get(k, 0)) for k in kinds) + " |")
+        L.append("")
+    L.append(SWEEP_HELP)
+    return "\n".join(L)
+
+
+def per_run_section(records, made, markdown_path):
+    """The per-run figures of every run, and the must-show checks where a run matches."""
+    if not records:
+        return []
+    L = ["## Per run: frames, latency, freezes, rates", ""]
+    L.append("From the client's frame events (not its summary): frames shown of the 30 frames/s capture grid, frame latency "
+             "(capture to display) p50/p95/p99, the longest gap between shown frames (freeze), the longest once the freezes "
+             "starting within 1 s after a capacity step down are set aside, the total frozen time (gaps > 100 ms); received = "
+             "bytes the client received per second; share = received over the mean elephant's (same run); PSNR-Y of the "
+             "pictures shown (pps-peer-score, when `psnr = true`); estimate = the server's mean "
+             "path estimate (its `--log`, when the server has one).")
+    L.append("")
+    L.append("| cell | frames shown % | p50 / p95 / p99 ms | longest freeze ms | outside steps ms | frozen s | received Mbit/s | share | PSNR dB | estimate Mbit/s | plot |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(records, key=lambda r: r["cell"]["id"]):
+        m = r["metrics"]
+        cid = r["cell"]["id"]
+        plot = (made.get("runs") or {}).get(cid)
+        link = f"[timeline]({plot})" if plot and not markdown_path else ("cells/" + cid + "/timeline.png" if plot else "-")
+        est = m.get("estimate_bps_mean")
+        L.append(f"| {cid} | {fmt(m.get('frames_shown_pct'))} | {fmt(m.get('frame_latency_p50_ms'), '.0f')} / "
+                 f"{fmt(m.get('frame_latency_p95_ms'), '.0f')} / {fmt(m.get('frame_latency_p99_ms'), '.0f')} | "
+                 f"{fmt(m.get('longest_freeze_ms'), '.0f')} | {fmt(m.get('longest_freeze_outside_steps_ms'), '.0f')} | "
+                 f"{fmt((m.get('total_frozen_ms') or 0) / 1e3 if m.get('total_frozen_ms') is not None else None, '.1f')} | "
+                 f"{fmt((m.get('received_bps') or 0) / 1e6 if m.get('received_bps') else None, '.2f')} | {fmt(m.get('throughput_share'), '.2f')} | "
+                 f"{fmt(m.get('psnr_y_mean'), '.2f')} | {fmt(est / 1e6 if est else None, '.2f')} | {link} |")
+    L.append("")
+    checks = must_show_checks(records)
+    if checks:
+        L.append("### Issue 10 must-show checks")
+        L.append("")
+        L.append("| cell | check | wanted | measured | verdict |")
+        L.append("|---|---|---|---|---|")
+        for c in checks:
+            L.append(f"| {c['cell']} | {c['check']} | {c['wanted']} | {c['measured']} | {c['verdict']} |")
+        L.append("")
+    return L
+
+
+def must_show_checks(records):
+    """The must-show bounds, on the runs that match their scenarios: a
+    trace (capacity steps), 20 cubic flows at 10 Mbit/s and 50 ms."""
+    out = []
+
+    def add(r, check, wanted, value, ok, spec=".1f", unit=""):
+        out.append({"cell": r["cell"]["id"], "check": check, "wanted": wanted,
+                    "measured": (fmt(value, spec) + unit) if value is not None else "-",
+                    "verdict": "not measured" if value is None else ("met" if ok else "**missed**")})
+
+    for r in sorted(records, key=lambda r: r["cell"]["id"]):
+        c, m = r["cell"], r["metrics"]
+        steps = bool(c.get("trace"))
+        flows20 = c["flows"] == 20 and c["rate_mbit"] == 10 and c["rtt_ms"] == 50 and not steps and c["queue"] == "droptail"
+        if not (steps or flows20):
+            continue
+        v = m.get("frames_shown_pct")
+        add(r, "frames shown", ">= 95%", v, v is not None and v >= 95, unit="%")
+        v = m.get("frame_latency_p95_ms")
+        add(r, "frame latency p95", "<= 400 ms", v, v is not None and v <= 400, ".0f", " ms")
+        if steps:
+            v = m.get("longest_freeze_outside_steps_ms")
+            add(r, "no freeze > 500 ms except within 1 s after a step down", "<= 500 ms", v, v is not None and v <= 500, ".0f", " ms")
+        else:
+            v = m.get("throughput_share")
+            add(r, "stream throughput / mean elephant's", ">= 0.8", v, v is not None and v >= 0.8, ".2f")
+    return out
+
+
+SWEEP_HELP = """## pps-sweep in brief
+
+```
+pps-sweep [run] --preset quick|paper|full | --config FILE  [--out DIR] [--reps N] [--duration S] [--seed N] [--dry-run]
+pps-sweep run --preset NAME --server-build old=BUILD_DIR --server-build new=BUILD_DIR --out DIR   # two builds side by side
+pps-sweep --resume DIR            # finish an interrupted sweep (or give the same --out again)
+pps-sweep report DIR [--markdown FILE] [--plots-dir DIR]
+pps-sweep presets                 # the presets, their size and run time
+```
+
+A sweep file (tools/sweep/presets/*.ini) has `[sweep]` (duration_s, warmup_s, repetitions, seed, playout,
+timeline = the cell of the over-time plot), `[server]` and `[client]` (`--set` keys for every cell),
+`[lab]` (drd_min_bdp, drd_congest_bdp, queue) and one or more `[matrix NAME]` sections whose keys are
+the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_frames`, `flows`
+(cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`),
+`congestion` (the stream's: cubic, reno, bbr), and `pattern` (source.pattern), `trace`
+(a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
+`server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
+true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
+to every cell; `--server-build NAME=BUILD_DIR` (twice or more) runs every cell with each build's
+pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone. The sweep runs the union of the matrices' cross
+products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
+up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
+pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn
+down whatever happens (Ctrl-C included: the sweep then says how to resume).
+
+Files: `plan.json` (matrix, seed, run order, machine), `cells/ID/` (client.jsonl, server.json,
+server.err, client.err, lab.json, linkem.json, elephants.json (iperf3), windows.csv (with the
+bottleneck queue at each window's last byte), frames.csv, cell.json, timeline.png; server.jsonl when
+the server has `--log`, link.trace for trace cells, scores.tsv with psnr), `summary.json`, `summary.csv`
+(one row per cell), `groups.csv` (one row per setting), `report.md`, `plots/`.
+"""

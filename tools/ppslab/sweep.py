@@ -1,0 +1,461 @@
+# SPDX-License-Identifier: MIT
+"""pps-sweep's runner: each cell in a fresh lab (pps-netlab up), the
+elephants and their warm-up, then the ppstream wrapper (pps-server on snd,
+pps-client on rcv) of the cell's server build for the cell's duration; every
+wait is bounded and the lab is torn down whatever happens (Ctrl-C included:
+the sweep then says how to resume). Then the cell's analysis (cells) and,
+at the end, the report (report)."""
+import contextlib
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+from . import cells, matrix, process, programs, report
+from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
+from .files import write_json
+from .lab import Lab, other_labs, parse_steps, step_trace_write
+from .matrix import FPS, PPS_DEFAULT_DRD_CONGEST_BDP, PPS_DEFAULT_DRD_MIN_BDP, QUEUES, transport_sets
+from .netlab.state import require_permission
+from .metrics import PSNR_PATTERNS
+from .wrappers.ppstream import Ppstream
+
+PROGRAM = "pps-sweep"
+
+# Bounds on every wait (seconds), on top of the cell's own duration.
+SERVER_EXIT_GRACE_S = 30.0
+CLIENT_EXIT_GRACE_S = 20.0
+TRAFFIC_EXIT_GRACE_S = 30.0
+# Time around the stream that the lab and its traffic stay up.
+TRAFFIC_TAIL_S = 2.0
+LAB_SLACK_S = 90.0
+# Wall-clock overhead per cell beyond warm-up + duration (lab up/down, start,
+# client end); only used for the time-left estimate before a cell finishes.
+CELL_OVERHEAD_GUESS_S = 8.0
+
+
+class CellError(Failure):
+    pass
+
+
+def log(message):
+    Progress.current.clear() if Progress.current else None
+    print(f"{PROGRAM}: {message}", file=sys.stderr, flush=True)
+
+
+def machine_info():
+    cpu = ""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    os_release = ""
+    with contextlib.suppress(OSError):
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    os_release = line.split("=", 1)[1].strip().strip('"')
+    return {
+        "uname": " ".join(platform.uname()),
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "os": os_release,
+        "python": platform.python_version(),
+        "git": programs.tree_version(),
+        "default_congestion": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+        if os.path.exists("/proc/sys/net/ipv4/tcp_congestion_control") else "",
+    }
+
+
+# ---------------------------------------------------------------- progress
+
+
+class Progress:
+    """One status line on stderr: the cell running, cells done, time left.
+    Redrawn each second on a terminal; one line per event otherwise."""
+
+    current = None
+
+    def __init__(self, total, done, per_cell_guess_s):
+        self.total, self.done = total, done
+        self.guess_s = per_cell_guess_s
+        self.spent = []  # wall seconds of the cells finished in this run
+        self.cell, self.cell_start = None, None
+        self.tty = sys.stderr.isatty()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.shown = False
+        Progress.current = self
+        if self.tty:
+            threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while not self.stop.wait(1.0):
+            self.draw()
+
+    def per_cell_s(self):
+        return sum(self.spent) / len(self.spent) if self.spent else self.guess_s
+
+    def left_s(self):
+        left = (self.total - self.done) * self.per_cell_s()
+        if self.cell_start is not None:
+            left -= min(time.monotonic() - self.cell_start, self.per_cell_s())
+        return max(0.0, left)
+
+    def line(self):
+        width = 24
+        filled = int(width * self.done / max(1, self.total))
+        bar = "#" * filled + "." * (width - filled)
+        running = ""
+        if self.cell:
+            running = f" running {self.cell} ({time.monotonic() - self.cell_start:.0f} s)"
+        return f"[{bar}] {self.done}/{self.total} cells done,{running} ~{fmt_duration(self.left_s())} left"
+
+    def draw(self):
+        with self.lock:
+            if self.tty:
+                text = self.line()[: shutil.get_terminal_size((120, 20)).columns - 1]
+                sys.stderr.write("\r\033[K" + text)
+                sys.stderr.flush()
+                self.shown = True
+
+    def clear(self):
+        with self.lock:
+            if self.tty and self.shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+                self.shown = False
+
+    def start_cell(self, cid):
+        self.cell, self.cell_start = cid, time.monotonic()
+        if self.tty:
+            self.draw()
+        else:
+            print(f"{PROGRAM}: {self.line()}", file=sys.stderr, flush=True)
+
+    def end_cell(self, result_line):
+        self.spent.append(time.monotonic() - self.cell_start)
+        self.done += 1
+        self.cell, self.cell_start = None, None
+        log(result_line)
+        self.draw()
+
+    def finish(self):
+        self.stop.set()
+        self.clear()
+        Progress.current = None
+
+
+def fmt_duration(s):
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+# ---------------------------------------------------------------- one cell
+
+
+def interruptible_sleep(seconds):
+    # A schedule (the traffic's warm-up), not a synchronization: signals still interrupt it.
+    time.sleep(max(0.0, seconds))
+
+
+def trace_lead_s(cell, cfg):
+    """Seconds between the link coming up (the trace's time zero) and the
+    stream: the first step lasts that much longer, so that the stream meets
+    every step in full. The real offset is measured (pps-linkem's epoch)."""
+    tr = cfg["traces"][cell["trace"]]
+    if tr.get("lead_s") is not None:
+        return tr["lead_s"]
+    return (cfg["warmup_s"] if cell["flows"] > 0 else 0.0) + 2.0
+
+
+def link_args(cell, cfg, celldir):
+    """--rate, or a capacity-step trace written into the cell folder (link.trace)."""
+    if not cell.get("trace"):
+        return ["--rate", "%gmbit" % cell["rate_mbit"]]
+    tr = cfg["traces"][cell["trace"]]
+    path = step_trace_write(os.path.join(celldir, "link.trace"), parse_steps(tr["steps"]),
+                                       trace_lead_s(cell, cfg))
+    return ["--trace", path, "--rev-rate", "%gmbit" % tr["rev_rate_mbit"]]
+
+
+def lab_args(cell, cfg, duration_s, celldir):
+    queue = QUEUES[cell["queue"]]
+    args = link_args(cell, cfg, celldir) + ["--delay", "%gms" % (cell["rtt_ms"] / 2.0),
+            "--aqm", queue["aqm"], "--ecn", "on" if queue["ecn"] else "off",
+            "--congestion", "cubic", "--duration", "%ds" % int(duration_s),
+            "--queue", (cell.get("trace") and cfg["traces"][cell["trace"]].get("queue")) or cfg["lab"].get("queue", "auto"),
+            "--stats", os.path.join(celldir, "linkem.json"), "--log", os.path.join(celldir, "linkem.log")]
+    if queue["aqm"] == "drd":
+        args += ["--drd-min", cfg["lab"].get("drd_min_bdp", PPS_DEFAULT_DRD_MIN_BDP),
+                 "--drd-congest", cfg["lab"].get("drd_congest_bdp", PPS_DEFAULT_DRD_CONGEST_BDP)]
+    return args
+
+
+def server_sets(cell, cfg):
+    """The server's --set keys of a cell: its axes, then [server] and
+    --server-set, then its server_set axis value's section."""
+    sets = dict(transport_sets(cell["transport"]), **{
+        "transport.congestion": cell["congestion"],
+        "transport.ecn": "true" if QUEUES[cell["queue"]]["ecn"] else "false",
+        "pps.window_frames": cell["window_frames"],
+        "source.fps": FPS,
+    })
+    sets.update(cfg["server_set"])
+    if cell.get("pattern"):
+        sets["source.pattern"] = cell["pattern"]
+    if cell.get("server_set") and cell["server_set"] != "default":
+        sets.update(cfg.get("server_sets", {})[cell["server_set"]])
+    return sets
+
+
+def cell_pattern(cell, cfg):
+    return cell.get("pattern") or cfg["server_set"].get("source.pattern") or "ball"
+
+
+
+def run_cell(ctx, cell, celldir):
+    """Runs one cell; returns the measurements; the lab is down whatever happens."""
+    cfg = ctx.cfg
+    os.makedirs(celldir, exist_ok=True)
+    for stale in ("cell.json", "client.jsonl", "server.json", "server.jsonl", "linkem.json", "linkem.log", "elephants.json",
+                  "shown.y4m", "scores.tsv"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(celldir, stale))
+    lab = Lab(ctx.netlab, ctx.lab_name)
+    lab_duration = cfg["warmup_s"] + cfg["duration_s"] + LAB_SLACK_S
+    system = traffic = None
+    times = {}
+    result = {"server_rusage": None, "client_rusage": None}
+    # The machine may be shared: note other labs and the load, to read results with.
+    times["other_labs_at_start"] = other_labs(ctx.lab_name)
+    times["loadavg_at_start"] = os.getloadavg()[0]
+    try:
+        times["lab_up_unix"] = time.time()
+        if cell.get("trace"):
+            times["trace_lead_s"] = trace_lead_s(cell, cfg)
+        lab.up(lab_args(cell, cfg, lab_duration, celldir))
+        with open(os.path.join(celldir, "lab.json"), "w") as f:
+            json.dump(lab.info, f, indent=2, sort_keys=True)
+            f.write("\n")
+        # Clock pair: pps-linkem's log is in CLOCK_MONOTONIC, the client's in CLOCK_REALTIME.
+        times["realtime_minus_monotonic_ns"] = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if cell["flows"] > 0:
+            traffic_s = cfg["warmup_s"] + cfg["duration_s"] + TRAFFIC_TAIL_S + 2.0
+            times["traffic_start_unix"] = time.time()
+            traffic = lab.traffic(traffic_s, elephants=cell["flows"], stdout=os.path.join(celldir, "traffic.txt"),
+                                  stderr=subprocess.STDOUT)
+            times["traffic_duration_s"] = traffic_s
+            interruptible_sleep(cfg["warmup_s"])
+        sets = server_sets(cell, cfg)
+        result["server_set"] = sets
+        psnr = cfg.get("psnr") and cell_pattern(cell, cfg) in PSNR_PATTERNS and ctx.score is not None
+        # The server ends the run at its --duration; the client's bound is only a backstop.
+        system = Ppstream(ctx.builds[cell.get("build", "")], celldir, sets=sets, server_log=True,
+                          client_extra_s=CLIENT_EXIT_GRACE_S, policy=cell.get("playout") or cfg["playout"],
+                          tolerance_ms=cfg["tolerance_ms"], client_sets=cfg["client_set"], output=psnr)
+        try:
+            address = system.start_sender(lab, cfg["duration_s"])
+        except Failure as error:
+            raise CellError(f"{error} (see server.err)") from None
+        server = system.server
+        times["server_start_unix"] = server.start_unix
+        client = system.start_receiver(lab, address, cfg["duration_s"])
+        times["client_start_unix"] = client.start_unix
+        if not server.exited(cfg["duration_s"] + SERVER_EXIT_GRACE_S):
+            raise CellError("pps-server did not stop at its --duration")
+        result["server_rusage"], times["server_end_unix"] = server.rusage, server.end_unix
+        if not client.exited(CLIENT_EXIT_GRACE_S):
+            raise CellError("pps-client did not stop after the server ended")
+        result["client_rusage"], times["client_end_unix"] = client.rusage, client.end_unix
+        if server.returncode != 0:
+            raise CellError(f"pps-server exit {server.returncode}: {process.tail(server.stderr_path)}")
+        ran_s = times["server_end_unix"] - times["server_start_unix"]
+        if ran_s < 0.9 * cfg["duration_s"]:
+            raise CellError(f"pps-server stopped after {ran_s:.1f} s of {cfg['duration_s']:g} (signalled from outside?)")
+        if client.returncode != 0:
+            # pps-server ends at --duration with the client still connected; a
+            # reset then is the end of the run, not a failed one, as long as the
+            # client wrote its summary. Recorded in cell.json either way.
+            result["client_exit"] = {"status": client.returncode, "stderr": process.tail(client.stderr_path)}
+            if not client.has_summary():
+                raise CellError(f"pps-client exit {client.returncode}: {result['client_exit']['stderr']}")
+        if traffic is not None:
+            if not process.wait_exit(traffic, times["traffic_duration_s"] + TRAFFIC_EXIT_GRACE_S):
+                raise CellError("cross traffic did not end")
+            src = os.path.join(lab.state_dir(), "traffic-0", "elephants-client.json")
+            if os.path.exists(src):
+                shutil.copyfile(src, os.path.join(celldir, "elephants.json"))
+    finally:
+        with process.SignalsDeferred():
+            if system is not None:
+                system.stop()
+            process.stop(traffic)
+            lab.down()  # pps-linkem writes linkem.json and closes linkem.log
+    if psnr:
+        score_pictures(ctx, cell_pattern(cell, cfg), celldir)
+    times["other_labs_at_end"] = other_labs(ctx.lab_name)
+    times["loadavg_at_end"] = os.getloadavg()[0]
+    result["times"] = times
+    return result
+
+
+def score_pictures(ctx, pattern, celldir, y4m_name="shown.y4m", scores_name="scores.tsv"):
+    """PSNR of the pictures shown against the regenerated source (pps-peer-score,
+    docs/PEERS.md); the y4m goes once scored. Outside the measurement: the lab is down."""
+    y4m = os.path.join(celldir, y4m_name)
+    if not os.path.exists(y4m):
+        return
+    try:
+        with open(os.path.join(celldir, scores_name), "w") as out:
+            r = subprocess.run([ctx.score, "--pattern", pattern, y4m], stdout=out, stderr=subprocess.PIPE, text=True, timeout=900)
+        if r.returncode != 0:
+            log(f"pps-peer-score failed: {r.stderr.strip()[-300:]}")
+    finally:
+        os.unlink(y4m)
+
+
+# ---------------------------------------------------------------- run
+
+
+class Context:
+    """What a sweep runs with: the lab program, the server build of each
+    cell (by build name; "" when the sweep has one build), pps-peer-score."""
+
+    def __init__(self, build, cfg, lab_name):
+        self.build = build
+        self.cfg = cfg
+        self.netlab = build.require("netlab").netlab
+        self.lab_name = lab_name
+        builds = cfg.get("server_builds") or []
+        if builds:
+            self.builds = {name: programs.Build(path).require("server", "client") for name, path in builds}
+        else:
+            self.builds = {"": build.require("server", "client")}
+        self.score = build.peer_score if build.has("peer_score") else None
+
+
+def cmd_run(build, args, server_builds=()):
+    """pps-sweep run: @build runs the lab and names the axes' choices (and is
+    the server build unless @server_builds [(NAME, DIR)] gives two or more)."""
+    sets = []
+    for item in args.server_set or []:
+        key, eq, value = item.partition("=")
+        if not eq or "." not in key:
+            raise UsageError(f"--server-set {item}: expected SECTION.KEY=VALUE")
+        sets.append((key.strip(), value.strip()))
+    overrides = {"duration_s": args.duration, "warmup_s": args.warmup, "repetitions": args.reps, "seed": args.seed,
+                 "server_set_cli": sets, "server_builds": list(server_builds)}
+    out = args.resume or args.out
+    plan_path = os.path.join(out, "plan.json") if out else None
+    if args.resume and not os.path.exists(plan_path):
+        raise UsageError(f"--resume {args.resume}: no plan.json there")
+    if args.resume or (plan_path and os.path.exists(plan_path)):
+        with open(plan_path) as f:
+            plan = json.load(f)
+        if args.preset or args.config:
+            # Same --out with a matrix again: resume only if it is the same one.
+            cfg = matrix.load_config(matrix.preset_path(args.preset) if args.preset else args.config, overrides, build)
+            if [c["id"] for c in matrix.plan_cells(cfg)] != [c["id"] for c in plan["cells"]] or cfg["duration_s"] != plan["config"]["duration_s"]:
+                raise UsageError(f"{out} holds a different sweep (plan.json); use another --out")
+        cfg = plan["config"]
+        resuming = True
+    else:
+        if not (args.preset or args.config):
+            raise UsageError("give --preset NAME, --config FILE or --resume DIR")
+        cfg = matrix.load_config(matrix.preset_path(args.preset) if args.preset else args.config, overrides, build)
+        out = out or os.path.join(os.getcwd(), "sweep-%s-%s" % (args.preset or "custom", time.strftime("%Y%m%d-%H%M%S")))
+        plan = {
+            "preset": args.preset,
+            "command": " ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]]),
+            "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "config": cfg,
+            "cells": matrix.plan_cells(cfg),
+            "fps": FPS,
+        }
+        resuming = False
+    cells_ = plan["cells"]
+    est = len(cells_) * (cfg["warmup_s"] + cfg["duration_s"] + CELL_OVERHEAD_GUESS_S)
+    if args.dry_run:
+        for c in cells_:
+            print(c["id"])
+        print(f"{len(cells_)} cells, about {fmt_duration(est)}", file=sys.stderr)
+        return 0
+    try:
+        require_permission()
+    except NotPermitted as error:
+        log(str(error))
+        return EXIT_SKIP
+    ctx = Context(build, cfg, args.lab_name or "sweep%d" % (os.getpid() % 100000))
+    os.makedirs(os.path.join(out, "cells"), exist_ok=True)
+    plan.setdefault("machine", machine_info())
+    plan.setdefault("build", ctx.build.path)
+    plan["out"] = os.path.abspath(out)
+    write_json(os.path.join(out, "plan.json"), plan)
+
+    def finished(c):
+        path = os.path.join(out, "cells", c["id"], "cell.json")
+        with contextlib.suppress(OSError, ValueError):
+            with open(path) as f:
+                return json.load(f).get("status") == "ok"
+        return False
+
+    todo = [c for c in cells_ if not finished(c)]
+    log(f"{'resuming' if resuming else 'sweep'} {out}: {len(cells_)} cells ({len(cells_) - len(todo)} done), "
+        f"seed {cfg['seed']}, {cfg['duration_s']:g} s + {cfg['warmup_s']:g} s warm-up each, about "
+        f"{fmt_duration(len(todo) * (cfg['warmup_s'] + cfg['duration_s'] + CELL_OVERHEAD_GUESS_S))}")
+    process.raise_on_signals()
+    progress = Progress(len(cells_), len(cells_) - len(todo), cfg["warmup_s"] + cfg["duration_s"] + CELL_OVERHEAD_GUESS_S)
+    failures = 0
+    try:
+        for cell in todo:
+            celldir = os.path.join(out, "cells", cell["id"])
+            progress.start_cell(cell["id"])
+            record = {"cell": cell, "status": "failed"}
+            try:
+                measured = run_cell(ctx, cell, celldir)
+                record.update(cells.analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=args.keep_linkem_log))
+                record["status"] = "ok"
+                line = report.cell_line(record)
+            except (Failure, NotPermitted, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as error:
+                failures += 1
+                record["error"] = str(error)
+                line = f"{cell['id']}: FAILED: {error}"
+            write_json(os.path.join(celldir, "cell.json"), record)
+            progress.end_cell(line)
+    except Interrupted as error:
+        progress.finish()
+        log(f"interrupted ({error}); lab removed; resume with: {PROGRAM} --resume {out}")
+        return EXIT_INTERRUPTED
+    progress.finish()
+    text = report.report(out, markdown=None, plots_dir=None)
+    print(text)
+    log(f"results in {out} ({failures} failed cells)" if failures else f"results in {out}")
+    return 1 if failures else 0
+
+
+def cmd_report(args):
+    if not os.path.exists(os.path.join(args.dir, "plan.json")):
+        raise UsageError(f"{args.dir}: no plan.json (not a sweep folder)")
+    text = report.report(args.dir, markdown=args.markdown, plots_dir=args.plots_dir)
+    if not args.markdown:
+        print(text)
+    return 0
+
+
+def cmd_presets(build):
+    for name in matrix.preset_names():
+        cfg = matrix.load_config(matrix.preset_path(name), {}, build)
+        cells_ = matrix.plan_cells(cfg)
+        est = len(cells_) * (cfg["warmup_s"] + cfg["duration_s"] + CELL_OVERHEAD_GUESS_S)
+        print(f"{name:8s} {len(cells_):5d} cells, about {fmt_duration(est):>7s}  {cfg['description']}")
+    return 0
