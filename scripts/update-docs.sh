@@ -7,8 +7,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 [ -f build/build.ninja ] || meson setup build
-ninja -C build data/pps-config-doc
-doc=build/data/pps-config-doc
+ninja -C build tools/pps-config-doc
+doc=build/tools/pps-config-doc
 $doc server > config/server.ini
 $doc client > config/client.ini
 $doc reference > build/options.md

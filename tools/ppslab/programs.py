@@ -39,7 +39,7 @@ class Build:
         "server": ("server", "pps-server"),
         "client": ("client", "pps-client"),
         "netlab": ("tools", "pps-netlab"),
-        "config_doc": ("data", "pps-config-doc"),
+        "config_doc": ("tools", "pps-config-doc"),
         "peer_send": ("tools", "peers", "pps-peer-send"),
         "peer_recv": ("tools", "peers", "pps-peer-recv"),
         "peer_score": ("tools", "peers", "pps-peer-score"),
