@@ -240,8 +240,8 @@ def render(doc):
     out = ["# Attacks on loopback", "",
            "Made by `tools/pps-attack-table.py` from its results JSON; do not edit by hand.", "",
            "    " + doc["command"], "",
-           "%s, tree `%s`, %s; load average %s at the start, %s at the end; %s s per run "
-           "(%d CPUs)." % (doc["date"], doc["commit"], doc["machine"],
+           "%s, %s; load average %s at the start, %s at the end; %s s per run "
+           "(%d CPUs)." % (doc["date"], doc["machine"],
                            " ".join("%.2f" % x for x in doc["load_start"]),
                            " ".join("%.2f" % x for x in doc["load_end"]),
                            fmt(doc["seconds"], "g"), doc["cpus"]), ""]

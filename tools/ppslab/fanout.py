@@ -15,7 +15,7 @@ import sys
 
 from . import metrics, plots, process, programs
 from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
-from .files import read_json
+from .files import public_command, read_json
 from .lab import Lab
 from .matrix import transport_sets
 from .netlab.state import require_permission
@@ -140,7 +140,7 @@ def report(out):
         json.dump(results, f, indent=1)
     plots.fanout_latency(out, runinfo, rows)
     L = ["# pps-fanout: clients of one encode behind different links", "",
-         f"`{runinfo['command']}`; {runinfo['duration_s']:g} s; pattern {runinfo['pattern']}; playout {runinfo['playout']}; "
+         f"`{public_command(runinfo['command'])}`; {runinfo['duration_s']:g} s; pattern {runinfo['pattern']}; playout {runinfo['playout']}; "
          f"server settings: " + ", ".join(f"`{a}={b}`" for a, b in runinfo["server_set"].items()) +
          f"; server --log: {'yes' if runinfo['server_log'] else 'no (this server has none)'}; congestion control: {runinfo['congestion']}.", "",
          "| receiver | link Mbit/s | RTT ms | queue pkts | frames shown % | p50 / p95 / p99 ms | longest freeze ms | frozen s | received Mbit/s | PSNR dB | estimate Mbit/s |",

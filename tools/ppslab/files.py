@@ -4,6 +4,7 @@ JSON Lines, tab-separated tables."""
 import contextlib
 import json
 import os
+import re
 
 
 def read_json(path, default=None):
@@ -44,3 +45,15 @@ def read_tsv(path):
         return []
     header = lines[0].split("\t")
     return [dict(zip(header, line.split("\t"))) for line in lines[1:] if line]
+
+
+def public_command(command):
+    """@command as a page may print it: the values of options that name this
+    machine's files (--out, --config, --build, --resume, --server-build) as
+    placeholders, so that a generated page carries no machine path."""
+    command = re.sub(r"(--out[ =])(\S+)", r"\1DIR", command)
+    command = re.sub(r"(--resume[ =])(\S+)", r"\1DIR", command)
+    command = re.sub(r"(--build[ =])(\S+)", r"\1BUILD_DIR", command)
+    command = re.sub(r"(--config[ =])(\S+)", lambda m: m.group(1) + os.path.basename(m.group(2)), command)
+    command = re.sub(r"(--server-build[ =])([^=\s]+)=(\S+)", r"\1\2=BUILD_DIR", command)
+    return command

@@ -9,6 +9,7 @@ import math
 import os
 import shutil
 
+from .files import public_command
 from .cells import aggregate, load_cells, run_figures, scenario_name, scenario_of, transport_key, write_tables
 from .matrix import base_id, build_names
 from .metrics import mean
@@ -204,7 +205,7 @@ def report(out, markdown=None, plots_dir=None):
                    "steps": {k: v for k, v in (r.get("steps") or {}).items() if k != "capacity"} or None} for r in records],
         "groups": groups,
         "targets": [dict(zip(("queue_variant", "target", "wanted", "measured", "verdict"), t[:5])) for t in targets(groups)],
-        "issue10_checks": must_show_checks(records),
+        "closed_loop_checks": must_show_checks(records),
         "server_builds": plan["config"].get("server_builds") or [],
         "build_comparison": build_comparison(plan, records),
         "plots": made,
@@ -249,11 +250,11 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append(f"build/tools/pps-sweep report sweep-paper --markdown {target}   # this page and docs/benchmarks/*.png")
     L.append("```")
     L.append("")
-    L.append(f"- Sweep: `{plan.get('command', '')}`, started {plan.get('created', '?')}; {len(records)} of {len(plan['cells'])} cells done; "
+    L.append(f"- Sweep: `{public_command(plan.get('command', ''))}`, started {plan.get('created', '?')}; {len(records)} of {len(plan['cells'])} cells done; "
              f"seed {cfg['seed']} (cell order); {cfg['duration_s']:g} s of streaming per cell after {cfg['warmup_s']:g} s of cross traffic; "
              f"{cfg['repetitions']} repetitions; client playout `{cfg['playout']}`.")
     L.append(f"- Machine: {m.get('cpu', '?')}, {m.get('cpus', '?')} CPUs; {m.get('os', '')}; kernel `{m.get('uname', '?')}`; "
-             f"ppstream `{m.get('git', '?')}`; Python {m.get('python', '?')}. The host's default congestion control is "
+             f"ppstream of that date (its commit is in the sweep's plan.json); Python {m.get('python', '?')}. The host's default congestion control is "
              f"`{m.get('default_congestion', '?')}`; every flow here names its own (the stream: the `congestion` axis; elephants: cubic).")
     shared = [r["cell"]["id"] for r in records if (r.get("times") or {}).get("other_labs_at_start") or (r.get("times") or {}).get("other_labs_at_end")]
     if any("other_labs_at_start" in (r.get("times") or {}) for r in records):
@@ -456,7 +457,7 @@ def per_run_section(records, made, markdown_path):
     L.append("")
     checks = must_show_checks(records)
     if checks:
-        L.append("### Issue 10 must-show checks")
+        L.append("### Closed-loop checks (bounds on the capacity steps, 20 flows and the idle path)")
         L.append("")
         L.append("| cell | check | wanted | measured | verdict |")
         L.append("|---|---|---|---|---|")
