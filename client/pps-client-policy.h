@@ -46,13 +46,14 @@ typedef enum {
 extern const char *const pps_display_mode_names[];
 
 /*
- * Lookups in the tables above, for logs and tools. A value out of range is
- * "unknown"; a name not in the table is -EINVAL, otherwise the enum value
- * (>= 0). Defined in pps-playout.c and pps-clock.c.
+ * Lookups in the tables above, for logs and tools, as every module's name
+ * table has them: _name() gives "unknown" for a value out of range;
+ * _from_name() sets *out and returns 0, or returns -EINVAL (and leaves *out)
+ * for a name not in the table. Defined in pps-playout.c and pps-clock.c.
  */
 const char *pps_playout_policy_name(pps_playout_policy_t policy);
-int pps_playout_policy_from_name(const char *name);
+int pps_playout_policy_from_name(const char *name, pps_playout_policy_t *out);
 const char *pps_clock_mode_name(pps_clock_mode_t mode);
-int pps_clock_mode_from_name(const char *name);
+int pps_clock_mode_from_name(const char *name, pps_clock_mode_t *out);
 
 #endif /* PPS_CLIENT_POLICY_H */

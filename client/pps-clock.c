@@ -44,9 +44,14 @@ pps_clock_mode_name(pps_clock_mode_t mode)
 }
 
 int
-pps_clock_mode_from_name(const char *name)
+pps_clock_mode_from_name(const char *name, pps_clock_mode_t *out)
 {
-	return pps_names_find(pps_clock_mode_names, name);
+	int i = pps_names_find(pps_clock_mode_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_clock_mode_t)i;
+	return 0;
 }
 
 pps_clock_t *

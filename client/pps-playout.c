@@ -104,9 +104,14 @@ pps_playout_policy_name(pps_playout_policy_t policy)
 }
 
 int
-pps_playout_policy_from_name(const char *name)
+pps_playout_policy_from_name(const char *name, pps_playout_policy_t *out)
 {
-	return pps_names_find(pps_playout_policy_names, name);
+	int i = pps_names_find(pps_playout_policy_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_playout_policy_t)i;
+	return 0;
 }
 
 pps_playout_t *

@@ -54,8 +54,8 @@ typedef enum {
 extern const char *const pps_priority_policy_names[];
 /* "temporal-first", "quality-first", "balanced" (the config spelling). */
 const char *pps_priority_policy_name(pps_priority_policy_t policy);
-/* The policy for a name, or -EINVAL. */
-int pps_priority_policy_from_name(const char *name);
+/* The policy for a name in *out: 0, or -EINVAL (*out untouched). */
+int pps_priority_policy_from_name(const char *name, pps_priority_policy_t *out);
 
 /*
  * Sorts @adus (of one window, in decode order) into send order under

@@ -13,6 +13,7 @@
  * the window; the even spread is what makes a dropped half of a temporal
  * layer cost every other frame, not a frozen tail).
  */
+#include "pps-names.h"
 #include "pps-prioritizer.h"
 
 #include <errno.h>
@@ -38,13 +39,14 @@ pps_priority_policy_name(pps_priority_policy_t policy)
 }
 
 int
-pps_priority_policy_from_name(const char *name)
+pps_priority_policy_from_name(const char *name, pps_priority_policy_t *out)
 {
-	for (unsigned i = 0; i < PPS_PRIORITY_POLICY_COUNT; i++) {
-		if (strcmp(pps_priority_policy_names[i], name) == 0)
-			return (int)i;
-	}
-	return -EINVAL;
+	int i = pps_names_find(pps_priority_policy_names, name);
+
+	if (i < 0)
+		return i;
+	*out = (pps_priority_policy_t)i;
+	return 0;
 }
 
 static unsigned

@@ -14,20 +14,25 @@
 static void
 test_names(void)
 {
+	pps_playout_policy_t policy = PPS_PLAYOUT_ASAP;
+	pps_clock_mode_t mode = PPS_CLOCK_AUTO;
+
 	for (int i = 0; i < PPS_PLAYOUT_POLICY_COUNT; i++) {
 		const char *name = pps_playout_policy_name((pps_playout_policy_t)i);
 		CHECK(strcmp(name, pps_playout_policy_names[i]) == 0);
-		CHECK_EQ_INT(pps_playout_policy_from_name(name), i);
+		CHECK(pps_playout_policy_from_name(name, &policy) == 0 && (int)policy == i);
 	}
 	CHECK(strcmp(pps_playout_policy_name(PPS_PLAYOUT_POLICY_COUNT), "unknown") == 0);
-	CHECK_EQ_INT(pps_playout_policy_from_name("later"), -EINVAL);
+	policy = PPS_PLAYOUT_ASAP;
+	CHECK_EQ_INT(pps_playout_policy_from_name("later", &policy), -EINVAL);
+	CHECK(policy == PPS_PLAYOUT_ASAP); /* untouched */
 	for (int i = 0; i < PPS_CLOCK_MODE_COUNT; i++) {
 		const char *name = pps_clock_mode_name((pps_clock_mode_t)i);
 		CHECK(strcmp(name, pps_clock_mode_names[i]) == 0);
-		CHECK_EQ_INT(pps_clock_mode_from_name(name), i);
+		CHECK(pps_clock_mode_from_name(name, &mode) == 0 && (int)mode == i);
 	}
 	CHECK(strcmp(pps_clock_mode_name(PPS_CLOCK_MODE_COUNT), "unknown") == 0);
-	CHECK_EQ_INT(pps_clock_mode_from_name("atomic"), -EINVAL);
+	CHECK_EQ_INT(pps_clock_mode_from_name("atomic", &mode), -EINVAL);
 	for (int i = 0; i < PPS_DISPLAY_MODE_COUNT; i++)
 		CHECK(pps_display_mode_names[i] && *pps_display_mode_names[i]);
 	CHECK(pps_display_mode_names[PPS_DISPLAY_MODE_COUNT] == NULL);

@@ -72,9 +72,12 @@ free_windows(window_list_t *list)
 static void
 test_policy_names(void)
 {
+	pps_priority_policy_t policy;
+
 	for (int p = 0; p < 3; p++)
-		CHECK_EQ_INT(pps_priority_policy_from_name(pps_priority_policy_name(p)), p);
-	CHECK_EQ_INT(pps_priority_policy_from_name("fastest"), -EINVAL);
+		CHECK(pps_priority_policy_from_name(pps_priority_policy_name(p), &policy) == 0 &&
+		      (int)policy == p);
+	CHECK_EQ_INT(pps_priority_policy_from_name("fastest", &policy), -EINVAL);
 }
 
 static void

@@ -98,13 +98,16 @@ test_module_tables(void)
 static void
 test_priority_accessors(void)
 {
+	pps_priority_policy_t policy = PPS_PRIORITY_POLICY_COUNT;
+
 	for (int p = 0; p < PPS_PRIORITY_POLICY_COUNT; p++) {
 		CHECK(strcmp(pps_priority_policy_name((pps_priority_policy_t)p),
 		             pps_priority_policy_names[p]) == 0);
-		CHECK_EQ_INT(pps_priority_policy_from_name(pps_priority_policy_names[p]), p);
+		CHECK(pps_priority_policy_from_name(pps_priority_policy_names[p], &policy) == 0 &&
+		      (int)policy == p);
 	}
 	CHECK(strcmp(pps_priority_policy_name(PPS_PRIORITY_POLICY_COUNT), "unknown") == 0);
-	CHECK_EQ_INT(pps_priority_policy_from_name("fastest"), -EINVAL);
+	CHECK_EQ_INT(pps_priority_policy_from_name("fastest", &policy), -EINVAL);
 }
 
 /* Every enum key of the table: choices unique and the default one of them. */
