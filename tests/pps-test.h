@@ -15,9 +15,13 @@
 #ifndef PPS_TEST_H
 #define PPS_TEST_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static int pps_test_failures;
 static const char *pps_test_filter_; /* -t WORD, or NULL: every case */
@@ -132,6 +136,26 @@ pps_test_first_arg_len_(const char *text)
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* A connected loopback TCP pair: [0] the connecting end, [1] the accepted one. */
+static inline void
+pps_test_tcp_pair(int fds[2])
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	REQUIRE(lfd >= 0);
+	REQUIRE(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	REQUIRE(listen(lfd, 1) == 0);
+	REQUIRE(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fds[0] >= 0);
+	REQUIRE(connect(fds[0], (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	fds[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	REQUIRE(fds[1] >= 0);
+	close(lfd);
+}
 
 static inline int
 pps_test_result(void)

@@ -102,26 +102,6 @@ static const pps_transport_events_t events = {
     .ended_cb = ended_cb,
 };
 
-/* A connected loopback TCP pair: [0] the peer's end, [1] the server's. */
-static void
-tcp_pair(int fds[2])
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sin);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	REQUIRE(lfd >= 0);
-	REQUIRE(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	REQUIRE(listen(lfd, 1) == 0);
-	REQUIRE(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
-	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(fds[0] >= 0);
-	REQUIRE(connect(fds[0], (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	fds[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	REQUIRE(fds[1] >= 0);
-	close(lfd);
-}
-
 typedef struct {
 	struct event_base *base;
 	int peer, fd;
@@ -139,7 +119,7 @@ fixture_new(fixture_t *f, pps_minbuf_mode_t mode)
 	pps_minbuf_params_init(&params.writer);
 	params.writer.mode = mode;
 	params.log = (pps_log_t){.cb = log_cb, .user = &f->owner};
-	tcp_pair(fds);
+	pps_test_tcp_pair(fds);
 	f->peer = fds[0];
 	f->fd = fds[1];
 	f->base = event_base_new();

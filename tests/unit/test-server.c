@@ -80,26 +80,6 @@ addr_of(const char *ip, unsigned port)
 	return sin;
 }
 
-/* A connected loopback TCP pair: [0] the client's end, [1] the server's. */
-static void
-tcp_pair(int fds[2])
-{
-	struct sockaddr_in sin = addr_of("127.0.0.1", 0);
-	socklen_t len = sizeof(sin);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	REQUIRE(lfd >= 0);
-	REQUIRE(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	REQUIRE(listen(lfd, 1) == 0);
-	REQUIRE(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
-	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(fds[0] >= 0);
-	REQUIRE(connect(fds[0], (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	fds[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	REQUIRE(fds[1] >= 0);
-	close(lfd);
-}
-
 static void
 unix_pair(int fds[2])
 {
@@ -226,7 +206,7 @@ connect_peer(fixture_t *f, peer_t *peer, const char *ip, bool tcp)
 	int ret;
 
 	if (tcp)
-		tcp_pair(fds);
+		pps_test_tcp_pair(fds);
 	else
 		unix_pair(fds);
 	peer_init(peer, fds[0]);
