@@ -417,6 +417,12 @@ static const struct {
     [PPS_CAPTURE_SOURCE_PIPELINE] = {"pipeline", true, NULL},
 };
 
+bool
+pps_capture_source_needs_input(pps_capture_source_t type)
+{
+	return (unsigned)type < PPS_CAPTURE_SOURCE_COUNT && source_inputs[type].required;
+}
+
 /* "source file '/x.mp4'": names the source in messages. */
 static void
 name_source(const pps_capture_params_t *params, char *out, size_t size)

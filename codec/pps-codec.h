@@ -93,6 +93,10 @@ extern const char *const pps_capture_source_names[];
 extern const char *const pps_capture_timecode_names[];
 extern const char *const pps_capture_pattern_names[];
 
+/* Whether a source of @type needs its input (a file, a URI, a pipeline);
+ * a camera without one opens the default device. */
+bool pps_capture_source_needs_input(pps_capture_source_t type);
+
 typedef struct {
 	pps_capture_source_t type;
 	/* The device, file, URI or pipeline description of @type ("": none,

@@ -239,3 +239,15 @@ pps_socket_split_address(const char *address, char *host, size_t host_size, char
 	snprintf(port, port_size, "%s", port_start);
 	return 0;
 }
+
+int
+pps_socket_send_now(int fd, const void *buf, size_t len)
+{
+	ssize_t k;
+
+	(void)pps_socket_set_cork(fd, false);
+	k = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (k < 0)
+		return -errno;
+	return (size_t)k == len ? 0 : -EIO;
+}

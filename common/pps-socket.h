@@ -39,6 +39,11 @@ int pps_socket_set_nodelay(int fd, bool on);
 /* TCP_CORK: hold partial packets while @on; turning it off sends them. */
 int pps_socket_set_cork(int fd, bool on);
 
+/* Uncorks @fd and sends @len bytes at once, without blocking (a reply or a
+ * BYE that must leave now; if uncorking fails the bytes still queue).
+ * 0, the negative errno of send(2), or -EIO when the kernel took only part. */
+int pps_socket_send_now(int fd, const void *buf, size_t len);
+
 /* TCP_NOTSENT_LOWAT: writable once fewer than @bytes are unsent. */
 int pps_socket_set_notsent_lowat(int fd, int bytes);
 

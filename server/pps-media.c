@@ -61,7 +61,7 @@ struct pps_media {
 	pps_stream_params_t stream;
 	pps_wire_stream_info_t info;
 	pps_wakeup_t *wakeup;
-	bool failure_reported; /* loop thread: failed_cb called */
+	bool failure_reported; /* failed_cb called (set by the loop thread, under lock) */
 	atomic_bool idr_requested;
 	int64_t last_idr_request_us; /* loop thread only */
 	struct event *idr_timer;     /* a deferred request */
@@ -219,36 +219,24 @@ windower_grow_cb(pps_window_t *window, void *user)
 	m->events.window_grew_cb(window, m->user);
 }
 
-/* Loop thread: a failed source or encoder is reported once, at once. */
-static void
-report_failure(pps_media_t *m)
-{
-	char error[sizeof(m->error)];
-	bool failed;
-
-	if (m->failure_reported)
-		return;
-	pthread_mutex_lock(&m->lock);
-	failed = m->failed;
-	memcpy(error, m->error, sizeof(error));
-	pthread_mutex_unlock(&m->lock);
-	if (!failed)
-		return;
-	m->failure_reported = true;
-	if (m->events.failed_cb)
-		m->events.failed_cb(error, m->user);
-}
-
 /* Loop thread: drain the queue into the windower. */
 static void
 wake_cb(void *user)
 {
 	pps_media_t *m = user;
 	item_t batch[64];
+	char error[sizeof(m->error)];
+	bool failed_now = false;
 	size_t n;
 
 	do {
 		pthread_mutex_lock(&m->lock);
+		/* A failed source or encoder is announced once, after what it
+		 * encoded before failing, within the lock the drain takes anyway. */
+		if (m->failed && !m->failure_reported) {
+			memcpy(error, m->error, sizeof(error));
+			m->failure_reported = failed_now = true;
+		}
 		n = m->count < 64 ? m->count : 64;
 		for (size_t i = 0; i < n; i++) {
 			batch[i] = m->items[m->head];
@@ -288,7 +276,8 @@ wake_cb(void *user)
 				pps_log(&m->log, PPS_LOG_WARNING, "windower: %s", strerror(-ret));
 		}
 	} while (n == 64);
-	report_failure(m);
+	if (failed_now && m->events.failed_cb)
+		m->events.failed_cb(error, m->user);
 }
 
 static pps_media_t *

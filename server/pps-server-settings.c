@@ -280,8 +280,7 @@ capture_params(const pps_config_t *c, pps_capture_params_t *p, char *err, size_t
 	p->type = (pps_capture_source_t)pps_config_get_enum(c, "source", "type");
 	input_key = source_input_keys[p->type];
 	p->input = input_key[0] ? pps_config_get_string(c, "source", input_key) : "";
-	if (p->type != PPS_CAPTURE_SOURCE_CAMERA && p->type != PPS_CAPTURE_SOURCE_TEST &&
-	    !p->input[0]) {
+	if (pps_capture_source_needs_input(p->type) && !p->input[0]) {
 		snprintf(err, err_size, "source %s: [source] %s is not set",
 		         pps_capture_source_names[p->type], input_key);
 		return -EINVAL;

@@ -61,12 +61,7 @@ pps_server_write_record_now(int fd, const pps_wire_record_t *record)
 
 	if (ret < 0)
 		return ret;
-	/* Uncork so the record leaves now; it is the last thing we say. If
-	 * uncorking fails the send below still queues it (and reports). */
-	(void)pps_socket_set_cork(fd, false);
-	if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
-		return -errno;
-	return 0;
+	return pps_socket_send_now(fd, buf, n); /* the last thing we say */
 }
 
 /* The params' clock (tests inject one), else the real one. */

@@ -51,15 +51,7 @@ tcp_read(pps_transport_t *t, uint8_t *buf, size_t size)
 static int
 tcp_send_now(pps_transport_t *t, const void *buf, size_t len)
 {
-	ssize_t k;
-
-	/* Uncork so the bytes leave now. If uncorking fails the send below
-	 * still queues them (and reports). */
-	(void)pps_socket_set_cork(t->fd, false);
-	k = send(t->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (k < 0)
-		return -errno;
-	return (size_t)k == len ? 0 : -EIO;
+	return pps_socket_send_now(t->fd, buf, len);
 }
 
 static ssize_t
