@@ -8,6 +8,7 @@ import json
 import os
 import select
 import subprocess
+import time
 
 from netlab_test import NETLAB, PROBE, STATE_ROOT, Check, Lab, require_lab_permission, wait_listening
 
@@ -63,7 +64,14 @@ with Lab("down-a", "--rate", "10mbit", "--delay", "5ms") as a, Lab("down-b", "--
     # A program started with `exec` that would outlive the test: `down` must end it.
     sleeper = subprocess.Popen(a.exec_argv("snd", ["sleep", "300"]))
     wait_listening(a, "rcv", 5201)  # the elephants' server: traffic is running
+    # The sender's side fills as `ip netns exec` and the elephants' clients
+    # enter it, after their servers listen: look again until one is there
+    # (no event says so; bounded like wait_listening).
     pids = lab_pids(a)
+    deadline = time.monotonic() + 10
+    while not any(k.startswith("snd:") for k in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        pids = lab_pids(a)
     check(any(k.startswith("snd:") for k in pids) and "linkem.pid" in pids and "supervisor.pid" in pids, f"lab A runs {len(pids)} processes")
     a.down()
     check(a.down_result.returncode == 0, "down succeeded")
