@@ -13,7 +13,7 @@ gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
 libavcodec-dev libavutil-dev
 libjson-glib-dev help2man
-libevent-dev libx264-dev libsdl2-dev
+libevent-dev libx264-dev libsdl2-dev libopus-dev
 libssl-dev openssl
 valgrind iproute2 iperf3 procps psmisc
 python3-matplotlib python3-numpy
