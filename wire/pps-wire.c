@@ -141,6 +141,8 @@ pps_wire_kind_name(unsigned kind)
 		return "AUTH";
 	case PPS_WIRE_RECOVERY_REQUEST:
 		return "RECOVERY_REQUEST";
+	case PPS_WIRE_AUDIO_FRAME:
+		return "AUDIO_FRAME";
 	}
 	return "unknown";
 }
@@ -180,6 +182,8 @@ pps_wire_bye_reason_name(unsigned reason)
 #define CHALLENGE_BYTES        (1 + PPS_WIRE_NONCE_BYTES)
 #define AUTH_BYTES             (1 + PPS_WIRE_MAC_BYTES)
 #define RECOVERY_REQUEST_BYTES 5
+#define AUDIO_TRACK_BYTES      8 /* STREAM_INFO's audio tail */
+#define AUDIO_FIXED_BYTES      15
 
 size_t
 pps_wire_fragment_overhead(unsigned dep_count)
@@ -200,7 +204,7 @@ body_size(const pps_wire_record_t *r, size_t *bytes)
 		*bytes = HELLO_FIXED_BYTES + (size_t)r->u.hello.name_len + r->u.hello.auth_len;
 		return 0;
 	case PPS_WIRE_STREAM_INFO:
-		*bytes = STREAM_INFO_BYTES;
+		*bytes = STREAM_INFO_BYTES + (r->u.stream_info.audio_codec ? AUDIO_TRACK_BYTES : 0);
 		return 0;
 	case PPS_WIRE_WINDOW_BEGIN:
 		*bytes = WINDOW_BEGIN_BYTES;
@@ -233,6 +237,12 @@ body_size(const pps_wire_record_t *r, size_t *bytes)
 		return 0;
 	case PPS_WIRE_RECOVERY_REQUEST:
 		*bytes = RECOVERY_REQUEST_BYTES;
+		return 0;
+	case PPS_WIRE_AUDIO_FRAME:
+		if (r->u.audio_frame.payload_len < 1 ||
+		    r->u.audio_frame.payload_len > PPS_WIRE_MAX_AUDIO_BYTES)
+			return -EINVAL;
+		*bytes = AUDIO_FIXED_BYTES + (size_t)r->u.audio_frame.payload_len;
 		return 0;
 	}
 	return -EINVAL;
@@ -297,6 +307,14 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_
 		put_u8(&w, s->priority_policy);
 		put_u32(&w, s->latency_budget_ms);
 		put_u32(&w, s->gop_frames);
+		if (s->audio_codec) {
+			put_u8(&w, s->audio_codec);
+			put_u8(&w, s->audio_channels);
+			put_u8(&w, s->audio_transport);
+			put_u8(&w, 0); /* reserved */
+			put_u16(&w, s->audio_frame_us);
+			put_u16(&w, s->audio_rate_hz);
+		}
 		break;
 	}
 	case PPS_WIRE_WINDOW_BEGIN: {
@@ -369,6 +387,16 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_
 		put_u32(&w, r->u.recovery_request.frame_index);
 		put_u8(&w, r->u.recovery_request.quality_layer);
 		break;
+	case PPS_WIRE_AUDIO_FRAME: {
+		const pps_wire_audio_frame_t *a = &r->u.audio_frame;
+
+		put_u32(&w, a->seq);
+		put_i64(&w, a->capture_us);
+		put_u16(&w, a->duration_us);
+		put_u8(&w, a->flags);
+		put_bytes(&w, a->payload, a->payload_len);
+		break;
+	}
 	}
 	if (w.overflow)
 		return -ENOSPC;
@@ -516,6 +544,40 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		s->priority_policy = get_u8(r);
 		s->latency_budget_ms = get_u32(r);
 		s->gop_frames = get_u32(r);
+		/* The audio tail, when the record has one (only a client that
+		 * asked for audio is sent it). */
+		if (!r->short_read && r->end - r->p == AUDIO_TRACK_BYTES) {
+			uint8_t reserved;
+
+			s->audio_codec = get_u8(r);
+			s->audio_channels = get_u8(r);
+			s->audio_transport = get_u8(r);
+			reserved = get_u8(r);
+			s->audio_frame_us = get_u16(r);
+			s->audio_rate_hz = get_u16(r);
+			(void)reserved; /* 0 today; ignored, for what a later revision adds */
+			if (s->audio_codec != PPS_WIRE_AUDIO_CODEC_OPUS)
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "STREAM_INFO: audio codec %u unknown", s->audio_codec);
+			if (s->audio_channels < 1 || s->audio_channels > 2)
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "STREAM_INFO: audio channels %u not 1..2",
+				            s->audio_channels);
+			if (s->audio_transport > PPS_WIRE_AUDIO_OWN_CONNECTION)
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "STREAM_INFO: audio transport %u not 0..1",
+				            s->audio_transport);
+			if (s->audio_frame_us < 2500 || s->audio_frame_us > 60000)
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "STREAM_INFO: audio frame %u us not 2500..60000",
+				            s->audio_frame_us);
+			if (s->audio_rate_hz != 8000 && s->audio_rate_hz != 12000 &&
+			    s->audio_rate_hz != 16000 && s->audio_rate_hz != 24000 &&
+			    s->audio_rate_hz != 48000)
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "STREAM_INFO: audio rate %u Hz not an Opus rate",
+				            s->audio_rate_hz);
+		}
 		ret = check_length(p, r, name);
 		if (ret < 0)
 			return ret;
@@ -673,6 +735,29 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			    out->u.recovery_request.quality_layer, PPS_WIRE_MAX_QUALITY_LAYERS - 1);
 		return 0;
 	}
+	case PPS_WIRE_AUDIO_FRAME: {
+		pps_wire_audio_frame_t *a = &out->u.audio_frame;
+
+		a->seq = get_u32(r);
+		a->capture_us = get_i64(r);
+		a->duration_us = get_u16(r);
+		a->flags = get_u8(r);
+		if (r->short_read)
+			return check_length(p, r, name);
+		a->payload_len = (uint16_t)(r->end - r->p);
+		a->payload = r->p;
+		r->p = r->end;
+		if (a->payload_len < 1 || a->payload_len > PPS_WIRE_MAX_AUDIO_BYTES)
+			return fail(p, PPS_WIRE_ERR_FIELD, "AUDIO_FRAME: payload of %u bytes not 1..%d",
+			            a->payload_len, PPS_WIRE_MAX_AUDIO_BYTES);
+		if (a->duration_us < 2500 || a->duration_us > 60000)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "AUDIO_FRAME: duration %u us not 2500..60000", a->duration_us);
+		if (a->flags & ~PPS_WIRE_AUDIO_SPEECH)
+			return fail(p, PPS_WIRE_ERR_FIELD, "AUDIO_FRAME: unknown flags 0x%02x",
+			            a->flags);
+		return 0;
+	}
 	}
 	return fail(p, PPS_WIRE_ERR_KIND, "record kind %u unknown", kind);
 }
@@ -708,7 +793,7 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 				return fail(p, PPS_WIRE_ERR_VERSION,
 				            "record header: version %u, expected %d", version,
 				            PPS_WIRE_VERSION);
-			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_RECOVERY_REQUEST)
+			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_AUDIO_FRAME)
 				return fail(p, PPS_WIRE_ERR_KIND, "record header: kind %u unknown",
 				            kind);
 			if (PPS_WIRE_HEADER_BYTES + body > p->max_record_bytes)

@@ -56,10 +56,23 @@ typedef enum {
 	PPS_WIRE_CHALLENGE = 9,         /* server -> client, answers a HELLO asking for one */
 	PPS_WIRE_AUTH = 10,             /* client -> server, answers CHALLENGE */
 	PPS_WIRE_RECOVERY_REQUEST = 11, /* client -> server: lost a layer, asks for an IDR */
+	PPS_WIRE_AUDIO_FRAME = 12,      /* server -> client: one frame of the audio track */
 } pps_wire_kind_t;
 
 /* HELLO flags. */
-#define PPS_WIRE_HELLO_CHALLENGE 0x0001 /* the client proves a token by challenge-response */
+#define PPS_WIRE_HELLO_CHALLENGE  0x0001 /* the client proves a token by challenge-response */
+#define PPS_WIRE_HELLO_AUDIO      0x0002 /* the client plays the audio track, if there is one */
+#define PPS_WIRE_HELLO_AUDIO_ONLY 0x0004 /* this connection carries the audio track only */
+
+/* STREAM_INFO's audio track (audio_codec 0: none). */
+#define PPS_WIRE_AUDIO_CODEC_OPUS 1
+/* Where the audio frames travel (STREAM_INFO's audio_transport). */
+#define PPS_WIRE_AUDIO_IN_STREAM  0 /* on this connection, ahead of the video */
+#define PPS_WIRE_AUDIO_OWN_CONNECTION 1 /* on a second connection (HELLO_AUDIO_ONLY) */
+/* AUDIO_FRAME flags. */
+#define PPS_WIRE_AUDIO_SPEECH 0x01 /* voice activity: the frame is not silence */
+/* Largest audio payload (Opus's largest packet). */
+#define PPS_WIRE_MAX_AUDIO_BYTES 1275
 
 /* Challenge-response (PROTOCOL.md, "Access control"). */
 #define PPS_WIRE_AUTH_HMAC_SHA256 1 /* MAC = HMAC-SHA256(token, context || nonce) */
@@ -101,6 +114,13 @@ typedef struct {
 	uint8_t priority_policy;
 	uint32_t latency_budget_ms;
 	uint32_t gop_frames;
+	/* The audio track, sent only to a client whose HELLO asked for audio
+	 * (older clients get the 28-byte record): codec 0 = no audio track. */
+	uint8_t audio_codec;     /* PPS_WIRE_AUDIO_CODEC_* */
+	uint8_t audio_channels;  /* 1..2 */
+	uint8_t audio_transport; /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
+	uint16_t audio_frame_us; /* 2500..60000 */
+	uint16_t audio_rate_hz;  /* 8000, 12000, 16000, 24000 or 48000 */
 } pps_wire_stream_info_t;
 
 typedef struct {
@@ -160,6 +180,15 @@ typedef struct {
 } pps_wire_recovery_request_t;
 
 typedef struct {
+	uint32_t seq;         /* consecutive at the sender: a gap is a frame it dropped */
+	int64_t capture_us;   /* CLOCK_REALTIME of the frame's first sample */
+	uint16_t duration_us; /* 2500..60000 */
+	uint8_t flags;        /* PPS_WIRE_AUDIO_SPEECH */
+	uint16_t payload_len; /* 1..PPS_WIRE_MAX_AUDIO_BYTES */
+	const uint8_t *payload; /* decode: points into the parser, valid until its next call */
+} pps_wire_audio_frame_t;
+
+typedef struct {
 	uint16_t reason; /* pps_wire_bye_reason_t */
 	uint8_t text_len;
 	char text[PPS_WIRE_MAX_REASON_BYTES + 1]; /* NUL-terminated copy */
@@ -189,6 +218,7 @@ typedef struct {
 		pps_wire_challenge_t challenge;
 		pps_wire_auth_t auth;
 		pps_wire_recovery_request_t recovery_request;
+		pps_wire_audio_frame_t audio_frame;
 	} u;
 } pps_wire_record_t;
 

@@ -14,7 +14,7 @@ make_records(pps_wire_record_t *r)
 {
 	size_t n = 0;
 
-	memset(r, 0, 11 * sizeof(*r));
+	memset(r, 0, 13 * sizeof(*r));
 	r[n].kind = PPS_WIRE_HELLO;
 	r[n].u.hello.protocol_version = PPS_WIRE_VERSION;
 	r[n].u.hello.max_record_bytes = 1500;
@@ -101,6 +101,22 @@ make_records(pps_wire_record_t *r)
 	r[n].u.recovery_request =
 	    (pps_wire_recovery_request_t){.frame_index = 4000000001u, .quality_layer = 1};
 	n++;
+	r[n].kind = PPS_WIRE_AUDIO_FRAME;
+	r[n].u.audio_frame = (pps_wire_audio_frame_t){.seq = 4000000002u,
+	                                              .capture_us = 1700000000123456LL,
+	                                              .duration_us = 20000,
+	                                              .flags = PPS_WIRE_AUDIO_SPEECH,
+	                                              .payload_len = 80,
+	                                              .payload = payload};
+	n++;
+	/* A STREAM_INFO with the audio track, as a client that asked for audio gets it. */
+	r[n] = r[1];
+	r[n].u.stream_info.audio_codec = PPS_WIRE_AUDIO_CODEC_OPUS;
+	r[n].u.stream_info.audio_channels = 1;
+	r[n].u.stream_info.audio_transport = PPS_WIRE_AUDIO_OWN_CONNECTION;
+	r[n].u.stream_info.audio_frame_us = 20000;
+	r[n].u.stream_info.audio_rate_hz = 48000;
+	n++;
 	return n;
 }
 
@@ -152,6 +168,14 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 	case PPS_WIRE_RECOVERY_REQUEST:
 		return a->u.recovery_request.frame_index == b->u.recovery_request.frame_index &&
 		       a->u.recovery_request.quality_layer == b->u.recovery_request.quality_layer;
+	case PPS_WIRE_AUDIO_FRAME: {
+		const pps_wire_audio_frame_t *x = &a->u.audio_frame, *y = &b->u.audio_frame;
+
+		return x->seq == y->seq && x->capture_us == y->capture_us &&
+		       x->duration_us == y->duration_us && x->flags == y->flags &&
+		       x->payload_len == y->payload_len &&
+		       memcmp(x->payload, y->payload, x->payload_len) == 0;
+	}
 	}
 	return false;
 }
@@ -189,7 +213,7 @@ check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect
 static void
 test_round_trip(void)
 {
-	pps_wire_record_t records[12];
+	pps_wire_record_t records[13];
 	size_t n = make_records(records);
 	uint8_t stream[4096];
 	size_t size = 0;
@@ -225,7 +249,7 @@ test_round_trip(void)
 static void
 test_encode_limits(void)
 {
-	pps_wire_record_t r[12];
+	pps_wire_record_t r[13];
 	uint8_t small[16];
 	size_t n = 7;
 
@@ -290,7 +314,7 @@ encode_into(pps_wire_record_t *r, uint8_t *buf)
 static void
 test_rejections(void)
 {
-	pps_wire_record_t r[12];
+	pps_wire_record_t r[13];
 	uint8_t buf[2048];
 	char msg[256];
 	long n;
@@ -326,9 +350,61 @@ test_rejections(void)
 	buf[3] = (uint8_t)(buf[3] - 1); /* the MAC one byte short */
 	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_SHORT);
 
-	/* Unknown kind (the one after RECOVERY_REQUEST, and far beyond). */
+	/* The audio frame's fields: flags, duration, an empty or oversize payload. */
+	r[11].u.audio_frame.flags = 0x80;
+	n = encode_into(&r[11], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "AUDIO_FRAME: unknown flags") != NULL);
+	r[11].u.audio_frame.flags = 0;
+	r[11].u.audio_frame.duration_us = 100;
+	n = encode_into(&r[11], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "AUDIO_FRAME: duration 100") != NULL);
+	r[11].u.audio_frame.duration_us = 20000;
+	n = encode_into(&r[11], buf);
+	buf[3] = 15; /* header fields only: no payload */
+	CHECK_EQ_INT(parse_one(buf, 4 + 15, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "AUDIO_FRAME: payload of 0 bytes") != NULL);
+	{
+		pps_wire_record_t big = r[11];
+		size_t size;
+
+		big.u.audio_frame.payload_len = PPS_WIRE_MAX_AUDIO_BYTES + 1;
+		CHECK_EQ_INT(pps_wire_record_size(&big, &size), -EINVAL);
+		/* The same on the wire, hand-made: refused by the parser. */
+		n = encode_into(&r[11], buf);
+		buf[2] = (uint8_t)((15 + PPS_WIRE_MAX_AUDIO_BYTES + 1) >> 8);
+		buf[3] = (uint8_t)((15 + PPS_WIRE_MAX_AUDIO_BYTES + 1) & 0xff);
+		memset(buf + n, 0, 4 + 15 + PPS_WIRE_MAX_AUDIO_BYTES + 1 - (size_t)n);
+		CHECK_EQ_INT(parse_one(buf, 4 + 15 + PPS_WIRE_MAX_AUDIO_BYTES + 1, 4096, msg,
+		                       sizeof(msg)),
+		             PPS_WIRE_ERR_FIELD);
+		CHECK(strstr(msg, "AUDIO_FRAME: payload of 1276 bytes") != NULL);
+	}
+	/* The STREAM_INFO audio tail: unknown codec, transport, rate. */
+	r[12].u.stream_info.audio_transport = 2;
+	n = encode_into(&r[12], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "audio transport 2") != NULL);
+	r[12].u.stream_info.audio_transport = 0;
+	r[12].u.stream_info.audio_rate_hz = 44100;
+	n = encode_into(&r[12], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "audio rate 44100") != NULL);
+	r[12].u.stream_info.audio_rate_hz = 48000;
+	r[12].u.stream_info.audio_codec = 9;
+	n = encode_into(&r[12], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "audio codec 9") != NULL);
+	/* A tail of another size is trailing garbage, as before. */
+	r[12].u.stream_info.audio_codec = PPS_WIRE_AUDIO_CODEC_OPUS;
+	n = encode_into(&r[12], buf);
+	buf[3] = (uint8_t)(buf[3] - 1);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_TRAILING);
+
+	/* Unknown kind (the one after AUDIO_FRAME, and far beyond). */
 	n = encode_into(&r[5], buf);
-	buf[1] = PPS_WIRE_RECOVERY_REQUEST + 1;
+	buf[1] = PPS_WIRE_AUDIO_FRAME + 1;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_KIND);
 	buf[1] = 42;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_KIND);
