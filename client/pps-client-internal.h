@@ -139,6 +139,9 @@ typedef struct {
 	bool tls;
 	const char *tls_ca;
 	const char *tls_server_name;
+	/* More HELLO flags: PPS_WIRE_HELLO_AUDIO (play the audio track),
+	 * PPS_WIRE_HELLO_AUDIO_ONLY (the audio connection). */
+	uint16_t hello_flags;
 } pps_connection_params_t;
 
 typedef struct {
@@ -406,6 +409,17 @@ typedef struct {
 	/* per shown frame, client side: capture->received, received->decoded,
 	 * decoded->displayed (the server's encode and send times are not on the wire) */
 	double stage_p50_ms[3], stage_p95_ms[3];
+	/* The audio track (has_audio: a slot was played). Ratios of the slots
+	 * (20 ms each by default) the track's time span held; mouth-to-ear:
+	 * capture of a frame's first sample to its output; A/V skew: at each
+	 * video frame shown, its latency minus the audio's (> 0: audio ahead). */
+	bool has_audio;
+	uint64_t audio_slots, audio_played, audio_recovered, audio_concealed, audio_late,
+	    audio_skipped;
+	double audio_played_pct, audio_late_pct, audio_concealed_pct;
+	double mouth_to_ear_p50_ms, mouth_to_ear_p95_ms, mouth_to_ear_p99_ms;
+	double audio_delay_mean_ms, audio_delay_std_ms;
+	double av_skew_p50_ms, av_skew_abs_p95_ms;
 } pps_stats_summary_t;
 
 extern const int pps_stats_tolerances_ms[6];
@@ -424,8 +438,35 @@ typedef struct {
 	unsigned max_temporal_layers, max_quality_layers;
 	uint64_t windows_late, windows_dropped;    /* so far */
 	double freeze_longest_ms, frozen_total_ms; /* so far */
+	/* audio since the previous call: slots, of which played, and mouth-to-ear p95 */
+	uint64_t audio_slots, audio_played;
+	double mouth_to_ear_p95_ms;
 } pps_stats_rolling_t;
 void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *out);
+
+/* Audio: one played slot of the audio track (pps-audio-player.c). Times:
+ * client clock. */
+typedef struct {
+	uint32_t seq;
+	int64_t capture_us;    /* its first sample's capture */
+	int64_t ear_us;        /* its first sample reaches the output: mouth-to-ear is the difference */
+	int64_t playout_delay_us; /* the jitter buffer's delay for it (capture to slot) */
+	const char *how;       /* PPS_AUDIO_PLAYED, _RECOVERED, _CONCEALED */
+} pps_stats_audio_t;
+
+#define PPS_AUDIO_PLAYED    "played"    /* the frame, on time */
+#define PPS_AUDIO_RECOVERED "recovered" /* from the next frame's in-band FEC */
+#define PPS_AUDIO_CONCEALED "concealed" /* the decoder's loss concealment */
+
+/* Accounts one played audio slot (and logs it, one "audio" event). */
+void pps_stats_audio(pps_stats_t *stats, const pps_stats_audio_t *slot);
+/* A frame that arrived after its slot (it was concealed or recovered). */
+void pps_stats_audio_late(pps_stats_t *stats, uint32_t seq);
+/* A frame skipped to shorten the playout delay. */
+void pps_stats_audio_skipped(pps_stats_t *stats, uint32_t seq);
+/* The video's recent latency (capture to display), the 90th percentile of
+ * the last frames shown; 0 when none was shown lately. For lip sync. */
+int64_t pps_stats_video_latency_recent_us(const pps_stats_t *stats, int64_t now_us);
 
 /* ---- display ------------------------------------------------------------ */
 
@@ -452,6 +493,51 @@ bool pps_display_poll_quit(pps_display_t *display);
 /* Draws @text (digits, letters, a few symbols) into an I420 picture's luma. */
 void pps_overlay_draw(pps_frame_t *picture, int x, int y, int scale, const char *text);
 
+/* ---- audio player: AUDIO_FRAME -> jitter buffer -> Opus -> output --------- */
+
+typedef struct pps_audio_player pps_audio_player_t;
+
+typedef struct {
+	pps_audio_output_t output;
+	const char *wav_path; /* write what is played to this WAV file; "" or NULL: none */
+	/* Lip sync: the playout delay is kept no shorter than the video's recent
+	 * latency minus PPS_AUDIO_SYNC_LEAD_US (audio at most that much ahead of
+	 * the picture), changed at talkspurt starts like any delay change. */
+	bool lip_sync;
+	int64_t min_delay_us, max_delay_us; /* bounds of the playout delay */
+} pps_audio_params_t;
+
+/* Audio may lead the picture by this much (ITU-R BT.1359 detects 45 ms). */
+#define PPS_AUDIO_SYNC_LEAD_US 30000
+
+/* What the audio player emits, on the loop's thread. */
+typedef struct {
+	/* One slot's samples as they go to the output (mono S16, 48 kHz),
+	 * @play_us its first sample's output time (client clock); optional
+	 * (the GStreamer source's audio pad). */
+	void (*pcm_cb)(const int16_t *pcm, int samples, int64_t play_us, void *user);
+} pps_audio_callbacks_t;
+
+/* NULL with errno and a reason in @err: EINVAL, ENOMEM, ENODEV (output sdl
+ * and no device), the WAV file's open error. @clock and @stats are the
+ * player's, borrowed. */
+pps_audio_player_t *pps_audio_player_new(struct event_base *base, const pps_audio_params_t *params,
+                                         const pps_clock_t *clock, pps_stats_t *stats,
+                                         const pps_audio_callbacks_t *callbacks, void *user,
+                                         char *err, size_t err_size);
+void pps_audio_player_free(pps_audio_player_t *audio);
+/* The track STREAM_INFO announced: 0, or -EPROTO/-ENOMEM with @err. */
+int pps_audio_player_stream(pps_audio_player_t *audio, const pps_wire_stream_info_t *info,
+                            char *err, size_t err_size);
+/* One AUDIO_FRAME received at @now_us (client clock). Never fails the stream:
+ * a frame the buffer refuses is counted. */
+void pps_audio_player_frame(pps_audio_player_t *audio, const pps_wire_audio_frame_t *frame,
+                            int64_t now_us);
+/* A new connection: forget the track (the next STREAM_INFO starts it again). */
+void pps_audio_player_reset(pps_audio_player_t *audio);
+/* What the output says (one line): "SDL audio (pulseaudio)", "none". */
+const char *pps_audio_player_output(const pps_audio_player_t *audio);
+
 /* ---- player: the objects above wired into one stream --------------------- */
 
 /*
@@ -467,6 +553,11 @@ typedef struct {
 	pps_playout_policy_t policy;
 	int64_t tolerance_us; /* fixed policy; 0 = from the stream */
 	FILE *log;            /* JSON Lines; may be NULL; the caller closes it after free */
+	/* The audio track: asked for (HELLO), played and measured. */
+	bool audio;
+	pps_audio_params_t audio_params;
+	/* Audio samples as they are played (see pps_audio_callbacks_t); optional. */
+	void (*audio_pcm_cb)(const int16_t *pcm, int samples, int64_t play_us, void *user);
 } pps_player_params_t;
 
 /* Called on the loop's thread. */
@@ -501,5 +592,7 @@ const pps_wire_stream_info_t *pps_player_info(const pps_player_t *player);
 pps_stats_t *pps_player_stats(pps_player_t *player);
 const pps_clock_t *pps_player_clock(const pps_player_t *player);
 const pps_playout_t *pps_player_playout(const pps_player_t *player);
+/* NULL without the audio track (params.audio false). */
+const pps_audio_player_t *pps_player_audio(const pps_player_t *player);
 
 #endif /* PPS_CLIENT_INTERNAL_H */

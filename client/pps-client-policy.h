@@ -45,6 +45,16 @@ typedef enum {
 
 extern const char *const pps_display_mode_names[];
 
+/* Where played audio goes (client/pps-audio-player.c). */
+typedef enum {
+	PPS_AUDIO_OUTPUT_AUTO = 0, /* the default SDL audio device if one opens, else none */
+	PPS_AUDIO_OUTPUT_SDL = 1,
+	PPS_AUDIO_OUTPUT_NONE = 2, /* played on the clock only (measured, not heard) */
+	PPS_AUDIO_OUTPUT_COUNT
+} pps_audio_output_t;
+
+extern const char *const pps_audio_output_names[];
+
 /*
  * Lookups in the tables above, for logs and tools, as every module's name
  * table has them: _name() gives "unknown" for a value out of range;

@@ -71,6 +71,22 @@ static const pps_config_key_t keys[] = {
                     "auto (SDL window if a display is available), sdl or none"),
     PPS_CONFIG_STRING("display", "output", "", "write shown frames to this .y4m file"),
 
+    /* [audio] */
+    PPS_CONFIG_BOOL("audio", "enabled", "true",
+                    "ask for the stream's audio track (played, measured and logged if it has one)"),
+    PPS_CONFIG_ENUM("audio", "output", "auto", pps_audio_output_names,
+                    "auto (the default SDL audio device if one opens, else none), sdl, or none "
+                    "(played on the clock and measured, not heard)"),
+    PPS_CONFIG_STRING("audio", "wav", "", "write the audio played to this WAV file (mono, 48 kHz)"),
+    PPS_CONFIG_BOOL(
+        "audio", "lip_sync", "true",
+        "keep the audio no more than 30 ms ahead of the picture: its playout delay waits for "
+        "the video's recent latency (changed between talkspurts only)"),
+    PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,
+                   "smallest playout delay of the audio (capture to playout)"),
+    PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,
+                   "largest playout delay of the audio; later frames are concealed"),
+
     /* [log] */
     PPS_CONFIG_STRING("log", "file", "", "write JSON Lines events (frames, windows, summary) here"),
 };
@@ -114,6 +130,16 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	conn->tls = pps_config_get_bool(c, "client", "tls");
 	conn->tls_ca = pps_config_get_string(c, "client", "tls_ca");
 	conn->tls_server_name = pps_config_get_string(c, "client", "tls_server_name");
+	p->audio = pps_config_get_bool(c, "audio", "enabled");
+	p->audio_params.output = (pps_audio_output_t)pps_config_get_enum(c, "audio", "output");
+	p->audio_params.wav_path = pps_config_get_string(c, "audio", "wav");
+	p->audio_params.lip_sync = pps_config_get_bool(c, "audio", "lip_sync");
+	p->audio_params.min_delay_us = pps_config_get_int(c, "audio", "min_delay_ms") * 1000;
+	p->audio_params.max_delay_us = pps_config_get_int(c, "audio", "max_delay_ms") * 1000;
+	if (p->audio_params.max_delay_us < p->audio_params.min_delay_us) {
+		snprintf(err, err_size, "[audio] max_delay_ms: below min_delay_ms");
+		return -EINVAL;
+	}
 	s->display_mode = (pps_display_mode_t)pps_config_get_enum(c, "display", "mode");
 	s->output = pps_config_get_string(c, "display", "output");
 	s->log_path = pps_config_get_string(c, "log", "file");

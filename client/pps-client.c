@@ -65,6 +65,10 @@ usage(FILE *out)
 	    "stream)\n"
 	    "  --duration SECONDS       stop after this long (default: until Ctrl-C or the server "
 	    "ends)\n"
+	    "  --audio auto|sdl|none|off  the audio track: played on the default audio device if one\n"
+	    "                           opens (auto), on it or fail (sdl), measured but not heard\n"
+	    "                           (none), or not asked for (off); default auto\n"
+	    "  --audio-wav FILE.wav     write the audio played to a WAV file\n"
 	    "  --reconnect              reconnect with backoff when the connection ends; gives up\n"
 	    "                           after client.reconnect_attempts tries in a row without a "
 	    "stream\n"
@@ -196,6 +200,10 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	        r->max_temporal_layers, r->max_quality_layers, r->bits_per_second / 1e6,
 	        r->windows_late, r->windows_dropped, r->freeze_longest_ms,
 	        r->frozen_total_ms / 1000.0);
+	if (r->audio_slots)
+		fprintf(stderr, " | audio %.0f%% played, mouth-to-ear p95 %.0f ms",
+		        100.0 * (double)r->audio_played / (double)r->audio_slots,
+		        isnan(r->mouth_to_ear_p95_ms) ? 0 : r->mouth_to_ear_p95_ms);
 	if (pps_clock_have_offset(clock))
 		fprintf(stderr, " | clock %+.1f ms ±%.1f",
 		        (double)pps_clock_offset_us(clock) / 1000.0,
@@ -275,6 +283,8 @@ main(int argc, char **argv)
 	    {"tolerance", required_argument, NULL, 'T'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"reconnect", no_argument, NULL, 'r'},
+	    {"audio", required_argument, NULL, 'A'},
+	    {"audio-wav", required_argument, NULL, 'W'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -337,6 +347,13 @@ main(int argc, char **argv)
 		case 'r':
 			ret = set_key(&c, "client.reconnect", "true");
 			break;
+		case 'A':
+			ret = strcmp(optarg, "off") == 0 ? set_key(&c, "audio.enabled", "false")
+			                                 : set_key(&c, "audio.output", optarg);
+			break;
+		case 'W':
+			ret = set_key(&c, "audio.wav", optarg);
+			break;
 		case 'q':
 			c.quiet = true;
 			break;
@@ -395,7 +412,13 @@ main(int argc, char **argv)
 	if (c.base)
 		c.player = pps_player_new(c.base, &params, &player_callbacks, &c);
 	if (!c.base || !c.player) {
-		fprintf(stderr, "pps-client: out of memory\n");
+		if (c.base && errno == ENODEV)
+			fprintf(stderr, "pps-client: audio.output = sdl, but no audio device opens "
+			                "(--audio auto plays without one)\n");
+		else if (c.base && errno != ENOMEM)
+			fprintf(stderr, "pps-client: cannot start the player: %s\n", strerror(errno));
+		else
+			fprintf(stderr, "pps-client: out of memory\n");
 		return 1;
 	}
 	c.status_timer = event_new(c.base, -1, EV_PERSIST, status_cb, &c);

@@ -432,6 +432,7 @@ connected(pps_connection_t *c)
 	/* With a token we ask for a challenge; the token never goes out. */
 	if (c->params.access_token && c->params.access_token[0])
 		hello.u.hello.flags = PPS_WIRE_HELLO_CHALLENGE;
+	hello.u.hello.flags |= c->params.hello_flags;
 	if (pps_connection_send(c, &hello) < 0) {
 		ended(c, "cannot send HELLO", true);
 		return;

@@ -34,6 +34,13 @@ struct pps_player {
 	pps_playout_t *playout;
 	pps_stats_t *stats;
 	struct event *play_timer;
+
+	/* The audio track (params.audio): its player, and its own connection
+	 * when the server sends audio on one. */
+	struct event_base *base;
+	pps_connection_params_t connection_params;
+	pps_audio_player_t *audio;
+	pps_connection_t *audio_connection;
 };
 
 static uint32_t
@@ -196,6 +203,79 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 
 /* ---- connection -> receiver / clock ---------------------------------------- */
 
+/* ---- the audio connection --------------------------------------------------- */
+
+static int
+audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
+{
+	pps_player_t *p = user;
+
+	switch (r->kind) {
+	case PPS_WIRE_STREAM_INFO:
+		if (!r->u.stream_info.audio_codec) {
+			snprintf(err, size, "the audio connection's STREAM_INFO has no audio track");
+			return -EPROTO;
+		}
+		pps_connection_stream_started(p->audio_connection);
+		return 0;
+	case PPS_WIRE_AUDIO_FRAME:
+		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us());
+		return 0;
+	case PPS_WIRE_CLOCK_PONG:
+		/* The same server clock: one more sample for the offset. */
+		(void)pps_clock_pong(p->clock, &r->u.clock_pong, pps_time_realtime_us());
+		return 0;
+	default:
+		snprintf(err, size, "%s on the audio connection", pps_wire_kind_name(r->kind));
+		return -EPROTO;
+	}
+}
+
+static void
+audio_closed_cb(const pps_connection_end_t *end, void *user)
+{
+	pps_player_t *p = user;
+	char event[320];
+
+	/* The video goes on; the audio track is over until the next stream. */
+	snprintf(event, sizeof(event), "\"type\":\"audio_connection_ended\",\"why\":\"%s\"",
+	         end->why ? end->why : "");
+	pps_stats_event(p->stats, event);
+	pps_audio_player_reset(p->audio);
+}
+
+static void
+stop_audio_connection(pps_player_t *p)
+{
+	if (!p->audio_connection)
+		return;
+	pps_connection_stop(p->audio_connection);
+	pps_connection_free(p->audio_connection);
+	p->audio_connection = NULL;
+}
+
+/* The stream's audio travels on a connection of its own: open it. */
+static int
+start_audio_connection(pps_player_t *p, char *err, size_t size)
+{
+	static const pps_connection_callbacks_t callbacks = {
+	    .record_cb = audio_record_cb,
+	    .closed_cb = audio_closed_cb,
+	};
+	pps_connection_params_t cp = p->connection_params;
+
+	stop_audio_connection(p);
+	cp.hello_flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY;
+	cp.reconnect = false;
+	p->audio_connection = pps_connection_new(p->base, &cp, &callbacks, p);
+	if (!p->audio_connection) {
+		snprintf(err, size, "cannot open the audio connection: %s", strerror(errno));
+		return -errno;
+	}
+	pps_connection_start(p->audio_connection);
+	return 0;
+}
+
 static int
 handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *err, size_t size)
 {
@@ -203,6 +283,14 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 
 	if (ret < 0)
 		return ret;
+	if (p->audio && info->audio_codec) {
+		ret = pps_audio_player_stream(p->audio, info, err, size);
+		if (ret < 0)
+			return ret;
+		if (info->audio_transport == PPS_WIRE_AUDIO_OWN_CONNECTION &&
+		    (ret = start_audio_connection(p, err, size)) < 0)
+			return ret;
+	}
 	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000,
 	                       (int64_t)1000000 * info->fps_den * info->window_frames /
 	                           info->fps_num);
@@ -252,6 +340,13 @@ connection_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *u
 	case PPS_WIRE_CLOCK_PONG:
 		handle_pong(p, &r->u.clock_pong);
 		return 0;
+	case PPS_WIRE_AUDIO_FRAME:
+		if (!p->audio || !pps_receiver_info(p->receiver)->audio_codec) {
+			snprintf(err, size, "AUDIO_FRAME in a stream without an audio track");
+			return -EPROTO;
+		}
+		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us());
+		return 0;
 	default:
 		snprintf(err, size, "%s is a client record", pps_wire_kind_name(r->kind));
 		return -EPROTO;
@@ -274,6 +369,9 @@ connection_closed_cb(const pps_connection_end_t *end, void *user)
 	/* What the decoder holds comes out; the frames waiting for their
 	 * display time still get it. */
 	pps_receiver_finish(p->receiver);
+	stop_audio_connection(p);
+	if (p->audio)
+		pps_audio_player_reset(p->audio);
 	if (end->retry_in_us > 0) {
 		pps_receiver_reset(p->receiver);
 		pps_clock_reset(p->clock);
@@ -310,6 +408,10 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	}
 	p->callbacks = *callbacks;
 	p->user = user;
+	p->base = base;
+	p->connection_params = params->connection;
+	if (params->audio)
+		p->connection_params.hello_flags |= PPS_WIRE_HELLO_AUDIO;
 	/* Each part sets errno when it fails (EINVAL for a policy, clock mode or
 	 * connection parameter out of range, ENOMEM): that is the player's. */
 	if (!(p->playout =
@@ -318,8 +420,17 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	    !(p->clock = pps_clock_new(params->clock_mode)) ||
 	    !(p->receiver = pps_receiver_new(&receiver_callbacks, pps_client_realtime_us, p)) ||
 	    !(p->connection =
-	          pps_connection_new(base, &params->connection, &connection_callbacks, p)))
+	          pps_connection_new(base, &p->connection_params, &connection_callbacks, p)))
 		goto err_free;
+	if (params->audio) {
+		char why[256];
+
+		p->audio = pps_audio_player_new(
+		    base, &params->audio_params, p->clock, p->stats,
+		    &(pps_audio_callbacks_t){.pcm_cb = params->audio_pcm_cb}, user, why, sizeof(why));
+		if (!p->audio)
+			goto err_free;
+	}
 	if (!(p->play_timer = evtimer_new(base, play_timer_cb, p))) {
 		errno = ENOMEM;
 		goto err_free;
@@ -340,6 +451,8 @@ pps_player_free(pps_player_t *p)
 {
 	if (!p)
 		return;
+	stop_audio_connection(p);
+	pps_audio_player_free(p->audio);
 	pps_connection_free(p->connection);
 	pps_receiver_free(p->receiver);
 	pps_clock_free(p->clock);
@@ -362,6 +475,9 @@ pps_player_stop(pps_player_t *p)
 	if (p->stopped)
 		return;
 	pps_connection_stop(p->connection);
+	stop_audio_connection(p);
+	if (p->audio)
+		pps_audio_player_reset(p->audio);
 	/* The decoder's last frames come out: shown if due already (asap), as
 	 * pps-client always did; the rest are logged stopped. */
 	pps_receiver_finish(p->receiver);
@@ -398,4 +514,10 @@ const pps_playout_t *
 pps_player_playout(const pps_player_t *p)
 {
 	return p->playout;
+}
+
+const pps_audio_player_t *
+pps_player_audio(const pps_player_t *p)
+{
+	return p->audio;
 }

@@ -20,6 +20,10 @@
 #include <time.h>
 
 #define MAX_SAMPLES (4u << 20)
+/* Video frames whose latency lip sync follows (about 2 s at 30 frames/s). */
+#define RECENT_VIDEO 64
+/* Audio counts as playing for A/V skew while its last slot is this recent. */
+#define AUDIO_ACTIVE_US 200000
 
 const int pps_stats_tolerances_ms[6] = {100, 160, 200, 300, 500, 1000};
 
@@ -34,6 +38,9 @@ typedef struct {
 /* Missing frames logged one event each up to this many at once; past it one
  * "frames_missing" event carries the count (a gap of hours is one line). */
 #define MAX_FRAME_EVENTS_PER_GAP 256
+
+static int compare_float(const void *a, const void *b);
+static double percentile(const float *sorted, size_t n, double p);
 
 enum { STAGE_NETWORK, STAGE_DECODE, STAGE_PLAYOUT, N_STAGES };
 static const char *const stage_names[N_STAGES] = {"capture_to_received", "received_to_decoded",
@@ -66,6 +73,23 @@ struct pps_stats {
 	uint64_t roll_shown, roll_bytes;
 	int64_t roll_start_us;
 	unsigned roll_max_t, roll_max_q;
+
+	/* audio: per played slot, mouth-to-ear and the playout delay (ms) */
+	float *ear_ms, *audio_delay_ms;
+	size_t n_audio, cap_audio, cap_audio_delay;
+	uint64_t audio_played, audio_recovered, audio_concealed, audio_late, audio_skipped,
+	    audio_unsampled;
+	int64_t last_audio_us;     /* output time of the last slot (0: none yet) */
+	int64_t last_ear_latency_us; /* its mouth-to-ear */
+	float *skew_ms;            /* at each video frame shown while audio plays */
+	size_t n_skew, cap_skew;
+	/* the last video latencies, for lip sync (a ring) */
+	float recent_video_ms[RECENT_VIDEO];
+	size_t recent_n, recent_next;
+	int64_t recent_last_us;
+	uint64_t roll_audio_slots, roll_audio_played;
+	float roll_ear_ms[256];
+	size_t roll_ear_n;
 };
 
 pps_stats_t *
@@ -90,6 +114,9 @@ pps_stats_free(pps_stats_t *s)
 		return;
 	free(s->frames);
 	free(s->window_latency_ms);
+	free(s->ear_ms);
+	free(s->audio_delay_ms);
+	free(s->skew_ms);
 	for (int i = 0; i < N_STAGES; i++)
 		free(s->stage_ms[i]);
 	free(s);
@@ -176,6 +203,16 @@ pps_stats_frame(pps_stats_t *s, const pps_stats_frame_t *f)
 		}
 		s->frames_shown++;
 		s->roll_shown++;
+		s->recent_video_ms[s->recent_next] = (float)latency_ms;
+		s->recent_next = (s->recent_next + 1) % RECENT_VIDEO;
+		if (s->recent_n < RECENT_VIDEO)
+			s->recent_n++;
+		s->recent_last_us = f->display_us;
+		/* A/V skew: this picture's latency against the audio heard now. */
+		if (s->last_audio_us && f->display_us - s->last_audio_us < AUDIO_ACTIVE_US &&
+		    grow((void **)&s->skew_ms, &s->cap_skew, s->n_skew, sizeof(float)))
+			s->skew_ms[s->n_skew++] =
+			    (float)(latency_ms - (double)s->last_ear_latency_us / 1000.0);
 		if (s->roll_n < sizeof(s->roll_latency_ms) / sizeof(s->roll_latency_ms[0]))
 			s->roll_latency_ms[s->roll_n++] = (float)latency_ms;
 		if (f->temporal_layers > s->roll_max_t)
@@ -213,6 +250,71 @@ log:
 	if (f->decoded_us)
 		fprintf(s->log, ",\"decoded_us\":%" PRId64, f->decoded_us);
 	fprintf(s->log, "}\n");
+}
+
+void
+pps_stats_audio(pps_stats_t *s, const pps_stats_audio_t *a)
+{
+	double ear_ms = (double)(a->ear_us - a->capture_us) / 1000.0;
+
+	if (strcmp(a->how, PPS_AUDIO_PLAYED) == 0)
+		s->audio_played++;
+	else if (strcmp(a->how, PPS_AUDIO_RECOVERED) == 0)
+		s->audio_recovered++;
+	else
+		s->audio_concealed++;
+	s->roll_audio_slots++;
+	if (strcmp(a->how, PPS_AUDIO_PLAYED) == 0)
+		s->roll_audio_played++;
+	s->last_audio_us = a->ear_us;
+	s->last_ear_latency_us = a->ear_us - a->capture_us;
+	if (s->roll_ear_n < sizeof(s->roll_ear_ms) / sizeof(s->roll_ear_ms[0]))
+		s->roll_ear_ms[s->roll_ear_n++] = (float)ear_ms;
+	if (grow((void **)&s->ear_ms, &s->cap_audio, s->n_audio, sizeof(float)) &&
+	    grow((void **)&s->audio_delay_ms, &s->cap_audio_delay, s->n_audio, sizeof(float))) {
+		s->ear_ms[s->n_audio] = (float)ear_ms;
+		s->audio_delay_ms[s->n_audio] = (float)((double)a->playout_delay_us / 1000.0);
+		s->n_audio++;
+	} else {
+		s->audio_unsampled++;
+	}
+	if (!s->log)
+		return;
+	fprintf(s->log,
+	        "{\"type\":\"audio\",\"seq\":%" PRIu32 ",\"capture_us\":%" PRId64
+	        ",\"ear_us\":%" PRId64 ",\"mouth_to_ear_ms\":%.3f,\"playout_delay_ms\":%.3f,"
+	        "\"how\":\"%s\"}\n",
+	        a->seq, a->capture_us, a->ear_us, ear_ms, (double)a->playout_delay_us / 1000.0,
+	        a->how);
+}
+
+void
+pps_stats_audio_late(pps_stats_t *s, uint32_t seq)
+{
+	s->audio_late++;
+	if (s->log)
+		fprintf(s->log, "{\"type\":\"audio_late\",\"seq\":%" PRIu32 "}\n", seq);
+}
+
+void
+pps_stats_audio_skipped(pps_stats_t *s, uint32_t seq)
+{
+	s->audio_skipped++;
+	if (s->log)
+		fprintf(s->log, "{\"type\":\"audio_skipped\",\"seq\":%" PRIu32 "}\n", seq);
+}
+
+int64_t
+pps_stats_video_latency_recent_us(const pps_stats_t *s, int64_t now_us)
+{
+	float v[RECENT_VIDEO];
+
+	/* A second without a picture: no video to wait for. */
+	if (s->recent_n == 0 || now_us - s->recent_last_us > 1000000)
+		return 0;
+	memcpy(v, s->recent_video_ms, s->recent_n * sizeof(float));
+	qsort(v, s->recent_n, sizeof(float), compare_float);
+	return (int64_t)(percentile(v, s->recent_n, 90) * 1000.0);
 }
 
 void
@@ -399,6 +501,68 @@ signal_delay_p95(pps_stats_t *s)
 	return p95;
 }
 
+/* A sorted copy of @n samples (NULL when there are none or no memory). */
+static float *
+sorted_copy(const float *v, size_t n)
+{
+	float *c = n ? malloc(n * sizeof(*c)) : NULL;
+
+	if (!c)
+		return NULL;
+	memcpy(c, v, n * sizeof(*c));
+	qsort(c, n, sizeof(*c), compare_float);
+	return c;
+}
+
+static void
+summarize_audio(pps_stats_t *s, pps_stats_summary_t *o)
+{
+	uint64_t slots = s->audio_played + s->audio_recovered + s->audio_concealed;
+	float *ear = sorted_copy(s->ear_ms, s->n_audio);
+	double sum = 0, sum2 = 0;
+
+	o->has_audio = slots > 0;
+	o->audio_slots = slots;
+	o->audio_played = s->audio_played;
+	o->audio_recovered = s->audio_recovered;
+	o->audio_concealed = s->audio_concealed;
+	o->audio_late = s->audio_late;
+	o->audio_skipped = s->audio_skipped;
+	o->audio_played_pct = slots ? 100.0 * (double)s->audio_played / (double)slots : NAN;
+	o->audio_concealed_pct =
+	    slots ? 100.0 * (double)(s->audio_concealed + s->audio_recovered) / (double)slots : NAN;
+	o->audio_late_pct = slots ? 100.0 * (double)s->audio_late / (double)slots : NAN;
+	o->mouth_to_ear_p50_ms = ear ? percentile(ear, s->n_audio, 50) : NAN;
+	o->mouth_to_ear_p95_ms = ear ? percentile(ear, s->n_audio, 95) : NAN;
+	o->mouth_to_ear_p99_ms = ear ? percentile(ear, s->n_audio, 99) : NAN;
+	free(ear);
+	for (size_t i = 0; i < s->n_audio; i++) {
+		sum += s->audio_delay_ms[i];
+		sum2 += (double)s->audio_delay_ms[i] * s->audio_delay_ms[i];
+	}
+	o->audio_delay_mean_ms = s->n_audio ? sum / (double)s->n_audio : NAN;
+	o->audio_delay_std_ms =
+	    s->n_audio ? sqrt(fmax(0.0, sum2 / (double)s->n_audio -
+	                                    o->audio_delay_mean_ms * o->audio_delay_mean_ms))
+	               : NAN;
+	o->av_skew_p50_ms = o->av_skew_abs_p95_ms = NAN;
+	if (s->n_skew) {
+		float *skew = sorted_copy(s->skew_ms, s->n_skew);
+		float *abs_skew = malloc(s->n_skew * sizeof(float));
+
+		if (skew)
+			o->av_skew_p50_ms = percentile(skew, s->n_skew, 50);
+		if (abs_skew) {
+			for (size_t i = 0; i < s->n_skew; i++)
+				abs_skew[i] = fabsf(s->skew_ms[i]);
+			qsort(abs_skew, s->n_skew, sizeof(float), compare_float);
+			o->av_skew_abs_p95_ms = percentile(abs_skew, s->n_skew, 95);
+		}
+		free(skew);
+		free(abs_skew);
+	}
+}
+
 void
 pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 {
@@ -470,6 +634,7 @@ pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 		o->stage_p95_ms[i] = percentile(v, s->n_stage, 95);
 		free(v);
 	}
+	summarize_audio(s, o);
 	o->seconds = s->last_byte_us > s->first_byte_us
 	                 ? (double)(s->last_byte_us - s->first_byte_us) / 1e6
 	                 : 0;
@@ -529,6 +694,24 @@ write_summary_json(FILE *out, const pps_stats_summary_t *o, uint64_t unsampled)
 		snprintf(name, sizeof(name), "%s_p95_ms", stage_names[i]);
 		json_number(out, name, o->stage_p95_ms[i]);
 	}
+	if (o->has_audio) {
+		fprintf(out,
+		        ",\"audio_slots\":%" PRIu64 ",\"audio_played\":%" PRIu64
+		        ",\"audio_recovered\":%" PRIu64 ",\"audio_concealed\":%" PRIu64
+		        ",\"audio_late\":%" PRIu64 ",\"audio_skipped\":%" PRIu64,
+		        o->audio_slots, o->audio_played, o->audio_recovered, o->audio_concealed,
+		        o->audio_late, o->audio_skipped);
+		json_number(out, "audio_played_pct", o->audio_played_pct);
+		json_number(out, "audio_concealed_pct", o->audio_concealed_pct);
+		json_number(out, "audio_late_pct", o->audio_late_pct);
+		json_number(out, "mouth_to_ear_p50_ms", o->mouth_to_ear_p50_ms);
+		json_number(out, "mouth_to_ear_p95_ms", o->mouth_to_ear_p95_ms);
+		json_number(out, "mouth_to_ear_p99_ms", o->mouth_to_ear_p99_ms);
+		json_number(out, "audio_delay_mean_ms", o->audio_delay_mean_ms);
+		json_number(out, "audio_delay_std_ms", o->audio_delay_std_ms);
+		json_number(out, "av_skew_p50_ms", o->av_skew_p50_ms);
+		json_number(out, "av_skew_abs_p95_ms", o->av_skew_abs_p95_ms);
+	}
 	fprintf(out, "}\n");
 }
 
@@ -573,6 +756,17 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 	        o->frames_lost, o->frames_overflow + o->frames_other, FREEZE_MS, o->freezes,
 	        o->freeze_longest_ms, o->frozen_total_ms / 1000.0, o->stage_p50_ms[STAGE_NETWORK],
 	        o->stage_p50_ms[STAGE_DECODE], o->stage_p50_ms[STAGE_PLAYOUT]);
+	if (o->has_audio)
+		fprintf(table,
+		        "  audio slots              %8" PRIu64 " (%.1f%% played, %.1f%% concealed or "
+		        "recovered; %" PRIu64 " late, %" PRIu64 " skipped)\n"
+		        "  mouth-to-ear p50/p95/p99 %7.1f / %.1f / %.1f ms\n"
+		        "  audio playout delay      %7.1f ms mean, %.1f ms deviation\n"
+		        "  A/V skew (video - audio) %7.1f ms p50, |skew| p95 %.1f ms\n",
+		        o->audio_slots, o->audio_played_pct, o->audio_concealed_pct, o->audio_late,
+		        o->audio_skipped, o->mouth_to_ear_p50_ms, o->mouth_to_ear_p95_ms,
+		        o->mouth_to_ear_p99_ms, o->audio_delay_mean_ms, o->audio_delay_std_ms,
+		        o->av_skew_p50_ms, o->av_skew_abs_p95_ms);
 }
 
 int
@@ -603,6 +797,12 @@ pps_stats_rolling(pps_stats_t *s, int64_t now_us, pps_stats_rolling_t *out)
 	out->windows_dropped = s->windows_dropped;
 	out->freeze_longest_ms = (double)s->freeze_longest_us / 1000.0;
 	out->frozen_total_ms = (double)s->frozen_total_us / 1000.0;
+	out->audio_slots = s->roll_audio_slots;
+	out->audio_played = s->roll_audio_played;
+	qsort(s->roll_ear_ms, s->roll_ear_n, sizeof(float), compare_float);
+	out->mouth_to_ear_p95_ms = percentile(s->roll_ear_ms, s->roll_ear_n, 95);
+	s->roll_audio_slots = s->roll_audio_played = 0;
+	s->roll_ear_n = 0;
 	s->roll_n = 0;
 	s->roll_shown = 0;
 	s->roll_bytes = 0;

@@ -92,6 +92,17 @@ pps_socket_set_thin_linear_timeouts(int fd, bool on)
 	return set_int(fd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, on);
 }
 
+/* Not in the C library's headers before Linux 6.15's. */
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+
+int
+pps_socket_set_rto_min_us(int fd, uint32_t us)
+{
+	return set_int(fd, IPPROTO_TCP, TCP_RTO_MIN_US, (int)us);
+}
+
 int
 pps_socket_set_congestion(int fd, const char *name)
 {

@@ -49,6 +49,9 @@ int pps_socket_set_notsent_lowat(int fd, int bytes);
 
 /* TCP_THIN_LINEAR_TIMEOUTS (no exponential RTO backoff while thin). */
 int pps_socket_set_thin_linear_timeouts(int fd, bool on);
+/* TCP_RTO_MIN_US (Linux 6.15 and later): the connection's smallest
+ * retransmission timeout. -ENOPROTOOPT from a kernel without it. */
+int pps_socket_set_rto_min_us(int fd, uint32_t us);
 
 /* TCP_CONGESTION by name ("cubic", "reno", "bbr"); -ENOENT if not available. */
 int pps_socket_set_congestion(int fd, const char *name);

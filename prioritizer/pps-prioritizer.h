@@ -167,10 +167,20 @@ typedef struct {
 	 * dropped one every frame until the next IDR. 0 = dropped at the
 	 * deadline like everything else. */
 	int64_t base_grace_us;
+	/* An audio frame still unsent this long after its capture is dropped
+	 * (its seq gap tells the client); 0 = PPS_DEFAULT_AUDIO_DEADLINE_US. */
+	int64_t audio_deadline_us;
 } pps_sched_params_t;
 
 #define PPS_DEFAULT_MAX_WINDOWS 64
 #define PPS_SCHED_MAX_CONTROL   32 /* control records (PONG, BYE) waiting */
+/* Audio frames waiting (320 ms of 20 ms frames): past it the oldest goes. */
+#define PPS_SCHED_MAX_AUDIO 16
+/* Largest audio payload the scheduler holds (64 kbit/s makes 160-byte 20 ms
+ * frames; Opus keeps under what its encoder is given, and the server gives it
+ * this). */
+#define PPS_SCHED_MAX_AUDIO_BYTES 512
+#define PPS_DEFAULT_AUDIO_DEADLINE_US 250000
 /* A fragment carries at least this much payload unless the ADU's rest is smaller. */
 #define PPS_SCHED_MIN_FRAGMENT_BYTES 64
 
@@ -188,6 +198,10 @@ typedef struct {
 	uint64_t adus_undecodable;  /* skipped: something they depend on was dropped */
 	uint64_t packets, packet_bytes;
 	uint64_t control_overflow; /* control records refused: queue full */
+	uint64_t audio_sent, audio_bytes; /* AUDIO_FRAME records written, their payload bytes */
+	uint64_t audio_late;     /* dropped unsent past audio_deadline_us */
+	uint64_t audio_overflow; /* dropped: PPS_SCHED_MAX_AUDIO were waiting (the oldest goes) */
+	uint64_t audio_refused;  /* longer than a slot or than the client's record limit */
 	pps_sched_layer_stats_t layer[PPS_ADU_MAX_TEMPORAL_LAYERS][PPS_ADU_MAX_QUALITY_LAYERS];
 } pps_sched_stats_t;
 
@@ -212,6 +226,17 @@ void pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
 int pps_sched_push_control(pps_sched_t *sched, const pps_wire_record_t *record);
 
 /*
+ * Queues an audio frame (the payload is copied) to go out before any more
+ * window data, after the control records: audio is the highest class of the
+ * stream. Past PPS_SCHED_MAX_AUDIO the oldest waiting frame is dropped
+ * (audio_overflow); a frame still unsent at capture + audio_deadline_us is
+ * dropped when the next packet is built (audio_late). -EMSGSIZE for a payload
+ * over PPS_SCHED_MAX_AUDIO_BYTES or a record over the client's limit
+ * (audio_refused), -ENOMEM when the queue cannot be allocated (on first use).
+ */
+int pps_sched_push_audio(pps_sched_t *sched, const pps_wire_audio_frame_t *frame);
+
+/*
  * Drops what is unsent of every window whose deadline is <= @now_us (with a
  * base grace: all but its base anchors, until deadline + grace). Called
  * by pps_sched_next_packet() too; the owner also calls it from a timer armed
@@ -229,8 +254,8 @@ bool pps_sched_has_data(const pps_sched_t *sched);
 
 /*
  * Builds the next packet into @buf: whole records only, at most @mss bytes
- * (@mss >= 128; it may differ on every call). Control records first, then the
- * head window's records in priority order; ADUs are split into fragments and
+ * (@mss >= 128; it may differ on every call). Control records first, then
+ * audio frames, then the head window's records in priority order; ADUs are split into fragments and
  * small fragments packed together. A packet never holds data of a window
  * whose deadline is <= @now_us, nor an ADU this client cannot decode.
  * Returns 1 with *len set, and *push true when the packet ends a window or

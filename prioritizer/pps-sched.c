@@ -54,12 +54,19 @@ typedef struct {
 
 enum { ADU_UNKNOWN = 0, ADU_SENT = 1, ADU_DROPPED = 2 };
 
+typedef struct {
+	pps_wire_audio_frame_t frame; /* payload points into data */
+	uint8_t data[PPS_SCHED_MAX_AUDIO_BYTES];
+} audio_slot_t;
+
 struct pps_sched {
 	pps_sched_params_t params;
 	entry_t *entries; /* ring of max_windows */
 	size_t head, count;
 	pps_wire_record_t control[PPS_SCHED_MAX_CONTROL];
 	size_t control_head, control_count;
+	audio_slot_t *audio; /* ring of PPS_SCHED_MAX_AUDIO, allocated on first use */
+	size_t audio_head, audio_count;
 	ring_slot_t ring[ADU_RING];
 	pps_sched_stats_t stats;
 };
@@ -81,6 +88,8 @@ pps_sched_new(const pps_sched_params_t *params)
 	s->params = *params;
 	if (!s->params.max_record_bytes)
 		s->params.max_record_bytes = PPS_WIRE_DEFAULT_MAX_RECORD_BYTES;
+	if (!s->params.audio_deadline_us)
+		s->params.audio_deadline_us = PPS_DEFAULT_AUDIO_DEADLINE_US;
 	s->entries = calloc(params->max_windows, sizeof(*s->entries));
 	if (!s->entries)
 		goto err_entries;
@@ -101,6 +110,7 @@ pps_sched_free(pps_sched_t *s)
 	for (size_t i = 0; i < s->count; i++)
 		pps_window_unref(s->entries[(s->head + i) % s->params.max_windows].window);
 	free(s->entries);
+	free(s->audio);
 	free(s);
 }
 
@@ -224,6 +234,60 @@ pps_sched_push_control(pps_sched_t *s, const pps_wire_record_t *record)
 	return 0;
 }
 
+int
+pps_sched_push_audio(pps_sched_t *s, const pps_wire_audio_frame_t *frame)
+{
+	audio_slot_t *slot;
+
+	if (frame->payload_len < 1 || frame->payload_len > PPS_SCHED_MAX_AUDIO_BYTES ||
+	    PPS_WIRE_AUDIO_OVERHEAD_BYTES + (size_t)frame->payload_len > s->params.max_record_bytes) {
+		s->stats.audio_refused++;
+		return -EMSGSIZE;
+	}
+	if (!s->audio) {
+		s->audio = calloc(PPS_SCHED_MAX_AUDIO, sizeof(*s->audio));
+		if (!s->audio)
+			return -ENOMEM;
+	}
+	if (s->audio_count == PPS_SCHED_MAX_AUDIO) {
+		s->stats.audio_overflow++;
+		s->audio_head = (s->audio_head + 1) % PPS_SCHED_MAX_AUDIO;
+		s->audio_count--;
+	}
+	slot = &s->audio[(s->audio_head + s->audio_count) % PPS_SCHED_MAX_AUDIO];
+	slot->frame = *frame;
+	memcpy(slot->data, frame->payload, frame->payload_len);
+	slot->frame.payload = slot->data;
+	s->audio_count++;
+	return 0;
+}
+
+static bool append(uint8_t *buf, size_t mss, size_t *pos, const pps_wire_record_t *r);
+
+/* Audio frames first (after control): each one that is still in time, until
+ * the packet is full (false). */
+static bool
+append_audio(pps_sched_t *s, int64_t now_us, uint8_t *buf, size_t mss, size_t *pos)
+{
+	while (s->audio_count > 0) {
+		audio_slot_t *slot = &s->audio[s->audio_head];
+		pps_wire_record_t r = {.kind = PPS_WIRE_AUDIO_FRAME};
+
+		if (slot->frame.capture_us + s->params.audio_deadline_us <= now_us) {
+			s->stats.audio_late++;
+		} else {
+			r.u.audio_frame = slot->frame;
+			if (!append(buf, mss, pos, &r))
+				return false;
+			s->stats.audio_sent++;
+			s->stats.audio_bytes += slot->frame.payload_len;
+		}
+		s->audio_head = (s->audio_head + 1) % PPS_SCHED_MAX_AUDIO;
+		s->audio_count--;
+	}
+	return true;
+}
+
 static bool
 is_base_anchor(const pps_adu_t *adu)
 {
@@ -301,7 +365,7 @@ head_waits(const pps_sched_t *s)
 bool
 pps_sched_has_data(const pps_sched_t *s)
 {
-	return s->control_count > 0 || (s->count > 0 && !head_waits(s));
+	return s->control_count > 0 || s->audio_count > 0 || (s->count > 0 && !head_waits(s));
 }
 
 /* Appends a record if it fits; returns false (writing nothing) if not. */
@@ -433,6 +497,8 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 		s->control_head = (s->control_head + 1) % PPS_SCHED_MAX_CONTROL;
 		s->control_count--;
 	}
+	if (!full && !append_audio(s, now_us, buf, mss, &pos))
+		full = true;
 
 	while (!full && s->count > 0) {
 		entry_t *e = entry_at(s, 0);

@@ -506,6 +506,15 @@ pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 }
 
 void
+pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
+{
+	for (link_t *k = l->sessions, *next; k; k = next) {
+		next = k->next;
+		pps_session_push_audio(k->session, frame);
+	}
+}
+
+void
 pps_listener_window_grew(pps_listener_t *l, pps_window_t *window)
 {
 	if (!pps_window_is_open(window))

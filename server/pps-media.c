@@ -13,6 +13,7 @@
 #include "pps-time.h"
 #include "pps-wakeup.h"
 
+#include "pps-audio.h"
 #include "pps-codec.h"
 
 #include <assert.h>
@@ -30,13 +31,25 @@
 typedef enum {
 	ITEM_ADU,         /* payload.adu: one reference, for the windower */
 	ITEM_FRAMES_DONE, /* payload.frames_complete: every ADU of frames 0 .. n-1 is out */
+	ITEM_AUDIO,       /* payload.audio: one encoded audio frame, the loop frees it */
 } item_kind_t;
+
+/* One encoded audio frame, from the audio thread to the loop. */
+typedef struct {
+	uint32_t seq;
+	int64_t capture_us;
+	uint16_t duration_us;
+	uint8_t flags; /* PPS_WIRE_AUDIO_SPEECH */
+	uint16_t len;
+	uint8_t data[];
+} audio_item_t;
 
 typedef struct {
 	item_kind_t kind;
 	union {
 		pps_adu_t *adu;
 		uint32_t frames_complete;
+		audio_item_t *audio;
 	} payload;
 } item_t;
 
@@ -48,7 +61,13 @@ item_clear(item_t *item)
 {
 	if (item->kind == ITEM_ADU)
 		pps_adu_unref(item->payload.adu);
+	else if (item->kind == ITEM_AUDIO)
+		free(item->payload.audio);
 }
+
+/* A gap in the audio's capture times larger than this starts a new frame
+ * (a file loop, a dropped buffer): the partial one is dropped. */
+#define AUDIO_DISCONT_US 5000
 
 struct pps_media {
 	struct event_base *base;
@@ -80,6 +99,18 @@ struct pps_media {
 	char error[256];
 	pps_media_stats_t stats;           /* under lock */
 	pps_encoder_stats_t encoder_stats; /* under lock: as of the last frame encoded */
+
+	/* The audio track: encoded on the capture's audio thread (a 20 ms
+	 * Opus frame costs well under a millisecond), handed over as items. */
+	pps_audio_encoder_t *audio_encoder; /* NULL: no audio track */
+	pps_media_audio_params_t audio_params;
+	int audio_frame_samples;
+	int16_t *audio_pcm; /* one frame being filled */
+	int audio_fill;     /* samples in it */
+	int64_t audio_frame_capture_us;
+	uint32_t audio_seq;
+	int audio_bitrate_bps;          /* audio thread: in force */
+	atomic_int audio_bitrate_want;  /* loop thread: asked */
 	/* under lock: capture -> ready, 0.1 ms bins, the last one for >= 1 s */
 	uint32_t ready_hist[READY_BINS];
 };
@@ -122,6 +153,91 @@ push_item(pps_media_t *m, item_t item)
 	pthread_mutex_unlock(&m->lock);
 	if (was_empty)
 		wake_loop(m);
+}
+
+/* Audio thread: queue an encoded frame unless the queue is full (then it
+ * is dropped and counted: audio must not wait, a late frame is worthless). */
+static void
+push_audio_item(pps_media_t *m, audio_item_t *audio)
+{
+	bool was_empty;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->count == PPS_MEDIA_QUEUE_ITEMS || m->stopping) {
+		m->stats.audio_dropped++;
+		pthread_mutex_unlock(&m->lock);
+		free(audio);
+		return;
+	}
+	was_empty = m->count == 0;
+	m->items[(m->head + m->count) % PPS_MEDIA_QUEUE_ITEMS] =
+	    (item_t){.kind = ITEM_AUDIO, .payload.audio = audio};
+	m->count++;
+	m->stats.audio_frames++;
+	m->stats.audio_bytes += audio->len;
+	pthread_mutex_unlock(&m->lock);
+	if (was_empty)
+		wake_loop(m);
+}
+
+/* The capture's audio thread: 10 ms blocks into frames, each frame encoded. */
+static void
+capture_audio_cb(const int16_t *pcm, size_t samples, int64_t capture_us, void *user)
+{
+	pps_media_t *m = user;
+	uint8_t packet[PPS_SCHED_MAX_AUDIO_BYTES];
+	audio_item_t *item;
+	int want, n;
+
+	if (m->audio_fill > 0 &&
+	    llabs(capture_us - (m->audio_frame_capture_us +
+	                        (int64_t)m->audio_fill * 1000000 / PPS_AUDIO_RATE_HZ)) >
+	        AUDIO_DISCONT_US)
+		m->audio_fill = 0; /* a discontinuity: start the frame again */
+	while (samples > 0) {
+		size_t take = (size_t)(m->audio_frame_samples - m->audio_fill);
+
+		if (take > samples)
+			take = samples;
+		if (m->audio_fill == 0)
+			m->audio_frame_capture_us = capture_us;
+		memcpy(m->audio_pcm + m->audio_fill, pcm, take * sizeof(*pcm));
+		m->audio_fill += (int)take;
+		pcm += take;
+		samples -= take;
+		capture_us += (int64_t)take * 1000000 / PPS_AUDIO_RATE_HZ;
+		if (m->audio_fill < m->audio_frame_samples)
+			break;
+		m->audio_fill = 0;
+		want = atomic_load(&m->audio_bitrate_want);
+		if (want != m->audio_bitrate_bps &&
+		    pps_audio_encoder_set_bitrate(m->audio_encoder, want) == 0)
+			m->audio_bitrate_bps = want;
+		n = pps_audio_encoder_encode(m->audio_encoder, m->audio_pcm, packet, sizeof(packet));
+		if (n <= 0) {
+			pthread_mutex_lock(&m->lock);
+			m->stats.audio_encode_errors++;
+			pthread_mutex_unlock(&m->lock);
+			continue;
+		}
+		item = malloc(sizeof(*item) + (size_t)n);
+		if (!item) {
+			pthread_mutex_lock(&m->lock);
+			m->stats.audio_dropped++;
+			pthread_mutex_unlock(&m->lock);
+			continue;
+		}
+		item->seq = m->audio_seq++;
+		item->capture_us = m->audio_frame_capture_us;
+		item->duration_us = (uint16_t)(m->audio_frame_samples * 1000000LL / PPS_AUDIO_RATE_HZ);
+		item->flags = pps_audio_is_speech(m->audio_pcm, (size_t)m->audio_frame_samples,
+		                                  m->audio_params.speech_threshold_dbfs)
+		                  ? PPS_WIRE_AUDIO_SPEECH
+		                  : 0;
+		item->len = (uint16_t)n;
+		memcpy(item->data, packet, (size_t)n);
+		push_audio_item(m, item);
+	}
 }
 
 static void
@@ -253,6 +369,8 @@ wake_cb(void *user)
 			case ITEM_FRAMES_DONE:
 				m->stats.frames_encoded = batch[i].payload.frames_complete;
 				break;
+			case ITEM_AUDIO:
+				break;
 			}
 		}
 		m->count -= n;
@@ -271,6 +389,22 @@ wake_cb(void *user)
 					ret = pps_windower_frames_done(
 					    m->windower, batch[i].payload.frames_complete - 1);
 				break;
+			case ITEM_AUDIO: {
+				const audio_item_t *a = batch[i].payload.audio;
+				pps_wire_audio_frame_t frame = {
+				    .seq = a->seq,
+				    .capture_us = a->capture_us,
+				    .duration_us = a->duration_us,
+				    .flags = a->flags,
+				    .payload_len = a->len,
+				    .payload = a->data,
+				};
+
+				if (m->events.audio_cb)
+					m->events.audio_cb(&frame, m->user);
+				free(batch[i].payload.audio);
+				break;
+			}
 			}
 			if (ret < 0)
 				pps_log(&m->log, PPS_LOG_WARNING, "windower: %s", strerror(-ret));
@@ -278,6 +412,36 @@ wake_cb(void *user)
 	} while (n == 64);
 	if (failed_now && m->events.failed_cb)
 		m->events.failed_cb(error, m->user);
+}
+
+/* The audio track of a capture that has one: its encoder, its frame buffer,
+ * and the STREAM_INFO tail that announces it. */
+static int
+setup_audio(pps_media_t *m, const pps_media_params_t *params, char *err, size_t err_size)
+{
+	m->audio_params = params->audio;
+	m->audio_encoder = pps_audio_encoder_new(&params->audio.encoder);
+	if (!m->audio_encoder) {
+		snprintf(err, err_size, "audio: cannot create the Opus encoder (%d ms, %d bit/s): %s",
+		         params->audio.encoder.frame_ms, params->audio.encoder.bitrate_bps,
+		         strerror(errno));
+		return -1;
+	}
+	m->audio_frame_samples = pps_audio_encoder_frame_samples(m->audio_encoder);
+	m->audio_pcm = calloc((size_t)m->audio_frame_samples, sizeof(*m->audio_pcm));
+	if (!m->audio_pcm) {
+		snprintf(err, err_size, "audio: out of memory");
+		return -1;
+	}
+	m->audio_bitrate_bps = params->audio.encoder.bitrate_bps;
+	atomic_store(&m->audio_bitrate_want, m->audio_bitrate_bps);
+	pps_capture_set_audio_cb(m->capture, capture_audio_cb, m);
+	m->info.audio_codec = PPS_WIRE_AUDIO_CODEC_OPUS;
+	m->info.audio_channels = PPS_AUDIO_CHANNELS;
+	m->info.audio_transport = (uint8_t)params->audio.transport;
+	m->info.audio_frame_us = (uint16_t)(m->audio_frame_samples * 1000000LL / PPS_AUDIO_RATE_HZ);
+	m->info.audio_rate_hz = PPS_AUDIO_RATE_HZ;
+	return 0;
 }
 
 static pps_media_t *
@@ -341,6 +505,8 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 
 	pps_stream_params_to_wire(&m->stream, (unsigned)params->priority_policy,
 	                          params->latency_budget_ms, &m->info);
+	if (!pushed && pps_capture_has_audio(m->capture) && setup_audio(m, params, err, err_size) < 0)
+		goto err;
 	return m;
 
 err:
@@ -401,6 +567,8 @@ pps_media_free(pps_media_t *m)
 		event_free(m->idr_timer);
 	pps_windower_free(m->windower);
 	pps_encoder_free(m->encoder);
+	pps_audio_encoder_free(m->audio_encoder);
+	free(m->audio_pcm);
 	pthread_cond_destroy(&m->room);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -516,6 +684,29 @@ pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 	stats->capture_dropped = cs.frames_dropped;
 	stats->idr_requests = m->idr_requests;
 	stats->idr_deferred = m->idr_deferred;
+}
+
+bool
+pps_media_has_audio(const pps_media_t *m)
+{
+	return m->audio_encoder != NULL;
+}
+
+int
+pps_media_set_audio_bitrate(pps_media_t *m, int bitrate_bps)
+{
+	if (!m->audio_encoder)
+		return -ENOENT;
+	if (bitrate_bps < PPS_AUDIO_MIN_BITRATE_BPS || bitrate_bps > PPS_AUDIO_MAX_BITRATE_BPS)
+		return -EINVAL;
+	atomic_store(&m->audio_bitrate_want, bitrate_bps);
+	return 0;
+}
+
+int
+pps_media_audio_bitrate(pps_media_t *m)
+{
+	return m->audio_encoder ? atomic_load(&m->audio_bitrate_want) : 0;
 }
 
 const char *

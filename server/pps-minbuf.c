@@ -362,7 +362,10 @@ static int
 cork_push(pps_minbuf_t *w)
 {
 	/* Uncorking pushes the partial tail (IWQoS 2002 section 2.3); corking
-	 * again keeps the next packets whole. */
+	 * again keeps the next packets whole. A thin stream is never corked:
+	 * TCP_NODELAY sent each packet as it was written. */
+	if (w->params.thin)
+		return 0;
 	int r = pps_socket_set_cork(w->fd, false);
 	if (r == 0)
 		r = pps_socket_set_cork(w->fd, true);
@@ -780,7 +783,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 
 	if (!base || fd < 0 || !params || !fill || params->a < 1 || params->a > 1024 ||
 	    params->b > 1u << 20 || (unsigned)params->mode >= PPS_MINBUF_MODE_COUNT ||
-	    (unsigned)params->congestion >= PPS_MINBUF_CONGESTION_COUNT) {
+	    (unsigned)params->congestion >= PPS_MINBUF_CONGESTION_COUNT ||
+	    (params->thin && params->mode != PPS_MINBUF_MODE_TCP)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -817,8 +821,18 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	 * the next push, one window later, where it merges with the next
 	 * window's first packet. On loopback the ACK comes back before the next
 	 * write, which is why only real RTTs showed it (a frame interval). */
-	if ((r = pps_socket_set_nodelay(fd, true)) < 0 || (r = pps_socket_set_cork(fd, true)) < 0)
+	if ((r = pps_socket_set_nodelay(fd, true)) < 0 ||
+	    (r = pps_socket_set_cork(fd, !params->thin)) < 0)
 		goto err_buf;
+	/* A thin stream (seed 002's case, on today's Linux): little unsent in
+	 * the kernel, so what is late stays with the producer, and a lower
+	 * minimum RTO where the kernel has it. */
+	if (params->thin) {
+		if ((r = pps_socket_set_notsent_lowat(fd, PPS_MINBUF_THIN_LOWAT_BYTES)) < 0)
+			goto err_buf;
+		if (params->rto_min_us && (r = pps_socket_set_rto_min_us(fd, params->rto_min_us)) < 0)
+			w->stats.rto_min_refused = -r;
+	}
 	/* A kernel without the module (or that does not allow it to this user)
 	 * keeps its own: the connection still works, the owner says so. */
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT &&
@@ -829,7 +843,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 		w->control.congestion = params->congestion;
 	if (pps_socket_get_congestion(fd, w->stats.congestion, sizeof(w->stats.congestion)) < 0)
 		strcpy(w->stats.congestion, "?");
-	if (params->thin_linear_timeouts && (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)
+	if ((params->thin_linear_timeouts || params->thin) &&
+	    (r = pps_socket_set_thin_linear_timeouts(fd, true)) < 0)
 		goto err_buf;
 	/* Any SO_MAX_PACING_RATE but ~0U ("unlimited") marks the socket as
 	 * needing pacing, and without the fq qdisc TCP then paces itself at

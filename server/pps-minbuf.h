@@ -203,6 +203,15 @@ typedef struct {
 	bool pacing;
 	/* Most packets per write(2); 0 = PPS_DEFAULT_MINBUF_BATCH_PKTS. */
 	unsigned batch_pkts;
+	/* A thin stream (mode tcp only; audio on a connection of its own):
+	 * no cork, each packet pushed as it is written (TCP_NODELAY), linear
+	 * timeouts whatever thin_linear_timeouts says, the kernel taking at
+	 * most PPS_MINBUF_THIN_LOWAT_BYTES unsent (TCP_NOTSENT_LOWAT: the rest
+	 * stays with the producer, which can still drop it) and, when
+	 * rto_min_us > 0, a lower minimum RTO (TCP_RTO_MIN_US; a kernel
+	 * without it keeps its own, stats.rto_min_refused). */
+	bool thin;
+	uint32_t rto_min_us;
 	/* Largest packet, in bytes, when smaller than the MSS; 0 = the MSS. Set
 	 * by a layer over the writer whose records have a largest size (TLS:
 	 * PPS_TLS_MAX_RECORD_BYTES): each packet still leaves as one segment. */
@@ -210,6 +219,8 @@ typedef struct {
 } pps_minbuf_params_t;
 
 #define PPS_DEFAULT_MINBUF_BATCH_PKTS 64
+/* A thin stream's TCP_NOTSENT_LOWAT: a few audio frames. */
+#define PPS_MINBUF_THIN_LOWAT_BYTES 512
 
 /* Fills @params with the defaults: minbuf, A=1, B=3, no ECN, default cc. */
 void pps_minbuf_params_init(pps_minbuf_params_t *params);
@@ -348,6 +359,7 @@ typedef struct {
 	char congestion[16]; /* the congestion control in force (TCP_CONGESTION read back) */
 	uint64_t congestion_switches; /* pps_minbuf_set_congestion() changes applied */
 	uint64_t capped_writes;       /* write decisions the latency cap made smaller */
+	int rto_min_refused;          /* errno when a thin stream's TCP_RTO_MIN_US was refused */
 
 	/* -- TLS, filled by the TLS layer over the writer */
 	uint64_t tls_records;          /* packets sealed as TLS records */
@@ -359,7 +371,8 @@ typedef struct pps_minbuf pps_minbuf_t;
 /*
  * Binds a writer to @fd, a connected TCP socket (made non-blocking here; the
  * caller keeps ownership and closes it after pps_minbuf_free()). Sets TCP_CORK,
- * sets TCP_NODELAY, applies congestion control and thin linear timeouts.
+ * sets TCP_NODELAY, applies congestion control and thin linear timeouts
+ * (a thin stream: no cork, its NOTSENT_LOWAT and minimum RTO).
  * Nothing is written until the first pps_minbuf_kick(). Returns NULL with
  * errno set: EINVAL (bad params), ENOENT (congestion control not available),
  * ENOMEM, or the setsockopt error.

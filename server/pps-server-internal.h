@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "pps-adapt.h"
+#include "pps-audio.h"
 #include "pps-codec.h"
 #include "pps-log.h"
 #include "pps-minbuf.h"
@@ -47,7 +48,17 @@ typedef struct {
 	 * pps_media_error() has it); no frame follows. Called once, as soon as
 	 * the loop runs after the failure. Optional. */
 	void (*failed_cb)(const char *error, void *user);
+	/* One encoded audio frame (the record's fields; the payload is valid
+	 * for the call). Optional. */
+	void (*audio_cb)(const pps_wire_audio_frame_t *frame, void *user);
 } pps_media_events_t;
+
+/* The audio track ([audio] settings): used when the capture has audio. */
+typedef struct {
+	pps_audio_encoder_params_t encoder;
+	unsigned transport; /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
+	double speech_threshold_dbfs; /* a frame above it is speech (talkspurts) */
+} pps_media_audio_params_t;
 
 /* What to capture and how to encode it, for the windows of which policy. */
 typedef struct {
@@ -56,6 +67,7 @@ typedef struct {
 	pps_encoder_params_t encoder;
 	pps_priority_policy_t priority_policy;
 	uint32_t latency_budget_ms; /* announced in STREAM_INFO */
+	pps_media_audio_params_t audio;
 	pps_log_t log;
 } pps_media_params_t;
 
@@ -80,6 +92,9 @@ typedef struct {
 	 * threads included; the base's also covers the downscale and the
 	 * upscaled prediction). */
 	double encode_ms_per_frame[PPS_ADU_MAX_QUALITY_LAYERS];
+	/* The audio track: frames encoded and handed to the loop, their bytes,
+	 * frames dropped because the hand-over was full, encoder failures. */
+	uint64_t audio_frames, audio_bytes, audio_dropped, audio_encode_errors;
 } pps_media_stats_t;
 
 /* NULL with the reason in @err (a source that does not parse, an encoder
@@ -111,6 +126,13 @@ int pps_media_set_rates(pps_media_t *media, const pps_encoder_rates_t *rates);
 void pps_media_get_rates(pps_media_t *media, pps_encoder_rates_t *rates);
 void pps_media_stream_info(const pps_media_t *media, pps_wire_stream_info_t *info);
 void pps_media_get_stats(pps_media_t *media, pps_media_stats_t *stats);
+/* The stream has an audio track (the capture has audio). */
+bool pps_media_has_audio(const pps_media_t *media);
+/* Loop thread: the audio encoder's bit rate from the next frame on
+ * (PPS_AUDIO_MIN_BITRATE_BPS..MAX): 0, -EINVAL, -ENOENT without audio. */
+int pps_media_set_audio_bitrate(pps_media_t *media, int bitrate_bps);
+/* The audio bit rate last asked for (0 without audio). */
+int pps_media_audio_bitrate(pps_media_t *media);
 /* Non-empty once the source failed at run time. */
 const char *pps_media_error(pps_media_t *media);
 
@@ -151,6 +173,12 @@ typedef struct {
 	/* Where the session's story goes (joined, left, refused, errors); zeroed:
 	 * nowhere. The listener passes its own. */
 	pps_log_t log;
+	/* An audio-only connection's minimum RTO (TCP_RTO_MIN_US); 0: the
+	 * kernel's. */
+	uint32_t audio_rto_min_us;
+	/* An audio-only connection is a thin stream (pps_minbuf_params_t.thin);
+	 * false: plain mode tcp, for comparison. */
+	bool audio_thin;
 } pps_session_params_t;
 
 /* Called when the session is gone for good (its socket failed, the peer left
@@ -178,6 +206,11 @@ pps_session_state_t pps_session_state(const pps_session_t *session);
 void pps_session_push_window(pps_session_t *session, pps_window_t *window);
 /* A queued open window got an ADU or closed: the writer runs again. */
 void pps_session_window_grew(pps_session_t *session);
+/* An audio frame, for a client that takes audio on this connection (copied;
+ * a no-op for the others). */
+void pps_session_push_audio(pps_session_t *session, const pps_wire_audio_frame_t *frame);
+/* The connection carries the audio track only (HELLO's audio-only flag). */
+bool pps_session_audio_only(const pps_session_t *session);
 /* BYE with @reason and @text, then the session closes (closed_cb). */
 void pps_session_refuse(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 /* Best-effort BYE written now (server shutdown), then the socket is shut. */

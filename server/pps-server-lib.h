@@ -165,6 +165,8 @@ void pps_listener_push_window(pps_listener_t *listener, pps_window_t *window);
 /* An open window pushed before got an ADU or closed (pps_media_events_t):
  * every streaming client's writer runs again. */
 void pps_listener_window_grew(pps_listener_t *listener, pps_window_t *window);
+/* An audio frame for every session that takes audio (pps_session_push_audio()). */
+void pps_listener_push_audio(pps_listener_t *listener, const pps_wire_audio_frame_t *frame);
 /* Applies the timeouts and the deferred IDR request at the sessions' clock's now. */
 void pps_listener_check_timeouts(pps_listener_t *listener);
 typedef void (*pps_listener_session_cb)(pps_session_t *session, void *user);

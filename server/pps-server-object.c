@@ -74,6 +74,14 @@ window_grew_cb(pps_window_t *window, void *user)
 }
 
 static void
+audio_cb(const pps_wire_audio_frame_t *frame, void *user)
+{
+	pps_server_t *s = user;
+
+	pps_listener_push_audio(s->listener, frame);
+}
+
+static void
 media_failed_cb(const char *error, void *user)
 {
 	pps_server_t *s = user;
@@ -98,6 +106,7 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	    .window_cb = window_cb,
 	    .window_grew_cb = window_grew_cb,
 	    .failed_cb = media_failed_cb,
+	    .audio_cb = audio_cb,
 	};
 	pps_server_t *s = calloc(1, sizeof(*s));
 	pps_listener_params_t *lp;

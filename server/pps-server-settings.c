@@ -8,6 +8,7 @@
 #include "pps-server-settings.h"
 
 #include "pps-adapt.h"
+#include "pps-audio.h"
 #include "pps-codec.h"
 #include "pps-minbuf.h"
 #include "pps-prioritizer.h"
@@ -20,6 +21,13 @@
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
+
+/* [audio] transport, indexed by STREAM_INFO's audio_transport. */
+static const char *const audio_transport_names[] = {
+    [PPS_WIRE_AUDIO_IN_STREAM] = "window",
+    [PPS_WIRE_AUDIO_OWN_CONNECTION] = "connection",
+    NULL,
+};
 
 static const pps_config_key_t keys[] = {
     /* [server] */
@@ -81,6 +89,37 @@ static const pps_config_key_t keys[] = {
         "the top-left corner); auto = only for type=test"),
     PPS_CONFIG_INT("source", "queue_frames", "8", 1, 256,
                    "raw frames held between capture and encoder; the oldest is dropped when full"),
+
+    /* [audio] */
+    PPS_CONFIG_ENUM(
+        "audio", "source", "source", pps_capture_audio_names,
+        "the audio track: source = the video source's own (the test source: ticks in step with "
+        "a flash in the picture; file and uri: their sound; pipeline: an element named "
+        "pps_audio_src), ticks, mic (the default PulseAudio/ALSA input) or off; clients that "
+        "do not ask for audio are sent none"),
+    PPS_CONFIG_ENUM(
+        "audio", "transport", "connection", audio_transport_names,
+        "where audio frames travel: connection = a second TCP connection of the client's, "
+        "a thin stream (no cork, TCP_NODELAY, linear timeouts, small NOTSENT_LOWAT, rto_min_ms); "
+        "window = ahead of the video in the video's connection"),
+    PPS_CONFIG_INT("audio", "frame_ms", "20", 10, 20, "Opus frame length: 10 or 20 ms"),
+    PPS_CONFIG_INT("audio", "bitrate_kbps", "32", 16, 64, "Opus bit rate"),
+    PPS_CONFIG_BOOL("audio", "fec", "true",
+                    "Opus in-band FEC: each frame carries a coarse copy of the one before"),
+    PPS_CONFIG_INT("audio", "loss_percent", "5", 0, 100,
+                   "loss the Opus encoder plans its FEC for (0 turns the FEC's bits off)"),
+    PPS_CONFIG_INT("audio", "deadline_ms", "250", 20, 5000,
+                   "an audio frame still unsent this long after its capture is dropped"),
+    PPS_CONFIG_INT(
+        "audio", "rto_min_ms", "20", 0, 200,
+        "transport = connection: the audio connection's minimum retransmission timeout "
+        "(TCP_RTO_MIN_US, Linux 6.15 and later); 0 = the kernel's (200 ms)"),
+    PPS_CONFIG_BOOL(
+        "audio", "thin", "true",
+        "transport = connection: the thin-stream settings on the audio connection (off: a "
+        "plain TCP connection with the kernel's buffering and timeouts, for comparison)"),
+    PPS_CONFIG_INT("audio", "speech_threshold_dbfs", "-50", -96, 0,
+                   "a frame louder than this is speech: talkspurts start where it is crossed"),
 
     /* [encoder] */
     PPS_CONFIG_INT("encoder", "temporal_layers", "3", 1, 3,
@@ -316,6 +355,38 @@ encoder_params(const pps_config_t *c, pps_encoder_params_t *p)
 	p->rate_adaptive = pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
 }
 
+/* [audio]: the capture's audio, the Opus encoder, and the sessions'
+ * deadline and thin-stream minimum RTO. */
+static int
+audio_params(const pps_config_t *c, pps_media_params_t *media, pps_session_params_t *session,
+             char *err, size_t err_size)
+{
+	pps_media_audio_params_t *a = &media->audio;
+	int64_t rto_min_ms = pps_config_get_int(c, "audio", "rto_min_ms");
+
+	media->capture.audio = (pps_capture_audio_t)pps_config_get_enum(c, "audio", "source");
+	pps_audio_encoder_params_init(&a->encoder);
+	a->encoder.frame_ms = (int)pps_config_get_int(c, "audio", "frame_ms");
+	if (a->encoder.frame_ms != 10 && a->encoder.frame_ms != 20) {
+		snprintf(err, err_size, "[audio] frame_ms: %d, expected 10 or 20",
+		         a->encoder.frame_ms);
+		return -EINVAL;
+	}
+	if (rto_min_ms == 1) {
+		snprintf(err, err_size, "[audio] rto_min_ms: 1, expected 0 (the kernel's) or 2..200");
+		return -EINVAL;
+	}
+	a->encoder.bitrate_bps = (int)pps_config_get_int(c, "audio", "bitrate_kbps") * 1000;
+	a->encoder.fec = pps_config_get_bool(c, "audio", "fec");
+	a->encoder.loss_percent = (int)pps_config_get_int(c, "audio", "loss_percent");
+	a->transport = (unsigned)pps_config_get_enum(c, "audio", "transport");
+	a->speech_threshold_dbfs = (double)pps_config_get_int(c, "audio", "speech_threshold_dbfs");
+	session->sched.audio_deadline_us = pps_config_get_int(c, "audio", "deadline_ms") * 1000;
+	session->audio_rto_min_us = (uint32_t)(rto_min_ms * 1000);
+	session->audio_thin = pps_config_get_bool(c, "audio", "thin");
+	return 0;
+}
+
 int
 pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s, char *err,
                                 size_t err_size)
@@ -347,6 +418,9 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	    .base_vbv_kbps = ep->base_vbv_kbps,
 	    .enhancement_vbv_kbps = ep->enhancement_vbv_kbps,
 	};
+	ret = audio_params(c, &sp->media, &sp->listener.session, err, err_size);
+	if (ret < 0)
+		return ret;
 	sp->listen = pps_config_get_string(c, "server", "listen");
 	s->status_interval_us = pps_config_get_int(c, "server", "status_interval_s") * 1000000;
 	return 0;

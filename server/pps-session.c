@@ -49,6 +49,9 @@ struct pps_session {
 	int64_t accepted_us;                 /* for the handshake timeout */
 	int bye_reason;                      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
+	uint16_t hello_flags;                /* PPS_WIRE_HELLO_*, applied at admission */
+	bool audio;                          /* audio frames go to this connection */
+	bool audio_only;                     /* and nothing else: a thin stream */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 };
 
@@ -168,6 +171,8 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	pps_session_t *s = user;
 	unsigned caps = pps_transport_caps(s->transport);
 	int err;
+	if (s->audio_only)
+		return; /* a thin stream: no path estimate, nothing to steer */
 	pps_path_sample_t sample = {
 	    .now_us = session_now(s),
 	    .delivery_rate_bps = ms->delivery_rate_bps,
@@ -236,6 +241,31 @@ admit(pps_session_t *s)
 		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
 		return;
 	}
+	/* Where the audio goes (PROTOCOL.md, "Audio"): to an audio-only
+	 * connection, or to one that asked for it when the stream sends audio
+	 * on the video's connection. */
+	if (s->hello_flags & PPS_WIRE_HELLO_AUDIO_ONLY) {
+		pps_minbuf_params_t thin = writer_params(&s->params);
+
+		if (!s->params.stream_info.audio_codec) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL,
+			       "an audio-only connection, but this stream has no audio track");
+			return;
+		}
+		s->audio = s->audio_only = true;
+		thin.mode = PPS_MINBUF_MODE_TCP;
+		thin.thin = s->params.audio_thin;
+		thin.rto_min_us = s->params.audio_thin ? s->params.audio_rto_min_us : 0;
+		ret = pps_transport_set_writer(s->transport, &thin);
+		if (ret < 0) {
+			refuse(s, PPS_WIRE_BYE_INTERNAL, "cannot set up the audio connection");
+			return;
+		}
+	} else {
+		s->audio = (s->hello_flags & PPS_WIRE_HELLO_AUDIO) &&
+		           s->params.stream_info.audio_codec &&
+		           s->params.stream_info.audio_transport == PPS_WIRE_AUDIO_IN_STREAM;
+	}
 	/* Never send the client a record longer than it said it accepts. */
 	s->params.sched.max_record_bytes =
 	    s->max_record_bytes ? s->max_record_bytes : PPS_WIRE_DEFAULT_MAX_RECORD_BYTES;
@@ -261,13 +291,25 @@ admit(pps_session_t *s)
 		        s->peer, pps_minbuf_congestion_names[writer_params(&s->params).congestion],
 		        strerror(ts.congestion_refused));
 	info.u.stream_info = s->params.stream_info;
+	if (!(s->hello_flags & (PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY))) {
+		/* A client that did not ask for audio gets the first revision's
+		 * record, 28 bytes. */
+		info.u.stream_info.audio_codec = 0;
+		info.u.stream_info.audio_channels = 0;
+		info.u.stream_info.audio_transport = 0;
+		info.u.stream_info.audio_frame_us = 0;
+		info.u.stream_info.audio_rate_hz = 0;
+	}
 	pps_sched_push_control(s->sched, &info);
 	s->state = PPS_SESSION_STREAMING;
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
-	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s)", s->peer, name);
+	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s%s)", s->peer, name,
+	        s->audio_only ? ", audio only" : s->audio ? ", with audio" : "");
 	pps_transport_kick(s->transport);
-	s->ready_cb(s, s->user);
+	/* A video client wants an IDR to start from; an audio-only one does not. */
+	if (!s->audio_only)
+		s->ready_cb(s, s->user);
 }
 
 static void
@@ -296,6 +338,7 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 		s->peer[len] = '\0';
 	}
 	s->max_record_bytes = hello->max_record_bytes;
+	s->hello_flags = hello->flags;
 	if (s->params.access_token && s->params.access_token[0]) {
 		pps_wire_record_t challenge = {.kind = PPS_WIRE_CHALLENGE};
 		int ret;
@@ -628,12 +671,28 @@ pps_session_state(const pps_session_t *s)
 void
 pps_session_push_window(pps_session_t *s, pps_window_t *window)
 {
-	if (s->state != PPS_SESSION_STREAMING || s->closing)
+	if (s->state != PPS_SESSION_STREAMING || s->closing || s->audio_only)
 		return;
 	pps_sched_push_window(s->sched, window);
 	pps_transport_kick(s->transport);
 	if (!s->closing)
 		arm_deadline_timer(s);
+}
+
+void
+pps_session_push_audio(pps_session_t *s, const pps_wire_audio_frame_t *frame)
+{
+	if (s->state != PPS_SESSION_STREAMING || s->closing || !s->audio)
+		return;
+	/* A refused or overflowing frame is counted in the scheduler's stats. */
+	(void)pps_sched_push_audio(s->sched, frame);
+	pps_transport_kick(s->transport);
+}
+
+bool
+pps_session_audio_only(const pps_session_t *s)
+{
+	return s->audio_only;
 }
 
 void

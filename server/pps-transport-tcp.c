@@ -24,7 +24,9 @@ typedef struct {
 static const char *
 tcp_name(const pps_transport_t *t)
 {
-	return pps_minbuf_mode_name(((const tcp_t *)t)->params.mode);
+	const tcp_t *c = (const tcp_t *)t;
+
+	return c->params.thin ? "thin" : pps_minbuf_mode_name(c->params.mode);
 }
 
 static unsigned
@@ -80,6 +82,19 @@ static void
 writer_error_cb(int err, void *user)
 {
 	pps_transport_end(user, PPS_TRANSPORT_END_SEND, strerror(-err));
+}
+
+static int
+tcp_set_writer(pps_transport_t *t, const pps_minbuf_params_t *writer)
+{
+	tcp_t *c = (tcp_t *)t;
+
+	if (c->writer)
+		return -EALREADY;
+	if (writer->thin && writer->mode != PPS_MINBUF_MODE_TCP)
+		return -EINVAL;
+	c->params = *writer;
+	return 0;
 }
 
 static int
@@ -168,6 +183,7 @@ static const pps_transport_ops_t tcp_ops = {
     .read = tcp_read,
     .send_now = tcp_send_now,
     .write = tcp_write,
+    .set_writer = tcp_set_writer,
     .start = tcp_start,
     .kick = tcp_kick,
     .pending_bytes = tcp_pending_bytes,

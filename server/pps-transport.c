@@ -224,6 +224,13 @@ pps_transport_send_record(pps_transport_t *t, const pps_wire_record_t *record)
 }
 
 int
+pps_transport_set_writer(pps_transport_t *t, const pps_minbuf_params_t *writer)
+{
+	DOWN_TO(t, set_writer);
+	return t ? t->ops->set_writer(t, writer) : -EOPNOTSUPP;
+}
+
+int
 pps_transport_start(pps_transport_t *t)
 {
 	return pps_transport_start_packets(t, 0);

@@ -147,6 +147,8 @@ typedef struct pps_transport_ops {
 	int (*flush)(pps_transport_t *t);
 
 	/* -- streaming: the packet writer */
+	/* The writer's parameters, before start (the bottom transport's). */
+	int (*set_writer)(pps_transport_t *t, const pps_minbuf_params_t *writer);
 	/* Starts the writer (at admission). @max_packet_bytes: the largest
 	 * packet the layers above can frame as one unit, 0 = any. */
 	int (*start)(pps_transport_t *t, size_t max_packet_bytes);
@@ -227,6 +229,10 @@ const char *pps_transport_handshake_pending(const pps_transport_t *t);
 /* One record now, uncorked, between packets: the caller checks that
  * pps_transport_pending_bytes() is 0 first. 0 or a negative errno. */
 int pps_transport_send_record(pps_transport_t *t, const pps_wire_record_t *record);
+/* Other parameters for the packet writer than the stack was opened with
+ * (an audio-only connection's thin stream), before pps_transport_start():
+ * 0, -EALREADY once started, -EINVAL. */
+int pps_transport_set_writer(pps_transport_t *t, const pps_minbuf_params_t *writer);
 /* Starts the packet writer (the client was admitted). 0 or a negative errno. */
 int pps_transport_start(pps_transport_t *t);
 /* The producer has new data (pps_minbuf_kick()); a no-op before start. */

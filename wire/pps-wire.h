@@ -73,6 +73,8 @@ typedef enum {
 #define PPS_WIRE_AUDIO_SPEECH 0x01 /* voice activity: the frame is not silence */
 /* Largest audio payload (Opus's largest packet). */
 #define PPS_WIRE_MAX_AUDIO_BYTES 1275
+/* An AUDIO_FRAME's bytes besides its payload (header included). */
+#define PPS_WIRE_AUDIO_OVERHEAD_BYTES (PPS_WIRE_HEADER_BYTES + 15)
 
 /* Challenge-response (PROTOCOL.md, "Access control"). */
 #define PPS_WIRE_AUTH_HMAC_SHA256 1 /* MAC = HMAC-SHA256(token, context || nonce) */
