@@ -17,11 +17,12 @@
  *    as 20 ms ones do; while fewer than 1 / (1 - alpha) frames have been seen
  *    a = 1 - 1 / i (the plain mean), so the first seconds are not dominated
  *    by the first frame.
- *  - Spike mode is entered when the delay jumps by more than 2 v + 100 ms
- *    either way (algorithm 4's |n_i - n_{i-1}| > 2 v + 800 units of 125 us),
- *    or when it slides faster than half a frame per frame (trend below), and
- *    left when var = var / 2 + |2 n_i - n_{i-1} - n_{i-2}| / 8 (algorithm 4)
- *    is under 10 ms and the slide has stopped. Over TCP a stall ends with the
+ *  - Spike mode (seed 003 only sketches it; the constants are algorithm 4's
+ *    as pps-playout.c states them) is entered when the delay jumps by more
+ *    than 2 v + 100 ms, here either way, or when it slides faster than half
+ *    a frame per frame (trend = trend / 2 + (n_i - n_{i-1}) / 2, above f / 2
+ *    + 2 v), and left when var = var / 2 + |2 n_i - n_{i-1} - n_{i-2}| / 8
+ *    is under 10 ms and the slide has stopped (|trend| < f / 2). Over TCP a stall ends with the
  *    queued frames arriving together: the delay falls by one frame per frame,
  *    smoothly, so algorithm 4 alone leaves spike mode at the top of that
  *    slope and the slow NORMAL average then takes tens of seconds to come
@@ -65,9 +66,9 @@
  * ref_capture + (s - ref_seq) frame_us. A frame is off the stream when its
  * capture time is more than resync_us away from that, when it is further
  * ahead of the play point than the ring holds and the slots it would push out
- * are not overdue (a sequence number far ahead), or when it is behind the
- * play point although its slot is still to come (the caller's clock stepped
- * back). An off-stream frame is not measured. A second one that continues
+ * are not overdue (a sequence number far ahead), or when it is behind a
+ * play point whose next slot is more than max_delay after its arrival (the
+ * caller's clock stepped back). An off-stream frame is not measured. A second one that continues
  * the first (next sequence numbers, capture times that fit each other) means
  * the sender restarted, paused or stepped its clock: the stream restarts at
  * it (RFC 3550 appendix A.1's probation, by timeline instead of sequence
@@ -90,8 +91,9 @@
  * short enough to follow drift (2 ms/s lags it by 4 ms at most). */
 #define FLOOR_BUCKETS   4
 #define FLOOR_BUCKET_US 500000
-/* The estimate's memory: the seed's alpha, 0.998002 per 46.3 ms packet in
- * the paper but per 20 ms frame in Ramjee et al.'s traces: 10 s. */
+/* The estimate's memory: the seed's alpha, 0.998002, per 20 ms frame (the
+ * packet interval of Ramjee et al.'s traces; seed 003 sent one every 46.3
+ * ms): 10 s. */
 #define DEFAULT_MEMORY_US 10000000.0
 #define NO_TIME           INT64_MIN
 /* Times beyond +-2^53 us (285 years) are refused: every sum and difference
@@ -549,9 +551,9 @@ pps_jitter_put(pps_jitter_t *j, uint32_t seq, int64_t capture_us, bool speech,
 	 * they are overdue (the caller stopped popping), else it is far. */
 	far = dist >= j->p.max_frames &&
 	      due_us - (int64_t)j->p.max_frames * j->p.frame_us > arrival_us;
-	/* Behind the play point although its slot is still to come: the play
-	 * point ran ahead of the caller's clock (which stepped back). */
-	ahead = dist < 0 && due_us - arrival_us > j->p.resync_us;
+	/* Behind a play point whose next slot is further ahead of this arrival
+	 * than any delay D may be: the caller's clock stepped back. */
+	ahead = dist < 0 && j->next_due_us - arrival_us > j->p.max_delay_us + j->p.frame_us;
 	if (!fits || far || ahead) {
 		if (continues_candidate(j, seq, capture_us)) {
 			start(j, seq, capture_us, arrival_us);

@@ -195,6 +195,8 @@ sim_run(sim_t *sim, pps_jitter_t *j)
 		}
 	}
 	pps_jitter_get_stats(j, &sim->end);
+	/* No case here has a sender that restarts or a clock that steps. */
+	CHECK_EQ_INT(sim->end.restarts + sim->end.inconsistent, 0);
 	free(order);
 }
 
@@ -980,6 +982,46 @@ test_idle(void)
 	pps_jitter_free(j);
 }
 
+/* The caller's clock steps (its offset estimate is replaced): back 5 s; and
+ * a frame 2000 s ahead that the caller stamps as arriving 2000 s ahead (the
+ * play point jumps there, as for a caller that stopped popping). The stream
+ * plays on after a restart each time. */
+static void
+test_clock_steps(void)
+{
+	pps_jitter_t *j = new_jitter(20000);
+	pps_jitter_stats_t s;
+	int played = 0;
+	int64_t now = 0, step = 0;
+	uint32_t seq;
+
+	for (seq = 0; seq < 600; seq++) {
+		int64_t capture = T0_US + (int64_t)seq * 20000;
+
+		if (seq == 200)
+			step = -5 * SEC;
+		if (seq == 400)
+			CHECK_EQ_INT(put_at(j, seq + 100000, capture + 2000 * SEC,
+			                    capture + 40000 + step + 2000 * SEC),
+			             0);
+		put_at(j, seq, capture, capture + 40000 + step);
+		now = capture + 40000 + step;
+		if (seq == 150 || seq == 350 || seq == 500) {
+			pps_jitter_get_stats(j, &s);
+			played = (int)s.played;
+		}
+		pop_all(j, now, NULL);
+		if (seq == 199 || seq == 399 || seq == 599) {
+			pps_jitter_get_stats(j, &s);
+			CHECK((int)s.played - played >= 45, "seq %u: played %d of the last 50", seq,
+			      (int)s.played - played);
+		}
+	}
+	pps_jitter_get_stats(j, &s);
+	CHECK_EQ_INT(s.restarts, 2);
+	pps_jitter_free(j);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1000,5 +1042,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_wrap);
 	PPS_TEST_RUN(test_overflow);
 	PPS_TEST_RUN(test_idle);
+	PPS_TEST_RUN(test_clock_steps);
 	return pps_test_result();
 }
