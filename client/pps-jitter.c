@@ -10,7 +10,7 @@
  *   NORMAL:  d = a d + (1 - a) n            (but see "drift" below)
  *   SPIKE:   d = d + (n - n_prev)          (d follows the delay as it moves)
  *   both:    v = a v + (1 - a) |d - n|
- *   target:  T = d + beta v, bounded to [floor + min_delay, floor + max_delay]
+ *   target:  T = d + max(beta v, min_delay), at most floor + max_delay
  *
  * with a = alpha (0.998002 at 20 ms, the seed's) and beta = 4. Four changes:
  *  - alpha is per frame from a 10 s memory, so 10 ms frames weigh the past
@@ -33,9 +33,11 @@
  *    2 ms/s), and v then counts that lag as variation: D would carry 4 x 20
  *    ms for nothing. The double average has no lag on a steady slope, and
  *    spike mode shifts both sums, so the slope survives a spike.
- *  - The bounds are relative to the delay floor (the least n of the last
- *    2 s): min_delay is the margin a steady path gets, max_delay the most a
- *    spike may add. Absolute bounds would move with the error of the caller's
+ *  - The bounds are relative: min_delay is the least margin above d (what a
+ *    steady path gets, where v is 0; and what a spike gets, where d follows
+ *    the delay and v stays small), max_delay the most above the delay floor
+ *    (the least n of the last 2 s): what a spike may add to the path's
+ *    fastest. Absolute bounds would move with the error of the caller's
  *    clock offset (any error: before its first estimate, minutes).
  *
  * Playout. Slots come every frame_us; the play point is a sequence number
@@ -44,20 +46,24 @@
  * frames, so the caller's audio never has a gap or an overlap:
  *  - in a pause (the frame at the play point is silent, or missing while no
  *    talkspurt is playing), D moves freely: a slot is inserted (CONCEAL)
- *    while D < T, and silent frames are skipped while D - T >= 1.25 frames
- *    (a quarter frame of hysteresis, so D does not flap between two steps
- *    when T sits on one: T moves slowly, by far less than that, between
- *    pauses);
+ *    while T - D > f / 4, and silent frames are skipped while D - T >= f,
+ *    so D rests in [T - f / 4, T + f). The quarter frame keeps D from
+ *    flapping between two steps when T sits on one (T moves slowly between
+ *    pauses), and a millisecond more of T is no reason for a frame more of
+ *    D: T already holds its margin, 4 v or min_delay;
  *  - at a talkspurt start (a speech frame after a silent slot) D may still
  *    grow, by slots inserted before it (the paper's new delay per talkspurt);
  *  - inside a talkspurt D is constant (the seed's rule: changing it there is
  *    what listeners hear), except in continuous audio: after
  *    continuous_after_us (2 s: talkspurts of conversational speech last
- *    about a second) without a pause, one step toward T, at most every
- *    continuous_step_us (1 s, as WebRTC resynchronises audio) - NetEq's
- *    accelerate (a frame skipped) and expand (a frame concealed) at a frame's
- *    granularity. Sender clock drift is followed this way: d follows n, T
- *    follows d, D follows T at the pauses or once a second.
+ *    about a second) without a pause, one step toward T (by the same
+ *    rules), at most every continuous_step_us (1 s, as WebRTC resynchronises
+ *    audio) - NetEq's accelerate (a frame skipped) and expand (a frame
+ *    concealed) at a frame's granularity. Not in spike mode: a spike is over
+ *    before steps of a frame a second could follow it, and the tail of a
+ *    TCP stall's burst would leave a frame too many. Sender clock drift is
+ *    followed this way: d follows n, T follows d, D follows T at the pauses
+ *    or once a second.
  * A frame missing at its slot: RECOVER when the next one is held (its
  * in-band FEC), else CONCEAL; if it comes later it is late (discarded).
  *
@@ -390,15 +396,9 @@ measure(pps_jitter_t *j, int64_t capture_us, int64_t arrival_us)
 static int64_t
 target_delay_us(const pps_jitter_t *j)
 {
-	double floor = floor_us(j);
-	double t = ceil(j->d + j->p.beta * j->v);
-	double lo = floor + (double)j->p.min_delay_us, hi = floor + (double)j->p.max_delay_us;
+	double margin = fmax(j->p.beta * j->v, (double)j->p.min_delay_us);
 
-	if (t < lo)
-		t = lo;
-	if (t > hi)
-		t = hi;
-	return (int64_t)ceil(t);
+	return (int64_t)ceil(fmin(j->d + margin, floor_us(j) + (double)j->p.max_delay_us));
 }
 
 /* ---- the ring -------------------------------------------------------------- */
@@ -670,10 +670,10 @@ adjust(pps_jitter_t *j, pps_jitter_slot_t *out)
 		int64_t target = target_delay_us(j), delay = current_delay_us(j);
 		bool pause = h ? !h->speech : !j->in_talkspurt;
 		bool spurt_start = h && h->speech && !j->in_talkspurt;
-		bool continuous = !pause && !spurt_start &&
+		bool continuous = !pause && !spurt_start && !j->spike &&
 		                  j->next_due_us - j->boundary_us >= j->p.continuous_after_us &&
 		                  j->next_due_us - j->last_step_us >= j->p.continuous_step_us;
-		bool grow = delay < target, shrink = delay - target >= f + f / 4;
+		bool grow = target - delay > f / 4, shrink = delay - target >= f;
 		held_t *skipped;
 
 		if (!(pause || spurt_start || continuous) || !(grow || (shrink && !spurt_start)))

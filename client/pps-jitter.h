@@ -38,12 +38,12 @@ typedef struct {
 	/* The frame duration: an Opus frame size, 2500 .. 60000 (20000 or 10000 for voice). */
 	int64_t frame_us;
 	/*
-	 * Bounds of the playout delay, above the delay floor (the least
-	 * one-way delay of the last 2 s): D stays in [floor + min, floor +
-	 * max]. Relative to the floor, so an error in the caller's clock
-	 * offset moves the bounds with the delays. min (default 20 ms): the
-	 * least margin a steady path gets. max (default 1 s): the most
-	 * buffering a spike can ask for; a frame later than that is late.
+	 * Bounds of the playout delay, relative to the delays measured, so an
+	 * error in the caller's clock offset moves them with the delays.
+	 * min (default 20 ms): the least margin above the delay estimate
+	 * (what a steady path gets). max (default 1 s): the most above the
+	 * delay floor, the least one-way delay of the last 2 s (what a spike
+	 * may add; a frame later than that is late).
 	 */
 	int64_t min_delay_us;
 	int64_t max_delay_us;

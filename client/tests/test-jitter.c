@@ -447,6 +447,49 @@ test_spike(void)
 	pps_jitter_free(j);
 }
 
+static int64_t
+delay_stall(const sim_t *sim, int i, int64_t capture_us)
+{
+	int64_t t = capture_us - T0_US, end = (int64_t)sim->arg[1];
+
+	/* Nothing gets through from arg[0] to arg[1]; then the queue drains. */
+	if (t >= (int64_t)sim->arg[0] && t < end)
+		return end - t + 40000;
+	return 40000 + (int64_t)(rng_uniform() * 2000);
+}
+
+/* A TCP stall of 500 ms in continuous speech: the frames it held come in a
+ * burst, too late; the ones after play at the delay of before (the buffer
+ * stays live instead of playing the backlog late). */
+static void
+test_stall(void)
+{
+	sim_t sim = {.frame_us = 20000,
+	             .frames = 30 * 50,
+	             .delay_us = delay_stall,
+	             .arg = {10000000, 10500000}};
+	pps_jitter_t *j = new_jitter(20000);
+	int64_t *d, before = INT64_MIN, after = INT64_MIN;
+
+	rng_state = 5;
+	sim_run(&sim, j);
+	d = played_delays(&sim);
+	before = d[490];
+	after = d[1490];
+	fprintf(stderr, "stall: late %llu lost %llu, delay %lld -> %lld ms\n",
+	        (unsigned long long)sim.end.late, (unsigned long long)sim.end.lost,
+	        (long long)before / 1000, (long long)after / 1000);
+	CHECK(before != INT64_MIN && after != INT64_MIN);
+	CHECK(after <= before + 20000, "%lld -> %lld", (long long)before, (long long)after);
+	CHECK(sim.end.lost <= 30 && sim.end.lost >= 20, "lost %llu",
+	      (unsigned long long)sim.end.lost);
+	for (int i = 530; i < 1500; i++)
+		CHECK(d[i] != INT64_MIN, "frame %d not played", i);
+	free(d);
+	sim_free(&sim);
+	pps_jitter_free(j);
+}
+
 static bool
 drops_late_lost(int i)
 {
@@ -1033,6 +1076,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_jitter);
 	PPS_TEST_RUN(test_spike);
 	PPS_TEST_RUN(test_late_lost);
+	PPS_TEST_RUN(test_stall);
 	PPS_TEST_RUN(test_drift_up);
 	PPS_TEST_RUN(test_drift_down);
 	PPS_TEST_RUN(test_metrics);
