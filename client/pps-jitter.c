@@ -720,7 +720,10 @@ pps_jitter_pop(pps_jitter_t *j, int64_t now_us, pps_jitter_slot_t *out)
 	h = take_head(j);
 	if (h) {
 		fill(out, PPS_JITTER_PLAY, h->seq, h->capture_us, due_us, h, h->speech);
-		count_delay(j, due_us - h->capture_us);
+		/* A capture time off the timeline would make the figures say
+		 * what the sender's garbage says: count the predicted one. */
+		count_delay(j,
+		            due_us - (h->fits ? h->capture_us : predicted_capture_us(j, h->seq)));
 		speech = h->speech;
 	} else if (next->present && next->seq == j->next_seq) {
 		/* take_head moved next_seq on: @next is the frame after the missing one. */

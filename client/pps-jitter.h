@@ -152,7 +152,8 @@ typedef struct {
 	uint64_t restarts;         /* the stream restarted (sequence jump, timeline break) */
 	uint64_t talkspurts;       /* talkspurt starts played */
 	uint64_t delay_changes;    /* times D changed (the steps of one pause count once) */
-	/* Over PLAY slots: playout_us - capture_us. */
+	/* Over PLAY slots: playout_us - capture_us (predicted for a frame
+	 * whose capture time was off the sender's timeline). */
 	double playout_delay_mean_ms;
 	double playout_delay_std_ms;
 	int64_t current_delay_us; /* D at the play point (0 before the first frame) */
