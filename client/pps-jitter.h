@@ -6,8 +6,9 @@
  * Times are microseconds on the sender's clock: capture times as the sender
  * stamped them, arrival and "now" mapped into that clock by the caller's
  * clock-offset estimate. The offset may be wrong by a constant and the
- * clocks may drift: the buffer only uses differences of delays, never a
- * delay's absolute value (see pps-jitter.c).
+ * clocks may drift: no limit is an absolute delay, each is relative to the
+ * delays measured, so an offset error moves them all together (see
+ * pps-jitter.c).
  *
  * Frame s plays at capture_us(s) + D. The playout delay D is chosen at the
  * start of each talkspurt (Zhang, Wang, Keshav, section 4.1.1, after Ramjee
