@@ -210,6 +210,9 @@ play_slot(pps_audio_player_t *a, const pps_jitter_slot_t *slot, int64_t now_us)
 		how = PPS_AUDIO_CONCEALED;
 		break;
 	case PPS_JITTER_SKIP:
+		/* Decoded, not played: the decoder's state stays continuous. */
+		(void)pps_audio_decoder_decode(a->decoder, slot->payload, slot->len, a->pcm,
+		                               a->frame_samples);
 		pps_stats_audio_skipped(a->stats, slot->seq);
 		return;
 	default:
@@ -245,15 +248,12 @@ timer_cb(evutil_socket_t fd, short what, void *user)
 
 	(void)fd;
 	(void)what;
+	if (!a->jitter)
+		return;
 	if (a->params.lip_sync) {
 		int64_t video_us = pps_stats_video_latency_recent_us(a->stats, now);
-		int64_t floor_us = video_us - PPS_AUDIO_SYNC_LEAD_US;
 
-		if (floor_us < a->params.min_delay_us)
-			floor_us = a->params.min_delay_us;
-		if (floor_us > a->params.max_delay_us)
-			floor_us = a->params.max_delay_us;
-		pps_jitter_set_min_delay(a->jitter, floor_us);
+		pps_jitter_set_floor(a->jitter, video_us ? video_us - PPS_AUDIO_SYNC_LEAD_US : 0);
 	}
 	for (int i = 0; i < MAX_SLOTS_PER_WAKE && pps_jitter_pop(a->jitter, now, &slot) == 1; i++)
 		play_slot(a, &slot, now);

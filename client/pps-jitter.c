@@ -124,6 +124,7 @@ typedef struct {
 
 struct pps_jitter {
 	pps_jitter_params_t p;
+	int64_t sync_floor_us; /* pps_jitter_set_floor(): 0 = none */
 	held_t *ring; /* max_frames; ring[head] holds next_seq */
 	uint8_t *arena;
 	int head, held;
@@ -397,8 +398,19 @@ static int64_t
 target_delay_us(const pps_jitter_t *j)
 {
 	double margin = fmax(j->p.beta * j->v, (double)j->p.min_delay_us);
+	double t = fmin(j->d + margin, floor_us(j) + (double)j->p.max_delay_us);
 
-	return (int64_t)ceil(fmin(j->d + margin, floor_us(j) + (double)j->p.max_delay_us));
+	/* Another stream to wait for (lip sync) may ask for more, within the
+	 * same upper bound. */
+	if ((double)j->sync_floor_us > t)
+		t = fmin((double)j->sync_floor_us, floor_us(j) + (double)j->p.max_delay_us);
+	return (int64_t)ceil(t);
+}
+
+void
+pps_jitter_set_floor(pps_jitter_t *j, int64_t floor_us)
+{
+	j->sync_floor_us = floor_us > 0 ? floor_us : 0;
 }
 
 /* ---- the ring -------------------------------------------------------------- */

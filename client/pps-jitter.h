@@ -102,6 +102,15 @@ void pps_jitter_free(pps_jitter_t *jitter);
 int pps_jitter_put(pps_jitter_t *jitter, uint32_t seq, int64_t capture_us, bool speech,
                    const uint8_t *payload, size_t len, int64_t arrival_us);
 
+/*
+ * The smallest playout delay the target may have, in absolute terms
+ * (capture to slot), whatever the estimates say: lip sync keeps the audio
+ * waiting for a later picture this way. Applied as any change of the
+ * target is (at talkspurt starts, or a frame a second in continuous audio),
+ * within max_delay_us above the delay floor. 0 (or less): none.
+ */
+void pps_jitter_set_floor(pps_jitter_t *jitter, int64_t floor_us);
+
 /* When the next slot is due, or INT64_MAX when nothing is scheduled (no
  * frame yet, or idle). */
 int64_t pps_jitter_next_due_us(const pps_jitter_t *jitter);
