@@ -392,6 +392,9 @@ pps_audio_player_stream(pps_audio_player_t *a, const pps_wire_stream_info_t *inf
 	pps_jitter_params_init(&jp, info->audio_frame_us);
 	jp.min_delay_us = a->params.min_delay_us;
 	jp.max_delay_us = a->params.max_delay_us;
+	/* The frames held must cover the longest delay. */
+	if ((int64_t)jp.max_frames * jp.frame_us <= jp.max_delay_us)
+		jp.max_frames = (int)(jp.max_delay_us / jp.frame_us) + 2;
 	a->jitter = pps_jitter_new(&jp);
 	a->decoder = pps_audio_decoder_new();
 	a->pcm = calloc((size_t)a->frame_samples, sizeof(*a->pcm));
