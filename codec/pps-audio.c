@@ -3,7 +3,7 @@
  * The Opus voice track over libopus, and the PCM measurements (voice
  * activity, tick onsets).
  */
-#include "pps-audio.h"
+#include "pps-codec-internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -261,21 +261,37 @@ pps_audio_is_speech(const int16_t *pcm, size_t samples, double threshold_dbfs)
 	       full_scale * full_scale * pow(10.0, threshold_dbfs / 10.0);
 }
 
-size_t
-pps_audio_find_ticks(const int16_t *pcm, size_t samples, size_t *onsets, size_t max)
+void
+pps_audio_tick_detector_init(pps_audio_tick_detector_t *d, bool after_silence)
 {
-	size_t count = 0, quiet = 0;
+	d->quiet_samples = after_silence ? PPS_AUDIO_TICK_SILENCE_SAMPLES : 0;
+}
 
-	for (size_t i = 0; i < samples && count < max; i++) {
+size_t
+pps_audio_tick_detector_push(pps_audio_tick_detector_t *d, const int16_t *pcm, size_t samples,
+                             size_t *onsets, size_t max)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < samples; i++) {
 		int magnitude = pcm[i] < 0 ? -(int)pcm[i] : pcm[i];
 
 		if (magnitude < PPS_AUDIO_TICK_LEVEL) {
-			quiet++;
+			d->quiet_samples++;
 			continue;
 		}
-		if (quiet >= PPS_AUDIO_TICK_SILENCE_SAMPLES)
+		if (d->quiet_samples >= PPS_AUDIO_TICK_SILENCE_SAMPLES && count < max)
 			onsets[count++] = i;
-		quiet = 0;
+		d->quiet_samples = 0;
 	}
 	return count;
+}
+
+size_t
+pps_audio_find_ticks(const int16_t *pcm, size_t samples, size_t *onsets, size_t max)
+{
+	pps_audio_tick_detector_t d;
+
+	pps_audio_tick_detector_init(&d, false);
+	return pps_audio_tick_detector_push(&d, pcm, samples, onsets, max);
 }

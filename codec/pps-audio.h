@@ -142,9 +142,8 @@ bool pps_audio_is_speech(const int16_t *pcm, size_t samples, double threshold_db
  * PPS_AUDIO_TICK_LEVEL (in magnitude) that follows at least 100 ms of
  * samples below it (the first 100 ms of @pcm are never an onset: what came
  * before is unknown). Writes the onsets' sample indices in order into
- * @onsets and returns how many it wrote (at most @max: later onsets are
- * not looked for). Finds the ticks of the test source (audiotestsrc wave=ticks) in
- * captured or decoded audio, for the tests and the lab. Pure.
+ * @onsets and returns how many it wrote (at most @max). Finds the ticks of the test source
+ * (audiotestsrc wave=ticks) in captured or decoded audio, for the tests and the lab. Pure.
  */
 size_t pps_audio_find_ticks(const int16_t *pcm, size_t samples, size_t *onsets, size_t max);
 

@@ -2,14 +2,18 @@
 /*
  * The audio track's pieces without GStreamer (suite unit): Opus round trip
  * of ticks (found where they were encoded, the lookahead later), loss
- * concealment and FEC recovery, refusals; voice activity and tick finding.
+ * concealment and FEC recovery, refusals; voice activity and tick finding;
+ * the capture's re-chunker; the tick flash in a picture; the capture's
+ * pipeline descriptions (without audio, exactly the video's as before).
  * Usage: test-audio [-t WORD]
  */
-#include "pps-audio.h"
+#include "pps-codec-internal.h"
 #include "pps-test.h"
 
 #include <errno.h>
 #include <math.h>
+
+#include <glib.h>
 
 #define RATE         PPS_AUDIO_RATE_HZ
 #define SECOND       RATE
@@ -299,6 +303,247 @@ audio_find_ticks(void)
 	free(pcm);
 }
 
+/* The re-chunker's output: each block's first sample and time. */
+static int16_t block_first[64];
+static int64_t block_us[64];
+static int blocks;
+
+static void
+block_cb(const int16_t *pcm, size_t samples, int64_t capture_us, void *user)
+{
+	(void)user;
+	CHECK_EQ_INT(samples, PPS_AUDIO_BLOCK_SAMPLES);
+	if (blocks < 64) {
+		block_first[blocks] = pcm[0];
+		block_us[blocks] = capture_us;
+	}
+	blocks++;
+}
+
+static void
+audio_chunker(void)
+{
+	pps_audio_chunker_t k;
+	int16_t ramp[4096];
+	/* Sample n (counted from the stream's start) holds n modulo 32768;
+	 * pushed in buffers of odd sizes, at odd addresses too. */
+	const size_t sizes[] = {1024, 100, 1, 379, 2048, 960, 7};
+	size_t at = 0;
+	int64_t t0 = 1000000000;
+	uint8_t unaligned[2 * 300 + 1];
+
+	for (int i = 0; i < 4096; i++)
+		ramp[i] = (int16_t)i;
+	pps_audio_chunker_reset(&k);
+	blocks = 0;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int16_t buf[2048];
+
+		for (size_t j = 0; j < sizes[i]; j++)
+			buf[j] = (int16_t)(at + j);
+		pps_audio_chunker_push(&k, buf, sizes[i], t0 + (int64_t)at * 1000000 / RATE, i == 0,
+		                       block_cb, NULL);
+		at += sizes[i];
+	}
+	CHECK_EQ_INT(blocks, (int)(at / PPS_AUDIO_BLOCK_SAMPLES));
+	CHECK_EQ_INT(k.blocks, (uint64_t)blocks);
+	CHECK_EQ_INT(k.discontinuities, 0);
+	for (int b = 0; b < blocks && b < 64; b++) {
+		CHECK_EQ_INT(block_first[b], b * PPS_AUDIO_BLOCK_SAMPLES);
+		/* Each buffer's time is in whole microseconds. */
+		CHECK(llabs(block_us[b] - (t0 + (int64_t)b * 10000)) <= 1, "block %d at %lld", b,
+		      (long long)block_us[b]);
+	}
+	/* Unaligned input, contiguous in time. */
+	for (size_t j = 0; j < 300; j++) {
+		int16_t v = (int16_t)(at + j);
+
+		memcpy(unaligned + 1 + 2 * j, &v, sizeof(v));
+	}
+	blocks = 0;
+	pps_audio_chunker_push(&k, unaligned + 1, 300, t0 + (int64_t)at * 1000000 / RATE, false,
+	                       block_cb, NULL);
+	at += 300;
+	CHECK_EQ_INT(blocks, 1);
+	CHECK_EQ_INT(block_first[0], (int16_t)(at - 300 - (at - 300) % PPS_AUDIO_BLOCK_SAMPLES));
+	CHECK_EQ_INT(k.discontinuities, 0);
+
+	/* A jump of 50 ms: the partial block is dropped, the next one starts
+	 * at the new time. */
+	{
+		size_t held = at % PPS_AUDIO_BLOCK_SAMPLES;
+		int64_t jump_us = t0 + (int64_t)at * 1000000 / RATE + 50000;
+
+		blocks = 0;
+		pps_audio_chunker_push(&k, ramp, 480, jump_us, false, block_cb, NULL);
+		CHECK_EQ_INT(k.discontinuities, 1);
+		CHECK_EQ_INT(k.samples_dropped, held);
+		CHECK_EQ_INT(blocks, 1);
+		CHECK_EQ_INT(block_us[0], jump_us);
+		CHECK_EQ_INT(block_first[0], 0);
+		/* DISCONT flagged, same time: also a discontinuity. */
+		pps_audio_chunker_push(&k, ramp, 100, jump_us + 10000, true, block_cb, NULL);
+		CHECK_EQ_INT(k.discontinuities, 2);
+		CHECK_EQ_INT(k.samples_dropped, held);
+		/* Without a callback: counted only. */
+		pps_audio_chunker_push(&k, ramp, 380, jump_us + 10000 + 100 * 1000000 / RATE, false,
+		                       NULL, NULL);
+		CHECK_EQ_INT(blocks, 1);
+		CHECK_EQ_INT(k.blocks, (uint64_t)(at / PPS_AUDIO_BLOCK_SAMPLES) + 2);
+	}
+}
+
+static void
+audio_flash(void)
+{
+	const int sizes[][2] = {{640, 480}, {320, 240}, {96, 64}};
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		pps_frame_t *f = pps_frame_new(sizes[s][0], sizes[s][1]);
+
+		REQUIRE(f);
+		/* A mid-grey picture and a white one: neither is a flash. */
+		memset(f->planes[0], 128, (size_t)f->strides[0] * f->height);
+		CHECK(!pps_timecode_read_flash(f->planes[0], f->strides[0], f->width, f->height));
+		memset(f->planes[0], 235, (size_t)f->strides[0] * f->height);
+		CHECK(!pps_timecode_read_flash(f->planes[0], f->strides[0], f->width, f->height));
+		pps_timecode_stamp_flash(f, false);
+		CHECK(!pps_timecode_read_flash(f->planes[0], f->strides[0], f->width, f->height));
+		pps_timecode_stamp_flash(f, true);
+		CHECK(pps_timecode_read_flash(f->planes[0], f->strides[0], f->width, f->height),
+		      "%dx%d", f->width, f->height);
+		/* Chroma neutral, and the top-left (the timecode's) untouched. */
+		CHECK_EQ_INT(
+		    f->planes[1][(size_t)(f->height / 2 - 1) * f->strides[1] + f->width / 2 - 1],
+		    128);
+		CHECK_EQ_INT(f->planes[0][0], 235);
+		pps_timecode_stamp_flash(f, false);
+		CHECK(!pps_timecode_read_flash(f->planes[0], f->strides[0], f->width, f->height));
+		pps_frame_free(f);
+	}
+}
+
+static pps_capture_params_t
+capture_params(pps_capture_source_t type, const char *input, pps_capture_audio_t audio)
+{
+	return (pps_capture_params_t){.type = type,
+	                              .input = input,
+	                              .pattern = "ball",
+	                              .width = 640,
+	                              .height = 480,
+	                              .fps = 30,
+	                              .queue_frames = 8,
+	                              .audio = audio};
+}
+
+static bool
+described(pps_capture_params_t params, bool drop_only, const char *expected)
+{
+	char *d = pps_capture_describe(&params, drop_only);
+	bool same = strcmp(d, expected) == 0;
+
+	if (!same)
+		fprintf(stderr, "described:\n  %s\nexpected:\n  %s\n", d, expected);
+	g_free(d);
+	return same;
+}
+
+static bool
+describes(pps_capture_params_t params, const char *part)
+{
+	char *d = pps_capture_describe(&params, true);
+	bool found = strstr(d, part) != NULL;
+
+	if (!found)
+		fprintf(stderr, "described:\n  %s\nwithout:\n  %s\n", d, part);
+	g_free(d);
+	return found;
+}
+
+#define CAPS "video/x-raw,format=I420,width=640,height=480,framerate=30/1,pixel-aspect-ratio=1/1"
+#define VR   "videorate drop-only=true"
+
+/*
+ * Without an audio branch the pipeline is the video's exactly as it was
+ * before there was audio (these strings are the earlier code's); with one,
+ * the branch is where it belongs.
+ */
+static void
+audio_capture_describe(void)
+{
+	const char *user = "videotestsrc ! video/x-raw,width=320";
+	const char *tail = "audioconvert ! audioresample ! "
+	                   "audio/x-raw,format=S16LE,rate=48000,channels=1,layout=interleaved ! "
+	                   "appsink name=pps_audio_sink async=false";
+	char *ticks;
+
+	for (int audio = PPS_CAPTURE_AUDIO_OFF; audio <= PPS_CAPTURE_AUDIO_MIC; audio++) {
+		/* A camera and a pipeline without pps_audio_src have no sound of
+		 * their own; the microphone comes later, in a bin of its own. */
+		bool off = audio == PPS_CAPTURE_AUDIO_OFF || audio == PPS_CAPTURE_AUDIO_MIC;
+		bool none = audio != PPS_CAPTURE_AUDIO_TICKS;
+
+		CHECK(!off || described(capture_params(PPS_CAPTURE_SOURCE_TEST, "", audio), true,
+		                        "videotestsrc is-live=true pattern=ball ! " CAPS
+		                        " ! appsink name=pps_sink"));
+		CHECK(!none || described(capture_params(PPS_CAPTURE_SOURCE_CAMERA, "", audio), true,
+		                         "v4l2src name=pps_src ! videoconvert ! videoscale ! " VR
+		                         " ! " CAPS " ! appsink name=pps_sink"));
+		CHECK(!off ||
+		      described(capture_params(PPS_CAPTURE_SOURCE_FILE, "/x.mp4", audio), false,
+		                "filesrc name=pps_src ! decodebin ! videoconvert ! "
+		                "videoscale ! videorate ! " CAPS " ! appsink name=pps_sink"));
+		CHECK(!off ||
+		      described(capture_params(PPS_CAPTURE_SOURCE_URI, "file:///x", audio), true,
+		                "uridecodebin name=pps_src ! videoconvert ! videoscale ! " VR
+		                " ! " CAPS " ! appsink name=pps_sink"));
+		CHECK(!none ||
+		      described(capture_params(PPS_CAPTURE_SOURCE_PIPELINE, user, audio), true,
+		                "videotestsrc ! video/x-raw,width=320 ! videoconvert ! "
+		                "videoscale ! " VR " ! " CAPS " ! appsink name=pps_sink"));
+	}
+	/* audio=source: the test picture's ticks, the file's track (decodebin's
+	 * pads by kind), the user's pps_audio_src. */
+	ticks = g_strdup_printf("videotestsrc is-live=true pattern=ball ! " CAPS
+	                        " ! appsink name=pps_sink audiotestsrc is-live=true wave=ticks "
+	                        "freq=1000 sine-periods-per-tick=20 tick-interval=1000000000 "
+	                        "samplesperbuffer=480 ! %s",
+	                        tail);
+	CHECK(described(capture_params(PPS_CAPTURE_SOURCE_TEST, "", PPS_CAPTURE_AUDIO_SOURCE), true,
+	                ticks));
+	CHECK(described(capture_params(PPS_CAPTURE_SOURCE_TEST, "", PPS_CAPTURE_AUDIO_TICKS), true,
+	                ticks));
+	g_free(ticks);
+	CHECK(describes(capture_params(PPS_CAPTURE_SOURCE_FILE, "/x.mp4", PPS_CAPTURE_AUDIO_SOURCE),
+	                "filesrc name=pps_src ! decodebin name=pps_dec pps_dec. ! video/x-raw ! "
+	                "videoconvert"));
+	CHECK(describes(capture_params(PPS_CAPTURE_SOURCE_FILE, "/x.mp4", PPS_CAPTURE_AUDIO_SOURCE),
+	                "pps_dec. ! audio/x-raw ! queue name=pps_audio_in ! audioconvert"));
+	CHECK(
+	    describes(capture_params(PPS_CAPTURE_SOURCE_URI, "file:///x", PPS_CAPTURE_AUDIO_SOURCE),
+	              "uridecodebin name=pps_src pps_src. ! video/x-raw ! videoconvert"));
+	CHECK(
+	    describes(capture_params(PPS_CAPTURE_SOURCE_URI, "file:///x", PPS_CAPTURE_AUDIO_SOURCE),
+	              "pps_src. ! audio/x-raw ! queue name=pps_audio_in ! audioconvert"));
+	CHECK(describes(capture_params(PPS_CAPTURE_SOURCE_PIPELINE,
+	                               "videotestsrc audiotestsrc name=pps_audio_src",
+	                               PPS_CAPTURE_AUDIO_SOURCE),
+	                "pps_audio_src. ! queue name=pps_audio_in ! audioconvert"));
+	/* Ticks with a file are paced by their appsink, not live. */
+	CHECK(describes(capture_params(PPS_CAPTURE_SOURCE_FILE, "/x.mp4", PPS_CAPTURE_AUDIO_TICKS),
+	                "audiotestsrc is-live=false wave=ticks"));
+	CHECK(describes(capture_params(PPS_CAPTURE_SOURCE_CAMERA, "", PPS_CAPTURE_AUDIO_TICKS),
+	                "audiotestsrc is-live=true wave=ticks"));
+	CHECK_EQ_INT(pps_capture_branch(&(pps_capture_params_t){.type = PPS_CAPTURE_SOURCE_CAMERA,
+	                                                        .audio = PPS_CAPTURE_AUDIO_SOURCE}),
+	             PPS_CAPTURE_BRANCH_NONE);
+	CHECK_EQ_INT(pps_capture_branch(&(pps_capture_params_t){.type = PPS_CAPTURE_SOURCE_FILE,
+	                                                        .audio = PPS_CAPTURE_AUDIO_MIC}),
+	             PPS_CAPTURE_BRANCH_MIC);
+	CHECK(!strcmp(pps_capture_audio_names[PPS_CAPTURE_AUDIO_MIC], "mic") &&
+	      !pps_capture_audio_names[PPS_CAPTURE_AUDIO_COUNT]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -308,5 +553,8 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(audio_opus_refusals);
 	PPS_TEST_RUN(audio_is_speech);
 	PPS_TEST_RUN(audio_find_ticks);
+	PPS_TEST_RUN(audio_chunker);
+	PPS_TEST_RUN(audio_flash);
+	PPS_TEST_RUN(audio_capture_describe);
 	return pps_test_result();
 }
