@@ -92,7 +92,9 @@ typedef enum {
 	PPS_CAPTURE_AUDIO_OFF = 0, /* no audio branch: the pipeline is the video's alone */
 	/* The source's own: test -> the ticks (as AUDIO_TICKS); file, uri ->
 	 * the file's audio track, if it has one; pipeline -> the element named
-	 * pps_audio_src in the description, if there is one; camera -> none
+	 * pps_audio_src in the description, if there is one (the description
+	 * still ends with the video, which the capture links on: e.g.
+	 * "audiotestsrc name=pps_audio_src videotestsrc"); camera -> none
 	 * (use AUDIO_MIC). */
 	PPS_CAPTURE_AUDIO_SOURCE = 1,
 	/* audiotestsrc wave=ticks: a 20 ms 1 kHz tone every
