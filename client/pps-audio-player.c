@@ -65,7 +65,7 @@ struct pps_audio_player {
 
 	SDL_AudioDeviceID device; /* 0: none */
 	int64_t device_buffer_us; /* the device's own period */
-	char output_name[96];
+	char output_name[320];
 	uint64_t output_resets;
 
 	FILE *wav;
