@@ -28,6 +28,8 @@
 
 #include <SDL.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,10 +125,59 @@ wav_close(pps_audio_player_t *a)
 
 /* ---- output ------------------------------------------------------------------ */
 
+static int open_device_now(pps_audio_player_t *a, SDL_AudioSpec *want_out, SDL_AudioSpec *have,
+                           char *err, size_t err_size);
+
+/*
+ * While a device is only tried (output auto), the sound libraries' own
+ * complaints (ALSA prints "cannot find card" on a machine without one) are
+ * not the user's business: the fallback is said in one line instead. The
+ * program's stderr is pointed at /dev/null for that time; this runs at
+ * start-up, before any other thread of the program writes there.
+ */
 static int
-open_device(pps_audio_player_t *a, char *err, size_t err_size)
+quiet_stderr(void)
+{
+	int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (saved >= 0 && null >= 0)
+		dup2(null, STDERR_FILENO);
+	if (null >= 0)
+		close(null);
+	return saved;
+}
+
+static void
+restore_stderr(int saved)
+{
+	if (saved < 0)
+		return;
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+}
+
+static int
+open_device(pps_audio_player_t *a, bool quiet, char *err, size_t err_size)
 {
 	SDL_AudioSpec want = {0}, have;
+	int saved = quiet ? quiet_stderr() : -1;
+	int ret = open_device_now(a, &want, &have, err, err_size);
+
+	restore_stderr(saved);
+	if (ret < 0)
+		return ret;
+	a->device_buffer_us = (int64_t)have.samples * 1000000 / PPS_AUDIO_RATE_HZ;
+	snprintf(a->output_name, sizeof(a->output_name), "SDL audio (%s)",
+	         SDL_GetCurrentAudioDriver() ? SDL_GetCurrentAudioDriver() : "?");
+	SDL_PauseAudioDevice(a->device, 0);
+	return 0;
+}
+
+static int
+open_device_now(pps_audio_player_t *a, SDL_AudioSpec *want_out, SDL_AudioSpec *have, char *err,
+                size_t err_size)
+{
+	SDL_AudioSpec want = {0};
 
 	if (SDL_InitSubSystem(SDL_INIT_AUDIO) < 0) {
 		snprintf(err, err_size, "audio output: SDL: %s", SDL_GetError());
@@ -136,16 +187,13 @@ open_device(pps_audio_player_t *a, char *err, size_t err_size)
 	want.format = AUDIO_S16SYS;
 	want.channels = PPS_AUDIO_CHANNELS;
 	want.samples = PPS_AUDIO_BLOCK_SAMPLES; /* 10 ms periods */
-	a->device = SDL_OpenAudioDevice(NULL, 0, &want, &have, 0);
+	*want_out = want;
+	a->device = SDL_OpenAudioDevice(NULL, 0, &want, have, 0);
 	if (!a->device) {
 		snprintf(err, err_size, "audio output: no SDL audio device: %s", SDL_GetError());
 		SDL_QuitSubSystem(SDL_INIT_AUDIO);
 		return -ENODEV;
 	}
-	a->device_buffer_us = (int64_t)have.samples * 1000000 / PPS_AUDIO_RATE_HZ;
-	snprintf(a->output_name, sizeof(a->output_name), "SDL audio (%s)",
-	         SDL_GetCurrentAudioDriver() ? SDL_GetCurrentAudioDriver() : "?");
-	SDL_PauseAudioDevice(a->device, 0);
 	return 0;
 }
 
@@ -316,7 +364,7 @@ pps_audio_player_new(struct event_base *base, const pps_audio_params_t *params,
 	if (params->output != PPS_AUDIO_OUTPUT_NONE) {
 		char why[256];
 
-		ret = open_device(a, why, sizeof(why));
+		ret = open_device(a, params->output == PPS_AUDIO_OUTPUT_AUTO, why, sizeof(why));
 		if (ret < 0 && params->output == PPS_AUDIO_OUTPUT_SDL) {
 			snprintf(err, err_size, "%s", why);
 			errno = -ret;

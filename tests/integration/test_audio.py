@@ -6,9 +6,11 @@ a WAV file)."""
 import socket
 import struct
 import sys
+import time
 import wave
 
-from harness import Client, Server, check, read_records, record, run
+from harness import Client, Server, check, record, run
+from ppslab.records import split_records
 
 KIND_HELLO, KIND_STREAM_INFO, KIND_BYE, KIND_AUDIO_FRAME = 1, 2, 8, 12
 HELLO_AUDIO, HELLO_AUDIO_ONLY = 0x0002, 0x0004
@@ -19,11 +21,23 @@ def raw_hello(flags, name=b"raw"):
 
 
 def raw_session(address, flags, seconds=2.0):
-    """A raw client: HELLO with @flags, then every record for @seconds."""
+    """A raw client: HELLO with @flags, then every record for @seconds (or
+    until the server closes)."""
     host, port = address.rsplit(":", 1)
+    data = b""
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(raw_hello(flags))
-        return read_records(sock, timeout=seconds)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            sock.settimeout(max(0.01, end - time.monotonic()))
+            try:
+                chunk = sock.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            data += chunk
+    return split_records(data)
 
 
 def audio_stream(transport):
@@ -52,11 +66,9 @@ def audio_stream(transport):
               "A/V skew |p95| %s ms" % s["av_skew_abs_p95_ms"])
         st = srv.stats()
         check(st.get("audio_frames", 0) >= 250, "server encoded %s audio frames" % st.get("audio_frames"))
-        sent = sum(cl.get("audio_sent", 0) for cl in st["clients"])
-        check(sent >= 250, "server sent %d audio frames" % sent)
-        only = [cl for cl in st["clients"] if cl.get("audio_only")]
-        check(len(only) == (1 if transport == "connection" else 0),
-              "%d audio-only connections with transport %s" % (len(only), transport))
+        only = srv.log().count("audio only)")
+        check(only == (1 if transport == "connection" else 0),
+              "%d audio-only connections with transport %s:\n%s" % (only, transport, srv.log()[-1500:]))
         print("%s: %d slots, %.1f%% played, mouth-to-ear p50/p95 %.1f/%.1f ms, delay std %.1f ms, "
               "|skew| p95 %.1f ms" % (transport, s["audio_slots"], s["audio_played_pct"],
                                        s["mouth_to_ear_p50_ms"], s["mouth_to_ear_p95_ms"],

@@ -129,10 +129,10 @@ test_file_errors(void)
 	                  "server.ini: [pps] windw_frames: unknown key");
 	expect_file_error("[ppz]\nwindow_frames = 2\n",
 	                  "server.ini: [ppz]: unknown section (pps-server reads [server] [source] "
-	                  "[encoder] [pps] [transport] [adapt])");
+	                  "[audio] [encoder] [pps] [transport] [adapt])");
 	expect_file_error("[ppz]\n",
 	                  "server.ini: [ppz]: unknown section (pps-server reads [server] "
-	                  "[source] [encoder] [pps] [transport] [adapt])");
+	                  "[source] [audio] [encoder] [pps] [transport] [adapt])");
 	expect_file_error("[transport]\necn = maybe\n",
 	                  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
@@ -148,7 +148,7 @@ test_file_errors(void)
 	/* A client's section in a server's file. */
 	expect_file_error("[playout]\npolicy = fixed\n",
 	                  "server.ini: [playout]: unknown section (pps-server reads [server] "
-	                  "[source] [encoder] [pps] [transport] [adapt])");
+	                  "[source] [audio] [encoder] [pps] [transport] [adapt])");
 	{
 		pps_config_t *c = pps_config_new(SERVER);
 		char err[256];
