@@ -310,6 +310,11 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         "bottleneck_marked_fwd": linkem.get("fwd", {}).get("marked_pkts"),
         "bottleneck_sojourn_p50_ms": (linkem.get("fwd", {}).get("sojourn_p50_ns") or 0) / 1e6 if linkem else None,
         "bottleneck_sojourn_p95_ms": (linkem.get("fwd", {}).get("sojourn_p95_ns") or 0) / 1e6 if linkem else None,
+        # The reverse path (ACKs, the client's records, reverse elephants) and random loss, each way.
+        "reverse_sojourn_p95_ms": (linkem.get("rev", {}).get("sojourn_p95_ns") or 0) / 1e6 if linkem else None,
+        "reverse_queue_drops": linkem.get("rev", {}).get("dropped_queue_pkts"),
+        "link_lost_fwd_pkts": linkem.get("fwd", {}).get("lost_pkts"),
+        "link_lost_rev_pkts": linkem.get("rev", {}).get("lost_pkts"),
         "frames_shown": len(shown),
         "frames_not_shown_reasons": not_shown_reasons,
         # The congestion control each connection of the stream ran (the server's
