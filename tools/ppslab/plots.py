@@ -10,6 +10,7 @@ import json
 import os
 
 from . import metrics
+from .files import read_json
 from .cells import (CURVE_MS, SCENARIO_AXES, SHARE_TOLERANCE_MS, frame_latencies, scenario_name, scenario_of,
                     scenario_tag, transport_key)
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
@@ -347,8 +348,11 @@ def run_plots(out, plan, records):
         steps = r.get("steps") or {}
         title = f"{cid}: {r['cell']['transport']}, " + scenario_name(scenario_of(r["cell"]))
         with contextlib.suppress(OSError, ValueError, KeyError):
+            # The video connection's path events (with audio on a connection of its own the server logs both).
+            video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("id")
             png = plot_timeline(os.path.join(celldir, "timeline.png"), title, os.path.join(celldir, "client.jsonl"),
-                                            os.path.join(celldir, "server.jsonl"), steps.get("capacity"), steps.get("step_downs_us", ()))
+                                os.path.join(celldir, "server.jsonl"), steps.get("capacity"), steps.get("step_downs_us", ()),
+                                client_id=video_id)
             if png:
                 made[cid] = os.path.relpath(png, out)
     return made
