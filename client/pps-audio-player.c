@@ -65,7 +65,7 @@ struct pps_audio_player {
 
 	SDL_AudioDeviceID device; /* 0: none */
 	int64_t device_buffer_us; /* the device's own period */
-	char output_name[96];
+	char output_name[320];
 	uint64_t output_resets;
 
 	FILE *wav;
@@ -210,6 +210,9 @@ play_slot(pps_audio_player_t *a, const pps_jitter_slot_t *slot, int64_t now_us)
 		how = PPS_AUDIO_CONCEALED;
 		break;
 	case PPS_JITTER_SKIP:
+		/* Decoded, not played: the decoder's state stays continuous. */
+		(void)pps_audio_decoder_decode(a->decoder, slot->payload, slot->len, a->pcm,
+		                               a->frame_samples);
 		pps_stats_audio_skipped(a->stats, slot->seq);
 		return;
 	default:
@@ -245,15 +248,12 @@ timer_cb(evutil_socket_t fd, short what, void *user)
 
 	(void)fd;
 	(void)what;
+	if (!a->jitter)
+		return;
 	if (a->params.lip_sync) {
 		int64_t video_us = pps_stats_video_latency_recent_us(a->stats, now);
-		int64_t floor_us = video_us - PPS_AUDIO_SYNC_LEAD_US;
 
-		if (floor_us < a->params.min_delay_us)
-			floor_us = a->params.min_delay_us;
-		if (floor_us > a->params.max_delay_us)
-			floor_us = a->params.max_delay_us;
-		pps_jitter_set_min_delay(a->jitter, floor_us);
+		pps_jitter_set_floor(a->jitter, video_us ? video_us - PPS_AUDIO_SYNC_LEAD_US : 0);
 	}
 	for (int i = 0; i < MAX_SLOTS_PER_WAKE && pps_jitter_pop(a->jitter, now, &slot) == 1; i++)
 		play_slot(a, &slot, now);
@@ -392,6 +392,9 @@ pps_audio_player_stream(pps_audio_player_t *a, const pps_wire_stream_info_t *inf
 	pps_jitter_params_init(&jp, info->audio_frame_us);
 	jp.min_delay_us = a->params.min_delay_us;
 	jp.max_delay_us = a->params.max_delay_us;
+	/* The frames held must cover the longest delay. */
+	if ((int64_t)jp.max_frames * jp.frame_us <= jp.max_delay_us)
+		jp.max_frames = (int)(jp.max_delay_us / jp.frame_us) + 2;
 	a->jitter = pps_jitter_new(&jp);
 	a->decoder = pps_audio_decoder_new();
 	a->pcm = calloc((size_t)a->frame_samples, sizeof(*a->pcm));

@@ -83,9 +83,10 @@ static const pps_config_key_t keys[] = {
         "keep the audio no more than 30 ms ahead of the picture: its playout delay waits for "
         "the video's recent latency (changed between talkspurts only)"),
     PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,
-                   "smallest playout delay of the audio (capture to playout)"),
+                   "least margin of the audio's playout delay above its delay estimate"),
     PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,
-                   "largest playout delay of the audio; later frames are concealed"),
+                   "most the audio's playout delay may exceed the least delay of the last 2 s; "
+                   "later frames are concealed"),
 
     /* [log] */
     PPS_CONFIG_STRING("log", "file", "", "write JSON Lines events (frames, windows, summary) here"),

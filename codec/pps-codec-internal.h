@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared inside codec/ only: the GOP model, the upscale filter, ADU framing. */
+/* Shared inside codec/ only: the GOP model, the upscale filter, ADU framing,
+ * the capture's audio re-chunker. */
 #ifndef PPS_CODEC_INTERNAL_H
 #define PPS_CODEC_INTERNAL_H
 
@@ -52,5 +53,98 @@ void pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int sr
 #define PPS_CODEC_ADU_FILLERS_ONLY     0x80u
 #define PPS_CODEC_ADU_COUNT_MASK       0x7fu
 #define PPS_CODEC_MAX_PICTURES_PER_ADU 16
+
+/*
+ * The capture's pipeline (pps-capture-pipeline.c). Its audio branch, from
+ * the parameters:
+ */
+typedef enum {
+	PPS_CAPTURE_BRANCH_NONE = 0,
+	PPS_CAPTURE_BRANCH_TICKS,   /* audiotestsrc wave=ticks in the description */
+	PPS_CAPTURE_BRANCH_DECODED, /* the audio pad of the file's decodebin or uridecodebin */
+	PPS_CAPTURE_BRANCH_USER,    /* the element pps_audio_src of the user's pipeline */
+	/* autoaudiosrc, in a bin pps-capture.c adds once the video's liveness
+	 * is known: a live microphone in the description would make a file's
+	 * pipeline live, and its video unpaced. */
+	PPS_CAPTURE_BRANCH_MIC,
+} pps_capture_branch_t;
+
+pps_capture_branch_t pps_capture_branch(const pps_capture_params_t *params);
+/* Whether the ticks are a live source: with a live video source (the test
+ * picture, a camera), so that both run on the clock from when they start;
+ * otherwise they are paced by their appsink as a file is. */
+bool pps_capture_ticks_live(pps_capture_source_t type);
+/*
+ * The gst-launch description for @params (g_free() it): the video's,
+ * exactly as without audio when there is no audio branch, then the audio
+ * branch's but the microphone's. @drop_only: videorate drop-only=true (see
+ * the .c).
+ */
+char *pps_capture_describe(const pps_capture_params_t *params, bool drop_only);
+/*
+ * What every audio branch ends with: 10 ms blocks' format, and the appsink
+ * pps_audio_sink, which never holds the pipeline's state changes
+ * (async=false): a file without an audio track leaves it without data, and
+ * must still preroll (a file with one switches it to async once started).
+ */
+#define PPS_CAPTURE_AUDIO_TAIL                                                                     \
+	"audioconvert ! audioresample ! "                                                          \
+	"audio/x-raw,format=S16LE,rate=48000,channels=1,layout=interleaved ! "                     \
+	"appsink name=pps_audio_sink async=false"
+
+/*
+ * pps_audio_find_ticks()'s rule over a stream in pieces (the capture's flash
+ * finds the ticks as the audio comes). Onsets are indices into each piece.
+ */
+typedef struct {
+	size_t quiet_samples; /* consecutive samples below the level so far */
+} pps_audio_tick_detector_t;
+
+/* @after_silence: the stream's start counts as silence (a tick in its first
+ * samples is an onset), as for a source known to start there. */
+void pps_audio_tick_detector_init(pps_audio_tick_detector_t *detector, bool after_silence);
+/* Writes the onsets in @pcm into @onsets (at most @max; later ones are
+ * still followed, not written) and returns how many it wrote. */
+size_t pps_audio_tick_detector_push(pps_audio_tick_detector_t *detector, const int16_t *pcm,
+                                    size_t samples, size_t *onsets, size_t max);
+
+/*
+ * The capture's audio re-chunker: buffers of whatever size GStreamer delivers
+ * in, exact PPS_AUDIO_BLOCK_SAMPLES blocks out, each with the capture time of
+ * its first sample. Holds less than one block (bounded by construction).
+ * Owned by one thread (the audio streaming thread).
+ */
+typedef struct {
+	int16_t block[PPS_AUDIO_BLOCK_SAMPLES];
+	size_t block_samples; /* filled so far */
+	int64_t block_us;     /* capture time of block[0] */
+	bool started;         /* next_us is known */
+	int64_t next_us;      /* where the samples pushed so far end */
+	uint64_t blocks;      /* passed to the callback (or counted without one) */
+	/* Input that did not continue the samples before it: a DISCONT buffer
+	 * (but the first) or a time jump of more than PPS_AUDIO_CHUNKER_GAP_US.
+	 * The partial block before it is dropped (its samples counted in
+	 * samples_dropped). */
+	uint64_t discontinuities;
+	uint64_t samples_dropped;
+} pps_audio_chunker_t;
+
+/* A buffer starting further than this (half a block) from where the
+ * previous one ended is a discontinuity; closer, it is the same stream:
+ * capture times are re-derived per buffer and jitter by microseconds, more
+ * when a thread is preempted between its two clock reads, and a block
+ * dropped for nothing costs more than one placed a few ms off. */
+#define PPS_AUDIO_CHUNKER_GAP_US 5000
+
+void pps_audio_chunker_reset(pps_audio_chunker_t *chunker);
+/*
+ * Adds @samples samples at @pcm (any alignment) whose first sample was
+ * captured at @capture_us; @discont: the source says they do not follow the
+ * previous ones. Calls @cb (if not NULL) for each complete block, inside
+ * this call. Returns the number of blocks completed.
+ */
+size_t pps_audio_chunker_push(pps_audio_chunker_t *chunker, const void *pcm, size_t samples,
+                              int64_t capture_us, bool discont, pps_capture_audio_cb cb,
+                              void *user);
 
 #endif /* PPS_CODEC_INTERNAL_H */

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "pps-adu.h"
+#include "pps-audio.h"
 #include "pps-wire.h"
 
 /* ---------------------------------------------------------------- frames */
@@ -86,12 +87,36 @@ typedef enum {
 	PPS_CAPTURE_TIMECODE_COUNT
 } pps_capture_timecode_t;
 
+/* Where the sound comes from (the capture's audio branch). */
+typedef enum {
+	PPS_CAPTURE_AUDIO_OFF = 0, /* no audio branch: the pipeline is the video's alone */
+	/* The source's own: test -> the ticks (as AUDIO_TICKS); file, uri ->
+	 * the file's audio track, if it has one; pipeline -> the element named
+	 * pps_audio_src in the description, if there is one (the description
+	 * still ends with the video, which the capture links on: e.g.
+	 * "audiotestsrc name=pps_audio_src videotestsrc"); camera -> none
+	 * (use AUDIO_MIC). */
+	PPS_CAPTURE_AUDIO_SOURCE = 1,
+	/* audiotestsrc wave=ticks: a 20 ms 1 kHz tone every
+	 * PPS_CAPTURE_TICK_PERIOD_US from the audio's first sample on; with
+	 * the test source, the picture's flash (pps_timecode_stamp_flash())
+	 * on the frame of each tick. */
+	PPS_CAPTURE_AUDIO_TICKS = 2,
+	PPS_CAPTURE_AUDIO_MIC = 3, /* the microphone: autoaudiosrc (PulseAudio, ALSA, ...) */
+	PPS_CAPTURE_AUDIO_COUNT
+} pps_capture_audio_t;
+
+/* The ticks' period: one tick, and one flash, per second. */
+#define PPS_CAPTURE_TICK_PERIOD_US 1000000
+
 /* Name tables, indexed by the enum and NULL-terminated (settings take them
  * as their keys' choices): "test", "camera", ...; "auto", "true", "false";
- * and the videotestsrc patterns the test source offers ("ball", "smpte", ...). */
+ * the videotestsrc patterns the test source offers ("ball", "smpte", ...);
+ * "off", "source", "ticks", "mic". */
 extern const char *const pps_capture_source_names[];
 extern const char *const pps_capture_timecode_names[];
 extern const char *const pps_capture_pattern_names[];
+extern const char *const pps_capture_audio_names[];
 
 /* Whether a source of @type needs its input (a file, a URI, a pipeline);
  * a camera without one opens the default device. */
@@ -107,6 +132,7 @@ typedef struct {
 	int fps;
 	int queue_frames; /* raw frames held before the encoder, >= 1 */
 	pps_capture_timecode_t timecode;
+	pps_capture_audio_t audio; /* 0: off */
 } pps_capture_params_t;
 
 typedef struct {
@@ -114,6 +140,12 @@ typedef struct {
 	uint64_t frames_dropped;   /* oldest raw frames dropped because the queue was full */
 	uint64_t frames_delivered; /* frames passed to frame_cb */
 	uint64_t file_loops;       /* a source that is not live: times it was restarted */
+	uint64_t audio_blocks;     /* 10 ms blocks passed to audio_cb (counted without one) */
+	/* Audio that did not continue the previous samples (a file's loop, a
+	 * source's DISCONT, a time jump over 5 ms): the partial block before
+	 * each was dropped, its samples counted in audio_samples_dropped. */
+	uint64_t audio_discontinuities;
+	uint64_t audio_samples_dropped;
 } pps_capture_stats_t;
 
 /*
@@ -123,7 +155,9 @@ typedef struct {
  * the appsink's clock sync and looped at its end (seek to 0); a live one
  * (camera, RTSP, the test source) goes through unsynced, and its end is an
  * error. The pixel timecode is stamped with timecode=true, or with auto for
- * the test source only. A pipeline that does
+ * the test source only. The audio branch, if any (see pps_capture_audio_t,
+ * pps_capture_has_audio()), is in the same pipeline; the microphone's is
+ * added at pps_capture_start(). A pipeline that does
  * not parse fails here: NULL, errno set, and a one-line message naming the
  * source and GStreamer's reason in @err. Calls gst_init() if needed.
  */
@@ -131,9 +165,12 @@ pps_capture_t *pps_capture_new(const pps_capture_params_t *params, pps_capture_f
                                void *user, char *err, size_t err_size);
 
 /*
- * Starts capturing and waits (up to 10 s) for the first frame, so a missing
- * device, a missing file or a pipeline that does not negotiate is reported
- * here: a negative errno and the message in @err. Main thread.
+ * Starts capturing and waits (up to 10 s) for the first frame, and with
+ * audio=ticks or mic (or the test source's source) for the first audio block
+ * too, so a missing device (a camera, a microphone), a missing file or a
+ * pipeline that does not negotiate is reported here: a negative errno and the
+ * message in @err, naming the source (and "microphone (autoaudiosrc ...)"
+ * when that is what failed). Main thread.
  */
 int pps_capture_start(pps_capture_t *capture, char *err, size_t err_size);
 
@@ -159,8 +196,35 @@ int pps_capture_push(pps_capture_t *capture, const pps_frame_t *frame);
  * @why as pps_capture_error(). */
 void pps_capture_push_end(pps_capture_t *capture, const char *why);
 
-/* Stops the pipeline and the delivery thread; frame_cb is not called after
- * this returns. Idempotent. Never call from inside frame_cb. */
+/*
+ * Called on GStreamer's audio streaming thread (not the delivery thread: keep
+ * it short, copy and return) with one 10 ms block: @samples =
+ * PPS_AUDIO_BLOCK_SAMPLES mono S16 samples at 48 kHz, borrowed for the call,
+ * and the CLOCK_REALTIME capture time of its first sample, mapped from the
+ * running time as the frames' capture_us are (the same instant has the same
+ * time in both: lip sync depends on it). Consecutive blocks are contiguous
+ * (capture_us 10 ms apart, give or take microseconds: each buffer's time is
+ * read from the clocks) except across a discontinuity (a file's loop, see
+ * audio_discontinuities), where capture_us says where the block is.
+ */
+typedef void (*pps_capture_audio_cb)(const int16_t *pcm, size_t samples, int64_t capture_us,
+                                     void *user);
+
+/* Where the audio blocks go; before pps_capture_start(). Without a callback
+ * the blocks are only counted. */
+void pps_capture_set_audio_cb(pps_capture_t *capture, pps_capture_audio_cb cb, void *user);
+
+/*
+ * Whether the capture has an audio branch: before pps_capture_start(), that
+ * the parameters asked for one the source can give (not for audio=source
+ * with a camera or a pipeline without pps_audio_src, nor for a pushed
+ * capture); after it, also that the branch is connected (a file without an
+ * audio track has none: its video plays alone).
+ */
+bool pps_capture_has_audio(const pps_capture_t *capture);
+
+/* Stops the pipeline and the delivery thread; frame_cb and audio_cb are not
+ * called after this returns. Idempotent. Never call from inside frame_cb. */
 void pps_capture_stop(pps_capture_t *capture);
 void pps_capture_free(pps_capture_t *capture);
 
@@ -375,5 +439,22 @@ void pps_timecode_stamp(uint8_t *y_plane, int stride, int width, int height, uin
 /* Reads a stamp back: 0, or -ENOENT if there is none or the CRC fails. */
 int pps_timecode_read(const uint8_t *y_plane, int stride, int width, int height,
                       uint32_t *frame_index, int64_t *capture_us);
+
+/*
+ * The tick flash, for measuring lip sync and mouth-to-ear delay from the
+ * outputs alone: a square patch in the bottom-right corner of the picture,
+ * side min(64, width / 4, height / 4) rounded down to even, flush with the
+ * right and bottom edges. Its outer quarter is always black; its inner half
+ * is white on the flash frame and black on every other frame. Chroma is
+ * neutral over the whole patch. The capture draws it on every frame of the
+ * test source with ticks; the flash frame is the first frame to start
+ * within one frame period after a tick's onset, so its capture_us (in its
+ * pixel timecode) is 0 to 1 frame period after the tick's (in the audio
+ * blocks' capture_us): a lab reading both knows the offset exactly.
+ */
+void pps_timecode_stamp_flash(pps_frame_t *frame, bool flash);
+/* Whether a (decoded) picture shows the flash: the inner half's centre
+ * bright, the border dark. */
+bool pps_timecode_read_flash(const uint8_t *y_plane, int stride, int width, int height);
 
 #endif /* PPS_CODEC_H */

@@ -9,6 +9,7 @@
 #include "pps-codec.h"
 
 #include <errno.h>
+#include <string.h>
 
 #define COLS  14
 #define ROWS  8
@@ -105,4 +106,77 @@ pps_timecode_read(const uint8_t *y_plane, int stride, int width, int height, uin
 	*frame_index = index;
 	*capture_us = (int64_t)t;
 	return 0;
+}
+
+/*
+ * The tick flash. The patch is drawn on every frame of a source that has it,
+ * black but for the flash, so the picture's own content (the ball, snow)
+ * never shows there and cannot pass for a flash; the reader also wants the
+ * border dark, which a picture without the patch rarely is around a bright
+ * centre. Quarter-side parts stay 8 px at the base layer's half resolution
+ * for a 64 px patch: a whole transform block, robust to coarse quantizers.
+ */
+static int
+flash_side(int width, int height)
+{
+	int side = 64;
+
+	if (side > width / 4)
+		side = width / 4;
+	if (side > height / 4)
+		side = height / 4;
+	return side & ~1;
+}
+
+void
+pps_timecode_stamp_flash(pps_frame_t *frame, bool flash)
+{
+	int side = flash_side(frame->width, frame->height);
+	int x0 = frame->width - side, y0 = frame->height - side;
+
+	if (side < 8)
+		return;
+	for (int y = 0; y < side; y++) {
+		uint8_t *row = frame->planes[0] + (size_t)(y0 + y) * frame->strides[0] + x0;
+		bool inner_row = y >= side / 4 && y < side - side / 4;
+
+		for (int x = 0; x < side; x++)
+			row[x] = flash && inner_row && x >= side / 4 && x < side - side / 4 ? WHITE
+			                                                                    : BLACK;
+	}
+	for (int p = 1; p < 3; p++)
+		for (int y = y0 / 2; y < (y0 + side) / 2; y++)
+			memset(frame->planes[p] + (size_t)y * frame->strides[p] + x0 / 2, 128,
+			       (size_t)side / 2);
+}
+
+/* Mean luma of the square [x0, x0 + n) x [y0, y0 + n). */
+static int
+mean_luma(const uint8_t *y_plane, int stride, int x0, int y0, int n)
+{
+	int sum = 0;
+
+	for (int y = y0; y < y0 + n; y++)
+		for (int x = x0; x < x0 + n; x++)
+			sum += y_plane[(size_t)y * stride + x];
+	return sum / (n * n);
+}
+
+bool
+pps_timecode_read_flash(const uint8_t *y_plane, int stride, int width, int height)
+{
+	int side = flash_side(width, height);
+	int x0 = width - side, y0 = height - side;
+	int edge = side / 8; /* the border's outer half: clear of the inner square's blur */
+	int mid = (BLACK + WHITE) / 2;
+
+	if (side < 8)
+		return false;
+	/* Centre quarter of the inner half bright, and the four corners of the
+	 * border dark. */
+	return mean_luma(y_plane, stride, x0 + side * 3 / 8, y0 + side * 3 / 8, side / 4) > mid &&
+	       mean_luma(y_plane, stride, x0, y0, edge) < mid &&
+	       mean_luma(y_plane, stride, x0 + side - edge, y0, edge) < mid &&
+	       mean_luma(y_plane, stride, x0, y0 + side - edge, edge) < mid &&
+	       mean_luma(y_plane, stride, x0 + side - edge, y0 + side - edge, edge) < mid;
 }

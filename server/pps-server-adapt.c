@@ -23,6 +23,7 @@ struct pps_adapt_loop {
 	/* filled by collect_cb during one step */
 	pps_ratealloc_client_t clients[PPS_ADAPT_MAX_CLIENTS];
 	size_t n_clients;
+	int64_t audio_max_bps; /* the configured audio rate: the loop only lowers it */
 };
 
 static void
@@ -55,6 +56,35 @@ to_encoder_rates(const pps_layer_rates_t *r, int layers, pps_encoder_rates_t *er
 	}
 }
 
+/* The audio's bit rate: at most AUDIO_SHARE_PCT of the slowest client's
+ * path, between the Opus floor and the configured rate. Voice at 16 kbit/s
+ * is still intelligible; what it gives back goes to the video's base. */
+#define AUDIO_SHARE_PCT 4
+
+static void
+steer_audio(pps_adapt_loop_t *a)
+{
+	uint64_t slowest = UINT64_MAX;
+	int64_t bps;
+
+	if (!pps_media_has_audio(a->media) || a->n_clients == 0)
+		return;
+	for (size_t i = 0; i < a->n_clients; i++)
+		if (a->clients[i].estimate_bps < slowest)
+			slowest = a->clients[i].estimate_bps;
+	bps = (int64_t)(slowest / 100 * AUDIO_SHARE_PCT);
+	if (bps > a->audio_max_bps)
+		bps = a->audio_max_bps;
+	if (bps < PPS_AUDIO_MIN_BITRATE_BPS)
+		bps = PPS_AUDIO_MIN_BITRATE_BPS;
+	/* Steps of 2 kbit/s: no change per estimate wobble. */
+	bps = bps / 2000 * 2000;
+	if (bps < PPS_AUDIO_MIN_BITRATE_BPS)
+		bps = PPS_AUDIO_MIN_BITRATE_BPS;
+	if (bps != pps_media_audio_bitrate(a->media))
+		(void)pps_media_set_audio_bitrate(a->media, (int)bps);
+}
+
 static void
 step_cb(evutil_socket_t fd, short what, void *user)
 {
@@ -79,6 +109,7 @@ step_cb(evutil_socket_t fd, short what, void *user)
 		to_encoder_rates(&r, PPS_ADU_MAX_QUALITY_LAYERS, &er);
 		pps_media_set_rates(a->media, &er);
 	}
+	steer_audio(a);
 }
 
 pps_adapt_loop_t *
@@ -122,6 +153,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 	}
 	a->media = media;
 	a->listener = listener;
+	a->audio_max_bps = pps_media_audio_bitrate(media);
 	a->ratealloc = pps_ratealloc_new(&ap);
 	if (!a->ratealloc) {
 		snprintf(err, err_size, "[adapt]: cannot start the rate allocator: %s",

@@ -174,6 +174,14 @@ final_client_cb(pps_session_t *session, void *user)
 		JsonObject *o = json_object_new();
 
 		json_object_set_int_member(o, "id", pps_session_id(session));
+		if (pps_session_audio_only(session))
+			json_object_set_boolean_member(o, "audio_only", TRUE);
+		if (st.audio_sent || st.audio_late || st.audio_overflow || st.audio_refused) {
+			json_object_set_int_member(o, "audio_sent", (gint64)st.audio_sent);
+			json_object_set_int_member(o, "audio_late", (gint64)st.audio_late);
+			json_object_set_int_member(o, "audio_overflow", (gint64)st.audio_overflow);
+			json_object_set_int_member(o, "audio_refused", (gint64)st.audio_refused);
+		}
 		json_object_set_int_member(o, "windows_complete", (gint64)st.windows_complete);
 		json_object_set_int_member(o, "windows_partial", (gint64)st.windows_partial);
 		json_object_set_int_member(o, "windows_dropped", (gint64)st.windows_dropped);
@@ -251,6 +259,12 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 	json_object_set_int_member(o, "recovery_served_by_encoder",
 	                           (gint64)l->recovery.served_by_encoder);
 	json_object_set_int_member(o, "idr_cost_bits", (gint64)l->recovery.idr_cost_bits);
+	if (m->audio_frames || m->audio_dropped) {
+		json_object_set_int_member(o, "audio_frames", (gint64)m->audio_frames);
+		json_object_set_int_member(o, "audio_bytes", (gint64)m->audio_bytes);
+		json_object_set_int_member(o, "audio_dropped", (gint64)m->audio_dropped);
+		json_object_set_int_member(o, "audio_encode_errors", (gint64)m->audio_encode_errors);
+	}
 	for (int q = 0; q < quality_layers; q++) {
 		json_array_add_int_element(layers, (gint64)m->bytes[q]);
 		json_array_add_double_element(encode_ms, round_ms(m->encode_ms_per_frame[q]));

@@ -933,6 +933,95 @@ test_sched_control(void)
 	pps_sched_free(s);
 }
 
+/* Audio goes out after control and before any window data; a frame past its
+ * deadline is dropped unsent, a full queue drops the oldest, and a payload
+ * over a slot or over the client's record limit is refused. */
+static void
+test_sched_audio(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(1000000, 8);
+	pps_wire_record_t pong = {.kind = PPS_WIRE_CLOCK_PONG};
+	pps_wire_parser_t *p = pps_wire_parser_new(4096);
+	uint8_t payload[PPS_SCHED_MAX_AUDIO_BYTES + 1];
+	pps_wire_audio_frame_t frame = {.duration_us = 20000, .payload = payload};
+	pps_sched_stats_t st;
+	pps_wire_record_t r;
+	uint8_t buf[1500];
+	const uint8_t *data;
+	size_t len;
+	bool push;
+	int kinds[8], n = 0;
+
+	REQUIRE(p);
+	memset(payload, 0x5a, sizeof(payload));
+	make_windows(&list, 3, 2, 2, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 1, 1.0);
+	pps_sched_push_window(s, list.windows[0]);
+	REQUIRE(pps_sched_push_control(s, &pong) == 0);
+	/* Frame 0 captured at 0 (deadline 250 ms: late at 300 ms), frames 1
+	 * and 2 at 100 ms and 200 ms. */
+	for (uint32_t i = 0; i < 3; i++) {
+		frame.seq = i;
+		frame.capture_us = (int64_t)i * 100000;
+		frame.payload_len = 60;
+		CHECK_EQ_INT(pps_sched_push_audio(s, &frame), 0);
+	}
+	REQUIRE(pps_sched_next_packet(s, 300000, 1448, buf, &len, &push) == 1);
+	data = buf;
+	while (n < 8 && pps_wire_parser_next(p, &data, &len, &r) == 0) {
+		kinds[n++] = (int)r.kind;
+		if (r.kind == PPS_WIRE_AUDIO_FRAME) {
+			CHECK(r.u.audio_frame.seq == 1 || r.u.audio_frame.seq == 2);
+			CHECK_EQ_INT(r.u.audio_frame.payload_len, 60);
+			CHECK(r.u.audio_frame.payload[59] == 0x5a);
+		}
+	}
+	REQUIRE(n >= 4);
+	CHECK_EQ_INT(kinds[0], PPS_WIRE_CLOCK_PONG);
+	CHECK_EQ_INT(kinds[1], PPS_WIRE_AUDIO_FRAME);
+	CHECK_EQ_INT(kinds[2], PPS_WIRE_AUDIO_FRAME);
+	CHECK_EQ_INT(kinds[3], PPS_WIRE_WINDOW_BEGIN);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.audio_sent, 2);
+	CHECK_EQ_INT(st.audio_late, 1);
+	CHECK_EQ_INT(st.audio_bytes, 120);
+
+	/* Overflow: the oldest goes. */
+	for (uint32_t i = 0; i < PPS_SCHED_MAX_AUDIO + 2; i++) {
+		frame.seq = 100 + i;
+		frame.capture_us = 1000000;
+		CHECK_EQ_INT(pps_sched_push_audio(s, &frame), 0);
+	}
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.audio_overflow, 2);
+	/* Refusals: a payload over a slot. */
+	frame.payload_len = PPS_SCHED_MAX_AUDIO_BYTES + 1;
+	CHECK_EQ_INT(pps_sched_push_audio(s, &frame), -EMSGSIZE);
+	frame.payload_len = 0;
+	CHECK_EQ_INT(pps_sched_push_audio(s, &frame), -EMSGSIZE);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.audio_refused, 2);
+	CHECK(pps_sched_has_data(s));
+	pps_wire_parser_free(p);
+	free_windows(&list);
+	pps_sched_free(s);
+
+	/* A client whose record limit is below a frame's record refuses it. */
+	{
+		pps_sched_params_t params = {.latency_budget_us = 1000000,
+		                             .max_windows = 8,
+		                             .max_record_bytes = PPS_WIRE_MIN_MAX_RECORD_BYTES};
+
+		s = pps_sched_new(&params);
+		REQUIRE(s);
+		frame.payload_len = PPS_WIRE_MIN_MAX_RECORD_BYTES;
+		CHECK_EQ_INT(pps_sched_push_audio(s, &frame), -EMSGSIZE);
+		frame.payload_len = PPS_WIRE_MIN_MAX_RECORD_BYTES - PPS_WIRE_AUDIO_OVERHEAD_BYTES;
+		CHECK_EQ_INT(pps_sched_push_audio(s, &frame), 0);
+		pps_sched_free(s);
+	}
+}
+
 /* Drains @s at @now_us; counts whole ADUs per (temporal, quality) layer. */
 static void
 drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
@@ -1103,6 +1192,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_windower_early);
 	PPS_TEST_RUN(test_sched_overload);
 	PPS_TEST_RUN(test_sched_control);
+	PPS_TEST_RUN(test_sched_audio);
 	PPS_TEST_RUN(test_sched_base_grace);
 	return pps_test_result();
 }
