@@ -135,7 +135,7 @@ def plot_av_timeline(png, title, client_jsonl, step_downs_us=(), t0_us=None):
     caps = [f["capture_us"] for f in log["frame"] if f.get("capture_us")] + [a["capture_us"] for a in slots]
     t0 = t0_us or min(caps)
     ear, skew = metrics.audio_series(log, t0)
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     shown = sorted((f["capture_us"], f["display_us"]) for f in log["frame"] if f.get("shown") and f.get("display_us"))
     a1.plot([(c - t0) / 1e6 for c, _ in shown], [(d - c) / 1e3 for c, d in shown], ".", ms=2, color="tab:blue",
             label="video: frame latency (shown)")
@@ -156,7 +156,7 @@ def plot_av_timeline(png, title, client_jsonl, step_downs_us=(), t0_us=None):
         for kind, color in (("audio_late", "tab:purple"), ("audio_skipped", "black")):
             ts = seq_times_s(ear, slot_seqs, [e["seq"] for e in log[kind] if isinstance(e.get("seq"), int)])
             if ts:
-                a1.plot(ts, [1.0] * len(ts), "|", ms=10, color=color, transform=a1.get_xaxis_transform(),
+                a1.plot(ts, [0.03] * len(ts), "|", ms=12, mew=1.5, color=color, transform=a1.get_xaxis_transform(),
                         label=f"audio frame {kind.split('_')[1]} ({len(ts)})")
     a1.set_ylabel("capture to eye / ear (ms)")
     highest = max([(d - c) / 1e3 for c, d in shown] + [e for _, e, _, _ in ear])
@@ -165,7 +165,7 @@ def plot_av_timeline(png, title, client_jsonl, step_downs_us=(), t0_us=None):
     else:
         a1.set_ylim(0, highest * 1.1)
     a1.grid(alpha=0.3)
-    a1.legend(fontsize=7, loc="upper right")
+    a1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     delay = [(t, d) for t, _, _, d in ear if d is not None]
     if delay:
         a2.plot([t for t, _ in delay], [d for _, d in delay], lw=1, color="tab:orange", label="audio playout delay")
@@ -177,7 +177,7 @@ def plot_av_timeline(png, title, client_jsonl, step_downs_us=(), t0_us=None):
     a2.set_xlabel("time since the first capture (s)")
     a2.grid(alpha=0.3)
     if a2.get_legend_handles_labels()[0]:
-        a2.legend(fontsize=7, loc="upper right")
+        a2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for t in step_downs_us:
         for ax in (a1, a2):
             ax.axvline((t - t0) / 1e6, color="grey", ls=":", lw=0.8)
