@@ -30,8 +30,12 @@ TRANSPORT_ORDER = ("tcp", "minbuf(1,0)", "minbuf(1,3)", "minbuf(2,0)")
 # A setting: every cell field but the transport and the repetition (the
 # server build included: each build's cells are a setting of their own).
 SCENARIO_AXES = ("window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion", "pattern", "trace", "server_set",
-                 "playout", "build")
+                 "playout", "loss_pct", "reverse_flows", "build")
 LINUX_TCP_RTO_MIN_MS = 200.0
+# The audio figures a group averages over its runs (None in runs without audio).
+AUDIO_GROUP_FIGURES = ("audio_played_pct", "audio_recovered_pct", "audio_concealed_pct", "audio_late_pct",
+                       "mouth_to_ear_p50_ms", "mouth_to_ear_p95_ms", "mouth_to_ear_p99_ms", "audio_delay_mean_ms",
+                       "audio_delay_std_ms", "av_skew_abs_p95_ms")
 
 
 # ---------------------------------------------------------------- settings
@@ -53,6 +57,10 @@ def extras_name(d):
         out += f", server_set {d['server_set']}"
     if d.get("playout"):
         out += f", playout {d['playout']}"
+    if d.get("loss_pct"):
+        out += f", loss {d['loss_pct']:g}%"
+    if d.get("reverse_flows"):
+        out += f", {d['reverse_flows']} reverse flows"
     if d.get("build"):
         out += f", build {d['build']}"
     return out
@@ -70,7 +78,13 @@ def scenario_name(sc, short=False):
 
 def scenario_tag(sc):
     d = dict(zip(SCENARIO_AXES, sc))
-    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set", "playout", "build") if d.get(a))
+    extra = "".join(f"-{d[a]}" for a in ("trace", "pattern", "server_set", "playout") if d.get(a))
+    if d.get("loss_pct"):
+        extra += f"-loss{d['loss_pct']:g}"
+    if d.get("reverse_flows"):
+        extra += f"-rev{d['reverse_flows']}"
+    if d.get("build"):
+        extra += f"-{d['build']}"
     return (f"w{d['window_frames']}-f{d['flows']}-{d['rate_mbit']:g}mbit-{d['rtt_ms']:g}ms-{d['queue']}-"
             f"{d['congestion']}{extra}").replace(".", "p")
 
@@ -187,7 +201,9 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
 
     transmitted = [r for r in rows if r["status"] != "dropped" and r["latency_ms"] != ""]
     lat = sorted(float(r["latency_ms"]) for r in transmitted)
-    client_stats = (server.get("clients") or [{}])[0]
+    # The video connection's counters: with audio on a connection of its own,
+    # the server lists that one as a client too (audio_only).
+    client_stats = metrics.video_client(server)
     sent_windows = sum(client_stats.get(k, 0) for k in ("windows_complete", "windows_partial", "windows_dropped", "windows_overflow"))
     sender_dropped = client_stats.get("windows_dropped", 0) + client_stats.get("windows_overflow", 0)
     seconds = server.get("seconds") or cfg["duration_s"]
@@ -216,6 +232,13 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
             F = stream_bps / mean_elephant if mean_elephant else None
             everyone = elephants + [stream_bps]
             S = max(everyone) / min(everyone) if min(everyone) > 0 else None
+    # The reverse path's elephants (receiver to sender), over the same span.
+    reverse_mean = None
+    if cell.get("reverse_flows") and os.path.exists(os.path.join(celldir, "reverse-elephants.json")):
+        start = times.get("reverse_traffic_start_unix", times["client_start_unix"])
+        rev = elephant_throughputs(os.path.join(celldir, "reverse-elephants.json"), times["client_start_unix"] - start,
+                                   times["server_end_unix"] - start)
+        reverse_mean = sum(rev) / len(rev) if rev else None
 
     # Latency shares of the transmitted windows: window wait (W frames at
     # 30 frames/s), one-way propagation, bottleneck queue at the last byte
@@ -280,19 +303,32 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         "client_cpu_pct": 100.0 * client_cpu_s / client_s if client_cpu_s is not None and client_s else None,
         "elephants_bps": elephants,
         "elephant_mean_bps": mean_elephant,
+        "reverse_elephant_mean_bps": reverse_mean,
         "friendliness_ratio": F,
         "separation_index": S,
         "bottleneck_drops_fwd": drops_fwd,
         "bottleneck_marked_fwd": linkem.get("fwd", {}).get("marked_pkts"),
         "bottleneck_sojourn_p50_ms": (linkem.get("fwd", {}).get("sojourn_p50_ns") or 0) / 1e6 if linkem else None,
         "bottleneck_sojourn_p95_ms": (linkem.get("fwd", {}).get("sojourn_p95_ns") or 0) / 1e6 if linkem else None,
+        # The reverse path (ACKs, the client's records, reverse elephants) and random loss, each way.
+        "reverse_sojourn_p95_ms": (linkem.get("rev", {}).get("sojourn_p95_ns") or 0) / 1e6 if linkem else None,
+        "reverse_queue_drops": linkem.get("rev", {}).get("dropped_queue_pkts"),
+        "link_lost_fwd_pkts": linkem.get("fwd", {}).get("lost_pkts"),
+        "link_lost_rev_pkts": linkem.get("rev", {}).get("lost_pkts"),
         "frames_shown": len(shown),
         "frames_not_shown_reasons": not_shown_reasons,
+        # The congestion control each connection of the stream ran (the server's
+        # counters), the audio connection's where audio has one.
+        "stream_congestion": client_stats.get("congestion"),
+        "audio_congestion": metrics.audio_client(server).get("congestion"),
     })
+    flat.update(metrics.server_audio(server))
     # Ours, from the frame events (metrics.run_metrics); the client's own summary stays in client_summary.
     flat.update(run_part)
     return {"metrics": flat, "client_summary": summary, "server": server, "shares": shares, "steps": steps_info,
-            "client_exit": measured.get("client_exit"), "times": times, "server_set": measured.get("server_set"), "lab": {k: lab.get(k) for k in ("link", "rtt_ms", "ecn", "congestion", "sysctl")}}
+            "client_exit": measured.get("client_exit"), "times": times, "server_set": measured.get("server_set"),
+            "client_set": measured.get("client_set"), "congestion": measured.get("congestion"),
+            "lab": {k: lab.get(k) for k in ("link", "rtt_ms", "ecn", "congestion", "sysctl")}}
 
 
 def run_figures(celldir, cell, cfg, times, mean_elephant):
@@ -302,6 +338,7 @@ def run_figures(celldir, cell, cfg, times, mean_elephant):
     run = metrics.run_metrics(os.path.join(celldir, "client.jsonl"), os.path.join(celldir, "server.jsonl"),
                                   steps_info["step_downs_us"] if steps_info else (), os.path.join(celldir, "scores.tsv"),
                                   mean_elephant)
+    video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("id")
     return {
         "frames_shown_pct": run["frames_shown_pct"],
         "frame_latency_p50_ms": run["frame_latency_p50_ms"],
@@ -318,14 +355,19 @@ def run_figures(celldir, cell, cfg, times, mean_elephant):
         "psnr_y_mean": run.get("psnr_y_mean"),
         "ssim_y_mean": run.get("ssim_y_mean"),
         "server_log": run.get("server_log"),
-        "estimate_bps_mean": first_client(run, "estimate_bps_mean"),
-        "queue_delay_ms_mean": first_client(run, "queue_delay_ms_mean"),
+        "estimate_bps_mean": first_client(run, "estimate_bps_mean", video_id),
+        "queue_delay_ms_mean": first_client(run, "queue_delay_ms_mean", video_id),
         "encoded_layer_bps_mean": run.get("encoded_layer_bps_mean"),
+        **{key: run.get(key) for key in metrics.AUDIO_FIGURES + ("audio_from",)},
     }, steps_info
 
 
-def first_client(run, key):
+def first_client(run, key, client_id=None):
+    """@key of the server's --log figures of @client_id (the video connection),
+    or of its first client."""
     clients = run.get("clients") or {}
+    if client_id in clients:
+        return clients[client_id].get(key)
     return clients[sorted(clients)[0]].get(key) if clients else None
 
 
@@ -409,7 +451,7 @@ def aggregate(out, records, builds=()):
                      "frame_latency_p50_ms", "frame_latency_p95_ms", "friendliness_ratio", "separation_index",
                      "server_cpu_pct", "client_cpu_pct", "elephant_mean_bps", "bottleneck_sojourn_p50_ms", "bottleneck_sojourn_p95_ms",
                      "frame_latency_p99_ms", "longest_freeze_ms", "longest_freeze_outside_steps_ms", "total_frozen_ms",
-                     "received_bps", "throughput_share", "psnr_y_mean"):
+                     "received_bps", "throughput_share", "psnr_y_mean") + AUDIO_GROUP_FIGURES:
             vals = [r["metrics"].get(name) for r in rs]
             g[name] = mean(vals)
             g[name + "_sd"] = sd([v for v in vals if v is not None])

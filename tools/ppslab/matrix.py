@@ -9,7 +9,10 @@ as in TOMCCAP 2008 section 7. Axes: transport (tcp, minbuf(A,B)), adaptation
 window (frames at 30 frames/s), competing flows, RTT, bottleneck rate, queue
 variant (drop-tail of one BDP with ECN off, or DRD with ECN on every flow),
 the stream's congestion control, repetitions; the source pattern, a
-capacity-step trace and named server settings; and, given on the command
+capacity-step trace and named server settings; random loss on the link
+(loss_pct) and cross traffic on the reverse path (reverse_flows: elephants
+from the receiver to the sender, so that the ACKs and the client's own
+records queue behind them); and, given on the command
 line, server builds run side by side (each cell once per build, the builds
 interleaved cell by cell).
 """
@@ -29,10 +32,11 @@ PRESETS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sw
 FPS = 30  # the server's source.fps default; the papers' 30 frames/s
 
 AXES = ("transport", "window_frames", "flows", "rtt_ms", "rate_mbit", "queue", "congestion",
-        "pattern", "trace", "server_set", "playout")
-# Axes added with the closed loop; when a matrix does not name them they are "" and
-# stay out of the cell id, so older sweep folders keep their ids (and resume).
-OPTIONAL_AXES = ("pattern", "trace", "server_set", "playout")
+        "pattern", "trace", "server_set", "playout", "loss_pct", "reverse_flows")
+# Axes added with the closed loop and later; when a matrix does not name them they
+# are "" and stay out of the cell id, so older sweep folders keep their ids (and
+# resume). loss_pct and reverse_flows are "" for none as well (0 is written "").
+OPTIONAL_AXES = ("pattern", "trace", "server_set", "playout", "loss_pct", "reverse_flows")
 AXIS_DEFAULTS = {
     "transport": "tcp, minbuf(1,0), minbuf(1,3), minbuf(2,0)",
     "window_frames": "2",
@@ -45,6 +49,8 @@ AXIS_DEFAULTS = {
     "trace": "",
     "server_set": "",
     "playout": "",
+    "loss_pct": "",
+    "reverse_flows": "",
 }
 # Queue variants. droptail: FIFO of one bandwidth-delay product, ECN off.
 # drd-ecn: DRD with ECN negotiated by every flow (the stream and the
@@ -145,6 +151,22 @@ def parse_axis(name, text, build, traces=(), server_sets=()):
             if v not in playouts(build):
                 raise UsageError(f"axis playout: '{v}' is not one of {', '.join(playouts(build))}")
             out.append(v)
+        elif name == "loss_pct":
+            # Random loss, each direction (pps-netlab --loss, pps-linkem's loss
+            # probability = loss_pct / 100); 0 is no loss, written "".
+            try:
+                x = float(v)
+            except ValueError:
+                raise UsageError(f"axis loss_pct: '{v}' is not a number") from None
+            if not 0 <= x <= 50:
+                raise UsageError("axis loss_pct: 0..50 (% of the packets, each direction)")
+            out.append("" if x == 0 else (int(x) if x == int(x) else x))
+        elif name == "reverse_flows":
+            if not v.isdigit():
+                raise UsageError(f"axis reverse_flows: '{v}' is not a whole number")
+            if int(v) > 128:
+                raise UsageError("axis reverse_flows: at most 128 (pps-netlab's limit)")
+            out.append(int(v) or "")
         elif name == "server_set":
             if v != "default" and v not in server_sets:
                 raise UsageError(f"axis server_set: '{v}' is neither default nor a [server_set {v}] section")
@@ -165,6 +187,10 @@ def cell_id(cell):
         extra += f"-s{cell['server_set']}"
     if cell.get("playout"):
         extra += f"-p{cell['playout']}"
+    if cell.get("loss_pct"):
+        extra += "-l" + ("%g" % cell["loss_pct"]).replace(".", "p")
+    if cell.get("reverse_flows"):
+        extra += f"-rf{cell['reverse_flows']}"
     if cell.get("build"):
         extra += f"-b{cell['build']}"
     return (f"{transport_tag(cell['transport'])}-w{cell['window_frames']}-f{cell['flows']}-{link}-{rtt}ms-"

@@ -24,7 +24,25 @@ pps-peer-score's PSNR:
 With asap playout a window's frames are shown together, so gaps of a few frame
 periods are common and the 100-ms threshold counts them: compare total frozen
 time between runs with the same playout. Nothing here relies on the client's
-own summary figures. Standard library only.
+own summary figures, but for audio where its log has no `audio` events.
+
+Audio (the client's `audio`, `audio_late` and `audio_skipped` events; a
+stream without audio has none and every audio figure is None):
+- slots: the audio slots the client played out with a capture time in the
+  analysed span, each played (as sent), recovered (Opus in-band FEC from the
+  next frame) or concealed (Opus packet-loss concealment); played,
+  recovered and concealed % are shares of the slots and sum to 100 (the
+  client's own audio_concealed_pct counts the recovered ones as well);
+- late %: the frames that arrived after their slot (`audio_late`, their seq
+  inside the span's) over the slots, as the client counts it; skipped: the
+  frames the jitter buffer skipped;
+- mouth-to-ear p50/p95/p99: ear - capture of every slot (nearest rank);
+- playout delay: mean and standard deviation (the population's, as the
+  client) of the jitter buffer's delay of each slot;
+- A/V skew: at each video frame shown in the span, its latency minus the
+  mouth-to-ear of the last audio slot heard before it (if that slot is at
+  most 200 ms older: the client's rule), p50 and the p95 of its magnitude.
+Standard library only.
 """
 import bisect
 import math
@@ -123,16 +141,23 @@ def freeze_figures(displays_us, step_downs_us=()):
 
 # ---------------------------------------------------------------- one run of the client
 
+CLIENT_EVENT_TYPES = ("frame", "window", "audio", "audio_late", "audio_skipped", "summary")
+
+
+def client_log(path):
+    """client.jsonl -> {type: [events]} for each of CLIENT_EVENT_TYPES (a
+    client without audio: no audio events)."""
+    out = {kind: [] for kind in CLIENT_EVENT_TYPES}
+    for e in read_jsonl(path):
+        if e.get("type") in out:
+            out[e["type"]].append(e)
+    return out
+
 
 def client_events(path):
     """client.jsonl -> (frames, windows) lists of events."""
-    frames, windows = [], []
-    for e in read_jsonl(path):
-        if e.get("type") == "frame":
-            frames.append(e)
-        elif e.get("type") == "window":
-            windows.append(e)
-    return frames, windows
+    log = client_log(path)
+    return log["frame"], log["window"]
 
 
 def client_summary(path):
@@ -198,6 +223,178 @@ def received_series(windows, t0_us, bin_s=1.0):
             k = int((t - t0_us) // (bin_s * 1e6))
             bins[k] = bins.get(k, 0) + w["bytes"]
     return [(k * bin_s, b * 8 / bin_s) for k, b in sorted(bins.items()) if k >= 0]
+
+
+# ---------------------------------------------------------------- audio
+
+AUDIO_HOWS = ("played", "recovered", "concealed")
+# client/pps-stats.c: audio counts as playing, for A/V skew, while its last
+# slot is this recent.
+AUDIO_ACTIVE_US = 200_000
+# The figures of an audio track, all None for a stream without one.
+AUDIO_FIGURES = ("audio_slots", "audio_played_pct", "audio_recovered_pct", "audio_concealed_pct", "audio_late_pct",
+                 "audio_late", "audio_skipped", "mouth_to_ear_p50_ms", "mouth_to_ear_p95_ms", "mouth_to_ear_p99_ms",
+                 "audio_delay_mean_ms", "audio_delay_std_ms", "av_skew_p50_ms", "av_skew_abs_p95_ms")
+
+
+def no_audio():
+    """The audio figures of a run without audio: every one None, and where
+    they came from ("": nowhere)."""
+    return dict(dict.fromkeys(AUDIO_FIGURES), audio_from="")
+
+
+def _pct(part, whole):
+    return 100.0 * part / whole if whole else None
+
+
+def _number(x):
+    """@x if it is a number (not None, NaN, a bool or a string), else None."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return x
+
+
+def audio_from_summary(summary):
+    """The audio figures from the client's summary (its `summary` event or
+    its --stats-json), for a log without per-slot events; no_audio() when the
+    summary has no audio fields (a stream without audio, a client from before
+    the audio track). The shares are recomputed from its counts, so that
+    concealed % leaves out the recovered slots as it does from the events."""
+    out = no_audio()
+    summary = summary or {}
+    slots = _number(summary.get("audio_slots"))
+    if not slots:
+        return out
+    out.update({
+        "audio_slots": slots,
+        "audio_played_pct": _pct(_number(summary.get("audio_played")) or 0, slots),
+        "audio_recovered_pct": _pct(_number(summary.get("audio_recovered")) or 0, slots),
+        "audio_concealed_pct": _pct(_number(summary.get("audio_concealed")) or 0, slots),
+        "audio_late": _number(summary.get("audio_late")),
+        "audio_skipped": _number(summary.get("audio_skipped")),
+        "audio_from": "summary",
+    })
+    out["audio_late_pct"] = _number(summary.get("audio_late_pct"))
+    if out["audio_late_pct"] is None and out["audio_late"] is not None:
+        out["audio_late_pct"] = _pct(out["audio_late"], slots)
+    for key in ("mouth_to_ear_p50_ms", "mouth_to_ear_p95_ms", "mouth_to_ear_p99_ms", "audio_delay_mean_ms",
+                "audio_delay_std_ms", "av_skew_p50_ms", "av_skew_abs_p95_ms"):
+        out[key] = _number(summary.get(key))
+    return out
+
+
+def av_skews(slots, frames, span_us=None):
+    """[(display_us, skew_ms)]: at each frame shown (capture time in @span_us
+    when given), its latency minus the mouth-to-ear of the last audio slot
+    heard at or before its display, if that slot is at most AUDIO_ACTIVE_US
+    older; in the frames' order."""
+    heard = sorted((a["ear_us"], a["ear_us"] - a["capture_us"]) for a in slots
+                   if a.get("ear_us") and a.get("capture_us"))
+    ears = [t for t, _ in heard]
+    out = []
+    for f in frames:
+        if not (f.get("shown") and f.get("display_us") and f.get("capture_us")):
+            continue
+        if span_us and not span_us[0] <= f["capture_us"] <= span_us[1]:
+            continue
+        i = bisect.bisect_right(ears, f["display_us"]) - 1
+        if i < 0 or f["display_us"] - ears[i] >= AUDIO_ACTIVE_US:
+            continue
+        out.append((f["display_us"], (f["display_us"] - f["capture_us"] - heard[i][1]) / 1000.0))
+    return out
+
+
+def audio_metrics(log, span_us=None):
+    """The audio figures of one client (docstring above) from its client_log:
+    the per-slot events inside @span_us (the video's analysed span; the whole
+    run without one), or the summary's figures when the log has no `audio`
+    event but the summary counts slots; no_audio() for a run without audio."""
+    slots = [a for a in log.get("audio", []) if a.get("capture_us") is not None and a.get("ear_us") is not None]
+    if span_us:
+        slots = [a for a in slots if span_us[0] <= a["capture_us"] <= span_us[1]]
+    if not slots:
+        summaries = log.get("summary") or []
+        return audio_from_summary(summaries[-1] if summaries else None) if not log.get("audio") else no_audio()
+    n = len(slots)
+    hows = {h: sum(1 for a in slots if a.get("how") == h) for h in AUDIO_HOWS}
+    # Anything but played and recovered is a slot the decoder made up.
+    hows["concealed"] = n - hows["played"] - hows["recovered"]
+    seqs = [a["seq"] for a in slots if isinstance(a.get("seq"), int)]
+    lo, hi = (min(seqs), max(seqs)) if seqs else (None, None)
+
+    def in_span(e):
+        return lo is None or (isinstance(e.get("seq"), int) and lo <= e["seq"] <= hi)
+
+    late = sum(1 for e in log.get("audio_late", []) if in_span(e))
+    skipped = sum(1 for e in log.get("audio_skipped", []) if in_span(e))
+    ear = [(a["ear_us"] - a["capture_us"]) / 1000.0 for a in slots]
+    delay = [a["playout_delay_ms"] for a in slots if _number(a.get("playout_delay_ms")) is not None]
+    delay_mean = sum(delay) / len(delay) if delay else None
+    skew = [x for _, x in av_skews(slots, log.get("frame", []), span_us)]
+    return {
+        "audio_slots": n,
+        "audio_played_pct": _pct(hows["played"], n),
+        "audio_recovered_pct": _pct(hows["recovered"], n),
+        "audio_concealed_pct": _pct(hows["concealed"], n),
+        "audio_late_pct": _pct(late, n),
+        "audio_late": late,
+        "audio_skipped": skipped,
+        "mouth_to_ear_p50_ms": percentile(ear, 50),
+        "mouth_to_ear_p95_ms": percentile(ear, 95),
+        "mouth_to_ear_p99_ms": percentile(ear, 99),
+        "audio_delay_mean_ms": delay_mean,
+        "audio_delay_std_ms": math.sqrt(max(0.0, sum(d * d for d in delay) / len(delay) - delay_mean ** 2)) if delay else None,
+        "av_skew_p50_ms": percentile(skew, 50),
+        "av_skew_abs_p95_ms": percentile([abs(x) for x in skew], 95),
+        "audio_from": "events",
+    }
+
+
+def audio_series(log, t0_us):
+    """For a plot: [(t_s of capture, mouth-to-ear ms, how, playout delay ms
+    or None)] of every slot and [(t_s of display, A/V skew ms)] of the frames
+    shown, from @t0_us."""
+    slots = sorted((a for a in log.get("audio", []) if a.get("capture_us") is not None and a.get("ear_us") is not None),
+                   key=lambda a: a["capture_us"])
+    ear = [((a["capture_us"] - t0_us) / 1e6, (a["ear_us"] - a["capture_us"]) / 1000.0, a.get("how", "played"),
+            _number(a.get("playout_delay_ms"))) for a in slots]
+    skew = [((t - t0_us) / 1e6, x) for t, x in av_skews(slots, log.get("frame", []))]
+    return ear, sorted(skew)
+
+
+def server_audio(server):
+    """The server's audio counters (--stats-json), summed over its sessions
+    (the audio-only connection is one of them): audio_sent, audio_late,
+    audio_overflow, audio_refused, and the encoder's audio_frames and
+    audio_dropped; None for each one the server did not write (a server
+    without audio, or one from before the counters)."""
+    server = server or {}
+    clients = server.get("clients") or []
+    out = {}
+    for key in ("audio_sent", "audio_late", "audio_overflow", "audio_refused"):
+        values = [c[key] for c in clients if _number(c.get(key)) is not None]
+        out["server_" + key] = sum(values) if values else None
+    for key in ("audio_frames", "audio_dropped"):
+        out["server_" + key] = _number(server.get(key))
+    return out
+
+
+def video_client(server):
+    """The server's counters (--stats-json) of the client's video connection:
+    the first client that is not an audio-only connection ({} if none)."""
+    clients = (server or {}).get("clients") or []
+    for c in clients:
+        if not c.get("audio_only"):
+            return c
+    return {}
+
+
+def audio_client(server):
+    """The server's counters of the client's audio-only connection ({} if none)."""
+    for c in (server or {}).get("clients") or []:
+        if c.get("audio_only"):
+            return c
+    return {}
 
 
 # ---------------------------------------------------------------- the server's --log
@@ -288,7 +485,8 @@ def psnr_metrics(scores_path, span_us=None):
 
 def run_metrics(client_jsonl, server_jsonl=None, step_downs_us=(), scores_tsv=None, elephant_mean_bps=None):
     """Everything above for one client of one run."""
-    frames, windows = client_events(client_jsonl)
+    log = client_log(client_jsonl)
+    frames, windows = log["frame"], log["window"]
     span = analysed_span_us(frames)
     m = frame_metrics(frames, step_downs_us, span_us=span)
     if span:
@@ -305,4 +503,5 @@ def run_metrics(client_jsonl, server_jsonl=None, step_downs_us=(), scores_tsv=No
         m["server_log"] = False
     if scores_tsv and os.path.exists(scores_tsv):
         m.update(psnr_metrics(scores_tsv, span))
+    m.update(audio_metrics(log, span))
     return m

@@ -3,12 +3,14 @@
 tool without plots never needs it): one run over time (latency, rates,
 layers), the sweep's tolerance curves, bars and CDFs, pps-fanout's and
 pps-peers' latency figures, pps-protolat-bench's CDFs and time lines."""
+import bisect
 import contextlib
 import csv
 import json
 import os
 
 from . import metrics
+from .files import read_json
 from .cells import (CURVE_MS, SCENARIO_AXES, SHARE_TOLERANCE_MS, frame_latencies, scenario_name, scenario_of,
                     scenario_tag, transport_key)
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
@@ -92,6 +94,93 @@ def plot_timeline(png, title, client_jsonl, server_jsonl=None, capacity=None, st
     a3.grid(alpha=0.3)
     if a3.get_legend_handles_labels()[0]:
         a3.legend(fontsize=6, loc="upper right", ncol=2)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+    return png
+
+
+AUDIO_STYLES = {"played": ("tab:orange", "."), "recovered": ("tab:green", "^"), "concealed": ("tab:red", "x")}
+
+
+def seq_times_s(ear, slots_seq, seqs):
+    """Capture times (s, as @ear's) of audio frames known only by their seq
+    (late, skipped): from the nearest slot's, a slot period per seq apart."""
+    known = sorted(zip(slots_seq, (t for t, *_ in ear)))
+    if len(known) < 2:
+        return []
+    periods = sorted((t2 - t1) / (s2 - s1) for (s1, t1), (s2, t2) in zip(known, known[1:]) if s2 > s1)
+    period = periods[len(periods) // 2] if periods else 0.02
+    keys = [k for k, _ in known]
+    out = []
+    for seq in seqs:
+        k = bisect.bisect_left(keys, seq)
+        i = min((j for j in (k - 1, k) if 0 <= j < len(keys)), key=lambda j: abs(keys[j] - seq))
+        out.append(known[i][1] + (seq - keys[i]) * period)
+    return out
+
+
+def plot_av_timeline(png, title, client_jsonl, step_downs_us=(), t0_us=None):
+    """Audio beside video over time (s from the first capture), from the
+    client's JSON Lines log: the frame latency of the frames shown and the
+    mouth-to-ear of every audio slot (played, recovered, concealed; frames
+    that came late or were skipped as ticks), then the audio's playout delay
+    and the A/V skew at each frame shown. None when the log has no audio."""
+    log = metrics.client_log(client_jsonl)
+    slots = [a for a in log["audio"] if a.get("capture_us") is not None and a.get("ear_us") is not None]
+    if not slots:
+        return None
+    plt = pyplot()
+    caps = [f["capture_us"] for f in log["frame"] if f.get("capture_us")] + [a["capture_us"] for a in slots]
+    t0 = t0_us or min(caps)
+    ear, skew = metrics.audio_series(log, t0)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    shown = sorted((f["capture_us"], f["display_us"]) for f in log["frame"] if f.get("shown") and f.get("display_us"))
+    a1.plot([(c - t0) / 1e6 for c, _ in shown], [(d - c) / 1e3 for c, d in shown], ".", ms=2, color="tab:blue",
+            label="video: frame latency (shown)")
+    for how, (color, marker) in AUDIO_STYLES.items():
+        pts = [(t, e) for t, e, h, _ in ear if (h if h in AUDIO_STYLES else "concealed") == how]
+        if pts:
+            a1.plot([t for t, _ in pts], [e for _, e in pts], marker, ms=2 if how == "played" else 4, color=color,
+                    label=f"audio: mouth-to-ear, {how} ({len(pts)})")
+    displays = sorted(d for _, d in shown)
+    first = True
+    for a, b in zip(displays, displays[1:]):
+        if b - a > metrics.LONG_FREEZE_MS * 1000:
+            a1.axvspan((a - t0) / 1e6, (b - t0) / 1e6, color="tab:red", alpha=0.12, lw=0,
+                       label="video freeze > 500 ms (display time)" if first else None)
+            first = False
+    slot_seqs = [a.get("seq") for a in sorted(slots, key=lambda a: a["capture_us"])]
+    if all(isinstance(x, int) for x in slot_seqs):
+        for kind, color in (("audio_late", "tab:purple"), ("audio_skipped", "black")):
+            ts = seq_times_s(ear, slot_seqs, [e["seq"] for e in log[kind] if isinstance(e.get("seq"), int)])
+            if ts:
+                a1.plot(ts, [0.03] * len(ts), "|", ms=12, mew=1.5, color=color, transform=a1.get_xaxis_transform(),
+                        label=f"audio frame {kind.split('_')[1]} ({len(ts)})")
+    a1.set_ylabel("capture to eye / ear (ms)")
+    highest = max([(d - c) / 1e3 for c, d in shown] + [e for _, e, _, _ in ear])
+    if highest > 1500:
+        a1.set_yscale("symlog", linthresh=1000)  # linear up to 1 s, the long stalls compressed
+    else:
+        a1.set_ylim(0, highest * 1.1)
+    a1.grid(alpha=0.3)
+    a1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    delay = [(t, d) for t, _, _, d in ear if d is not None]
+    if delay:
+        a2.plot([t for t, _ in delay], [d for _, d in delay], lw=1, color="tab:orange", label="audio playout delay")
+    if skew:
+        a2.plot([t for t, _ in skew], [x for _, x in skew], ".", ms=2, color="tab:gray",
+                label="A/V skew at each frame shown (video - audio latency)")
+    a2.axhline(0, color="black", lw=0.6)
+    a2.set_ylabel("ms")
+    a2.set_xlabel("time since the first capture (s)")
+    a2.grid(alpha=0.3)
+    if a2.get_legend_handles_labels()[0]:
+        a2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for t in step_downs_us:
+        for ax in (a1, a2):
+            ax.axvline((t - t0) / 1e6, color="grey", ls=":", lw=0.8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
@@ -259,8 +348,27 @@ def run_plots(out, plan, records):
         steps = r.get("steps") or {}
         title = f"{cid}: {r['cell']['transport']}, " + scenario_name(scenario_of(r["cell"]))
         with contextlib.suppress(OSError, ValueError, KeyError):
+            # The video connection's path events (with audio on a connection of its own the server logs both).
+            video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("id")
             png = plot_timeline(os.path.join(celldir, "timeline.png"), title, os.path.join(celldir, "client.jsonl"),
-                                            os.path.join(celldir, "server.jsonl"), steps.get("capacity"), steps.get("step_downs_us", ()))
+                                os.path.join(celldir, "server.jsonl"), steps.get("capacity"), steps.get("step_downs_us", ()),
+                                client_id=video_id)
+            if png:
+                made[cid] = os.path.relpath(png, out)
+    return made
+
+
+def run_av_plots(out, records):
+    """Each cell's audio-beside-video plot, cells/ID/av-timeline.png
+    (plot_av_timeline), for the cells whose client played audio."""
+    made = {}
+    for r in records:
+        cid = r["cell"]["id"]
+        celldir = os.path.join(out, "cells", cid)
+        title = f"{cid}: audio beside video\n" + scenario_name(scenario_of(r["cell"]))
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            png = plot_av_timeline(os.path.join(celldir, "av-timeline.png"), title, os.path.join(celldir, "client.jsonl"),
+                                   (r.get("steps") or {}).get("step_downs_us", ()))
             if png:
                 made[cid] = os.path.relpath(png, out)
     return made

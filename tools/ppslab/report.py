@@ -11,10 +11,10 @@ import shutil
 
 from .files import public_command
 from .cells import aggregate, load_cells, run_figures, scenario_name, scenario_of, transport_key, write_tables
-from .matrix import base_id, build_names
+from .matrix import base_id, build_names, cell_id
 from .metrics import mean
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
-from .plots import plots, run_plots
+from .plots import plots, run_av_plots, run_plots
 
 
 def fmt(v, spec=".1f", none="-"):
@@ -53,7 +53,15 @@ def cell_line(record):
             f"F {fmt(m['friendliness_ratio'], '.2f')}, retrans {m['retrans_pkts']}, RTOs {m['rto_events']}; "
             f"frames shown {fmt(m.get('frames_shown_pct'))}%, frame p50/p95/p99 {fmt(m.get('frame_latency_p50_ms'), '.0f')}/"
             f"{fmt(m.get('frame_latency_p95_ms'), '.0f')}/{fmt(m.get('frame_latency_p99_ms'), '.0f')} ms, longest freeze "
-            f"{fmt(m.get('longest_freeze_ms'), '.0f')} ms, frozen {fmt((m.get('total_frozen_ms') or 0) / 1e3, '.1f')} s")
+            f"{fmt(m.get('longest_freeze_ms'), '.0f')} ms, frozen {fmt((m.get('total_frozen_ms') or 0) / 1e3, '.1f')} s"
+            + (f"; audio played {fmt(m.get('audio_played_pct'))}%, mouth-to-ear p50/p95/p99 "
+               f"{fmt(m.get('mouth_to_ear_p50_ms'), '.0f')}/{fmt(m.get('mouth_to_ear_p95_ms'), '.0f')}/"
+               f"{fmt(m.get('mouth_to_ear_p99_ms'), '.0f')} ms" if has_audio(m) else ""))
+
+
+def has_audio(m):
+    """Whether a run's figures include an audio track."""
+    return m.get("audio_slots") is not None
 
 
 
@@ -196,6 +204,7 @@ def report(out, markdown=None, plots_dir=None):
     made = plots(out, plan, records, groups) if records else {}
     if records:
         made["runs"] = run_plots(out, plan, records)
+        made["av"] = run_av_plots(out, records)
     summary = {
         "plan": {k: plan.get(k) for k in ("preset", "command", "created", "machine", "fps")},
         "config": {k: v for k, v in plan["config"].items() if k != "text"},
@@ -255,7 +264,9 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
              f"{cfg['repetitions']} repetitions; client playout `{cfg['playout']}`.")
     L.append(f"- Machine: {m.get('cpu', '?')}, {m.get('cpus', '?')} CPUs; {m.get('os', '')}; kernel `{m.get('uname', '?')}`; "
              f"ppstream of that date (its commit is in the sweep's plan.json); Python {m.get('python', '?')}. The host's default congestion control is "
-             f"`{m.get('default_congestion', '?')}`; every flow here names its own (the stream: the `congestion` axis; elephants: cubic).")
+             f"`{m.get('default_congestion', '?')}`; every flow here names its own (the stream: the `congestion` axis unless a "
+             "server_set says otherwise; elephants, forward and reverse: cubic; the client's sockets: the lab routes' congctl, cubic)"
+             + congestion_seen(records) + ".")
     shared = [r["cell"]["id"] for r in records if (r.get("times") or {}).get("other_labs_at_start") or (r.get("times") or {}).get("other_labs_at_end")]
     if any("other_labs_at_start" in (r.get("times") or {}) for r in records):
         L.append(f"- Other network labs were up on the machine during {len(shared)} of {len(records)} cells "
@@ -385,6 +396,7 @@ def markdown_report(out, plan, records, groups, made, link, markdown_path):
     L.append("")
 
     L += per_run_section(records, made, markdown_path)
+    L += audio_section(plan, records, made, markdown_path)
     if made:
         L.append("## Plots")
         L.append("")
@@ -467,6 +479,123 @@ def per_run_section(records, made, markdown_path):
     return L
 
 
+# ---------------------------------------------------------------- audio beside video
+
+NO_AUDIO = "\u2014"  # an audio column of a run without audio
+
+
+def congestion_seen(records):
+    """What the server's counters say the stream's connections ran, where they say it."""
+    seen = sorted({(r["metrics"].get("stream_congestion"), r["metrics"].get("audio_congestion")) for r in records
+                   if r["metrics"].get("stream_congestion")}, key=str)
+    if not seen:
+        return ""
+    parts = [f"`{video}`" + (f" (its audio connection `{audio}`)" if audio else "") for video, audio in seen]
+    return "; the server's counters show the stream on " + ", ".join(parts)
+
+
+def baseline_sets(cfg):
+    """The server_set names whose section turns the audio off (audio.source = off):
+    the runs that the ones with audio are compared with."""
+    return [name for name, sets in (cfg.get("server_sets") or {}).items()
+            if str(sets.get("audio.source", "")).strip() == "off"]
+
+
+def audio_cells(m):
+    """The audio columns of one run (NO_AUDIO where it has no audio)."""
+    def f(key, spec):
+        return fmt(m.get(key), spec, none=NO_AUDIO)
+    delay = NO_AUDIO
+    if m.get("audio_delay_mean_ms") is not None:
+        delay = f"{fmt(m['audio_delay_mean_ms'], '.0f')} \u00b1 {fmt(m.get('audio_delay_std_ms'), '.0f', none=NO_AUDIO)}"
+    return [f"{f('mouth_to_ear_p50_ms', '.0f')} / {f('mouth_to_ear_p95_ms', '.0f')} / {f('mouth_to_ear_p99_ms', '.0f')}",
+            f("audio_played_pct", ".1f"), f"{f('audio_recovered_pct', '.1f')} / {f('audio_concealed_pct', '.1f')}",
+            f("audio_late_pct", ".1f"), delay, f("av_skew_abs_p95_ms", ".0f")]
+
+
+AUDIO_HEADER = ["mouth-to-ear p50 / p95 / p99 ms", "played %", "recovered / concealed %", "late %",
+                "playout delay ms (mean \u00b1 sd)", "\\|A/V skew\\| p95 ms"]
+VIDEO_HEADER = ["frames shown %", "frame p50 / p95 ms", "longest freeze ms", "share", "PSNR dB"]
+
+
+def video_cells(m):
+    return [fmt(m.get("frames_shown_pct")),
+            f"{fmt(m.get('frame_latency_p50_ms'), '.0f')} / {fmt(m.get('frame_latency_p95_ms'), '.0f')}",
+            fmt(m.get("longest_freeze_ms"), ".0f"), fmt(m.get("throughput_share"), ".2f"), fmt(m.get("psnr_y_mean"), ".2f")]
+
+
+def audio_section(plan, records, made, markdown_path):
+    """Audio beside video, run by run, and each run with audio against the
+    same cell without (a server_set with audio.source = off), when some run
+    has audio or the sweep has such a baseline; nothing otherwise (a sweep
+    from before the audio track)."""
+    baselines = baseline_sets(plan["config"])
+    if not records or not (baselines or any(has_audio(r["metrics"]) for r in records)):
+        return []
+    L = ["## Audio beside video", ""]
+    L.append("From the client's `audio` events (its summary where the log has none), over the video's analysed span: "
+             "mouth-to-ear = the time a slot is heard minus its capture (nearest rank); played / recovered (Opus FEC) / "
+             "concealed (Opus PLC) = shares of the slots (they sum to 100); late = frames that arrived after their slot, "
+             "over the slots; playout delay = the jitter buffer's delay, mean \u00b1 sd; |A/V skew| p95 = at each "
+             f"frame shown, its latency minus the mouth-to-ear of the audio heard then. {NO_AUDIO} = no audio in that run. "
+             "CC = the congestion control the server's counters show on the video / audio connection.")
+    L.append("")
+    L += md_table(["cell"] + VIDEO_HEADER + AUDIO_HEADER + ["CC", "plot"], [
+        [r["cell"]["id"]] + video_cells(r["metrics"]) + audio_cells(r["metrics"])
+        + [" / ".join(x for x in (r["metrics"].get("stream_congestion"), r["metrics"].get("audio_congestion")) if x) or "-",
+           av_plot_link(r, made, markdown_path)]
+        for r in sorted(records, key=lambda r: r["cell"]["id"])])
+    L.append("")
+    rows = audio_against_baseline(records, baselines)
+    if rows:
+        L.append("### Video with audio against without")
+        L.append("")
+        L.append(f"Each run against the same cell with `server_set` {', '.join(f'`{b}`' for b in baselines)} (no audio): "
+                 "the video's figures, and in brackets the difference from that run (frames shown: higher is better; "
+                 "latency and freeze: lower is better).")
+        L.append("")
+        table = []
+        for cell, name, m, base in rows:
+            def d(key, spec):
+                v, b = m.get(key), base.get(key)
+                text = fmt(v, spec)
+                if v is not None and b is not None:
+                    text += f" ({format(v - b, '+' + spec)})"
+                return text
+            table.append([cell, name, d("frames_shown_pct", ".1f"), d("frame_latency_p50_ms", ".0f"),
+                          d("frame_latency_p95_ms", ".0f"), d("longest_freeze_ms", ".0f"), d("throughput_share", ".2f")])
+        L += md_table(["cell", "server_set", "frames shown %", "frame p50 ms", "frame p95 ms", "longest freeze ms", "share"], table)
+        L.append("")
+    return L
+
+
+def av_plot_link(record, made, markdown_path):
+    plot = (made.get("av") or {}).get(record["cell"]["id"])
+    if not plot:
+        return "-"
+    return f"[A/V]({plot})" if not markdown_path else plot
+
+
+def audio_against_baseline(records, baselines):
+    """[(cell without its server_set, server_set, metrics, the baseline's metrics)]
+    for every run whose cell also ran with a baseline server_set."""
+    if not baselines:
+        return []
+    by_cell = {}
+    for r in records:
+        by_cell.setdefault(cell_id(dict(r["cell"], server_set="")), {})[r["cell"].get("server_set") or "default"] = r["metrics"]
+    out = []
+    for cell in sorted(by_cell):
+        runs = by_cell[cell]
+        base = next((runs[b] for b in baselines if b in runs), None)
+        if base is None:
+            continue
+        for name in sorted(runs):
+            if name not in baselines:
+                out.append((cell, name, runs[name], base))
+    return out
+
+
 def must_show_checks(records):
     """The must-show bounds, on the runs that match their scenarios: a
     trace (capacity steps), 20 cubic flows at 10 Mbit/s and 50 ms."""
@@ -513,18 +642,23 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 (cubic elephants), `rtt_ms`, `rate_mbit`, `queue` (droptail, drd-ecn; or `ecn = off, on`),
 `congestion` (the stream's: cubic, reno, bbr), and `pattern` (source.pattern), `trace`
 (a `[trace NAME]` section: `steps = RATE_MBIT:SECONDS, ...`, the link's capacity over time) and
-`server_set` (`default` or a `[server_set NAME]` section of server `--set` keys); `[sweep] psnr =
+`server_set` (`default` or a `[server_set NAME]` section of server `--set` keys), `loss_pct`
+(random loss, % of the packets each direction: pps-linkem's loss probability) and `reverse_flows`
+(cubic elephants from the receiver to the sender, on the path of the ACKs and the client's
+records); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
 to every cell; `--server-build NAME=BUILD_DIR` (twice or more) runs every cell with each build's
-pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone. The sweep runs the union of the matrices' cross
+pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio. A
+client with an audio track plays it on its clock (`audio.output = none` unless `[client]` says otherwise). The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
 pps-client in the receiver namespace for `duration_s`; every wait is bounded and the lab is torn
 down whatever happens (Ctrl-C included: the sweep then says how to resume).
 
 Files: `plan.json` (matrix, seed, run order, machine), `cells/ID/` (client.jsonl, server.json,
-server.err, client.err, lab.json, linkem.json, elephants.json (iperf3), windows.csv (with the
-bottleneck queue at each window's last byte), frames.csv, cell.json, timeline.png; server.jsonl when
+server.err, client.err, lab.json, linkem.json, elephants.json and reverse-elephants.json (iperf3),
+windows.csv (with the bottleneck queue at each window's last byte), frames.csv, cell.json, timeline.png,
+av-timeline.png where the client played audio; server.jsonl when
 the server has `--log`, link.trace for trace cells, scores.tsv with psnr), `summary.json`, `summary.csv`
 (one row per cell), `groups.csv` (one row per setting), `report.md`, `plots/`.
 """

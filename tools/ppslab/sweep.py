@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ import time
 
 from . import cells, matrix, process, programs, report
 from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
-from .files import write_json
+from .files import read_json, write_json
 from .lab import Lab, other_labs, parse_steps, step_trace_write
 from .matrix import FPS, PPS_DEFAULT_DRD_CONGEST_BDP, PPS_DEFAULT_DRD_MIN_BDP, QUEUES, transport_sets
 from .netlab.state import require_permission
@@ -35,6 +36,10 @@ TRAFFIC_EXIT_GRACE_S = 30.0
 # Time around the stream that the lab and its traffic stay up.
 TRAFFIC_TAIL_S = 2.0
 LAB_SLACK_S = 90.0
+# Every elephant's congestion control (iperf3 -C), forward and reverse, and
+# the lab's routes' (congctl).
+ELEPHANT_CONGESTION = "cubic"
+LAB_CONGESTION = "cubic"
 # Wall-clock overhead per cell beyond warm-up + duration (lab up/down, start,
 # client end); only used for the time-left estimate before a cell finishes.
 CELL_OVERHEAD_GUESS_S = 8.0
@@ -175,7 +180,39 @@ def trace_lead_s(cell, cfg):
     tr = cfg["traces"][cell["trace"]]
     if tr.get("lead_s") is not None:
         return tr["lead_s"]
-    return (cfg["warmup_s"] if cell["flows"] > 0 else 0.0) + 2.0
+    return (cfg["warmup_s"] if has_cross_traffic(cell) else 0.0) + 2.0
+
+
+def has_cross_traffic(cell):
+    """Whether a cell has elephants, forward (flows) or reverse (reverse_flows)."""
+    return cell["flows"] > 0 or bool(cell.get("reverse_flows"))
+
+
+def flow_congestion(cell, sets):
+    """The congestion control of every flow of a cell, as it was asked for:
+    the stream's (the server's transport.congestion, which a server_set may
+    override; the audio connection is a session of the same server), the
+    elephants' each way (iperf3 -C), and the lab's routes (congctl: what a
+    socket that names none gets, e.g. the client's own)."""
+    out = {"stream": sets.get("transport.congestion"), "routes": LAB_CONGESTION}
+    if cell["flows"] > 0:
+        out["elephants"] = ELEPHANT_CONGESTION
+    if cell.get("reverse_flows"):
+        out["reverse_elephants"] = ELEPHANT_CONGESTION
+    return out
+
+
+def traffic_result(lab, reverse, name="elephants-client.json"):
+    """The path of the elephants' iperf3 result of the lab's forward (or
+    @reverse) traffic run: pps-netlab numbers its traffic runs in the order it
+    was asked for them, so each run's plan says which way it flowed."""
+    sdir = lab.state_dir()
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.listdir(sdir)):
+            m = re.fullmatch(r"traffic-(\d+)\.json", entry)
+            if m and bool((read_json(os.path.join(sdir, entry)) or {}).get("reverse")) == reverse:
+                return os.path.join(sdir, f"traffic-{m.group(1)}", name)
+    return None
 
 
 def link_args(cell, cfg, celldir):
@@ -192,12 +229,15 @@ def lab_args(cell, cfg, duration_s, celldir):
     queue = QUEUES[cell["queue"]]
     args = link_args(cell, cfg, celldir) + ["--delay", "%gms" % (cell["rtt_ms"] / 2.0),
             "--aqm", queue["aqm"], "--ecn", "on" if queue["ecn"] else "off",
-            "--congestion", "cubic", "--duration", "%ds" % int(duration_s),
+            "--congestion", LAB_CONGESTION, "--duration", "%ds" % int(duration_s),
             "--queue", (cell.get("trace") and cfg["traces"][cell["trace"]].get("queue")) or cfg["lab"].get("queue", "auto"),
             "--stats", os.path.join(celldir, "linkem.json"), "--log", os.path.join(celldir, "linkem.log")]
     if queue["aqm"] == "drd":
         args += ["--drd-min", cfg["lab"].get("drd_min_bdp", PPS_DEFAULT_DRD_MIN_BDP),
                  "--drd-congest", cfg["lab"].get("drd_congest_bdp", PPS_DEFAULT_DRD_CONGEST_BDP)]
+    if cell.get("loss_pct"):
+        # pps-linkem's loss probability, each direction, before the queue.
+        args += ["--loss", "%g" % (cell["loss_pct"] / 100.0)]
     return args
 
 
@@ -218,6 +258,18 @@ def server_sets(cell, cfg):
     return sets
 
 
+def client_sets(cfg, build):
+    """The client's --set keys of every cell: [client], and, for a client with
+    an audio track, audio.output = none unless [client] says otherwise (the lab
+    has no sound card: the audio is played on the clock and measured)."""
+    sets = dict(cfg["client_set"])
+    if "audio.output" not in sets:
+        with contextlib.suppress(UsageError):
+            if "none" in programs.config_choices(build, "client", "audio", "output"):
+                sets["audio.output"] = "none"
+    return sets
+
+
 def cell_pattern(cell, cfg):
     return cell.get("pattern") or cfg["server_set"].get("source.pattern") or "ball"
 
@@ -228,12 +280,12 @@ def run_cell(ctx, cell, celldir):
     cfg = ctx.cfg
     os.makedirs(celldir, exist_ok=True)
     for stale in ("cell.json", "client.jsonl", "server.json", "server.jsonl", "linkem.json", "linkem.log", "elephants.json",
-                  "shown.y4m", "scores.tsv"):
+                  "reverse-elephants.json", "shown.y4m", "scores.tsv", "av-timeline.png"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(celldir, stale))
     lab = Lab(ctx.netlab, ctx.lab_name)
     lab_duration = cfg["warmup_s"] + cfg["duration_s"] + LAB_SLACK_S
-    system = traffic = None
+    system = traffic = reverse = None
     times = {}
     result = {"server_rusage": None, "client_rusage": None}
     # The machine may be shared: note other labs and the load, to read results with.
@@ -249,20 +301,31 @@ def run_cell(ctx, cell, celldir):
             f.write("\n")
         # Clock pair: pps-linkem's log is in CLOCK_MONOTONIC, the client's in CLOCK_REALTIME.
         times["realtime_minus_monotonic_ns"] = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        traffic_s = cfg["warmup_s"] + cfg["duration_s"] + TRAFFIC_TAIL_S + 2.0
         if cell["flows"] > 0:
-            traffic_s = cfg["warmup_s"] + cfg["duration_s"] + TRAFFIC_TAIL_S + 2.0
             times["traffic_start_unix"] = time.time()
-            traffic = lab.traffic(traffic_s, elephants=cell["flows"], stdout=os.path.join(celldir, "traffic.txt"),
+            traffic = lab.traffic(traffic_s, elephants=cell["flows"], congestion=ELEPHANT_CONGESTION,
+                                  stdout=os.path.join(celldir, "traffic.txt"), stderr=subprocess.STDOUT)
+            times["traffic_duration_s"] = traffic_s
+        if cell.get("reverse_flows"):
+            # Elephants from the receiver's side to the sender's: they fill the
+            # reverse queue, where the stream's ACKs and the client's records wait.
+            times["reverse_traffic_start_unix"] = time.time()
+            reverse = lab.traffic(traffic_s, elephants=cell["reverse_flows"], congestion=ELEPHANT_CONGESTION,
+                                  reverse=True, stdout=os.path.join(celldir, "reverse-traffic.txt"),
                                   stderr=subprocess.STDOUT)
             times["traffic_duration_s"] = traffic_s
+        if has_cross_traffic(cell):
             interruptible_sleep(cfg["warmup_s"])
         sets = server_sets(cell, cfg)
         result["server_set"] = sets
+        result["congestion"] = flow_congestion(cell, sets)
+        result["client_set"] = client_sets(cfg, ctx.builds[cell.get("build", "")])
         psnr = cfg.get("psnr") and cell_pattern(cell, cfg) in PSNR_PATTERNS and ctx.score is not None
         # The server ends the run at its --duration; the client's bound is only a backstop.
         system = Ppstream(ctx.builds[cell.get("build", "")], celldir, sets=sets, server_log=True,
                           client_extra_s=CLIENT_EXIT_GRACE_S, policy=cell.get("playout") or cfg["playout"],
-                          tolerance_ms=cfg["tolerance_ms"], client_sets=cfg["client_set"], output=psnr)
+                          tolerance_ms=cfg["tolerance_ms"], client_sets=result["client_set"], output=psnr)
         try:
             address = system.start_sender(lab, cfg["duration_s"])
         except Failure as error:
@@ -289,17 +352,20 @@ def run_cell(ctx, cell, celldir):
             result["client_exit"] = {"status": client.returncode, "stderr": process.tail(client.stderr_path)}
             if not client.has_summary():
                 raise CellError(f"pps-client exit {client.returncode}: {result['client_exit']['stderr']}")
-        if traffic is not None:
-            if not process.wait_exit(traffic, times["traffic_duration_s"] + TRAFFIC_EXIT_GRACE_S):
-                raise CellError("cross traffic did not end")
-            src = os.path.join(lab.state_dir(), "traffic-0", "elephants-client.json")
-            if os.path.exists(src):
-                shutil.copyfile(src, os.path.join(celldir, "elephants.json"))
+        for proc, way, dest in ((traffic, False, "elephants.json"), (reverse, True, "reverse-elephants.json")):
+            if proc is None:
+                continue
+            if not process.wait_exit(proc, times["traffic_duration_s"] + TRAFFIC_EXIT_GRACE_S):
+                raise CellError(("reverse " if way else "") + "cross traffic did not end")
+            src = traffic_result(lab, way)
+            if src and os.path.exists(src):
+                shutil.copyfile(src, os.path.join(celldir, dest))
     finally:
         with process.SignalsDeferred():
             if system is not None:
                 system.stop()
             process.stop(traffic)
+            process.stop(reverse)
             lab.down()  # pps-linkem writes linkem.json and closes linkem.log
     if psnr:
         score_pictures(ctx, cell_pattern(cell, cfg), celldir)
