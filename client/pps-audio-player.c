@@ -29,6 +29,7 @@
 #include <SDL.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <unistd.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -478,6 +479,16 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 		}
 		a->seen[i] = f->seq;
 		a->seen_valid[i] = true;
+	}
+	{
+		/* Each frame's arrival (first copy), for the log: the network's
+		 * delay distribution that the playout delay answers. */
+		char event[128];
+
+		snprintf(event, sizeof(event),
+		         "\"type\":\"audio_arrival\",\"seq\":%" PRIu32 ",\"delay_ms\":%.3f", f->seq,
+		         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) / 1000.0);
+		pps_stats_event(a->stats, event);
 	}
 	ret = pps_jitter_put(a->jitter, f->seq, pps_clock_to_client(a->clock, f->capture_us),
 	                     (f->flags & PPS_WIRE_AUDIO_SPEECH) != 0, f->payload, f->payload_len,

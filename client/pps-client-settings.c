@@ -83,7 +83,7 @@ static const pps_config_key_t keys[] = {
         "keep the audio no more than 30 ms ahead of the picture: its playout delay waits for "
         "the video's recent latency (changed between talkspurts only)"),
     PPS_CONFIG_INT(
-        "audio", "connections", "1", 1, 3,
+        "audio", "connections", "2", 1, 3,
         "when the server sends audio on connections of its own: how many to open; each carries "
         "every frame and the first copy is played, so a loss holds up only its own connection"),
     PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,

@@ -89,6 +89,10 @@ def build_parser():
     rep.add_argument("dir")
     rep.add_argument("--markdown", help="also write the report here (e.g. docs/BENCHMARKS.md)")
     rep.add_argument("--plots-dir", help="copy the plots here and link them from --markdown (default: beside it, benchmarks/)")
+    rep.add_argument("--section", metavar="TITLE",
+                     help="write only the report's section TITLE (e.g. 'Audio beside video') into the "
+                          "--markdown file, between its <!-- figures:begin --> and <!-- figures:end --> "
+                          "markers, with the command that made it")
     sub.add_parser("presets", help="list the presets with their size")
     return p
 

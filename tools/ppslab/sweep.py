@@ -512,6 +512,12 @@ def cmd_run(build, args, server_builds=()):
 def cmd_report(args):
     if not os.path.exists(os.path.join(args.dir, "plan.json")):
         raise UsageError(f"{args.dir}: no plan.json (not a sweep folder)")
+    if getattr(args, "section", None):
+        if not args.markdown:
+            raise UsageError("--section needs --markdown FILE (the page whose figures it replaces)")
+        text = report.report(args.dir, markdown=None, plots_dir=None)
+        report.write_section(text, args.section, args.markdown, args.dir)
+        return 0
     text = report.report(args.dir, markdown=args.markdown, plots_dir=args.plots_dir)
     if not args.markdown:
         print(text)
