@@ -564,6 +564,55 @@ run_unit(void)
 		close(rfd);
 	}
 
+	/* A thin stream (the audio connection): no cork, its NOTSENT_LOWAT,
+	 * linear timeouts, the minimum RTO where the kernel has it; only in
+	 * mode tcp. */
+	r = connect_pair(&wfd, &rfd);
+	CHECK(r == 0, "connect_pair: %s", strerror(-r));
+	if (r == 0) {
+		struct event_base *eb = event_base_new();
+		pps_minbuf_params_t tp;
+		pps_minbuf_t *w;
+		int v = -1;
+		socklen_t len = sizeof(v);
+
+		pps_minbuf_params_init(&tp);
+		tp.thin = true;
+		tp.rto_min_us = 20000;
+		errno = 0;
+		CHECK(!pps_minbuf_new(eb, wfd, &tp, fill, NULL, NULL) && errno == EINVAL,
+		      "thin in mode minbuf: %s", strerror(errno));
+		tp.mode = PPS_MINBUF_MODE_TCP;
+		w = eb ? pps_minbuf_new(eb, wfd, &tp, fill, NULL, NULL) : NULL;
+		CHECK(w != NULL, "thin writer: %s", strerror(errno));
+		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_CORK, &v, &len) == 0 && v == 0, "cork %d", v);
+		len = sizeof(v);
+		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0 && v == 1,
+		      "nodelay %d", v);
+		len = sizeof(v);
+		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len) == 0 &&
+		          v == PPS_MINBUF_THIN_LOWAT_BYTES,
+		      "notsent lowat %d", v);
+		len = sizeof(v);
+		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, &v, &len) == 0 && v == 1,
+		      "thin linear timeouts %d", v);
+		if (w) {
+			pps_minbuf_stats_t st;
+
+			len = sizeof(v);
+			pps_minbuf_get_stats(w, &st);
+			/* 45 is TCP_RTO_MIN_US (Linux 6.15); an older kernel refuses it. */
+			CHECK(st.rto_min_refused ||
+			          (getsockopt(wfd, IPPROTO_TCP, 45, &v, &len) == 0 && v == 20000),
+			      "rto min %d (refused: %s)", v, strerror(st.rto_min_refused));
+			pps_minbuf_free(w);
+		}
+		if (eb)
+			event_base_free(eb);
+		close(wfd);
+		close(rfd);
+	}
+
 	for (int m = 0; m < PPS_MINBUF_MODE_COUNT; m++) {
 		pps_minbuf_mode_t back = PPS_MINBUF_MODE_COUNT;
 		CHECK(pps_minbuf_mode_from_name(pps_minbuf_mode_name((pps_minbuf_mode_t)m),

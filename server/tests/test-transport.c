@@ -262,6 +262,23 @@ test_names_and_caps(void)
 	CHECK(!(pps_transport_caps(f.t) & PPS_TRANSPORT_CAP_LATENCY_CAP));
 	CHECK(pps_transport_caps(f.t) & PPS_TRANSPORT_CAP_RATE_CAP);
 	fixture_free(&f);
+	/* An audio-only connection: other writer parameters before the start
+	 * (a thin stream), not after; thin needs mode tcp. */
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	{
+		pps_minbuf_params_t thin;
+
+		pps_minbuf_params_init(&thin);
+		thin.thin = true;
+		CHECK(pps_transport_set_writer(f.t, &thin) == -EINVAL);
+		thin.mode = PPS_MINBUF_MODE_TCP;
+		CHECK(pps_transport_set_writer(f.t, &thin) == 0);
+		pps_transport_describe(f.t, name, sizeof(name));
+		CHECK(strstr(name, "thin") == name, "%s", name);
+		CHECK(pps_transport_start(f.t) == 0);
+		CHECK(pps_transport_set_writer(f.t, &thin) == -EALREADY);
+	}
+	fixture_free(&f);
 }
 
 /* ---- a browser ---------------------------------------------------------- */
