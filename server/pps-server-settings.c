@@ -40,8 +40,9 @@ static const pps_config_key_t keys[] = {
         "handshake are bounded apart: at most this many, the oldest dropped for a newcomer)"),
     PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
                    "seconds between status lines on stderr"),
-    PPS_CONFIG_INT("server", "max_clients_per_address", "4", 1, 1024,
-                   "connections from one IP address at once (streaming or in their handshake)"),
+    PPS_CONFIG_INT("server", "max_clients_per_address", "8", 1, 1024,
+                   "connections from one IP address at once (streaming or in their handshake; a "
+                   "client with audio opens three by default: its video and two audio connections)"),
     PPS_CONFIG_INT(
         "server", "evict_after_s", "10", 0, 3600,
         "a client that takes no data for this long (it stopped reading) is dropped with BYE "

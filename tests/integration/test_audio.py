@@ -42,7 +42,8 @@ def raw_session(address, flags, seconds=2.0):
 
 def audio_stream(transport):
     def test(build, workdir):
-        """6 s with audio on the given transport: nearly every slot played,
+        """6 s with audio on the given transport (connection: the client's two
+        audio connections by default): nearly every slot played,
         mouth-to-ear within a loopback's reach, the log and the summary
         agree, the server counts what it sent."""
         srv = Server(build, workdir, "audio.transport=" + transport)
@@ -58,7 +59,8 @@ def audio_stream(transport):
         check(s["audio_slots"] == len(slots), "summary %d slots, log %d" % (s["audio_slots"], len(slots)))
         check(s["audio_played_pct"] >= 95, "%.1f%% of the audio played" % s["audio_played_pct"])
         seqs = [e["seq"] for e in slots]
-        check(all(b > a for a, b in zip(seqs, seqs[1:])), "audio slots out of order")
+        # An inserted slot (the delay growing) is about the frame that follows it.
+        check(all(b >= a for a, b in zip(seqs, seqs[1:])), "audio slots out of order")
         # Loopback: a 20 ms frame, the decoder's delay, a small playout delay,
         # and lip sync waiting for the picture (a 2-frame window).
         check(s["mouth_to_ear_p50_ms"] <= 200, "mouth-to-ear p50 %.1f ms" % s["mouth_to_ear_p50_ms"])
@@ -67,7 +69,7 @@ def audio_stream(transport):
         st = srv.stats()
         check(st.get("audio_frames", 0) >= 250, "server encoded %s audio frames" % st.get("audio_frames"))
         only = srv.log().count("audio only)")
-        check(only == (1 if transport == "connection" else 0),
+        check(only == (2 if transport == "connection" else 0),
               "%d audio-only connections with transport %s:\n%s" % (only, transport, srv.log()[-1500:]))
         print("%s: %d slots, %.1f%% played, mouth-to-ear p50/p95 %.1f/%.1f ms, delay std %.1f ms, "
               "|skew| p95 %.1f ms" % (transport, s["audio_slots"], s["audio_played_pct"],

@@ -561,6 +561,10 @@ def soak(build, workdir):
     try:
         viewer = Client(build, workdir, srv.address, duration=14, name="viewer")
         srv.wait_for_log('"viewer" joined')
+        # And its audio connections (two by default), before the count.
+        wait_until(lambda: srv.log().count("audio only)") >= 2,
+                   lambda: "the viewer's audio connections to join:\n" + srv.log()[-2000:],
+                   timeout_s=10, proc=srv.proc)
         baseline = fd_count(srv.proc.pid)
         rss_before = srv.rss_kib()
         attack_start_us = time.time() * 1e6

@@ -110,7 +110,8 @@ def server_run(build, workdir, name, seconds):
         most_fds = r["fds_before"]
         while time.time() < t0 + attack_s:
             # Two newcomers at once at most: with the viewer that stays under
-            # max_clients_per_address (4), all of them coming from 127.0.0.1.
+            # max_clients_per_address (8: a client is three connections with its audio), all of them
+            # coming from 127.0.0.1.
             running = sum(1 for c, _ in newcomers if c.proc.poll() is None)
             if starts and time.time() >= t0 + starts[0] and running < NEWCOMERS_AT_ONCE:
                 starts.pop(0)
