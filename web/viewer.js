@@ -11,12 +11,22 @@
 // pps-client), tolerance_ms (fixed policy; 0 = from the stream), token
 // (the server's access token), name, overlay=0 (hide the overlay),
 // renderer=webgl2|cpu|auto (auto: the WebGL2 combine unless WebGL is a
-// software rasterizer, where the same integer combine in JavaScript is faster).
+// software rasterizer, where the same integer combine in JavaScript is faster),
+// audio=0 (do not ask for the audio track), lip_sync=0 (do not delay the
+// audio to the picture's latency).
+//
+// The audio track (audio.js): asked for in HELLO when this browser decodes
+// Opus; its frames come on this connection (the server's [audio] transport =
+// window) or on a second, audio-only WebSocket (connection). Browsers start
+// muted: a click on the page (or the sound button) starts the AudioContext.
+// window.ppsAudio() returns its statistics, per-slot records and tick onsets,
+// with the capture times of the frames that carried the test source's flash.
 
 import * as wire from './wire.js';
-import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf } from './decode.js';
+import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf, flashIn } from './decode.js';
 import { Playout, MAX_QUEUE_FRAMES, DEFAULT_POLICY } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
+import { AudioTrack, AudioOutput, AudioConnection, audioSupport, trackPlayable } from './audio.js';
 
 const PING_INTERVAL_MS = 1000;
 const RECOVERY_INTERVAL_MS = 1000;
@@ -24,11 +34,18 @@ const FREEZE_MS = 100;
 const MAX_LATENCIES = 1 << 17;
 // A window's frames that did not come out this long after its end are lost.
 const ACCOUNT_AFTER_MS = 500;
+// Lip sync follows the 90th percentile of the last frames shown (about 2 s),
+// while one was shown in the last second (client/pps-stats.c).
+const RECENT_VIDEO = 64;
+const RECENT_VIDEO_PERCENTILE = 90;
+const RECENT_VIDEO_MAX_AGE_MS = 1000;
+const FLASHES_KEPT = 256;
 
 const params = new URLSearchParams(location.search);
 const canvas = document.getElementById('video');
 const overlay = document.getElementById('overlay');
 const statusLine = document.getElementById('status');
+const soundButton = document.getElementById('sound');
 if (params.get('overlay') === '0') overlay.hidden = true;
 
 function nowUs() { return (performance.timeOrigin + performance.now()) * 1000; }
@@ -65,6 +82,14 @@ const droppedWindows = new Set();
 // Windows whose playout delay sample waits for their last frame to decode.
 const delayPending = [];
 let lastShown = null;
+const recentVideo = []; // latencies (ms) of the last frames shown, for lip sync
+let recentVideoAtMs = -Infinity;
+const flashes = []; // {frame_index, capture_us} of decoded frames with the tick flash
+
+// The audio track: support found at load, the output (AudioContext), the
+// track once STREAM_INFO announces one, its own connection if it has one.
+const audio = { wanted: params.get('audio') !== '0', support: null, output: null, track: null,
+  connection: null, error: null };
 
 function makeCombiner(kind, target) {
   if (kind === 'auto') kind = webglIsSoftware() ? 'cpu' : 'webgl2';
@@ -124,6 +149,10 @@ function onDecodedFrame(rec) {
     return;
   }
   stats.frames_decoded++;
+  if (flashIn(rec.planes[0], info.width, info.height)) {
+    if (flashes.length >= FLASHES_KEPT) flashes.shift();
+    flashes.push({ frame_index: rec.frame_index, capture_us: rec.capture_us });
+  }
   const now = nowUs();
   const capture = toClient(rec.capture_us);
   const win = rec.frame_index === 0 ? 0 : Math.floor((rec.frame_index - 1) / info.window_frames) + 1;
@@ -159,7 +188,12 @@ function showDue() {
     stats.layers_shown[f.layers]++;
     stats.last_frame_index = f.frame_index;
     if (latencies.length >= MAX_LATENCIES) latencies.splice(0, MAX_LATENCIES / 2);
-    latencies.push((now - f.capture_client_us) / 1000);
+    const latencyMs = (now - f.capture_client_us) / 1000;
+    latencies.push(latencyMs);
+    if (recentVideo.length >= RECENT_VIDEO) recentVideo.shift();
+    recentVideo.push(latencyMs);
+    recentVideoAtMs = performance.now();
+    audio.track?.videoShown(latencyMs, now);
     if (stats.last_display_us) {
       const gap = (now - stats.last_display_us) / 1000;
       if (gap > FREEZE_MS) {
@@ -182,6 +216,12 @@ function percentile(values, p) {
   if (!values.length) return null;
   const v = Float64Array.from(values).sort();
   return v[Math.max(1, Math.ceil(p / 100 * v.length)) - 1];
+}
+
+// The picture's recent latency (us) for lip sync; 0 without a recent picture.
+function recentVideoLatencyUs() {
+  if (!recentVideo.length || performance.now() - recentVideoAtMs > RECENT_VIDEO_MAX_AGE_MS) return 0;
+  return percentile(recentVideo, RECENT_VIDEO_PERCENTILE) * 1000;
 }
 
 function onWindowEnd(w) {
@@ -232,8 +272,13 @@ function onRecord(r) {
         info.window_frames * info.fps_den / info.fps_num * 1e6);
       stats.state = 'streaming';
       statusLine.textContent = '';
+      if (r.audio_codec) startAudio(r);
       return;
     }
+    case wire.KIND.AUDIO_FRAME:
+      if (!info || !info.audio_codec) throw new wire.WireError('AUDIO_FRAME without an audio track');
+      audio.track?.frame(r, now, toClient);
+      return;
     case wire.KIND.WINDOW_BEGIN:
     case wire.KIND.ADU_FRAGMENT:
     case wire.KIND.WINDOW_END: {
@@ -249,18 +294,9 @@ function onRecord(r) {
       reasm.record(r, now);
       return;
     }
-    case wire.KIND.CLOCK_PONG: {
-      const rtt = now - r.client_send_us - (r.server_send_us - r.server_recv_us);
-      if (rtt < 0 || rtt > 60e6) return;
-      clock.lastRttUs = rtt;
-      if (!clock.have || rtt < clock.bestRttUs) {
-        clock.bestRttUs = Math.max(rtt, 1);
-        clock.offsetUs = (r.server_recv_us + r.server_send_us) / 2 - (r.client_send_us + now) / 2;
-        clock.have = true;
-        playout.setRtt(clock.bestRttUs);
-      }
+    case wire.KIND.CLOCK_PONG:
+      onPong(r, now);
       return;
-    }
     case wire.KIND.BYE:
       stats.bye = { reason: wire.BYE_REASON[r.reason] || 'unknown', text: r.text };
       return;
@@ -277,6 +313,93 @@ function onRecord(r) {
   }
 }
 
+// A PONG, from either connection: the offset from the best round trip.
+function onPong(r, now) {
+  const rtt = now - r.client_send_us - (r.server_send_us - r.server_recv_us);
+  if (rtt < 0 || rtt > 60e6) return;
+  clock.lastRttUs = rtt;
+  if (!clock.have || rtt < clock.bestRttUs) {
+    clock.bestRttUs = Math.max(rtt, 1);
+    clock.offsetUs = (r.server_recv_us + r.server_send_us) / 2 - (r.client_send_us + now) / 2;
+    clock.have = true;
+    playout.setRtt(clock.bestRttUs);
+  }
+}
+
+// ---- audio ----------------------------------------------------------------------
+
+function audioFailed(message) {
+  audio.error = message;
+  console.warn('ppstream:', message);
+  updateSound();
+}
+
+function startAudio(r) {
+  if (!trackPlayable(r)) {
+    audioFailed(`audio track not playable here: codec ${r.audio_codec}, ${r.audio_channels} ` +
+      `channel(s), ${r.audio_rate_hz} Hz, ${r.audio_frame_us} us frames`);
+    return;
+  }
+  audio.track = new AudioTrack(r, audio.output, {
+    nowUs,
+    videoLatencyUs: params.get('lip_sync') === '0' ? null : recentVideoLatencyUs,
+    onError: (m) => console.warn('ppstream:', m),
+  });
+  if (r.audio_transport === wire.AUDIO_OWN_CONNECTION) {
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    audio.connection = new AudioConnection(`${scheme}://${location.host}/stream`,
+      `${params.get('name') || 'browser'}-audio`, params.get('token') || '', {
+        nowUs,
+        onInfo: (a) => {
+          // The same track as announced on the video's connection.
+          if (a.audio_codec !== r.audio_codec || a.audio_frame_us !== r.audio_frame_us ||
+              a.audio_rate_hz !== r.audio_rate_hz || a.audio_channels !== r.audio_channels)
+            audio.connection.close('audio connection: another audio track than the video\'s');
+        },
+        onFrame: (f, now) => audio.track.frame(f, now, toClient),
+        onPong,
+        onClosed: audioFailed,
+      });
+  }
+  updateSound();
+}
+
+// The sound button: "unmute" until the AudioContext runs and is not muted.
+function updateSound() {
+  const state = audio.output ? audio.output.state() : 'off';
+  soundButton.hidden = !audio.track || !audio.output;
+  soundButton.textContent = state === 'playing' ? 'mute' : 'unmute';
+}
+
+function toggleSound(ev) {
+  ev?.stopPropagation();
+  if (!audio.output) return;
+  if (audio.output.state() === 'playing') audio.output.mute();
+  else audio.output.unmute().catch((e) => audioFailed(`cannot start the sound: ${e.message}`));
+}
+
+soundButton.addEventListener('click', toggleSound);
+// Autoplay policy: the first click (or key) anywhere starts the sound.
+for (const kind of ['pointerdown', 'keydown']) {
+  addEventListener(kind, () => {
+    if (audio.output && !audio.output.running && !audio.output.userMuted)
+      audio.output.unmute().catch(() => {});
+  });
+}
+
+function audioLine() {
+  if (!audio.wanted) return 'audio off';
+  if (audio.support && !audio.support.supported) return `audio: ${audio.support.reason}`;
+  if (!audio.track) return audio.error ? `audio: ${audio.error}` : 'audio: none in this stream';
+  const a = audio.track.snapshot();
+  const f = (x, n = 0) => (x === null || x === undefined ? '-' : x.toFixed(n));
+  const skew = a.av_skew_p50_ms === null ? '-' : (a.av_skew_p50_ms >= 0 ? '+' : '') + f(a.av_skew_p50_ms);
+  return `audio ${a.state === 'muted' ? 'muted (click to unmute)' : a.state}  ` +
+    `mouth-to-ear ${f(a.mouth_to_ear_last_ms)} ms (p50 ${f(a.mouth_to_ear_p50_ms)})  ` +
+    `played ${f(a.played_pct, 1)}%  late ${a.late}  A/V ${skew} ms` +
+    (audio.error ? `\n${audio.error}` : '');
+}
+
 // Recovery: a layer's reference chain broke here (not at the sender, which
 // asks for an IDR by itself when it drops base data): ask for an IDR, at most
 // once a second from this side (the server rate-limits as well).
@@ -291,7 +414,7 @@ function requestRecovery(layer, frame) {
   sendRecord(wire.encodeRecoveryRequest(frame, layer));
 }
 
-function connect() {
+function connect(withAudio) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const ws = new WebSocket(`${scheme}://${location.host}/stream`);
   const parser = new wire.RecordParser(wire.DEFAULT_MAX_RECORD_BYTES);
@@ -300,7 +423,7 @@ function connect() {
   sendRecord = (bytes) => { if (ws.readyState === 1) ws.send(bytes); };
   ws.onopen = () => {
     ws.send(wire.encodeHello(params.get('name') || 'browser', params.get('token') || '',
-      wire.DEFAULT_MAX_RECORD_BYTES));
+      wire.DEFAULT_MAX_RECORD_BYTES, withAudio ? wire.HELLO_AUDIO : 0));
     const ping = () => { if (ws.readyState === 1) ws.send(wire.encodeClockPing(seq++, nowUs())); };
     ping();
     pingTimer = setInterval(ping, PING_INTERVAL_MS);
@@ -373,8 +496,30 @@ function snapshot() {
     clock_offset_ms: clock.offsetUs / 1000, rtt_ms: clock.bestRttUs / 1000,
     last_frame_index: stats.last_frame_index,
     first_freezes: freezeLog,
+    audio: audio.track ? audioSummary(audio.track.snapshot()) : null,
   };
 }
+
+function audioSummary(a) {
+  return { state: a.state, transport: a.transport, slots: a.slots, played_pct: a.played_pct,
+    late: a.late,
+    mouth_to_ear_p50_ms: a.mouth_to_ear_p50_ms, mouth_to_ear_p95_ms: a.mouth_to_ear_p95_ms,
+    av_skew_p50_ms: a.av_skew_p50_ms, av_skew_abs_p95_ms: a.av_skew_abs_p95_ms };
+}
+
+// For tests: the audio's statistics; with full, the per-slot records (seq,
+// how, capture_us and ear_us on the server's clock, heard), the tick onsets
+// found in the decoded audio (capture_us, ear_us) and the flash frames.
+window.ppsAudio = (full = true) => ({
+  wanted: audio.wanted, support: audio.support, error: audio.error,
+  connection: audio.connection ? audio.connection.state : null,
+  context: audio.output?.ctx ? { state: audio.output.ctx.state,
+    sample_rate: audio.output.ctx.sampleRate, base_latency_s: audio.output.ctx.baseLatency,
+    output_latency_s: audio.output.ctx.outputLatency } : null,
+  track: audio.track ? audio.track.snapshot(full) : null,
+  flashes: full ? flashes.slice() : undefined,
+  clock_offset_ms: clock.offsetUs / 1000,
+});
 
 // Periodic: frames of windows long ended that never came out, the held-frame
 // check of the decoder, and the overlay.
@@ -395,7 +540,9 @@ setInterval(() => {
     `layers ${lastShown ? lastShown.layers : 0}/${s.quality_layers}  ` +
     `${s.width}x${s.height}  ${s.fps} fps  ${f(s.bits_per_second / 1e6, 2)} Mbit/s\n` +
     `shown ${s.frames_shown}/${s.frames_total} (${f(s.frames_shown_pct, 1)}%)  ` +
-    `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}`;
+    `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}\n` +
+    audioLine();
+  updateSound();
 }, 250);
 
 // For tests and dashboards: the statistics as plain JSON.
@@ -433,7 +580,24 @@ if (!('VideoDecoder' in window)) {
   fail(window.isSecureContext ? 'this browser has no WebCodecs VideoDecoder'
     : 'WebCodecs needs a secure context: open the page over https (or on localhost)');
 } else if (stats.state !== 'failed') {
-  connect();
+  // Audio is asked for only if this browser decodes it; the output starts
+  // now (suspended until a gesture where the autoplay policy says so).
+  (audio.wanted ? audioSupport() : Promise.resolve({ supported: false, reason: 'off (audio=0)' }))
+    .then((support) => {
+      audio.support = support;
+      if (support.supported) {
+        try {
+          audio.output = new AudioOutput(updateSound);
+          audio.output.open().catch((e) => audioFailed(`audio output: ${e.message}`));
+        } catch (e) {
+          audio.output = null;
+          audioFailed(`audio output: ${e.message}`);
+        }
+      } else if (audio.wanted) {
+        console.warn('ppstream: no audio:', support.reason);
+      }
+      connect(support.supported);
+    });
 }
 
 // For benchmarks: milliseconds per combine of the frame on screen (gl.finish).
