@@ -3,8 +3,9 @@
 // slots, each placed at an absolute sample position of the AudioContext's
 // timeline (so its time to the ear is known exactly, from
 // AudioContext.getOutputTimestamp), rendered into the output as the context
-// reaches them; silence where nothing was placed. audio.js decides the
-// positions; this only copies. The same queue serves the ScriptProcessor
+// reaches them; silence where nothing was placed. audio-worker.js decides
+// the positions and sends the slots straight here (a MessagePort the page
+// hands over first); this only copies. The same queue serves the ScriptProcessor
 // fallback on the main thread (audio.js imports ChunkQueue from here).
 //
 // Bounded: MAX_CHUNKS slots queued (2.5 s of 20 ms frames); past it the
@@ -64,7 +65,10 @@ if (typeof registerProcessor === 'function') {
     constructor() {
       super();
       this.queue = new ChunkQueue();
-      this.port.onmessage = (ev) => this.queue.push(ev.data.at, ev.data.pcm);
+      // The slots come from the audio worker, on a port of their own.
+      this.port.onmessage = (ev) => {
+        ev.data.port.onmessage = (m) => this.queue.push(m.data.at, m.data.pcm);
+      };
     }
 
     process(inputs, outputs) {

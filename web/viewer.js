@@ -15,18 +15,20 @@
 // audio=0 (do not ask for the audio track), lip_sync=0 (do not delay the
 // audio to the picture's latency).
 //
-// The audio track (audio.js): asked for in HELLO when this browser decodes
-// Opus; its frames come on this connection (the server's [audio] transport =
-// window) or on a second, audio-only WebSocket (connection). Browsers start
-// muted: a click on the page (or the sound button) starts the AudioContext.
-// window.ppsAudio() returns its statistics, per-slot records and tick onsets,
-// with the capture times of the frames that carried the test source's flash.
+// The audio track (audio.js, audio-worker.js): asked for in HELLO when this
+// browser decodes Opus; its frames come on this connection (the server's
+// [audio] transport = window) or on a second, audio-only WebSocket that the
+// audio worker opens (connection). Browsers start muted: a click on the page
+// (or the sound button) starts the AudioContext. window.ppsAudio() returns
+// its statistics; window.ppsAudioFull() (a Promise) adds the per-slot
+// records and tick onsets, and the capture times of the frames that carried
+// the test source's flash.
 
 import * as wire from './wire.js';
 import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf, flashIn } from './decode.js';
 import { Playout, MAX_QUEUE_FRAMES, DEFAULT_POLICY } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
-import { AudioTrack, AudioOutput, AudioConnection, audioSupport, trackPlayable } from './audio.js';
+import { AudioPlayer, AudioOutput, audioSupport, trackPlayable } from './audio.js';
 
 const PING_INTERVAL_MS = 1000;
 const RECOVERY_INTERVAL_MS = 1000;
@@ -51,11 +53,11 @@ if (params.get('overlay') === '0') overlay.hidden = true;
 function nowUs() { return (performance.timeOrigin + performance.now()) * 1000; }
 
 const clock = { bestRttUs: 0, offsetUs: 0, have: false, lastRttUs: 0 };
-function toClient(serverUs) {
-  // "auto": apply the offset only where it exceeds its uncertainty.
-  return clock.have && Math.abs(clock.offsetUs) > clock.bestRttUs / 2
-    ? serverUs - clock.offsetUs : serverUs;
+// "auto": the offset is applied only where it exceeds its uncertainty.
+function appliedOffsetUs() {
+  return clock.have && Math.abs(clock.offsetUs) > clock.bestRttUs / 2 ? clock.offsetUs : 0;
 }
+function toClient(serverUs) { return serverUs - appliedOffsetUs(); }
 
 const stats = {
   state: 'connecting', error: null, bye: null,
@@ -86,10 +88,10 @@ const recentVideo = []; // latencies (ms) of the last frames shown, for lip sync
 let recentVideoAtMs = -Infinity;
 const flashes = []; // {frame_index, capture_us} of decoded frames with the tick flash
 
-// The audio track: support found at load, the output (AudioContext), the
-// track once STREAM_INFO announces one, its own connection if it has one.
-const audio = { wanted: params.get('audio') !== '0', support: null, output: null, track: null,
-  connection: null, error: null };
+// The audio: support found at load, the output (AudioContext), the player
+// once STREAM_INFO announces a track.
+const audio = { wanted: params.get('audio') !== '0', support: null, output: null, player: null,
+  error: null };
 
 function makeCombiner(kind, target) {
   if (kind === 'auto') kind = webglIsSoftware() ? 'cpu' : 'webgl2';
@@ -193,7 +195,7 @@ function showDue() {
     if (recentVideo.length >= RECENT_VIDEO) recentVideo.shift();
     recentVideo.push(latencyMs);
     recentVideoAtMs = performance.now();
-    audio.track?.videoShown(latencyMs, now);
+    audio.player?.videoShown(latencyMs, now);
     if (stats.last_display_us) {
       const gap = (now - stats.last_display_us) / 1000;
       if (gap > FREEZE_MS) {
@@ -218,9 +220,13 @@ function percentile(values, p) {
   return v[Math.max(1, Math.ceil(p / 100 * v.length)) - 1];
 }
 
-// The picture's recent latency (us) for lip sync; 0 without a recent picture.
+// The picture's recent latency (us) for lip sync; 0 without a recent
+// picture, and over the first RECENT_VIDEO frames: the first window's wait
+// and the decoders' warm-up put the first pictures 200-300 ms late, and the
+// audio would follow that up and take seconds to come back (measured).
 function recentVideoLatencyUs() {
-  if (!recentVideo.length || performance.now() - recentVideoAtMs > RECENT_VIDEO_MAX_AGE_MS) return 0;
+  if (recentVideo.length < RECENT_VIDEO || performance.now() - recentVideoAtMs > RECENT_VIDEO_MAX_AGE_MS)
+    return 0;
   return percentile(recentVideo, RECENT_VIDEO_PERCENTILE) * 1000;
 }
 
@@ -277,7 +283,7 @@ function onRecord(r) {
     }
     case wire.KIND.AUDIO_FRAME:
       if (!info || !info.audio_codec) throw new wire.WireError('AUDIO_FRAME without an audio track');
-      audio.track?.frame(r, now, toClient);
+      audio.player?.frame(r, now);
       return;
     case wire.KIND.WINDOW_BEGIN:
     case wire.KIND.ADU_FRAGMENT:
@@ -340,34 +346,20 @@ function startAudio(r) {
       `channel(s), ${r.audio_rate_hz} Hz, ${r.audio_frame_us} us frames`);
     return;
   }
-  audio.track = new AudioTrack(r, audio.output, {
-    nowUs,
-    videoLatencyUs: params.get('lip_sync') === '0' ? null : recentVideoLatencyUs,
-    onError: (m) => console.warn('ppstream:', m),
-  });
-  if (r.audio_transport === wire.AUDIO_OWN_CONNECTION) {
-    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    audio.connection = new AudioConnection(`${scheme}://${location.host}/stream`,
-      `${params.get('name') || 'browser'}-audio`, params.get('token') || '', {
-        nowUs,
-        onInfo: (a) => {
-          // The same track as announced on the video's connection.
-          if (a.audio_codec !== r.audio_codec || a.audio_frame_us !== r.audio_frame_us ||
-              a.audio_rate_hz !== r.audio_rate_hz || a.audio_channels !== r.audio_channels)
-            audio.connection.close('audio connection: another audio track than the video\'s');
-        },
-        onFrame: (f, now) => audio.track.frame(f, now, toClient),
-        onPong,
-        onClosed: audioFailed,
-      });
-  }
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  audio.player = new AudioPlayer(audio.output, audioFailed);
+  audio.player.onPong = onPong;
+  audio.player.start(r, r.audio_transport !== wire.AUDIO_OWN_CONNECTION ? null : {
+    url: `${scheme}://${location.host}/stream`,
+    name: `${params.get('name') || 'browser'}-audio`, token: params.get('token') || '',
+  }, params.get('lip_sync') !== '0', appliedOffsetUs());
   updateSound();
 }
 
 // The sound button: "unmute" until the AudioContext runs and is not muted.
 function updateSound() {
   const state = audio.output ? audio.output.state() : 'off';
-  soundButton.hidden = !audio.track || !audio.output;
+  soundButton.hidden = !audio.player || !audio.output;
   soundButton.textContent = state === 'playing' ? 'mute' : 'unmute';
 }
 
@@ -390,13 +382,13 @@ for (const kind of ['pointerdown', 'keydown']) {
 function audioLine() {
   if (!audio.wanted) return 'audio off';
   if (audio.support && !audio.support.supported) return `audio: ${audio.support.reason}`;
-  if (!audio.track) return audio.error ? `audio: ${audio.error}` : 'audio: none in this stream';
-  const a = audio.track.snapshot();
+  if (!audio.player) return audio.error ? `audio: ${audio.error}` : 'audio: none in this stream';
+  const a = audio.player.snapshot();
   const f = (x, n = 0) => (x === null || x === undefined ? '-' : x.toFixed(n));
   const skew = a.av_skew_p50_ms === null ? '-' : (a.av_skew_p50_ms >= 0 ? '+' : '') + f(a.av_skew_p50_ms);
   return `audio ${a.state === 'muted' ? 'muted (click to unmute)' : a.state}  ` +
     `mouth-to-ear ${f(a.mouth_to_ear_last_ms)} ms (p50 ${f(a.mouth_to_ear_p50_ms)})  ` +
-    `played ${f(a.played_pct, 1)}%  late ${a.late}  A/V ${skew} ms` +
+    `played ${f(a.played_pct, 1)}%  late ${a.late ?? '-'}  A/V ${skew} ms` +
     (audio.error ? `\n${audio.error}` : '');
 }
 
@@ -496,7 +488,7 @@ function snapshot() {
     clock_offset_ms: clock.offsetUs / 1000, rtt_ms: clock.bestRttUs / 1000,
     last_frame_index: stats.last_frame_index,
     first_freezes: freezeLog,
-    audio: audio.track ? audioSummary(audio.track.snapshot()) : null,
+    audio: audio.player ? audioSummary(audio.player.snapshot()) : null,
   };
 }
 
@@ -507,25 +499,30 @@ function audioSummary(a) {
     av_skew_p50_ms: a.av_skew_p50_ms, av_skew_abs_p95_ms: a.av_skew_abs_p95_ms };
 }
 
-// For tests: the audio's statistics; with full, the per-slot records (seq,
-// how, capture_us and ear_us on the server's clock, heard), the tick onsets
-// found in the decoded audio (capture_us, ear_us) and the flash frames.
-window.ppsAudio = (full = true) => ({
-  wanted: audio.wanted, support: audio.support, error: audio.error,
-  connection: audio.connection ? audio.connection.state : null,
-  context: audio.output?.ctx ? { state: audio.output.ctx.state,
-    sample_rate: audio.output.ctx.sampleRate, base_latency_s: audio.output.ctx.baseLatency,
-    output_latency_s: audio.output.ctx.outputLatency } : null,
-  track: audio.track ? audio.track.snapshot(full) : null,
-  flashes: full ? flashes.slice() : undefined,
-  clock_offset_ms: clock.offsetUs / 1000,
-});
+// For tests: the audio's statistics (ppsAudio), and with the per-slot
+// records (seq, how, capture_us and ear_us on the server's clock, heard),
+// the tick onsets found in the decoded audio (capture_us, ear_us) and the
+// frames with the flash (ppsAudioFull, a Promise).
+function audioState() {
+  const c = audio.output?.ctx;
+  return { wanted: audio.wanted, support: audio.support, error: audio.error,
+    context: c ? { state: c.state, sample_rate: c.sampleRate, base_latency_s: c.baseLatency,
+      output_latency_s: c.outputLatency } : null,
+    clock_offset_ms: clock.offsetUs / 1000 };
+}
+window.ppsAudio = () => ({ ...audioState(), track: audio.player ? audio.player.snapshot() : null });
+window.ppsAudioFull = async () => ({ ...audioState(),
+  track: audio.player ? await audio.player.full() : null, flashes: flashes.slice() });
 
 // Periodic: frames of windows long ended that never came out, the held-frame
 // check of the decoder, and the overlay.
 setInterval(() => {
   const nowMs = performance.now();
   decoder?.poll();
+  if (audio.player) {
+    audio.player.setVideoLatency(recentVideoLatencyUs());
+    audio.player.setOffset(appliedOffsetUs());
+  }
   while (windowEnds.length && windowEnds[0].at < nowMs - ACCOUNT_AFTER_MS) {
     const last = windowEnds.shift().last;
     delaySamples(last - 1, 0);
