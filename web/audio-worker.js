@@ -266,7 +266,7 @@ class AudioTrack {
     const capture = r.capture_us - this.offsetUs;
     this.stats.frames++;
     const frame = { seq: r.seq, captureUs: capture, speech: !!(r.flags & wire.AUDIO_SPEECH),
-      arrivalUs, pcm: null, placed: null };
+      serverCaptureUs: r.capture_us, offsetUs: this.offsetUs, arrivalUs, pcm: null, placed: null };
     if (this.pending.size >= PENDING_LIMIT) {
       // The decoder stopped answering: its frames will be concealed.
       this.stats.decoder_overflow++;
@@ -340,25 +340,29 @@ class AudioTrack {
     const latencyUs = earUs - slot.captureUs;
     pushBounded(this.earMs, latencyUs / 1000, MAX_SAMPLES);
     post({ type: 'slot', out_us: outUs, latency_us: latencyUs });
-    const entry = { seq: slot.seq, how: slot.action, capture_us: slot.captureUs + this.offsetUs,
-      arrival_us: slot.frame ? slot.frame.arrivalUs + this.offsetUs : null,
-      ear_us: earUs + this.offsetUs, due_us: slot.dueUs + this.offsetUs, heard };
+    // On the server's clock, with the offset that mapped the frame's times
+    // (the page's offset may have moved since).
+    const f = slot.frame, offset = f ? f.offsetUs : this.offsetUs;
+    const entry = { seq: slot.seq, how: slot.action,
+      capture_us: f ? f.serverCaptureUs : slot.captureUs + offset,
+      arrival_us: f ? f.arrivalUs + offset : null,
+      ear_us: earUs + offset, due_us: slot.dueUs + offset, heard };
     pushBounded(this.slotLog, entry, SLOTS_KEPT);
     s.slots++;
     if (waiting) {
       // Its decoder output has not come yet: it still plays if it comes
       // before its position is rendered.
       this.lastPcm = null;
-      slot.frame.placed = { entry, at: placed ? placed.at : null, outUs };
+      slot.frame.placed = { entry, at: placed ? placed.at : null };
       return;
     }
     this.sound(entry, slot.action, slot.action === PLAY ? slot.frame.pcm : null,
-      placed ? placed.at : null, outUs);
+      placed ? placed.at : null);
   }
 
   // What a slot sounds like: the frame (PLAY), a concealment (CONCEAL), or
   // silence (INSERT); out to its position, its ticks found, counted.
-  sound(entry, how, pcm, at, outUs) {
+  sound(entry, how, pcm, at) {
     if (how === CONCEAL) pcm = this.conceal();
     else this.concealRun = 0;
     this.lastPcm = how === PLAY ? pcm : null;
@@ -368,7 +372,7 @@ class AudioTrack {
       const after = i * 1e6 / RATE_HZ;
       pushBounded(this.tickLog, { seq: entry.seq, sample: i, how, heard: entry.heard,
         capture_us: entry.capture_us + after - OPUS_DELAY_US,
-        ear_us: outUs + after + this.offsetUs }, TICKS_KEPT);
+        ear_us: entry.ear_us - OPUS_DELAY_US + after }, TICKS_KEPT);
     });
     if (pcm && at !== null && this.output.running) this.output.put(at, pcm.slice());
   }
@@ -380,7 +384,7 @@ class AudioTrack {
     const inTime = frame.pcm && (p.at === null || this.output.running && this.output.inTime(p.at, nowUs()));
     if (inTime) this.stats.decoded_late++;
     else this.stats.undecoded++;
-    this.sound(p.entry, inTime ? PLAY : CONCEAL, frame.pcm, p.at, p.outUs);
+    this.sound(p.entry, inTime ? PLAY : CONCEAL, frame.pcm, p.at);
   }
 
   close() {
@@ -437,6 +441,9 @@ class AudioConnection {
     ws.onopen = () => {
       this.send(wire.encodeHello(name, token, wire.DEFAULT_MAX_RECORD_BYTES,
         wire.HELLO_AUDIO | wire.HELLO_AUDIO_ONLY));
+    };
+    // Pings once admitted (STREAM_INFO): with a token, only AUTH may follow HELLO before.
+    const startPings = () => {
       const ping = () => this.send(wire.encodeClockPing(seq++, nowUs()));
       ping();
       this.pingTimer = setInterval(ping, PING_INTERVAL_MS);
@@ -454,6 +461,7 @@ class AudioConnection {
             throw new wire.WireError('another audio track than the video connection\'s');
           this.info = r;
           this.state = 'streaming';
+          startPings();
           return;
         case wire.KIND.AUDIO_FRAME:
           if (!this.info) throw new wire.WireError('AUDIO_FRAME before STREAM_INFO');

@@ -287,3 +287,125 @@ export class AudioPlayer {
     });
   }
 }
+
+// ---- the page's audio ---------------------------------------------------------------
+
+// What the viewer holds of the audio: whether it is wanted and supported,
+// the output, the player once the stream announces a track, the sound
+// button (and the first gesture anywhere, for the autoplay policy), the
+// overlay's line and the figures for tests.
+export class PageAudio {
+  constructor(wanted, button) {
+    this.wanted = wanted;
+    this.button = button;
+    this.support = null;
+    this.output = null;
+    this.player = null;
+    this.error = null;
+    button.addEventListener('click', (ev) => {
+      ev.stopPropagation();
+      if (!this.output) return;
+      if (this.output.state() === 'playing') this.output.mute();
+      else this.output.unmute().catch((e) => this.failed(`cannot start the sound: ${e.message}`));
+    });
+    for (const kind of ['pointerdown', 'keydown']) {
+      addEventListener(kind, () => {
+        if (this.output && !this.output.running && !this.output.userMuted)
+          this.output.unmute().catch(() => {});
+      });
+    }
+  }
+
+  // At load: whether to ask for audio (this browser decodes it); the output
+  // opens now (suspended until a gesture where the autoplay policy says so).
+  async init() {
+    this.support = this.wanted ? await audioSupport()
+      : { supported: false, reason: 'off (audio=0)' };
+    if (!this.support.supported) {
+      if (this.wanted) console.warn('ppstream: no audio:', this.support.reason);
+      return false;
+    }
+    try {
+      this.output = new AudioOutput(() => this.update());
+      this.output.open().catch((e) => this.failed(`audio output: ${e.message}`));
+    } catch (e) {
+      this.output = null;
+      this.failed(`audio output: ${e.message}`);
+    }
+    return true;
+  }
+
+  failed(message) {
+    this.error = message;
+    console.warn('ppstream:', message);
+    this.update();
+  }
+
+  // STREAM_INFO announced a track. connection: {url, name, token} for the
+  // audio's own WebSocket; onPong(record, nowUs) takes that one's PONGs.
+  start(info, connection, lipSync, offsetUs, onPong) {
+    if (!trackPlayable(info)) {
+      this.failed(`audio track not playable here: codec ${info.audio_codec}, ` +
+        `${info.audio_channels} channel(s), ${info.audio_rate_hz} Hz, ` +
+        `${info.audio_frame_us} us frames`);
+      return;
+    }
+    this.player = new AudioPlayer(this.output, (m) => this.failed(m));
+    this.player.onPong = onPong;
+    this.player.start(info, info.audio_transport === wire.AUDIO_OWN_CONNECTION ? connection : null,
+      lipSync, offsetUs);
+    this.update();
+  }
+
+  frame(r, arrivalUs) { this.player?.frame(r, arrivalUs); }
+  videoShown(latencyMs, displayUs) { this.player?.videoShown(latencyMs, displayUs); }
+
+  // Now and then: lip sync's video latency and the clock offset to the worker.
+  tick(videoLatencyUs, offsetUs) {
+    if (!this.player) return;
+    this.player.setVideoLatency(videoLatencyUs);
+    this.player.setOffset(offsetUs);
+  }
+
+  // The sound button: "unmute" until the AudioContext runs and is not muted.
+  update() {
+    this.button.hidden = !this.player || !this.output;
+    this.button.textContent = this.output?.state() === 'playing' ? 'mute' : 'unmute';
+  }
+
+  line() {
+    if (!this.wanted) return 'audio off';
+    if (this.support && !this.support.supported) return `audio: ${this.support.reason}`;
+    if (!this.player) return this.error ? `audio: ${this.error}` : 'audio: none in this stream';
+    const a = this.player.snapshot();
+    const f = (x, n = 0) => (x === null || x === undefined ? '-' : x.toFixed(n));
+    const skew = a.av_skew_p50_ms === null ? '-'
+      : (a.av_skew_p50_ms >= 0 ? '+' : '') + f(a.av_skew_p50_ms);
+    return `audio ${a.state === 'muted' ? 'muted (click to unmute)' : a.state}  ` +
+      `mouth-to-ear ${f(a.mouth_to_ear_last_ms)} ms (p50 ${f(a.mouth_to_ear_p50_ms)})  ` +
+      `played ${f(a.played_pct, 1)}%  late ${a.late ?? '-'}  A/V ${skew} ms` +
+      (this.error ? `\n${this.error}` : '');
+  }
+
+  // For window.ppsStats().
+  summary() {
+    if (!this.player) return null;
+    const a = this.player.snapshot();
+    return { state: a.state, transport: a.transport, slots: a.slots, played_pct: a.played_pct,
+      late: a.late, mouth_to_ear_p50_ms: a.mouth_to_ear_p50_ms,
+      mouth_to_ear_p95_ms: a.mouth_to_ear_p95_ms, av_skew_p50_ms: a.av_skew_p50_ms,
+      av_skew_abs_p95_ms: a.av_skew_abs_p95_ms };
+  }
+
+  // For window.ppsAudio(): the state and the player's figures; with full
+  // (a Promise), its per-slot records and tick onsets too.
+  figures(full = false) {
+    const c = this.output?.ctx;
+    const base = { wanted: this.wanted, support: this.support, error: this.error,
+      context: c ? { state: c.state, sample_rate: c.sampleRate, base_latency_s: c.baseLatency,
+        output_latency_s: c.outputLatency } : null };
+    if (!full) return { ...base, track: this.player ? this.player.snapshot() : null };
+    return (this.player ? this.player.full() : Promise.resolve(null))
+      .then((track) => ({ ...base, track }));
+  }
+}

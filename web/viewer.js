@@ -28,7 +28,7 @@ import * as wire from './wire.js';
 import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf, flashIn } from './decode.js';
 import { Playout, MAX_QUEUE_FRAMES, DEFAULT_POLICY } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
-import { AudioPlayer, AudioOutput, audioSupport, trackPlayable } from './audio.js';
+import { PageAudio } from './audio.js';
 
 const PING_INTERVAL_MS = 1000;
 const RECOVERY_INTERVAL_MS = 1000;
@@ -47,7 +47,6 @@ const params = new URLSearchParams(location.search);
 const canvas = document.getElementById('video');
 const overlay = document.getElementById('overlay');
 const statusLine = document.getElementById('status');
-const soundButton = document.getElementById('sound');
 if (params.get('overlay') === '0') overlay.hidden = true;
 
 function nowUs() { return (performance.timeOrigin + performance.now()) * 1000; }
@@ -88,10 +87,7 @@ const recentVideo = []; // latencies (ms) of the last frames shown, for lip sync
 let recentVideoAtMs = -Infinity;
 const flashes = []; // {frame_index, capture_us} of decoded frames with the tick flash
 
-// The audio: support found at load, the output (AudioContext), the player
-// once STREAM_INFO announces a track.
-const audio = { wanted: params.get('audio') !== '0', support: null, output: null, player: null,
-  error: null };
+const audio = new PageAudio(params.get('audio') !== '0', document.getElementById('sound'));
 
 function makeCombiner(kind, target) {
   if (kind === 'auto') kind = webglIsSoftware() ? 'cpu' : 'webgl2';
@@ -195,7 +191,7 @@ function showDue() {
     if (recentVideo.length >= RECENT_VIDEO) recentVideo.shift();
     recentVideo.push(latencyMs);
     recentVideoAtMs = performance.now();
-    audio.player?.videoShown(latencyMs, now);
+    audio.videoShown(latencyMs, now);
     if (stats.last_display_us) {
       const gap = (now - stats.last_display_us) / 1000;
       if (gap > FREEZE_MS) {
@@ -278,12 +274,18 @@ function onRecord(r) {
         info.window_frames * info.fps_den / info.fps_num * 1e6);
       stats.state = 'streaming';
       statusLine.textContent = '';
-      if (r.audio_codec) startAudio(r);
+      startPings?.();
+      if (r.audio_codec) {
+        const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+        audio.start(r, { url: `${scheme}://${location.host}/stream`,
+          name: `${params.get('name') || 'browser'}-audio`, token: params.get('token') || '' },
+        params.get('lip_sync') !== '0', appliedOffsetUs(), onPong);
+      }
       return;
     }
     case wire.KIND.AUDIO_FRAME:
       if (!info || !info.audio_codec) throw new wire.WireError('AUDIO_FRAME without an audio track');
-      audio.player?.frame(r, now);
+      audio.frame(r, now);
       return;
     case wire.KIND.WINDOW_BEGIN:
     case wire.KIND.ADU_FRAGMENT:
@@ -332,70 +334,11 @@ function onPong(r, now) {
   }
 }
 
-// ---- audio ----------------------------------------------------------------------
-
-function audioFailed(message) {
-  audio.error = message;
-  console.warn('ppstream:', message);
-  updateSound();
-}
-
-function startAudio(r) {
-  if (!trackPlayable(r)) {
-    audioFailed(`audio track not playable here: codec ${r.audio_codec}, ${r.audio_channels} ` +
-      `channel(s), ${r.audio_rate_hz} Hz, ${r.audio_frame_us} us frames`);
-    return;
-  }
-  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-  audio.player = new AudioPlayer(audio.output, audioFailed);
-  audio.player.onPong = onPong;
-  audio.player.start(r, r.audio_transport !== wire.AUDIO_OWN_CONNECTION ? null : {
-    url: `${scheme}://${location.host}/stream`,
-    name: `${params.get('name') || 'browser'}-audio`, token: params.get('token') || '',
-  }, params.get('lip_sync') !== '0', appliedOffsetUs());
-  updateSound();
-}
-
-// The sound button: "unmute" until the AudioContext runs and is not muted.
-function updateSound() {
-  const state = audio.output ? audio.output.state() : 'off';
-  soundButton.hidden = !audio.player || !audio.output;
-  soundButton.textContent = state === 'playing' ? 'mute' : 'unmute';
-}
-
-function toggleSound(ev) {
-  ev?.stopPropagation();
-  if (!audio.output) return;
-  if (audio.output.state() === 'playing') audio.output.mute();
-  else audio.output.unmute().catch((e) => audioFailed(`cannot start the sound: ${e.message}`));
-}
-
-soundButton.addEventListener('click', toggleSound);
-// Autoplay policy: the first click (or key) anywhere starts the sound.
-for (const kind of ['pointerdown', 'keydown']) {
-  addEventListener(kind, () => {
-    if (audio.output && !audio.output.running && !audio.output.userMuted)
-      audio.output.unmute().catch(() => {});
-  });
-}
-
-function audioLine() {
-  if (!audio.wanted) return 'audio off';
-  if (audio.support && !audio.support.supported) return `audio: ${audio.support.reason}`;
-  if (!audio.player) return audio.error ? `audio: ${audio.error}` : 'audio: none in this stream';
-  const a = audio.player.snapshot();
-  const f = (x, n = 0) => (x === null || x === undefined ? '-' : x.toFixed(n));
-  const skew = a.av_skew_p50_ms === null ? '-' : (a.av_skew_p50_ms >= 0 ? '+' : '') + f(a.av_skew_p50_ms);
-  return `audio ${a.state === 'muted' ? 'muted (click to unmute)' : a.state}  ` +
-    `mouth-to-ear ${f(a.mouth_to_ear_last_ms)} ms (p50 ${f(a.mouth_to_ear_p50_ms)})  ` +
-    `played ${f(a.played_pct, 1)}%  late ${a.late ?? '-'}  A/V ${skew} ms` +
-    (audio.error ? `\n${audio.error}` : '');
-}
-
 // Recovery: a layer's reference chain broke here (not at the sender, which
 // asks for an IDR by itself when it drops base data): ask for an IDR, at most
 // once a second from this side (the server rate-limits as well).
 let sendRecord = null;
+let startPings = null;
 let challenged = false;
 let lastRecoveryMs = -Infinity;
 function requestRecovery(layer, frame) {
@@ -416,6 +359,10 @@ function connect(withAudio) {
   ws.onopen = () => {
     ws.send(wire.encodeHello(params.get('name') || 'browser', params.get('token') || '',
       wire.DEFAULT_MAX_RECORD_BYTES, withAudio ? wire.HELLO_AUDIO : 0));
+  };
+  // Pings once admitted (STREAM_INFO): with a token, nothing but AUTH may
+  // follow HELLO before that (wire/PROTOCOL.md, "Order").
+  startPings = () => {
     const ping = () => { if (ws.readyState === 1) ws.send(wire.encodeClockPing(seq++, nowUs())); };
     ping();
     pingTimer = setInterval(ping, PING_INTERVAL_MS);
@@ -488,41 +435,24 @@ function snapshot() {
     clock_offset_ms: clock.offsetUs / 1000, rtt_ms: clock.bestRttUs / 1000,
     last_frame_index: stats.last_frame_index,
     first_freezes: freezeLog,
-    audio: audio.player ? audioSummary(audio.player.snapshot()) : null,
+    audio: audio.summary(),
   };
-}
-
-function audioSummary(a) {
-  return { state: a.state, transport: a.transport, slots: a.slots, played_pct: a.played_pct,
-    late: a.late,
-    mouth_to_ear_p50_ms: a.mouth_to_ear_p50_ms, mouth_to_ear_p95_ms: a.mouth_to_ear_p95_ms,
-    av_skew_p50_ms: a.av_skew_p50_ms, av_skew_abs_p95_ms: a.av_skew_abs_p95_ms };
 }
 
 // For tests: the audio's statistics (ppsAudio), and with the per-slot
 // records (seq, how, capture_us and ear_us on the server's clock, heard),
 // the tick onsets found in the decoded audio (capture_us, ear_us) and the
 // frames with the flash (ppsAudioFull, a Promise).
-function audioState() {
-  const c = audio.output?.ctx;
-  return { wanted: audio.wanted, support: audio.support, error: audio.error,
-    context: c ? { state: c.state, sample_rate: c.sampleRate, base_latency_s: c.baseLatency,
-      output_latency_s: c.outputLatency } : null,
-    clock_offset_ms: clock.offsetUs / 1000 };
-}
-window.ppsAudio = () => ({ ...audioState(), track: audio.player ? audio.player.snapshot() : null });
-window.ppsAudioFull = async () => ({ ...audioState(),
-  track: audio.player ? await audio.player.full() : null, flashes: flashes.slice() });
+window.ppsAudio = () => ({ ...audio.figures(), clock_offset_ms: clock.offsetUs / 1000 });
+window.ppsAudioFull = async () => ({ ...(await audio.figures(true)),
+  clock_offset_ms: clock.offsetUs / 1000, flashes: flashes.slice() });
 
 // Periodic: frames of windows long ended that never came out, the held-frame
 // check of the decoder, and the overlay.
 setInterval(() => {
   const nowMs = performance.now();
   decoder?.poll();
-  if (audio.player) {
-    audio.player.setVideoLatency(recentVideoLatencyUs());
-    audio.player.setOffset(appliedOffsetUs());
-  }
+  audio.tick(recentVideoLatencyUs(), appliedOffsetUs());
   while (windowEnds.length && windowEnds[0].at < nowMs - ACCOUNT_AFTER_MS) {
     const last = windowEnds.shift().last;
     delaySamples(last - 1, 0);
@@ -538,8 +468,7 @@ setInterval(() => {
     `${s.width}x${s.height}  ${s.fps} fps  ${f(s.bits_per_second / 1e6, 2)} Mbit/s\n` +
     `shown ${s.frames_shown}/${s.frames_total} (${f(s.frames_shown_pct, 1)}%)  ` +
     `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}\n` +
-    audioLine();
-  updateSound();
+    audio.line();
 }, 250);
 
 // For tests and dashboards: the statistics as plain JSON.
@@ -577,24 +506,8 @@ if (!('VideoDecoder' in window)) {
   fail(window.isSecureContext ? 'this browser has no WebCodecs VideoDecoder'
     : 'WebCodecs needs a secure context: open the page over https (or on localhost)');
 } else if (stats.state !== 'failed') {
-  // Audio is asked for only if this browser decodes it; the output starts
-  // now (suspended until a gesture where the autoplay policy says so).
-  (audio.wanted ? audioSupport() : Promise.resolve({ supported: false, reason: 'off (audio=0)' }))
-    .then((support) => {
-      audio.support = support;
-      if (support.supported) {
-        try {
-          audio.output = new AudioOutput(updateSound);
-          audio.output.open().catch((e) => audioFailed(`audio output: ${e.message}`));
-        } catch (e) {
-          audio.output = null;
-          audioFailed(`audio output: ${e.message}`);
-        }
-      } else if (audio.wanted) {
-        console.warn('ppstream: no audio:', support.reason);
-      }
-      connect(support.supported);
-    });
+  // Audio is asked for only if this browser decodes it.
+  audio.init().catch(() => false).then((withAudio) => connect(withAudio));
 }
 
 // For benchmarks: milliseconds per combine of the frame on screen (gl.finish).

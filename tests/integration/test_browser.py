@@ -336,15 +336,18 @@ def test_browser_audio(build, workdir, keep=None, transport="connection"):
         print("SKIP: chromium, chromedriver or python3-selenium not installed")
         sys.exit(SKIP)
     version = browser_version(found[0])
+    # With an access token: both of the page's connections prove it.
+    token = "browser-audio-test-token"
     server = Server(build, workdir, "source.type=test", "source.width=%d" % WIDTH,
                     "source.height=%d" % HEIGHT, "audio.source=source",
-                    "audio.transport=" + transport, "server.max_clients_per_address=16")
+                    "audio.transport=" + transport, "server.max_clients_per_address=16",
+                    "server.access_token=" + token)
     driver = None
     try:
         # Autoplay allowed: the AudioContext runs without a click.
         driver = start_browser(found[0], found[1], workdir,
                                ["--autoplay-policy=no-user-gesture-required"])
-        driver.get("http://127.0.0.1:%d/?name=selenium" % server.port)
+        driver.get("http://127.0.0.1:%d/?name=selenium&token=%s" % (server.port, token))
         wait_for(driver, lambda s: s["state"] == "streaming", "the stream to start", 20)
         audio = driver.execute_script("return window.ppsAudio()")
         support = audio.get("support") or {}
@@ -433,7 +436,12 @@ def test_browser_audio(build, workdir, keep=None, transport="connection"):
     check(audio["context"]["state"] == "running" and track["state"] == "playing",
           "audio not playing: context %s, track %s" % (audio["context"]["state"], track["state"]))
     check(track["decode_errors"] == 0, "%d audio decode errors" % track["decode_errors"])
-    check(track["played_pct"] >= 95, "%.1f%% of the audio slots played" % track["played_pct"])
+    # With transport = window the frames come through the page's main thread,
+    # which stalls for 100-250 ms while the video starts (frames late or
+    # concealed in the first second): less is asked of it.
+    least_played = 95 if transport == "connection" else 90
+    check(track["played_pct"] >= least_played, "%.1f%% of the audio slots played (want %d%%)"
+          % (track["played_pct"], least_played))
     check(track["mouth_to_ear_p50_ms"] < 250,
           "mouth-to-ear p50 %.1f ms on loopback" % track["mouth_to_ear_p50_ms"])
     check(len(ticks) >= AUDIO_SECONDS - 2, "%d ticks heard in %d s" % (len(ticks), AUDIO_SECONDS))
@@ -455,7 +463,14 @@ def test_browser_audio(build, workdir, keep=None, transport="connection"):
           % (FLASH_WINDOW_MS[0], FLASH_WINDOW_MS[1], [t["capture_us"] for t, f in pairs if not f],
              [f["capture_us"] for f in flashes]))
     check(track["av_skew_samples"] >= 30, "%d A/V skew samples" % track["av_skew_samples"])
-    check(track["av_skew_abs_p95_ms"] <= 125, "A/V |skew| p95 %.1f ms" % track["av_skew_abs_p95_ms"])
+    # The picture no more than 125 ms ahead of the sound nor 45 behind
+    # (ITU-R BT.1359's thresholds of detectability), p5 and p95; with
+    # transport = window the start-up's late frames raise the playout delay
+    # for seconds (the delay estimate's memory is 10 s): 150 ms ahead then.
+    most_ahead = 125 if transport == "connection" else 150
+    check(track["av_skew_p5_ms"] >= -most_ahead and track["av_skew_p95_ms"] <= 45,
+          "A/V skew p5 %.1f ms, p95 %.1f ms (video - audio latency), want -%d..45"
+          % (track["av_skew_p5_ms"], track["av_skew_p95_ms"], most_ahead))
 
 
 def test_browser_audio_unmute(build, workdir, keep=None):
