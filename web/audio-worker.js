@@ -238,7 +238,10 @@ class AudioTrack {
   dropPending() {
     const frames = [...this.pending.values()];
     this.pending.clear();
-    for (const f of frames) if (f.placed) this.decodedLate(f);
+    for (const f of frames) {
+      f.failed = true;
+      if (f.placed) this.decodedLate(f);
+    }
   }
 
   decoded(data) {
@@ -279,6 +282,7 @@ class AudioTrack {
       this.pending.set(index, frame);
     } catch (e) {
       this.stats.decode_errors++;
+      frame.failed = true; // concealed in its slot
     }
     this.jitter.put(frame, arrivalUs);
     this.arm();
@@ -329,7 +333,8 @@ class AudioTrack {
       s.skipped++;
       return;
     }
-    const waiting = slot.action === PLAY && !slot.frame.pcm; // still in the decoder
+    // Still in the decoder (its output is a task of this thread's too).
+    const waiting = slot.action === PLAY && !slot.frame.pcm && !slot.frame.failed;
     const placed = this.output.place(slot.dueUs, this.samples, !slot.speech, tUs);
     // Not running (no gesture yet): where it would have been heard.
     const outUs = placed ? placed.earUs : slot.dueUs + this.output.nominalDelayUs();
@@ -356,8 +361,12 @@ class AudioTrack {
       slot.frame.placed = { entry, at: placed ? placed.at : null };
       return;
     }
-    this.sound(entry, slot.action, slot.action === PLAY ? slot.frame.pcm : null,
-      placed ? placed.at : null);
+    let how = slot.action;
+    if (how === PLAY && !slot.frame.pcm) {
+      how = CONCEAL;
+      s.undecoded++;
+    }
+    this.sound(entry, how, how === PLAY ? slot.frame.pcm : null, placed ? placed.at : null);
   }
 
   // What a slot sounds like: the frame (PLAY), a concealment (CONCEAL), or

@@ -308,9 +308,11 @@ export class PageAudio {
       if (this.output.state() === 'playing') this.output.mute();
       else this.output.unmute().catch((e) => this.failed(`cannot start the sound: ${e.message}`));
     });
+    // Autoplay policy: the first gesture anywhere on the page (but the
+    // button, whose click decides for itself) starts the sound.
     for (const kind of ['pointerdown', 'keydown']) {
-      addEventListener(kind, () => {
-        if (this.output && !this.output.running && !this.output.userMuted)
+      addEventListener(kind, (ev) => {
+        if (ev.target !== button && this.output && !this.output.running && !this.output.userMuted)
           this.output.unmute().catch(() => {});
       });
     }
