@@ -153,6 +153,32 @@ async function planesOf(frame) {
   return { width: r.width, height: r.height, format: frame.format, buf, layout };
 }
 
+// The test source's tick flash (codec/pps-timecode.c, pps_timecode_read_flash):
+// a square patch at the bottom right of the picture, black with a white
+// centre on the frame of each audio tick. Read on a decoded plane (the base
+// layer's luma: the patch is drawn to survive its half resolution) for the
+// A/V tests; `width`, `height`: the stream's full size.
+const FLASH_BLACK = 16, FLASH_WHITE = 235;
+export function flashIn(plane, width, height) {
+  if (!plane || !plane.layout) return false;
+  let side = Math.min(64, Math.floor(width / 4), Math.floor(height / 4)) & ~1;
+  side = Math.round(side * plane.width / width);
+  if (side < 8) return false;
+  const { offset, stride } = plane.layout[0];
+  const x0 = plane.width - side, y0 = plane.height - side;
+  const mean = (x, y, n) => {
+    let sum = 0;
+    for (let j = y; j < y + n; j++)
+      for (let i = x; i < x + n; i++) sum += plane.buf[offset + j * stride + i];
+    return sum / (n * n);
+  };
+  const mid = (FLASH_BLACK + FLASH_WHITE) / 2;
+  const edge = Math.max(1, Math.floor(side / 8));
+  return mean(x0 + Math.floor(side * 3 / 8), y0 + Math.floor(side * 3 / 8), Math.floor(side / 4)) > mid &&
+    mean(x0, y0, edge) < mid && mean(x0 + side - edge, y0, edge) < mid &&
+    mean(x0, y0 + side - edge, edge) < mid && mean(x0 + side - edge, y0 + side - edge, edge) < mid;
+}
+
 export class LayeredDecoder {
   // info: STREAM_INFO. cb.onFrame(rec): rec.frame_index, capture_us,
   // temporal_layer, planes[] (used layers, base first), undecodable.

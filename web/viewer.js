@@ -11,12 +11,24 @@
 // pps-client), tolerance_ms (fixed policy; 0 = from the stream), token
 // (the server's access token), name, overlay=0 (hide the overlay),
 // renderer=webgl2|cpu|auto (auto: the WebGL2 combine unless WebGL is a
-// software rasterizer, where the same integer combine in JavaScript is faster).
+// software rasterizer, where the same integer combine in JavaScript is faster),
+// audio=0 (do not ask for the audio track), lip_sync=0 (do not delay the
+// audio to the picture's latency).
+//
+// The audio track (audio.js, audio-worker.js): asked for in HELLO when this
+// browser decodes Opus; its frames come on this connection (the server's
+// [audio] transport = window) or on a second, audio-only WebSocket that the
+// audio worker opens (connection). Browsers start muted: a click on the page
+// (or the sound button) starts the AudioContext. window.ppsAudio() returns
+// its statistics; window.ppsAudioFull() (a Promise) adds the per-slot
+// records and tick onsets, and the capture times of the frames that carried
+// the test source's flash.
 
 import * as wire from './wire.js';
-import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf } from './decode.js';
+import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf, flashIn } from './decode.js';
 import { Playout, MAX_QUEUE_FRAMES, DEFAULT_POLICY } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
+import { PageAudio } from './audio.js';
 
 const PING_INTERVAL_MS = 1000;
 const RECOVERY_INTERVAL_MS = 1000;
@@ -24,6 +36,12 @@ const FREEZE_MS = 100;
 const MAX_LATENCIES = 1 << 17;
 // A window's frames that did not come out this long after its end are lost.
 const ACCOUNT_AFTER_MS = 500;
+// Lip sync follows the 90th percentile of the last frames shown (about 2 s),
+// while one was shown in the last second (client/pps-stats.c).
+const RECENT_VIDEO = 64;
+const RECENT_VIDEO_PERCENTILE = 90;
+const RECENT_VIDEO_MAX_AGE_MS = 1000;
+const FLASHES_KEPT = 256;
 
 const params = new URLSearchParams(location.search);
 const canvas = document.getElementById('video');
@@ -34,11 +52,11 @@ if (params.get('overlay') === '0') overlay.hidden = true;
 function nowUs() { return (performance.timeOrigin + performance.now()) * 1000; }
 
 const clock = { bestRttUs: 0, offsetUs: 0, have: false, lastRttUs: 0 };
-function toClient(serverUs) {
-  // "auto": apply the offset only where it exceeds its uncertainty.
-  return clock.have && Math.abs(clock.offsetUs) > clock.bestRttUs / 2
-    ? serverUs - clock.offsetUs : serverUs;
+// "auto": the offset is applied only where it exceeds its uncertainty.
+function appliedOffsetUs() {
+  return clock.have && Math.abs(clock.offsetUs) > clock.bestRttUs / 2 ? clock.offsetUs : 0;
 }
+function toClient(serverUs) { return serverUs - appliedOffsetUs(); }
 
 const stats = {
   state: 'connecting', error: null, bye: null,
@@ -65,6 +83,11 @@ const droppedWindows = new Set();
 // Windows whose playout delay sample waits for their last frame to decode.
 const delayPending = [];
 let lastShown = null;
+const recentVideo = []; // latencies (ms) of the last frames shown, for lip sync
+let recentVideoAtMs = -Infinity;
+const flashes = []; // {frame_index, capture_us} of decoded frames with the tick flash
+
+const audio = new PageAudio(params.get('audio') !== '0', document.getElementById('sound'));
 
 function makeCombiner(kind, target) {
   if (kind === 'auto') kind = webglIsSoftware() ? 'cpu' : 'webgl2';
@@ -124,6 +147,10 @@ function onDecodedFrame(rec) {
     return;
   }
   stats.frames_decoded++;
+  if (flashIn(rec.planes[0], info.width, info.height)) {
+    if (flashes.length >= FLASHES_KEPT) flashes.shift();
+    flashes.push({ frame_index: rec.frame_index, capture_us: rec.capture_us });
+  }
   const now = nowUs();
   const capture = toClient(rec.capture_us);
   const win = rec.frame_index === 0 ? 0 : Math.floor((rec.frame_index - 1) / info.window_frames) + 1;
@@ -159,7 +186,12 @@ function showDue() {
     stats.layers_shown[f.layers]++;
     stats.last_frame_index = f.frame_index;
     if (latencies.length >= MAX_LATENCIES) latencies.splice(0, MAX_LATENCIES / 2);
-    latencies.push((now - f.capture_client_us) / 1000);
+    const latencyMs = (now - f.capture_client_us) / 1000;
+    latencies.push(latencyMs);
+    if (recentVideo.length >= RECENT_VIDEO) recentVideo.shift();
+    recentVideo.push(latencyMs);
+    recentVideoAtMs = performance.now();
+    audio.videoShown(latencyMs, now);
     if (stats.last_display_us) {
       const gap = (now - stats.last_display_us) / 1000;
       if (gap > FREEZE_MS) {
@@ -182,6 +214,16 @@ function percentile(values, p) {
   if (!values.length) return null;
   const v = Float64Array.from(values).sort();
   return v[Math.max(1, Math.ceil(p / 100 * v.length)) - 1];
+}
+
+// The picture's recent latency (us) for lip sync; 0 without a recent
+// picture, and over the first RECENT_VIDEO frames: the first window's wait
+// and the decoders' warm-up put the first pictures 200-300 ms late, and the
+// audio would follow that up and take seconds to come back (measured).
+function recentVideoLatencyUs() {
+  if (recentVideo.length < RECENT_VIDEO || performance.now() - recentVideoAtMs > RECENT_VIDEO_MAX_AGE_MS)
+    return 0;
+  return percentile(recentVideo, RECENT_VIDEO_PERCENTILE) * 1000;
 }
 
 function onWindowEnd(w) {
@@ -232,8 +274,19 @@ function onRecord(r) {
         info.window_frames * info.fps_den / info.fps_num * 1e6);
       stats.state = 'streaming';
       statusLine.textContent = '';
+      startPings?.();
+      if (r.audio_codec) {
+        const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+        audio.start(r, { url: `${scheme}://${location.host}/stream`,
+          name: `${params.get('name') || 'browser'}-audio`, token: params.get('token') || '' },
+        params.get('lip_sync') !== '0', appliedOffsetUs(), onPong);
+      }
       return;
     }
+    case wire.KIND.AUDIO_FRAME:
+      if (!info || !info.audio_codec) throw new wire.WireError('AUDIO_FRAME without an audio track');
+      audio.frame(r, now);
+      return;
     case wire.KIND.WINDOW_BEGIN:
     case wire.KIND.ADU_FRAGMENT:
     case wire.KIND.WINDOW_END: {
@@ -249,18 +302,9 @@ function onRecord(r) {
       reasm.record(r, now);
       return;
     }
-    case wire.KIND.CLOCK_PONG: {
-      const rtt = now - r.client_send_us - (r.server_send_us - r.server_recv_us);
-      if (rtt < 0 || rtt > 60e6) return;
-      clock.lastRttUs = rtt;
-      if (!clock.have || rtt < clock.bestRttUs) {
-        clock.bestRttUs = Math.max(rtt, 1);
-        clock.offsetUs = (r.server_recv_us + r.server_send_us) / 2 - (r.client_send_us + now) / 2;
-        clock.have = true;
-        playout.setRtt(clock.bestRttUs);
-      }
+    case wire.KIND.CLOCK_PONG:
+      onPong(r, now);
       return;
-    }
     case wire.KIND.BYE:
       stats.bye = { reason: wire.BYE_REASON[r.reason] || 'unknown', text: r.text };
       return;
@@ -277,10 +321,24 @@ function onRecord(r) {
   }
 }
 
+// A PONG, from either connection: the offset from the best round trip.
+function onPong(r, now) {
+  const rtt = now - r.client_send_us - (r.server_send_us - r.server_recv_us);
+  if (rtt < 0 || rtt > 60e6) return;
+  clock.lastRttUs = rtt;
+  if (!clock.have || rtt < clock.bestRttUs) {
+    clock.bestRttUs = Math.max(rtt, 1);
+    clock.offsetUs = (r.server_recv_us + r.server_send_us) / 2 - (r.client_send_us + now) / 2;
+    clock.have = true;
+    playout.setRtt(clock.bestRttUs);
+  }
+}
+
 // Recovery: a layer's reference chain broke here (not at the sender, which
 // asks for an IDR by itself when it drops base data): ask for an IDR, at most
 // once a second from this side (the server rate-limits as well).
 let sendRecord = null;
+let startPings = null;
 let challenged = false;
 let lastRecoveryMs = -Infinity;
 function requestRecovery(layer, frame) {
@@ -291,7 +349,7 @@ function requestRecovery(layer, frame) {
   sendRecord(wire.encodeRecoveryRequest(frame, layer));
 }
 
-function connect() {
+function connect(withAudio) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const ws = new WebSocket(`${scheme}://${location.host}/stream`);
   const parser = new wire.RecordParser(wire.DEFAULT_MAX_RECORD_BYTES);
@@ -300,7 +358,11 @@ function connect() {
   sendRecord = (bytes) => { if (ws.readyState === 1) ws.send(bytes); };
   ws.onopen = () => {
     ws.send(wire.encodeHello(params.get('name') || 'browser', params.get('token') || '',
-      wire.DEFAULT_MAX_RECORD_BYTES));
+      wire.DEFAULT_MAX_RECORD_BYTES, withAudio ? wire.HELLO_AUDIO : 0));
+  };
+  // Pings once admitted (STREAM_INFO): with a token, nothing but AUTH may
+  // follow HELLO before that (wire/PROTOCOL.md, "Order").
+  startPings = () => {
     const ping = () => { if (ws.readyState === 1) ws.send(wire.encodeClockPing(seq++, nowUs())); };
     ping();
     pingTimer = setInterval(ping, PING_INTERVAL_MS);
@@ -373,14 +435,24 @@ function snapshot() {
     clock_offset_ms: clock.offsetUs / 1000, rtt_ms: clock.bestRttUs / 1000,
     last_frame_index: stats.last_frame_index,
     first_freezes: freezeLog,
+    audio: audio.summary(),
   };
 }
+
+// For tests: the audio's statistics (ppsAudio), and with the per-slot
+// records (seq, how, capture_us and ear_us on the server's clock, heard),
+// the tick onsets found in the decoded audio (capture_us, ear_us) and the
+// frames with the flash (ppsAudioFull, a Promise).
+window.ppsAudio = () => ({ ...audio.figures(), clock_offset_ms: clock.offsetUs / 1000 });
+window.ppsAudioFull = async () => ({ ...(await audio.figures(true)),
+  clock_offset_ms: clock.offsetUs / 1000, flashes: flashes.slice() });
 
 // Periodic: frames of windows long ended that never came out, the held-frame
 // check of the decoder, and the overlay.
 setInterval(() => {
   const nowMs = performance.now();
   decoder?.poll();
+  audio.tick(recentVideoLatencyUs(), appliedOffsetUs());
   while (windowEnds.length && windowEnds[0].at < nowMs - ACCOUNT_AFTER_MS) {
     const last = windowEnds.shift().last;
     delaySamples(last - 1, 0);
@@ -395,7 +467,8 @@ setInterval(() => {
     `layers ${lastShown ? lastShown.layers : 0}/${s.quality_layers}  ` +
     `${s.width}x${s.height}  ${s.fps} fps  ${f(s.bits_per_second / 1e6, 2)} Mbit/s\n` +
     `shown ${s.frames_shown}/${s.frames_total} (${f(s.frames_shown_pct, 1)}%)  ` +
-    `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}`;
+    `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}\n` +
+    audio.line();
 }, 250);
 
 // For tests and dashboards: the statistics as plain JSON.
@@ -433,7 +506,8 @@ if (!('VideoDecoder' in window)) {
   fail(window.isSecureContext ? 'this browser has no WebCodecs VideoDecoder'
     : 'WebCodecs needs a secure context: open the page over https (or on localhost)');
 } else if (stats.state !== 'failed') {
-  connect();
+  // Audio is asked for only if this browser decodes it.
+  audio.init().catch(() => false).then((withAudio) => connect(withAudio));
 }
 
 // For benchmarks: milliseconds per combine of the frame on screen (gl.finish).

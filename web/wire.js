@@ -21,9 +21,22 @@ export const KIND = {
   CHALLENGE: 9,
   AUTH: 10,
   RECOVERY_REQUEST: 11,
+  AUDIO_FRAME: 12,
 };
+const LAST_KIND = KIND.AUDIO_FRAME;
 
 export const HELLO_CHALLENGE = 0x0001; // HELLO flag: prove the token by challenge-response
+export const HELLO_AUDIO = 0x0002; // HELLO flag: play the audio track if the stream has one
+export const HELLO_AUDIO_ONLY = 0x0004; // HELLO flag: this connection carries the audio only
+export const AUDIO_CODEC_OPUS = 1;
+export const AUDIO_IN_STREAM = 0; // STREAM_INFO audio_transport: on the video's connection
+export const AUDIO_OWN_CONNECTION = 1; // on a connection of its own
+export const AUDIO_SPEECH = 0x01; // AUDIO_FRAME flag: voice activity
+export const MAX_AUDIO_BYTES = 1275; // the largest Opus packet (RFC 6716)
+const STREAM_INFO_BYTES = 28;
+const AUDIO_TRACK_BYTES = 8;
+const AUDIO_FIXED_BYTES = 15;
+const OPUS_RATES_HZ = [8000, 12000, 16000, 24000, 48000];
 export const AUTH_HMAC_SHA256 = 1;
 const NONCE_BYTES = 32;
 
@@ -51,7 +64,10 @@ export function decodeBody(kind, body) {
   };
   switch (kind) {
     case KIND.STREAM_INFO: {
-      exact(28, 'STREAM_INFO');
+      // 28 bytes, or 36 with the audio track's tail (to a client that asked).
+      need(n >= STREAM_INFO_BYTES, 'STREAM_INFO: short');
+      need(n === STREAM_INFO_BYTES || n === STREAM_INFO_BYTES + AUDIO_TRACK_BYTES,
+        'STREAM_INFO: trailing garbage');
       const r = {
         kind, protocol_version: v.getUint16(0), codec: v.getUint8(2),
         upscale_filter: v.getUint8(3), width: v.getUint16(4), height: v.getUint16(6),
@@ -60,10 +76,24 @@ export function decodeBody(kind, body) {
         temporal_layers: v.getUint8(17), quality_layers: v.getUint8(18),
         priority_policy: v.getUint8(19), latency_budget_ms: v.getUint32(20),
         gop_frames: v.getUint32(24),
+        audio_codec: 0, audio_channels: 0, audio_transport: 0, audio_frame_us: 0,
+        audio_rate_hz: 0,
       };
       need(r.window_frames >= 1 && r.window_frames <= 64, 'STREAM_INFO: window_frames');
       need(r.temporal_layers >= 1 && r.temporal_layers <= 4, 'STREAM_INFO: temporal_layers');
       need(r.quality_layers >= 1 && r.quality_layers <= 4, 'STREAM_INFO: quality_layers');
+      if (n > STREAM_INFO_BYTES) {
+        r.audio_codec = v.getUint8(28);
+        r.audio_channels = v.getUint8(29);
+        r.audio_transport = v.getUint8(30);
+        r.audio_frame_us = v.getUint16(32);
+        r.audio_rate_hz = v.getUint16(34);
+        need(r.audio_codec === AUDIO_CODEC_OPUS, `STREAM_INFO: audio codec ${r.audio_codec}`);
+        need(r.audio_channels >= 1 && r.audio_channels <= 2, 'STREAM_INFO: audio channels');
+        need(r.audio_transport <= AUDIO_OWN_CONNECTION, 'STREAM_INFO: audio transport');
+        need(r.audio_frame_us >= 2500 && r.audio_frame_us <= 60000, 'STREAM_INFO: audio frame');
+        need(OPUS_RATES_HZ.includes(r.audio_rate_hz), 'STREAM_INFO: audio rate');
+      }
       return r;
     }
     case KIND.WINDOW_BEGIN:
@@ -98,6 +128,17 @@ export function decodeBody(kind, body) {
         kind, seq: v.getUint32(0), client_send_us: i64(v, 4), server_recv_us: i64(v, 12),
         server_send_us: i64(v, 20),
       };
+    case KIND.AUDIO_FRAME: {
+      need(n >= AUDIO_FIXED_BYTES + 1, 'AUDIO_FRAME: short');
+      const r = {
+        kind, seq: v.getUint32(0), capture_us: i64(v, 4), duration_us: v.getUint16(12),
+        flags: v.getUint8(14), payload: body.subarray(AUDIO_FIXED_BYTES),
+      };
+      need(r.payload.byteLength <= MAX_AUDIO_BYTES, 'AUDIO_FRAME: payload over 1275 bytes');
+      need(r.duration_us >= 2500 && r.duration_us <= 60000, 'AUDIO_FRAME: duration');
+      need((r.flags & ~AUDIO_SPEECH) === 0, 'AUDIO_FRAME: flags');
+      return r;
+    }
     case KIND.CHALLENGE:
       exact(1 + NONCE_BYTES, 'CHALLENGE');
       need(v.getUint8(0) === AUTH_HMAC_SHA256, `CHALLENGE: method ${v.getUint8(0)} unknown`);
@@ -165,7 +206,7 @@ export class RecordParser {
         at += take;
         if (this.len === HEADER_BYTES) {
           need(this.buf[0] === VERSION, `record version ${this.buf[0]}`);
-          need(this.buf[1] >= 1 && this.buf[1] <= KIND.RECOVERY_REQUEST,
+          need(this.buf[1] >= 1 && this.buf[1] <= LAST_KIND,
             `record kind ${this.buf[1]}`);
           const total = HEADER_BYTES + (this.buf[2] << 8 | this.buf[3]);
           need(total <= this.max, `record of ${total} bytes over the limit ${this.max}`);
@@ -196,15 +237,16 @@ function record(kind, body) {
 }
 
 // With a token, HELLO asks for a challenge (the token itself never goes out:
-// encodeAuth answers the CHALLENGE with its MAC).
-export function encodeHello(name, token, maxRecordBytes) {
+// encodeAuth answers the CHALLENGE with its MAC). `flags`: HELLO_AUDIO,
+// HELLO_AUDIO_ONLY (the challenge flag follows from the token).
+export function encodeHello(name, token, maxRecordBytes, flags = 0) {
   const enc = new TextEncoder();
   const n = enc.encode(name).subarray(0, 64);
   const t = new Uint8Array(0);
   const body = new Uint8Array(8 + n.byteLength + t.byteLength);
   const v = new DataView(body.buffer);
   v.setUint16(0, VERSION);
-  v.setUint16(2, token ? HELLO_CHALLENGE : 0);
+  v.setUint16(2, (token ? HELLO_CHALLENGE : 0) | flags);
   v.setUint16(4, maxRecordBytes === DEFAULT_MAX_RECORD_BYTES ? 0 : maxRecordBytes);
   v.setUint8(6, n.byteLength);
   body.set(n, 7);

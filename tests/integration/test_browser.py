@@ -8,6 +8,22 @@
                    only and base + enhancement), latency from the page's
                    statistics against pps-client's; keeps a screenshot in the
                    build dir (tests/browser-viewer.png). 77 without Chromium.
+  browser_audio    the audio track (test source: a tick a second, a flash in
+                   the picture on the tick's frame) on its own WebSocket
+                   (audio.transport = connection): the page decodes Opus with
+                   WebCodecs and plays it (autoplay allowed by a flag);
+                   asserts slots played, mouth-to-ear, the ticks found in the
+                   decoded audio 1 s apart (as heard) and in step with the
+                   flash frames (capture times), the A/V skew. 77 without
+                   Chromium.
+  browser_audio_window  the same with audio.transport = window (the audio in
+                   the video's WebSocket).
+  browser_audio_unmute  the autoplay policy that wants a gesture: audio
+                   decoded and measured, not heard, until the page's sound
+                   button is clicked.
+  browser_jitter   the page's jitter buffer (web/jitter.js) on made-up
+                   arrival times in the browser: steady, jittered, a spike,
+                   a step, lip sync's floor, a stall, a restart, bounds.
   browser_http     HTTP and WebSocket errors, raw sockets, no browser: 404,
                    405, bad handshake -> 400, unmasked frame -> close 1002,
                    oversize message -> close 1009, text -> close 1003; a
@@ -15,7 +31,9 @@
 
 usage: test_browser.py BUILD_DIR TEST [--keep DIR]
 With --keep, the page's statistics, pps-client's summary and both PSNRs are
-written to DIR/browser-figures.json (the must-show figures).
+written to DIR/browser-figures.json (the must-show figures); browser_audio
+writes DIR/browser-audio-figures.json (the page's audio statistics, slots,
+ticks and flashes).
 """
 import base64
 import json
@@ -114,7 +132,7 @@ def find_browser():
     return chromium, driver
 
 
-def start_browser(chromium, driver_path, workdir):
+def start_browser(chromium, driver_path, workdir, extra_args=()):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -123,7 +141,7 @@ def start_browser(chromium, driver_path, workdir):
     for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                 "--window-size=720,600", "--enable-unsafe-swiftshader",
                 "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
-                "--user-data-dir=" + os.path.join(workdir, "chromium")]:
+                "--user-data-dir=" + os.path.join(workdir, "chromium")] + list(extra_args):
         options.add_argument(arg)
     service = Service(executable_path=driver_path, log_path=os.path.join(workdir, "driver.log"))
     return webdriver.Chrome(service=service, options=options)
@@ -270,6 +288,386 @@ def test_browser_stream_early(build, workdir, keep=None):
     print("server: %d of %d windows early" % (st["windows_early"], st["windows"]))
 
 
+# The audio test: the test source's ticks, one a second (codec/pps-capture.c),
+# and the flash on the frame of each (a frame starts within a frame period
+# after the tick's onset), at 320x240 so that the page's video keeps up.
+AUDIO_SECONDS = 8
+# The heard ticks are judged after this: the page's start-up (its main
+# thread stalls 100-250 ms while the video's decoders and combine warm up)
+# and the delay estimate's first seconds move the playout delay.
+AUDIO_WARMUP_S = 3
+TICK_PERIOD_MS = 1000
+TICK_TOLERANCE_MS = 25
+FRAME_MS = 1000 / 30
+# Where a flash frame's capture time may fall from its tick's, as the page
+# finds the tick in decoded audio: within a frame period after it, give or
+# take what the decoded audio's alignment adds (Opus's 6.5 ms, rounding).
+FLASH_WINDOW_MS = (-10, FRAME_MS + 10)
+
+
+def browser_version(chromium):
+    try:
+        return subprocess.run([chromium, "--version"], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        return "unknown (%s)" % e
+
+
+def tick_flash_pairs(ticks, flashes):
+    """For each tick (capture time), the flash frame nearest after it within
+    the window, or None; only ticks inside the span of decoded frames."""
+    if not flashes:
+        return []
+    first, last = flashes[0]["capture_us"], flashes[-1]["capture_us"]
+    out = []
+    for t in ticks:
+        c = t["capture_us"]
+        if c < first - 500000 or c > last + 500000:
+            continue
+        near = [f for f in flashes
+                if FLASH_WINDOW_MS[0] <= (f["capture_us"] - c) / 1000 <= FLASH_WINDOW_MS[1]]
+        out.append((t, near[0] if near else None))
+    return out
+
+
+def test_browser_audio(build, workdir, keep=None, transport="connection"):
+    found = find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    version = browser_version(found[0])
+    # With an access token: both of the page's connections prove it.
+    token = "browser-audio-test-token"
+    server = Server(build, workdir, "source.type=test", "source.width=%d" % WIDTH,
+                    "source.height=%d" % HEIGHT, "audio.source=source",
+                    "audio.transport=" + transport, "server.max_clients_per_address=16",
+                    "server.access_token=" + token)
+    driver = None
+    try:
+        # Autoplay allowed: the AudioContext runs without a click.
+        driver = start_browser(found[0], found[1], workdir,
+                               ["--autoplay-policy=no-user-gesture-required"])
+        driver.get("http://127.0.0.1:%d/?name=selenium&token=%s" % (server.port, token))
+        wait_for(driver, lambda s: s["state"] == "streaming", "the stream to start", 20)
+        audio = driver.execute_script("return window.ppsAudio()")
+        support = audio.get("support") or {}
+        check(support.get("supported"), "%s: no Opus decoding in this browser: %s"
+              % (version, support.get("reason")))
+        frame_ms = 20
+        wait_for(driver, lambda s: (s.get("audio") or {}).get("slots") and
+                 s["audio"]["slots"] >= AUDIO_SECONDS * 1000 / frame_ms,
+                 "%d s of audio slots" % AUDIO_SECONDS, AUDIO_SECONDS + 20)
+        driver.set_script_timeout(30)
+        audio = driver.execute_async_script(
+            "const done = arguments[0]; window.ppsAudioFull().then(done, (e) => done(String(e)))")
+        check(isinstance(audio, dict), "ppsAudioFull: %s" % audio)
+        stats = driver.execute_script("return window.ppsStats()")
+        if keep:
+            driver.save_screenshot(os.path.join(keep, "browser-audio.png"))
+    finally:
+        if driver:
+            driver.quit()
+        server.stop()
+
+    track = audio["track"]
+    check(track is not None, "no audio track: %s" % audio.get("error"))
+    ticks = [t for t in track["ticks"] if t["heard"]]
+    flashes = audio["flashes"]
+    ear_gaps = [(b["ear_us"] - a["ear_us"]) / 1000 for a, b in zip(ticks, ticks[1:])]
+    capture_gaps = [(b["capture_us"] - a["capture_us"]) / 1000 for a, b in zip(ticks, ticks[1:])]
+    # The playout delay may change between two ticks (a frame inserted or
+    # skipped in the pause, jitter.js): that gap is heard longer or shorter.
+    latency = [(t["ear_us"] - t["capture_us"]) / 1000 for t in ticks]
+    delay_steps = [b - a for a, b in zip(latency, latency[1:])]
+    first = track["slots_log"][0]["due_us"] if track["slots_log"] else 0
+    warm = [first and a["ear_us"] - first >= AUDIO_WARMUP_S * 1e6 for a in ticks[:-1]]
+    warm_gaps = [g for g, w in zip(ear_gaps, warm) if w]
+    steady_gaps = [g for g, d, w in zip(ear_gaps, delay_steps, warm) if w and abs(d) < 1]
+    pairs = tick_flash_pairs(ticks, flashes)
+    offsets = [(f["capture_us"] - t["capture_us"]) / 1000 for t, f in pairs if f]
+    figures = {
+        "browser": version, "transport": transport, "context": audio["context"],
+        "output": track["output"], "output_fallback": track["output_fallback"],
+        "slots": track["slots"], "played_pct": track["played_pct"],
+        "concealed": track["concealed"], "inserted": track["inserted"], "skipped": track["skipped"],
+        "late": track["late"], "undecoded": track["undecoded"],
+        "decode_errors": track["decode_errors"], "heard_slots": track["heard_slots"],
+        "mouth_to_ear_p50_ms": track["mouth_to_ear_p50_ms"],
+        "mouth_to_ear_p95_ms": track["mouth_to_ear_p95_ms"],
+        "output_delay_ms": track["output_delay_ms"], "output_underruns": track["output_underruns"],
+        "output_moves": track["output_moves"], "renderer": track["renderer"],
+        "playout_delay_mean_ms": track["jitter"]["playout_delay_mean_ms"],
+        "sync_floor_ms": track["jitter"]["sync_floor_ms"],
+        "av_skew_p5_ms": track["av_skew_p5_ms"], "av_skew_p50_ms": track["av_skew_p50_ms"],
+        "av_skew_p95_ms": track["av_skew_p95_ms"], "av_skew_abs_p95_ms": track["av_skew_abs_p95_ms"],
+        "video_frames_shown_pct": stats["frames_shown_pct"],
+        "video_latency_p50_ms": stats["frame_latency_p50_ms"],
+        "ticks": len(ticks), "tick_ear_gaps_ms": ear_gaps, "tick_capture_gaps_ms": capture_gaps,
+        "tick_delay_steps_ms": delay_steps, "wake_late_max_ms": track["wake_late_max_ms"],
+        "wakes": track["wakes"], "wakes_late_10ms": track["wakes_late_10ms"],
+        "wakes_late_20ms": track["wakes_late_20ms"],
+        "flashes": len(flashes), "flash_minus_tick_ms": offsets,
+        "ticks_without_flash": sum(1 for _, f in pairs if not f),
+    }
+    print(json.dumps(figures))
+    if keep:
+        with open(os.path.join(keep, "browser-audio-figures.json"), "w") as f:
+            json.dump({"figures": figures, "audio": audio, "stats": stats}, f, indent=1)
+    fmt = lambda xs: "[%s]" % ", ".join("%.1f" % x for x in xs)  # noqa: E731
+    print("%s, audio on %s: %d slots, %.1f%% played (%d concealed, %d inserted, %d skipped, "
+          "%d late), mouth-to-ear p50 %.1f p95 %.1f ms, output %s (%.1f ms to the ear, "
+          "%d underruns), A/V skew p5/p50/p95 %.1f/%.1f/%.1f ms"
+          % (version, transport, track["slots"], track["played_pct"], track["concealed"],
+             track["inserted"], track["skipped"], track["late"], track["mouth_to_ear_p50_ms"],
+             track["mouth_to_ear_p95_ms"], track["output"], track["output_delay_ms"] or -1,
+             track["output_underruns"], track["av_skew_p5_ms"] or 0, track["av_skew_p50_ms"] or 0,
+             track["av_skew_p95_ms"] or 0))
+    print("ticks heard %s ms apart (capture %s, playout delay steps %s); flash - tick %s ms; "
+          "video shown %.1f%%, p50 %.1f ms; worker timer late > 10 ms %d of %d, max %.1f ms"
+          % (fmt(ear_gaps), fmt(capture_gaps), fmt(delay_steps), fmt(offsets),
+             stats["frames_shown_pct"] or 0, stats["frame_latency_p50_ms"] or -1,
+             track["wakes_late_10ms"], track["wakes"], track["wake_late_max_ms"]))
+
+    log = server.log()
+    only = log.count("audio only)")
+    check(only == (1 if transport == "connection" else 0),
+          "%d audio-only connections with transport %s" % (only, transport))
+    check(track["transport"] == transport, "the page saw transport %s" % track["transport"])
+    check(audio["context"]["state"] == "running" and track["state"] == "playing",
+          "audio not playing: context %s, track %s" % (audio["context"]["state"], track["state"]))
+    check(track["decode_errors"] == 0, "%d audio decode errors" % track["decode_errors"])
+    # With transport = window the frames come through the page's main thread,
+    # which stalls for 100-250 ms while the video starts, and longer on a
+    # loaded machine: the frames get there late, the playout delay follows.
+    # Its run checks that they are parsed, handed over and played in step
+    # with the picture; its timing figures are printed, not judged.
+    strict = transport == "connection"
+    least_played = 95 if strict else 85
+    check(track["played_pct"] >= least_played, "%.1f%% of the audio slots played (want %d%%)"
+          % (track["played_pct"], least_played))
+    check(track["mouth_to_ear_p50_ms"] < 250,
+          "mouth-to-ear p50 %.1f ms on loopback" % track["mouth_to_ear_p50_ms"])
+    check(len(ticks) >= AUDIO_SECONDS - 2, "%d ticks heard in %d s" % (len(ticks), AUDIO_SECONDS))
+    # In the decoded audio, on the capture clock: a tick a second.
+    check(all(abs(g - TICK_PERIOD_MS) <= TICK_TOLERANCE_MS for g in capture_gaps),
+          "ticks captured %s ms apart, want %d +- %d"
+          % (fmt(capture_gaps), TICK_PERIOD_MS, TICK_TOLERANCE_MS))
+    # As heard, after the warm-up: the same where the playout delay held
+    # (most gaps: it changes only when the path's delay does).
+    check(len(warm_gaps) >= 3 and (len(steady_gaps) >= len(warm_gaps) / 2 or not strict),
+          "the playout delay changed between %d of the %d ticks after %d s: %s ms"
+          % (len(warm_gaps) - len(steady_gaps), len(warm_gaps), AUDIO_WARMUP_S, fmt(delay_steps)))
+    check(all(abs(g - TICK_PERIOD_MS) <= TICK_TOLERANCE_MS for g in steady_gaps),
+          "ticks heard %s ms apart (playout delay steps %s), want %d +- %d"
+          % (fmt(ear_gaps), fmt(delay_steps), TICK_PERIOD_MS, TICK_TOLERANCE_MS))
+    check(len(pairs) >= len(ticks) - 2 and len(pairs) >= 3,
+          "%d of %d ticks inside the decoded video" % (len(pairs), len(ticks)))
+    check(all(f for _, f in pairs), "ticks without a flash frame %s..%s ms after them: %s; flashes %s"
+          % (FLASH_WINDOW_MS[0], FLASH_WINDOW_MS[1], [t["capture_us"] for t, f in pairs if not f],
+             [f["capture_us"] for f in flashes]))
+    check(track["av_skew_samples"] >= 30, "%d A/V skew samples" % track["av_skew_samples"])
+    # The picture no more than 125 ms ahead of the sound nor 45 behind
+    # (ITU-R BT.1359's thresholds of detectability), as a rule: the median.
+    # (The tails are printed: a stall of the page's renderer at start-up,
+    # 400 ms in one run, puts the picture behind for a second.)
+    check(not strict or -125 <= track["av_skew_p50_ms"] <= 45,
+          "A/V skew p50 %.1f ms (video - audio latency), want -125..45" % track["av_skew_p50_ms"])
+
+
+def test_browser_audio_unmute(build, workdir, keep=None):
+    """Browsers start muted: with the autoplay policy that wants a user
+    gesture, the page decodes and measures the audio without playing it
+    (state muted, nothing heard), and a click on its sound button starts it."""
+    found = find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    from selenium.webdriver.common.by import By
+
+    server = Server(build, workdir, "source.type=test", "source.width=%d" % WIDTH,
+                    "source.height=%d" % HEIGHT, "server.max_clients_per_address=16")
+    driver = None
+    try:
+        driver = start_browser(found[0], found[1], workdir,
+                               ["--autoplay-policy=document-user-activation-required"])
+        driver.get("http://127.0.0.1:%d/?name=selenium" % server.port)
+        stats = wait_for(driver, lambda s: (s.get("audio") or {}).get("slots") and
+                         s["audio"]["slots"] >= 100, "2 s of audio slots", 30)
+        before = driver.execute_script("return window.ppsAudio()")
+        button = driver.find_element(By.ID, "sound")
+        label_before = button.text
+        button.click()
+        wait_for(driver, lambda s: s["audio"]["state"] == "playing", "the sound to start", 10)
+        n = driver.execute_script("return window.ppsAudio().track.slots")
+        wait_for(driver, lambda s: s["audio"]["slots"] >= n + 50, "1 s more of audio slots", 15)
+        after = driver.execute_script("return window.ppsAudio()")
+        label_after = driver.find_element(By.ID, "sound").text
+    finally:
+        if driver:
+            driver.quit()
+        server.stop()
+    t0, t1 = before["track"], after["track"]
+    print("before the click: context %s, state %s, %d slots (%.1f%% played), %d heard, button %r; "
+          "after: context %s, state %s, %d slots, %d heard, button %r"
+          % (before["context"]["state"], t0["state"], t0["slots"], t0["played_pct"] or 0,
+             t0["heard_slots"], label_before, after["context"]["state"], t1["state"], t1["slots"],
+             t1["heard_slots"], label_after))
+    check(before["context"]["state"] == "suspended" and t0["state"] == "muted",
+          "before a gesture: context %s, state %s" % (before["context"]["state"], t0["state"]))
+    check(t0["heard_slots"] == 0 and t0["played_pct"] >= 90,
+          "muted: %d slots heard, %.1f%% played" % (t0["heard_slots"], t0["played_pct"] or 0))
+    check(t0["mouth_to_ear_p50_ms"] is not None, "muted: no mouth-to-ear estimate")
+    check(label_before == "unmute" and label_after == "mute", "button %r, then %r"
+          % (label_before, label_after))
+    check(after["context"]["state"] == "running" and t1["heard_slots"] >= 40,
+          "after the click: context %s, %d slots heard" % (after["context"]["state"], t1["heard_slots"]))
+    check(stats["state"] == "streaming", "video: %s" % stats["state"])
+
+
+def test_browser_audio_window(build, workdir, keep=None):
+    test_browser_audio(build, workdir, keep, transport="window")
+
+
+# Runs web/jitter.js in the page on made-up arrivals (an injected clock):
+# each scenario's frames (seq, capture, speech, arrival) are put and popped in
+# time order; what each slot did comes back.
+JITTER_SCENARIOS_JS = r"""
+const done = arguments[arguments.length - 1];
+import('/jitter.js').then((m) => {
+  const F = 20000, T0 = 1e12;
+  let seed = 7;
+  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  function run(delayOf, opt = {}) {
+    const n = opt.n || 1500;
+    const j = new m.JitterBuffer(F);
+    if (opt.floorUs) j.setFloor(opt.floorUs);
+    const speechOf = opt.speechOf || ((s) => s % 50 < 3);
+    const arrivals = [];
+    for (let s = 0; s < n; s++)
+      arrivals.push({ seq: s, captureUs: T0 + s * F, speech: speechOf(s), at: T0 + s * F + delayOf(s) });
+    for (const x of opt.extra || []) arrivals.push(x);
+    arrivals.sort((a, b) => a.at - b.at);
+    const slots = [], puts = {};
+    let i = 0, maxHeld = 0;
+    for (let guard = 0; guard < 100000; guard++) {
+      const due = j.nextDue();
+      if (i >= arrivals.length && due === Infinity) break;
+      if (i < arrivals.length && arrivals[i].at <= due) {
+        const a = arrivals[i++];
+        const r = j.put({ seq: a.seq, captureUs: a.captureUs, speech: a.speech }, a.at);
+        puts[r] = (puts[r] || 0) + 1;
+      } else {
+        let sl;
+        while ((sl = j.pop(due)))
+          slots.push([sl.action, sl.seq, (sl.dueUs - sl.captureUs) / 1000, sl.speech ? 1 : 0]);
+      }
+      maxHeld = Math.max(maxHeld, j.held);
+    }
+    return { slots, puts, stats: j.snapshot(), maxHeld, n: n + (opt.extra || []).length };
+  }
+  done({
+    steady: run(() => 5000),
+    jitter: run(() => 5000 + 10000 * rnd()),
+    // TCP's way: a 200 ms stall, then the frames held behind it come together.
+    spike: run((s) => (s >= 500 && s < 510 ? 5000 + (510 - s) * F : 5000)),
+    step: run((s) => (s >= 500 ? 105000 : 5000)),
+    floor: run(() => 5000, { floorUs: 80000 }),
+    spurts: run((s) => (s >= 700 ? 65000 : 5000) + 8000 * rnd(),
+      { speechOf: (s) => s % 50 < 12 }),
+    continuous: run((s) => (s >= 500 ? 65000 : 5000), { speechOf: () => true }),
+    stall: run((s) => (s >= 500 && s < 600 ? (600 - s) * F + 5000 : 5000)),
+    far: run(() => 5000, { n: 300,
+      extra: [{ seq: 100000, captureUs: T0 + 100000 * F, speech: true, at: T0 + 100 * F }] }),
+    // The sender restarts 2 s after its first frame: new numbers, a new clock.
+    restart: run(() => 5000, { n: 100, extra: [...Array(100).keys()].map((k) =>
+      ({ seq: 5000000 + k, captureUs: T0 + 7e9 + k * F, speech: false, at: T0 + (100 + k) * F }))}),
+  });
+}, (e) => done({ error: String(e) }));
+"""
+
+
+def test_browser_jitter(build, workdir, keep=None):
+    """web/jitter.js's rules in the browser that runs it, on made-up times."""
+    found = find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    server = Server(build, workdir, "server.max_clients_per_address=16")
+    driver = None
+    try:
+        driver = start_browser(found[0], found[1], workdir)
+        # A document of the server's origin that runs nothing of its own.
+        driver.get("http://127.0.0.1:%d/jitter.js" % server.port)
+        driver.set_script_timeout(60)
+        r = driver.execute_async_script(JITTER_SCENARIOS_JS)
+    finally:
+        if driver:
+            driver.quit()
+        server.stop()
+    check("error" not in r, "jitter.js: %s" % r.get("error"))
+
+    def played(name):
+        return [x for x in r[name]["slots"] if x[0] == "played"]
+
+    def delays(name, first_seq=0):
+        return sorted(x[2] for x in played(name) if x[1] >= first_seq)
+
+    def median(xs):
+        return xs[len(xs) // 2]
+
+    for name, sc in r.items():
+        st = sc["stats"]
+        print("%-10s played %4d/%d, late %3d, concealed %3d, inserted %2d, skipped %2d, changes %2d,"
+              " delay p50 %.1f ms, held max %d, puts %s"
+              % (name, st["played"], sc["n"], st["late"], st["concealed"], st["inserted"],
+                 st["skipped"], st["delay_changes"], median(delays(name)) if played(name) else -1,
+                 sc["maxHeld"], sc["puts"]))
+        check(sc["maxHeld"] <= st["max_frames"], "%s: %d held" % (name, sc["maxHeld"]))
+    # Steady 5 ms: everything plays at 5 ms + the least margin (20 ms).
+    st = r["steady"]["stats"]
+    check(st["played"] == 1500 and st["late"] == 0, "steady: %s" % st)
+    check(set(delays("steady")) == {25.0}, "steady: delays %s" % set(delays("steady")))
+    # Jitter of 0-10 ms: nothing late, D = d + max(4 v, 20 ms) rounded up to frames.
+    st = r["jitter"]["stats"]
+    check(st["played"] == 1500 and st["late"] == 0, "jitter: %s" % st)
+    check(median(delays("jitter")) <= 60, "jitter: delay p50 %.1f" % median(delays("jitter")))
+    # A stall of 200 ms (the frames behind it come at once): few late frames,
+    # D grew at the pauses and came back.
+    st = r["spike"]["stats"]
+    check(st["late"] <= 20 and st["played"] >= 0.98 * 1500, "spike: %s" % st)
+    check(median(delays("spike", 1000)) <= 60, "spike: D after it %.1f" % median(delays("spike", 1000)))
+    # A step of +100 ms: D follows it (at a talkspurt start or in a pause).
+    st = r["step"]["stats"]
+    check(st["late"] <= 10, "step: %d late" % st["late"])
+    d = median(delays("step", 700))
+    check(105 + 20 - 5 <= d <= 105 + 20 + 20, "step: D after it %.1f" % d)
+    # Lip sync's floor: D at least 80 ms whatever the estimate.
+    check(min(delays("floor")) >= 80, "floor: least D %.1f" % min(delays("floor")))
+    # D changes only in pauses and at talkspurt starts: never between two
+    # speech frames of one talkspurt.
+    slots = r["spurts"]["slots"]
+    for k in range(1, len(slots) - 1):
+        if slots[k][0] in ("inserted", "skipped"):
+            check(not (slots[k - 1][3] and slots[k - 1][0] == "played" and slots[k + 1][3]),
+                  "spurts: %s inside a talkspurt at slot %d: %s" % (slots[k][0], k, slots[k - 1:k + 2]))
+    check(r["spurts"]["stats"]["late"] <= 15, "spurts: %s" % r["spurts"]["stats"])
+    # Continuous speech: a step a second at most, after 2 s without a pause.
+    slots = r["continuous"]["slots"]
+    changes = [k for k, x in enumerate(slots) if x[0] in ("inserted", "skipped")]
+    check(changes and all(b - a >= 50 for a, b in zip(changes, changes[1:])),
+          "continuous: changes at slots %s" % changes)
+    # A 2 s stall: what comes after its slot is late, dropped and counted.
+    st = r["stall"]["stats"]
+    check(st["late"] >= 40 and st["played"] + st["late"] == 1500, "stall: %s" % st)
+    # A frame far ahead of the ring is refused, the stream plays on.
+    check(r["far"]["puts"].get("far") == 1 and r["far"]["stats"]["played"] == 300,
+          "far: %s %s" % (r["far"]["puts"], r["far"]["stats"]))
+    # Two frames of a new timeline restart the stream.
+    st = r["restart"]["stats"]
+    check(r["restart"]["puts"].get("restart") == 1 and st["restarts"] == 1 and st["played"] >= 195,
+          "restart: %s %s" % (r["restart"]["puts"], st))
+
+
 def ws_connect(port, extra=b"", key=None, version=b"13", path=b"/stream"):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     key = key or base64.b64encode(os.urandom(16))
@@ -361,7 +759,9 @@ def test_browser_http(build, workdir, keep=None):
 
 
 TESTS = {"browser_stream": test_browser_stream, "browser_stream_early": test_browser_stream_early,
-         "browser_http": test_browser_http}
+         "browser_http": test_browser_http, "browser_audio": test_browser_audio,
+         "browser_audio_window": test_browser_audio_window, "browser_jitter": test_browser_jitter,
+         "browser_audio_unmute": test_browser_audio_unmute}
 
 if __name__ == "__main__":
     build, name = sys.argv[1], sys.argv[2]
