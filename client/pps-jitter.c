@@ -402,7 +402,7 @@ target_delay_us(const pps_jitter_t *j)
 
 	/* Another stream to wait for (lip sync) may ask for more, within the
 	 * same upper bound. */
-	if ((double)j->sync_floor_us > t)
+	if (j->sync_floor_us > 0 && (double)j->sync_floor_us > t)
 		t = fmin((double)j->sync_floor_us, floor_us(j) + (double)j->p.max_delay_us);
 	return (int64_t)ceil(t);
 }
