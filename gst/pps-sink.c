@@ -14,15 +14,9 @@
  * encoder needs) and frame rate are [source] width, height and fps. Caps that
  * change size later are refused.
  *
- * Audio: a request pad "audio" (mono S16LE at 48 kHz) gives the stream an
- * Opus track, if it was requested before the server started. Its streaming
- * thread re-chunks each buffer into 10 ms blocks, each with the capture time
- * of its first sample mapped from its running time as the frames' are (so
- * that lip sync holds), and hands them to the server
- * (pps_server_push_audio(): encoded on this thread, then the media's bounded
- * hand-over to the loop, a frame dropped and counted when it is full). Like
- * the frames, buffers of a live source go as they come, those of one that is
- * not live wait for their time on the clock.
+ * Audio: the request pad "audio" (pps-sink-audio.c), requested before the
+ * server starts, gives the stream an Opus track: its streaming thread hands
+ * 10 ms blocks to the server from the server's start to the end of stream.
  */
 #include "pps-gst.h"
 #include "pps-server-settings.h"
@@ -35,7 +29,6 @@
 #include <gst/video/video.h>
 #include <math.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC(pps_sink_debug);
@@ -59,25 +52,8 @@ typedef struct {
 	pps_server_t *server;
 	atomic_bool eos, stop, failed;
 
-	/* The audio pad (NULL until requested) and its streaming thread. */
-	GstPad *audio_pad;             /* under the object lock */
-	gboolean audio_track;          /* the server was made with an audio track */
-	GMutex audio_lock;             /* the fields below but the streaming thread's own */
-	GCond audio_cond;              /* audio_playing or audio_flushing changed */
-	pps_server_t *audio_to;        /* the server audio goes to: NULL before, after EOS */
-	gboolean audio_flushing;       /* the pad is inactive or flushing */
-	gboolean audio_playing;        /* the element is PLAYING (a synced wait may start) */
-	GstClockID audio_wait_id;      /* the synced wait in progress */
-	guint64 audio_blocks;          /* 10 ms blocks handed to the server */
-	guint64 audio_unserved;        /* buffers that came before the server or after EOS */
-	guint64 audio_discontinuities; /* partial blocks dropped at a gap or DISCONT */
-	/* The audio streaming thread's. */
-	GstSegment audio_segment;
-	gboolean audio_sync; /* upstream is not live: each buffer waits for its time */
-	int16_t audio_block[PPS_AUDIO_BLOCK_SAMPLES];
-	size_t audio_fill;      /* samples in audio_block */
-	int64_t audio_block_us; /* capture time of audio_block[0] */
-	int64_t audio_next_us;  /* where the samples so far end; 0 before the first */
+	pps_sink_audio_t *audio; /* the audio pad */
+	gboolean audio_track;    /* the server was made with an audio track */
 } GstPpsSink;
 
 typedef struct {
@@ -106,18 +82,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
     GST_STATIC_CAPS("video/x-raw, format = (string) I420, width = (int) [ 64, 3840 ], "
                     "height = (int) [ 64, 2160 ], framerate = (fraction) [ 1/1, 120/1 ]"));
-
-/* What the Opus track is made of (codec/pps-audio.h); anything else goes
- * through audioconvert ! audioresample first. */
-static GstStaticPadTemplate audio_template = GST_STATIC_PAD_TEMPLATE(
-    "audio", GST_PAD_SINK, GST_PAD_REQUEST,
-    GST_STATIC_CAPS("audio/x-raw, format = (string) S16LE, rate = (int) 48000, "
-                    "channels = (int) 1, layout = (string) interleaved"));
-
-/* A buffer that starts further than this from where the previous one ended
- * is a gap (as for the capture's own re-chunker, codec/): the partial block
- * before it is dropped rather than placed at a time that never was. */
-#define AUDIO_GAP_US 5000
 
 /* ---- loop thread --------------------------------------------------------- */
 
@@ -188,9 +152,7 @@ loop_thread(gpointer data)
 static void
 teardown(GstPpsSink *sink)
 {
-	g_mutex_lock(&sink->audio_lock);
-	sink->audio_to = NULL;
-	g_mutex_unlock(&sink->audio_lock);
+	pps_sink_audio_serve(sink->audio, NULL);
 	pps_server_free(sink->server);
 	sink->server = NULL;
 	pps_wakeup_free(sink->wakeup);
@@ -236,9 +198,7 @@ start_server(GstPpsSink *sink, int fps)
 	settings.server.pushed = true;
 	settings.server.log = (pps_log_t){.cb = server_log_cb, .user = sink};
 	/* The track exists when the audio pad does (its data comes later). */
-	GST_OBJECT_LOCK(sink);
-	sink->audio_track = sink->audio_pad != NULL;
-	GST_OBJECT_UNLOCK(sink);
+	sink->audio_track = pps_sink_audio_requested(sink->audio);
 	settings.server.media.capture.audio =
 	    sink->audio_track ? PPS_CAPTURE_AUDIO_SOURCE : PPS_CAPTURE_AUDIO_OFF;
 	sink->base = event_base_new();
@@ -266,11 +226,8 @@ start_server(GstPpsSink *sink, int fps)
 		g_clear_error(&error);
 		goto err;
 	}
-	if (sink->audio_track) {
-		g_mutex_lock(&sink->audio_lock);
-		sink->audio_to = sink->server;
-		g_mutex_unlock(&sink->audio_lock);
-	}
+	if (sink->audio_track)
+		pps_sink_audio_serve(sink->audio, sink->server);
 	pps_server_describe(sink->server, err, sizeof(err));
 	GST_INFO_OBJECT(sink, "listening on %s (port %u): %s%s", settings.server.listen, sink->port,
 	                err, sink->audio_track ? ", with audio" : "");
@@ -345,28 +302,6 @@ gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 	return start_server(sink, fps < 1 ? 1 : fps);
 }
 
-/* When the frame (or sound) at @running was taken, in CLOCK_REALTIME: now
- * less how long ago its running time was (a live source's buffers are
- * stamped at capture). The video and the audio pad both map through here. */
-static int64_t
-capture_time_us(GstPpsSink *sink, GstClockTime running)
-{
-	int64_t now_us = pps_time_realtime_us();
-	GstClock *clock = gst_element_get_clock(GST_ELEMENT(sink));
-	gint64 age_ns;
-
-	if (!clock)
-		return now_us;
-	age_ns = GST_CLOCK_TIME_IS_VALID(running)
-	             ? (gint64)gst_clock_get_time(clock) -
-	                   (gint64)(gst_element_get_base_time(GST_ELEMENT(sink)) + running)
-	             : 0;
-	gst_object_unref(clock);
-	if (age_ns < 0 || age_ns > GST_SECOND)
-		return now_us;
-	return now_us - age_ns / 1000;
-}
-
 static GstFlowReturn
 gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 {
@@ -387,9 +322,11 @@ gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 		frame.planes[p] = GST_VIDEO_FRAME_PLANE_DATA(&vframe, p);
 		frame.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&vframe, p);
 	}
-	frame.capture_us =
-	    capture_time_us(sink, gst_segment_to_running_time(&bsink->segment, GST_FORMAT_TIME,
-	                                                      GST_BUFFER_PTS(buffer)));
+	/* When the frame was taken: now less how long ago its running time
+	 * was (a live source's buffers are stamped at capture). */
+	frame.capture_us = pps_gst_realtime_of(
+	    GST_ELEMENT(sink),
+	    gst_segment_to_running_time(&bsink->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer)));
 	/* Copied into the capture queue; never blocks. */
 	ret = pps_server_push_frame(sink->server, &frame);
 	gst_video_frame_unmap(&vframe);
@@ -415,9 +352,7 @@ gst_pps_sink_event(GstBaseSink *bsink, GstEvent *event)
 
 	if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && sink->thread) {
 		/* The stream ended: clients get BYE normal, then the loop returns. */
-		g_mutex_lock(&sink->audio_lock);
-		sink->audio_to = NULL;
-		g_mutex_unlock(&sink->audio_lock);
+		pps_sink_audio_serve(sink->audio, NULL);
 		atomic_store(&sink->eos, true);
 		wake_loop(sink);
 		g_thread_join(sink->thread);
@@ -464,222 +399,20 @@ gst_pps_sink_stop(GstBaseSink *bsink)
 		                " refused",
 		                ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
 		                ls.clients_refused);
-		if (sink->audio_track)
+		if (sink->audio_track) {
+			pps_sink_audio_stats_t as;
+
+			pps_sink_audio_get_stats(sink->audio, &as);
 			GST_INFO_OBJECT(sink,
 			                "audio: %" G_GUINT64_FORMAT " blocks in, %" G_GUINT64_FORMAT
 			                " frames encoded (%" G_GUINT64_FORMAT
 			                " dropped at the hand-over), %" G_GUINT64_FORMAT
 			                " buffers unserved, %" G_GUINT64_FORMAT " discontinuities",
-			                sink->audio_blocks, ms.audio_frames, ms.audio_dropped,
-			                sink->audio_unserved, sink->audio_discontinuities);
+			                as.blocks, ms.audio_frames, ms.audio_dropped, as.unserved,
+			                as.discontinuities);
+		}
 	}
 	teardown(sink);
-	return TRUE;
-}
-
-/* ---- the audio pad (its streaming thread, and the state changes) ---------- */
-
-/* Wakes a synced wait (a state change, a flush); under audio_lock. */
-static void
-audio_wake_locked(GstPpsSink *sink)
-{
-	if (sink->audio_wait_id)
-		gst_clock_id_unschedule(sink->audio_wait_id);
-	g_cond_broadcast(&sink->audio_cond);
-}
-
-/* A source that is not live: the buffer at @running waits for its time on
- * the clock, as the frames do in GstBaseSink (and only while PLAYING). */
-static GstFlowReturn
-audio_wait(GstPpsSink *sink, GstClockTime running)
-{
-	GstClockReturn done = GST_CLOCK_UNSCHEDULED;
-
-	g_mutex_lock(&sink->audio_lock);
-	while (done == GST_CLOCK_UNSCHEDULED) {
-		GstClock *clock;
-		GstClockID id;
-
-		while (!sink->audio_flushing && !sink->audio_playing)
-			g_cond_wait(&sink->audio_cond, &sink->audio_lock);
-		if (sink->audio_flushing) {
-			g_mutex_unlock(&sink->audio_lock);
-			return GST_FLOW_FLUSHING;
-		}
-		clock = gst_element_get_clock(GST_ELEMENT(sink));
-		if (!clock)
-			break;
-		id = gst_clock_new_single_shot_id(
-		    clock, gst_element_get_base_time(GST_ELEMENT(sink)) + running);
-		gst_object_unref(clock);
-		sink->audio_wait_id = id;
-		g_mutex_unlock(&sink->audio_lock);
-		done = gst_clock_id_wait(id, NULL);
-		g_mutex_lock(&sink->audio_lock);
-		sink->audio_wait_id = NULL;
-		gst_clock_id_unref(id);
-	}
-	g_mutex_unlock(&sink->audio_lock);
-	return GST_FLOW_OK;
-}
-
-/* Under audio_lock, with a server: @samples S16LE samples at @data (any
- * alignment), the first captured at @capture_us, into 10 ms blocks. */
-static void
-audio_push_samples(GstPpsSink *sink, const guint8 *data, size_t samples, int64_t capture_us,
-                   gboolean discont)
-{
-	size_t done = 0;
-
-	if (sink->audio_next_us &&
-	    (discont || llabs(capture_us - sink->audio_next_us) > AUDIO_GAP_US)) {
-		if (sink->audio_fill)
-			sink->audio_discontinuities++;
-		sink->audio_fill = 0;
-	}
-	sink->audio_next_us = capture_us + (int64_t)samples * 1000000 / PPS_AUDIO_RATE_HZ;
-	while (done < samples) {
-		size_t take = PPS_AUDIO_BLOCK_SAMPLES - sink->audio_fill;
-		int ret;
-
-		if (take > samples - done)
-			take = samples - done;
-		if (sink->audio_fill == 0)
-			sink->audio_block_us =
-			    capture_us + (int64_t)done * 1000000 / PPS_AUDIO_RATE_HZ;
-		for (size_t i = 0; i < take; i++) {
-			guint16 v;
-
-			memcpy(&v, data + (done + i) * 2, 2);
-			sink->audio_block[sink->audio_fill + i] = (int16_t)GUINT16_FROM_LE(v);
-		}
-		sink->audio_fill += take;
-		done += take;
-		if (sink->audio_fill < PPS_AUDIO_BLOCK_SAMPLES)
-			break;
-		sink->audio_fill = 0;
-		/* Encoded here, then the media's bounded hand-over; never blocks. */
-		ret = pps_server_push_audio(sink->audio_to, sink->audio_block,
-		                            PPS_AUDIO_BLOCK_SAMPLES, sink->audio_block_us);
-		if (ret < 0)
-			GST_WARNING_OBJECT(sink, "audio block refused: %s", g_strerror(-ret));
-		else
-			sink->audio_blocks++;
-	}
-}
-
-static GstFlowReturn
-audio_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
-{
-	GstPpsSink *sink = GST_PPS_SINK(parent);
-	GstClockTime running = gst_segment_to_running_time(&sink->audio_segment, GST_FORMAT_TIME,
-	                                                   GST_BUFFER_PTS(buffer));
-	GstFlowReturn ret = GST_FLOW_OK;
-	GstMapInfo map;
-
-	(void)pad;
-	if (sink->audio_sync && GST_CLOCK_TIME_IS_VALID(running))
-		ret = audio_wait(sink, running);
-	if (ret == GST_FLOW_OK && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
-		g_mutex_lock(&sink->audio_lock);
-		if (sink->audio_to)
-			audio_push_samples(sink, map.data, map.size / 2,
-			                   capture_time_us(sink, running),
-			                   GST_BUFFER_IS_DISCONT(buffer));
-		else
-			sink->audio_unserved++; /* before the first caps, after EOS */
-		g_mutex_unlock(&sink->audio_lock);
-		gst_buffer_unmap(buffer, &map);
-	}
-	gst_buffer_unref(buffer);
-	return ret;
-}
-
-/* Like choose_sync() for the frames: a source that is not live is paced. */
-static void
-audio_choose_sync(GstPpsSink *sink, GstPad *pad)
-{
-	GstQuery *query = gst_query_new_latency();
-	gboolean live = FALSE;
-
-	if (gst_pad_peer_query(pad, query))
-		gst_query_parse_latency(query, &live, NULL, NULL);
-	gst_query_unref(query);
-	sink->audio_sync = !live;
-	GST_INFO_OBJECT(sink, "audio upstream is %slive: %s", live ? "" : "not ",
-	                live ? "blocks go as they come" : "paced to real time");
-}
-
-static void
-audio_restart(GstPpsSink *sink)
-{
-	gst_segment_init(&sink->audio_segment, GST_FORMAT_TIME);
-	sink->audio_fill = 0;
-	sink->audio_next_us = 0;
-}
-
-static gboolean
-audio_event(GstPad *pad, GstObject *parent, GstEvent *event)
-{
-	GstPpsSink *sink = GST_PPS_SINK(parent);
-	gboolean ok = TRUE;
-
-	switch (GST_EVENT_TYPE(event)) {
-	case GST_EVENT_FLUSH_START:
-		g_mutex_lock(&sink->audio_lock);
-		sink->audio_flushing = TRUE;
-		audio_wake_locked(sink);
-		g_mutex_unlock(&sink->audio_lock);
-		break;
-	case GST_EVENT_FLUSH_STOP:
-		g_mutex_lock(&sink->audio_lock);
-		sink->audio_flushing = FALSE;
-		g_mutex_unlock(&sink->audio_lock);
-		audio_restart(sink);
-		break;
-	case GST_EVENT_CAPS:
-		/* The template's fixed caps: accept-caps let nothing else in. */
-		audio_choose_sync(sink, pad);
-		break;
-	case GST_EVENT_SEGMENT: {
-		const GstSegment *segment;
-
-		gst_event_parse_segment(event, &segment);
-		if (segment->format != GST_FORMAT_TIME) {
-			GST_ELEMENT_ERROR(sink, STREAM, FORMAT,
-			                  ("the audio pad takes a time segment, not %s",
-			                   gst_format_get_name(segment->format)),
-			                  (NULL));
-			ok = FALSE;
-			break;
-		}
-		sink->audio_segment = *segment;
-		break;
-	}
-	default:
-		/* EOS too: the stream's end is the picture's (the audio has
-		 * nothing to finish; a partial block is not sent). */
-		break;
-	}
-	gst_event_unref(event);
-	return ok;
-}
-
-static gboolean
-audio_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active)
-{
-	GstPpsSink *sink = GST_PPS_SINK(parent);
-
-	(void)pad;
-	if (mode != GST_PAD_MODE_PUSH)
-		return FALSE;
-	/* Deactivation waits for the streaming thread: release its wait first. */
-	g_mutex_lock(&sink->audio_lock);
-	sink->audio_flushing = !active;
-	audio_wake_locked(sink);
-	g_mutex_unlock(&sink->audio_lock);
-	if (active)
-		audio_restart(sink);
 	return TRUE;
 }
 
@@ -687,61 +420,25 @@ static GstPad *
 gst_pps_sink_request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *name,
                              const GstCaps *caps)
 {
-	GstPpsSink *sink = GST_PPS_SINK(element);
-	gboolean running;
-	GstPad *pad;
-
 	(void)name;
 	(void)caps;
-	GST_OBJECT_LOCK(sink);
-	if (sink->audio_pad) {
-		GST_OBJECT_UNLOCK(sink);
-		GST_WARNING_OBJECT(sink, "the stream has one audio pad, requested already");
-		return NULL;
-	}
-	running =
-	    GST_STATE(element) > GST_STATE_READY || GST_STATE_NEXT(element) == GST_STATE_PAUSED;
-	pad = gst_pad_new_from_template(templ, "audio");
-	sink->audio_pad = pad;
-	GST_OBJECT_UNLOCK(sink);
-	if (running)
-		GST_WARNING_OBJECT(sink, "audio pad requested while running: a stream that started "
-		                         "before has no audio track, its samples are dropped");
-	gst_pad_set_chain_function(pad, audio_chain);
-	gst_pad_set_event_function(pad, audio_event);
-	gst_pad_set_activatemode_function(pad, audio_activate_mode);
-	if (running)
-		gst_pad_set_active(pad, TRUE);
-	gst_element_add_pad(element, pad);
-	return pad;
+	return pps_sink_audio_request_pad(GST_PPS_SINK(element)->audio, templ);
 }
 
 static void
 gst_pps_sink_release_pad(GstElement *element, GstPad *pad)
 {
-	GstPpsSink *sink = GST_PPS_SINK(element);
-
-	GST_OBJECT_LOCK(sink);
-	if (sink->audio_pad == pad)
-		sink->audio_pad = NULL;
-	GST_OBJECT_UNLOCK(sink);
-	gst_pad_set_active(pad, FALSE);
-	gst_element_remove_pad(element, pad);
+	pps_sink_audio_release_pad(GST_PPS_SINK(element)->audio, pad);
 }
 
 static GstStateChangeReturn
 gst_pps_sink_change_state(GstElement *element, GstStateChange transition)
 {
-	GstPpsSink *sink = GST_PPS_SINK(element);
-
-	/* A synced audio buffer waits for PLAYING, and again after a pause. */
+	/* A paced audio buffer waits for PLAYING, and again after a pause. */
 	if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING ||
-	    transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED) {
-		g_mutex_lock(&sink->audio_lock);
-		sink->audio_playing = transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING;
-		audio_wake_locked(sink);
-		g_mutex_unlock(&sink->audio_lock);
-	}
+	    transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED)
+		pps_sink_audio_set_playing(GST_PPS_SINK(element)->audio,
+		                           transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING);
 	return GST_ELEMENT_CLASS(gst_pps_sink_parent_class)->change_state(element, transition);
 }
 
@@ -779,8 +476,7 @@ gst_pps_sink_finalize(GObject *object)
 	GstPpsSink *sink = GST_PPS_SINK(object);
 
 	pps_config_free(sink->config);
-	g_mutex_clear(&sink->audio_lock);
-	g_cond_clear(&sink->audio_cond);
+	pps_sink_audio_free(sink->audio);
 	G_OBJECT_CLASS(gst_pps_sink_parent_class)->finalize(object);
 }
 
@@ -789,10 +485,7 @@ gst_pps_sink_init(GstPpsSink *sink)
 {
 	sink->config = pps_config_new(pps_server_settings_schema());
 	g_assert(sink->config);
-	g_mutex_init(&sink->audio_lock);
-	g_cond_init(&sink->audio_cond);
-	sink->audio_flushing = TRUE;
-	gst_segment_init(&sink->audio_segment, GST_FORMAT_TIME);
+	sink->audio = pps_sink_audio_new(GST_ELEMENT(sink));
 	/* Until the first caps (choose_sync()). */
 	gst_base_sink_set_sync(GST_BASE_SINK(sink), TRUE);
 	gst_base_sink_set_qos_enabled(GST_BASE_SINK(sink), FALSE);
@@ -826,7 +519,7 @@ gst_pps_sink_class_init(GstPpsSinkClass *klass)
 	    "the audio pad, requested before the first caps, adds an Opus track",
 	    "ppstream");
 	gst_element_class_add_static_pad_template(element_class, &sink_template);
-	gst_element_class_add_static_pad_template(element_class, &audio_template);
+	gst_element_class_add_static_pad_template(element_class, &pps_sink_audio_template);
 	element_class->request_new_pad = gst_pps_sink_request_new_pad;
 	element_class->release_pad = gst_pps_sink_release_pad;
 	element_class->change_state = gst_pps_sink_change_state;
