@@ -41,6 +41,8 @@
 #define OPUS_DELAY_US 6500
 /* The device may hold this much before it is cleared (its clock ran slow). */
 #define OUTPUT_MAX_QUEUED_US 120000
+/* Sequence numbers remembered for duplicates (5 s of 20 ms frames). */
+#define SEEN_FRAMES 256
 /* Slots handled per timer wake-up at most (a late loop catches up in a few). */
 #define MAX_SLOTS_PER_WAKE 16
 
@@ -72,6 +74,12 @@ struct pps_audio_player {
 
 	FILE *wav;
 	uint64_t wav_samples;
+
+	/* The last frames' sequence numbers: a second copy (several audio
+	 * connections) is not a frame. */
+	uint32_t seen[SEEN_FRAMES];
+	bool seen_valid[SEEN_FRAMES];
+	uint64_t duplicates;
 };
 
 /* ---- WAV file -------------------------------------------------------------- */
@@ -461,6 +469,16 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 
 	if (!a->jitter)
 		return; /* no track announced: the connection refuses such a frame before */
+	{
+		size_t i = f->seq % SEEN_FRAMES;
+
+		if (a->seen_valid[i] && a->seen[i] == f->seq) {
+			a->duplicates++;
+			return;
+		}
+		a->seen[i] = f->seq;
+		a->seen_valid[i] = true;
+	}
 	ret = pps_jitter_put(a->jitter, f->seq, pps_clock_to_client(a->clock, f->capture_us),
 	                     (f->flags & PPS_WIRE_AUDIO_SPEECH) != 0, f->payload, f->payload_len,
 	                     now_us);
@@ -479,6 +497,7 @@ pps_audio_player_reset(pps_audio_player_t *a)
 	a->jitter = NULL;
 	a->decoder = NULL;
 	a->pcm = NULL;
+	memset(a->seen_valid, 0, sizeof(a->seen_valid));
 }
 
 const char *

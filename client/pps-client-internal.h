@@ -505,7 +505,13 @@ typedef struct {
 	 * the picture), changed at talkspurt starts like any delay change. */
 	bool lip_sync;
 	int64_t min_delay_us, max_delay_us; /* bounds of the playout delay */
+	/* Audio connections opened when the server sends audio on connections
+	 * of its own (1..PPS_AUDIO_MAX_CONNECTIONS; 0 = 1): each carries every
+	 * frame, the first copy counts. */
+	unsigned connections;
 } pps_audio_params_t;
+
+#define PPS_AUDIO_MAX_CONNECTIONS 3
 
 /* Audio may lead the picture by this much (ITU-R BT.1359 detects 45 ms). */
 #define PPS_AUDIO_SYNC_LEAD_US 30000

@@ -82,6 +82,10 @@ static const pps_config_key_t keys[] = {
         "audio", "lip_sync", "true",
         "keep the audio no more than 30 ms ahead of the picture: its playout delay waits for "
         "the video's recent latency (changed between talkspurts only)"),
+    PPS_CONFIG_INT(
+        "audio", "connections", "1", 1, 3,
+        "when the server sends audio on connections of its own: how many to open; each carries "
+        "every frame and the first copy is played, so a loss holds up only its own connection"),
     PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,
                    "least margin of the audio's playout delay above its delay estimate"),
     PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,
@@ -135,6 +139,7 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	p->audio_params.output = (pps_audio_output_t)pps_config_get_enum(c, "audio", "output");
 	p->audio_params.wav_path = pps_config_get_string(c, "audio", "wav");
 	p->audio_params.lip_sync = pps_config_get_bool(c, "audio", "lip_sync");
+	p->audio_params.connections = (unsigned)pps_config_get_int(c, "audio", "connections");
 	p->audio_params.min_delay_us = pps_config_get_int(c, "audio", "min_delay_ms") * 1000;
 	p->audio_params.max_delay_us = pps_config_get_int(c, "audio", "max_delay_ms") * 1000;
 	if (p->audio_params.max_delay_us < p->audio_params.min_delay_us) {

@@ -22,6 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct {
+	pps_player_t *player;
+	pps_connection_t *connection;
+	bool ended;
+} audio_link_t;
+
 struct pps_player {
 	pps_player_callbacks_t callbacks;
 	void *user;
@@ -40,7 +46,8 @@ struct pps_player {
 	struct event_base *base;
 	pps_connection_params_t connection_params;
 	pps_audio_player_t *audio;
-	pps_connection_t *audio_connection;
+	audio_link_t audio_links[PPS_AUDIO_MAX_CONNECTIONS];
+	unsigned n_audio_links, audio_connections;
 };
 
 static uint32_t
@@ -203,12 +210,13 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 
 /* ---- connection -> receiver / clock ---------------------------------------- */
 
-/* ---- the audio connection --------------------------------------------------- */
+/* ---- the audio connections ------------------------------------------------- */
 
 static int
 audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
 {
-	pps_player_t *p = user;
+	audio_link_t *l = user;
+	pps_player_t *p = l->player;
 
 	switch (r->kind) {
 	case PPS_WIRE_STREAM_INFO:
@@ -216,9 +224,10 @@ audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
 			snprintf(err, size, "the audio connection's STREAM_INFO has no audio track");
 			return -EPROTO;
 		}
-		pps_connection_stream_started(p->audio_connection);
+		pps_connection_stream_started(l->connection);
 		return 0;
 	case PPS_WIRE_AUDIO_FRAME:
+		/* With several connections the first copy of a frame counts. */
 		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us());
 		return 0;
 	case PPS_WIRE_CLOCK_PONG:
@@ -234,29 +243,44 @@ audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
 static void
 audio_closed_cb(const pps_connection_end_t *end, void *user)
 {
-	pps_player_t *p = user;
+	audio_link_t *l = user;
+	pps_player_t *p = l->player;
 	char event[320];
+	bool any = false;
 
-	/* The video goes on; the audio track is over until the next stream. */
+	/* The video goes on; the audio goes on while another of its
+	 * connections does, else it is over until the next stream. */
 	snprintf(event, sizeof(event), "\"type\":\"audio_connection_ended\",\"why\":\"%s\"",
 	         end->why ? end->why : "");
 	pps_stats_event(p->stats, event);
-	pps_audio_player_reset(p->audio);
+	l->ended = true;
+	for (unsigned i = 0; i < p->n_audio_links; i++)
+		any |= !p->audio_links[i].ended;
+	if (!any)
+		pps_audio_player_reset(p->audio);
 }
 
 static void
-stop_audio_connection(pps_player_t *p)
+stop_audio_connections(pps_player_t *p)
 {
-	if (!p->audio_connection)
-		return;
-	pps_connection_stop(p->audio_connection);
-	pps_connection_free(p->audio_connection);
-	p->audio_connection = NULL;
+	for (unsigned i = 0; i < p->n_audio_links; i++) {
+		if (!p->audio_links[i].connection)
+			continue;
+		pps_connection_stop(p->audio_links[i].connection);
+		pps_connection_free(p->audio_links[i].connection);
+		p->audio_links[i].connection = NULL;
+	}
+	p->n_audio_links = 0;
 }
 
-/* The stream's audio travels on a connection of its own: open it. */
+/*
+ * The stream's audio travels on connections of its own: open them. With
+ * more than one, each carries every frame: a loss holds up the frames behind
+ * it on its own connection only (TCP delivers in order), and the first copy
+ * to arrive is played.
+ */
 static int
-start_audio_connection(pps_player_t *p, char *err, size_t size)
+start_audio_connections(pps_player_t *p, char *err, size_t size)
 {
 	static const pps_connection_callbacks_t callbacks = {
 	    .record_cb = audio_record_cb,
@@ -264,15 +288,22 @@ start_audio_connection(pps_player_t *p, char *err, size_t size)
 	};
 	pps_connection_params_t cp = p->connection_params;
 
-	stop_audio_connection(p);
+	stop_audio_connections(p);
 	cp.hello_flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY;
 	cp.reconnect = false;
-	p->audio_connection = pps_connection_new(p->base, &cp, &callbacks, p);
-	if (!p->audio_connection) {
-		snprintf(err, size, "cannot open the audio connection: %s", strerror(errno));
-		return -errno;
+	for (unsigned i = 0; i < p->audio_connections; i++) {
+		audio_link_t *l = &p->audio_links[i];
+
+		l->player = p;
+		l->ended = false;
+		l->connection = pps_connection_new(p->base, &cp, &callbacks, l);
+		if (!l->connection) {
+			snprintf(err, size, "cannot open an audio connection: %s", strerror(errno));
+			return -errno;
+		}
+		p->n_audio_links = i + 1;
+		pps_connection_start(l->connection);
 	}
-	pps_connection_start(p->audio_connection);
 	return 0;
 }
 
@@ -288,7 +319,7 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 		if (ret < 0)
 			return ret;
 		if (info->audio_transport == PPS_WIRE_AUDIO_OWN_CONNECTION &&
-		    (ret = start_audio_connection(p, err, size)) < 0)
+		    (ret = start_audio_connections(p, err, size)) < 0)
 			return ret;
 	}
 	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000,
@@ -369,7 +400,7 @@ connection_closed_cb(const pps_connection_end_t *end, void *user)
 	/* What the decoder holds comes out; the frames waiting for their
 	 * display time still get it. */
 	pps_receiver_finish(p->receiver);
-	stop_audio_connection(p);
+	stop_audio_connections(p);
 	if (p->audio)
 		pps_audio_player_reset(p->audio);
 	if (end->retry_in_us > 0) {
@@ -410,6 +441,9 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	p->user = user;
 	p->base = base;
 	p->connection_params = params->connection;
+	p->audio_connections = params->audio_params.connections ? params->audio_params.connections : 1;
+	if (p->audio_connections > PPS_AUDIO_MAX_CONNECTIONS)
+		p->audio_connections = PPS_AUDIO_MAX_CONNECTIONS;
 	if (params->audio)
 		p->connection_params.hello_flags |= PPS_WIRE_HELLO_AUDIO;
 	/* Each part sets errno when it fails (EINVAL for a policy, clock mode or
@@ -451,7 +485,7 @@ pps_player_free(pps_player_t *p)
 {
 	if (!p)
 		return;
-	stop_audio_connection(p);
+	stop_audio_connections(p);
 	pps_audio_player_free(p->audio);
 	pps_connection_free(p->connection);
 	pps_receiver_free(p->receiver);
@@ -475,7 +509,7 @@ pps_player_stop(pps_player_t *p)
 	if (p->stopped)
 		return;
 	pps_connection_stop(p->connection);
-	stop_audio_connection(p);
+	stop_audio_connections(p);
 	if (p->audio)
 		pps_audio_player_reset(p->audio);
 	/* The decoder's last frames come out: shown if due already (asap), as

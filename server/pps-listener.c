@@ -89,16 +89,29 @@ static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...
 	va_end(ap);
 }
 
+/* Sessions streaming video, streaming audio only, and still in their handshake. */
+static void
+count_sessions_by_kind(const pps_listener_t *l, unsigned *streaming, unsigned *audio_only,
+                       unsigned *pending)
+{
+	*streaming = *audio_only = *pending = 0;
+	for (const link_t *k = l->sessions; k; k = k->next) {
+		if (pps_session_state(k->session) != PPS_SESSION_STREAMING)
+			(*pending)++;
+		else if (pps_session_audio_only(k->session))
+			(*audio_only)++;
+		else
+			(*streaming)++;
+	}
+}
+
 static void
 count_sessions(const pps_listener_t *l, unsigned *streaming, unsigned *pending)
 {
-	*streaming = *pending = 0;
-	for (const link_t *k = l->sessions; k; k = k->next) {
-		if (pps_session_state(k->session) == PPS_SESSION_STREAMING)
-			(*streaming)++;
-		else
-			(*pending)++;
-	}
+	unsigned audio_only;
+
+	count_sessions_by_kind(l, streaming, &audio_only, pending);
+	*streaming += audio_only;
 }
 
 static link_t *
@@ -183,10 +196,14 @@ static bool
 session_admit_cb(pps_session_t *session, void *user)
 {
 	pps_listener_t *l = user;
-	unsigned streaming, pending;
+	unsigned streaming, audio_only, pending;
 	pps_session_t *stalled;
 
-	count_sessions(l, &streaming, &pending);
+	count_sessions_by_kind(l, &streaming, &audio_only, &pending);
+	/* A client's audio connections are not clients: they have a bound of
+	 * their own, PPS_LISTENER_AUDIO_PER_CLIENT per client slot. */
+	if (pps_session_audio_only(session))
+		return audio_only < l->params.max_clients * PPS_LISTENER_AUDIO_PER_CLIENT;
 	if (streaming < l->params.max_clients)
 		return true;
 	stalled = most_stalled(l);
@@ -281,7 +298,9 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	format_host(addr, addr_len, host, sizeof(host), port, sizeof(port));
 	for (k = l->sessions; k; k = k->next) {
 		if (pps_session_state(k->session) == PPS_SESSION_STREAMING) {
-			streaming++;
+			/* Audio connections have their own bound, at HELLO. */
+			if (!pps_session_audio_only(k->session))
+				streaming++;
 		} else {
 			oldest_pending = k; /* newest first: the last one is the oldest */
 			pending++;

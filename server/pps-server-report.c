@@ -79,6 +79,12 @@ status_client_cb(pps_session_t *session, void *user)
 	format_rate(est, sizeof(est), (double)e.estimate_bps);
 	sl->len += (size_t)snprintf(sl->line + sl->len, sl->size - sl->len, " | #%u ",
 	                            pps_session_id(session));
+	if (pps_session_audio_only(session)) {
+		sl->len += (size_t)snprintf(sl->line + sl->len, sl->size - sl->len,
+		                            "audio %" PRIu64 " sent %" PRIu64 " late", st.audio_sent,
+		                            st.audio_late + st.audio_overflow);
+		return;
+	}
 	if (e.valid)
 		sl->len +=
 		    (size_t)snprintf(sl->line + sl->len, sl->size - sl->len,
@@ -125,6 +131,9 @@ pps_server_report_status(pps_server_report_t *srv, FILE *out)
 	if (ms.capture_dropped)
 		sl.len += (size_t)snprintf(line + sl.len, sizeof(line) - sl.len,
 		                           " | raw drops %" PRIu64, ms.capture_dropped);
+	if (pps_media_has_audio(srv->media))
+		sl.len += (size_t)snprintf(line + sl.len, sizeof(line) - sl.len, " | audio %d kbit/s",
+		                           pps_media_audio_bitrate(srv->media) / 1000);
 	pps_listener_foreach(srv->listener, status_client_cb, &sl);
 	if (ls.sessions && sl.len < sizeof(line) - 64)
 		snprintf(line + sl.len, sizeof(line) - sl.len, " (complete/partial/dropped)");

@@ -692,7 +692,8 @@ pps_session_push_audio(pps_session_t *s, const pps_wire_audio_frame_t *frame)
 bool
 pps_session_audio_only(const pps_session_t *s)
 {
-	return s->audio_only;
+	/* Known from HELLO on, so that admission can tell. */
+	return (s->hello_flags & PPS_WIRE_HELLO_AUDIO_ONLY) != 0;
 }
 
 void

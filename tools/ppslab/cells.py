@@ -47,6 +47,13 @@ def scenario_of(cell):
     return tuple(cell.get(a, "") for a in SCENARIO_AXES if a != "build" or cell.get("build"))
 
 
+def scenario_sort_key(sc):
+    """A sort key for scenario tuples: axes absent from a cell read "" (or
+    None) while numeric ones (loss_pct, reverse_flows) hold numbers, so each
+    value is compared as (is-a-number, value)."""
+    return tuple((0, "") if v is None else (0, v) if isinstance(v, str) else (1, v) for v in sc)
+
+
 def extras_name(d):
     """The source/trace/server axes of a scenario, where set: ', steps, snow, server_set noadapt'."""
     out = ""
@@ -484,7 +491,7 @@ def aggregate(out, records, builds=()):
         sc = scenario_of(g)
         if g.get("build") in builds:
             sc = sc[:-1] + (list(builds).index(g["build"]),)
-        return sc, transport_key(g["transport"])
+        return scenario_sort_key(sc), transport_key(g["transport"])
 
     result.sort(key=order)
     return result

@@ -12,6 +12,7 @@ import os
 from . import metrics
 from .files import read_json
 from .cells import (CURVE_MS, SCENARIO_AXES, SHARE_TOLERANCE_MS, frame_latencies, scenario_name, scenario_of,
+                    scenario_sort_key,
                     scenario_tag, transport_key)
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
 
@@ -198,7 +199,7 @@ def plots(out, plan, records, groups):
     pdir = os.path.join(out, "plots")
     os.makedirs(pdir, exist_ok=True)
     made = {}
-    scenarios = sorted({scenario_of(g) for g in groups})
+    scenarios = sorted({scenario_of(g) for g in groups}, key=scenario_sort_key)
     colors = {"tcp": "tab:red", "minbuf(1,0)": "tab:blue", "minbuf(1,3)": "tab:green", "minbuf(2,0)": "tab:purple"}
 
     # Figs. 8-9: % of transmitted windows within each tolerance, one line per transport.
