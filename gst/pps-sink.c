@@ -28,6 +28,8 @@
 #include <gst/base/gstbasesink.h>
 #include <gst/video/video.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -142,7 +144,19 @@ static gpointer
 loop_thread(gpointer data)
 {
 	GstPpsSink *sink = data;
+	sigset_t pipe;
 
+	/*
+	 * A write to a client that has gone raises SIGPIPE in the thread that
+	 * writes, and its default action ends the whole application: pps-server
+	 * ignores it in main(), an element cannot decide that for the process
+	 * it lives in. Blocked in this thread, the only one that writes the
+	 * clients' sockets, it stays pending and the write fails with EPIPE,
+	 * which the session handles as the client's end.
+	 */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	event_base_dispatch(sink->base);
 	return NULL;
 }

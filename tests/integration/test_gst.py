@@ -466,33 +466,42 @@ def gst_server_to_ppssrc_audio(build, workdir):
 def gst_ppssink_audio_to_client(build, workdir):
     """The documented serving pipeline with an audio pad (audiotestsrc ticks)
     -> pps-client writing the audio it plays to a WAV file: the stream has an
-    audio track, nearly every slot is played, the ticks are 1000 +- 25 ms
-    apart (lip sync off: its delay changes, made at talkspurts, would move
-    the ticks with the picture's latency)."""
+    audio track, nearly every slot is played, and the ticks are 1000 +- 25 ms
+    apart in the capture times ppssink gave them (each WAV sample's slot is a
+    played slot of the client's log, with its capture time). Their spacing in
+    the WAV file itself is printed: the client's playout delay changes at
+    talkspurts (a tick's start) move them there."""
     lines = readme_pipelines()
     serve = Launch(build, workdir, ppssink_args(lines["serve_audio"]), "serve")
     wav_path = os.path.join(workdir, "played.wav")
     try:
         port = sink_port(serve)
         client = Client(build, workdir, "127.0.0.1:%d" % port, "audio.output=none",
-                        "audio.wav=" + wav_path, "audio.lip_sync=false", duration=5)
+                        "audio.wav=" + wav_path, duration=5)
         rc = client.wait()
         check(rc == 0, "client exit %d: %s\n%s" % (rc, client.stderr, serve.text()[-2000:]))
         check(serve.interrupt() == 0, "gst-launch failed:\n" + serve.text()[-3000:])
     finally:
         serve.stop()
     s = client.summary()
+    slots = client.events("audio")
     check(s.get("audio_slots", 0) >= 200, "%s audio slots in 5 s" % s.get("audio_slots"))
     check(s["audio_played_pct"] >= 90, "%.1f%% of the audio played" % s["audio_played_pct"])
     with wave.open(wav_path) as w:
         n = w.getnframes()
         pcm = struct.unpack("<%dh" % n, w.readframes(n))
-    gaps = check_tick_gaps([i * 1000 / AUDIO_RATE for _, i in tick_onsets([pcm])],
-                           "pps-client's WAV")
+    slot_samples = n // len(slots)
+    check(slot_samples * len(slots) == n, "WAV %d samples for %d slots" % (n, len(slots)))
+    onsets = [i for _, i in tick_onsets([pcm])]
+    wav_gaps = [(b - a) * 1000 / AUDIO_RATE for a, b in zip(onsets, onsets[1:])]
+    print("ticks in the WAV file %s ms apart" % ["%.1f" % g for g in wav_gaps])
+    gaps = check_tick_gaps([slots[i // slot_samples]["capture_us"] / 1e3 +
+                            (i % slot_samples) * 1000 / AUDIO_RATE for i in onsets],
+                           "ppssink's audio, in capture time")
     print("ppssink audio -> pps-client: %d slots, %.1f%% played, mouth-to-ear p50 %.1f ms, "
-          "ticks %s ms apart" % (s["audio_slots"], s["audio_played_pct"],
-                                 s["mouth_to_ear_p50_ms"], ["%.1f" % g for g in gaps]))
-
+          "ticks %s ms apart in capture time" % (s["audio_slots"], s["audio_played_pct"],
+                                                 s["mouth_to_ear_p50_ms"],
+                                                 ["%.1f" % g for g in gaps]))
 
 TESTS = {f.__name__: f for f in (gst_server_to_ppssrc, gst_ppssrc_no_server,
                                  gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect,
