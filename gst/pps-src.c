@@ -111,6 +111,7 @@ static const pps_gst_property_rule_t src_rules[] = {
     {"log", "file", "log-file"},
     {"audio", "enabled", "audio"},
     {"audio", "output", NULL}, /* the audio pad is the output */
+    {"audio", "connections", "audio-connections"},
     {NULL, NULL, NULL},
 };
 
