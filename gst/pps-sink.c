@@ -13,6 +13,10 @@
  * The server starts with the first caps: their size (cropped to even, as the
  * encoder needs) and frame rate are [source] width, height and fps. Caps that
  * change size later are refused.
+ *
+ * Audio: the request pad "audio" (pps-sink-audio.c), requested before the
+ * server starts, gives the stream an Opus track: its streaming thread hands
+ * 10 ms blocks to the server from the server's start to the end of stream.
  */
 #include "pps-gst.h"
 #include "pps-server-settings.h"
@@ -24,6 +28,8 @@
 #include <gst/base/gstbasesink.h>
 #include <gst/video/video.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -47,6 +53,9 @@ typedef struct {
 	struct event *status_timer;
 	pps_server_t *server;
 	atomic_bool eos, stop, failed;
+
+	pps_sink_audio_t *audio; /* the audio pad */
+	gboolean audio_track;    /* the server was made with an audio track */
 } GstPpsSink;
 
 typedef struct {
@@ -67,6 +76,7 @@ static const pps_gst_property_rule_t sink_rules[] = {
     {"source", "timecode", "timecode"},
     {"source", "queue_frames", "queue-frames"},
     {"adapt", "interval_ms", "adapt-interval-ms"},
+    {"audio", "source", NULL}, /* the audio pad is the source */
     {NULL, NULL, NULL},
 };
 
@@ -124,15 +134,29 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	pps_server_get_stats(sink->server, &ms, &ls);
 	GST_INFO_OBJECT(sink,
 	                "%u clients | %" G_GUINT64_FORMAT " frames encoded, %" G_GUINT64_FORMAT
-	                " raw frames dropped, %" G_GUINT64_FORMAT " windows",
-	                ls.streaming, ms.frames_encoded, ms.capture_dropped, ms.windows);
+	                " raw frames dropped, %" G_GUINT64_FORMAT " windows, %" G_GUINT64_FORMAT
+	                " audio frames (%" G_GUINT64_FORMAT " dropped)",
+	                ls.streaming, ms.frames_encoded, ms.capture_dropped, ms.windows,
+	                ms.audio_frames, ms.audio_dropped);
 }
 
 static gpointer
 loop_thread(gpointer data)
 {
 	GstPpsSink *sink = data;
+	sigset_t pipe;
 
+	/*
+	 * A write to a client that has gone raises SIGPIPE in the thread that
+	 * writes, and its default action ends the whole application: pps-server
+	 * ignores it in main(), an element cannot decide that for the process
+	 * it lives in. Blocked in this thread, the only one that writes the
+	 * clients' sockets, it stays pending and the write fails with EPIPE,
+	 * which the session handles as the client's end.
+	 */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	event_base_dispatch(sink->base);
 	return NULL;
 }
@@ -142,6 +166,7 @@ loop_thread(gpointer data)
 static void
 teardown(GstPpsSink *sink)
 {
+	pps_sink_audio_serve(sink->audio, NULL);
 	pps_server_free(sink->server);
 	sink->server = NULL;
 	pps_wakeup_free(sink->wakeup);
@@ -186,6 +211,10 @@ start_server(GstPpsSink *sink, int fps)
 	}
 	settings.server.pushed = true;
 	settings.server.log = (pps_log_t){.cb = server_log_cb, .user = sink};
+	/* The track exists when the audio pad does (its data comes later). */
+	sink->audio_track = pps_sink_audio_requested(sink->audio);
+	settings.server.media.capture.audio =
+	    sink->audio_track ? PPS_CAPTURE_AUDIO_SOURCE : PPS_CAPTURE_AUDIO_OFF;
 	sink->base = event_base_new();
 	if (sink->base)
 		sink->wakeup = pps_wakeup_new(sink->base, wake_cb, sink);
@@ -211,9 +240,11 @@ start_server(GstPpsSink *sink, int fps)
 		g_clear_error(&error);
 		goto err;
 	}
+	if (sink->audio_track)
+		pps_sink_audio_serve(sink->audio, sink->server);
 	pps_server_describe(sink->server, err, sizeof(err));
-	GST_INFO_OBJECT(sink, "listening on %s (port %u): %s", settings.server.listen, sink->port,
-	                err);
+	GST_INFO_OBJECT(sink, "listening on %s (port %u): %s%s", settings.server.listen, sink->port,
+	                err, sink->audio_track ? ", with audio" : "");
 	/* Applications (and tests, with listen=...:0) learn the port here. */
 	gst_element_post_message(
 	    GST_ELEMENT(sink),
@@ -285,30 +316,6 @@ gst_pps_sink_set_caps(GstBaseSink *bsink, GstCaps *caps)
 	return start_server(sink, fps < 1 ? 1 : fps);
 }
 
-/* When the frame was taken, in CLOCK_REALTIME: now less how long ago its
- * running time was (a live source's buffers are stamped at capture). */
-static int64_t
-capture_time_us(GstPpsSink *sink, GstBuffer *buffer)
-{
-	int64_t now_us = pps_time_realtime_us();
-	GstClock *clock = gst_element_get_clock(GST_ELEMENT(sink));
-	GstClockTime running;
-	gint64 age_ns;
-
-	if (!clock)
-		return now_us;
-	running = gst_segment_to_running_time(&GST_BASE_SINK(sink)->segment, GST_FORMAT_TIME,
-	                                      GST_BUFFER_PTS(buffer));
-	age_ns = GST_CLOCK_TIME_IS_VALID(running)
-	             ? (gint64)gst_clock_get_time(clock) -
-	                   (gint64)(gst_element_get_base_time(GST_ELEMENT(sink)) + running)
-	             : 0;
-	gst_object_unref(clock);
-	if (age_ns < 0 || age_ns > GST_SECOND)
-		return now_us;
-	return now_us - age_ns / 1000;
-}
-
 static GstFlowReturn
 gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 {
@@ -329,7 +336,11 @@ gst_pps_sink_render(GstBaseSink *bsink, GstBuffer *buffer)
 		frame.planes[p] = GST_VIDEO_FRAME_PLANE_DATA(&vframe, p);
 		frame.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&vframe, p);
 	}
-	frame.capture_us = capture_time_us(sink, buffer);
+	/* When the frame was taken: now less how long ago its running time
+	 * was (a live source's buffers are stamped at capture). */
+	frame.capture_us = pps_gst_realtime_of(
+	    GST_ELEMENT(sink),
+	    gst_segment_to_running_time(&bsink->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer)));
 	/* Copied into the capture queue; never blocks. */
 	ret = pps_server_push_frame(sink->server, &frame);
 	gst_video_frame_unmap(&vframe);
@@ -355,6 +366,7 @@ gst_pps_sink_event(GstBaseSink *bsink, GstEvent *event)
 
 	if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && sink->thread) {
 		/* The stream ended: clients get BYE normal, then the loop returns. */
+		pps_sink_audio_serve(sink->audio, NULL);
 		atomic_store(&sink->eos, true);
 		wake_loop(sink);
 		g_thread_join(sink->thread);
@@ -401,9 +413,47 @@ gst_pps_sink_stop(GstBaseSink *bsink)
 		                " refused",
 		                ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
 		                ls.clients_refused);
+		if (sink->audio_track) {
+			pps_sink_audio_stats_t as;
+
+			pps_sink_audio_get_stats(sink->audio, &as);
+			GST_INFO_OBJECT(sink,
+			                "audio: %" G_GUINT64_FORMAT " blocks in, %" G_GUINT64_FORMAT
+			                " frames encoded (%" G_GUINT64_FORMAT
+			                " dropped at the hand-over), %" G_GUINT64_FORMAT
+			                " buffers unserved, %" G_GUINT64_FORMAT " discontinuities",
+			                as.blocks, ms.audio_frames, ms.audio_dropped, as.unserved,
+			                as.discontinuities);
+		}
 	}
 	teardown(sink);
 	return TRUE;
+}
+
+static GstPad *
+gst_pps_sink_request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *name,
+                             const GstCaps *caps)
+{
+	(void)name;
+	(void)caps;
+	return pps_sink_audio_request_pad(GST_PPS_SINK(element)->audio, templ);
+}
+
+static void
+gst_pps_sink_release_pad(GstElement *element, GstPad *pad)
+{
+	pps_sink_audio_release_pad(GST_PPS_SINK(element)->audio, pad);
+}
+
+static GstStateChangeReturn
+gst_pps_sink_change_state(GstElement *element, GstStateChange transition)
+{
+	/* A paced audio buffer waits for PLAYING, and again after a pause. */
+	if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING ||
+	    transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED)
+		pps_sink_audio_set_playing(GST_PPS_SINK(element)->audio,
+		                           transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING);
+	return GST_ELEMENT_CLASS(gst_pps_sink_parent_class)->change_state(element, transition);
 }
 
 /* ---- GObject ------------------------------------------------------------- */
@@ -440,6 +490,7 @@ gst_pps_sink_finalize(GObject *object)
 	GstPpsSink *sink = GST_PPS_SINK(object);
 
 	pps_config_free(sink->config);
+	pps_sink_audio_free(sink->audio);
 	G_OBJECT_CLASS(gst_pps_sink_parent_class)->finalize(object);
 }
 
@@ -448,6 +499,7 @@ gst_pps_sink_init(GstPpsSink *sink)
 {
 	sink->config = pps_config_new(pps_server_settings_schema());
 	g_assert(sink->config);
+	sink->audio = pps_sink_audio_new(GST_ELEMENT(sink));
 	/* Until the first caps (choose_sync()). */
 	gst_base_sink_set_sync(GST_BASE_SINK(sink), TRUE);
 	gst_base_sink_set_qos_enabled(GST_BASE_SINK(sink), FALSE);
@@ -477,9 +529,14 @@ gst_pps_sink_class_init(GstPpsSinkClass *klass)
 	    element_class, "ppstream sink", "Sink/Network",
 	    "Serves raw video to pps-clients with priority-progress streaming: layered x264, "
 	    "adaptation windows, a progress regulator and a MIN_BUF TCP socket per client; the "
-	    "picture size and frame rate come from the caps (width and height cropped to even)",
+	    "picture size and frame rate come from the caps (width and height cropped to even); "
+	    "the audio pad, requested before the first caps, adds an Opus track",
 	    "ppstream");
 	gst_element_class_add_static_pad_template(element_class, &sink_template);
+	gst_element_class_add_static_pad_template(element_class, &pps_sink_audio_template);
+	element_class->request_new_pad = gst_pps_sink_request_new_pad;
+	element_class->release_pad = gst_pps_sink_release_pad;
+	element_class->change_state = gst_pps_sink_change_state;
 
 	base_class->start = gst_pps_sink_start;
 	base_class->stop = gst_pps_sink_stop;

@@ -17,10 +17,15 @@
  * camera stamps the time a frame was taken; its capture time on the server
  * (client clock, microseconds since the epoch) rides along as a
  * GstReferenceTimestampMeta with caps timestamp/x-unix.
+ *
+ * Audio: when a stream announces its audio track (and the audio property
+ * asked for it), the loop thread adds the sometimes pad "audio"
+ * (pps-src-audio.c), fed with each slot the player plays (audio_pcm_cb) and
+ * stamped the same way. The picture's end of stream (the server's BYE,
+ * num-buffers, an application's EOS) ends the audio too.
  */
 #include "pps-client-settings.h"
 #include "pps-gst.h"
-#include "pps-time.h"
 #include "pps-wakeup.h"
 
 #include <errno.h>
@@ -78,6 +83,11 @@ typedef struct {
 
 	/* The streaming thread's. */
 	GstClockTime frame_duration;
+
+	/* The audio pad and its queue, task and counters. */
+	pps_src_audio_t *audio;
+	gboolean audio_enabled;  /* the audio property, as start() read it */
+	gboolean pads_announced; /* loop thread: no-more-pads said */
 } GstPpsSrc;
 
 typedef struct {
@@ -99,6 +109,9 @@ static const pps_gst_property_rule_t src_rules[] = {
     {"client", "name", "client-name"}, /* GstObject has "name" */
     {"client", "clock", "clock-mode"},
     {"log", "file", "log-file"},
+    {"audio", "enabled", "audio"},
+    {"audio", "output", NULL}, /* the audio pad is the output */
+    {"audio", "connections", "audio-connections"},
     {NULL, NULL, NULL},
 };
 
@@ -153,12 +166,36 @@ player_stream_cb(const pps_wire_stream_info_t *info, void *user)
 		gst_caps_unref(src->caps);
 	src->caps = gst_video_info_to_caps(&vinfo);
 	src->vinfo = vinfo;
+	if (src->audio_enabled && info->audio_codec)
+		pps_src_audio_add_pad(src->audio, info->audio_frame_us);
+	/* The stream's pads are known: a branch linked to an audio pad that
+	 * does not come (no track, audio=false) gets gst-launch's "Delayed
+	 * linking failed" warning. */
+	if (!src->pads_announced) {
+		src->pads_announced = TRUE;
+		gst_element_no_more_pads(GST_ELEMENT(src));
+	}
 	GST_INFO_OBJECT(src,
 	                "connected to %s: %ux%u@%u, %u temporal x %u quality layers, window %u "
 	                "frames, budget %u ms",
 	                src->server, info->width, info->height, info->fps_num,
 	                info->temporal_layers, info->quality_layers, info->window_frames,
 	                info->latency_budget_ms);
+}
+
+/* One slot the player played: to the audio pad. */
+static void
+player_audio_cb(const int16_t *pcm, int samples, int64_t play_us, void *user)
+{
+	GstPpsSrc *src = user;
+	char event[96];
+
+	if (pps_src_audio_push(src->audio, pcm, samples, play_us))
+		return;
+	/* Downstream is behind: not taken, as a frame would not be. */
+	snprintf(event, sizeof(event), "\"type\":\"audio_overflow\",\"play_us\":%" G_GINT64_FORMAT,
+	         (gint64)play_us);
+	pps_stats_event(pps_player_stats(src->player), event);
 }
 
 static bool
@@ -336,6 +373,13 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 	params.log = src->log;
 	conn->server = src->server;
 	conn->clock_cb = pps_client_realtime_us;
+	/* The audio is played on the player's clock into the audio pad, never
+	 * on a sound card of the element's own. */
+	params.audio_params.output = PPS_AUDIO_OUTPUT_NONE;
+	params.audio_pcm_cb = player_audio_cb;
+	src->audio_enabled = params.audio;
+	src->pads_announced = FALSE;
+	pps_src_audio_reset(src->audio);
 
 	src->flushing = FALSE;
 	src->finished = FALSE;
@@ -380,6 +424,12 @@ post_summary(GstPpsSrc *src)
 	    "frames-overflow", G_TYPE_UINT64, s.frames_overflow, "frame-latency-p50-ms",
 	    G_TYPE_DOUBLE, s.frame_latency_p50_ms, "frame-latency-p95-ms", G_TYPE_DOUBLE,
 	    s.frame_latency_p95_ms, "freeze-longest-ms", G_TYPE_DOUBLE, s.freeze_longest_ms, NULL);
+	if (s.has_audio)
+		gst_structure_set(
+		    st, "audio-slots", G_TYPE_UINT64, s.audio_slots, "audio-played-pct",
+		    G_TYPE_DOUBLE, s.audio_played_pct, "audio-overflow", G_TYPE_UINT64,
+		    pps_src_audio_overflow(src->audio), "mouth-to-ear-p50-ms", G_TYPE_DOUBLE,
+		    s.mouth_to_ear_p50_ms, "av-skew-p50-ms", G_TYPE_DOUBLE, s.av_skew_p50_ms, NULL);
 	if (gst_debug_category_get_threshold(GST_CAT_DEFAULT) >= GST_LEVEL_INFO) {
 		char *text = gst_structure_to_string(st);
 
@@ -467,7 +517,7 @@ gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
 	GstPpsSrc *src = GST_PPS_SRC(psrc);
 	GstBaseSrc *bsrc = GST_BASE_SRC(psrc);
 	GstCaps *current;
-	GstClock *clock;
+	GstClockTime pts;
 	item_t *item;
 
 	g_mutex_lock(&src->lock);
@@ -513,25 +563,40 @@ gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
 	if (current)
 		gst_caps_unref(current);
 
-	clock = gst_element_get_clock(GST_ELEMENT(src));
-	if (clock) {
-		GstClockTime now = gst_clock_get_time(clock);
-		GstClockTime base = gst_element_get_base_time(GST_ELEMENT(src));
-		gint64 waited_ns =
-		    (pps_time_realtime_us() - item->display_us) * (gint64)GST_USECOND;
-		GstClockTime running = now > base ? now - base : 0;
-
-		if (waited_ns < 0)
-			waited_ns = 0;
-		GST_BUFFER_PTS(item->buffer) =
-		    running > (GstClockTime)waited_ns ? running - (GstClockTime)waited_ns : 0;
-		gst_object_unref(clock);
-	}
+	/* Stamped when the playout showed it, less its time in the queue. */
+	pts = pps_gst_running_time_at(GST_ELEMENT(src), item->display_us);
+	if (GST_CLOCK_TIME_IS_VALID(pts))
+		GST_BUFFER_PTS(item->buffer) = pts;
 	GST_BUFFER_DURATION(item->buffer) = src->frame_duration;
 	*out = item->buffer;
 	item->buffer = NULL;
 	item_free(item);
 	return GST_FLOW_OK;
+}
+
+/* The picture's end of stream, whoever caused it (the server's BYE,
+ * num-buffers, an application's EOS event), ends the audio too. */
+static GstPadProbeReturn
+video_eos_probe(GstPad *pad, GstPadProbeInfo *info, gpointer user)
+{
+	GstPpsSrc *src = user;
+
+	(void)pad;
+	if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS)
+		pps_src_audio_end(src->audio);
+	return GST_PAD_PROBE_OK;
+}
+
+static GstStateChangeReturn
+gst_pps_src_change_state(GstElement *element, GstStateChange transition)
+{
+	GstStateChangeReturn ret =
+	    GST_ELEMENT_CLASS(gst_pps_src_parent_class)->change_state(element, transition);
+
+	/* The loop thread is joined (stop()): no pad comes any more. */
+	if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+		pps_src_audio_remove_pad(GST_PPS_SRC(element)->audio);
+	return ret;
 }
 
 /* ---- GObject ------------------------------------------------------------- */
@@ -570,6 +635,7 @@ gst_pps_src_finalize(GObject *object)
 	GstPpsSrc *src = GST_PPS_SRC(object);
 
 	pps_config_free(src->config);
+	pps_src_audio_free(src->audio);
 	g_mutex_clear(&src->lock);
 	g_cond_clear(&src->cond);
 	G_OBJECT_CLASS(gst_pps_src_parent_class)->finalize(object);
@@ -585,6 +651,9 @@ gst_pps_src_init(GstPpsSrc *src)
 	g_mutex_init(&src->lock);
 	g_cond_init(&src->cond);
 	g_queue_init(&src->items);
+	src->audio = pps_src_audio_new(GST_ELEMENT(src));
+	gst_pad_add_probe(GST_BASE_SRC_PAD(src), GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+	                  video_eos_probe, src, NULL);
 	gst_base_src_set_live(GST_BASE_SRC(src), TRUE);
 	gst_base_src_set_format(GST_BASE_SRC(src), GST_FORMAT_TIME);
 }
@@ -615,10 +684,14 @@ gst_pps_src_class_init(GstPpsSrcClass *klass)
 	gst_element_class_set_static_metadata(
 	    element_class, "ppstream source", "Source/Network",
 	    "Plays a pps-server stream (priority-progress streaming over TCP): decoded I420 "
-	    "frames, each stamped when the playout policy shows it; the summary of frames "
-	    "shown and their latency is posted as a pps-summary element message at stop",
+	    "frames, each stamped when the playout policy shows it, and on the audio pad "
+	    "(when the stream has a track) each slot of sound stamped when it is played; the "
+	    "summary of frames shown and their latency is posted as a pps-summary element "
+	    "message at stop",
 	    "ppstream");
 	gst_element_class_add_static_pad_template(element_class, &src_template);
+	gst_element_class_add_static_pad_template(element_class, &pps_src_audio_template);
+	element_class->change_state = gst_pps_src_change_state;
 
 	base_class->start = gst_pps_src_start;
 	base_class->stop = gst_pps_src_stop;

@@ -505,7 +505,11 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 
 	pps_stream_params_to_wire(&m->stream, (unsigned)params->priority_policy,
 	                          params->latency_budget_ms, &m->info);
-	if (!pushed && pps_capture_has_audio(m->capture) && setup_audio(m, params, err, err_size) < 0)
+	/* A pushed capture has no audio branch: its program says whether it
+	 * pushes audio (pps_media_push_audio()) through capture.audio. */
+	if ((pushed ? params->capture.audio != PPS_CAPTURE_AUDIO_OFF
+	            : pps_capture_has_audio(m->capture)) &&
+	    setup_audio(m, params, err, err_size) < 0)
 		goto err;
 	return m;
 
@@ -532,6 +536,18 @@ int
 pps_media_push_frame(pps_media_t *m, const pps_frame_t *frame)
 {
 	return pps_capture_push(m->capture, frame);
+}
+
+int
+pps_media_push_audio(pps_media_t *m, const int16_t *pcm, size_t samples, int64_t capture_us)
+{
+	if (!m->audio_encoder)
+		return -ENOENT;
+	if (samples != PPS_AUDIO_BLOCK_SAMPLES)
+		return -EINVAL;
+	/* The same path as a capture's audio blocks, on the caller's thread. */
+	capture_audio_cb(pcm, samples, capture_us, m);
+	return 0;
 }
 
 int

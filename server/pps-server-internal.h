@@ -53,7 +53,8 @@ typedef struct {
 	void (*audio_cb)(const pps_wire_audio_frame_t *frame, void *user);
 } pps_media_events_t;
 
-/* The audio track ([audio] settings): used when the capture has audio. */
+/* The audio track ([audio] settings): used when the capture has audio (or,
+ * pushed, when capture.audio is not off). */
 typedef struct {
 	pps_audio_encoder_params_t encoder;
 	unsigned transport; /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
@@ -111,6 +112,16 @@ pps_media_t *pps_media_new_pushed(struct event_base *base, const pps_media_param
 /* Pushed media, any one thread: the next raw frame, copied (sizes as
  * configured; else -EINVAL). Never blocks: the capture queue drops the oldest. */
 int pps_media_push_frame(pps_media_t *media, const pps_frame_t *frame);
+/* Pushed media has an audio track when params->capture.audio is not off
+ * (the program pushes it); then, from any one thread (not necessarily the
+ * frames'): one block of PPS_AUDIO_BLOCK_SAMPLES mono S16 48 kHz samples
+ * (borrowed for the call) whose first sample was captured at @capture_us
+ * (CLOCK_REALTIME, mapped as the frames' capture_us are), as a capture's
+ * audio callback delivers them. Encoded on the caller's thread; never blocks
+ * (a full hand-over drops the frame, counted in audio_dropped). 0, -ENOENT
+ * without an audio track, -EINVAL for a block of another size. */
+int pps_media_push_audio(pps_media_t *media, const int16_t *pcm, size_t samples,
+                         int64_t capture_us);
 /* Starts capture; errors (missing device, bad pipeline) come back with a message. */
 int pps_media_start(pps_media_t *media, char *err, size_t err_size);
 void pps_media_stop(pps_media_t *media);

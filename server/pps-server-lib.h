@@ -270,7 +270,9 @@ typedef struct {
 	bool closed_loop;               /* the clients' paths steer the rates */
 	pps_adapt_loop_params_t adapt;  /* with closed_loop */
 	const char *listen;             /* HOST:PORT, port 0: any free one */
-	bool pushed;                    /* pictures come from pps_server_push_frame() */
+	/* Pictures come from pps_server_push_frame(), and the audio track (if
+	 * media.capture.audio is not off) from pps_server_push_audio(). */
+	bool pushed;
 	const char *log_path; /* JSON Lines once a second (pps_server_log_t); NULL: none */
 	pps_log_t log;        /* every object's messages; zero: dropped */
 } pps_server_params_t;
@@ -294,6 +296,12 @@ void pps_server_say_bye(pps_server_t *server, const char *text);
 /* A pushed server, any one thread: the next picture, copied (the size the
  * capture was made with; else -EINVAL). Never blocks. */
 int pps_server_push_frame(pps_server_t *server, const pps_frame_t *frame);
+/* A pushed server with an audio track, any one thread: one 10 ms block
+ * (PPS_AUDIO_BLOCK_SAMPLES mono S16 48 kHz samples, borrowed) captured at
+ * @capture_us, encoded on the caller's thread (pps_media_push_audio()).
+ * Never blocks. 0, -ENOENT without an audio track, -EINVAL. */
+int pps_server_push_audio(pps_server_t *server, const int16_t *pcm, size_t samples,
+                          int64_t capture_us);
 pps_server_state_t pps_server_state(const pps_server_t *server);
 /* The port listened on (after start), the stream's STREAM_INFO. */
 unsigned pps_server_port(const pps_server_t *server);

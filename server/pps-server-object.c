@@ -205,6 +205,12 @@ pps_server_push_frame(pps_server_t *s, const pps_frame_t *frame)
 	return pps_media_push_frame(s->media, frame);
 }
 
+int
+pps_server_push_audio(pps_server_t *s, const int16_t *pcm, size_t samples, int64_t capture_us)
+{
+	return pps_media_push_audio(s->media, pcm, samples, capture_us);
+}
+
 pps_server_state_t
 pps_server_state(const pps_server_t *s)
 {

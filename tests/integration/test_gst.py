@@ -1,16 +1,20 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The GStreamer plugin on loopback: docs/GSTREAMER.md's three pipelines ("Use it from
+"""The GStreamer plugin on loopback: docs/GSTREAMER.md's pipelines ("Use it from
 GStreamer"), run headless with GST_PLUGIN_PATH at the build tree, against the
 real pps-server and pps-client and against each other. Frame counts and
-latency come from the logs (ppssrc's log-file is the client's JSON Lines)."""
+latency come from the logs (ppssrc's log-file is the client's JSON Lines);
+the audio pads' ticks from the samples (ppssrc's through GStreamer's Python
+bindings, a pps-client's from its WAV file)."""
 import os
 import re
 import shlex
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import wave
 
 from harness import SKIP, Client, Failure, Server, check, percentile, run, wait_until
 from ppslab.programs import Build  # Build.gst_env: the plugin in the build tree, a registry of its own
@@ -27,13 +31,14 @@ def readme_pipelines():
     lines = [ln.strip() for ln in section.splitlines() if ln.strip().startswith("gst-launch-1.0")]
     found = {}
     for ln in lines:
+        audio = " s.audio" in ln
         if "ppssink" in ln:
-            found["serve"] = ln
+            found["serve_audio" if audio else "serve"] = ln
         elif "filesink" in ln:
             found["record"] = ln
         elif "ppssrc" in ln:
-            found["view"] = ln
-    check(set(found) == {"serve", "record", "view"},
+            found["view_audio" if audio else "view"] = ln
+    check(set(found) == {"serve", "record", "view", "serve_audio", "view_audio"},
           "docs/GSTREAMER.md's pipelines section lacks a pipeline: %s" % sorted(found))
     return found
 
@@ -302,9 +307,206 @@ def gst_bad_property(build, workdir):
           "no message naming the key:\n" + text[-2000:])
 
 
+# ---- audio ---------------------------------------------------------------------------
+
+TICK_LEVEL = 1000      # |sample| at or above: a tick (codec/pps-audio.h, PPS_AUDIO_TICK_LEVEL)
+TICK_QUIET = 4800      # after at least 100 ms below it
+AUDIO_RATE = 48000
+
+
+def tick_onsets(pieces):
+    """Tick onsets in a stream cut into pieces (sequences of samples): the
+    first sample at or above TICK_LEVEL after >= 100 ms below it (the stream's
+    first 100 ms are never an onset, as in pps_audio_find_ticks()), as
+    (piece, sample) indices."""
+    onsets, quiet = [], 0
+    for k, samples in enumerate(pieces):
+        for i, v in enumerate(samples):
+            if abs(v) >= TICK_LEVEL:
+                if quiet >= TICK_QUIET:
+                    onsets.append((k, i))
+                quiet = 0
+            else:
+                quiet += 1
+    return onsets
+
+
+def check_tick_gaps(onsets_ms, what):
+    check(len(onsets_ms) >= 4, "%s: %d ticks" % (what, len(onsets_ms)))
+    gaps = [b - a for a, b in zip(onsets_ms, onsets_ms[1:])]
+    check(all(abs(g - 1000) <= 25 for g in gaps),
+          "%s: ticks %s ms apart, want 1000 +- 25" % (what, ["%.1f" % g for g in gaps]))
+    return gaps
+
+
+def shows_flash(y, stride, width, height):
+    """codec/pps-timecode.c's pps_timecode_read_flash(): the bottom-right
+    patch's centre bright, its border's corners dark."""
+    side = min(64, width // 4, height // 4) & ~1
+    x0, y0, edge, mid = width - side, height - side, side // 8, (16 + 235) // 2
+
+    def mean(x, yy, n):
+        return sum(sum(y[(yy + r) * stride + x:(yy + r) * stride + x + n]) for r in range(n)) / (n * n)
+
+    return (mean(x0 + side * 3 // 8, y0 + side * 3 // 8, side // 4) > mid and
+            all(mean(x, yy, edge) < mid for x, yy in ((x0, y0), (x0 + side - edge, y0),
+                                                     (x0, y0 + side - edge),
+                                                     (x0 + side - edge, y0 + side - edge))))
+
+
+def gst_server_to_ppssrc_audio(build, workdir):
+    """pps-server (the test source: a tick a second, a flash on the frame of
+    each tick) -> the documented viewing pipeline with its audio pad, run in
+    this process with appsinks. Every audio buffer and frame is stamped with
+    the running time of its play or display time in ppssrc's log (to 2 ms: one
+    mapping for both); the ticks are 1000 +- 25 ms apart (in capture time: the
+    player's lip sync moves the delay at talkspurts, a tick's start, with the
+    picture's latency); and each tick is within -45 / +125 ms of the frame
+    showing its flash in running time (ITU-R BT.1359: audio at most 45 ms
+    early, 125 ms late), less a frame for the flash frame's own offset of 0 to
+    1 frame after its tick."""
+    try:
+        import gi
+        gi.require_version("Gst", "1.0")
+        from gi.repository import Gst
+    except (ImportError, ValueError) as e:
+        print("GStreamer's Python bindings: %s" % e)
+        sys.exit(SKIP)
+    lines = readme_pipelines()
+    os.environ.update(Build(build).gst_env())
+    Gst.init(None)
+    srv = Server(build, workdir)
+    log = os.path.join(workdir, "ppssrc.jsonl")
+    line = ppssrc_args(lines["view_audio"], srv.address, log, 210)
+    line = line.replace("autovideosink", "video/x-raw,format=I420 ! appsink name=video_out "
+                        "sync=false emit-signals=true")
+    line = line.replace("autoaudiosink", "audio/x-raw,format=S16LE,rate=48000,channels=1 ! "
+                        "appsink name=audio_out sync=false emit-signals=true")
+    check(line.startswith("gst-launch-1.0 "), line)
+    frames, audio = [], []
+
+    def on_video(sink):
+        sample = sink.emit("pull-sample")
+        caps = sample.get_caps().get_structure(0)
+        width, height = caps.get_value("width"), caps.get_value("height")
+        buf = sample.get_buffer()
+        ok, info = buf.map(Gst.MapFlags.READ)
+        if ok:
+            stride = (width + 3) & ~3  # I420's luma stride in GStreamer
+            frames.append((buf.pts, shows_flash(info.data, stride, width, height)))
+            buf.unmap(info)
+        return Gst.FlowReturn.OK
+
+    def on_audio(sink):
+        buf = sink.emit("pull-sample").get_buffer()
+        ok, info = buf.map(Gst.MapFlags.READ)
+        if ok:
+            data = bytes(info.data)
+            audio.append((buf.pts, struct.unpack("<%dh" % (len(data) // 2), data)))
+            buf.unmap(info)
+        return Gst.FlowReturn.OK
+
+    pipeline = Gst.parse_launch(line[len("gst-launch-1.0 "):])
+    pipeline.get_by_name("video_out").connect("new-sample", on_video)
+    pipeline.get_by_name("audio_out").connect("new-sample", on_audio)
+    try:
+        pipeline.set_state(Gst.State.PLAYING)
+        msg = pipeline.get_bus().timed_pop_filtered(60 * Gst.SECOND,
+                                                    Gst.MessageType.EOS | Gst.MessageType.ERROR)
+        check(msg is not None, "no end of stream in 60 s (%d frames, %d audio buffers)"
+              % (len(frames), len(audio)))
+        if msg.type == Gst.MessageType.ERROR:
+            raise Failure("pipeline error: %s" % (msg.parse_error(),))
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+        srv.stop()
+    check(len(frames) == 210, "%d frames" % len(frames))
+    check(all(p is not None and p != Gst.CLOCK_TIME_NONE for p, _ in frames + audio),
+          "a buffer without PTS")
+    s, shown = ppssrc_summary(log)
+    slots = [e for e in jsonl(log) if e["type"] == "audio"]
+    # Each buffer is one slot the player played, in order: the log's audio
+    # events (its play time: ear_us, less the decoder's constant delay), and
+    # each frame one shown frame (display_us).
+    check(200 <= len(audio) <= len(slots), "%d audio buffers, %d slots played in the log"
+          % (len(audio), len(slots)))
+    stamping = [(pts - audio[0][0]) / 1e6 - (e["ear_us"] - slots[0]["ear_us"]) / 1e3
+                for (pts, _), e in zip(audio, slots)]
+    stamping += [(pts - frames[0][0]) / 1e6 - (e["display_us"] - shown[0]["display_us"]) / 1e3
+                 for (pts, _), e in zip(frames, shown)]
+    worst = max(stamping, key=abs)
+    check(abs(worst) <= 2, "a buffer stamped %.1f ms off its play or display time" % worst)
+
+    ticks = []  # (PTS in ms, capture time in ms) of each tick onset
+    for k, i in tick_onsets([samples for _, samples in audio]):
+        ticks.append((audio[k][0] / 1e6 + i * 1000 / AUDIO_RATE,
+                      slots[k]["capture_us"] / 1e3 + i * 1000 / AUDIO_RATE))
+    pts_gaps = [b[0] - a[0] for a, b in zip(ticks, ticks[1:])]
+    print("ticks in running time %s ms apart (the player's delay changes, made at "
+          "talkspurts, move them)" % ["%.1f" % g for g in pts_gaps])
+    gaps = check_tick_gaps([c for _, c in ticks], "ppssrc's audio pad, in capture time")
+    flashes_ms = [p / 1e6 for p, flash in frames if flash]
+    skews = []
+    for t, _ in ticks:
+        near = [f for f in flashes_ms if abs(f - t) < 500]
+        if near:
+            skews.append(t - min(near, key=lambda f: abs(f - t)))
+    print("tick - flash frame %s ms" % ["%.1f" % d for d in skews])
+    check(len(skews) >= len(ticks) - 1, "ticks %s, flash frames %s" % (ticks, flashes_ms))
+    # The flash frame is captured 0 to 1 frame after its tick: audio and
+    # picture in step put the tick up to a frame before that frame.
+    check(all(-45 - FRAME_MS <= d <= 125 for d in skews),
+          "tick - flash frame %s ms, want -45 (less a frame) .. +125"
+          % ["%.1f" % d for d in skews])
+    print("ppssrc audio: %d buffers, ticks %s ms apart in capture time, stamped within %.2f ms; "
+          "%d frames shown" % (len(audio), ["%.1f" % g for g in gaps], abs(worst),
+                               s["frames_shown"]))
+
+
+def gst_ppssink_audio_to_client(build, workdir):
+    """The documented serving pipeline with an audio pad (audiotestsrc ticks)
+    -> pps-client writing the audio it plays to a WAV file: the stream has an
+    audio track, nearly every slot is played, and the ticks are 1000 +- 25 ms
+    apart in the capture times ppssink gave them (each WAV sample's slot is a
+    played slot of the client's log, with its capture time). Their spacing in
+    the WAV file itself is printed: the client's playout delay changes at
+    talkspurts (a tick's start) move them there."""
+    lines = readme_pipelines()
+    serve = Launch(build, workdir, ppssink_args(lines["serve_audio"]), "serve")
+    wav_path = os.path.join(workdir, "played.wav")
+    try:
+        port = sink_port(serve)
+        client = Client(build, workdir, "127.0.0.1:%d" % port, "audio.output=none",
+                        "audio.wav=" + wav_path, duration=5)
+        rc = client.wait()
+        check(rc == 0, "client exit %d: %s\n%s" % (rc, client.stderr, serve.text()[-2000:]))
+        check(serve.interrupt() == 0, "gst-launch failed:\n" + serve.text()[-3000:])
+    finally:
+        serve.stop()
+    s = client.summary()
+    slots = client.events("audio")
+    check(s.get("audio_slots", 0) >= 200, "%s audio slots in 5 s" % s.get("audio_slots"))
+    check(s["audio_played_pct"] >= 90, "%.1f%% of the audio played" % s["audio_played_pct"])
+    with wave.open(wav_path) as w:
+        n = w.getnframes()
+        pcm = struct.unpack("<%dh" % n, w.readframes(n))
+    slot_samples = n // len(slots)
+    check(slot_samples * len(slots) == n, "WAV %d samples for %d slots" % (n, len(slots)))
+    onsets = [i for _, i in tick_onsets([pcm])]
+    wav_gaps = [(b - a) * 1000 / AUDIO_RATE for a, b in zip(onsets, onsets[1:])]
+    print("ticks in the WAV file %s ms apart" % ["%.1f" % g for g in wav_gaps])
+    gaps = check_tick_gaps([slots[i // slot_samples]["capture_us"] / 1e3 +
+                            (i % slot_samples) * 1000 / AUDIO_RATE for i in onsets],
+                           "ppssink's audio, in capture time")
+    print("ppssink audio -> pps-client: %d slots, %.1f%% played, mouth-to-ear p50 %.1f ms, "
+          "ticks %s ms apart in capture time" % (s["audio_slots"], s["audio_played_pct"],
+                                                 s["mouth_to_ear_p50_ms"],
+                                                 ["%.1f" % g for g in gaps]))
+
 TESTS = {f.__name__: f for f in (gst_server_to_ppssrc, gst_ppssrc_no_server,
                                  gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect,
-                                 gst_bad_property)}
+                                 gst_bad_property, gst_server_to_ppssrc_audio,
+                                 gst_ppssink_audio_to_client)}
 
 if __name__ == "__main__":
     if not shutil.which("gst-launch-1.0"):
