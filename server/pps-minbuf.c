@@ -516,7 +516,10 @@ flush(pps_minbuf_t *w)
 	bool reopened = false;
 
 	while (w->batch.off < w->batch.len) {
-		ssize_t k = write(w->fd, w->batch.buf + w->batch.off, w->batch.len - w->batch.off);
+		/* MSG_NOSIGNAL: a peer gone is an error here, not a SIGPIPE for a
+		 * program that embeds the server (ppssink in gst-launch). */
+		ssize_t k = send(w->fd, w->batch.buf + w->batch.off, w->batch.len - w->batch.off,
+		                 MSG_NOSIGNAL);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
