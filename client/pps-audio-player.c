@@ -336,8 +336,7 @@ arm_timer(pps_audio_player_t *a)
 pps_audio_player_t *
 pps_audio_player_new(struct event_base *base, const pps_audio_params_t *params,
                      const pps_clock_t *clock, pps_stats_t *stats,
-                     const pps_audio_callbacks_t *callbacks, void *user, char *err,
-                     size_t err_size)
+                     const pps_audio_callbacks_t *callbacks, void *user, char *err, size_t err_size)
 {
 	pps_audio_player_t *a;
 	int ret;

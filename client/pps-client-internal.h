@@ -448,10 +448,10 @@ void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *
  * client clock. */
 typedef struct {
 	uint32_t seq;
-	int64_t capture_us;    /* its first sample's capture */
-	int64_t ear_us;        /* its first sample reaches the output: mouth-to-ear is the difference */
+	int64_t capture_us; /* its first sample's capture */
+	int64_t ear_us; /* its first sample reaches the output: mouth-to-ear is the difference */
 	int64_t playout_delay_us; /* the jitter buffer's delay for it (capture to slot) */
-	const char *how;       /* PPS_AUDIO_PLAYED, _RECOVERED, _CONCEALED */
+	const char *how;          /* PPS_AUDIO_PLAYED, _RECOVERED, _CONCEALED */
 } pps_stats_audio_t;
 
 #define PPS_AUDIO_PLAYED    "played"    /* the frame, on time */

@@ -65,7 +65,8 @@ usage(FILE *out)
 	    "stream)\n"
 	    "  --duration SECONDS       stop after this long (default: until Ctrl-C or the server "
 	    "ends)\n"
-	    "  --audio auto|sdl|none|off  the audio track: played on the default audio device if one\n"
+	    "  --audio auto|sdl|none|off  the audio track: played on the default audio device if "
+	    "one\n"
 	    "                           opens (auto), on it or fail (sdl), measured but not heard\n"
 	    "                           (none), or not asked for (off); default auto\n"
 	    "  --audio-wav FILE.wav     write the audio played to a WAV file\n"
@@ -416,7 +417,8 @@ main(int argc, char **argv)
 			fprintf(stderr, "pps-client: audio.output = sdl, but no audio device opens "
 			                "(--audio auto plays without one)\n");
 		else if (c.base && errno != ENOMEM)
-			fprintf(stderr, "pps-client: cannot start the player: %s\n", strerror(errno));
+			fprintf(stderr, "pps-client: cannot start the player: %s\n",
+			        strerror(errno));
 		else
 			fprintf(stderr, "pps-client: out of memory\n");
 		return 1;

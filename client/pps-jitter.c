@@ -125,7 +125,7 @@ typedef struct {
 struct pps_jitter {
 	pps_jitter_params_t p;
 	int64_t sync_floor_us; /* pps_jitter_set_floor(): 0 = none */
-	held_t *ring; /* max_frames; ring[head] holds next_seq */
+	held_t *ring;          /* max_frames; ring[head] holds next_seq */
 	uint8_t *arena;
 	int head, held;
 	bool started, idle;

@@ -221,7 +221,8 @@ audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
 	switch (r->kind) {
 	case PPS_WIRE_STREAM_INFO:
 		if (!r->u.stream_info.audio_codec) {
-			snprintf(err, size, "the audio connection's STREAM_INFO has no audio track");
+			snprintf(err, size,
+			         "the audio connection's STREAM_INFO has no audio track");
 			return -EPROTO;
 		}
 		pps_connection_stream_started(l->connection);
@@ -441,7 +442,8 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	p->user = user;
 	p->base = base;
 	p->connection_params = params->connection;
-	p->audio_connections = params->audio_params.connections ? params->audio_params.connections : 1;
+	p->audio_connections =
+	    params->audio_params.connections ? params->audio_params.connections : 1;
 	if (p->audio_connections > PPS_AUDIO_MAX_CONNECTIONS)
 		p->audio_connections = PPS_AUDIO_MAX_CONNECTIONS;
 	if (params->audio)
@@ -459,9 +461,10 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	if (params->audio) {
 		char why[256];
 
-		p->audio = pps_audio_player_new(
-		    base, &params->audio_params, p->clock, p->stats,
-		    &(pps_audio_callbacks_t){.pcm_cb = params->audio_pcm_cb}, user, why, sizeof(why));
+		p->audio =
+		    pps_audio_player_new(base, &params->audio_params, p->clock, p->stats,
+		                         &(pps_audio_callbacks_t){.pcm_cb = params->audio_pcm_cb},
+		                         user, why, sizeof(why));
 		if (!p->audio)
 			goto err_free;
 	}

@@ -79,9 +79,9 @@ struct pps_stats {
 	size_t n_audio, cap_audio, cap_audio_delay;
 	uint64_t audio_played, audio_recovered, audio_concealed, audio_late, audio_skipped,
 	    audio_unsampled;
-	int64_t last_audio_us;     /* output time of the last slot (0: none yet) */
+	int64_t last_audio_us;       /* output time of the last slot (0: none yet) */
 	int64_t last_ear_latency_us; /* its mouth-to-ear */
-	float *skew_ms;            /* at each video frame shown while audio plays */
+	float *skew_ms;              /* at each video frame shown while audio plays */
 	size_t n_skew, cap_skew;
 	/* the last video latencies, for lip sync (a ring) */
 	float recent_video_ms[RECENT_VIDEO];
@@ -758,7 +758,8 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 	        o->stage_p50_ms[STAGE_DECODE], o->stage_p50_ms[STAGE_PLAYOUT]);
 	if (o->has_audio)
 		fprintf(table,
-		        "  audio slots              %8" PRIu64 " (%.1f%% played, %.1f%% concealed or "
+		        "  audio slots              %8" PRIu64
+		        " (%.1f%% played, %.1f%% concealed or "
 		        "recovered; %" PRIu64 " late, %" PRIu64 " skipped)\n"
 		        "  mouth-to-ear p50/p95/p99 %7.1f / %.1f / %.1f ms\n"
 		        "  audio playout delay      %7.1f ms mean, %.1f ms deviation\n"

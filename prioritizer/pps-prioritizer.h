@@ -179,7 +179,7 @@ typedef struct {
 /* Largest audio payload the scheduler holds (64 kbit/s makes 160-byte 20 ms
  * frames; Opus keeps under what its encoder is given, and the server gives it
  * this). */
-#define PPS_SCHED_MAX_AUDIO_BYTES 512
+#define PPS_SCHED_MAX_AUDIO_BYTES     512
 #define PPS_DEFAULT_AUDIO_DEADLINE_US 250000
 /* A fragment carries at least this much payload unless the ADU's rest is smaller. */
 #define PPS_SCHED_MIN_FRAGMENT_BYTES 64
@@ -197,9 +197,9 @@ typedef struct {
 	uint64_t windows_overflow;  /* dropped because max_windows were queued */
 	uint64_t adus_undecodable;  /* skipped: something they depend on was dropped */
 	uint64_t packets, packet_bytes;
-	uint64_t control_overflow; /* control records refused: queue full */
+	uint64_t control_overflow;        /* control records refused: queue full */
 	uint64_t audio_sent, audio_bytes; /* AUDIO_FRAME records written, their payload bytes */
-	uint64_t audio_late;     /* dropped unsent past audio_deadline_us */
+	uint64_t audio_late;              /* dropped unsent past audio_deadline_us */
 	uint64_t audio_overflow; /* dropped: PPS_SCHED_MAX_AUDIO were waiting (the oldest goes) */
 	uint64_t audio_refused;  /* longer than a slot or than the client's record limit */
 	pps_sched_layer_stats_t layer[PPS_ADU_MAX_TEMPORAL_LAYERS][PPS_ADU_MAX_QUALITY_LAYERS];

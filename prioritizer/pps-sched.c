@@ -240,7 +240,8 @@ pps_sched_push_audio(pps_sched_t *s, const pps_wire_audio_frame_t *frame)
 	audio_slot_t *slot;
 
 	if (frame->payload_len < 1 || frame->payload_len > PPS_SCHED_MAX_AUDIO_BYTES ||
-	    PPS_WIRE_AUDIO_OVERHEAD_BYTES + (size_t)frame->payload_len > s->params.max_record_bytes) {
+	    PPS_WIRE_AUDIO_OVERHEAD_BYTES + (size_t)frame->payload_len >
+	        s->params.max_record_bytes) {
 		s->stats.audio_refused++;
 		return -EMSGSIZE;
 	}

@@ -109,8 +109,8 @@ struct pps_media {
 	int audio_fill;     /* samples in it */
 	int64_t audio_frame_capture_us;
 	uint32_t audio_seq;
-	int audio_bitrate_bps;          /* audio thread: in force */
-	atomic_int audio_bitrate_want;  /* loop thread: asked */
+	int audio_bitrate_bps;         /* audio thread: in force */
+	atomic_int audio_bitrate_want; /* loop thread: asked */
 	/* under lock: capture -> ready, 0.1 ms bins, the last one for >= 1 s */
 	uint32_t ready_hist[READY_BINS];
 };
@@ -189,10 +189,9 @@ capture_audio_cb(const int16_t *pcm, size_t samples, int64_t capture_us, void *u
 	audio_item_t *item;
 	int want, n;
 
-	if (m->audio_fill > 0 &&
-	    llabs(capture_us - (m->audio_frame_capture_us +
-	                        (int64_t)m->audio_fill * 1000000 / PPS_AUDIO_RATE_HZ)) >
-	        AUDIO_DISCONT_US)
+	if (m->audio_fill > 0 && llabs(capture_us - (m->audio_frame_capture_us +
+	                                             (int64_t)m->audio_fill * 1000000 /
+	                                                 PPS_AUDIO_RATE_HZ)) > AUDIO_DISCONT_US)
 		m->audio_fill = 0; /* a discontinuity: start the frame again */
 	while (samples > 0) {
 		size_t take = (size_t)(m->audio_frame_samples - m->audio_fill);
@@ -213,7 +212,8 @@ capture_audio_cb(const int16_t *pcm, size_t samples, int64_t capture_us, void *u
 		if (want != m->audio_bitrate_bps &&
 		    pps_audio_encoder_set_bitrate(m->audio_encoder, want) == 0)
 			m->audio_bitrate_bps = want;
-		n = pps_audio_encoder_encode(m->audio_encoder, m->audio_pcm, packet, sizeof(packet));
+		n = pps_audio_encoder_encode(m->audio_encoder, m->audio_pcm, packet,
+		                             sizeof(packet));
 		if (n <= 0) {
 			pthread_mutex_lock(&m->lock);
 			m->stats.audio_encode_errors++;
@@ -229,7 +229,8 @@ capture_audio_cb(const int16_t *pcm, size_t samples, int64_t capture_us, void *u
 		}
 		item->seq = m->audio_seq++;
 		item->capture_us = m->audio_frame_capture_us;
-		item->duration_us = (uint16_t)(m->audio_frame_samples * 1000000LL / PPS_AUDIO_RATE_HZ);
+		item->duration_us =
+		    (uint16_t)(m->audio_frame_samples * 1000000LL / PPS_AUDIO_RATE_HZ);
 		item->flags = pps_audio_is_speech(m->audio_pcm, (size_t)m->audio_frame_samples,
 		                                  m->audio_params.speech_threshold_dbfs)
 		                  ? PPS_WIRE_AUDIO_SPEECH
@@ -422,7 +423,8 @@ setup_audio(pps_media_t *m, const pps_media_params_t *params, char *err, size_t 
 	m->audio_params = params->audio;
 	m->audio_encoder = pps_audio_encoder_new(&params->audio.encoder);
 	if (!m->audio_encoder) {
-		snprintf(err, err_size, "audio: cannot create the Opus encoder (%d ms, %d bit/s): %s",
+		snprintf(err, err_size,
+		         "audio: cannot create the Opus encoder (%d ms, %d bit/s): %s",
 		         params->audio.encoder.frame_ms, params->audio.encoder.bitrate_bps,
 		         strerror(errno));
 		return -1;

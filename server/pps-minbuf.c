@@ -833,7 +833,8 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	if (params->thin) {
 		if ((r = pps_socket_set_notsent_lowat(fd, PPS_MINBUF_THIN_LOWAT_BYTES)) < 0)
 			goto err_buf;
-		if (params->rto_min_us && (r = pps_socket_set_rto_min_us(fd, params->rto_min_us)) < 0)
+		if (params->rto_min_us &&
+		    (r = pps_socket_set_rto_min_us(fd, params->rto_min_us)) < 0)
 			w->stats.rto_min_refused = -r;
 	}
 	/* A kernel without the module (or that does not allow it to this user)

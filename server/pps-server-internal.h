@@ -57,7 +57,7 @@ typedef struct {
  * pushed, when capture.audio is not off). */
 typedef struct {
 	pps_audio_encoder_params_t encoder;
-	unsigned transport; /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
+	unsigned transport;           /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
 	double speech_threshold_dbfs; /* a frame above it is speech (talkspurts) */
 } pps_media_audio_params_t;
 

@@ -81,8 +81,8 @@ status_client_cb(pps_session_t *session, void *user)
 	                            pps_session_id(session));
 	if (pps_session_audio_only(session)) {
 		sl->len += (size_t)snprintf(sl->line + sl->len, sl->size - sl->len,
-		                            "audio %" PRIu64 " sent %" PRIu64 " late", st.audio_sent,
-		                            st.audio_late + st.audio_overflow);
+		                            "audio %" PRIu64 " sent %" PRIu64 " late",
+		                            st.audio_sent, st.audio_late + st.audio_overflow);
 		return;
 	}
 	if (e.valid)
@@ -132,8 +132,9 @@ pps_server_report_status(pps_server_report_t *srv, FILE *out)
 		sl.len += (size_t)snprintf(line + sl.len, sizeof(line) - sl.len,
 		                           " | raw drops %" PRIu64, ms.capture_dropped);
 	if (pps_media_has_audio(srv->media))
-		sl.len += (size_t)snprintf(line + sl.len, sizeof(line) - sl.len, " | audio %d kbit/s",
-		                           pps_media_audio_bitrate(srv->media) / 1000);
+		sl.len +=
+		    (size_t)snprintf(line + sl.len, sizeof(line) - sl.len, " | audio %d kbit/s",
+		                     pps_media_audio_bitrate(srv->media) / 1000);
 	pps_listener_foreach(srv->listener, status_client_cb, &sl);
 	if (ls.sessions && sl.len < sizeof(line) - 64)
 		snprintf(line + sl.len, sizeof(line) - sl.len, " (complete/partial/dropped)");
@@ -272,7 +273,8 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 		json_object_set_int_member(o, "audio_frames", (gint64)m->audio_frames);
 		json_object_set_int_member(o, "audio_bytes", (gint64)m->audio_bytes);
 		json_object_set_int_member(o, "audio_dropped", (gint64)m->audio_dropped);
-		json_object_set_int_member(o, "audio_encode_errors", (gint64)m->audio_encode_errors);
+		json_object_set_int_member(o, "audio_encode_errors",
+		                           (gint64)m->audio_encode_errors);
 	}
 	for (int q = 0; q < quality_layers; q++) {
 		json_array_add_int_element(layers, (gint64)m->bytes[q]);

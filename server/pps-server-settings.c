@@ -40,9 +40,10 @@ static const pps_config_key_t keys[] = {
         "handshake are bounded apart: at most this many, the oldest dropped for a newcomer)"),
     PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
                    "seconds between status lines on stderr"),
-    PPS_CONFIG_INT("server", "max_clients_per_address", "8", 1, 1024,
-                   "connections from one IP address at once (streaming or in their handshake; a "
-                   "client with audio opens three by default: its video and two audio connections)"),
+    PPS_CONFIG_INT(
+        "server", "max_clients_per_address", "8", 1, 1024,
+        "connections from one IP address at once (streaming or in their handshake; a "
+        "client with audio opens three by default: its video and two audio connections)"),
     PPS_CONFIG_INT(
         "server", "evict_after_s", "10", 0, 3600,
         "a client that takes no data for this long (it stopped reading) is dropped with BYE "
@@ -111,10 +112,9 @@ static const pps_config_key_t keys[] = {
                    "loss the Opus encoder plans its FEC for (0 turns the FEC's bits off)"),
     PPS_CONFIG_INT("audio", "deadline_ms", "250", 20, 5000,
                    "an audio frame still unsent this long after its capture is dropped"),
-    PPS_CONFIG_INT(
-        "audio", "rto_min_ms", "20", 0, 200,
-        "transport = connection: the audio connection's minimum retransmission timeout "
-        "(TCP_RTO_MIN_US, Linux 6.15 and later); 0 = the kernel's (200 ms)"),
+    PPS_CONFIG_INT("audio", "rto_min_ms", "20", 0, 200,
+                   "transport = connection: the audio connection's minimum retransmission timeout "
+                   "(TCP_RTO_MIN_US, Linux 6.15 and later); 0 = the kernel's (200 ms)"),
     PPS_CONFIG_BOOL(
         "audio", "thin", "true",
         "transport = connection: the thin-stream settings on the audio connection (off: a "
@@ -374,7 +374,8 @@ audio_params(const pps_config_t *c, pps_media_params_t *media, pps_session_param
 		return -EINVAL;
 	}
 	if (rto_min_ms == 1) {
-		snprintf(err, err_size, "[audio] rto_min_ms: 1, expected 0 (the kernel's) or 2..200");
+		snprintf(err, err_size,
+		         "[audio] rto_min_ms: 1, expected 0 (the kernel's) or 2..200");
 		return -EINVAL;
 	}
 	a->encoder.bitrate_bps = (int)pps_config_get_int(c, "audio", "bitrate_kbps") * 1000;

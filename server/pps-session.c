@@ -305,7 +305,9 @@ admit(pps_session_t *s)
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
 	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s%s)", s->peer, name,
-	        s->audio_only ? ", audio only" : s->audio ? ", with audio" : "");
+	        s->audio_only ? ", audio only"
+	        : s->audio    ? ", with audio"
+	                      : "");
 	pps_transport_kick(s->transport);
 	/* A video client wants an IDR to start from; an audio-only one does not. */
 	if (!s->audio_only)

@@ -748,8 +748,9 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		a->payload = r->p;
 		r->p = r->end;
 		if (a->payload_len < 1 || a->payload_len > PPS_WIRE_MAX_AUDIO_BYTES)
-			return fail(p, PPS_WIRE_ERR_FIELD, "AUDIO_FRAME: payload of %u bytes not 1..%d",
-			            a->payload_len, PPS_WIRE_MAX_AUDIO_BYTES);
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "AUDIO_FRAME: payload of %u bytes not 1..%d", a->payload_len,
+			            PPS_WIRE_MAX_AUDIO_BYTES);
 		if (a->duration_us < 2500 || a->duration_us > 60000)
 			return fail(p, PPS_WIRE_ERR_FIELD,
 			            "AUDIO_FRAME: duration %u us not 2500..60000", a->duration_us);

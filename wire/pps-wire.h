@@ -67,7 +67,7 @@ typedef enum {
 /* STREAM_INFO's audio track (audio_codec 0: none). */
 #define PPS_WIRE_AUDIO_CODEC_OPUS 1
 /* Where the audio frames travel (STREAM_INFO's audio_transport). */
-#define PPS_WIRE_AUDIO_IN_STREAM  0 /* on this connection, ahead of the video */
+#define PPS_WIRE_AUDIO_IN_STREAM      0 /* on this connection, ahead of the video */
 #define PPS_WIRE_AUDIO_OWN_CONNECTION 1 /* on a second connection (HELLO_AUDIO_ONLY) */
 /* AUDIO_FRAME flags. */
 #define PPS_WIRE_AUDIO_SPEECH 0x01 /* voice activity: the frame is not silence */
@@ -182,11 +182,11 @@ typedef struct {
 } pps_wire_recovery_request_t;
 
 typedef struct {
-	uint32_t seq;         /* consecutive at the sender: a gap is a frame it dropped */
-	int64_t capture_us;   /* CLOCK_REALTIME of the frame's first sample */
-	uint16_t duration_us; /* 2500..60000 */
-	uint8_t flags;        /* PPS_WIRE_AUDIO_SPEECH */
-	uint16_t payload_len; /* 1..PPS_WIRE_MAX_AUDIO_BYTES */
+	uint32_t seq;           /* consecutive at the sender: a gap is a frame it dropped */
+	int64_t capture_us;     /* CLOCK_REALTIME of the frame's first sample */
+	uint16_t duration_us;   /* 2500..60000 */
+	uint8_t flags;          /* PPS_WIRE_AUDIO_SPEECH */
+	uint16_t payload_len;   /* 1..PPS_WIRE_MAX_AUDIO_BYTES */
 	const uint8_t *payload; /* decode: points into the parser, valid until its next call */
 } pps_wire_audio_frame_t;
 

@@ -585,7 +585,8 @@ run_unit(void)
 		tp.mode = PPS_MINBUF_MODE_TCP;
 		w = eb ? pps_minbuf_new(eb, wfd, &tp, fill, NULL, NULL) : NULL;
 		CHECK(w != NULL, "thin writer: %s", strerror(errno));
-		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_CORK, &v, &len) == 0 && v == 0, "cork %d", v);
+		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_CORK, &v, &len) == 0 && v == 0, "cork %d",
+		      v);
 		len = sizeof(v);
 		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0 && v == 1,
 		      "nodelay %d", v);
@@ -594,7 +595,8 @@ run_unit(void)
 		          v == PPS_MINBUF_THIN_LOWAT_BYTES,
 		      "notsent lowat %d", v);
 		len = sizeof(v);
-		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, &v, &len) == 0 && v == 1,
+		CHECK(getsockopt(wfd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, &v, &len) == 0 &&
+		          v == 1,
 		      "thin linear timeouts %d", v);
 		if (w) {
 			pps_minbuf_stats_t st;

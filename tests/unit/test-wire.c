@@ -376,9 +376,9 @@ test_rejections(void)
 		buf[2] = (uint8_t)((15 + PPS_WIRE_MAX_AUDIO_BYTES + 1) >> 8);
 		buf[3] = (uint8_t)((15 + PPS_WIRE_MAX_AUDIO_BYTES + 1) & 0xff);
 		memset(buf + n, 0, 4 + 15 + PPS_WIRE_MAX_AUDIO_BYTES + 1 - (size_t)n);
-		CHECK_EQ_INT(parse_one(buf, 4 + 15 + PPS_WIRE_MAX_AUDIO_BYTES + 1, 4096, msg,
-		                       sizeof(msg)),
-		             PPS_WIRE_ERR_FIELD);
+		CHECK_EQ_INT(
+		    parse_one(buf, 4 + 15 + PPS_WIRE_MAX_AUDIO_BYTES + 1, 4096, msg, sizeof(msg)),
+		    PPS_WIRE_ERR_FIELD);
 		CHECK(strstr(msg, "AUDIO_FRAME: payload of 1276 bytes") != NULL);
 	}
 	/* The STREAM_INFO audio tail: unknown codec, transport, rate. */
