@@ -75,8 +75,9 @@ def build_parser():
                    help="a pps-server --set for every cell (after [server]; a server_set axis value still wins); repeatable")
     r.add_argument("--server-build", action="append", type=server_build, metavar="NAME=BUILD_DIR",
                    help="run every cell with this build's pps-server and pps-client too; give two or more (e.g. "
-                   "old=../old/build new=build): the builds run interleaved cell by cell (old, new, old, new, ...) so "
-                   "that drift of a shared machine hits them alike, cell ids end in -bNAME, and the report compares "
+                   "old=../old/build new=build): the builds run interleaved cell by cell, their order "
+                   "rotated from one cell to the next (old, new; new, old; ...), so that drift of a shared machine "
+                   "and the order within a pair hit them alike, cell ids end in -bNAME, and the report compares "
                    "them cell by cell (frames shown, frame latency p50/p95, longest freeze, throughput share, PSNR, "
                    "and the differences)")
     r.add_argument("--build", help="meson build directory: its pps-netlab, pps-config-doc, pps-peer-score, and its "

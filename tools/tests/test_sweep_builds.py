@@ -46,7 +46,9 @@ with tempfile.TemporaryDirectory() as d:
     cells = matrix.plan_cells(cfg)
     check(matrix.build_names(cfg) == ["old", "new"], "the builds in the order given")
     cfg = json.loads(json.dumps(cfg, sort_keys=True))  # as plan.json keeps it
-    check([c["build"] for c in cells] == ["old", "new"] * len(plain), "interleaved cell by cell: old, new, old, new, ...")
+    check([c["build"] for c in cells] == ["old", "new", "new", "old"] * (len(plain) // 2) + ["old", "new"] * (len(plain) % 2),
+          "interleaved cell by cell, the order rotated: old, new; new, old; ...")
+    check(sum(c["build"] == "new" for c in cells[::2]) == len(plain) // 2, "each build first about half the time")
     check([matrix.base_id(c) for c in cells[::2]] == [c["id"] for c in plain] and
           all(matrix.base_id(a) == matrix.base_id(b) for a, b in zip(cells[::2], cells[1::2])),
           "each pair is one cell of the sweep without builds, in its order")
