@@ -32,7 +32,8 @@ test_clocks(void)
 	/* CLOCK_REALTIME is time(2)'s clock, in the right unit. time(2) reads
 	 * the coarse clock, up to a tick behind: right after a second begins it
 	 * may still say the one before (failed once in a CI run). */
-	CHECK(real_us / PPS_TIME_US_PER_S >= before_s && real_us / PPS_TIME_US_PER_S <= after_s + 1);
+	CHECK(real_us / PPS_TIME_US_PER_S >= before_s &&
+	      real_us / PPS_TIME_US_PER_S <= after_s + 1);
 	CHECK(real_ns / PPS_TIME_NS_PER_US >= real_us);
 	CHECK(real_ns / PPS_TIME_NS_PER_US - real_us < PPS_TIME_US_PER_S);
 
