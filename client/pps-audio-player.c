@@ -134,8 +134,7 @@ wav_close(pps_audio_player_t *a)
 
 /* ---- output ------------------------------------------------------------------ */
 
-static int open_device_now(pps_audio_player_t *a, SDL_AudioSpec *want_out, SDL_AudioSpec *have,
-                           char *err, size_t err_size);
+static int open_device_now(pps_audio_player_t *a, SDL_AudioSpec *have, char *err, size_t err_size);
 
 /*
  * While a device is only tried (output auto), the sound libraries' own
@@ -168,9 +167,9 @@ restore_stderr(int saved)
 static int
 open_device(pps_audio_player_t *a, bool quiet, char *err, size_t err_size)
 {
-	SDL_AudioSpec want = {0}, have;
+	SDL_AudioSpec have;
 	int saved = quiet ? quiet_stderr() : -1;
-	int ret = open_device_now(a, &want, &have, err, err_size);
+	int ret = open_device_now(a, &have, err, err_size);
 
 	restore_stderr(saved);
 	if (ret < 0)
@@ -183,8 +182,7 @@ open_device(pps_audio_player_t *a, bool quiet, char *err, size_t err_size)
 }
 
 static int
-open_device_now(pps_audio_player_t *a, SDL_AudioSpec *want_out, SDL_AudioSpec *have, char *err,
-                size_t err_size)
+open_device_now(pps_audio_player_t *a, SDL_AudioSpec *have, char *err, size_t err_size)
 {
 	SDL_AudioSpec want = {0};
 
@@ -196,7 +194,6 @@ open_device_now(pps_audio_player_t *a, SDL_AudioSpec *want_out, SDL_AudioSpec *h
 	want.format = AUDIO_S16SYS;
 	want.channels = PPS_AUDIO_CHANNELS;
 	want.samples = PPS_AUDIO_BLOCK_SAMPLES; /* 10 ms periods */
-	*want_out = want;
 	a->device = SDL_OpenAudioDevice(NULL, 0, &want, have, 0);
 	if (!a->device) {
 		snprintf(err, err_size, "audio output: no SDL audio device: %s", SDL_GetError());

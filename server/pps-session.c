@@ -51,7 +51,6 @@ struct pps_session {
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint16_t hello_flags;                /* PPS_WIRE_HELLO_*, applied at admission */
 	bool audio;                          /* audio frames go to this connection */
-	bool audio_only;                     /* and nothing else: a thin stream */
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 };
 
@@ -171,7 +170,7 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	pps_session_t *s = user;
 	unsigned caps = pps_transport_caps(s->transport);
 	int err;
-	if (s->audio_only)
+	if (pps_session_audio_only(s))
 		return; /* a thin stream: no path estimate, nothing to steer */
 	pps_path_sample_t sample = {
 	    .now_us = session_now(s),
@@ -252,7 +251,7 @@ admit(pps_session_t *s)
 			       "an audio-only connection, but this stream has no audio track");
 			return;
 		}
-		s->audio = s->audio_only = true;
+		s->audio = true;
 		thin.mode = PPS_MINBUF_MODE_TCP;
 		thin.thin = s->params.audio_thin;
 		thin.rto_min_us = s->params.audio_thin ? s->params.audio_rto_min_us : 0;
@@ -305,12 +304,12 @@ admit(pps_session_t *s)
 	s->last_progress_us = session_now(s);
 	event_del(s->hello_timer);
 	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s%s)", s->peer, name,
-	        s->audio_only ? ", audio only"
-	        : s->audio    ? ", with audio"
-	                      : "");
+	        pps_session_audio_only(s) ? ", audio only"
+	        : s->audio                ? ", with audio"
+	                                  : "");
 	pps_transport_kick(s->transport);
 	/* A video client wants an IDR to start from; an audio-only one does not. */
-	if (!s->audio_only)
+	if (!pps_session_audio_only(s))
 		s->ready_cb(s, s->user);
 }
 
@@ -673,7 +672,7 @@ pps_session_state(const pps_session_t *s)
 void
 pps_session_push_window(pps_session_t *s, pps_window_t *window)
 {
-	if (s->state != PPS_SESSION_STREAMING || s->closing || s->audio_only)
+	if (s->state != PPS_SESSION_STREAMING || s->closing || pps_session_audio_only(s))
 		return;
 	pps_sched_push_window(s->sched, window);
 	pps_transport_kick(s->transport);
