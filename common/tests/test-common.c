@@ -3,6 +3,7 @@
  * common/: the clock readers agree with each other and with the system, and
  * every socket option wrapper reports a failure as a negative errno.
  */
+#include "pps-log.h"
 #include "pps-names.h"
 #include "pps-socket.h"
 #include "pps-test.h"
@@ -230,11 +231,76 @@ test_names(void)
 	CHECK(strcmp(pps_names_get(empty, 0, "none"), "none") == 0);
 }
 
+typedef struct {
+	int64_t now_us;
+	unsigned lines;
+	char last[PPS_LOG_MAX_MESSAGE_BYTES];
+} log_sink_t;
+
+static int64_t
+sink_clock(void *user)
+{
+	return ((log_sink_t *)user)->now_us;
+}
+
+static void
+sink_cb(pps_log_level_t level, const char *message, void *user)
+{
+	log_sink_t *sink = user;
+
+	sink->lines++;
+	snprintf(sink->last, sizeof(sink->last), "%s", message);
+}
+
+static void
+test_log_limit(void)
+{
+	log_sink_t sink = {.now_us = 1000000};
+	pps_log_t out = {.cb = sink_cb, .user = &sink};
+	pps_log_limit_t lim = {.clock_cb = sink_clock, .clock_user = &sink};
+	pps_log_t log;
+
+	pps_log_limit_init(&lim, &out, 5, 20);
+	log = pps_log_limit_log(&lim);
+	/* A flood: the burst passes, the rest is counted. */
+	for (unsigned i = 0; i < 10000; i++)
+		pps_log(&log, PPS_LOG_INFO, "refused %u", i);
+	CHECK_EQ_INT(sink.lines, 20);
+	CHECK(strcmp(sink.last, "refused 19") == 0);
+	CHECK(lim.unlogged == 9980 && lim.unlogged_total == 9980);
+	/* 1 s later: five more lines' worth; the first says what was dropped. */
+	sink.now_us += 1000000;
+	pps_log(&log, PPS_LOG_INFO, "refused again");
+	CHECK_EQ_INT(sink.lines, 22);
+	CHECK(strcmp(sink.last, "refused again") == 0);
+	CHECK_EQ_INT(lim.unlogged, 0);
+	/* Sustained: never more than the rate over a long flood. */
+	for (unsigned s = 0; s < 60; s++) {
+		sink.now_us += 1000000;
+		for (unsigned i = 0; i < 1000; i++)
+			pps_log(&log, PPS_LOG_ERROR, "flood");
+	}
+	CHECK(sink.lines <= 22 + 60 * 5 + 60 + 4);
+	CHECK(sink.lines >= 22 + 60 * 5);
+	/* The end of a run says what is left. */
+	pps_log_limit_flush(&lim);
+	CHECK(strstr(sink.last, "lines not logged") != NULL);
+	pps_log_limit_flush(&lim); /* nothing new: nothing said */
+	CHECK(strstr(sink.last, "lines not logged") != NULL);
+	/* A quiet spell refills only up to the burst. */
+	sink.now_us += 3600 * (int64_t)1000000;
+	sink.lines = 0;
+	for (unsigned i = 0; i < 100; i++)
+		pps_log(&log, PPS_LOG_INFO, "again %u", i);
+	CHECK_EQ_INT(sink.lines, 20);
+}
+
 int
 main(int argc, char **argv)
 {
 	pps_test_init(&argc, argv);
 	PPS_TEST_RUN(test_names);
+	PPS_TEST_RUN(test_log_limit);
 	PPS_TEST_RUN(test_connect_error);
 	PPS_TEST_RUN(test_clocks);
 	PPS_TEST_RUN(test_bad_descriptor);
