@@ -56,8 +56,7 @@ limit_now(const pps_log_limit_t *lim)
 }
 
 void
-pps_log_limit_init(pps_log_limit_t *lim, const pps_log_t *out, unsigned lines_per_s,
-                   unsigned burst)
+pps_log_limit_init(pps_log_limit_t *lim, const pps_log_t *out, unsigned lines_per_s, unsigned burst)
 {
 	int64_t (*clock_cb)(void *) = lim->clock_cb;
 	void *clock_user = lim->clock_user;
@@ -78,7 +77,8 @@ say_unlogged(pps_log_limit_t *lim, int64_t now)
 {
 	if (!lim->unlogged)
 		return;
-	pps_log(&lim->out, PPS_LOG_WARNING, "%" PRIu64 " lines not logged in the last %.1f s (at most %u a second)",
+	pps_log(&lim->out, PPS_LOG_WARNING,
+	        "%" PRIu64 " lines not logged in the last %.1f s (at most %u a second)",
 	        lim->unlogged, (double)(now - lim->first_unlogged_us) / 1e6, lim->lines_per_s);
 	lim->unlogged = 0;
 }
