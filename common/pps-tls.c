@@ -430,6 +430,14 @@ pps_tls_read(pps_tls_t *t, void *buf, size_t size)
 	}
 }
 
+bool
+pps_tls_has_pending(const pps_tls_t *t)
+{
+	/* Decrypted bytes: without read-ahead OpenSSL takes from the socket only
+	 * the record it decrypts, so anything beyond is still signalled. */
+	return t && t->ssl && SSL_pending(t->ssl) > 0;
+}
+
 int
 pps_tls_seal(pps_tls_t *t, const void *plain, size_t len, uint8_t *out, size_t out_size,
              size_t *out_len)

@@ -86,6 +86,8 @@ bool pps_tls_want_write(const pps_tls_t *tls);
  * call again until -EAGAIN (the socket will not signal what OpenSSL already
  * read from it). */
 ssize_t pps_tls_read(pps_tls_t *tls, void *buf, size_t size);
+/* OpenSSL holds decrypted bytes not read yet (the socket will not signal them). */
+bool pps_tls_has_pending(const pps_tls_t *tls);
 const char *pps_tls_error(const pps_tls_t *tls);
 
 /*

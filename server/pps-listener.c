@@ -49,11 +49,10 @@ struct pps_listener {
 	pps_recovery_t *recovery;
 	unsigned next_id;
 	pps_listener_stats_t stats;
-	/* Refusals logged: at most PPS_LISTENER_REFUSALS_LOGGED_PER_S a second,
-	 * the rest counted and summed up in one line. */
-	int64_t refusal_second_us;
-	unsigned refusals_logged;
-	uint64_t refusals_unlogged;
+	/* Every line a peer can cause (refusals here, and everything the
+	 * sessions and their transports say) passes through one rate limit. */
+	pps_log_limit_t peer_log_limit;
+	pps_log_t peer_log;
 	pps_tls_ctx_t *tls_ctx; /* from params.tls_cert/tls_key at listen; NULL: plaintext */
 };
 
@@ -64,28 +63,19 @@ listener_now(const pps_listener_t *l)
 	                                  : pps_time_realtime_us();
 }
 
+static int64_t
+limit_clock_cb(void *user)
+{
+	return listener_now(user);
+}
+
 /* A flood of refused connections must not become a flood of log lines. */
 static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...)
 {
-	int64_t now = listener_now(l);
 	va_list ap;
 
-	if (now - l->refusal_second_us >= 1000000) {
-		if (l->refusals_unlogged)
-			pps_log(&l->params.log, PPS_LOG_INFO,
-			        "%" PRIu64 " more refusals not logged", l->refusals_unlogged);
-		l->refusal_second_us = now;
-		l->refusals_logged = 0;
-		l->refusals_unlogged = 0;
-	}
-	if (l->refusals_logged >= PPS_LISTENER_REFUSALS_LOGGED_PER_S) {
-		l->refusals_unlogged++;
-		l->stats.refusals_unlogged++;
-		return;
-	}
-	l->refusals_logged++;
 	va_start(ap, fmt);
-	pps_logv(&l->params.log, PPS_LOG_INFO, fmt, ap);
+	pps_logv(&l->peer_log, PPS_LOG_INFO, fmt, ap);
 	va_end(ap);
 }
 
@@ -338,7 +328,7 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	if (!session) {
 		int ret = k ? -errno : -ENOMEM;
 
-		pps_log(&l->params.log, PPS_LOG_ERROR, "cannot accept a client: %s",
+		pps_log(&l->peer_log, PPS_LOG_ERROR, "cannot accept a client: %s",
 		        strerror(-ret));
 		free(k);
 		close(fd);
@@ -367,7 +357,7 @@ accept_error_cb(struct evconnlistener *evl, void *user)
 	int err = EVUTIL_SOCKET_ERROR();
 
 	/* EMFILE and friends pass; the listener keeps going. */
-	pps_log(&l->params.log, PPS_LOG_ERROR, "accept: %s", evutil_socket_error_to_string(err));
+	pps_log(&l->peer_log, PPS_LOG_ERROR, "accept: %s", evutil_socket_error_to_string(err));
 }
 
 pps_listener_t *
@@ -387,7 +377,12 @@ pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
 	l->base = base;
 	l->params = *params;
 	l->params.session.admit_cb = session_admit_cb;
-	l->params.session.log = params->log;
+	l->peer_log_limit.clock_cb = limit_clock_cb;
+	l->peer_log_limit.clock_user = l;
+	pps_log_limit_init(&l->peer_log_limit, &params->log, PPS_LOG_LIMIT_LINES_PER_S,
+	                   PPS_LOG_LIMIT_BURST);
+	l->peer_log = pps_log_limit_log(&l->peer_log_limit);
+	l->params.session.log = l->peer_log;
 	l->callbacks = *callbacks;
 	l->user = user;
 	l->recovery = pps_recovery_new(&params->recovery);
@@ -572,6 +567,7 @@ void
 pps_listener_get_stats(const pps_listener_t *l, pps_listener_stats_t *stats)
 {
 	*stats = l->stats;
+	stats->log_lines_unlogged = l->peer_log_limit.unlogged_total;
 	count_sessions(l, &stats->streaming, &stats->sessions);
 	stats->sessions += stats->streaming;
 	pps_recovery_get_stats(l->recovery, &stats->recovery);
@@ -592,6 +588,7 @@ pps_listener_free(pps_listener_t *l)
 		free(k);
 	}
 	reap_cb(-1, 0, l);
+	pps_log_limit_flush(&l->peer_log_limit);
 	if (l->reap_event)
 		event_free(l->reap_event);
 	if (l->recovery_timer)

@@ -132,12 +132,9 @@ typedef struct {
 	uint64_t clients_unauthorized; /* refused with BYE unauthorized */
 	uint64_t clients_evicted;      /* dropped with BYE too-slow */
 	uint64_t handshakes_dropped;   /* pending: for a newcomer, a timeout, bad bytes */
-	uint64_t refusals_unlogged;    /* refusals past PPS_LISTENER_REFUSALS_LOGGED_PER_S */
+	uint64_t log_lines_unlogged;   /* lines peers caused past the log's rate limit */
 	pps_recovery_stats_t recovery;
 } pps_listener_stats_t;
-
-/* Refused connections logged per second at most; the rest are counted. */
-#define PPS_LISTENER_REFUSALS_LOGGED_PER_S 5
 
 typedef struct pps_listener pps_listener_t;
 

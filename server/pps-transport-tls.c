@@ -145,6 +145,12 @@ tls_handshake_pending(const pps_transport_t *t)
 	return pps_transport_handshake_pending(t->underlying);
 }
 
+static bool
+tls_input_buffered(const pps_transport_t *t)
+{
+	return pps_tls_has_pending(((const tls_layer_t *)t)->tls);
+}
+
 static int
 tls_send_now(pps_transport_t *t, const void *buf, size_t len)
 {
@@ -258,6 +264,7 @@ static const pps_transport_ops_t tls_ops = {
     .caps = tls_caps,
     .read = tls_read,
     .handshake_pending = tls_handshake_pending,
+    .input_buffered = tls_input_buffered,
     .send_now = tls_send_now,
     .write = tls_write,
     .flush = tls_flush,

@@ -44,34 +44,28 @@ static ssize_t
 web_read(pps_transport_t *t, uint8_t *buf, size_t size)
 {
 	web_layer_t *l = (web_layer_t *)t;
+	ssize_t n = pps_transport_read(t->underlying, buf, size);
+	size_t wire = 0;
 
-	for (;;) {
-		ssize_t n = pps_transport_read(t->underlying, buf, size);
-		size_t wire = 0;
-
-		if (n <= 0)
-			return n;
-		if (l->mode == WEB_SNIFFING) {
-			/* A wire record starts with the protocol version, an HTTP
-			 * request with its method. */
-			if (pps_web_sniff(buf, (size_t)n))
-				l->web =
-				    pps_web_new(t->underlying, l->peer, &l->log, web_done_cb, t);
-			l->mode = l->web ? WEB_BROWSER : WEB_NONE;
-		}
-		if (l->mode == WEB_NONE)
-			return n;
-		if (pps_web_input(l->web, buf, (size_t)n, size, &wire) < 0) {
-			pps_transport_end(t, PPS_TRANSPORT_END_PROTOCOL, pps_web_error(l->web));
-			return PPS_TRANSPORT_ENDED;
-		}
-		if (wire > 0)
-			return (ssize_t)wire;
-		/* The bytes were HTTP or frame headers: read on if the layer below
-		 * holds more that the socket will not signal, else wait for it. */
-		if (!(pps_transport_caps(t->underlying) & PPS_TRANSPORT_CAP_BUFFERED_INPUT))
-			return -EAGAIN;
+	if (n <= 0)
+		return n;
+	if (l->mode == WEB_SNIFFING) {
+		/* A wire record starts with the protocol version, an HTTP
+		 * request with its method. */
+		if (pps_web_sniff(buf, (size_t)n))
+			l->web = pps_web_new(t->underlying, l->peer, &l->log, web_done_cb, t);
+		l->mode = l->web ? WEB_BROWSER : WEB_NONE;
 	}
+	if (l->mode == WEB_NONE)
+		return n;
+	if (pps_web_input(l->web, buf, (size_t)n, size, &wire) < 0) {
+		pps_transport_end(t, PPS_TRANSPORT_END_PROTOCOL, pps_web_error(l->web));
+		return PPS_TRANSPORT_ENDED;
+	}
+	/* Bytes that were HTTP or frame headers only: nothing for the layer
+	 * above this time (pps_transport_input_ready() reads on while a layer
+	 * below holds more, within its budget). */
+	return wire > 0 ? (ssize_t)wire : -EAGAIN;
 }
 
 static int

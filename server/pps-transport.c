@@ -92,25 +92,37 @@ pps_transport_input_ready(pps_transport_t *t)
 	uint8_t buf[4096];
 
 	t = top_of(t);
-	/* Without a buffering layer, one read per wake-up (level-triggered);
-	 * with one, every whole record that is in, as the socket does not
-	 * signal what the layer already read from it. */
-	do {
-		ssize_t n = pps_transport_read(t, buf, sizeof(buf));
+	/*
+	 * A socket is level-triggered: one read per wake-up, the loop comes back
+	 * for the rest after every other connection had its turn. A layer that
+	 * holds bytes the socket no longer signals (TLS) is read on while it
+	 * holds some, but only PPS_TRANSPORT_READS_PER_WAKEUP times: then the
+	 * wake-up is queued behind the others, so that a peer keeping its
+	 * connection full gets a share of the loop, never all of it.
+	 */
+	for (unsigned reads = 0;; reads++) {
+		ssize_t n;
 
-		if (n == -EAGAIN || n == PPS_TRANSPORT_ENDED)
+		if (reads == PPS_TRANSPORT_READS_PER_WAKEUP) {
+			pps_transport_wake_input(t);
+			return;
+		}
+		n = pps_transport_read(t, buf, sizeof(buf));
+		if (n == PPS_TRANSPORT_ENDED)
 			return;
 		if (n == 0) {
 			pps_transport_end(t, PPS_TRANSPORT_END_CLOSED, NULL);
 			return;
 		}
-		if (n < 0) {
+		if (n < 0 && n != -EAGAIN) {
 			pps_transport_end(t, PPS_TRANSPORT_END_RECEIVE, strerror((int)-n));
 			return;
 		}
-		if (t->events.input_cb)
+		if (n > 0 && t->events.input_cb)
 			t->events.input_cb(buf, (size_t)n, t->user);
-	} while ((pps_transport_caps(t) & PPS_TRANSPORT_CAP_BUFFERED_INPUT) && !t->stopped);
+		if (t->stopped || !pps_transport_input_buffered(t))
+			return;
+	}
 }
 
 void
@@ -242,6 +254,13 @@ pps_transport_kick(pps_transport_t *t)
 	DOWN_TO(t, kick);
 	if (t)
 		t->ops->kick(t);
+}
+
+bool
+pps_transport_input_buffered(const pps_transport_t *t)
+{
+	DOWN_TO(t, input_buffered);
+	return t ? t->ops->input_buffered(t) : false;
 }
 
 size_t

@@ -109,9 +109,14 @@ typedef enum {
 	PPS_TRANSPORT_CAP_RATE_CAP = 1u << 1,    /* pps_transport_set_rate_cap() paces it */
 	PPS_TRANSPORT_CAP_CONGESTION = 1u << 2,  /* pps_transport_set_congestion() switches it */
 	/* A layer holds received bytes the socket no longer signals (TLS
-	 * records OpenSSL already read): each wake-up reads until -EAGAIN. */
+	 * records OpenSSL already read): a wake-up reads on while the layer
+	 * says it holds some (input_buffered), PPS_TRANSPORT_READS_PER_WAKEUP
+	 * reads at most, then yields the loop and comes back. */
 	PPS_TRANSPORT_CAP_BUFFERED_INPUT = 1u << 3,
 } pps_transport_cap_t;
+
+/* Reads per wake-up of a layer with PPS_TRANSPORT_CAP_BUFFERED_INPUT. */
+#define PPS_TRANSPORT_READS_PER_WAKEUP 8
 
 /*
  * The operations of one layer. A NULL operation is the underlying's (the
@@ -132,6 +137,8 @@ typedef struct pps_transport_ops {
 	ssize_t (*read)(pps_transport_t *t, uint8_t *buf, size_t size);
 	/* The name of a layer whose handshake still runs ("TLS"), else NULL. */
 	const char *(*handshake_pending)(const pps_transport_t *t);
+	/* Received bytes the layer holds that the socket will not signal again. */
+	bool (*input_buffered)(const pps_transport_t *t);
 
 	/* -- saying something now, beside the packet writer */
 	/* One record now, uncorked (CHALLENGE, BYE): 0 or a negative errno. */
@@ -226,6 +233,8 @@ void pps_transport_describe(const pps_transport_t *t, char *buf, size_t size);
 unsigned pps_transport_caps(const pps_transport_t *t);
 /* The layer still in its handshake ("TLS"), or NULL. */
 const char *pps_transport_handshake_pending(const pps_transport_t *t);
+/* A layer holds received bytes the socket will not signal again. */
+bool pps_transport_input_buffered(const pps_transport_t *t);
 /* One record now, uncorked, between packets: the caller checks that
  * pps_transport_pending_bytes() is 0 first. 0 or a negative errno. */
 int pps_transport_send_record(pps_transport_t *t, const pps_wire_record_t *record);

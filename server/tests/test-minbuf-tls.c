@@ -356,6 +356,94 @@ test_writer(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx, int maxseg)
 	close(cfd);
 }
 
+/* Input of one flooded connection, as the session would see it. */
+typedef struct {
+	unsigned calls; /* input_cb calls */
+	size_t bytes;   /* bytes handed up */
+	bool in_order;
+} flood_input_t;
+
+static void
+flood_input_cb(const uint8_t *buf, size_t len, void *user)
+{
+	flood_input_t *in = user;
+
+	for (size_t i = 0; i < len; i++)
+		in->in_order &= buf[i] == (uint8_t)(in->bytes + i);
+	in->calls++;
+	in->bytes += len;
+}
+
+/*
+ * Two TLS peers that keep their connections full (records of the largest
+ * size, more than a wake-up reads): one wake-up of the loop reads a bounded
+ * share of each, both get a turn in the first pass, and every byte arrives in
+ * order over the following passes.
+ */
+static void
+test_read_budget(pps_tls_ctx_t *sctx, pps_tls_ctx_t *cctx)
+{
+	enum { PEERS = 2, RECORDS = 8 };
+	static uint8_t plain[PPS_TLS_MAX_PLAINTEXT_BYTES];
+	struct event_base *base = event_base_new();
+	pps_transport_t *t[PEERS];
+	pps_tls_t *c[PEERS];
+	flood_input_t in[PEERS];
+	int sv[PEERS][2];
+	char err[256];
+	pps_minbuf_params_t params;
+	size_t want = 0;
+
+	REQUIRE(base);
+	pps_minbuf_params_init(&params);
+	for (int p = 0; p < PEERS; p++) {
+		pps_tls_t *s;
+
+		nonblocking_pair(sv[p]);
+		/* Room for the whole flood in the socket: no writer blocks. */
+		REQUIRE(pps_socket_set_sndbuf(sv[p][1], 1 << 20) == 0 &&
+		        pps_socket_set_rcvbuf(sv[p][0], 1 << 20) == 0);
+		s = pps_tls_new(sctx, sv[p][0], NULL);
+		c[p] = pps_tls_new(cctx, sv[p][1], "127.0.0.1");
+		REQUIRE(s && c[p]);
+		REQUIRE(handshake_pair(s, c[p], sv[p][0], sv[p][1], err, sizeof(err)) == 0);
+		t[p] = pps_transport_tls_over(pps_transport_tcp_open(base, sv[p][0], &params), s);
+		REQUIRE(t[p]);
+		in[p] = (flood_input_t){.in_order = true};
+	}
+	for (int r = 0; r < RECORDS; r++) {
+		for (size_t i = 0; i < sizeof(plain); i++)
+			plain[i] = (uint8_t)(want + i);
+		for (int p = 0; p < PEERS; p++)
+			REQUIRE(pps_tls_send(c[p], plain, sizeof(plain)) == 0);
+		want += sizeof(plain);
+	}
+	for (int p = 0; p < PEERS; p++)
+		CHECK_EQ_INT(
+		    pps_transport_set_events(
+		        t[p], &(pps_transport_events_t){.input_cb = flood_input_cb}, &in[p]),
+		    0);
+
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	for (int p = 0; p < PEERS; p++) {
+		printf("first pass: peer %d: %u reads, %zu of %zu bytes\n", p, in[p].calls,
+		       in[p].bytes, want);
+		CHECK(in[p].calls >= 1 && in[p].calls <= PPS_TRANSPORT_READS_PER_WAKEUP);
+		CHECK(in[p].bytes < want);
+	}
+	for (int pass = 0; pass < 1000 && (in[0].bytes < want || in[1].bytes < want); pass++)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	for (int p = 0; p < PEERS; p++) {
+		CHECK_EQ_INT(in[p].bytes, want);
+		CHECK(in[p].in_order);
+		pps_transport_free(t[p]);
+		pps_tls_free(c[p]);
+		close(sv[p][0]);
+		close(sv[p][1]);
+	}
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -386,6 +474,7 @@ main(void)
 
 	test_record_sizes(sctx, cctx);
 	test_verification(sctx, cctx);
+	test_read_budget(sctx, cctx);
 	test_writer(sctx, cctx, 536);
 	test_writer(sctx, cctx, 1448);
 	test_writer(sctx, cctx, 8948);

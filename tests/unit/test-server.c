@@ -539,16 +539,16 @@ test_refusal_logs_bounded(void)
 	params.max_per_address = 1;
 	fixture_new(&f, &params);
 	CHECK_EQ_INT(connect_peer(&f, &a, "10.0.0.9", false), 0);
-	for (int i = 0; i < 3 * PPS_LISTENER_REFUSALS_LOGGED_PER_S; i++) {
+	for (int i = 0; i < 3 * PPS_LOG_LIMIT_BURST; i++) {
 		CHECK_EQ_INT(connect_peer(&f, &r, "10.0.0.9", false), -EBUSY);
 		peer_close(&r);
 	}
-	CHECK_EQ_INT(stats_of(&f).clients_refused, 3 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
-	CHECK_EQ_INT(stats_of(&f).refusals_unlogged, 2 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	CHECK_EQ_INT(stats_of(&f).clients_refused, 3 * PPS_LOG_LIMIT_BURST);
+	CHECK_EQ_INT(stats_of(&f).log_lines_unlogged, 2 * PPS_LOG_LIMIT_BURST);
 	fake_now_us += 1000000; /* a new second: logged again */
 	CHECK_EQ_INT(connect_peer(&f, &r, "10.0.0.9", false), -EBUSY);
 	peer_close(&r);
-	CHECK_EQ_INT(stats_of(&f).refusals_unlogged, 2 * PPS_LISTENER_REFUSALS_LOGGED_PER_S);
+	CHECK_EQ_INT(stats_of(&f).log_lines_unlogged, 2 * PPS_LOG_LIMIT_BURST);
 	peer_close(&a);
 	fixture_free(&f);
 }
