@@ -328,8 +328,7 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	if (!session) {
 		int ret = k ? -errno : -ENOMEM;
 
-		pps_log(&l->peer_log, PPS_LOG_ERROR, "cannot accept a client: %s",
-		        strerror(-ret));
+		pps_log(&l->peer_log, PPS_LOG_ERROR, "cannot accept a client: %s", strerror(-ret));
 		free(k);
 		close(fd);
 		return ret;
