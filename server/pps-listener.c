@@ -4,9 +4,15 @@
  * the fan-out of windows, and IDR requests routed through the recovery bounds.
  *
  * Admission: max_clients counts admitted (streaming) clients only. Connections
- * still in their handshake are bounded apart (max_pending): at the bound the
- * oldest of them goes, since it has had the longest to say HELLO, so silent
- * connections cannot lock viewers out. max_per_address bounds one address's
+ * still in their handshake are bounded apart (max_pending), as a pool that a
+ * connect flood must not be able to flush: at the bound, the connection that
+ * goes is one of the address holding most of the pool, of those the one that
+ * has made least progress (nothing received < bytes received < HELLO in,
+ * waiting for AUTH), of those the oldest. A newcomer is such a candidate too
+ * (it is refused at once when it would be the one), and a candidate that
+ * seems silent is asked (MSG_PEEK) whether its bytes are in but not read yet.
+ * So many addresses cycling silent connections push out each other, not a
+ * client that is being served. max_per_address bounds one address's
  * connections in any state.
  */
 #include "pps-server-lib.h"
@@ -32,6 +38,9 @@ typedef struct link {
 	pps_session_t *session;
 	struct link *next;
 	char host[NI_MAXHOST]; /* the peer's address, for the per-address limit */
+	uint32_t host_key;     /* a hash of host, for the pool's shares */
+	uint64_t seq;          /* accepted as the seq'th connection: the age */
+	bool bytes_seen;       /* MSG_PEEK found its first bytes waiting */
 	bool joined;           /* its first IDR request was its join */
 	pps_recovery_client_t recovery;
 } link_t;
@@ -48,6 +57,7 @@ struct pps_listener {
 	struct event *recovery_timer;
 	pps_recovery_t *recovery;
 	unsigned next_id;
+	uint64_t next_seq; /* connections accepted, for their age in the pool */
 	pps_listener_stats_t stats;
 	/* Every line a peer can cause (refusals here, and everything the
 	 * sessions and their transports say) passes through one rate limit. */
@@ -274,16 +284,110 @@ format_host(const struct sockaddr *addr, socklen_t len, char *host, size_t host_
 		            NI_NUMERICHOST | NI_NUMERICSERV);
 }
 
+static uint32_t
+host_key_of(const char *host)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *host; host++)
+		h = (h ^ (uint8_t)*host) * 16777619u;
+	return h;
+}
+
+/* Whether bytes from the peer wait in the socket, not read yet. */
+static bool
+bytes_waiting(int fd)
+{
+	uint8_t b;
+
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/* Progress in the handshake, for the pool: 0 nothing received, 1 bytes
+ * received (TLS or a HELLO under way), 2 HELLO in, waiting for AUTH. */
+static unsigned
+progress_of(const link_t *k)
+{
+	unsigned p = pps_session_progress(k->session);
+
+	return p == 0 && k->bytes_seen ? 1 : p;
+}
+
+/* A pool candidate: a pending session, or the newcomer (session NULL). */
+typedef struct {
+	link_t *link;
+	unsigned host_count; /* pending connections of its address */
+	unsigned progress;
+	uint64_t seq;
+} candidate_t;
+
+/* Whether @a goes before @b: more of the pool, less progress, older. */
+static bool
+goes_before(const candidate_t *a, const candidate_t *b)
+{
+	if (a->host_count != b->host_count)
+		return a->host_count > b->host_count;
+	if (a->progress != b->progress)
+		return a->progress < b->progress;
+	return a->seq < b->seq;
+}
+
+/*
+ * The pool is full: the connection to drop for a newcomer from @host_key
+ * (which counts as a pending one of its address). NULL: the newcomer itself.
+ * A silent-looking choice is checked for bytes waiting, a few times at most.
+ */
+static link_t *
+pool_victim(pps_listener_t *l, uint32_t host_key, uint64_t newcomer_seq, int newcomer_fd)
+{
+	candidate_t pool[PPS_LISTENER_MAX_PENDING_LIMIT + 1];
+	size_t n = 0;
+	bool newcomer_seen = false;
+
+	for (link_t *k = l->sessions; k && n < PPS_LISTENER_MAX_PENDING_LIMIT; k = k->next)
+		if (pps_session_state(k->session) != PPS_SESSION_STREAMING)
+			pool[n++] =
+			    (candidate_t){.link = k, .progress = progress_of(k), .seq = k->seq};
+	pool[n++] = (candidate_t){.link = NULL, .seq = newcomer_seq};
+	for (size_t i = 0; i < n; i++) {
+		uint32_t key = pool[i].link ? pool[i].link->host_key : host_key;
+
+		for (size_t j = 0; j < n; j++)
+			if ((pool[j].link ? pool[j].link->host_key : host_key) == key)
+				pool[i].host_count++;
+	}
+	for (int tries = 0;; tries++) {
+		candidate_t *v = &pool[0];
+
+		for (size_t i = 1; i < n; i++)
+			if (goes_before(&pool[i], v))
+				v = &pool[i];
+		if (v->progress > 0 || tries == 4)
+			return v->link;
+		if (v->link ? !bytes_waiting(pps_session_fd(v->link->session))
+		            : newcomer_seen || !bytes_waiting(newcomer_fd))
+			return v->link;
+		if (v->link)
+			v->link->bytes_seen = true;
+		else
+			newcomer_seen = true;
+		v->progress = 1;
+	}
+}
+
 int
 pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen_t addr_len)
 {
-	link_t *k, *oldest_pending = NULL;
+	link_t *k;
 	pps_session_t *session;
 	char host[NI_MAXHOST], port[NI_MAXSERV], why[128];
 	unsigned streaming = 0, pending = 0, same_host = 0;
 	bool full;
 	unsigned max_pending =
 	    l->params.max_pending ? l->params.max_pending : l->params.max_clients;
+
+	if (max_pending > PPS_LISTENER_MAX_PENDING_LIMIT)
+		max_pending = PPS_LISTENER_MAX_PENDING_LIMIT;
 
 	format_host(addr, addr_len, host, sizeof(host), port, sizeof(port));
 	for (k = l->sessions; k; k = k->next) {
@@ -292,7 +396,6 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 			if (!pps_session_audio_only(k->session))
 				streaming++;
 		} else {
-			oldest_pending = k; /* newest first: the last one is the oldest */
 			pending++;
 		}
 		if (strcmp(k->host, host) == 0)
@@ -318,9 +421,21 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 		close(fd);
 		return -EBUSY;
 	}
-	if (pending >= max_pending && oldest_pending)
-		pps_session_refuse(oldest_pending->session, PPS_WIRE_BYE_PROTOCOL,
-		                   "no HELLO yet and a newer connection needs the slot");
+	if (pending >= max_pending) {
+		link_t *victim = pool_victim(l, host_key_of(host), l->next_seq, fd);
+
+		if (!victim) {
+			/* Nothing said yet, and the pool is no fairer without it: its
+			 * refusal costs no more than the accept. */
+			log_refusal(l, "refused %s:%s: handshake pool full (%u pending)", host,
+			            port, pending);
+			l->stats.handshakes_dropped++;
+			close(fd);
+			return -EBUSY;
+		}
+		pps_session_refuse(victim->session, PPS_WIRE_BYE_PROTOCOL,
+		                   "handshake not done and a newer connection needs the slot");
+	}
 	k = calloc(1, sizeof(*k));
 	session = k ? pps_session_new(l->base, fd, addr, addr_len, ++l->next_id, &l->params.session,
 	                              session_ready_cb, session_closed_cb, l)
@@ -335,6 +450,8 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	}
 	k->session = session;
 	snprintf(k->host, sizeof(k->host), "%s", host);
+	k->host_key = host_key_of(host);
+	k->seq = l->next_seq++;
 	k->next = l->sessions;
 	l->sessions = k;
 	l->stats.clients_total++;

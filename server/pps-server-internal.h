@@ -213,6 +213,11 @@ pps_session_t *pps_session_new(struct event_base *base, int fd, const struct soc
                                void *user);
 void pps_session_free(pps_session_t *session);
 pps_session_state_t pps_session_state(const pps_session_t *session);
+/* How far its handshake got: 0 nothing received, 1 bytes received (a TLS
+ * handshake or a HELLO under way), 2 HELLO in and waiting for AUTH,
+ * 3 streaming. */
+unsigned pps_session_progress(const pps_session_t *session);
+int pps_session_fd(const pps_session_t *session);
 /* Queues a window for this client (takes its own reference). */
 void pps_session_push_window(pps_session_t *session, pps_window_t *window);
 /* A queued open window got an ADU or closed: the writer runs again. */
@@ -222,7 +227,9 @@ void pps_session_window_grew(pps_session_t *session);
 void pps_session_push_audio(pps_session_t *session, const pps_wire_audio_frame_t *frame);
 /* The connection carries the audio track only (HELLO's audio-only flag). */
 bool pps_session_audio_only(const pps_session_t *session);
-/* BYE with @reason and @text, then the session closes (closed_cb). */
+/* BYE with @reason and @text, then the session closes (closed_cb). A peer
+ * that has sent nothing gets no BYE: it may not speak the wire (a browser's
+ * spare connection), and it asked nothing. */
 void pps_session_refuse(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 /* Best-effort BYE written now (server shutdown), then the socket is shut. */
 void pps_session_say_bye(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);

@@ -106,7 +106,8 @@ typedef struct {
 	pps_session_params_t session;
 	unsigned max_clients;     /* streaming at once; when full, a newcomer displaces a client
 	                           * that took no data for PPS_LISTENER_DISPLACE_STALLED_US */
-	unsigned max_pending;     /* in their handshake at once; 0 = max_clients */
+	unsigned max_pending;     /* in their handshake at once; 0 = max_clients;
+	                           * at most PPS_LISTENER_MAX_PENDING_LIMIT */
 	unsigned max_per_address; /* connections from one address, in any state */
 	pps_recovery_params_t recovery;
 	int64_t frame_duration_us; /* of the stream, to learn its rate from windows */
@@ -137,6 +138,9 @@ typedef struct {
 } pps_listener_stats_t;
 
 typedef struct pps_listener pps_listener_t;
+
+/* The largest handshake pool a listener keeps. */
+#define PPS_LISTENER_MAX_PENDING_LIMIT 1024
 
 /* A client that has not finished its handshake within this is dropped. */
 #define PPS_DEFAULT_HELLO_TIMEOUT_US (5 * 1000000)

@@ -37,7 +37,12 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_INT(
         "server", "max_clients", "16", 1, 1024,
         "clients streaming at once; more are refused with BYE (connections still in their "
-        "handshake are bounded apart: at most this many, the oldest dropped for a newcomer)"),
+        "handshake are bounded apart: max_pending)"),
+    PPS_CONFIG_INT(
+        "server", "max_pending", "64", 1, 1024,
+        "connections in their handshake (TLS, HELLO, AUTH) at once; at the bound, the one "
+        "dropped for a newcomer is of the address holding most of them, of those the one "
+        "that has sent least, then the oldest (the newcomer itself if it is that one)"),
     PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
                    "seconds between status lines on stderr"),
     PPS_CONFIG_INT(
@@ -258,6 +263,7 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	memset(lp, 0, sizeof(*lp));
 	lp->max_clients = (unsigned)pps_config_get_int(c, "server", "max_clients");
 	lp->max_per_address = (unsigned)pps_config_get_int(c, "server", "max_clients_per_address");
+	lp->max_pending = (unsigned)pps_config_get_int(c, "server", "max_pending");
 	lp->recovery.min_interval_us = PPS_DEFAULT_RECOVERY_MIN_INTERVAL_US;
 	lp->recovery.client_interval_us = PPS_SESSION_LOSS_IDR_INTERVAL_US;
 	lp->recovery.budget_pct = (unsigned)pps_config_get_int(c, "server", "recovery_budget_pct");

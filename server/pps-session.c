@@ -93,7 +93,8 @@ refuse(pps_session_t *s, pps_wire_bye_reason_t reason, const char *why)
 {
 	pps_log(&s->params.log, PPS_LOG_INFO, "client %s: %s; disconnecting", s->peer, why);
 	s->bye_reason = (int)reason;
-	pps_session_say_bye(s, reason, why);
+	if (pps_transport_input_seen(s->transport))
+		pps_session_say_bye(s, reason, why);
 	session_close(s);
 }
 
@@ -736,6 +737,25 @@ pps_session_say_bye(pps_session_t *s, pps_wire_bye_reason_t reason, const char *
 		if (recv(s->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
 			break;
 	}
+}
+
+unsigned
+pps_session_progress(const pps_session_t *s)
+{
+	switch (s->state) {
+	case PPS_SESSION_STREAMING:
+		return 3;
+	case PPS_SESSION_AWAIT_AUTH:
+		return 2;
+	default:
+		return pps_transport_input_seen(s->transport) ? 1 : 0;
+	}
+}
+
+int
+pps_session_fd(const pps_session_t *s)
+{
+	return s->fd;
 }
 
 const char *

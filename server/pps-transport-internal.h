@@ -27,6 +27,7 @@ struct pps_transport {
 	pps_transport_events_t events; /* the owner's: the top's only */
 	void *user;
 	bool stopped;
+	bool input_seen; /* the top's: pps_transport_input_ready() ran */
 };
 
 /* Sets up @t with @ops over @underlying (NULL for a bottom transport, which

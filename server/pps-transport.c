@@ -92,6 +92,7 @@ pps_transport_input_ready(pps_transport_t *t)
 	uint8_t buf[4096];
 
 	t = top_of(t);
+	t->input_seen = true;
 	/*
 	 * A socket is level-triggered: one read per wake-up, the loop comes back
 	 * for the rest after every other connection had its turn. A layer that
@@ -254,6 +255,14 @@ pps_transport_kick(pps_transport_t *t)
 	DOWN_TO(t, kick);
 	if (t)
 		t->ops->kick(t);
+}
+
+bool
+pps_transport_input_seen(const pps_transport_t *t)
+{
+	while (t && t->over)
+		t = t->over;
+	return t && t->input_seen;
 }
 
 bool

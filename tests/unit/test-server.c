@@ -267,10 +267,23 @@ test_handshake_timeout(void)
 	pps_listener_check_timeouts(f.listener);
 	run_loop(f.base);
 	peer_read(&c);
-	CHECK(c.got_bye);
-	CHECK_EQ_INT(c.bye_reason, PPS_WIRE_BYE_PROTOCOL);
+	/* It said nothing: closed without a BYE it may not understand. */
+	CHECK(c.eof && !c.got_bye);
 	CHECK_EQ_INT(stats_of(&f).sessions, 0);
 	CHECK_EQ_INT(stats_of(&f).handshakes_dropped, 1);
+	peer_close(&c);
+
+	/* A HELLO begun and not finished: told why. */
+	CHECK_EQ_INT(connect_peer(&f, &c, "10.0.0.1", false), 0);
+	REQUIRE(send(c.fd, "\x01", 1, MSG_NOSIGNAL) == 1);
+	run_loop(f.base);
+	fake_now_us += 5100000;
+	pps_listener_check_timeouts(f.listener);
+	run_loop(f.base);
+	peer_read(&c);
+	CHECK(c.got_bye);
+	CHECK_EQ_INT(c.bye_reason, PPS_WIRE_BYE_PROTOCOL);
+	CHECK_EQ_INT(stats_of(&f).handshakes_dropped, 2);
 	peer_close(&c);
 	fixture_free(&f);
 }
@@ -517,13 +530,103 @@ test_limits(void)
 	connect_peer(&f, &a, "10.0.0.3", false);
 	peer_read(&e);
 	peer_read(&g);
-	CHECK(e.got_bye && e.bye_reason == PPS_WIRE_BYE_PROTOCOL);
-	CHECK(!g.got_bye);
+	CHECK(e.eof && !e.got_bye);
+	CHECK(!g.eof);
 	CHECK_EQ_INT(stats_of(&f).sessions, 2);
 	CHECK_EQ_INT(stats_of(&f).handshakes_dropped, 1);
 	peer_close(&e);
 	peer_close(&g);
 	peer_close(&a);
+	fixture_free(&f);
+}
+
+/* Adds the server end of a new pair from @ip without running the loop: a
+ * burst of accepts before any read event is served. */
+static int
+add_unread(fixture_t *f, peer_t *peer, const char *ip, bool tcp)
+{
+	int fds[2];
+	struct sockaddr_in sin = addr_of(ip, 40000);
+
+	if (tcp)
+		pps_test_tcp_pair(fds);
+	else
+		unix_pair(fds);
+	peer_init(peer, fds[0]);
+	return pps_listener_add(f->listener, fds[1], (struct sockaddr *)&sin, sizeof(sin));
+}
+
+/*
+ * A connect flood from many addresses, faster than the loop reads: the
+ * clients that have said something (a whole HELLO, or the first bytes of a
+ * handshake, read or not yet) stay in the pool; the silent flood pushes out
+ * only itself.
+ */
+static void
+test_pool_flood(void)
+{
+	enum { ADDRESSES = 16, PER_ADDRESS = 4, ROUNDS = 50 };
+	static peer_t flood[ADDRESSES * PER_ADDRESS];
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t hello, partial, late;
+	char ip[32];
+
+	default_params(&params);
+	params.max_pending = 8;
+	fixture_new(&f, &params);
+	for (size_t i = 0; i < ADDRESSES * PER_ADDRESS; i++)
+		flood[i].fd = -1;
+	/* A client whose HELLO is in the socket, not read yet; one half-way
+	 * through its handshake (read already). */
+	CHECK_EQ_INT(add_unread(&f, &hello, "10.1.0.1", true), 0);
+	peer_hello(&hello, false);
+	CHECK_EQ_INT(connect_peer(&f, &partial, "10.1.0.2", false), 0);
+	REQUIRE(send(partial.fd, "\x01", 1, MSG_NOSIGNAL) == 1);
+	run_loop(f.base);
+	/* The flood: each connection re-opened as soon as it is dropped (here:
+	 * every round), all accepted before the loop reads anything. */
+	for (int round = 0; round < ROUNDS; round++) {
+		for (size_t i = 0; i < ADDRESSES * PER_ADDRESS; i++) {
+			if (flood[i].fd >= 0)
+				peer_close(&flood[i]);
+			snprintf(ip, sizeof(ip), "10.2.0.%zu", i / PER_ADDRESS + 1);
+			flood[i].fd = -1;
+			add_unread(&f, &flood[i], ip, false);
+		}
+		if (round == ROUNDS / 2) {
+			/* A newcomer in the middle of it, HELLO sent with its connect. */
+			CHECK_EQ_INT(add_unread(&f, &late, "10.1.0.3", true), 0);
+			peer_hello(&late, false);
+		}
+	}
+	run_loop(f.base);
+	peer_read(&hello);
+	peer_read(&late);
+	CHECK(hello.got_stream_info && !hello.got_bye);
+	CHECK(late.got_stream_info && !late.got_bye);
+	peer_read(&partial);
+	CHECK(!partial.got_bye && !partial.eof);
+	CHECK_EQ_INT(stats_of(&f).streaming, 2);
+	CHECK(stats_of(&f).sessions <= 2 + params.max_pending);
+	for (size_t i = 0; i < ADDRESSES * PER_ADDRESS; i++)
+		if (flood[i].fd >= 0)
+			peer_close(&flood[i]);
+	peer_close(&hello);
+	peer_close(&partial);
+	peer_close(&late);
+
+	/* One address cannot take the pool from another: its own newcomers go. */
+	peer_t one[12], other;
+	CHECK_EQ_INT(add_unread(&f, &other, "10.3.0.1", false), 0);
+	for (int i = 0; i < 12; i++)
+		add_unread(&f, &one[i], "10.3.0.2", false);
+	run_loop(f.base);
+	peer_read(&other);
+	CHECK(!other.eof);
+	for (int i = 0; i < 12; i++)
+		peer_close(&one[i]);
+	peer_close(&other);
 	fixture_free(&f);
 }
 
@@ -713,6 +816,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_stalled_client_displaced);
 	PPS_TEST_RUN(test_limits);
 	PPS_TEST_RUN(test_refusal_logs_bounded);
+	PPS_TEST_RUN(test_pool_flood);
 	PPS_TEST_RUN(test_listener_defers_idr);
 	PPS_TEST_RUN(test_recovery_bounds);
 	PPS_TEST_RUN(test_recovery_budget_under_churn);
