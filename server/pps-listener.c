@@ -64,6 +64,13 @@ struct pps_listener {
 	pps_log_limit_t peer_log_limit;
 	pps_log_t peer_log;
 	pps_tls_ctx_t *tls_ctx; /* from params.tls_cert/tls_key at listen; NULL: plaintext */
+	/* Tries at the access token, per address: a token bucket each. */
+	struct auth_bucket {
+		uint32_t host_key;
+		bool used;
+		double tries;
+		int64_t last_us;
+	} auth[PPS_LISTENER_AUTH_ADDRESSES];
 };
 
 static int64_t
@@ -221,6 +228,70 @@ session_admit_cb(pps_session_t *session, void *user)
 	            l->params.max_clients);
 	l->stats.clients_refused++;
 	return false;
+}
+
+/* The bucket of @host_key, refilled to now; with @create, a new one (in
+ * place of a full one, or of the longest idle) if it has none. */
+static struct auth_bucket *
+auth_bucket(pps_listener_t *l, uint32_t host_key, bool create)
+{
+	int64_t now = listener_now(l);
+	struct auth_bucket *found = NULL, *spare = NULL;
+
+	for (size_t i = 0; i < PPS_LISTENER_AUTH_ADDRESSES; i++) {
+		struct auth_bucket *b = &l->auth[i];
+
+		if (b->used) {
+			if (now > b->last_us) {
+				b->tries += (double)(now - b->last_us) *
+				            PPS_LISTENER_AUTH_TRIES_PER_S / 1e6;
+				b->last_us = now;
+			}
+			if (b->tries >= PPS_LISTENER_AUTH_BURST) {
+				b->tries = PPS_LISTENER_AUTH_BURST;
+				b->used = false; /* full: as good as new */
+			}
+		}
+		if (b->used && b->host_key == host_key)
+			found = b;
+		else if (!spare || (spare->used && (!b->used || b->last_us < spare->last_us)))
+			spare = b;
+	}
+	if (found || !create)
+		return found;
+	*spare = (struct auth_bucket){
+	    .host_key = host_key, .used = true, .tries = PPS_LISTENER_AUTH_BURST, .last_us = now};
+	return spare;
+}
+
+static bool
+session_auth_try_cb(pps_session_t *session, bool take, int64_t *wait_us, void *user)
+{
+	pps_listener_t *l = user;
+	link_t *k = find_link(l, session);
+	struct auth_bucket *b = k ? auth_bucket(l, k->host_key, take) : NULL;
+
+	if (!b)
+		return true;
+	if (b->tries < 1.0) {
+		*wait_us = (int64_t)((1.0 - b->tries) * 1e6 / PPS_LISTENER_AUTH_TRIES_PER_S);
+		l->stats.auth_throttled++;
+		return false;
+	}
+	if (take)
+		b->tries -= 1.0;
+	return true;
+}
+
+static void
+session_auth_result_cb(pps_session_t *session, bool ok, void *user)
+{
+	pps_listener_t *l = user;
+	link_t *k = find_link(l, session);
+	struct auth_bucket *b = k && ok ? auth_bucket(l, k->host_key, false) : NULL;
+
+	if (b && b->tries + 1.0 <= PPS_LISTENER_AUTH_BURST)
+		b->tries += 1.0; /* a right token costs nothing */
 }
 
 static void
@@ -493,6 +564,8 @@ pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
 	l->base = base;
 	l->params = *params;
 	l->params.session.admit_cb = session_admit_cb;
+	l->params.session.auth_try_cb = session_auth_try_cb;
+	l->params.session.auth_result_cb = session_auth_result_cb;
 	l->peer_log_limit.clock_cb = limit_clock_cb;
 	l->peer_log_limit.clock_user = l;
 	pps_log_limit_init(&l->peer_log_limit, &params->log, PPS_LOG_LIMIT_LINES_PER_S,

@@ -165,6 +165,15 @@ typedef int64_t (*pps_session_clock_cb)(void *user);
  * (false: it is refused with BYE server-full)? */
 typedef bool (*pps_session_admit_cb)(pps_session_t *session, void *user);
 
+/* Tries at the access token, per address (the listener's): with @take false,
+ * whether the peer may try now (it is sent a CHALLENGE); with @take true, a
+ * try is spent before its AUTH is checked. false: not now, *wait_us until it
+ * may. The result follows with pps_session_auth_result_cb (a right token
+ * gives its try back). */
+typedef bool (*pps_session_auth_try_cb)(pps_session_t *session, bool take, int64_t *wait_us,
+                                        void *user);
+typedef void (*pps_session_auth_result_cb)(pps_session_t *session, bool ok, void *user);
+
 typedef struct {
 	pps_minbuf_params_t transport;
 	pps_path_params_t path;
@@ -172,6 +181,8 @@ typedef struct {
 	                           * by challenge-response (HELLO flag, CHALLENGE, AUTH) */
 	int64_t evict_after_us;   /* no data taken for this long: BYE too-slow; 0 never */
 	pps_session_admit_cb admit_cb;
+	pps_session_auth_try_cb auth_try_cb;       /* NULL: no bound on tries */
+	pps_session_auth_result_cb auth_result_cb; /* NULL: not told */
 	pps_sched_params_t sched;
 	pps_wire_stream_info_t stream_info;
 	int64_t hello_timeout_us;

@@ -131,6 +131,7 @@ typedef struct {
 	uint64_t clients_total;        /* connections accepted */
 	uint64_t clients_refused;      /* refused at accept or at HELLO (full, per address) */
 	uint64_t clients_unauthorized; /* refused with BYE unauthorized */
+	uint64_t auth_throttled;       /* of them, refused untried: their address's tries spent */
 	uint64_t clients_evicted;      /* dropped with BYE too-slow */
 	uint64_t handshakes_dropped;   /* pending: for a newcomer, a timeout, bad bytes */
 	uint64_t log_lines_unlogged;   /* lines peers caused past the log's rate limit */
@@ -138,6 +139,12 @@ typedef struct {
 } pps_listener_stats_t;
 
 typedef struct pps_listener pps_listener_t;
+
+/* Tries at the access token per address: a burst, then a rate; addresses
+ * remembered at once (a full bucket is as good as forgotten). */
+#define PPS_LISTENER_AUTH_BURST       5
+#define PPS_LISTENER_AUTH_TRIES_PER_S 2
+#define PPS_LISTENER_AUTH_ADDRESSES   256
 
 /* The largest handshake pool a listener keeps. */
 #define PPS_LISTENER_MAX_PENDING_LIMIT 1024

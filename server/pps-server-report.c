@@ -253,6 +253,7 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 	json_object_set_int_member(o, "clients_evicted", (gint64)l->clients_evicted);
 	json_object_set_int_member(o, "handshakes_dropped", (gint64)l->handshakes_dropped);
 	json_object_set_int_member(o, "log_lines_unlogged", (gint64)l->log_lines_unlogged);
+	json_object_set_int_member(o, "auth_throttled", (gint64)l->auth_throttled);
 	json_object_set_double_member(
 	    o, "cpu_user_s",
 	    round_ms((double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6));

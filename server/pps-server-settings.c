@@ -29,6 +29,36 @@ static const char *const audio_transport_names[] = {
     NULL,
 };
 
+/*
+ * An access token is only as good as its guessing is hard: anyone who sees a
+ * CHALLENGE and its AUTH (no TLS) can test guesses offline at any speed. At
+ * least 16 characters of which 8 different (a floor against "password" and
+ * "aaaa...", not a measure of entropy).
+ */
+#define PPS_SERVER_TOKEN_MIN_BYTES    16
+#define PPS_SERVER_TOKEN_MIN_DISTINCT 8
+
+static unsigned
+distinct_bytes(const char *text)
+{
+	bool seen[256] = {false};
+	unsigned n = 0;
+
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+		if (!seen[*c]) {
+			seen[*c] = true;
+			n++;
+		}
+	return n;
+}
+
+static bool
+token_strong(const char *token)
+{
+	return strlen(token) >= PPS_SERVER_TOKEN_MIN_BYTES &&
+	       distinct_bytes(token) >= PPS_SERVER_TOKEN_MIN_DISTINCT;
+}
+
 static const pps_config_key_t keys[] = {
     /* [server] */
     PPS_CONFIG_ADDRESS(
@@ -62,7 +92,9 @@ static const pps_config_key_t keys[] = {
         "server", "access_token", "",
         "if set, only clients that prove they hold this token are served (client."
         "access_token; challenge-response with HMAC-SHA256, the token never crosses the "
-        "wire; the stream itself is not encrypted unless tls_cert is set)"),
+        "wire; the stream itself is not encrypted unless tls_cert is set); at least 16 "
+        "characters with 8 different ones; wrong tokens from one address are answered "
+        "5 at once, then 2 a second"),
     PPS_CONFIG_STRING(
         "server", "tls_cert", "",
         "PEM file of the server's certificate (chain): with tls_key, every connection is "
@@ -271,6 +303,15 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	if (strlen(sp->access_token) > PPS_WIRE_MAX_AUTH_BYTES) {
 		snprintf(err, err_size, "[server] access_token: at most %d bytes",
 		         PPS_WIRE_MAX_AUTH_BYTES);
+		return -EINVAL;
+	}
+	if (sp->access_token[0] && !token_strong(sp->access_token)) {
+		snprintf(
+		    err, err_size,
+		    "[server] access_token: too weak (%zu characters, %u different): at least "
+		    "%d characters with %d different ones, e.g. from `openssl rand -base64 18`",
+		    strlen(sp->access_token), distinct_bytes(sp->access_token),
+		    PPS_SERVER_TOKEN_MIN_BYTES, PPS_SERVER_TOKEN_MIN_DISTINCT);
 		return -EINVAL;
 	}
 	lp->tls_cert = pps_config_get_string(c, "server", "tls_cert");

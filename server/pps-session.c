@@ -314,6 +314,23 @@ admit(pps_session_t *s)
 		s->ready_cb(s, s->user);
 }
 
+/* Whether the peer may try a token now (@take: spending a try); if not, it
+ * is refused, told when it may try again. */
+static bool
+auth_may_try(pps_session_t *s, bool take)
+{
+	int64_t wait_us = 0;
+	char why[96];
+
+	if (!s->params.auth_try_cb || s->params.auth_try_cb(s, take, &wait_us, s->user))
+		return true;
+	snprintf(why, sizeof(why),
+	         "too many wrong access tokens from this address: next try in %lld ms",
+	         (long long)(wait_us + 999) / 1000);
+	refuse(s, PPS_WIRE_BYE_UNAUTHORIZED, why);
+	return false;
+}
+
 static void
 handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 {
@@ -354,6 +371,8 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 			                       : "access token required");
 			return;
 		}
+		if (!auth_may_try(s, false))
+			return;
 		ret = pps_wire_auth_nonce(s->nonce);
 		if (ret < 0) {
 			snprintf(why, sizeof(why), "no random nonce: %s", strerror(-ret));
@@ -377,9 +396,15 @@ static void
 handle_auth(pps_session_t *s, const pps_wire_auth_t *auth)
 {
 	uint8_t want[PPS_WIRE_MAC_BYTES];
+	bool ok;
 
+	if (!auth_may_try(s, true))
+		return;
 	pps_wire_auth_mac(s->params.access_token, strlen(s->params.access_token), s->nonce, want);
-	if (!pps_wire_auth_equal(want, auth->mac)) {
+	ok = pps_wire_auth_equal(want, auth->mac);
+	if (s->params.auth_result_cb)
+		s->params.auth_result_cb(s, ok, s->user);
+	if (!ok) {
 		refuse(s, PPS_WIRE_BYE_UNAUTHORIZED, "wrong access token");
 		return;
 	}

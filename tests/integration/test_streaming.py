@@ -386,7 +386,7 @@ def access_token(build, workdir):
     refused (BYE unauthorized, counted), the right one streams."""
     import hashlib
     import hmac
-    token = b"s3cret-token"
+    token = b"s3cret-token-for-tests"
     srv = Server(build, workdir, "server.access_token=" + token.decode())
     try:
         none = Client(build, workdir, srv.address, duration=3, name="none")
@@ -439,13 +439,20 @@ def access_token(build, workdir):
                         "server.access_token=" + "x" * 65], capture_output=True, text=True,
                        timeout=10)
     check(p.returncode == 2 and "at most 64 bytes" in p.stderr, p.stderr)
+    # Tokens a guesser would try first are refused at start, saying the rule.
+    for weak in ("t0ken", "aaaaaaaaaaaaaaaaaaaa", "abcabcabcabcabcabc"):
+        p = subprocess.run([os.path.join(build, "server", "pps-server"), "--set",
+                            "server.access_token=" + weak], capture_output=True, text=True,
+                           timeout=10)
+        check(p.returncode == 2 and "too weak" in p.stderr and "at least 16 characters"
+              in p.stderr, "weak token %r: %s" % (weak, p.stderr))
 
 
 def beyond_loopback_warning(build, workdir):
     """Listening beyond loopback without a token draws a warning; with a
     token, or on loopback, none."""
     warn = "listening beyond loopback without [server] access_token"
-    for listen, token, want in (("0.0.0.0:0", "", True), ("0.0.0.0:0", "t0ken", False),
+    for listen, token, want in (("0.0.0.0:0", "", True), ("0.0.0.0:0", "t0ken-beyond-loopback", False),
                                 ("127.0.0.1:0", "", False)):
         srv = Server(build, workdir, "server.access_token=" + token, extra=["--listen", listen])
         log = srv.log()

@@ -206,7 +206,7 @@ def tls_config(build, workdir):
     for tls, want in ((False, True), (True, False)):
         extra = ["--set", "server.tls_cert=" + cert, "--set", "server.tls_key=" + key] \
             if tls else []
-        srv = Server(build, workdir, "server.access_token=t0ken",
+        srv = Server(build, workdir, "server.access_token=t0ken-over-tls-1",
                      extra=["--listen", "0.0.0.0:0"] + extra)
         log = srv.log()
         srv.stop()

@@ -540,6 +540,76 @@ test_limits(void)
 	fixture_free(&f);
 }
 
+/* One guess from @ip: connect, HELLO, and AUTH with @token if challenged.
+ * 1: streams, 0: refused after its AUTH was checked, -1: refused untried. */
+static int
+guess(fixture_t *f, const char *ip, const char *token)
+{
+	peer_t p;
+	int ret;
+
+	connect_peer(f, &p, ip, true);
+	peer_hello(&p, true);
+	run_loop(f->base);
+	peer_read(&p);
+	if (!p.got_challenge) {
+		CHECK(p.got_bye && p.bye_reason == PPS_WIRE_BYE_UNAUTHORIZED);
+		peer_close(&p);
+		return -1;
+	}
+	peer_auth(&p, token);
+	run_loop(f->base);
+	peer_read(&p);
+	ret = p.got_stream_info ? 1 : 0;
+	CHECK(ret == 1 || (p.got_bye && p.bye_reason == PPS_WIRE_BYE_UNAUTHORIZED));
+	peer_close(&p);
+	run_loop(f->base);
+	return ret;
+}
+
+/*
+ * Guessing the token: after a few wrong ones an address gets a try only as
+ * often as PPS_LISTENER_AUTH_TRIES_PER_S; an honest client elsewhere is
+ * admitted meanwhile, and one at the same address once a try is due.
+ */
+static void
+test_auth_backoff(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	int tried = 0, untried = 0;
+
+	default_params(&params);
+	params.max_clients = 8;
+	params.session.access_token = "s3cret";
+	fixture_new(&f, &params);
+	for (int i = 0; i < 50; i++) {
+		int r = guess(&f, "10.0.0.66", "guess");
+
+		CHECK(r <= 0);
+		tried += r == 0;
+		untried += r < 0;
+	}
+	CHECK_EQ_INT(tried, PPS_LISTENER_AUTH_BURST);
+	CHECK_EQ_INT(untried, 50 - PPS_LISTENER_AUTH_BURST);
+	CHECK_EQ_INT(stats_of(&f).auth_throttled, 50 - PPS_LISTENER_AUTH_BURST);
+	/* Elsewhere, the right token streams at once. */
+	CHECK_EQ_INT(guess(&f, "10.0.0.67", "s3cret"), 1);
+	/* Ten seconds of guessing, one every 10 ms of the fake clock: tries
+	 * at the refill rate only. */
+	tried = 0;
+	for (int i = 0; i < 1000; i++) {
+		fake_now_us += 10000;
+		tried += guess(&f, "10.0.0.66", "guess") == 0;
+	}
+	CHECK(tried >= 10 * PPS_LISTENER_AUTH_TRIES_PER_S - 1 &&
+	      tried <= 10 * PPS_LISTENER_AUTH_TRIES_PER_S + 1);
+	/* The same address with the right token, once a try is due. */
+	fake_now_us += 1000000 / PPS_LISTENER_AUTH_TRIES_PER_S;
+	CHECK_EQ_INT(guess(&f, "10.0.0.66", "s3cret"), 1);
+	fixture_free(&f);
+}
+
 /* Adds the server end of a new pair from @ip without running the loop: a
  * burst of accepts before any read event is served. */
 static int
@@ -817,6 +887,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_limits);
 	PPS_TEST_RUN(test_refusal_logs_bounded);
 	PPS_TEST_RUN(test_pool_flood);
+	PPS_TEST_RUN(test_auth_backoff);
 	PPS_TEST_RUN(test_listener_defers_idr);
 	PPS_TEST_RUN(test_recovery_bounds);
 	PPS_TEST_RUN(test_recovery_budget_under_churn);
