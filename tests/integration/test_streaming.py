@@ -463,9 +463,11 @@ def beyond_loopback_warning(build, workdir):
 
 def silent_connections(build, workdir):
     """Connections that never say HELLO cannot lock viewers out: they do not
-    count toward max_clients, the oldest goes when the handshake slots are
-    full, and one address holds at most max_clients_per_address of them."""
-    srv = Server(build, workdir, "server.max_clients=4", "server.max_clients_per_address=2")
+    count toward max_clients, one of an address holding most of the pool goes
+    when it is full (max_pending), and one address holds at most
+    max_clients_per_address of them."""
+    srv = Server(build, workdir, "server.max_clients=4", "server.max_pending=4",
+                 "server.max_clients_per_address=2")
     silent = []
     try:
         for src in ("127.0.0.2", "127.0.0.3"):
@@ -481,10 +483,20 @@ def silent_connections(build, workdir):
         viewer = Client(build, workdir, srv.address, duration=4, name="viewer")
         rc = viewer.wait()
         log = srv.log()
+        # Those dropped (for the viewer, or at the handshake timeout) said
+        # nothing: closed without a BYE.
+        dropped = []
+        for s in silent:
+            s.settimeout(0.5)
+            try:
+                dropped.append(s.recv(64))
+            except (socket.timeout, OSError):
+                pass
     finally:
         for s in silent:
             s.close()
         srv.stop()
+    check(b"" in dropped and all(d == b"" for d in dropped), "silent ones got %r" % dropped)
     check(any(k == 8 and b"too many connections from 127.0.0.2" in body for k, body in bye),
           "3rd connection from one address not refused: %r" % bye)
     check(rc == 0 and viewer.summary()["frames_shown"] > 60, "viewer exit %d: %s"
