@@ -519,6 +519,7 @@ start(pps_connection_t *c)
 		ended(c, "out of memory", true);
 		return;
 	}
+	pps_wire_parser_set_sender(c->parser, PPS_WIRE_FROM_SERVER);
 	tv = pps_time_us_to_timeval(c->params.handshake_timeout_us);
 	event_add(c->handshake_timer, &tv);
 	/* Validated by the configuration loader already. */

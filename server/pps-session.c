@@ -630,6 +630,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
 	if (!s->parser)
 		goto err_free;
+	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_CLIENT);
 	s->path = pps_path_new(&params->path);
 	if (!s->path)
 		goto err_free; /* errno: EINVAL for the path parameters, ENOMEM */

@@ -412,9 +412,27 @@ struct pps_wire_parser {
 	size_t need;            /* header + body length once the header is in, else header */
 	bool returned;          /* the record in buf was handed out by the last call */
 	pps_wire_error_t error; /* PPS_WIRE_OK until it fails */
+	pps_wire_sender_t sender;
 	char message[192];
 	uint8_t buf[]; /* max_record_bytes */
 };
+
+bool
+pps_wire_kind_sent_by(unsigned kind, pps_wire_sender_t sender)
+{
+	bool client = kind == PPS_WIRE_HELLO || kind == PPS_WIRE_CLOCK_PING ||
+	              kind == PPS_WIRE_AUTH || kind == PPS_WIRE_RECOVERY_REQUEST;
+
+	if (kind == PPS_WIRE_BYE || sender == PPS_WIRE_FROM_ANY)
+		return true;
+	return sender == PPS_WIRE_FROM_CLIENT ? client : !client;
+}
+
+void
+pps_wire_parser_set_sender(pps_wire_parser_t *p, pps_wire_sender_t sender)
+{
+	p->sender = sender;
+}
 
 pps_wire_parser_t *
 pps_wire_parser_new(size_t max_record_bytes)
@@ -797,6 +815,11 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_AUDIO_FRAME)
 				return fail(p, PPS_WIRE_ERR_KIND, "record header: kind %u unknown",
 				            kind);
+			if (!pps_wire_kind_sent_by(kind, p->sender))
+				return fail(p, PPS_WIRE_ERR_KIND, "%s is a %s record",
+				            pps_wire_kind_name(kind),
+				            p->sender == PPS_WIRE_FROM_CLIENT ? "server"
+				                                              : "client");
 			if (PPS_WIRE_HEADER_BYTES + body > p->max_record_bytes)
 				return fail(p, PPS_WIRE_ERR_TOO_LONG,
 				            "%s: length %zu over the maximum %zu",

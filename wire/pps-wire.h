@@ -285,6 +285,20 @@ void pps_wire_parser_free(pps_wire_parser_t *parser);
 int pps_wire_parser_next(pps_wire_parser_t *parser, const uint8_t **data, size_t *len,
                          pps_wire_record_t *out);
 
+/* Who sends the records a parser reads. */
+typedef enum {
+	PPS_WIRE_FROM_ANY = 0, /* every kind (tools, fuzzers) */
+	PPS_WIRE_FROM_CLIENT,  /* HELLO, CLOCK_PING, AUTH, RECOVERY_REQUEST, BYE */
+	PPS_WIRE_FROM_SERVER,  /* the others, and BYE */
+} pps_wire_sender_t;
+
+/* Records of a kind @sender does not send fail at their header, before their
+ * body is read (PPS_WIRE_ERR_KIND: "STREAM_INFO is a server record"). */
+void pps_wire_parser_set_sender(pps_wire_parser_t *parser, pps_wire_sender_t sender);
+
+/* Whether @sender sends records of @kind. */
+bool pps_wire_kind_sent_by(unsigned kind, pps_wire_sender_t sender);
+
 /* What the failure was (PPS_WIRE_OK while the parser has not failed). */
 pps_wire_error_t pps_wire_parser_error_code(const pps_wire_parser_t *parser);
 

@@ -516,6 +516,58 @@ test_rejections(void)
 
 /* The MAC against an independent HMAC-SHA256 (Python's hmac module):
  * hmac.new(b"s3cret", b"ppstream-auth-v1" + bytes(range(32)), "sha256"). */
+/* A parser told who sends refuses the other side's kinds at the header,
+ * naming them, even when their body would not parse (a client's STREAM_INFO
+ * of another version is not an "unsupported version"). */
+static void
+test_sender(void)
+{
+	pps_wire_record_t r[13];
+	uint8_t buf[2048];
+	const uint8_t *data;
+	size_t len;
+	pps_wire_record_t out;
+	pps_wire_parser_t *p;
+
+	make_records(r);
+	for (unsigned kind = PPS_WIRE_HELLO; kind <= PPS_WIRE_AUDIO_FRAME; kind++) {
+		bool client = kind == PPS_WIRE_HELLO || kind == PPS_WIRE_CLOCK_PING ||
+		              kind == PPS_WIRE_AUTH || kind == PPS_WIRE_RECOVERY_REQUEST;
+
+		CHECK(pps_wire_kind_sent_by(kind, PPS_WIRE_FROM_ANY));
+		CHECK(pps_wire_kind_sent_by(kind, PPS_WIRE_FROM_CLIENT) ==
+		      (client || kind == PPS_WIRE_BYE));
+		CHECK(pps_wire_kind_sent_by(kind, PPS_WIRE_FROM_SERVER) == !client);
+	}
+	r[1].u.stream_info.protocol_version = 9;
+	len = (size_t)encode_into(&r[1], buf);
+	data = buf;
+	p = pps_wire_parser_new(4096);
+	REQUIRE(p);
+	pps_wire_parser_set_sender(p, PPS_WIRE_FROM_CLIENT);
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), -EPROTO);
+	CHECK_EQ_INT(pps_wire_parser_error_code(p), PPS_WIRE_ERR_KIND);
+	CHECK(strcmp(pps_wire_parser_error(p), "STREAM_INFO is a server record") == 0);
+	pps_wire_parser_free(p);
+
+	for (int i = 0; i < 13; i++) {
+		if (r[i].kind != PPS_WIRE_HELLO && r[i].kind != PPS_WIRE_BYE)
+			continue;
+		len = (size_t)encode_into(&r[i], buf);
+		data = buf;
+		p = pps_wire_parser_new(4096);
+		REQUIRE(p);
+		pps_wire_parser_set_sender(p, PPS_WIRE_FROM_SERVER);
+		if (r[i].kind == PPS_WIRE_BYE) {
+			CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), 0);
+		} else {
+			CHECK_EQ_INT(pps_wire_parser_next(p, &data, &len, &out), -EPROTO);
+			CHECK(strcmp(pps_wire_parser_error(p), "HELLO is a client record") == 0);
+		}
+		pps_wire_parser_free(p);
+	}
+}
+
 static void
 test_auth_mac(void)
 {
@@ -550,5 +602,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_auth_mac);
 	PPS_TEST_RUN(test_encode_limits);
 	PPS_TEST_RUN(test_rejections);
+	PPS_TEST_RUN(test_sender);
 	return pps_test_result();
 }
