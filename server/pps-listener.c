@@ -209,10 +209,16 @@ session_admit_cb(pps_session_t *session, void *user)
 	count_sessions_by_kind(l, &streaming, &audio_only, &pending);
 	/* A client's audio connections are not clients: they have a bound of
 	 * their own, PPS_LISTENER_AUDIO_PER_CLIENT per client slot. */
-	if (pps_session_audio_only(session))
-		return audio_only < l->params.max_clients * PPS_LISTENER_AUDIO_PER_CLIENT;
-	if (streaming < l->params.max_clients)
+	if (pps_session_audio_only(session)) {
+		if (audio_only >= l->params.max_clients * PPS_LISTENER_AUDIO_PER_CLIENT)
+			return false;
+		l->stats.audio_connections_total++;
 		return true;
+	}
+	if (streaming < l->params.max_clients) {
+		l->stats.clients_total++;
+		return true;
+	}
 	stalled = most_stalled(l);
 	if (stalled) {
 		char why[96];
@@ -222,6 +228,7 @@ session_admit_cb(pps_session_t *session, void *user)
 		         (long long)(pps_session_stalled_us(stalled) / 1000));
 		/* Synchronous: closed_cb takes it off the list and counts it. */
 		pps_session_refuse(stalled, PPS_WIRE_BYE_TOO_SLOW, why);
+		l->stats.clients_total++;
 		return true;
 	}
 	log_refusal(l, "refused %s: server full (max_clients %u)", pps_session_peer(session),
@@ -525,7 +532,7 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	k->seq = l->next_seq++;
 	k->next = l->sessions;
 	l->sessions = k;
-	l->stats.clients_total++;
+	l->stats.connections_total++;
 	return 0;
 }
 

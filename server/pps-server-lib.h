@@ -126,15 +126,19 @@ typedef struct {
 } pps_listener_callbacks_t;
 
 typedef struct {
-	unsigned sessions;             /* open, in any state */
-	unsigned streaming;            /* of them, admitted */
-	uint64_t clients_total;        /* connections accepted */
-	uint64_t clients_refused;      /* refused at accept or at HELLO (full, per address) */
-	uint64_t clients_unauthorized; /* refused with BYE unauthorized */
-	uint64_t auth_throttled;       /* of them, refused untried: their address's tries spent */
-	uint64_t clients_evicted;      /* dropped with BYE too-slow */
-	uint64_t handshakes_dropped;   /* pending: for a newcomer, a timeout, bad bytes */
-	uint64_t log_lines_unlogged;   /* lines peers caused past the log's rate limit */
+	unsigned sessions;                /* open, in any state */
+	unsigned streaming;               /* of them, admitted */
+	uint64_t connections_total;       /* TCP connections accepted (HTTP fetches and failed
+	                                   * handshakes included) */
+	uint64_t clients_total;           /* clients admitted to the stream (audio-only connections
+	                                   * apart) */
+	uint64_t audio_connections_total; /* audio-only connections admitted */
+	uint64_t clients_refused;         /* refused at accept or at HELLO (full, per address) */
+	uint64_t clients_unauthorized;    /* refused with BYE unauthorized */
+	uint64_t auth_throttled;     /* of them, refused untried: their address's tries spent */
+	uint64_t clients_evicted;    /* dropped with BYE too-slow */
+	uint64_t handshakes_dropped; /* pending: for a newcomer, a timeout, bad bytes */
+	uint64_t log_lines_unlogged; /* lines peers caused past the log's rate limit */
 	pps_recovery_stats_t recovery;
 } pps_listener_stats_t;
 

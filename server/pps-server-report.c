@@ -248,6 +248,9 @@ write_stats_json(const char *path, int quality_layers, double secs, const pps_me
 	json_object_set_double_member(o, "capture_to_ready_p50_ms", m->capture_to_ready_p50_ms);
 	json_object_set_double_member(o, "capture_to_ready_p95_ms", m->capture_to_ready_p95_ms);
 	json_object_set_int_member(o, "clients_total", (gint64)l->clients_total);
+	json_object_set_int_member(o, "audio_connections_total",
+	                           (gint64)l->audio_connections_total);
+	json_object_set_int_member(o, "connections_total", (gint64)l->connections_total);
 	json_object_set_int_member(o, "clients_refused", (gint64)l->clients_refused);
 	json_object_set_int_member(o, "clients_unauthorized", (gint64)l->clients_unauthorized);
 	json_object_set_int_member(o, "clients_evicted", (gint64)l->clients_evicted);
@@ -318,9 +321,11 @@ pps_server_report_final(const pps_server_report_t *srv, FILE *out, const char *s
 		fprintf(out,
 		        "pps-server: ran %.1f s: %" PRIu64 " frames encoded (%" PRIu64
 		        " raw frames dropped before the encoder), %" PRIu64 " windows, %" PRIu64
-		        " clients served, %" PRIu64 " refused (%" PRIu64 " unauthorized)\n",
+		        " clients served, %" PRIu64 " refused (%" PRIu64 " unauthorized), %" PRIu64
+		        " connections\n",
 		        secs, ms.frames_encoded, ms.capture_dropped, ms.windows, ls.clients_total,
-		        ls.clients_refused + ls.clients_unauthorized, ls.clients_unauthorized);
+		        ls.clients_refused + ls.clients_unauthorized, ls.clients_unauthorized,
+		        ls.connections_total);
 	}
 	if (stats_json)
 		f.clients = json_array_new();

@@ -679,6 +679,9 @@ test_pool_flood(void)
 	CHECK(!partial.got_bye && !partial.eof);
 	CHECK_EQ_INT(stats_of(&f).streaming, 2);
 	CHECK(stats_of(&f).sessions <= 2 + params.max_pending);
+	/* Clients served are the two; the flood is only connections. */
+	CHECK_EQ_INT(stats_of(&f).clients_total, 2);
+	CHECK(stats_of(&f).connections_total > 1000);
 	for (size_t i = 0; i < ADDRESSES * PER_ADDRESS; i++)
 		if (flood[i].fd >= 0)
 			peer_close(&flood[i]);
