@@ -183,7 +183,8 @@ upgrade(pps_web_t *w, const char *accept)
  * writer carries it: a kick makes the writer pull a packet as soon as the
  * network has room, and pps_web_fill() puts the Pong in front of it, so it
  * never lands inside a frame and stays within the writer's bound. Before
- * admission there is no writer and nothing in flight: it leaves now. Run
+ * admission there is no writer (its counters are -ENOENT) and nothing in
+ * flight: it leaves now. Run
  * from the loop, not from inside the read that found the Ping, so the
  * writer never runs inside a read.
  */
