@@ -86,13 +86,10 @@ web_fill(pps_transport_t *t, size_t mss_bytes, uint8_t *buf, size_t *len_bytes, 
 
 	if (!l->web)
 		return pps_transport_fill_above(t, mss_bytes, buf, len_bytes, push);
-	ret = pps_transport_fill_above(t, mss_bytes - PPS_WS_DATA_HEADER_BYTES,
-	                               buf + PPS_WS_DATA_HEADER_BYTES, len_bytes, push);
-	if (ret == 1) {
-		*len_bytes = pps_ws_wrap_binary(buf, *len_bytes);
-		if (l->check_bound)
-			pps_web_check_packet(l->web, t->fd, mss_bytes, l->a, l->b);
-	}
+	/* One binary message, a Pong owed in front of it. */
+	ret = pps_web_fill(l->web, t, mss_bytes, buf, len_bytes, push);
+	if (ret == 1 && l->check_bound)
+		pps_web_check_packet(l->web, t->fd, mss_bytes, l->a, l->b);
 	return ret;
 }
 

@@ -41,6 +41,7 @@ struct pps_web {
 	const uint8_t *body;
 	size_t body_len, body_done;
 	struct event *write_event;
+	struct event *pong_event; /* a Pong became owed: see that it leaves */
 	pps_ws_reader_t *reader;
 	bool peer_closed;
 	char error[160];
@@ -177,15 +178,51 @@ upgrade(pps_web_t *w, const char *accept)
 	return 0;
 }
 
+/*
+ * A Pong is owed (RFC 6455 section 5.5.2). While the client streams, the
+ * writer carries it: a kick makes the writer pull a packet as soon as the
+ * network has room, and pps_web_fill() puts the Pong in front of it, so it
+ * never lands inside a frame and stays within the writer's bound. Before
+ * admission there is no writer (its counters are -ENOENT) and nothing in
+ * flight: it leaves now. Run
+ * from the loop, not from inside the read that found the Ping, so the
+ * writer never runs inside a read.
+ */
+static void
+pong_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_web_t *w = user;
+	pps_minbuf_stats_t stats;
+	uint8_t frame[PPS_WS_MAX_CONTROL_FRAME_BYTES];
+	size_t n;
+	int ret;
+
+	if (w->state != WEB_UPGRADED || w->lower->stopped || !pps_ws_reader_pong_bytes(w->reader))
+		return;
+	if (pps_transport_get_stats(w->lower, &stats) == 0) {
+		pps_transport_kick(w->lower);
+		return;
+	}
+	n = pps_ws_reader_pong(w->reader, frame, sizeof(frame));
+	ret = pps_transport_send_now(w->lower, frame, n);
+	if (ret < 0)
+		pps_log(&w->log, PPS_LOG_ERROR, "http %s: pong: %s", w->peer, strerror(-ret));
+}
+
 static int
 frames(pps_web_t *w, uint8_t *buf, size_t len, size_t *wire_bytes)
 {
 	int ret = pps_ws_reader_feed(w->reader, buf, len, wire_bytes);
 
-	if (ret == 0)
+	if (ret == 0) {
+		if (pps_ws_reader_pong_bytes(w->reader))
+			event_active(w->pong_event, EV_TIMEOUT, 0);
 		return 0;
+	}
 	*wire_bytes = 0;
-	w->peer_closed = ret == -ECONNRESET;
+	/* A peer that sent a close frame, valid or not, is told nothing but
+	 * the close frame that answers it. */
+	w->peer_closed = pps_ws_reader_close_received(w->reader);
 	snprintf(w->error, sizeof(w->error), "WebSocket: %s", pps_ws_reader_error(w->reader));
 	w->state = WEB_FAILED;
 	return -ECONNRESET;
@@ -316,6 +353,38 @@ say_bye(pps_web_t *w, const pps_wire_record_t *bye)
 }
 
 int
+pps_web_fill(pps_web_t *w, pps_transport_t *layer, size_t mss_bytes, uint8_t *buf,
+             size_t *len_bytes, bool *push)
+{
+	size_t pong = w->reader ? pps_ws_reader_pong_bytes(w->reader) : 0;
+	int ret;
+
+	/* A unit too small for the frame stays out of it (the Pong stays
+	 * owed); one too small to share with records (under four of the
+	 * largest Pongs) carries the Pong alone. Paths' units are larger. */
+	if (pong > mss_bytes)
+		pong = 0;
+	if (pong > mss_bytes / 4) {
+		*len_bytes = pps_ws_reader_pong(w->reader, buf, mss_bytes);
+		*push = true;
+		return 1;
+	}
+	if (pong > 0)
+		pong = pps_ws_reader_pong(w->reader, buf, pong);
+	ret = pps_transport_fill_above(layer, mss_bytes - pong - PPS_WS_DATA_HEADER_BYTES,
+	                               buf + pong + PPS_WS_DATA_HEADER_BYTES, len_bytes, push);
+	if (ret == 1) {
+		*len_bytes = pong + pps_ws_wrap_binary(buf + pong, *len_bytes);
+	} else if (ret == 0 && pong > 0) {
+		/* Nothing to stream now: the Pong is the packet. */
+		*len_bytes = pong;
+		*push = true;
+		ret = 1;
+	}
+	return ret;
+}
+
+int
 pps_web_send_record(pps_web_t *w, const pps_wire_record_t *record)
 {
 	uint8_t buf[PPS_WS_DATA_HEADER_BYTES + 512];
@@ -359,8 +428,13 @@ pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log, pps_
 	w->write_event = event_new(lower->base, w->fd, EV_WRITE | EV_PERSIST, write_cb, w);
 	if (!w->write_event)
 		goto err_free;
+	w->pong_event = event_new(lower->base, -1, 0, pong_cb, w);
+	if (!w->pong_event)
+		goto err_free_write;
 	return w;
 
+err_free_write:
+	event_free(w->write_event);
 err_free:
 	free(w);
 err:
@@ -379,8 +453,15 @@ pps_web_free(pps_web_t *w)
 		    "http %s: MIN_BUF check: %llu packets, max held - bound %d packets, %llu over",
 		    w->peer, (unsigned long long)w->checks, w->max_over,
 		    (unsigned long long)w->checks_over);
+	if (w->reader && pps_ws_reader_pings(w->reader))
+		pps_log(&w->log, PPS_LOG_INFO,
+		        "http %s: %llu WebSocket pings, %llu answered by a later one's pong",
+		        w->peer, (unsigned long long)pps_ws_reader_pings(w->reader),
+		        (unsigned long long)pps_ws_reader_pings_superseded(w->reader));
 	if (w->write_event)
 		event_free(w->write_event);
+	if (w->pong_event)
+		event_free(w->pong_event);
 	pps_ws_reader_free(w->reader);
 	free(w);
 }

@@ -21,7 +21,10 @@
  * Errors: a malformed request or a bad handshake gets 400 (405 for another
  * method, 404 for an unknown file) and the connection closes; a bad client
  * frame closes the WebSocket with the reader's code (1002 unmasked or
- * malformed, 1003 text, 1009 too big).
+ * malformed, or a close frame with a code no endpoint may send; 1003 text;
+ * 1007 a close reason that is not UTF-8; 1009 too big). A valid close frame
+ * is answered with its own code. A Ping is answered with a Pong in front of
+ * the next packet (pps_web_fill()).
  *
  * Threading: the loop's thread, like the session that owns it.
  */
@@ -92,6 +95,20 @@ const char *pps_web_error(const pps_web_t *web);
  * returned. 0 or a negative errno.
  */
 int pps_web_send_record(pps_web_t *web, const pps_wire_record_t *record);
+
+/*
+ * One packet for the writer, framed (the browser layer's fill, after the
+ * upgrade): the Pong owed to the peer if any (RFC 6455 section 5.5.2), a
+ * control frame of its own, then one binary message holding the packet that
+ * the layers above @layer yield (pps_transport_fill_above()) in the rest of
+ * @mss_bytes. Frames are never split and the writer counts one packet as
+ * before; with nothing to stream, the Pong is the packet. Only the latest
+ * Ping's Pong is owed (section 5.5.3), so a peer that pings and never reads
+ * holds one control frame here, whatever it sends. The contract of
+ * pps_minbuf_fill_cb.
+ */
+int pps_web_fill(pps_web_t *web, pps_transport_t *layer, size_t mss_bytes, uint8_t *buf,
+                 size_t *len_bytes, bool *push);
 
 /*
  * Independent MIN_BUF check (the one test-minbuf and pps-protolat

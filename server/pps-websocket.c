@@ -240,8 +240,13 @@ struct pps_ws_reader {
 	uint8_t control[PPS_WS_MAX_CONTROL_BYTES];
 	int failed; /* 0, -ECONNRESET (closed by the peer) or the error */
 	uint16_t close_code;
+	bool close_received;
 	char error[96];
-	uint64_t pings;
+	/* The Pong owed: the latest Ping's payload, one slot. */
+	bool pong_owed;
+	uint8_t pong_payload[PPS_WS_MAX_CONTROL_BYTES];
+	size_t pong_payload_bytes;
+	uint64_t pings, pings_superseded;
 };
 
 pps_ws_reader_t *
@@ -341,21 +346,115 @@ header_done(pps_ws_reader_t *r)
 	return 0;
 }
 
+/*
+ * True if @code may be sent in a close frame (RFC 6455 section 7.4): the
+ * codes the RFC and its IANA registry assign below 3000 that are not reserved
+ * for reporting only (1004, 1005, 1006 and 1015 must never be sent), and the
+ * ranges for libraries (3000-3999) and applications (4000-4999).
+ */
+static bool
+close_code_may_be_sent(uint16_t code)
+{
+	return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+	       (code >= 3000 && code <= 4999);
+}
+
+/* RFC 3629 UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static bool
+utf8_valid(const uint8_t *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t c = s[i];
+		uint32_t cp, min;
+		size_t more;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		/* The lead byte says how many continuation bytes follow and the
+		 * smallest code point that needs them. */
+		if ((c & 0xe0) == 0xc0) {
+			more = 1;
+			cp = c & 0x1f;
+			min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			more = 2;
+			cp = c & 0x0f;
+			min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			more = 3;
+			cp = c & 0x07;
+			min = 0x10000;
+		} else {
+			return false;
+		}
+		if (len - i - 1 < more)
+			return false;
+		for (size_t k = 1; k <= more; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += 1 + more;
+	}
+	return true;
+}
+
+/* A close frame's payload is complete: -ECONNRESET for a valid one, else
+ * the error to fail the connection with (RFC 6455 sections 5.5.1, 7.1.5). */
+static int
+close_done(pps_ws_reader_t *r)
+{
+	char why[64];
+	uint16_t code;
+
+	r->close_received = true;
+	r->pong_owed = false; /* the peer reads nothing more */
+	if (r->payload_bytes == 0) {
+		code = 1005; /* no status code present */
+	} else if (r->payload_bytes == 1) {
+		return fail(r, -EPROTO, PPS_WS_CLOSE_PROTOCOL, "close frame of 1 byte");
+	} else {
+		code = (uint16_t)(r->control[0] << 8 | r->control[1]);
+		if (!close_code_may_be_sent(code)) {
+			snprintf(why, sizeof(why), "close code %u is not one to send", code);
+			return fail(r, -EPROTO, PPS_WS_CLOSE_PROTOCOL, why);
+		}
+		if (!utf8_valid(r->control + 2, (size_t)r->payload_bytes - 2))
+			return fail(r, -EPROTO, PPS_WS_CLOSE_INVALID_DATA,
+			            "close reason is not UTF-8");
+	}
+	r->close_code = code;
+	r->failed = -ECONNRESET;
+	snprintf(r->error, sizeof(r->error), "closed by the peer (%u)", r->close_code);
+	return -ECONNRESET;
+}
+
 /* A control frame's payload is complete. -ECONNRESET if it was a close. */
 static int
 control_done(pps_ws_reader_t *r)
 {
-	if (r->opcode == PPS_WS_OP_PING)
-		r->pings++; /* browsers send none; answering would need the writer's slot */
-	if (r->opcode != PPS_WS_OP_CLOSE)
+	switch (r->opcode) {
+	case PPS_WS_OP_PING:
+		/* Only the latest Ping is answered if several come before the
+		 * Pong leaves (RFC 6455 section 5.5.3): one slot, whatever the
+		 * peer sends. */
+		r->pings++;
+		r->pings_superseded += r->pong_owed;
+		r->pong_owed = true;
+		r->pong_payload_bytes = (size_t)r->payload_bytes;
+		memcpy(r->pong_payload, r->control, r->pong_payload_bytes);
 		return 0;
-	if (r->payload_bytes == 1)
-		return fail(r, -EPROTO, PPS_WS_CLOSE_PROTOCOL, "close frame of 1 byte");
-	r->close_code =
-	    r->payload_bytes >= 2 ? (uint16_t)(r->control[0] << 8 | r->control[1]) : 1005;
-	r->failed = -ECONNRESET;
-	snprintf(r->error, sizeof(r->error), "closed by the peer (%u)", r->close_code);
-	return -ECONNRESET;
+	case PPS_WS_OP_CLOSE:
+		return close_done(r);
+	default:
+		return 0; /* a Pong: nothing asked */
+	}
 }
 
 int
@@ -428,8 +527,39 @@ pps_ws_reader_error(const pps_ws_reader_t *r)
 	return r->error;
 }
 
+bool
+pps_ws_reader_close_received(const pps_ws_reader_t *r)
+{
+	return r->close_received;
+}
+
+size_t
+pps_ws_reader_pong_bytes(const pps_ws_reader_t *r)
+{
+	return r->pong_owed && !r->failed ? 2 + r->pong_payload_bytes : 0;
+}
+
+size_t
+pps_ws_reader_pong(pps_ws_reader_t *r, uint8_t *out, size_t room)
+{
+	size_t n = pps_ws_reader_pong_bytes(r);
+
+	if (n == 0 || n > room)
+		return 0;
+	pps_ws_frame_header(PPS_WS_OP_PONG, r->pong_payload_bytes, out);
+	memcpy(out + 2, r->pong_payload, r->pong_payload_bytes);
+	r->pong_owed = false;
+	return n;
+}
+
 uint64_t
 pps_ws_reader_pings(const pps_ws_reader_t *r)
 {
 	return r->pings;
+}
+
+uint64_t
+pps_ws_reader_pings_superseded(const pps_ws_reader_t *r)
+{
+	return r->pings_superseded;
 }

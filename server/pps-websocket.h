@@ -14,7 +14,9 @@
  * Limits: a request head of at most PPS_WS_MAX_REQUEST_BYTES; client frames
  * are masked (else close 1002), control frames at most 125 bytes, a data
  * message at most the reader's limit (else close 1009), binary only (text:
- * close 1003).
+ * close 1003); a close frame of 1 byte or with a code no endpoint may send
+ * is a close 1002, one whose reason is not UTF-8 a close 1007 (RFC 6455
+ * sections 5.5.1, 7.4). One Pong owed at most: the latest Ping's.
  *
  * Threading: none; a reader belongs to one connection.
  */
@@ -31,6 +33,8 @@
 #define PPS_WS_DATA_HEADER_BYTES 4
 /* Largest payload of a control frame (RFC 6455 section 5.5). */
 #define PPS_WS_MAX_CONTROL_BYTES 125
+/* Largest server control frame: its 2-byte header and that payload. */
+#define PPS_WS_MAX_CONTROL_FRAME_BYTES (2 + PPS_WS_MAX_CONTROL_BYTES)
 /* Sec-WebSocket-Accept: base64 of a SHA-1, 28 characters + NUL. */
 #define PPS_WS_ACCEPT_BYTES 29
 
@@ -43,14 +47,15 @@
 #define PPS_WS_OP_PONG         0xa
 
 /* Close codes (RFC 6455 section 7.4.1). */
-#define PPS_WS_CLOSE_NORMAL      1000
-#define PPS_WS_CLOSE_GOING_AWAY  1001
-#define PPS_WS_CLOSE_PROTOCOL    1002
-#define PPS_WS_CLOSE_UNSUPPORTED 1003
-#define PPS_WS_CLOSE_POLICY      1008
-#define PPS_WS_CLOSE_TOO_BIG     1009
-#define PPS_WS_CLOSE_INTERNAL    1011
-#define PPS_WS_CLOSE_TRY_LATER   1013
+#define PPS_WS_CLOSE_NORMAL       1000
+#define PPS_WS_CLOSE_GOING_AWAY   1001
+#define PPS_WS_CLOSE_PROTOCOL     1002
+#define PPS_WS_CLOSE_UNSUPPORTED  1003
+#define PPS_WS_CLOSE_INVALID_DATA 1007
+#define PPS_WS_CLOSE_POLICY       1008
+#define PPS_WS_CLOSE_TOO_BIG      1009
+#define PPS_WS_CLOSE_INTERNAL     1011
+#define PPS_WS_CLOSE_TRY_LATER    1013
 
 typedef struct {
 	char method[8];
@@ -112,17 +117,42 @@ void pps_ws_reader_free(pps_ws_reader_t *reader);
  * Decodes client frames from @buf (@len bytes, any split) in place: the
  * unmasked payload bytes of binary messages are moved to the front of @buf
  * and *data_bytes says how many (never more than @len: a payload byte always
- * comes after its frame's header). Pings and pongs are consumed.
- * Returns 0, -ECONNRESET if the peer sent a close frame (answer it and close;
- * bytes after it are ignored), or -EPROTO / -EMSGSIZE / -ENOTSUP: the connection
- * must be closed with pps_ws_reader_close_code(); pps_ws_reader_error() says
- * why. After an error or a close every call fails the same way.
+ * comes after its frame's header). Pongs are consumed; a Ping leaves a Pong
+ * owed (pps_ws_reader_pong()). Returns 0, -ECONNRESET if the peer sent a valid
+ * close frame (answer it and close; bytes after it are ignored), or -EPROTO /
+ * -EMSGSIZE / -ENOTSUP: the connection must be closed with
+ * pps_ws_reader_close_code(); pps_ws_reader_error() says why. A close frame
+ * that breaks the rules is such an error (1002; 1007 for a reason that is not
+ * UTF-8), and pps_ws_reader_close_received() then says the peer closed. After
+ * an error or a close every call fails the same way.
  */
 int pps_ws_reader_feed(pps_ws_reader_t *reader, uint8_t *buf, size_t len, size_t *data_bytes);
 
 /* The code to close with after an error; the peer's code after a close (1005 if none). */
 uint16_t pps_ws_reader_close_code(const pps_ws_reader_t *reader);
 const char *pps_ws_reader_error(const pps_ws_reader_t *reader);
+/* True once a close frame came in, valid or not: the peer reads no more data. */
+bool pps_ws_reader_close_received(const pps_ws_reader_t *reader);
+
+/*
+ * The Pong owed to the peer (RFC 6455 section 5.5.2): one at most, carrying
+ * the application data of the latest Ping not answered yet (section 5.5.3
+ * allows answering only the most recent of several), so a peer that pings
+ * faster than it reads holds one frame here and no more. None once the reader
+ * failed or the peer closed.
+ *
+ * pps_ws_reader_pong_bytes() is the owed frame's length (2 + the Ping's
+ * payload), 0 when none is owed. pps_ws_reader_pong() writes that frame
+ * (unmasked, FIN set) at @out if it fits @room bytes and counts the Ping
+ * answered; it returns the frame's length, 0 when none is owed or it does not
+ * fit (it stays owed).
+ */
+size_t pps_ws_reader_pong_bytes(const pps_ws_reader_t *reader);
+size_t pps_ws_reader_pong(pps_ws_reader_t *reader, uint8_t *out, size_t room);
+
+/* Pings received; those whose Pong was replaced by a later Ping's before it
+ * was written (the bound above at work). */
 uint64_t pps_ws_reader_pings(const pps_ws_reader_t *reader);
+uint64_t pps_ws_reader_pings_superseded(const pps_ws_reader_t *reader);
 
 #endif /* PPS_WEBSOCKET_H */

@@ -407,6 +407,108 @@ test_websocket_bad_frame(void)
 	fixture_free(&f);
 }
 
+/*
+ * Pings: each answered with a Pong carrying its data, between frames. Before
+ * the writer starts, at once; then in front of the writer's next packet (the
+ * Pong alone while there is nothing to stream), and two Pings that come
+ * before the writer could send get one Pong, the latest's.
+ */
+static void
+test_websocket_ping(void)
+{
+	fixture_t f;
+	uint8_t frame[64], back[512];
+	size_t n;
+	pps_minbuf_stats_t st;
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	upgrade(&f);
+	n = client_frame(PPS_WS_OP_PING, (const uint8_t *)"early", 5, frame);
+	peer_send(&f, frame, n);
+	CHECK(peer_recv(&f, back, 7) && memcmp(back,
+	                                       "\x8a\x05"
+	                                       "early",
+	                                       7) == 0);
+
+	/* Streaming with nothing to send: two Pings in one segment. */
+	CHECK_EQ_INT(pps_transport_start(f.t), 0);
+	pps_transport_kick(f.t);
+	n = client_frame(PPS_WS_OP_PING, (const uint8_t *)"one", 3, frame);
+	n += client_frame(PPS_WS_OP_PING, (const uint8_t *)"two", 3, frame + n);
+	peer_send(&f, frame, n);
+	CHECK(peer_recv(&f, back, 5) && memcmp(back,
+	                                       "\x8a\x03"
+	                                       "two",
+	                                       5) == 0);
+	/* Nothing else was owed: next comes the packet the owner fills. */
+	f.owner.packets_left = 1;
+	pps_transport_kick(f.t);
+	CHECK(peer_recv(&f, back, 102) && back[0] == 0x82 && back[1] == 100);
+
+	/* With packets to send: the Pong goes in front of the first one's
+	 * message, in the same packet. */
+	f.owner.packets_left = 2;
+	n = client_frame(PPS_WS_OP_PING, (const uint8_t *)"x", 1, frame);
+	peer_send(&f, frame, n);
+	CHECK(peer_recv(&f, back, 3 + 2 * 102));
+	CHECK(memcmp(back, "\x8a\x01x", 3) == 0);
+	CHECK(back[3] == 0x82 && back[4] == 100 && back[5] == 'a' + 2);
+	CHECK(back[105] == 0x82 && back[106] == 100 && back[107] == 'a' + 1);
+	/* The writer's packets: the Pong alone, then three of the owner's. */
+	CHECK_EQ_INT(pps_transport_get_stats(f.t, &st), 0);
+	CHECK_EQ_INT(st.packets, 4);
+	CHECK_EQ_INT(f.owner.input_len, 0);
+	CHECK(!f.owner.ended);
+	fixture_free(&f);
+}
+
+/* The close frame that answers the peer's @payload (@len bytes): its code. */
+static int
+answer_to_close(const uint8_t *payload, size_t len)
+{
+	fixture_t f;
+	uint8_t frame[160], back[4];
+	pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+	int code = -1;
+	size_t n;
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	upgrade(&f);
+	n = client_frame(PPS_WS_OP_CLOSE, payload, len, frame);
+	peer_send(&f, frame, n);
+	CHECK(f.owner.ended && f.owner.how == PPS_TRANSPORT_END_PROTOCOL);
+	/* What the session does then: refuse it with a BYE. The peer, which
+	 * closed, is told nothing but the close frame. */
+	bye.u.bye.reason = PPS_WIRE_BYE_PROTOCOL;
+	CHECK_EQ_INT(pps_transport_send_record(f.t, &bye), 0);
+	if (peer_recv(&f, back, 4) && back[0] == 0x88 && back[1] == 2)
+		code = back[2] << 8 | back[3];
+	fixture_free(&f);
+	return code;
+}
+
+static void
+test_websocket_close_codes(void)
+{
+	static const uint16_t invalid[] = {0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000, 65535};
+	static const uint16_t valid[] = {1000, 1001, 3000, 4999};
+	uint8_t payload[8];
+
+	for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+		payload[0] = (uint8_t)(invalid[i] >> 8);
+		payload[1] = (uint8_t)invalid[i];
+		CHECK_EQ_INT(answer_to_close(payload, 2), PPS_WS_CLOSE_PROTOCOL);
+	}
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		payload[0] = (uint8_t)(valid[i] >> 8);
+		payload[1] = (uint8_t)valid[i];
+		CHECK_EQ_INT(answer_to_close(payload, 2), valid[i]);
+	}
+	/* A reason that is not UTF-8 (an overlong '/'). */
+	memcpy(payload, "\x03\xe8\xc0\xaf", 4);
+	CHECK_EQ_INT(answer_to_close(payload, 4), PPS_WS_CLOSE_INVALID_DATA);
+}
+
 int
 main(void)
 {
@@ -415,5 +517,7 @@ main(void)
 	test_http_get();
 	test_websocket();
 	test_websocket_bad_frame();
+	test_websocket_ping();
+	test_websocket_close_codes();
 	return pps_test_result();
 }

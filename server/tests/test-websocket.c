@@ -236,6 +236,139 @@ test_reader(void)
 	}
 }
 
+/* A close frame with @code and the @reason_len bytes of @reason, fed at once. */
+static int
+feed_close(pps_ws_reader_t *r, uint16_t code, const char *reason, size_t reason_len)
+{
+	uint8_t payload[PPS_WS_MAX_CONTROL_BYTES], stream[8 + PPS_WS_MAX_CONTROL_BYTES];
+	size_t data, n;
+
+	REQUIRE(reason_len + 2 <= sizeof(payload));
+	payload[0] = (uint8_t)(code >> 8);
+	payload[1] = (uint8_t)code;
+	memcpy(payload + 2, reason, reason_len);
+	n = client_frame(0x88, payload, 2 + reason_len, stream);
+	return pps_ws_reader_feed(r, stream, n, &data);
+}
+
+static void
+test_reader_close_codes(void)
+{
+	/* Codes an endpoint must not send (RFC 6455 section 7.4): below 1000,
+	 * the three for reporting only, 1015, unassigned, beyond 4999. */
+	static const uint16_t invalid[] = {0,    1,    999,  1004, 1005, 1006, 1015,
+	                                   1016, 1100, 2000, 2999, 5000, 65535};
+	static const uint16_t valid[] = {1000, 1001, 1002, 1003, 1007, 1008, 1009,
+	                                 1010, 1011, 1012, 1013, 1014, 3000, 4999};
+	/* Not UTF-8: a lone continuation byte, a truncated sequence, an overlong
+	 * '/', a surrogate, past U+10FFFF, a byte that never appears. */
+	static const char *const not_utf8[] = {"\x80",         "ok\xe2\x82",       "\xc0\xaf",
+	                                       "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"};
+	pps_ws_reader_t *r;
+
+	for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+		r = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
+		REQUIRE(r);
+		CHECK(feed_close(r, invalid[i], "", 0) == -EPROTO, "code %u", invalid[i]);
+		CHECK(pps_ws_reader_close_code(r) == PPS_WS_CLOSE_PROTOCOL, "code %u: %u",
+		      invalid[i], pps_ws_reader_close_code(r));
+		CHECK(pps_ws_reader_close_received(r));
+		CHECK(strstr(pps_ws_reader_error(r), "close code") != NULL, "%s",
+		      pps_ws_reader_error(r));
+		pps_ws_reader_free(r);
+	}
+	/* Valid codes come back as the peer's, with or without a reason (UTF-8
+	 * of two, three and four bytes included). */
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		static const char reason[] = "bye \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+
+		r = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
+		REQUIRE(r);
+		CHECK(feed_close(r, valid[i], reason, i % 2 ? sizeof(reason) - 1 : 0) ==
+		          -ECONNRESET,
+		      "code %u: %s", valid[i], pps_ws_reader_error(r));
+		CHECK_EQ_INT(pps_ws_reader_close_code(r), valid[i]);
+		CHECK(pps_ws_reader_close_received(r));
+		pps_ws_reader_free(r);
+	}
+	/* A reason that is not UTF-8: 1007, whatever the code. */
+	for (size_t i = 0; i < sizeof(not_utf8) / sizeof(not_utf8[0]); i++) {
+		r = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
+		REQUIRE(r);
+		CHECK(feed_close(r, 1000, not_utf8[i], strlen(not_utf8[i])) == -EPROTO,
+		      "reason %zu", i);
+		CHECK(pps_ws_reader_close_code(r) == PPS_WS_CLOSE_INVALID_DATA, "reason %zu: %u", i,
+		      pps_ws_reader_close_code(r));
+		pps_ws_reader_free(r);
+	}
+	/* No payload: no code, 1005 for the owner to answer with its own. */
+	r = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
+	REQUIRE(r);
+	{
+		uint8_t stream[8];
+		size_t data, n = client_frame(0x88, NULL, 0, stream);
+
+		CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), -ECONNRESET);
+		CHECK_EQ_INT(pps_ws_reader_close_code(r), 1005);
+	}
+	pps_ws_reader_free(r);
+}
+
+static void
+test_reader_pong(void)
+{
+	uint8_t stream[512], out[PPS_WS_MAX_CONTROL_FRAME_BYTES];
+	uint8_t big[PPS_WS_MAX_CONTROL_BYTES];
+	size_t n, data;
+	pps_ws_reader_t *r = pps_ws_reader_new(PPS_WEB_MAX_CLIENT_MESSAGE_BYTES);
+
+	REQUIRE(r);
+	CHECK_EQ_INT(pps_ws_reader_pong_bytes(r), 0);
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, sizeof(out)), 0);
+	/* A Ping: its Pong carries the same application data, once. */
+	n = client_frame(0x89, (const uint8_t *)"abc", 3, stream);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), 0);
+	CHECK_EQ_INT(data, 0);
+	CHECK_EQ_INT(pps_ws_reader_pong_bytes(r), 5);
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, 4), 0); /* no room: still owed */
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, sizeof(out)), 5);
+	CHECK(memcmp(out,
+	             "\x8a\x03"
+	             "abc",
+	             5) == 0);
+	CHECK_EQ_INT(pps_ws_reader_pong_bytes(r), 0);
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, sizeof(out)), 0);
+
+	/* Many Pings before the Pong leaves: one Pong, the latest's data. */
+	memset(big, 0x5a, sizeof(big));
+	n = client_frame(0x89, (const uint8_t *)"one", 3, stream);
+	n += client_frame(0x89, big, sizeof(big), stream + n);
+	n += client_frame(0x89, (const uint8_t *)"two", 3, stream + n);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), 0);
+	CHECK_EQ_INT(pps_ws_reader_pong_bytes(r), 5);
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, sizeof(out)), 5);
+	CHECK(memcmp(out + 2, "two", 3) == 0);
+	CHECK_EQ_INT(pps_ws_reader_pings(r), 4);
+	CHECK_EQ_INT(pps_ws_reader_pings_superseded(r), 2);
+	/* The largest, and an empty one. */
+	n = client_frame(0x89, big, sizeof(big), stream);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), 0);
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, sizeof(out)), PPS_WS_MAX_CONTROL_FRAME_BYTES);
+	CHECK(out[0] == 0x8a && out[1] == PPS_WS_MAX_CONTROL_BYTES &&
+	      memcmp(out + 2, big, sizeof(big)) == 0);
+	n = client_frame(0x89, NULL, 0, stream);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), 0);
+	CHECK_EQ_INT(pps_ws_reader_pong(r, out, sizeof(out)), 2);
+	CHECK(out[0] == 0x8a && out[1] == 0);
+
+	/* A Ping, then the peer's close: it reads nothing more, no Pong. */
+	n = client_frame(0x89, (const uint8_t *)"x", 1, stream);
+	n += client_frame(0x88, (const uint8_t *)"\x03\xe8", 2, stream + n);
+	CHECK_EQ_INT(pps_ws_reader_feed(r, stream, n, &data), -ECONNRESET);
+	CHECK_EQ_INT(pps_ws_reader_pong_bytes(r), 0);
+	pps_ws_reader_free(r);
+}
+
 static void
 test_files(void)
 {
@@ -260,6 +393,8 @@ main(void)
 	test_request();
 	test_server_frames();
 	test_reader();
+	test_reader_close_codes();
+	test_reader_pong();
 	test_files();
 	return pps_test_result();
 }

@@ -24,6 +24,12 @@
   browser_jitter   the page's jitter buffer (web/jitter.js) on made-up
                    arrival times in the browser: steady, jittered, a spike,
                    a step, lip sync's floor, a stall, a restart, bounds.
+  browser_keepalive  a third-party WebSocket client (Python websockets, its
+                   default keepalive: a ping every 20 s, closed when a pong
+                   takes over 20 s) joins as the viewer does and streams
+                   for 2 minutes; asserts windows still arrive in the last
+                   10 s and no keepalive timeout closed it. 77 without
+                   python3-websockets.
   browser_http     HTTP and WebSocket errors, raw sockets, no browser: 404,
                    405, bad handshake -> 400, unmasked frame -> close 1002,
                    oversize message -> close 1009, text -> close 1003; a
@@ -758,11 +764,80 @@ def test_browser_http(build, workdir, keep=None):
     check("unmasked client frame" in log, "unmasked frame not logged")
     check("lost layer 0 at frame 7; asking for an IDR" in log, "recovery request not handled")
 
+KEEPALIVE_STREAM_S = 120
+
+
+def viewer_hello(name="browser"):
+    """The HELLO the viewer sends first (web/wire.js encodeHello, no token, no audio)."""
+    body = struct.pack(">HHHB", 1, 0, 0, len(name)) + name.encode() + b"\x00"
+    return struct.pack(">BBH", 1, 1, len(body)) + body
+
+
+def record_kinds(message):
+    """The kinds of the whole records in one server message."""
+    kinds, i = [], 0
+    while i + 4 <= len(message):
+        version, kind, length = struct.unpack(">BBH", message[i:i + 4])
+        check(version == 1 and i + 4 + length <= len(message),
+              "a message that is not whole records: %r" % message[i:i + 8])
+        kinds.append(kind)
+        i += 4 + length
+    check(i == len(message), "a record cut at the end of a message")
+    return kinds
+
+
+def test_browser_keepalive(build, workdir, keep=None):
+    try:
+        import asyncio
+        import websockets
+    except ImportError:
+        print("SKIP: python3-websockets not installed")
+        sys.exit(SKIP)
+    window_begin = 3
+    server = Server(build, workdir, *server_settings())
+
+    async def watch():
+        # The library's defaults on purpose: a ping every 20 s, and the
+        # connection closed (1011, "keepalive ping timeout") when its pong
+        # has not come 20 s later.
+        loop = asyncio.get_running_loop()
+        windows = []  # arrival time of each WINDOW_BEGIN
+        async with websockets.connect("ws://127.0.0.1:%d/stream" % server.port) as ws:
+            await ws.send(viewer_hello())
+            start = loop.time()
+            end = start + KEEPALIVE_STREAM_S
+            while loop.time() < end:
+                try:
+                    message = await asyncio.wait_for(ws.recv(), end - loop.time())
+                except asyncio.TimeoutError:
+                    break
+                except websockets.ConnectionClosed as e:
+                    raise Failure("closed after %.1f s: code %s, %r (%d windows)"
+                                  % (loop.time() - start, e.code, e.reason, len(windows)))
+                check(isinstance(message, bytes), "a text message: %r" % message[:80])
+                windows += [loop.time() - start] * record_kinds(message).count(window_begin)
+            check(ws.open, "closed at the end: code %s" % ws.close_code)
+        return windows
+
+    try:
+        windows = asyncio.run(watch())
+        server.wait_for_log("WebSocket pings")
+    finally:
+        server.stop()
+    recent = [t for t in windows if t >= KEEPALIVE_STREAM_S - 10]
+    check(len(recent) > 0, "no window in the last 10 s (%d in all, the last at %.1f s)"
+          % (len(windows), windows[-1] if windows else -1))
+    # The library pinged every 20 s and each ping was answered on its own.
+    m = re.search(r"(\d+) WebSocket pings, (\d+) answered by a later", server.log())
+    check(m and int(m.group(1)) >= KEEPALIVE_STREAM_S // 20 - 1,
+          "pings: %s" % (m.group(0) if m else server.log()[-1000:]))
+
 
 TESTS = {"browser_stream": test_browser_stream, "browser_stream_early": test_browser_stream_early,
          "browser_http": test_browser_http, "browser_audio": test_browser_audio,
          "browser_audio_window": test_browser_audio_window, "browser_jitter": test_browser_jitter,
-         "browser_audio_unmute": test_browser_audio_unmute}
+         "browser_audio_unmute": test_browser_audio_unmute,
+         "browser_keepalive": test_browser_keepalive}
 
 if __name__ == "__main__":
     build, name = sys.argv[1], sys.argv[2]
