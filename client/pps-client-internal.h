@@ -129,6 +129,10 @@ typedef struct {
 	const char *access_token; /* proved by challenge-response, never sent; "" = none */
 	int64_t ping_interval_us;
 	int64_t handshake_timeout_us; /* connect to STREAM_INFO, else the connection fails */
+	/* After STREAM_INFO: no record for this many windows of the stream (at
+	 * least @data_timeout_min_us) fails the connection; 0 windows = never. */
+	unsigned data_timeout_windows;
+	int64_t data_timeout_min_us;
 	bool reconnect;
 	unsigned reconnect_attempts; /* connections in a row without a stream before giving up */
 	pps_client_clock_cb clock_cb;
@@ -168,8 +172,13 @@ pps_connection_t *pps_connection_new(struct event_base *base, const pps_connecti
 void pps_connection_free(pps_connection_t *connection);
 /* Connects (and, with reconnect, keeps connecting). */
 void pps_connection_start(pps_connection_t *connection);
-/* STREAM_INFO was accepted: the handshake is done, clock pings start. */
-void pps_connection_stream_started(pps_connection_t *connection);
+/* STREAM_INFO was accepted: the handshake is done, clock pings start, and
+ * the data timeout (params.data_timeout_windows windows of @window_us, the
+ * stream's window length in microseconds, at least data_timeout_min_us)
+ * runs from now, pushed back by every read that brings a record. */
+void pps_connection_stream_started(pps_connection_t *connection, int64_t window_us);
+/* The data timeout a stream of @window_us windows gets from @params: 0 for none. */
+int64_t pps_connection_data_timeout_us(const pps_connection_params_t *params, int64_t window_us);
 /* Ends the connection for a protocol error (@why is sent in BYE and reported). */
 void pps_connection_fail(pps_connection_t *connection, const char *why);
 /* Says BYE and closes; no more callbacks. */

@@ -85,8 +85,10 @@ usage(FILE *out)
 	        "Exit status: 0 the stream ran and ended (BYE, --duration, Ctrl-C); 1 no stream "
 	        "(cannot\n"
 	        "connect, refused, handshake timeout, reconnect gave up), the server vanished "
-	        "without BYE,\n"
-	        "a protocol error, or an output that cannot be written; 2 usage/config.\n");
+	        "without BYE\n"
+	        "or went silent (client.data_timeout_windows), a protocol error, or an output "
+	        "that cannot be\n"
+	        "written; 2 usage/config.\n");
 }
 
 static int
