@@ -211,6 +211,14 @@ void pps_connection_sanitize(char *dst, size_t dst_size, const char *src, size_t
 /* A gap in window ids may be at most this plus twice the windows the time since the
  * previous window could hold; larger is a protocol error. */
 #define PPS_RECEIVER_GAP_MARGIN_WINDOWS 64u
+/* Windows may arrive at most PPS_RECEIVER_RATE_FACTOR times the rate STREAM_INFO
+ * announces, after a catch-up of PPS_RECEIVER_CATCH_UP_S seconds of windows
+ * plus twice the gap margin at once; faster is a protocol error. A catch-up
+ * after a stall delivers at most what the server captured meanwhile: its
+ * queue (pps.max_windows, 64) and what the sockets held, and the server
+ * evicts a client that takes nothing for server.evict_after_s (10 s). */
+#define PPS_RECEIVER_RATE_FACTOR 4u
+#define PPS_RECEIVER_CATCH_UP_S  16u
 
 typedef struct pps_receiver pps_receiver_t;
 
@@ -263,7 +271,8 @@ int pps_receiver_stream_info(pps_receiver_t *receiver, const pps_wire_stream_inf
                              char *err, size_t err_size);
 /* NULL before STREAM_INFO. */
 const pps_wire_stream_info_t *pps_receiver_info(const pps_receiver_t *receiver);
-/* A window record (WINDOW_BEGIN, ADU_FRAGMENT, WINDOW_END): 0, or -EPROTO with @err. */
+/* A window record (WINDOW_BEGIN, ADU_FRAGMENT, WINDOW_END): 0, or -EPROTO with @err
+ * (also for windows faster than PPS_RECEIVER_RATE_FACTOR allows). */
 int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *record, char *err,
                         size_t err_size);
 /* End of the stream: the decoder outputs every frame it still holds. */

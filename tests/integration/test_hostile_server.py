@@ -102,7 +102,10 @@ def window_flood(build, workdir):
         sender = threading.Thread(target=send, args=(conn,), daemon=True)
         sender.start()
         rc = c.wait(timeout=60)
-        conn.shutdown(socket.SHUT_RDWR)
+        try:
+            conn.shutdown(socket.SHUT_RDWR)  # a sender still blocked returns
+        except OSError:
+            pass  # the client's close reset it already
         sender.join(timeout=30)
     finally:
         lsock.close()
