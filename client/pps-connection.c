@@ -64,6 +64,7 @@ struct pps_connection {
 	int64_t window_us;       /* the stream's window, for the data timeout's message */
 	pps_wire_parser_t *parser;
 	uint32_t ping_seq;
+	uint32_t pong_seq; /* the last PING answered: PONGs for ping_seq only, once */
 	int64_t backoff_us;
 	unsigned attempts; /* in a row without a stream */
 	unsigned connections;
@@ -310,6 +311,15 @@ handle_input(pps_connection_t *c, const uint8_t *data, size_t len)
 		if (record.kind == PPS_WIRE_BYE) {
 			handle_bye(c, &record.u.bye);
 			return false;
+		}
+		/* A PONG answers one of our PINGs, once: others would only
+		 * add clock events to the log at the server's pace. */
+		if (record.kind == PPS_WIRE_CLOCK_PONG) {
+			uint32_t seq = record.u.clock_pong.seq;
+
+			if (seq <= c->pong_seq || seq > c->ping_seq)
+				continue;
+			c->pong_seq = seq;
 		}
 		if (record.kind == PPS_WIRE_CHALLENGE)
 			ret = answer_challenge(c, &record.u.challenge, err, sizeof(err));
@@ -562,6 +572,7 @@ start(pps_connection_t *c)
 
 	c->connections++;
 	c->attempts++;
+	c->pong_seq = c->ping_seq;
 	if (c->params.tls && !c->tls_ctx) {
 		char err[360];
 

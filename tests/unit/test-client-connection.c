@@ -24,8 +24,8 @@
 typedef struct {
 	pps_connection_t *connection; /* set: STREAM_INFO starts the stream */
 	int64_t window_us;
-	unsigned records;
-	bool got_stream_info;
+	unsigned records, pongs;
+	bool got_stream_info, got_window_end;
 	bool closed;
 	bool failure;
 	char why[400];
@@ -44,6 +44,8 @@ record_cb(const pps_wire_record_t *record, char *err, size_t err_size, void *use
 
 	s->records++;
 	s->got_stream_info |= record->kind == PPS_WIRE_STREAM_INFO;
+	s->got_window_end |= record->kind == PPS_WIRE_WINDOW_END;
+	s->pongs += record->kind == PPS_WIRE_CLOCK_PONG;
 	if (record->kind == PPS_WIRE_STREAM_INFO && s->connection)
 		pps_connection_stream_started(s->connection, s->window_us);
 	return 0;
@@ -247,6 +249,40 @@ test_no_challenge_needed(void)
 	fixture_free(&f);
 }
 
+/* A PONG answers a PING of ours, once: others never reach the records (each
+ * would be one more clock event in the log, at the server's pace). */
+static void
+test_unasked_pong(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, info = stream_info_record(), pong = {.kind = PPS_WIRE_CLOCK_PONG};
+	pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
+
+	fixture_start(&f, "", &hello);
+	f.sink.connection = f.connection;
+	f.sink.window_us = 66666;
+	send_record(f.server_fd, &info);
+	run_loop(f.base);
+	REQUIRE(f.sink.got_stream_info);
+	/* The first PING went out with STREAM_INFO: seq 1. */
+	for (uint32_t seq = 2; seq < 50; seq++) {
+		pong.u.clock_pong.seq = seq;
+		send_record(f.server_fd, &pong);
+	}
+	pong.u.clock_pong.seq = 1;
+	send_record(f.server_fd, &pong);
+	send_record(f.server_fd, &pong);
+	/* Then any other record: once it is in, every PONG before it was read. */
+	end.u.window_end.window_id = 1;
+	send_record(f.server_fd, &end);
+	for (int i = 0; i < 100 && !f.sink.got_window_end; i++)
+		event_base_loop(f.base, EVLOOP_ONCE);
+	CHECK(f.sink.got_window_end);
+	CHECK_EQ_INT(f.sink.pongs, 1);
+	CHECK(!f.sink.closed);
+	fixture_free(&f);
+}
+
 /* The data timeout: N windows, never less than its floor; 0 windows = none. */
 static void
 test_data_timeout_length(void)
@@ -291,6 +327,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_answers_challenge);
 	PPS_TEST_RUN(test_unasked_challenge);
 	PPS_TEST_RUN(test_no_challenge_needed);
+	PPS_TEST_RUN(test_unasked_pong);
 	PPS_TEST_RUN(test_data_timeout_length);
 	PPS_TEST_RUN(test_silent_after_stream_info);
 	return pps_test_result();
