@@ -359,6 +359,48 @@ bool pps_playout_drops_late(const pps_playout_t *playout);
 /* "normal" or "spike" (adaptive only). */
 const char *pps_playout_mode(const pps_playout_t *playout);
 
+/* ---- the peer log: rate-limited lines a server can cause ------------------ */
+
+/*
+ * Lines a server's behaviour causes (errors, warnings, events per record it
+ * sends) go through one of these: at most @burst in an interval of
+ * @interval_us; the lines held back are counted, and the count is written as
+ * a line of its own when the next interval lets a line through, or by
+ * pps_peer_log_flush(). Called on the loop's thread.
+ */
+typedef struct pps_peer_log pps_peer_log_t;
+
+typedef enum {
+	PPS_PEER_LOG_TEXT, /* "pps-client: N more messages caused by the server not shown ..." */
+	PPS_PEER_LOG_JSON, /* {"type":"log_suppressed","lines":N} */
+} pps_peer_log_format_t;
+
+/* pps-client's stderr: a reconnect loop with a server that refuses says 10
+ * lines in 10 s at most (a connection brings two). */
+#define PPS_PEER_LOG_TEXT_BURST       10u
+#define PPS_PEER_LOG_TEXT_INTERVAL_US 10000000
+/* The JSON Lines log's other events (pps_stats_event()): 400 in 2 s, far
+ * above the clock's and the audio's own rates (one per PING, one per 20 ms
+ * frame and connection). */
+#define PPS_PEER_LOG_JSON_BURST       400u
+#define PPS_PEER_LOG_JSON_INTERVAL_US 2000000
+
+/* @out may be NULL (nothing is written). NULL with errno: EINVAL (a zero
+ * limit, a format out of range), ENOMEM. @out stays the caller's. */
+pps_peer_log_t *pps_peer_log_new(FILE *out, pps_peer_log_format_t format, unsigned burst,
+                                 int64_t interval_us);
+void pps_peer_log_free(pps_peer_log_t *peer_log);
+/* Whether one line may be written at @now_us (client clock); when a new
+ * interval begins, the count of the lines held back is written first. */
+bool pps_peer_log_allow(pps_peer_log_t *peer_log, int64_t now_us);
+/* One line (its newline included in @format), if the limit allows it. */
+void pps_peer_log_printf(pps_peer_log_t *peer_log, int64_t now_us, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes the count of the lines held back since the last line, if any (at exit). */
+void pps_peer_log_flush(pps_peer_log_t *peer_log);
+/* Lines held back so far, in all. */
+uint64_t pps_peer_log_suppressed(const pps_peer_log_t *peer_log);
+
 /* ---- statistics, JSON Lines log, summary -------------------------------- */
 
 typedef struct pps_stats pps_stats_t;
@@ -403,7 +445,10 @@ typedef struct {
 void pps_stats_window_from_receiver(const pps_receiver_window_t *window, pps_stats_window_t *out);
 void pps_stats_window(pps_stats_t *stats, const pps_stats_window_t *window);
 void pps_stats_bytes(pps_stats_t *stats, size_t bytes, int64_t now_us);
-/* Any other event: a JSON object body without braces, e.g. "\"type\":\"clock\",...". */
+/* Any other event: a JSON object body without braces, e.g. "\"type\":\"clock\",...".
+ * These follow what the server sends (a PONG, an audio frame, a connection
+ * ending), so they go through a peer log (PPS_PEER_LOG_JSON_*): past its
+ * limit they are counted, and the count is logged. */
 void pps_stats_event(pps_stats_t *stats, const char *json_fields);
 
 typedef struct {

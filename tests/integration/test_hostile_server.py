@@ -12,7 +12,7 @@ import sys
 import threading
 
 from harness import Client, check, run
-from ppslab.records import KIND_HELLO, listener, split_records, stream_info, window_end
+from ppslab.records import KIND_HELLO, bye, listener, split_records, stream_info, window_end
 
 # The client's default data timeout must fire well within this.
 WITHIN_S = 10.0
@@ -116,7 +116,33 @@ def window_flood(build, workdir):
     check(size < LOG_BOUND_BYTES, "log of %d bytes" % size)
 
 
-TESTS = {f.__name__: f for f in [silent_after_stream_info, silent_reconnects, window_flood]}
+def refusing_reconnects(build, workdir):
+    """A server that ends every stream at once with BYE internal-error, to a
+    client with --reconnect: the client's stderr says a few of them, then
+    holds back the rest and says how many it held back (here at exit)."""
+    connections = 24
+    lsock, address = listener()
+    c = Client(build, workdir, address, "client.reconnect_attempts=100", duration=60,
+               extra=["--reconnect"])
+    try:
+        for _ in range(connections):
+            conn, _ = accept_hello(lsock, 30)
+            conn.sendall(stream_info() + bye(4, b"try again"))
+            conn.close()
+        c.proc.terminate()
+        c.wait(timeout=30)
+    finally:
+        lsock.close()
+        if c.proc.poll() is None:
+            c.proc.kill()
+    said = c.stderr.count("internal-error: try again")
+    held = re.search(r"(\d+) more messages? caused by the server not shown", c.stderr)
+    check(held, "nothing held back of %d lines: %s" % (said, c.stderr))
+    check(said < connections, "%d of %d ends said" % (said, connections))
+
+
+TESTS = {f.__name__: f for f in [silent_after_stream_info, silent_reconnects, window_flood,
+                                 refusing_reconnects]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
