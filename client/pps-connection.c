@@ -481,7 +481,7 @@ data_timeout_cb(evutil_socket_t fd, short what, void *user)
 	(void)fd;
 	(void)what;
 	snprintf(why, sizeof(why),
-	         "%s went silent: no record from the server for %.1f s after STREAM_INFO "
+	         "%s went silent: no record from the server for %.1f s "
 	         "(client.data_timeout_windows = %u windows of %.0f ms, at least "
 	         "client.data_timeout_min_ms = %lld)",
 	         c->server, (double)c->data_timeout_us / 1e6, c->params.data_timeout_windows,

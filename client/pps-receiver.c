@@ -33,7 +33,9 @@
  * each window takes one, and an empty bucket is a protocol error. A
  * legitimate burst after a stall was paid for by the stall (the bucket
  * filled meanwhile); a flood of tiny windows is refused within a few hundred
- * of them, so what the log and the statistics keep of them stays small.
+ * of them, so what the log and the statistics keep of them stays small. The
+ * bucket outlives a reconnect: a server that floods every new connection
+ * gets the refill since the last one, not a full bucket each time.
  */
 #include "pps-client-internal.h"
 #include "pps-prioritizer.h"
@@ -70,7 +72,9 @@ struct pps_receiver {
 	bool accounted_any; /* a frame of this client's stream was reported */
 	pps_receiver_stats_t stats;
 
-	/* the window rate bound: tokens, refilled since refill_us */
+	/* the window rate bound: tokens, refilled since refill_us; kept across
+	 * pps_receiver_reset() */
+	bool have_credit;
 	double windows_per_s; /* announced: fps / window_frames */
 	double credit, credit_max;
 	int64_t refill_us;
@@ -293,9 +297,12 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 	r->windows_per_s = fps / info->window_frames;
 	r->credit_max =
 	    r->windows_per_s * PPS_RECEIVER_CATCH_UP_S + 2.0 * PPS_RECEIVER_GAP_MARGIN_WINDOWS;
-	r->credit = r->credit_max;
-	r->refill_us = r->burst_since_us = r->clock_cb(r->user);
-	r->burst_windows = 0;
+	if (!r->have_credit) {
+		r->credit = r->credit_max;
+		r->refill_us = r->burst_since_us = r->clock_cb(r->user);
+		r->burst_windows = 0;
+		r->have_credit = true;
+	}
 	return 0;
 }
 

@@ -523,6 +523,15 @@ feed_dropped_windows(pps_receiver_t *r, sink_t *s, uint32_t first, unsigned coun
 	return count;
 }
 
+static const pps_wire_stream_info_t *
+info_copy(void)
+{
+	static pps_wire_stream_info_t info;
+
+	info = stream_info();
+	return &info;
+}
+
 /* Windows faster than the stream announced: a flood of tiny windows is
  * refused within a few hundred, saying the rate it saw and the one
  * announced; a catch-up after a stall, and a steady rate a few times the
@@ -546,6 +555,13 @@ test_window_rate(void)
 		fprintf(stderr, "  got: %s\n", err);
 		CHECK(!"window rate text");
 	}
+	/* A new connection half a second later brings the refill of that half
+	 * second, not a full bucket. */
+	pps_receiver_reset(r);
+	s.now_us += 500000;
+	REQUIRE(pps_receiver_stream_info(r, info_copy(), err, sizeof(err)) == 0);
+	n = feed_dropped_windows(r, &s, 0, 100000, 0, err, sizeof(err));
+	CHECK(n <= (unsigned)(rate * PPS_RECEIVER_RATE_FACTOR) + 1);
 	pps_receiver_free(r);
 
 	/* 30 s at the announced rate, a stall of 10 s, then what the server
