@@ -129,6 +129,10 @@ typedef struct {
 	const char *access_token; /* proved by challenge-response, never sent; "" = none */
 	int64_t ping_interval_us;
 	int64_t handshake_timeout_us; /* connect to STREAM_INFO, else the connection fails */
+	/* After STREAM_INFO: no record for this many windows of the stream (at
+	 * least @data_timeout_min_us) fails the connection; 0 windows = never. */
+	unsigned data_timeout_windows;
+	int64_t data_timeout_min_us;
 	bool reconnect;
 	unsigned reconnect_attempts; /* connections in a row without a stream before giving up */
 	pps_client_clock_cb clock_cb;
@@ -168,8 +172,13 @@ pps_connection_t *pps_connection_new(struct event_base *base, const pps_connecti
 void pps_connection_free(pps_connection_t *connection);
 /* Connects (and, with reconnect, keeps connecting). */
 void pps_connection_start(pps_connection_t *connection);
-/* STREAM_INFO was accepted: the handshake is done, clock pings start. */
-void pps_connection_stream_started(pps_connection_t *connection);
+/* STREAM_INFO was accepted: the handshake is done, clock pings start, and
+ * the data timeout (params.data_timeout_windows windows of @window_us, the
+ * stream's window length in microseconds, at least data_timeout_min_us)
+ * runs from now, pushed back by every read that brings a record. */
+void pps_connection_stream_started(pps_connection_t *connection, int64_t window_us);
+/* The data timeout a stream of @window_us windows gets from @params: 0 for none. */
+int64_t pps_connection_data_timeout_us(const pps_connection_params_t *params, int64_t window_us);
 /* Ends the connection for a protocol error (@why is sent in BYE and reported). */
 void pps_connection_fail(pps_connection_t *connection, const char *why);
 /* Says BYE and closes; no more callbacks. */
@@ -202,6 +211,14 @@ void pps_connection_sanitize(char *dst, size_t dst_size, const char *src, size_t
 /* A gap in window ids may be at most this plus twice the windows the time since the
  * previous window could hold; larger is a protocol error. */
 #define PPS_RECEIVER_GAP_MARGIN_WINDOWS 64u
+/* Windows may arrive at most PPS_RECEIVER_RATE_FACTOR times the rate STREAM_INFO
+ * announces, after a catch-up of PPS_RECEIVER_CATCH_UP_S seconds of windows
+ * plus twice the gap margin at once; faster is a protocol error. A catch-up
+ * after a stall delivers at most what the server captured meanwhile: its
+ * queue (pps.max_windows, 64) and what the sockets held, and the server
+ * evicts a client that takes nothing for server.evict_after_s (10 s). */
+#define PPS_RECEIVER_RATE_FACTOR 4u
+#define PPS_RECEIVER_CATCH_UP_S  16u
 
 typedef struct pps_receiver pps_receiver_t;
 
@@ -254,7 +271,8 @@ int pps_receiver_stream_info(pps_receiver_t *receiver, const pps_wire_stream_inf
                              char *err, size_t err_size);
 /* NULL before STREAM_INFO. */
 const pps_wire_stream_info_t *pps_receiver_info(const pps_receiver_t *receiver);
-/* A window record (WINDOW_BEGIN, ADU_FRAGMENT, WINDOW_END): 0, or -EPROTO with @err. */
+/* A window record (WINDOW_BEGIN, ADU_FRAGMENT, WINDOW_END): 0, or -EPROTO with @err
+ * (also for windows faster than PPS_RECEIVER_RATE_FACTOR allows). */
 int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *record, char *err,
                         size_t err_size);
 /* End of the stream: the decoder outputs every frame it still holds. */
@@ -341,6 +359,48 @@ bool pps_playout_drops_late(const pps_playout_t *playout);
 /* "normal" or "spike" (adaptive only). */
 const char *pps_playout_mode(const pps_playout_t *playout);
 
+/* ---- the peer log: rate-limited lines a server can cause ------------------ */
+
+/*
+ * Lines a server's behaviour causes (errors, warnings, events per record it
+ * sends) go through one of these: at most @burst in an interval of
+ * @interval_us; the lines held back are counted, and the count is written as
+ * a line of its own when the next interval lets a line through, or by
+ * pps_peer_log_flush(). Called on the loop's thread.
+ */
+typedef struct pps_peer_log pps_peer_log_t;
+
+typedef enum {
+	PPS_PEER_LOG_TEXT, /* "pps-client: N more messages caused by the server not shown ..." */
+	PPS_PEER_LOG_JSON, /* {"type":"log_suppressed","lines":N} */
+} pps_peer_log_format_t;
+
+/* pps-client's stderr: a reconnect loop with a server that refuses says 10
+ * lines in 10 s at most (a connection brings two). */
+#define PPS_PEER_LOG_TEXT_BURST       10u
+#define PPS_PEER_LOG_TEXT_INTERVAL_US 10000000
+/* The JSON Lines log's other events (pps_stats_event()): 400 in 2 s, far
+ * above the clock's and the audio's own rates (one per PING, one per 20 ms
+ * frame and connection). */
+#define PPS_PEER_LOG_JSON_BURST       400u
+#define PPS_PEER_LOG_JSON_INTERVAL_US 2000000
+
+/* @out may be NULL (nothing is written). NULL with errno: EINVAL (a zero
+ * limit, a format out of range), ENOMEM. @out stays the caller's. */
+pps_peer_log_t *pps_peer_log_new(FILE *out, pps_peer_log_format_t format, unsigned burst,
+                                 int64_t interval_us);
+void pps_peer_log_free(pps_peer_log_t *peer_log);
+/* Whether one line may be written at @now_us (client clock); when a new
+ * interval begins, the count of the lines held back is written first. */
+bool pps_peer_log_allow(pps_peer_log_t *peer_log, int64_t now_us);
+/* One line (its newline included in @format), if the limit allows it. */
+void pps_peer_log_printf(pps_peer_log_t *peer_log, int64_t now_us, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes the count of the lines held back since the last line, if any (at exit). */
+void pps_peer_log_flush(pps_peer_log_t *peer_log);
+/* Lines held back so far, in all. */
+uint64_t pps_peer_log_suppressed(const pps_peer_log_t *peer_log);
+
 /* ---- statistics, JSON Lines log, summary -------------------------------- */
 
 typedef struct pps_stats pps_stats_t;
@@ -385,7 +445,10 @@ typedef struct {
 void pps_stats_window_from_receiver(const pps_receiver_window_t *window, pps_stats_window_t *out);
 void pps_stats_window(pps_stats_t *stats, const pps_stats_window_t *window);
 void pps_stats_bytes(pps_stats_t *stats, size_t bytes, int64_t now_us);
-/* Any other event: a JSON object body without braces, e.g. "\"type\":\"clock\",...". */
+/* Any other event: a JSON object body without braces, e.g. "\"type\":\"clock\",...".
+ * These follow what the server sends (a PONG, an audio frame, a connection
+ * ending), so they go through a peer log (PPS_PEER_LOG_JSON_*): past its
+ * limit they are counted, and the count is logged. */
 void pps_stats_event(pps_stats_t *stats, const char *json_fields);
 
 typedef struct {

@@ -46,6 +46,13 @@ static const pps_config_key_t keys[] = {
         "reconnect: give up (exit 1) after this many connections in a row without a stream"),
     PPS_CONFIG_INT("client", "handshake_timeout_ms", "5000", 100, 600000,
                    "fail a connection that brings no STREAM_INFO within this time of connecting"),
+    PPS_CONFIG_INT(
+        "client", "data_timeout_windows", "20", 0, 100000,
+        "after STREAM_INFO, fail a connection (exit 1, or reconnect with client.reconnect) "
+        "that brings no record for this many windows of the stream, never less than "
+        "data_timeout_min_ms; 0 = wait forever"),
+    PPS_CONFIG_INT("client", "data_timeout_min_ms", "4000", 100, 600000,
+                   "least time the data timeout waits, whatever the window length"),
     PPS_CONFIG_INT("client", "max_record_bytes", STR(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES),
                    PPS_WIRE_MIN_MAX_RECORD_BYTES, UINT16_MAX,
                    "largest wire record accepted from the server"),
@@ -130,6 +137,9 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	}
 	conn->ping_interval_us = pps_config_get_int(c, "client", "clock_ping_interval_ms") * 1000;
 	conn->handshake_timeout_us = pps_config_get_int(c, "client", "handshake_timeout_ms") * 1000;
+	conn->data_timeout_windows =
+	    (unsigned)pps_config_get_int(c, "client", "data_timeout_windows");
+	conn->data_timeout_min_us = pps_config_get_int(c, "client", "data_timeout_min_ms") * 1000;
 	conn->reconnect = pps_config_get_bool(c, "client", "reconnect");
 	conn->reconnect_attempts = (unsigned)pps_config_get_int(c, "client", "reconnect_attempts");
 	conn->tls = pps_config_get_bool(c, "client", "tls");

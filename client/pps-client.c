@@ -36,6 +36,8 @@ typedef struct {
 	FILE *log;
 	const char *log_path;
 	FILE *table; /* the summary: stdout, or stderr when stdout carries video */
+	/* What a server makes us say on stderr, connection after connection. */
+	pps_peer_log_t *peer_log;
 
 	struct event *status_timer, *ui_timer, *duration_timer;
 	struct event *sigint_event, *sigterm_event;
@@ -85,8 +87,10 @@ usage(FILE *out)
 	        "Exit status: 0 the stream ran and ended (BYE, --duration, Ctrl-C); 1 no stream "
 	        "(cannot\n"
 	        "connect, refused, handshake timeout, reconnect gave up), the server vanished "
-	        "without BYE,\n"
-	        "a protocol error, or an output that cannot be written; 2 usage/config.\n");
+	        "without BYE\n"
+	        "or went silent (client.data_timeout_windows), a protocol error, or an output "
+	        "that cannot be\n"
+	        "written; 2 usage/config.\n");
 }
 
 static int
@@ -136,12 +140,13 @@ player_stream_cb(const pps_wire_stream_info_t *info, void *user)
 {
 	client_t *c = user;
 
-	fprintf(stderr,
-	        "pps-client: connected to %s: %ux%u@%u, %u temporal x %u quality layers, "
-	        "window %u frames, budget %u ms, %s playout\n",
-	        c->server, info->width, info->height, info->fps_num, info->temporal_layers,
-	        info->quality_layers, info->window_frames, info->latency_budget_ms,
-	        pps_playout_policy_name(c->policy));
+	pps_peer_log_printf(
+	    c->peer_log, pps_client_realtime_us(NULL),
+	    "pps-client: connected to %s: %ux%u@%u, %u temporal x %u quality layers, "
+	    "window %u frames, budget %u ms, %s playout\n",
+	    c->server, info->width, info->height, info->fps_num, info->temporal_layers,
+	    info->quality_layers, info->window_frames, info->latency_budget_ms,
+	    pps_playout_policy_name(c->policy));
 }
 
 static void
@@ -150,10 +155,13 @@ player_closed_cb(const pps_connection_end_t *end, void *user)
 	client_t *c = user;
 
 	if (end->retry_in_us > 0) {
-		fprintf(stderr, "pps-client: %s; reconnecting in %.1f s\n", end->why,
-		        (double)end->retry_in_us / 1e6);
+		pps_peer_log_printf(c->peer_log, pps_client_realtime_us(NULL),
+		                    "pps-client: %s; reconnecting in %.1f s\n", end->why,
+		                    (double)end->retry_in_us / 1e6);
 		return;
 	}
+	/* The last word is always said, after what was held back. */
+	pps_peer_log_flush(c->peer_log);
 	if (end->gave_up)
 		fprintf(stderr, "pps-client: %s; giving up after %lld tries without a stream\n",
 		        end->why, (long long)c->reconnect_attempts);
@@ -408,11 +416,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	c.base = event_base_new();
+	c.peer_log = pps_peer_log_new(stderr, PPS_PEER_LOG_TEXT, PPS_PEER_LOG_TEXT_BURST,
+	                              PPS_PEER_LOG_TEXT_INTERVAL_US);
 	params.log = c.log;
 	conn->clock_cb = pps_client_realtime_us;
-	if (c.base)
+	if (c.base && c.peer_log)
 		c.player = pps_player_new(c.base, &params, &player_callbacks, &c);
-	if (!c.base || !c.player) {
+	if (!c.base || !c.peer_log || !c.player) {
 		if (c.base && errno == ENODEV)
 			fprintf(stderr, "pps-client: audio.output = sdl, but no audio device opens "
 			                "(--audio auto plays without one)\n");
@@ -447,6 +457,7 @@ main(int argc, char **argv)
 	c.stopping = true;
 
 	pps_player_stop(c.player);
+	pps_peer_log_flush(c.peer_log);
 	if (!pps_player_ever_streamed(c.player) && c.exit_status == 0) {
 		fprintf(stderr, "pps-client: no stream from %s\n", c.server);
 		c.exit_status = 1;
@@ -473,6 +484,7 @@ main(int argc, char **argv)
 	}
 
 	pps_player_free(c.player);
+	pps_peer_log_free(c.peer_log);
 	pps_display_free(c.display);
 	event_free(c.status_timer);
 	if (c.ui_timer)

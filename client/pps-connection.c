@@ -15,6 +15,13 @@
  * and everything after it go through TLS. The server's certificate is always
  * verified; a failure, or a server that answers in plaintext, ends the
  * connection with the reason.
+ *
+ * Data timeout (client.data_timeout_windows, client.data_timeout_min_ms):
+ * once STREAM_INFO is in, a server that sends no record for that many
+ * windows of the stream (never less than the floor) ends the connection as a
+ * failure, which a reconnect then retries. A one-shot timer, pushed back by
+ * each read that brought a whole record: nothing polls. Any record counts,
+ * CLOCK_PONG too: a server that still answers is not silent, only idle.
  */
 #include "pps-client-internal.h"
 #include "pps-socket.h"
@@ -52,9 +59,12 @@ struct pps_connection {
 	bool answered;  /* CHALLENGE answered on this connection */
 	bool stopped;
 	struct event *read_event, *connect_event;
-	struct event *reconnect_timer, *ping_timer, *handshake_timer;
+	struct event *reconnect_timer, *ping_timer, *handshake_timer, *data_timer;
+	int64_t data_timeout_us; /* 0: none (before STREAM_INFO, or not asked for) */
+	int64_t window_us;       /* the stream's window, for the data timeout's message */
 	pps_wire_parser_t *parser;
 	uint32_t ping_seq;
+	uint32_t pong_seq; /* the last PING answered: PONGs for ping_seq only, once */
 	int64_t backoff_us;
 	unsigned attempts; /* in a row without a stream */
 	unsigned connections;
@@ -101,6 +111,8 @@ close_socket(pps_connection_t *c)
 	}
 	event_del(c->ping_timer);
 	event_del(c->handshake_timer);
+	event_del(c->data_timer);
+	c->data_timeout_us = 0;
 	c->connected = false;
 }
 
@@ -175,8 +187,30 @@ ping_cb(evutil_socket_t fd, short what, void *user)
 	pps_connection_send(c, &ping);
 }
 
+static void
+arm_data_timer(pps_connection_t *c)
+{
+	struct timeval tv;
+
+	if (c->data_timeout_us <= 0)
+		return;
+	tv = pps_time_us_to_timeval(c->data_timeout_us);
+	event_add(c->data_timer, &tv);
+}
+
+int64_t
+pps_connection_data_timeout_us(const pps_connection_params_t *params, int64_t window_us)
+{
+	int64_t timeout_us;
+
+	if (params->data_timeout_windows == 0 || window_us <= 0)
+		return 0;
+	timeout_us = (int64_t)params->data_timeout_windows * window_us;
+	return timeout_us > params->data_timeout_min_us ? timeout_us : params->data_timeout_min_us;
+}
+
 void
-pps_connection_stream_started(pps_connection_t *c)
+pps_connection_stream_started(pps_connection_t *c, int64_t window_us)
 {
 	struct timeval tv;
 
@@ -184,6 +218,9 @@ pps_connection_stream_started(pps_connection_t *c)
 	c->attempts = 0;
 	c->backoff_us = 0;
 	event_del(c->handshake_timer);
+	c->window_us = window_us;
+	c->data_timeout_us = pps_connection_data_timeout_us(&c->params, window_us);
+	arm_data_timer(c);
 	tv = pps_time_us_to_timeval(c->params.ping_interval_us);
 	event_add(c->ping_timer, &tv);
 	ping_cb(-1, 0, c); /* a first clock sample right away */
@@ -244,6 +281,7 @@ static bool
 handle_input(pps_connection_t *c, const uint8_t *data, size_t len)
 {
 	unsigned connection = c->connections;
+	bool any = false;
 
 	if (c->callbacks.bytes_cb)
 		c->callbacks.bytes_cb(len, c->user);
@@ -254,8 +292,14 @@ handle_input(pps_connection_t *c, const uint8_t *data, size_t len)
 		char err[256] = "";
 		int ret = pps_wire_parser_next(c->parser, &data, &len, &record);
 
-		if (ret == -EAGAIN)
+		if (ret == -EAGAIN) {
+			/* Once per read, not per record: a flood of tiny
+			 * records costs one timer update per read. */
+			if (any)
+				arm_data_timer(c);
 			return true;
+		}
+		any = true;
 		if (ret < 0) {
 			char why[300];
 
@@ -267,6 +311,15 @@ handle_input(pps_connection_t *c, const uint8_t *data, size_t len)
 		if (record.kind == PPS_WIRE_BYE) {
 			handle_bye(c, &record.u.bye);
 			return false;
+		}
+		/* A PONG answers one of our PINGs, once: others would only
+		 * add clock events to the log at the server's pace. */
+		if (record.kind == PPS_WIRE_CLOCK_PONG) {
+			uint32_t seq = record.u.clock_pong.seq;
+
+			if (seq <= c->pong_seq || seq > c->ping_seq)
+				continue;
+			c->pong_seq = seq;
 		}
 		if (record.kind == PPS_WIRE_CHALLENGE)
 			ret = answer_challenge(c, &record.u.challenge, err, sizeof(err));
@@ -420,6 +473,23 @@ handshake_timeout_cb(evutil_socket_t fd, short what, void *user)
 }
 
 static void
+data_timeout_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_connection_t *c = user;
+	char why[600];
+
+	(void)fd;
+	(void)what;
+	snprintf(why, sizeof(why),
+	         "%s went silent: no record from the server for %.1f s "
+	         "(client.data_timeout_windows = %u windows of %.0f ms, at least "
+	         "client.data_timeout_min_ms = %lld)",
+	         c->server, (double)c->data_timeout_us / 1e6, c->params.data_timeout_windows,
+	         (double)c->window_us / 1000.0, (long long)(c->params.data_timeout_min_us / 1000));
+	ended(c, why, true);
+}
+
+static void
 connected(pps_connection_t *c)
 {
 	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
@@ -502,6 +572,7 @@ start(pps_connection_t *c)
 
 	c->connections++;
 	c->attempts++;
+	c->pong_seq = c->ping_seq;
 	if (c->params.tls && !c->tls_ctx) {
 		char err[360];
 
@@ -573,7 +644,7 @@ pps_connection_new(struct event_base *base, const pps_connection_params_t *param
 
 	if (!base || !params || !params->server || !params->clock_cb || !callbacks ||
 	    !callbacks->record_cb || !callbacks->closed_cb || params->ping_interval_us <= 0 ||
-	    params->handshake_timeout_us <= 0) {
+	    params->handshake_timeout_us <= 0 || params->data_timeout_min_us < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -599,7 +670,8 @@ pps_connection_new(struct event_base *base, const pps_connection_params_t *param
 	c->reconnect_timer = evtimer_new(base, reconnect_cb, c);
 	c->ping_timer = event_new(base, -1, EV_PERSIST, ping_cb, c);
 	c->handshake_timer = evtimer_new(base, handshake_timeout_cb, c);
-	if (!c->reconnect_timer || !c->ping_timer || !c->handshake_timer) {
+	c->data_timer = evtimer_new(base, data_timeout_cb, c);
+	if (!c->reconnect_timer || !c->ping_timer || !c->handshake_timer || !c->data_timer) {
 		pps_connection_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -642,5 +714,7 @@ pps_connection_free(pps_connection_t *c)
 		event_free(c->ping_timer);
 	if (c->handshake_timer)
 		event_free(c->handshake_timer);
+	if (c->data_timer)
+		event_free(c->data_timer);
 	free(c);
 }

@@ -48,6 +48,7 @@ struct pps_player {
 	pps_audio_player_t *audio;
 	audio_link_t audio_links[PPS_AUDIO_MAX_CONNECTIONS];
 	unsigned n_audio_links, audio_connections;
+	int64_t window_us; /* the stream's window length, from its STREAM_INFO */
 };
 
 static uint32_t
@@ -225,7 +226,9 @@ audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
 			         "the audio connection's STREAM_INFO has no audio track");
 			return -EPROTO;
 		}
-		pps_connection_stream_started(l->connection);
+		/* The video's STREAM_INFO, checked, set the window length:
+		 * an audio connection goes silent on the same terms. */
+		pps_connection_stream_started(l->connection, p->window_us);
 		return 0;
 	case PPS_WIRE_AUDIO_FRAME:
 		/* With several connections the first copy of a frame counts. */
@@ -315,6 +318,8 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 
 	if (ret < 0)
 		return ret;
+	/* The receiver checked the frame rate: fps_num is not 0. */
+	p->window_us = (int64_t)1000000 * info->fps_den * info->window_frames / info->fps_num;
 	if (p->audio && info->audio_codec) {
 		ret = pps_audio_player_stream(p->audio, info, err, size);
 		if (ret < 0)
@@ -323,11 +328,9 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 		    (ret = start_audio_connections(p, err, size)) < 0)
 			return ret;
 	}
-	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000,
-	                       (int64_t)1000000 * info->fps_den * info->window_frames /
-	                           info->fps_num);
+	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000, p->window_us);
 	p->ever_streamed = true;
-	pps_connection_stream_started(p->connection);
+	pps_connection_stream_started(p->connection, p->window_us);
 	if (p->callbacks.stream_cb)
 		p->callbacks.stream_cb(info, p->user);
 	return 0;

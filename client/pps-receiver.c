@@ -26,7 +26,16 @@
  * Nothing the server says is trusted: STREAM_INFO is checked against sane
  * limits before a decoder is sized from it, and a gap in window ids larger
  * than the time since the previous window could hold is a protocol error
- * rather than billions of missing frames.
+ * rather than billions of missing frames. Nor can windows come much faster
+ * than the stream announced: a token bucket holds a catch-up's worth of
+ * windows (PPS_RECEIVER_CATCH_UP_S of them at the announced rate, plus twice
+ * the gap margin) and refills at PPS_RECEIVER_RATE_FACTOR times that rate;
+ * each window takes one, and an empty bucket is a protocol error. A
+ * legitimate burst after a stall was paid for by the stall (the bucket
+ * filled meanwhile); a flood of tiny windows is refused within a few hundred
+ * of them, so what the log and the statistics keep of them stays small. The
+ * bucket outlives a reconnect: a server that floods every new connection
+ * gets the refill since the last one, not a full bucket each time.
  */
 #include "pps-client-internal.h"
 #include "pps-prioritizer.h"
@@ -62,6 +71,15 @@ struct pps_receiver {
 	bool started;       /* a window brought something */
 	bool accounted_any; /* a frame of this client's stream was reported */
 	pps_receiver_stats_t stats;
+
+	/* the window rate bound: tokens, refilled since refill_us; kept across
+	 * pps_receiver_reset() */
+	bool have_credit;
+	double windows_per_s; /* announced: fps / window_frames */
+	double credit, credit_max;
+	int64_t refill_us;
+	int64_t burst_since_us; /* the bucket was last full then */
+	uint64_t burst_windows; /* windows since */
 };
 
 static int64_t
@@ -276,6 +294,49 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 	r->info = *info;
 	r->have_info = true;
 	r->frame_interval_us = (int64_t)1000000 * info->fps_den / info->fps_num;
+	r->windows_per_s = fps / info->window_frames;
+	r->credit_max =
+	    r->windows_per_s * PPS_RECEIVER_CATCH_UP_S + 2.0 * PPS_RECEIVER_GAP_MARGIN_WINDOWS;
+	if (!r->have_credit) {
+		r->credit = r->credit_max;
+		r->refill_us = r->burst_since_us = r->clock_cb(r->user);
+		r->burst_windows = 0;
+		r->have_credit = true;
+	}
+	return 0;
+}
+
+/* A new window arrives at @now: one token, or -EPROTO if there is none left. */
+static int
+take_window_credit(pps_receiver_t *r, int64_t now, char *err, size_t err_size)
+{
+	/* The clock is the real-time one: after a step back, refill from the
+	 * new time on rather than wait for the old one. */
+	if (now > r->refill_us)
+		r->credit += (double)(now - r->refill_us) / 1e6 * r->windows_per_s *
+		             PPS_RECEIVER_RATE_FACTOR;
+	r->refill_us = now;
+	if (r->credit >= r->credit_max) {
+		r->credit = r->credit_max;
+		r->burst_since_us = now;
+		r->burst_windows = 0;
+	}
+	if (r->credit < 1) {
+		double span_s =
+		    (double)(now > r->burst_since_us ? now - r->burst_since_us : 1) / 1e6;
+
+		snprintf(err, err_size,
+		         "%llu windows in %.3f s (%.0f windows/s), the stream announced %.1f "
+		         "windows/s (%u/%u frames/s, %u a window): more than a catch-up of %.0f "
+		         "windows and %u times that rate",
+		         (unsigned long long)r->burst_windows + 1, span_s,
+		         (double)(r->burst_windows + 1) / span_s, r->windows_per_s, r->info.fps_num,
+		         r->info.fps_den, r->info.window_frames, r->credit_max,
+		         PPS_RECEIVER_RATE_FACTOR);
+		return -EPROTO;
+	}
+	r->credit -= 1;
+	r->burst_windows++;
 	return 0;
 }
 
@@ -434,6 +495,9 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 		/* The reassembler refuses ids that do not increase; check that
 		 * first, so the gap below is never negative. */
 		if ((int64_t)id > r->last_window) {
+			ret = take_window_credit(r, now, err, err_size);
+			if (ret < 0)
+				return ret;
 			ret = account_gap(r, id, now, err, err_size);
 			if (ret < 0)
 				return ret;

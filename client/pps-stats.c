@@ -48,6 +48,7 @@ static const char *const stage_names[N_STAGES] = {"capture_to_received", "receiv
 
 struct pps_stats {
 	FILE *log;
+	pps_peer_log_t *peer_log; /* the log's events a server's records cause */
 	uint64_t frames_late, frames_undecodable, frames_dropped, frames_lost, frames_overflow,
 	    frames_other;
 	uint64_t windows_join;
@@ -102,6 +103,13 @@ pps_stats_new(FILE *log, double fps)
 		return NULL;
 	}
 	s->log = log;
+	s->peer_log = pps_peer_log_new(log, PPS_PEER_LOG_JSON, PPS_PEER_LOG_JSON_BURST,
+	                               PPS_PEER_LOG_JSON_INTERVAL_US);
+	if (!s->peer_log) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	s->fps = fps > 0 ? fps : 30;
 	s->roll_start_us = pps_time_realtime_us();
 	return s;
@@ -112,6 +120,7 @@ pps_stats_free(pps_stats_t *s)
 {
 	if (!s)
 		return;
+	pps_peer_log_free(s->peer_log);
 	free(s->frames);
 	free(s->window_latency_ms);
 	free(s->ear_ms);
@@ -292,16 +301,16 @@ void
 pps_stats_audio_late(pps_stats_t *s, uint32_t seq)
 {
 	s->audio_late++;
-	if (s->log)
-		fprintf(s->log, "{\"type\":\"audio_late\",\"seq\":%" PRIu32 "}\n", seq);
+	pps_peer_log_printf(s->peer_log, pps_time_realtime_us(),
+	                    "{\"type\":\"audio_late\",\"seq\":%" PRIu32 "}\n", seq);
 }
 
 void
 pps_stats_audio_skipped(pps_stats_t *s, uint32_t seq)
 {
 	s->audio_skipped++;
-	if (s->log)
-		fprintf(s->log, "{\"type\":\"audio_skipped\",\"seq\":%" PRIu32 "}\n", seq);
+	pps_peer_log_printf(s->peer_log, pps_time_realtime_us(),
+	                    "{\"type\":\"audio_skipped\",\"seq\":%" PRIu32 "}\n", seq);
 }
 
 int64_t
@@ -433,8 +442,7 @@ pps_stats_bytes(pps_stats_t *s, size_t bytes, int64_t now_us)
 void
 pps_stats_event(pps_stats_t *s, const char *json_fields)
 {
-	if (s->log)
-		fprintf(s->log, "{%s}\n", json_fields);
+	pps_peer_log_printf(s->peer_log, pps_time_realtime_us(), "{%s}\n", json_fields);
 }
 
 static int
@@ -719,6 +727,7 @@ void
 pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *table)
 {
 	if (s->log) {
+		pps_peer_log_flush(s->peer_log);
 		write_summary_json(s->log, o, s->frames_unsampled);
 		fflush(s->log);
 	}

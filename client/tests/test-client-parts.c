@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The client's small contracts: its policy names and back, its constructors'
- * NULL + errno on bad arguments, and the receiver->stats window mapping.
+ * NULL + errno on bad arguments, the receiver->stats window mapping, and the
+ * peer log's limit and count (an injected clock).
  */
 #include "pps-client-internal.h"
 #include "pps-test.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -133,6 +136,79 @@ test_window_mapping(void)
 	CHECK_EQ_INT(s.bytes, 12345);
 }
 
+/* The number after @key in @text (the count of a suppression line), or -1. */
+static long
+count_after(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* A burst per interval; what was held back is said once, when the next
+ * interval lets a line through, and at flush; nothing when nothing was. */
+static void
+test_peer_log(void)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	pps_peer_log_t *pl;
+	int64_t t = 1700000000LL * 1000000;
+
+	REQUIRE(out);
+	errno = 0;
+	CHECK(!pps_peer_log_new(out, PPS_PEER_LOG_JSON, 0, 1000000) && errno == EINVAL);
+	pl = pps_peer_log_new(out, PPS_PEER_LOG_JSON, 3, 1000000);
+	REQUIRE(pl);
+	for (int i = 0; i < 10; i++)
+		pps_peer_log_printf(pl, t, "{\"n\":%d}\n", i);
+	/* Still the same interval: held back too, and nothing said yet. */
+	pps_peer_log_printf(pl, t + 999999, "{\"n\":%d}\n", 10);
+	fflush(out);
+	CHECK(strcmp(text, "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n") == 0);
+	CHECK_EQ_INT(pps_peer_log_suppressed(pl), 8);
+	/* The next interval: the count of the eight, then the line. */
+	pps_peer_log_printf(pl, t + 1000000, "{\"n\":%d}\n", 11);
+	fflush(out);
+	CHECK_EQ_INT(count_after(text, "\"lines\":"), 8);
+	CHECK(strstr(text, "{\"n\":2}\n{\"type\":\"log_suppressed\",\"lines\":8}\n{\"n\":11}\n") !=
+	      NULL);
+	/* Nothing held back: flush says nothing. Held back: said at flush, once. */
+	pps_peer_log_flush(pl);
+	fflush(out);
+	CHECK(strstr(text, "{\"n\":11}\n") + strlen("{\"n\":11}\n") == text + size);
+	pps_peer_log_printf(pl, t + 1000001, "{\"n\":%d}\n", 12);
+	pps_peer_log_printf(pl, t + 1000001, "{\"n\":%d}\n", 13);
+	pps_peer_log_printf(pl, t + 1000001, "{\"n\":%d}\n", 14);
+	pps_peer_log_flush(pl);
+	pps_peer_log_flush(pl);
+	fflush(out);
+	CHECK(strstr(text, "{\"n\":13}\n{\"type\":\"log_suppressed\",\"lines\":1}\n") != NULL);
+	CHECK(strstr(text, "\"lines\":1}\n{\"type\"") == NULL);
+	CHECK_EQ_INT(pps_peer_log_suppressed(pl), 9);
+	pps_peer_log_free(pl);
+	fclose(out);
+	free(text);
+
+	/* Text for a terminal; a clock that steps back begins a new interval. */
+	text = NULL;
+	out = open_memstream(&text, &size);
+	REQUIRE(out);
+	pl = pps_peer_log_new(out, PPS_PEER_LOG_TEXT, 1, 10000000);
+	REQUIRE(pl);
+	pps_peer_log_printf(pl, t, "pps-client: a\n");
+	pps_peer_log_printf(pl, t + 1000000, "pps-client: b\n");
+	pps_peer_log_printf(pl, t - 60000000, "pps-client: c\n");
+	fflush(out);
+	CHECK(strstr(text, "pps-client: a\n") && !strstr(text, "pps-client: b\n"));
+	CHECK(strstr(text, "pps-client: 1 more message caused by the server not shown") != NULL);
+	CHECK(strstr(text, "pps-client: c\n") != NULL);
+	pps_peer_log_free(pl);
+	fclose(out);
+	free(text);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -140,5 +216,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_names);
 	PPS_TEST_RUN(test_constructors);
 	PPS_TEST_RUN(test_window_mapping);
+	PPS_TEST_RUN(test_peer_log);
 	return pps_test_result();
 }

@@ -4,7 +4,9 @@
  * against a scripted server on a loopback socket in the same process: the
  * token never appears in HELLO, the AUTH answer is the MAC of the server's
  * nonce, and a CHALLENGE the client did not ask for, or a second one, ends
- * the connection as a protocol error. No sleeps: the loop runs what is ready.
+ * the connection as a protocol error; a server silent after STREAM_INFO
+ * ends it once the data timeout passes. No sleeps: the loop runs what is
+ * ready, or waits for the connection's own timer.
  */
 #include "pps-client-internal.h"
 #include "pps-test.h"
@@ -20,8 +22,10 @@
 #include <unistd.h>
 
 typedef struct {
-	unsigned records;
-	bool got_stream_info;
+	pps_connection_t *connection; /* set: STREAM_INFO starts the stream */
+	int64_t window_us;
+	unsigned records, pongs;
+	bool got_stream_info, got_window_end;
 	bool closed;
 	bool failure;
 	char why[400];
@@ -40,6 +44,10 @@ record_cb(const pps_wire_record_t *record, char *err, size_t err_size, void *use
 
 	s->records++;
 	s->got_stream_info |= record->kind == PPS_WIRE_STREAM_INFO;
+	s->got_window_end |= record->kind == PPS_WIRE_WINDOW_END;
+	s->pongs += record->kind == PPS_WIRE_CLOCK_PONG;
+	if (record->kind == PPS_WIRE_STREAM_INFO && s->connection)
+		pps_connection_stream_started(s->connection, s->window_us);
 	return 0;
 }
 
@@ -99,7 +107,8 @@ typedef struct {
 
 /* A connection to a loopback listener, accepted: its HELLO is read into @hello. */
 static void
-fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
+fixture_start_with(fixture_t *f, const char *token, unsigned data_timeout_windows,
+                   int64_t data_timeout_min_us, pps_wire_record_t *hello)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
 	socklen_t len = sizeof(sin);
@@ -112,6 +121,8 @@ fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
 	    .access_token = token,
 	    .ping_interval_us = 1000000,
 	    .handshake_timeout_us = 5000000,
+	    .data_timeout_windows = data_timeout_windows,
+	    .data_timeout_min_us = data_timeout_min_us,
 	    .clock_cb = fixed_clock,
 	};
 	pps_connection_callbacks_t callbacks = {.record_cb = record_cb, .closed_cb = closed_cb};
@@ -133,6 +144,12 @@ fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
 	run_loop(f->base); /* connected: HELLO goes out */
 	REQUIRE(read_record(f->server_fd, f->parser, hello) == 0);
 	REQUIRE(hello->kind == PPS_WIRE_HELLO);
+}
+
+static void
+fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
+{
+	fixture_start_with(f, token, 0, 0, hello);
 }
 
 static void
@@ -196,14 +213,11 @@ test_unasked_challenge(void)
 	fixture_free(&f);
 }
 
-/* A server without a token answers a flagged HELLO with STREAM_INFO at once. */
-static void
-test_no_challenge_needed(void)
+static pps_wire_record_t
+stream_info_record(void)
 {
-	fixture_t f;
-	pps_wire_record_t hello, info = {.kind = PPS_WIRE_STREAM_INFO};
+	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
 
-	fixture_start(&f, "t0ken-secret", &hello);
 	info.u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
 	                                              .codec = 1,
 	                                              .width = 64,
@@ -217,10 +231,91 @@ test_no_challenge_needed(void)
 	                                              .quality_layers = 1,
 	                                              .latency_budget_ms = 250,
 	                                              .gop_frames = 60};
+	return info;
+}
+
+/* A server without a token answers a flagged HELLO with STREAM_INFO at once. */
+static void
+test_no_challenge_needed(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, info = stream_info_record();
+
+	fixture_start(&f, "t0ken-secret", &hello);
 	send_record(f.server_fd, &info);
 	run_loop(f.base);
 	CHECK(f.sink.got_stream_info);
 	CHECK(!f.sink.closed);
+	fixture_free(&f);
+}
+
+/* A PONG answers a PING of ours, once: others never reach the records (each
+ * would be one more clock event in the log, at the server's pace). */
+static void
+test_unasked_pong(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, info = stream_info_record(), pong = {.kind = PPS_WIRE_CLOCK_PONG};
+	pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
+
+	fixture_start(&f, "", &hello);
+	f.sink.connection = f.connection;
+	f.sink.window_us = 66666;
+	send_record(f.server_fd, &info);
+	run_loop(f.base);
+	REQUIRE(f.sink.got_stream_info);
+	/* The first PING went out with STREAM_INFO: seq 1. */
+	for (uint32_t seq = 2; seq < 50; seq++) {
+		pong.u.clock_pong.seq = seq;
+		send_record(f.server_fd, &pong);
+	}
+	pong.u.clock_pong.seq = 1;
+	send_record(f.server_fd, &pong);
+	send_record(f.server_fd, &pong);
+	/* Then any other record: once it is in, every PONG before it was read. */
+	end.u.window_end.window_id = 1;
+	send_record(f.server_fd, &end);
+	for (int i = 0; i < 100 && !f.sink.got_window_end; i++)
+		event_base_loop(f.base, EVLOOP_ONCE);
+	CHECK(f.sink.got_window_end);
+	CHECK_EQ_INT(f.sink.pongs, 1);
+	CHECK(!f.sink.closed);
+	fixture_free(&f);
+}
+
+/* The data timeout: N windows, never less than its floor; 0 windows = none. */
+static void
+test_data_timeout_length(void)
+{
+	pps_connection_params_t params = {.data_timeout_windows = 20,
+	                                  .data_timeout_min_us = 4000000};
+
+	CHECK_EQ_INT(pps_connection_data_timeout_us(&params, 66666), 4000000);
+	CHECK_EQ_INT(pps_connection_data_timeout_us(&params, 1000000), 20000000);
+	params.data_timeout_windows = 0;
+	CHECK_EQ_INT(pps_connection_data_timeout_us(&params, 66666), 0);
+}
+
+/* STREAM_INFO, then silence: the connection ends as a failure, saying how
+ * long it waited; the loop waits for the connection's timer, nothing else. */
+static void
+test_silent_after_stream_info(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, info = stream_info_record();
+
+	fixture_start_with(&f, "", 2, 100000, &hello);
+	f.sink.connection = f.connection;
+	f.sink.window_us = 10000;
+	send_record(f.server_fd, &info);
+	for (int i = 0; i < 100 && !f.sink.closed; i++)
+		event_base_loop(f.base, EVLOOP_ONCE);
+	CHECK(f.sink.got_stream_info);
+	CHECK(f.sink.closed && f.sink.failure);
+	if (!strstr(f.sink.why, "no record from the server for 0.1 s (")) {
+		fprintf(stderr, "  got: %s\n", f.sink.why);
+		CHECK(!"data timeout text");
+	}
 	fixture_free(&f);
 }
 
@@ -232,5 +327,8 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_answers_challenge);
 	PPS_TEST_RUN(test_unasked_challenge);
 	PPS_TEST_RUN(test_no_challenge_needed);
+	PPS_TEST_RUN(test_unasked_pong);
+	PPS_TEST_RUN(test_data_timeout_length);
+	PPS_TEST_RUN(test_silent_after_stream_info);
 	return pps_test_result();
 }

@@ -503,6 +503,85 @@ test_untrusted(void)
 	pps_receiver_free(r);
 }
 
+/* Lone dropped WINDOW_ENDs from @first, one every @interval_us of the test's
+ * clock, @count of them: how many were accepted before the first refusal
+ * (its reason in @err). */
+static unsigned
+feed_dropped_windows(pps_receiver_t *r, sink_t *s, uint32_t first, unsigned count,
+                     int64_t interval_us, char *err, size_t err_size)
+{
+	for (unsigned i = 0; i < count; i++) {
+		pps_wire_record_t end = {.kind = PPS_WIRE_WINDOW_END};
+
+		end.u.window_end = (pps_wire_window_end_t){.window_id = first + i,
+		                                           .adus_dropped = 1,
+		                                           .flags = PPS_WIRE_WINDOW_END_DROPPED};
+		s->now_us += interval_us;
+		if (pps_receiver_record(r, &end, err, err_size) < 0)
+			return i;
+	}
+	return count;
+}
+
+static const pps_wire_stream_info_t *
+info_copy(void)
+{
+	static pps_wire_stream_info_t info;
+
+	info = stream_info();
+	return &info;
+}
+
+/* Windows faster than the stream announced: a flood of tiny windows is
+ * refused within a few hundred, saying the rate it saw and the one
+ * announced; a catch-up after a stall, and a steady rate a few times the
+ * announced one, pass. */
+static void
+test_window_rate(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	const pps_wire_stream_info_t *info = pps_receiver_info(r);
+	double rate = (double)info->fps_num / info->fps_den / info->window_frames;
+	int64_t interval_us = (int64_t)(1e6 / rate);
+	unsigned catch_up = (unsigned)(rate * 10) + PPS_RECEIVER_GAP_MARGIN_WINDOWS;
+	char err[256] = "";
+	unsigned n;
+
+	/* All at once: more than a catch-up, far fewer than the flood. */
+	n = feed_dropped_windows(r, &s, 0, 100000, 0, err, sizeof(err));
+	CHECK(n > catch_up && n < 1000);
+	if (!strstr(err, "windows/s), the stream announced")) {
+		fprintf(stderr, "  got: %s\n", err);
+		CHECK(!"window rate text");
+	}
+	/* A new connection half a second later brings the refill of that half
+	 * second, not a full bucket. */
+	pps_receiver_reset(r);
+	s.now_us += 500000;
+	REQUIRE(pps_receiver_stream_info(r, info_copy(), err, sizeof(err)) == 0);
+	n = feed_dropped_windows(r, &s, 0, 100000, 0, err, sizeof(err));
+	CHECK(n <= (unsigned)(rate * PPS_RECEIVER_RATE_FACTOR) + 1);
+	pps_receiver_free(r);
+
+	/* 30 s at the announced rate, a stall of 10 s, then what the server
+	 * queued and captured meanwhile at once, then the announced rate. */
+	r = new_receiver(&s);
+	n = feed_dropped_windows(r, &s, 0, (unsigned)(rate * 30), interval_us, err, sizeof(err));
+	CHECK_EQ_INT(n, (unsigned)(rate * 30));
+	s.now_us += 10 * 1000000;
+	CHECK_EQ_INT(feed_dropped_windows(r, &s, n, catch_up, 0, err, sizeof(err)), catch_up);
+	n += catch_up;
+	CHECK_EQ_INT(feed_dropped_windows(r, &s, n, 100, interval_us, err, sizeof(err)), 100);
+	pps_receiver_free(r);
+
+	/* A minute at three times the announced rate. */
+	r = new_receiver(&s);
+	n = (unsigned)(rate * 3 * 60);
+	CHECK_EQ_INT(feed_dropped_windows(r, &s, 0, n, interval_us / 3, err, sizeof(err)), n);
+	pps_receiver_free(r);
+}
+
 /* 1-frame windows (no B frames): each frame comes out as soon as its top
  * layer is pushed, before its WINDOW_END (checked in send_window). */
 static void
@@ -539,6 +618,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_undecodable);
 	PPS_TEST_RUN(test_cut_at_stop);
 	PPS_TEST_RUN(test_untrusted);
+	PPS_TEST_RUN(test_window_rate);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
