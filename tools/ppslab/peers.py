@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""pps-peers' runner and analysis: ppstream beside GStreamer plain TCP and
-SRT, same lab, same source, same measurement (the method is in
+"""pps-peers' runner and analysis: ppstream beside GStreamer plain TCP,
+SRT and WebRTC, same lab, same source, same measurement (the method is in
 docs/PEERS.md). Each system runs alone in a fresh lab through its wrapper;
 pps-peer-score reads the timecodes of the pictures each receiver showed and
 scores them against the regenerated source; the figures are recomputed from
