@@ -15,11 +15,13 @@ import subprocess
 import sys
 import time
 
-from . import metrics, plots, wrappers
+from . import metrics, plots, process, wrappers
+from .cells import elephant_throughputs
 from .errors import Failure
 from .files import read_tsv
 from .lab import Lab, capacity_series, linkem_epoch_realtime_us, parse_steps, step_downs, step_trace_write
 from .report import fmt
+from .sweep import traffic_result
 
 PROGRAM = "pps-peers"
 DASH = "\u2013"  # what the table shows for a figure not measured
@@ -45,6 +47,11 @@ SCENARIOS = {
               "steps": "8:10, 2:10, 0.8:10, 4:10", "pattern": "snow"},
 }
 STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream start
+# The cross traffic outlasts the run by this much (WebRTC's receiver starts its
+# run once its browser is up and has the offer, a few seconds in); then the
+# run waits for it to end, so that iperf3 writes its result inside the lab.
+TRAFFIC_TAIL_S = 10
+TRAFFIC_EXIT_GRACE_S = 30
 
 # name -> (label, kind, settings): the rows of the comparison, each run by
 # its wrapper (ppstream, or the peer of settings' transport). ppstream rows use the asap playout policy
@@ -128,8 +135,11 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
     with Lab(build.netlab, name, sc["up"], lab_bound_s) as lab:
         with open(os.path.join(rdir, "lab.json"), "w") as f:
             json.dump(lab.info, f, indent=2)
+        traffic = traffic_start_us = None
         if sc["elephants"]:
-            lab.traffic(warmup_s + duration_s + 20, elephants=sc["elephants"], wait=False)
+            traffic_start_us = int(time.time() * 1e6)
+            traffic = lab.traffic(warmup_s + duration_s + TRAFFIC_TAIL_S, elephants=sc["elephants"],
+                                  stdout=os.path.join(rdir, "traffic.txt"), stderr=subprocess.STDOUT)
             time.sleep(warmup_s)  # let the flows fill the queue first
         try:
             run_.start(lab, duration_s)
@@ -139,6 +149,14 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
             run_.stop()
         if run_.failed():
             raise Failure(run_.failed())
+        if traffic is not None:
+            # The elephants' iperf3 result, for the throughput share (result_of()).
+            if process.wait_exit(traffic, warmup_s + duration_s + TRAFFIC_TAIL_S + TRAFFIC_EXIT_GRACE_S):
+                src = traffic_result(lab, False)
+                if src and os.path.exists(src):
+                    shutil.copyfile(src, os.path.join(rdir, "elephants.json"))
+            else:
+                log(f"{scenario}: {system}: the cross traffic did not end; no throughput share")
         lab.save_state(os.path.join(rdir, "lab-state"))
     with open(os.path.join(rdir, "netlab-down.txt"), "w") as f:
         f.write(lab.down_output or "")
@@ -147,7 +165,7 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
     else:
         score(build, rdir, pattern)
     run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": run_.start_us, "end_us": run_.end_us,
-           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s}
+           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s, "traffic_start_us": traffic_start_us}
     with open(os.path.join(rdir, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
     result = result_of(build, rdir)
@@ -261,9 +279,25 @@ def result_of(build, rdir):
         window_s = (result["window_us"][1] - result["window_us"][0]) / 1e6
         result["received_fps"] = result["frames_shown"] / window_s if window_s > 0 else None
         result["received_sizes"] = {SOURCE_SIZE: 1}
+    result["elephant_mean_bps"], result["throughput_share"] = throughput_share(rdir, result)
     with open(os.path.join(rdir, "result.json"), "w") as f:
         json.dump(result, f, indent=2)
     return result
+
+
+def throughput_share(rdir, result):
+    """(the mean elephant's bit/s over the run's analysis window, the
+    system's bit/s (the table's Mbit/s) over that): pps-sweep's
+    throughput_share; (None, None) without cross traffic or its result."""
+    path = os.path.join(rdir, "elephants.json")
+    if not result.get("traffic_start_us") or not os.path.exists(path):
+        return None, None
+    t0, t1 = ((t - result["traffic_start_us"]) / 1e6 for t in result["window_us"])
+    rates = elephant_throughputs(path, t0, t1)
+    if not rates:
+        return None, None
+    mean_bps = sum(rates) / len(rates)
+    return mean_bps, (result["bits_per_second"] / mean_bps if result["bits_per_second"] and mean_bps else None)
 
 
 def run_capacity(rdir, run):
@@ -297,8 +331,8 @@ def collect(build, out):
 
 def write_table(out, results):
     lines = [
-        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s | received fps | received size |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s | share | received fps | received size |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lat = r["latency_ms"]
@@ -311,7 +345,7 @@ def write_table(out, results):
             f"| {r['scenario']} | {r['label']} | {fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {r['frames_shown_pct']:.1f}% | {r['frozen_pct']:.1f}% | "
             f"{fmt(r.get('longest_freeze_ms'), '.0f', DASH)}" + (f" ({fmt(r.get('longest_freeze_outside_steps_ms'), '.0f', DASH)})" if r.get("steps") else "") +
             f" | {fmt(r['psnr_y_mean'], '.2f', DASH)} | {fmt(r['ssim_y_mean'], '.3f', DASH)} | {rate} |"
-            f" {fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |"
+            f" {fmt(r.get('throughput_share'), '.2f', DASH)} | {fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |"
         )
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "peers.md"), "w") as f:
