@@ -274,6 +274,7 @@ def result_of(build, rdir):
     if run["kind"] == "webrtc":
         # WebRTC lowers its frame rate and size instead of dropping: its getStats.
         result["received_fps"], result["received_sizes"] = own["received_fps"], own["received_sizes"]
+        result["frames_redrawn"] = own["redrawn"]
     else:
         # The others send every picture at the source's size: new pictures shown per second.
         window_s = (result["window_us"][1] - result["window_us"][0]) / 1e6

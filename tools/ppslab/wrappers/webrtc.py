@@ -17,9 +17,20 @@ each namespace gets a /32 route for that address on the lab's device;
 nothing is sent to it (no STUN server is configured), and the route goes
 with the namespace.
 
+Which frame a row is: the callback reads the picture the <video> holds when
+it runs, which is newer than the presented one the metadata describes when
+the callback runs late (a few in a hundred rows on a loaded machine). The
+metadata's RTP timestamp names the presented frame: RTP time follows the
+capture time (the page's capture time minus RTP time varied by under 2 ms
+in a run), so a row whose difference is off the run's median by half a
+frame period or more read a newer picture, and scores() moves it back by
+that many frame periods (`redrawn` in results()).
+
 Files: offer.sdp, answer.sdp, sender.err, sender.json (counts and getStats
 samples), receiver.err, frames.tsv (a row per presented frame: display_us,
-timecode_ok, frame_index, capture_us, width, height, presented),
+timecode_ok, frame_index, capture_us, width, height, presented,
+callback_us, media_us, rtp_timestamp, rtp_capture_us, receive_us: the
+callback's own time and the metadata's),
 receiver.json (start and end of the run, getStats samples), scores.tsv
 (written by scores(): pps-peer-score's columns, without PSNR and SSIM).
 """
@@ -43,8 +54,11 @@ PAGES = os.path.join(PACKAGE_PARENT, "peers", "webrtc")
 # The address Chromium probes for a default route (its network manager's IPv4 one).
 PROBE_ADDRESS = "8.8.8.8"
 SDP_TIMEOUT_S = 60
+PERIOD_US = 1e6 / 30
+RTP_CLOCK_HZ = 90000
 TAKE_INTERVAL_S = 1.0
-FRAME_COLUMNS = ("display_us", "timecode_ok", "frame_index", "capture_us", "width", "height", "presented")
+FRAME_COLUMNS = ("display_us", "timecode_ok", "frame_index", "capture_us", "width", "height", "presented",
+                 "callback_us", "media_us", "rtp_timestamp", "rtp_capture_us", "receive_us")
 CHROMIUM_FLAGS = [
     "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
     "--window-size=800,600", "--autoplay-policy=no-user-gesture-required",
@@ -111,18 +125,42 @@ class WebRTC(Wrapper):
             return "the WebRTC receiver wrote no frames.tsv (receiver.err, sender.err)"
         return None
 
+    def presented(self):
+        """Per row of frames.tsv: (timecode_ok, frame_index, capture_us,
+        periods moved back) of the frame presented (see above)."""
+        frames = read_tsv(self.path("frames", "tsv"))
+        offsets, wrap, last = [], 0, None
+        for r in frames:
+            if not r.get("rtp_timestamp") or r["timecode_ok"] != "1":
+                offsets.append(None)
+                continue
+            rtp = int(r["rtp_timestamp"])
+            if last is not None and rtp < last - 2 ** 31:
+                wrap += 2 ** 32
+            last = rtp
+            offsets.append(int(r["capture_us"]) - (rtp + wrap) * 1e6 / RTP_CLOCK_HZ)
+        known = sorted(o for o in offsets if o is not None)
+        median = known[len(known) // 2] if known else None
+        out = []
+        for r, o in zip(frames, offsets):
+            if r["timecode_ok"] != "1":
+                out.append((False, 0, 0, 0))
+                continue
+            back = round((o - median) / PERIOD_US) if o is not None and median is not None else 0
+            # Moved back, the capture time is the RTP timestamp's (within ~2 ms).
+            capture_us = int(r["capture_us"]) - (round(o - median) if back else 0)
+            out.append((True, int(r["frame_index"]) - back, capture_us, back))
+        return out
+
     def scores(self):
         """scores.tsv in pps-peer-score's columns from the page's read-out:
         the page's frame index is its capture slot, which is the source
         picture's number (ref_frame); no PSNR or SSIM (the pictures stay in
         the page)."""
-        frames = read_tsv(self.path("frames", "tsv"))
         with open(self.path("scores", "tsv"), "w") as f:
             f.write("ordinal\ttimecode_ok\tframe_index\tcapture_us\tref_frame\tpsnr_y\tssim_y\tref_check\n")
-            for i, r in enumerate(frames):
-                ok = r["timecode_ok"] == "1"
-                f.write(f"{i}\t{r['timecode_ok']}\t{r['frame_index']}\t{r['capture_us']}\t"
-                        f"{r['frame_index'] if ok else -1}\t\t\t-1\n")
+            for i, (ok, index, capture_us, _) in enumerate(self.presented()):
+                f.write(f"{i}\t{int(ok)}\t{index}\t{capture_us}\t{index if ok else -1}\t\t\t-1\n")
         return read_tsv(self.path("scores", "tsv"))
 
     def display_times(self, scores, tag=None):
@@ -135,11 +173,13 @@ class WebRTC(Wrapper):
         (the analysis' window): the RTP payload received per second
         (bytesReceived of the video stream: retransmissions and padding
         included), the mean received frame rate (framesPerSecond, decoded
-        frames) and the frame sizes with the share of the samples at each."""
+        frames) and the frame sizes with the share of the samples at each;
+        redrawn: the rows moved back to the frame presented."""
         rx = read_json(self.path("receiver", "json")) or {}
         stats = [s for s in rx.get("stats", []) if s.get("bytesReceived") is not None]
         out = {"frames_shown_pct": None, "frame_latency_p50_ms": None, "frame_latency_p95_ms": None,
-               "longest_freeze_ms": None, "bits_per_second": None, "received_fps": None, "received_sizes": {}}
+               "longest_freeze_ms": None, "bits_per_second": None, "received_fps": None, "received_sizes": {},
+               "redrawn": sum(1 for p in self.presented() if p[3]) if os.path.exists(self.path("frames", "tsv")) else None}
         if not stats or not rx.get("start_us"):
             return out
         t0, t1 = rx["start_us"] + 2e6, rx["end_us"] - 1e6
