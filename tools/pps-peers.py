@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""pps-peers: ppstream beside GStreamer plain TCP and SRT, same lab, same
-source, same measurement (the method is in docs/PEERS.md).
+"""pps-peers: ppstream beside GStreamer plain TCP, SRT and WebRTC (two
+headless Chromiums), same lab, same source picture, same measurement (the
+method is in docs/PEERS.md).
 
     pps-peers --scenario paper|idle|steps|all --duration 30 --out DIR
 
@@ -15,15 +16,18 @@ of 1 BDP, cubic; paper: 20 cubic iperf3 flows started 5 s before the stream;
 ppstream-default keeps the server's default congestion control, bbr under its
 tcp-friendly rate control, the other ppstream systems set cubic),
 one after another. Every system streams ppstream's test source (videotestsrc
-smpte, 640x480, 30 frames/s, pixel timecodes). Per run, the pictures the
+smpte, 640x480, 30 frames/s, pixel timecodes; WebRTC's page draws the same
+kind of picture with the same timecode). Per run, the pictures the
 receiver shows go to a y4m file; pps-peer-score reads their timecodes and
-scores them against the regenerated source. Then DIR/results.json,
+scores them against the regenerated source (WebRTC's receiving page reads
+the timecode of each frame it presents itself; no PSNR). Then DIR/results.json,
 DIR/peers.md (the table) and DIR/peers-latency-cdf.png are rebuilt from every
 scenario found in DIR, so `--scenario idle` and `--scenario paper` runs
 complement each other.
 
-Exit status: 0 done, 1 a run failed, 2 usage, 77 no root or /dev/net/tun or a
-GStreamer element is missing.
+Exit status: 0 done, 1 a run failed (WebRTC's without Chromium, chromedriver
+or python3-selenium), 2 usage, 77 no root or /dev/net/tun or a GStreamer
+element is missing.
 """
 
 import argparse
@@ -43,14 +47,14 @@ def build_from_environment():
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=peers.PROGRAM, description="ppstream vs GStreamer TCP vs SRT in the network lab (docs/PEERS.md)")
+    ap = argparse.ArgumentParser(prog=peers.PROGRAM, description="ppstream vs GStreamer TCP vs SRT vs WebRTC in the network lab (docs/PEERS.md)")
     ap.add_argument("--scenario", default="all", choices=["paper", "idle", "steps", "all"], help="all = idle and paper (default); steps = capacity steps 8/2/0.8/4 Mbit/s")
     ap.add_argument("--pattern", help="source pattern for every system (default: smpte; snow in steps)")
     ap.add_argument("--steps", help="steps scenario: RATE_MBIT:SECONDS,... (default 8:10,2:10,0.8:10,4:10)")
     ap.add_argument("--duration", type=int, default=30, help="seconds per run (default 30)")
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--systems", default=",".join(peers.SYSTEM_ORDER), help="comma-separated subset of " + ",".join(peers.SYSTEM_ORDER))
-    ap.add_argument("--peer-kbps", default="auto", help="x264 bitrate of the peers: N, or auto = what ppstream minbuf(1,3) averaged in the same scenario (default)")
+    ap.add_argument("--peer-kbps", default="auto", help="x264 bitrate of the GStreamer peers (WebRTC sets its own): N, or auto = what ppstream minbuf(1,3) averaged in the same scenario (default)")
     ap.add_argument("--extra-peer-kbps", type=int, action="append", default=[], help="run both peers again at this bitrate too (results in SYSTEM-Nk folders); repeatable; with --systems \"\" only these runs")
     ap.add_argument("--warmup", type=int, default=5, help="seconds of cross traffic before the stream starts (default 5)")
     ap.add_argument("--keep-video", action="store_true", help="keep the shown.y4m files (about 14 MB per second)")

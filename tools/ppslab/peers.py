@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""pps-peers' runner and analysis: ppstream beside GStreamer plain TCP and
-SRT, same lab, same source, same measurement (the method is in
+"""pps-peers' runner and analysis: ppstream beside GStreamer plain TCP,
+SRT and WebRTC, same lab, same source, same measurement (the method is in
 docs/PEERS.md). Each system runs alone in a fresh lab through its wrapper;
 pps-peer-score reads the timecodes of the pictures each receiver showed and
 scores them against the regenerated source; the figures are recomputed from
@@ -15,11 +15,13 @@ import subprocess
 import sys
 import time
 
-from . import metrics, plots, wrappers
+from . import metrics, plots, process, wrappers
+from .cells import elephant_throughputs
 from .errors import Failure
 from .files import read_tsv
 from .lab import Lab, capacity_series, linkem_epoch_realtime_us, parse_steps, step_downs, step_trace_write
 from .report import fmt
+from .sweep import traffic_result
 
 PROGRAM = "pps-peers"
 DASH = "\u2013"  # what the table shows for a figure not measured
@@ -27,6 +29,7 @@ PORT = 7400
 FPS = 30
 PERIOD_US = 1e6 / FPS
 PATTERN = "smpte"
+SOURCE_SIZE = "640x480"
 GST_ELEMENTS = ("x264enc", "h264parse", "mpegtsmux", "tsdemux", "avdec_h264", "tcpserversink", "tcpclientsrc", "srtsink", "srtsrc")
 # Left out of the scores: the receiver's join (first keyframe) and the end,
 # where a frame still in flight would count as never shown.
@@ -44,6 +47,11 @@ SCENARIOS = {
               "steps": "8:10, 2:10, 0.8:10, 4:10", "pattern": "snow"},
 }
 STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream start
+# The cross traffic outlasts the run by this much (WebRTC's receiver starts its
+# run once its browser is up and has the offer, a few seconds in); then the
+# run waits for it to end, so that iperf3 writes its result inside the lab.
+TRAFFIC_TAIL_S = 10
+TRAFFIC_EXIT_GRACE_S = 30
 
 # name -> (label, kind, settings): the rows of the comparison, each run by
 # its wrapper (ppstream, or the peer of settings' transport). ppstream rows use the asap playout policy
@@ -59,6 +67,8 @@ SYSTEMS = {
     "ppstream-default": ("ppstream, default settings", "ppstream", {"mode": "minbuf", "policy": None}),
     "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
     "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
+    # Two headless Chromiums, browser defaults (VP8, GCC, NACK/RTX): its own rate, no --peer-kbps.
+    "webrtc": ("WebRTC (Chromium, VP8, GCC)", "webrtc", {}),
 }
 SYSTEM_ORDER = list(SYSTEMS)
 SCENARIO_ORDER = ["idle", "paper", "steps"]
@@ -87,6 +97,8 @@ def check_permissions():
 def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
     """The wrapper that runs (or reads the run of) the row @system."""
     _, kind, settings = SYSTEMS[system]
+    if kind == "webrtc":
+        return wrappers.get("webrtc")(build, rdir, pattern=pattern, fps=FPS)
     if kind == "peer":
         return wrappers.get("gst-tcp" if settings["transport"] == "tcp" else "srt")(
             build, rdir, kbps=kbps, pattern=pattern, fps=FPS, port=PORT)
@@ -118,13 +130,16 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
     sc["up"] = sc["up"] + ["--stats", os.path.join(rdir, "linkem.json")]
     name = f"peers{os.getpid() % 10000}"
     lab_bound_s = warmup_s + duration_s + 90
-    log(f"{scenario}: {system} ({label}){'' if kind == 'ppstream' else f' at {kbps} kbit/s'}")
+    log(f"{scenario}: {system} ({label}){f' at {kbps} kbit/s' if kind == 'peer' else ''}")
     run_ = wrapper_of(build, system, rdir, kbps, pattern)
     with Lab(build.netlab, name, sc["up"], lab_bound_s) as lab:
         with open(os.path.join(rdir, "lab.json"), "w") as f:
             json.dump(lab.info, f, indent=2)
+        traffic = traffic_start_us = None
         if sc["elephants"]:
-            lab.traffic(warmup_s + duration_s + 20, elephants=sc["elephants"], wait=False)
+            traffic_start_us = int(time.time() * 1e6)
+            traffic = lab.traffic(warmup_s + duration_s + TRAFFIC_TAIL_S, elephants=sc["elephants"],
+                                  stdout=os.path.join(rdir, "traffic.txt"), stderr=subprocess.STDOUT)
             time.sleep(warmup_s)  # let the flows fill the queue first
         try:
             run_.start(lab, duration_s)
@@ -134,16 +149,27 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
             run_.stop()
         if run_.failed():
             raise Failure(run_.failed())
+        if traffic is not None:
+            # The elephants' iperf3 result, for the throughput share (result_of()).
+            if process.wait_exit(traffic, warmup_s + duration_s + TRAFFIC_TAIL_S + TRAFFIC_EXIT_GRACE_S):
+                src = traffic_result(lab, False)
+                if src and os.path.exists(src):
+                    shutil.copyfile(src, os.path.join(rdir, "elephants.json"))
+            else:
+                log(f"{scenario}: {system}: the cross traffic did not end; no throughput share")
         lab.save_state(os.path.join(rdir, "lab-state"))
     with open(os.path.join(rdir, "netlab-down.txt"), "w") as f:
         f.write(lab.down_output or "")
-    score(build, rdir, pattern)
+    if kind == "webrtc":
+        run_.scores()  # the page read the timecodes; the pictures stay in it
+    else:
+        score(build, rdir, pattern)
     run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": run_.start_us, "end_us": run_.end_us,
-           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s}
+           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s, "traffic_start_us": traffic_start_us}
     with open(os.path.join(rdir, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
     result = result_of(build, rdir)
-    if not keep_video:
+    if not keep_video and os.path.exists(os.path.join(rdir, "shown.y4m")):
         os.unlink(os.path.join(rdir, "shown.y4m"))
     lat = result["latency_ms"]
     log(f"  p50 {fmt(lat['p50'], '.0f', DASH)} p95 {fmt(lat['p95'], '.0f', DASH)} ms, shown {result['frames_shown_pct']:.1f}%, frozen {result['frozen_pct']:.1f}%, PSNR {fmt(result['psnr_y_mean'], '.2f', DASH)} dB, {fmt((result['bits_per_second'] or 0) / 1e6, '.2f', DASH)} Mbit/s")
@@ -243,10 +269,36 @@ def result_of(build, rdir):
     result = analyse(system, rdir, run["start_us"], run["end_us"], read_tsv(os.path.join(rdir, "scores.tsv")), run_step_downs(rdir, run))
     result.update(run)
     result["label"] = SYSTEMS[run["system"]][0]
-    result["bits_per_second"] = system.results()["bits_per_second"]
+    own = system.results()
+    result["bits_per_second"] = own["bits_per_second"]
+    if run["kind"] == "webrtc":
+        # WebRTC lowers its frame rate and size instead of dropping: its getStats.
+        result["received_fps"], result["received_sizes"] = own["received_fps"], own["received_sizes"]
+        result["frames_redrawn"] = own["redrawn"]
+    else:
+        # The others send every picture at the source's size: new pictures shown per second.
+        window_s = (result["window_us"][1] - result["window_us"][0]) / 1e6
+        result["received_fps"] = result["frames_shown"] / window_s if window_s > 0 else None
+        result["received_sizes"] = {SOURCE_SIZE: 1}
+    result["elephant_mean_bps"], result["throughput_share"] = throughput_share(rdir, result)
     with open(os.path.join(rdir, "result.json"), "w") as f:
         json.dump(result, f, indent=2)
     return result
+
+
+def throughput_share(rdir, result):
+    """(the mean elephant's bit/s over the run's analysis window, the
+    system's bit/s (the table's Mbit/s) over that): pps-sweep's
+    throughput_share; (None, None) without cross traffic or its result."""
+    path = os.path.join(rdir, "elephants.json")
+    if not result.get("traffic_start_us") or not os.path.exists(path):
+        return None, None
+    t0, t1 = ((t - result["traffic_start_us"]) / 1e6 for t in result["window_us"])
+    rates = elephant_throughputs(path, t0, t1)
+    if not rates:
+        return None, None
+    mean_bps = sum(rates) / len(rates)
+    return mean_bps, (result["bits_per_second"] / mean_bps if result["bits_per_second"] and mean_bps else None)
 
 
 def run_capacity(rdir, run):
@@ -280,23 +332,37 @@ def collect(build, out):
 
 def write_table(out, results):
     lines = [
-        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s | share | received fps | received size |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lat = r["latency_ms"]
         rate = f"{r['bits_per_second'] / 1e6:.2f}" if r["bits_per_second"] else "–"
         if r["kind"] == "peer":
             rate += f" (x264 {r['peer_kbps']} kbit/s)"
+        elif r["kind"] == "webrtc":
+            rate += " (GCC)"
         lines.append(
             f"| {r['scenario']} | {r['label']} | {fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {r['frames_shown_pct']:.1f}% | {r['frozen_pct']:.1f}% | "
             f"{fmt(r.get('longest_freeze_ms'), '.0f', DASH)}" + (f" ({fmt(r.get('longest_freeze_outside_steps_ms'), '.0f', DASH)})" if r.get("steps") else "") +
             f" | {fmt(r['psnr_y_mean'], '.2f', DASH)} | {fmt(r['ssim_y_mean'], '.3f', DASH)} | {rate} |"
+            f" {fmt(r.get('throughput_share'), '.2f', DASH)} | {fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |"
         )
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "peers.md"), "w") as f:
         f.write(text)
     return text
+
+
+def sizes_text(sizes):
+    """'640x480', or the two sizes held longest with their shares of the samples."""
+    if not sizes:
+        return DASH
+    total = sum(sizes.values())
+    top = sorted(sizes.items(), key=lambda kv: -kv[1])
+    if len(top) == 1:
+        return top[0][0]
+    return ", ".join(f"{size} {100.0 * n / total:.0f}%" for size, n in top[:2])
 
 
 def report(build, out):

@@ -35,8 +35,8 @@ def register(cls):
 
 
 def get(name):
-    """The wrapper class of the system @name (ppstream, gst-tcp, srt, browser, ppssink, ppssrc)."""
-    from . import browser, gst_tcp, ppssink, ppssrc, ppstream, srt  # noqa: F401  (they register themselves)
+    """The wrapper class of the system @name (ppstream, gst-tcp, srt, webrtc, browser, ppssink, ppssrc)."""
+    from . import browser, gst_tcp, ppssink, ppssrc, ppstream, srt, webrtc  # noqa: F401  (they register themselves)
     return REGISTRY[name]
 
 
