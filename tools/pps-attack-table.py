@@ -70,6 +70,8 @@ def main():
                     + ", ".join(attacktable.SERVER_ATTACKS + attacktable.CLIENT_ATTACKS)
                     + " (a server attack brings its baseline)")
     ap.add_argument("--out", help="write attacks.json and ATTACKS.md in this directory")
+    ap.add_argument("--connect-flood", metavar="PROGRAM",
+                    help="pps-connect-flood to use (default: the build's tools/traffic/)")
     ap.add_argument("--render", metavar="JSON",
                     help="only make the Markdown table from a results JSON (to stdout or --out)")
     a = ap.parse_args()
@@ -87,17 +89,14 @@ def main():
             unknown = [n for n in wanted if n not in names]
             if unknown:
                 ap.error("--only: unknown %s" % ", ".join(unknown))
-            if any(n in attacktable.SERVER_ATTACKS and not n.startswith("tls-") for n in wanted):
-                wanted.append("baseline")
-            if any(n.startswith("tls-") for n in wanted):
-                wanted.append("tls-baseline")
+            wanted += [attacktable.baseline_of(n) for n in wanted if n in attacktable.SERVER_ATTACKS]
             names = [n for n in names if n in wanted]
         doc = {"command": " ".join(["tools/pps-attack-table.py"] + sys.argv[1:]),
                "date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": programs.tree_version() or "?",
                "machine": os.uname().sysname + " " + os.uname().release,
                "cpus": os.cpu_count(), "seconds": a.seconds,
                "load_start": list(os.getloadavg()), "results": []}
-        build = programs.Build(a.build)
+        build = programs.Build(a.build, **({"connect_flood": a.connect_flood} if a.connect_flood else {}))
         with tempfile.TemporaryDirectory(prefix="pps-attack-") as workdir:
             for name in names:
                 started = time.monotonic()
