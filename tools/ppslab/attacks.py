@@ -17,7 +17,7 @@ import threading
 import time
 
 from .records import (BYE_UNAUTHORIZED, HELLO_CHALLENGE, KIND_ADU_FRAGMENT, KIND_BYE, KIND_CHALLENGE,
-                      KIND_HELLO, auth, clock_ping, hello, listener, stream_info, window_end)
+                      auth, clock_ping, hello, listener, stream_info, window_end)
 
 EVICT_AFTER_S = 10  # [server] evict_after_s's default
 TCP_ESTABLISHED = 1
@@ -199,8 +199,7 @@ class Attacker(threading.Thread):
     def connect(self, rcvbuf=None):
         """A client that joins: connects from @source and says HELLO."""
         s = self.open(self.source, rcvbuf)
-        s.sendall(hello(self.kind.encode()))
-        self.joins += 1
+        self.join_stream(s, self.kind.encode())
         return s
 
     def run(self):
@@ -453,7 +452,7 @@ class Attacker(threading.Thread):
 
         def reader(src):
             s = self.open(src, rcvbuf=4096)
-            s.sendall(hello(b"slow-reader"))
+            self.join_stream(s, b"slow-reader")
             return s, time.monotonic()
 
         readers = [reader(src) for src in srcs]

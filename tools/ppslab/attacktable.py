@@ -524,3 +524,138 @@ def render_floods(server, ref_of):
                 newcomers_cell(r), (r.get("counters") or {}).get("clients_unauthorized", "–"),
                 r.get("log_bytes") or 0, fmt(r.get("log_bytes_per_min"), ".0f")))
     return out
+
+
+# The soak's attackers, in the order they take turns: (kind, connections,
+# addresses). Each runs two slots, so two run at once throughout.
+SOAK_ROTATION = [("ping-flood", 4, 1), ("connect-flood", 64, 16), ("ws-ping-flood", 4, 1),
+                 ("token-guess", 16, 4), ("garbage", 1, 1), ("oversize", 1, 1),
+                 ("slowloris", 16, 4), ("half-open", 64, 16), ("churner", 1, 1),
+                 ("slow-readers-cycle", 14, 14)]
+SOAK_WARM_S = 5.0
+SOAK_QUIET_S = 5.0
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "SUMMARY: AddressSanitizer", "SUMMARY: UndefinedBehaviorSanitizer",
+                   "ThreadSanitizer", "MemorySanitizer")
+
+
+def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, progress=print):
+    """All the server attacks in quick rotation (two at a time, @slot_s each
+    turn) for @seconds against one server with an access token (and TLS unless
+    @transport is "plain"), beside one honest viewer; what the server's stderr
+    says of sanitizers, the viewer's figures, the server's RSS and open
+    descriptors before, at the end of the attacks and after SOAK_QUIET_S."""
+    token = secrets.token_hex(16)
+    settings, client_settings = server_settings(workdir, "soak", transport, token)
+    rotation = [k for k in SOAK_ROTATION if transport == "tls" or k[0] != "ws-ping-flood"]
+    srv = programs.LoopbackServer(build, workdir, *settings)
+    viewer_stats = os.path.join(workdir, "soak-viewer.json")
+    viewer, running, turns, t0, t1 = None, [], [], None, None
+    r = {"transport": transport, "token": True, "seconds": seconds, "slot_s": slot_s}
+    try:
+        viewer = programs.LoopbackClient(build, workdir, srv.address, *client_settings,
+                                          duration_s=SOAK_WARM_S + seconds + SOAK_QUIET_S + 2,
+                                          name="viewer", extra=["--stats-json", viewer_stats])
+        srv.wait_for_log('"viewer" joined')
+        time.sleep(SOAK_WARM_S)  # the warm-up's length, not a synchronisation
+        r["rss_kib_start"], r["fds_start"] = proc_usage(srv.proc.pid)
+        t0 = time.time()
+        log0 = stderr_bytes(srv)
+        k, next_turn, most_fds = 0, t0, r["fds_start"] or 0
+        while time.time() < t0 + seconds and srv.proc.poll() is None:
+            now = time.time()
+            for a, until in [x for x in running if x[1] <= now]:
+                a.stop()
+                turns.append(dict(a.figures(), kind=a.kind, tls=bool(a.tls)))
+                running.remove((a, until))
+            if now >= next_turn:
+                kind, conns, addrs = rotation[k % len(rotation)]
+                k += 1
+                a = Attacker(kind, srv.port, source=attacker_address(0),
+                             tls=transport == "tls" and kind not in ("connect-flood", "half-open"),
+                             token=token if kind in ("ping-flood", "slow-readers-cycle", "churner")
+                             else None, connections=conns, addresses=addrs,
+                             flood_program=build.connect_flood)
+                a.start()
+                running.append((a, min(now + 2 * slot_s, t0 + seconds)))
+                progress("soak: %4.0f s: %s" % (now - t0, kind))
+                next_turn += slot_s
+            most_fds = max(most_fds, proc_usage(srv.proc.pid)[1] or 0)
+            time.sleep(0.1)  # the turns' length, not a synchronisation
+        for a, _ in running:
+            a.stop()
+            turns.append(dict(a.figures(), kind=a.kind, tls=bool(a.tls)))
+        running = []
+        t1 = time.time()
+        r["log_bytes"] = stderr_bytes(srv) - log0
+        r["log_bytes_per_min"] = r["log_bytes"] / ((t1 - t0) / 60)
+        r["rss_kib_end"], r["fds_end"] = proc_usage(srv.proc.pid)
+        r["fds_peak"] = most_fds
+        time.sleep(SOAK_QUIET_S)  # the quiet's length, not a synchronisation
+        r["rss_kib_quiet"], r["fds_quiet"] = proc_usage(srv.proc.pid)
+        r["server_up"] = srv.proc.poll() is None
+        try:
+            r["viewer_exit"] = viewer.wait(timeout=SOAK_QUIET_S + 30)
+        except subprocess.TimeoutExpired:
+            viewer.proc.kill()
+            r["viewer_exit"] = viewer.wait()
+    finally:
+        for a, _ in running:
+            a.stop()
+        if viewer and viewer.proc.poll() is None:
+            viewer.proc.kill()
+            viewer.proc.wait()
+        r["server_exit"] = srv.stop()
+    r["fps"], r["p95_ms"], r["longest_gap_ms"] = viewer_window(viewer, t0, t1) if t1 else (None,) * 3
+    try:
+        r["viewer_frames_shown_pct"] = viewer.summary()["frames_shown_pct"]
+    except (OSError, ValueError, KeyError, Failure):
+        r["viewer_frames_shown_pct"] = None
+    text = srv.log()
+    r["sanitizer_lines"] = [ln for ln in text.splitlines()
+                            if any(m in ln for m in SANITIZER_MARKS)][:40]
+    r["turns"] = turns
+    try:
+        r["counters"] = srv.stats()
+    except (OSError, ValueError):
+        r["counters"] = None
+    return r
+
+
+def render_soak(r, command):
+    """The soak's report, sanitizer findings first."""
+    out = ["# Soak", "", "    " + command, ""]
+    if r["sanitizer_lines"]:
+        out += ["**SANITIZER REPORT in the server's stderr** (%d lines; the first):" %
+                len(r["sanitizer_lines"]), ""]
+        out += ["    " + ln for ln in r["sanitizer_lines"]]
+    else:
+        out.append("No sanitizer report in the server's stderr.")
+    out += ["", "Server: up at the end %s, exit status %s (a sanitizer's exit status is not 0)." % (
+                "yes" if r["server_up"] else "**no**", r["server_exit"]),
+            "Viewer (%s, token): exit %s, %s fps, p95 %s ms, longest gap %s ms during the "
+            "attacks; frames shown %s%% over its run." % (
+                r["transport"], r["viewer_exit"], fmt(r["fps"]), fmt(r["p95_ms"]),
+                fmt(r["longest_gap_ms"], ".0f"), fmt(r["viewer_frames_shown_pct"])),
+            "Server log: %d bytes in the %g s of attacks, %s KiB a minute." % (
+                r["log_bytes"], r["seconds"], kib(r["log_bytes_per_min"])), "",
+            "| server | RSS KiB | fds |", "|---|---|---|",
+            "| before the attacks | %s | %s |" % (fmt(r["rss_kib_start"], "d"), fmt(r["fds_start"], "d")),
+            "| at their end | %s | %s (peak %s) |" % (fmt(r["rss_kib_end"], "d"), fmt(r["fds_end"], "d"),
+                                                    fmt(r["fds_peak"], "d")),
+            "| after %g s of quiet | %s | %s |" % (SOAK_QUIET_S, fmt(r["rss_kib_quiet"], "d"),
+                                                 fmt(r["fds_quiet"], "d")), "",
+            "| turn | attacker | TLS | connections (closed by server) | figures |",
+            "|---|---|---|---|---|"]
+    for i, t in enumerate(r["turns"]):
+        extra = []
+        if t.get("records_per_s") is not None:
+            extra.append("%s records/s" % fmt(t["records_per_s"], ".0f"))
+        if t.get("connects_per_s") is not None:
+            extra.append("%s connects/s" % fmt(t["connects_per_s"], ".0f"))
+        if t.get("guesses") is not None:
+            extra.append("%s guesses/s per address" % fmt(t["guesses_per_s_per_address"], ".0f"))
+        out.append("| %d | %s | %s | %d (%d) | %s |" % (
+            i + 1, t["kind"], "yes" if t["tls"] else "no", t["connections"], t["closed_by_server"],
+            ", ".join(extra) or "–"))
+    return "\n".join(out) + "\n"
