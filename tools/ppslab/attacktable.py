@@ -120,7 +120,10 @@ WHAT = {
 
 
 def viewer_window(client, t0_s, t1_s):
-    """Frames shown per second and frame latency p95 (ms) between the two wall-clock times."""
+    """Frames shown per second, frame latency p95 (ms) and the longest freeze
+    (ms: the longest time without a frame shown, the window's edges counted,
+    so a viewer that shows nothing froze for the whole window) between the two
+    wall-clock times."""
     shown = []
     try:
         for e in client.events("frame"):
@@ -128,10 +131,10 @@ def viewer_window(client, t0_s, t1_s):
                 shown.append((e["display_us"], e["latency_ms"]))
     except (OSError, ValueError):
         return None, None, None
-    times = sorted(t for t, _ in shown)
+    times = [t0_s * 1e6] + sorted(t for t, _ in shown) + [t1_s * 1e6]
     gaps = [b - a for a, b in zip(times, times[1:])]
     return (len(shown) / (t1_s - t0_s), metrics.percentile([l for _, l in shown], 95),
-            max(gaps) / 1000 if gaps else None)
+            max(gaps) / 1000)
 
 
 def newcomer_result(c, started_s):
@@ -408,7 +411,7 @@ def render(doc):
                 "(a status line a second included), in KiB a minute. Counters: the server's "
                 "`--stats-json` over the run." % (NEWCOMERS, NEWCOMER_S), "",
                 "| attack | attack s | server up (exit) | viewer fps | viewer p95 ms | viewer "
-                "longest gap ms | newcomers admitted, with frames (first frame, max) | RSS KiB "
+                "longest freeze ms | newcomers admitted, with frames (first frame, max) | RSS KiB "
                 "| fds | log KiB/min | refused / evicted / handshakes dropped | attacker "
                 "connections (closed by server) |",
                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -471,10 +474,11 @@ def render_floods(server, ref_of):
     if pings:
         out += ["", "### Ping floods", "",
                 "Records (CLOCK_PING, or WebSocket ping frames for wss) the attackers wrote a "
-                "second; the viewer's frame latency p95 and longest gap between frames shown "
-                "during the attack, the baseline's in parentheses; the server's log.", "",
+                "second; the viewer's frame latency p95 and longest freeze (no frame shown, the "
+                "window's edges counted) during the attack, the baseline's in parentheses; the "
+                "server's log.", "",
                 "| attack | attacker connections | records sent /s | closed by server | viewer "
-                "p95 ms | viewer longest gap ms | log bytes | log bytes/min |",
+                "p95 ms | viewer longest freeze ms | log bytes | log bytes/min |",
                 "|---|---|---|---|---|---|---|---|"]
         for r in pings:
             a, ref = r["attacker"], ref_of(r)
@@ -611,9 +615,11 @@ def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, progress=prin
         r["viewer_frames_shown_pct"] = viewer.summary()["frames_shown_pct"]
     except (OSError, ValueError, KeyError, Failure):
         r["viewer_frames_shown_pct"] = None
-    text = srv.log()
-    r["sanitizer_lines"] = [ln for ln in text.splitlines()
-                            if any(m in ln for m in SANITIZER_MARKS)][:40]
+    lines = srv.log().splitlines()
+    marks = [i for i, ln in enumerate(lines) if any(m in ln for m in SANITIZER_MARKS)]
+    r["sanitizer_lines"] = [lines[i] for i in marks][:40]
+    # The first report whole (its stack traces follow the mark), 80 lines at most.
+    r["sanitizer_report"] = lines[marks[0]:marks[0] + 80] if marks else []
     r["turns"] = turns
     try:
         r["counters"] = srv.stats()
@@ -629,11 +635,12 @@ def render_soak(r, command):
         out += ["**SANITIZER REPORT in the server's stderr** (%d lines; the first):" %
                 len(r["sanitizer_lines"]), ""]
         out += ["    " + ln for ln in r["sanitizer_lines"]]
+        out += ["", "The first report:", ""] + ["    " + ln for ln in r.get("sanitizer_report", [])]
     else:
         out.append("No sanitizer report in the server's stderr.")
     out += ["", "Server: up at the end %s, exit status %s (a sanitizer's exit status is not 0)." % (
                 "yes" if r["server_up"] else "**no**", r["server_exit"]),
-            "Viewer (%s, token): exit %s, %s fps, p95 %s ms, longest gap %s ms during the "
+            "Viewer (%s, token): exit %s, %s fps, p95 %s ms, longest freeze %s ms during the "
             "attacks; frames shown %s%% over its run." % (
                 r["transport"], r["viewer_exit"], fmt(r["fps"]), fmt(r["p95_ms"]),
                 fmt(r["longest_gap_ms"], ".0f"), fmt(r["viewer_frames_shown_pct"])),
