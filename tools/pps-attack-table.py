@@ -115,6 +115,11 @@ def soak(argv):
     build = programs.Build(a.build, **({"connect_flood": a.connect_flood} if a.connect_flood else {}))
     build.require("server", "client", "connect_flood")
     command = " ".join(["tools/pps-attack-table.py", "soak"] + argv)
+    # Whole stacks for what a sanitizer reports (the fast unwinder stops in
+    # libraries built without frame pointers, GLib's allocator among them);
+    # the programs started inherit it. A caller's ASAN_OPTIONS wins.
+    os.environ.setdefault("ASAN_OPTIONS", "fast_unwind_on_malloc=0:malloc_context_size=30")
+    os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
     with tempfile.TemporaryDirectory(prefix="pps-soak-") as workdir:
         r = attacktable.soak_run(build, workdir, a.seconds, "plain" if a.plain else "tls", a.slot,
                                  progress=lambda s: print(s, file=sys.stderr, flush=True))
