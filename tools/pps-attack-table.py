@@ -120,6 +120,11 @@ def soak(argv):
     # the programs started inherit it. A caller's ASAN_OPTIONS wins.
     os.environ.setdefault("ASAN_OPTIONS", "fast_unwind_on_malloc=0:malloc_context_size=30")
     os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+    # The tests' suppressions: GLib's library constructor keeps 16 KiB for
+    # the life of the process.
+    supp = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "tests", "lsan.supp")
+    if os.path.exists(supp):
+        os.environ.setdefault("LSAN_OPTIONS", "suppressions=" + os.path.normpath(supp))
     with tempfile.TemporaryDirectory(prefix="pps-soak-") as workdir:
         r = attacktable.soak_run(build, workdir, a.seconds, "plain" if a.plain else "tls", a.slot,
                                  progress=lambda s: print(s, file=sys.stderr, flush=True))
