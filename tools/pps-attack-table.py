@@ -85,6 +85,10 @@ of quiet:
   ninja -C build-asan
   flock -x /tmp/pps-measure.lock tools/pps-attack-table.py soak --seconds 120 --build build-asan
 
+(LeakSanitizer takes the tests' suppressions, tests/lsan.supp; for whole
+allocation stacks in a report, rerun with
+ASAN_OPTIONS=fast_unwind_on_malloc=0, which slows the server several times.)
+
 Benchmarks print figures; they do not pass or fail.
 """
 import argparse
@@ -115,10 +119,10 @@ def soak(argv):
     build = programs.Build(a.build, **({"connect_flood": a.connect_flood} if a.connect_flood else {}))
     build.require("server", "client", "connect_flood")
     command = " ".join(["tools/pps-attack-table.py", "soak"] + argv)
-    # Whole stacks for what a sanitizer reports (the fast unwinder stops in
-    # libraries built without frame pointers, GLib's allocator among them);
-    # the programs started inherit it. A caller's ASAN_OPTIONS wins.
-    os.environ.setdefault("ASAN_OPTIONS", "fast_unwind_on_malloc=0:malloc_context_size=30")
+    # ASAN_OPTIONS=fast_unwind_on_malloc=0 gives whole allocation stacks (the
+    # fast unwinder stops in libraries without frame pointers, GLib's among
+    # them) but slows the server several times over, enough to change what the
+    # attacks do to it: the caller chooses. The programs started inherit these.
     os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
     # The tests' suppressions: GLib's library constructor keeps 16 KiB for
     # the life of the process.
