@@ -44,6 +44,7 @@ class Build:
         "peer_recv": ("tools", "peers", "pps-peer-recv"),
         "peer_score": ("tools", "peers", "pps-peer-score"),
         "protolat": ("tools", "protolat", "pps-protolat"),
+        "connect_flood": ("tools", "traffic", "pps-connect-flood"),
     }
 
     def __init__(self, path=None, **overrides):

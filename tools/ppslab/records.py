@@ -2,6 +2,8 @@
 """ppstream's wire records as a raw peer writes and reads them (the tests'
 hostile servers and clients, the attack table): a record is a 4-byte header
 (version, kind, length, big-endian) and its body (wire/pps-wire.h)."""
+import hashlib
+import hmac
 import socket
 import struct
 
@@ -9,15 +11,32 @@ KIND_HELLO = 1
 KIND_STREAM_INFO = 2
 KIND_ADU_FRAGMENT = 4
 KIND_WINDOW_END = 5
+KIND_CLOCK_PING = 6
 KIND_BYE = 8
+KIND_CHALLENGE = 9
+KIND_AUTH = 10
+HELLO_CHALLENGE = 0x0001
+AUTH_HMAC_SHA256 = 1
+BYE_UNAUTHORIZED = 5
 
 
 def record(kind, body, version=1):
     return struct.pack(">BBH", version, kind, len(body)) + body
 
 
-def hello(name=b"raw", version=1):
-    return record(KIND_HELLO, struct.pack(">HHHB", version, 0, 0, len(name)) + name + b"\x00")
+def hello(name=b"raw", version=1, flags=0):
+    return record(KIND_HELLO, struct.pack(">HHHB", version, flags, 0, len(name)) + name + b"\x00")
+
+
+def clock_ping(seq, client_send_us):
+    return record(KIND_CLOCK_PING, struct.pack(">Iq", seq, client_send_us))
+
+
+def auth(token, nonce):
+    """AUTH answering a CHALLENGE's @nonce with @token (bytes): HMAC-SHA256 over
+    the context label and the nonce (wire/PROTOCOL.md, access control)."""
+    mac = hmac.new(token, b"ppstream-auth-v1" + nonce, hashlib.sha256).digest()
+    return record(KIND_AUTH, bytes([AUTH_HMAC_SHA256]) + mac)
 
 
 def stream_info(width=128, height=96, window=2):
