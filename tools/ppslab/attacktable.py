@@ -269,9 +269,9 @@ def server_run(build, workdir, name, seconds):
     try:
         stats = srv.stats()
         r["counters"] = {k: stats.get(k) for k in (
-            "clients_total", "clients_refused", "clients_evicted", "handshakes_dropped",
-            "clients_unauthorized",
-            "refusals_unlogged", "idr_requests", "recovery_deferred", "cpu_user_s",
+            "clients_total", "connections_total", "clients_refused", "clients_evicted",
+            "handshakes_dropped", "clients_unauthorized", "auth_throttled",
+            "log_lines_unlogged", "idr_requests", "recovery_deferred", "cpu_user_s",
             "cpu_system_s")}
     except (OSError, ValueError):
         r["counters"] = None
