@@ -23,8 +23,8 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
-#include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -50,9 +50,13 @@ struct pps_listener {
 	pps_listener_params_t params;
 	pps_listener_callbacks_t callbacks;
 	void *user;
-	struct evconnlistener *evl;
-	link_t *sessions; /* newest first */
-	link_t *dead;     /* closed, freed from reap_event */
+	int listen_fd;               /* -1 until pps_listener_listen */
+	struct event *accept_event;  /* its EV_READ, level-triggered */
+	struct event *accept_resume; /* the accept_event back after a failed accept */
+	link_t *sessions;            /* newest first */
+	link_t *dead;                /* closed, freed from reap_event */
+	unsigned reaped_since_trim;
+	int64_t trim_us;
 	struct event *reap_event;
 	struct event *recovery_timer;
 	pps_recovery_t *recovery;
@@ -130,10 +134,16 @@ find_link(pps_listener_t *l, const pps_session_t *session)
 	return NULL;
 }
 
+/* After a flood of short connections, the memory their sessions took goes
+ * back to the system (glibc keeps freed heap otherwise): once this many were
+ * freed, at most once a second. */
+#define TRIM_AFTER_SESSIONS 512
+
 static void
 reap_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_listener_t *l = user;
+	int64_t now;
 
 	while (l->dead) {
 		link_t *k = l->dead;
@@ -141,7 +151,16 @@ reap_cb(evutil_socket_t fd, short what, void *user)
 		l->dead = k->next;
 		pps_session_free(k->session);
 		free(k);
+		l->reaped_since_trim++;
 	}
+	if (l->reaped_since_trim < TRIM_AFTER_SESSIONS)
+		return;
+	now = listener_now(l);
+	if (now - l->trim_us < 1000000 && now >= l->trim_us)
+		return;
+	malloc_trim(0);
+	l->trim_us = now;
+	l->reaped_since_trim = 0;
 }
 
 static void
@@ -536,22 +555,46 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	return 0;
 }
 
+/*
+ * New connections, PPS_LISTENER_ACCEPTS_PER_WAKEUP at most per wake-up: the
+ * listening socket is level-triggered, so a connect flood gets its turn of
+ * the loop like any other socket, and the sessions it displaced are freed
+ * (reap_event) before the next batch. A failed accept (out of descriptors)
+ * pauses accepting for PPS_LISTENER_ACCEPT_PAUSE_US rather than waking the
+ * loop in vain until a descriptor is free.
+ */
 static void
-accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *addr, int len,
-          void *user)
+accept_cb(evutil_socket_t fd, short what, void *user)
 {
-	evutil_make_socket_closeonexec(fd);
-	pps_listener_add(user, fd, addr, (socklen_t)len);
+	pps_listener_t *l = user;
+
+	for (unsigned i = 0; i < PPS_LISTENER_ACCEPTS_PER_WAKEUP; i++) {
+		struct sockaddr_storage addr;
+		socklen_t len = sizeof(addr);
+		int cfd = accept4(fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			struct timeval pause = pps_time_us_to_timeval(PPS_LISTENER_ACCEPT_PAUSE_US);
+
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+			    errno == ECONNABORTED)
+				return;
+			pps_log(&l->peer_log, PPS_LOG_ERROR, "accept: %s; accepting again in %d ms",
+			        strerror(errno), PPS_LISTENER_ACCEPT_PAUSE_US / 1000);
+			event_del(l->accept_event);
+			event_add(l->accept_resume, &pause);
+			return;
+		}
+		pps_listener_add(l, cfd, (struct sockaddr *)&addr, len);
+	}
 }
 
 static void
-accept_error_cb(struct evconnlistener *evl, void *user)
+accept_resume_cb(evutil_socket_t fd, short what, void *user)
 {
 	pps_listener_t *l = user;
-	int err = EVUTIL_SOCKET_ERROR();
 
-	/* EMFILE and friends pass; the listener keeps going. */
-	pps_log(&l->peer_log, PPS_LOG_ERROR, "accept: %s", evutil_socket_error_to_string(err));
+	event_add(l->accept_event, NULL);
 }
 
 pps_listener_t *
@@ -584,6 +627,7 @@ pps_listener_new(struct event_base *base, const pps_listener_params_t *params,
 	l->recovery = pps_recovery_new(&params->recovery);
 	if (!l->recovery)
 		goto err_free;
+	l->listen_fd = -1;
 	l->reap_event = evtimer_new(base, reap_cb, l);
 	l->recovery_timer = evtimer_new(base, recovery_timer_cb, l);
 	if (!l->reap_event || !l->recovery_timer) {
@@ -651,18 +695,26 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 		snprintf(err, err_size, "[server] listen = %s: %s", listen_at, gai_strerror(ret));
 		return -EINVAL;
 	}
-	l->evl = evconnlistener_new_bind(l->base, accept_cb, l,
-	                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-	                                     LEV_OPT_CLOSE_ON_EXEC,
-	                                 64, res->ai_addr, (int)res->ai_addrlen);
-	freeaddrinfo(res);
-	if (!l->evl) {
+	l->listen_fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->listen_fd < 0 || pps_socket_set_reuseaddr(l->listen_fd) < 0 ||
+	    bind(l->listen_fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    listen(l->listen_fd, PPS_LISTENER_BACKLOG) < 0) {
 		ret = -errno;
 		snprintf(err, err_size, "cannot listen on %s: %s", listen_at, strerror(errno));
+		freeaddrinfo(res);
+		if (l->listen_fd >= 0)
+			close(l->listen_fd);
+		l->listen_fd = -1;
 		return ret;
 	}
-	evconnlistener_set_error_cb(l->evl, accept_error_cb);
-	getsockname(evconnlistener_get_fd(l->evl), (struct sockaddr *)&bound, &bound_len);
+	freeaddrinfo(res);
+	l->accept_event = event_new(l->base, l->listen_fd, EV_READ | EV_PERSIST, accept_cb, l);
+	l->accept_resume = evtimer_new(l->base, accept_resume_cb, l);
+	if (!l->accept_event || !l->accept_resume || event_add(l->accept_event, NULL) < 0) {
+		snprintf(err, err_size, "cannot listen on %s: out of memory", listen_at);
+		return -ENOMEM;
+	}
+	getsockname(l->listen_fd, (struct sockaddr *)&bound, &bound_len);
 	getnameinfo((struct sockaddr *)&bound, bound_len, bhost, sizeof(bhost), bport,
 	            sizeof(bport), NI_NUMERICHOST | NI_NUMERICSERV);
 	*port_out = (unsigned)strtoul(bport, NULL, 10);
@@ -774,8 +826,12 @@ pps_listener_free(pps_listener_t *l)
 {
 	if (!l)
 		return;
-	if (l->evl)
-		evconnlistener_free(l->evl);
+	if (l->accept_event)
+		event_free(l->accept_event);
+	if (l->accept_resume)
+		event_free(l->accept_resume);
+	if (l->listen_fd >= 0)
+		close(l->listen_fd);
 	while (l->sessions) {
 		link_t *k = l->sessions;
 

@@ -150,6 +150,12 @@ typedef struct pps_listener pps_listener_t;
 #define PPS_LISTENER_AUTH_TRIES_PER_S 2
 #define PPS_LISTENER_AUTH_ADDRESSES   256
 
+/* Connections accepted per wake-up of the listening socket, its backlog, and
+ * the pause after a failed accept (out of descriptors). */
+#define PPS_LISTENER_ACCEPTS_PER_WAKEUP 16
+#define PPS_LISTENER_BACKLOG            128
+#define PPS_LISTENER_ACCEPT_PAUSE_US    100000
+
 /* The largest handshake pool a listener keeps. */
 #define PPS_LISTENER_MAX_PENDING_LIMIT 1024
 

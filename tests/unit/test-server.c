@@ -703,6 +703,42 @@ test_pool_flood(void)
 	fixture_free(&f);
 }
 
+/* A burst of connects waiting in the backlog: one wake-up of the listening
+ * socket accepts a bounded batch, the next wake-ups the rest. */
+static void
+test_accept_batches(void)
+{
+	enum { CONNECTS = 100 };
+	pps_listener_params_t params;
+	fixture_t f;
+	int fds[CONNECTS];
+	unsigned port = 0;
+	char err[256];
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+	default_params(&params);
+	params.max_per_address = 2 * CONNECTS;
+	params.max_pending = 2 * CONNECTS;
+	fixture_new(&f, &params);
+	REQUIRE(pps_listener_listen(f.listener, "127.0.0.1:0", &port, err, sizeof(err)) == 0);
+	sin.sin_port = htons((uint16_t)port);
+	for (int i = 0; i < CONNECTS; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		REQUIRE(fds[i] >= 0 && connect(fds[i], (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	}
+	event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	printf("first wake-up: %llu of %d accepted\n",
+	       (unsigned long long)stats_of(&f).connections_total, CONNECTS);
+	CHECK(stats_of(&f).connections_total >= 1 &&
+	      stats_of(&f).connections_total <= PPS_LISTENER_ACCEPTS_PER_WAKEUP);
+	for (int pass = 0; pass < 100 && stats_of(&f).connections_total < CONNECTS; pass++)
+		event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	CHECK_EQ_INT(stats_of(&f).connections_total, CONNECTS);
+	for (int i = 0; i < CONNECTS; i++)
+		close(fds[i]);
+	fixture_free(&f);
+}
+
 /* A flood of refusals: a few log lines a second, the rest counted. */
 static void
 test_refusal_logs_bounded(void)
@@ -891,6 +927,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_refusal_logs_bounded);
 	PPS_TEST_RUN(test_pool_flood);
 	PPS_TEST_RUN(test_auth_backoff);
+	PPS_TEST_RUN(test_accept_batches);
 	PPS_TEST_RUN(test_listener_defers_idr);
 	PPS_TEST_RUN(test_recovery_bounds);
 	PPS_TEST_RUN(test_recovery_budget_under_churn);
