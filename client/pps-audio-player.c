@@ -472,7 +472,18 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 		size_t i = f->seq % SEEN_FRAMES;
 
 		if (a->seen_valid[i] && a->seen[i] == f->seq) {
+			/* A later copy (another audio connection): its delay too,
+			 * for the log; how far the copies' delays go together is
+			 * what more connections can buy. */
+			char event[128];
+
 			a->duplicates++;
+			snprintf(event, sizeof(event),
+			         "\"type\":\"audio_copy\",\"seq\":%" PRIu32 ",\"delay_ms\":%.3f",
+			         f->seq,
+			         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) /
+			             1000.0);
+			pps_stats_event(a->stats, event);
 			return;
 		}
 		a->seen[i] = f->seq;
