@@ -182,6 +182,7 @@ pps_jitter_params_init(pps_jitter_params_t *params, int64_t frame_us)
 	params->idle_after_us = 1000000;
 	params->target_quantile = 0;
 	params->quantile_window_us = 10000000;
+	params->quantile_cap_us = 150000;
 }
 
 static bool
@@ -199,7 +200,8 @@ params_valid(const pps_jitter_params_t *p)
 	       p->alpha < 1 && p->beta >= 0 && p->spike_enter_us >= 0 && p->spike_exit_us >= 0 &&
 	       p->continuous_after_us >= 0 && p->continuous_step_us > 0 && p->resync_us > 0 &&
 	       p->idle_after_us > 0 && p->target_quantile >= 0 && p->target_quantile < 1 &&
-	       (p->target_quantile == 0 || p->quantile_window_us >= p->frame_us);
+	       (p->target_quantile == 0 ||
+	        (p->quantile_window_us >= p->frame_us && p->quantile_cap_us > 0));
 }
 
 pps_jitter_t *
@@ -485,9 +487,11 @@ target_delay_us(const pps_jitter_t *j)
 	double t;
 
 	if (j->window && j->window_used > 0)
-		/* The quantile, but no less than a steady path's margin above d
-		 * (d follows a spike at once, the window's quantile does not). */
-		t = fmax(j->quantile_us, j->d + (double)j->p.min_delay_us);
+		/* The quantile (within its cap above the floor), but no less than
+		 * a steady path's margin above d (d follows a spike at once, the
+		 * window's quantile does not). */
+		t = fmax(fmin(j->quantile_us, floor_us(j) + (double)j->p.quantile_cap_us),
+		         j->d + (double)j->p.min_delay_us);
 	else
 		t = j->d + margin;
 	t = fmin(t, floor_us(j) + (double)j->p.max_delay_us);

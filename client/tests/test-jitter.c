@@ -742,6 +742,62 @@ test_quantile(void)
 	}
 }
 
+static int64_t
+delay_periodic_stall(const sim_t *sim, int i, int64_t capture_us)
+{
+	int64_t t = (capture_us - T0_US) % (2 * SEC);
+
+	(void)sim;
+	(void)i;
+	/* The first 400 ms of every 2 s wait for its end. */
+	return 60000 + (int64_t)(rng_uniform() * 2000) + (t < 400000 ? 400000 - t : 0);
+}
+
+/* A tail longer than the cap: 20 % of the frames wait up to 400 ms more.
+ * The 0.98 quantile would wait for nearly all of them; capped at 150 ms
+ * above the delay floor (60 ms here), the target stays there and the frames
+ * beyond it are concealed. */
+static void
+test_quantile_cap(void)
+{
+	for (int capped = 1; capped >= 0; capped--) {
+		sim_t sim = {.frame_us = 20000,
+		             .frames = 60 * 50,
+		             .speech_us = SEC / 2,
+		             .silence_us = SEC / 2,
+		             .delay_us = delay_periodic_stall};
+		pps_jitter_params_t params;
+		pps_jitter_t *j;
+
+		pps_jitter_params_init(&params, 20000);
+		params.target_quantile = 0.98;
+		if (!capped)
+			params.quantile_cap_us = 1000000;
+		j = pps_jitter_new(&params);
+		REQUIRE(j);
+		rng_state = 11;
+		sim_run(&sim, j);
+		fprintf(stderr,
+		        "quantile cap %s: target %lld us, delay %.1f +- %.1f ms, played %.4f\n",
+		        capped ? "150 ms" : "1 s", (long long)sim.end.target_delay_us,
+		        sim.end.playout_delay_mean_ms, sim.end.playout_delay_std_ms,
+		        (double)sim.end.played / sim.frames);
+		if (capped) {
+			CHECK(sim.end.target_delay_us >= 210000 &&
+			          sim.end.target_delay_us <= 212000,
+			      "target %lld", (long long)sim.end.target_delay_us);
+			CHECK(sim.end.playout_delay_mean_ms < 230, "mean %f",
+			      sim.end.playout_delay_mean_ms);
+			CHECK((double)sim.end.played / sim.frames > 0.85);
+		} else {
+			CHECK(sim.end.playout_delay_mean_ms > 400, "mean %f",
+			      sim.end.playout_delay_mean_ms);
+		}
+		sim_free(&sim);
+		pps_jitter_free(j);
+	}
+}
+
 /* On a steady path the quantile target is d + min_delay, as the seed's is:
  * every frame plays at the path's delay + 20 ms. */
 static void
@@ -879,10 +935,15 @@ test_params(void)
 	p.target_quantile = 0.99;
 	p.quantile_window_us = 10000; /* under a frame */
 	CHECK(!pps_jitter_new(&p) && errno == EINVAL);
+	pps_jitter_params_init(&p, 20000);
+	p.target_quantile = 0.99;
+	p.quantile_cap_us = 0;
+	CHECK(!pps_jitter_new(&p) && errno == EINVAL);
 	/* The defaults: the seed's constants, 1.28 s of frames. */
 	pps_jitter_params_init(&p, 20000);
 	CHECK(fabs(p.alpha - 0.998002) < 1e-6 && p.beta == 4.0 && p.max_frames == 64);
-	CHECK(p.target_quantile == 0 && p.quantile_window_us == 10 * SEC);
+	CHECK(p.target_quantile == 0 && p.quantile_window_us == 10 * SEC &&
+	      p.quantile_cap_us == 150 * MS);
 	pps_jitter_params_init(&p, 10000);
 	CHECK(fabs(p.alpha - 0.999) < 1e-6 && p.max_frames == 128);
 	pps_jitter_free(NULL);
@@ -1229,6 +1290,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_drift_up);
 	PPS_TEST_RUN(test_drift_down);
 	PPS_TEST_RUN(test_quantile);
+	PPS_TEST_RUN(test_quantile_cap);
 	PPS_TEST_RUN(test_quantile_steady);
 	PPS_TEST_RUN(test_metrics);
 	PPS_TEST_RUN(test_far_future);
