@@ -18,8 +18,8 @@
  * Lip sync. The picture is the laggard on every path that matters (a window
  * of video is larger than a frame of audio and waits behind more), so audio
  * waits for it: the jitter buffer's smallest delay is kept at the video's
- * recent latency minus PPS_AUDIO_SYNC_LEAD_US, a change the buffer applies at
- * the next talkspurt like its own.
+ * recent median latency minus PPS_AUDIO_SYNC_LEAD_US, a change the buffer
+ * applies at the next talkspurt like its own.
  */
 #include "pps-audio.h"
 #include "pps-client-internal.h"
@@ -305,7 +305,8 @@ timer_cb(evutil_socket_t fd, short what, void *user)
 	if (!a->jitter)
 		return;
 	if (a->params.lip_sync) {
-		int64_t video_us = pps_stats_video_latency_recent_us(a->stats, now);
+		int64_t video_us =
+		    pps_stats_video_latency_recent_us(a->stats, now, PPS_AUDIO_SYNC_PERCENTILE);
 
 		pps_jitter_set_floor(a->jitter, video_us ? video_us - PPS_AUDIO_SYNC_LEAD_US : 0);
 	}
