@@ -496,8 +496,11 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 		char event[128];
 
 		snprintf(event, sizeof(event),
-		         "\"type\":\"audio_arrival\",\"seq\":%" PRIu32 ",\"delay_ms\":%.3f", f->seq,
-		         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) / 1000.0);
+		         "\"type\":\"audio_arrival\",\"seq\":%" PRIu32
+		         ",\"delay_ms\":%.3f,\"speech\":%s",
+		         f->seq,
+		         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) / 1000.0,
+		         f->flags & PPS_WIRE_AUDIO_SPEECH ? "true" : "false");
 		pps_stats_event(a->stats, event);
 	}
 	ret = pps_jitter_put(a->jitter, f->seq, pps_clock_to_client(a->clock, f->capture_us),
