@@ -9,11 +9,12 @@
  * the A/V skew. A tool, not a test: the path is the one the log recorded, the
  * policy is what changes.
  *
- *   jitter-replay LOG [--quantile Q] [--window-s S] [--sync-percentile P]
- *                 [--sync-lead-ms L] [--min-delay-ms M]
+ *   jitter-replay LOG [--quantile Q] [--window-s S] [--cap-ms C]
+ *                 [--sync-percentile P] [--sync-lead-ms L] [--min-delay-ms M]
  *
  * --quantile 0 (default) is the delay estimate + 4 x its variation; 0 < Q < 1
- * the quantile target over --window-s (10). --sync-percentile 0 turns lip sync
+ * the quantile target over --window-s (10), at most --cap-ms (150) above the
+ * delay floor. --sync-percentile 0 turns lip sync
  * off; default PPS_AUDIO_SYNC_PERCENTILE of the last 64 frames shown, minus
  * --sync-lead-ms (PPS_AUDIO_SYNC_LEAD_US). Frames whose log carries no voice
  * activity are taken as the test source's ticks (two speech frames a second).
@@ -121,7 +122,7 @@ rank(const double *v, size_t n, double p)
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: jitter-replay LOG [--quantile Q] [--window-s S] "
+	fprintf(stderr, "usage: jitter-replay LOG [--quantile Q] [--window-s S] [--cap-ms C] "
 	                "[--sync-percentile P] [--sync-lead-ms L] [--min-delay-ms M]\n");
 	return 2;
 }
@@ -130,7 +131,7 @@ int
 main(int argc, char **argv)
 {
 	double quantile = 0, window_s = 10, sync_pct = PPS_AUDIO_SYNC_PERCENTILE;
-	double lead_ms = PPS_AUDIO_SYNC_LEAD_US / 1000.0, min_delay_ms = -1;
+	double lead_ms = PPS_AUDIO_SYNC_LEAD_US / 1000.0, min_delay_ms = -1, cap_ms = -1;
 	vec_t events = {.size = sizeof(event_t)}, slots_m2e = {.size = sizeof(double)},
 	      skews = {.size = sizeof(double)};
 	int64_t first_capture_us = INT64_MIN, frame_us = 0, last_video_us = INT64_MIN;
@@ -154,6 +155,8 @@ main(int argc, char **argv)
 			quantile = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--window-s"))
 			window_s = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--cap-ms"))
+			cap_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--sync-percentile"))
 			sync_pct = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--sync-lead-ms"))
@@ -226,6 +229,8 @@ main(int argc, char **argv)
 	params.quantile_window_us = (int64_t)(window_s * 1e6);
 	if (min_delay_ms >= 0)
 		params.min_delay_us = (int64_t)(min_delay_ms * 1000);
+	if (cap_ms >= 0)
+		params.quantile_cap_us = (int64_t)(cap_ms * 1000);
 	j = pps_jitter_new(&params);
 	if (!j) {
 		fprintf(stderr, "jitter-replay: parameters out of range\n");
