@@ -508,7 +508,8 @@ typedef struct {
 	bool lip_sync;
 	int64_t min_delay_us, max_delay_us; /* bounds of the playout delay */
 	/* The playout delay's target: the quantile (0 < q < 1) of the last
-	 * 10 s of arrival delays; 0: the delay estimate + 4 x its variation. */
+	 * 10 s of arrival delays (pps_jitter_params_t's target_quantile); 0:
+	 * the delay estimate + 4 x its variation. */
 	double playout_quantile;
 	/* Audio connections opened when the server sends audio on connections
 	 * of its own (1..PPS_AUDIO_MAX_CONNECTIONS; 0 = 1): each carries every

@@ -91,10 +91,11 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,
                    "most the audio's playout delay may exceed the least delay of the last 2 s; "
                    "later frames are concealed"),
-    PPS_CONFIG_INT("audio", "playout_quantile_pct", "0", 0, 99,
+    PPS_CONFIG_INT("audio", "playout_quantile_pct", "98", 0, 99,
                    "the audio's playout delay covers this share of the last 10 s of frames' "
-                   "arrival delays (at least its delay estimate + min_delay_ms); 0 = the delay "
-                   "estimate + 4 x its variation"),
+                   "arrival delays (at most 150 ms above the least delay of the last 2 s, at "
+                   "least its delay estimate + min_delay_ms); 0 = the delay estimate + 4 x its "
+                   "variation"),
 
     /* [log] */
     PPS_CONFIG_STRING("log", "file", "", "write JSON Lines events (frames, windows, summary) here"),
