@@ -18,8 +18,8 @@
  * Lip sync. The picture is the laggard on every path that matters (a window
  * of video is larger than a frame of audio and waits behind more), so audio
  * waits for it: the jitter buffer's smallest delay is kept at the video's
- * recent latency minus PPS_AUDIO_SYNC_LEAD_US, a change the buffer applies at
- * the next talkspurt like its own.
+ * recent median latency minus PPS_AUDIO_SYNC_LEAD_US, a change the buffer
+ * applies at the next talkspurt like its own.
  */
 #include "pps-audio.h"
 #include "pps-client-internal.h"
@@ -305,7 +305,8 @@ timer_cb(evutil_socket_t fd, short what, void *user)
 	if (!a->jitter)
 		return;
 	if (a->params.lip_sync) {
-		int64_t video_us = pps_stats_video_latency_recent_us(a->stats, now);
+		int64_t video_us =
+		    pps_stats_video_latency_recent_us(a->stats, now, PPS_AUDIO_SYNC_PERCENTILE);
 
 		pps_jitter_set_floor(a->jitter, video_us ? video_us - PPS_AUDIO_SYNC_LEAD_US : 0);
 	}
@@ -340,7 +341,8 @@ pps_audio_player_new(struct event_base *base, const pps_audio_params_t *params,
 
 	if (!base || !params || !clock || !stats ||
 	    (unsigned)params->output >= PPS_AUDIO_OUTPUT_COUNT || params->min_delay_us < 0 ||
-	    params->max_delay_us < params->min_delay_us) {
+	    params->max_delay_us < params->min_delay_us || params->playout_quantile < 0 ||
+	    params->playout_quantile >= 1) {
 		snprintf(err, err_size, "audio: bad parameters");
 		errno = EINVAL;
 		return NULL;
@@ -445,6 +447,7 @@ pps_audio_player_stream(pps_audio_player_t *a, const pps_wire_stream_info_t *inf
 	pps_jitter_params_init(&jp, info->audio_frame_us);
 	jp.min_delay_us = a->params.min_delay_us;
 	jp.max_delay_us = a->params.max_delay_us;
+	jp.target_quantile = a->params.playout_quantile;
 	/* The frames held must cover the longest delay. */
 	if ((int64_t)jp.max_frames * jp.frame_us <= jp.max_delay_us)
 		jp.max_frames = (int)(jp.max_delay_us / jp.frame_us) + 2;
@@ -470,7 +473,18 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 		size_t i = f->seq % SEEN_FRAMES;
 
 		if (a->seen_valid[i] && a->seen[i] == f->seq) {
+			/* A later copy (another audio connection): its delay too,
+			 * for the log; how far the copies' delays go together is
+			 * what more connections can buy. */
+			char event[128];
+
 			a->duplicates++;
+			snprintf(event, sizeof(event),
+			         "\"type\":\"audio_copy\",\"seq\":%" PRIu32 ",\"delay_ms\":%.3f",
+			         f->seq,
+			         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) /
+			             1000.0);
+			pps_stats_event(a->stats, event);
 			return;
 		}
 		a->seen[i] = f->seq;
@@ -482,8 +496,11 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 		char event[128];
 
 		snprintf(event, sizeof(event),
-		         "\"type\":\"audio_arrival\",\"seq\":%" PRIu32 ",\"delay_ms\":%.3f", f->seq,
-		         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) / 1000.0);
+		         "\"type\":\"audio_arrival\",\"seq\":%" PRIu32
+		         ",\"delay_ms\":%.3f,\"speech\":%s",
+		         f->seq,
+		         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) / 1000.0,
+		         f->flags & PPS_WIRE_AUDIO_SPEECH ? "true" : "false");
 		pps_stats_event(a->stats, event);
 	}
 	ret = pps_jitter_put(a->jitter, f->seq, pps_clock_to_client(a->clock, f->capture_us),

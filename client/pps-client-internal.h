@@ -527,9 +527,10 @@ void pps_stats_audio(pps_stats_t *stats, const pps_stats_audio_t *slot);
 void pps_stats_audio_late(pps_stats_t *stats, uint32_t seq);
 /* A frame skipped to shorten the playout delay. */
 void pps_stats_audio_skipped(pps_stats_t *stats, uint32_t seq);
-/* The video's recent latency (capture to display), the 90th percentile of
- * the last frames shown; 0 when none was shown lately. For lip sync. */
-int64_t pps_stats_video_latency_recent_us(const pps_stats_t *stats, int64_t now_us);
+/* The video's recent latency (capture to display), the @percentile (1 ..
+ * 100) of the last frames shown; 0 when none was shown lately. For lip sync. */
+int64_t pps_stats_video_latency_recent_us(const pps_stats_t *stats, int64_t now_us,
+                                          double percentile);
 
 /* ---- display ------------------------------------------------------------ */
 
@@ -564,10 +565,15 @@ typedef struct {
 	pps_audio_output_t output;
 	const char *wav_path; /* write what is played to this WAV file; "" or NULL: none */
 	/* Lip sync: the playout delay is kept no shorter than the video's recent
-	 * latency minus PPS_AUDIO_SYNC_LEAD_US (audio at most that much ahead of
-	 * the picture), changed at talkspurt starts like any delay change. */
+	 * latency (its PPS_AUDIO_SYNC_PERCENTILE) minus PPS_AUDIO_SYNC_LEAD_US
+	 * (audio at most that much ahead of the picture), changed at talkspurt
+	 * starts like any delay change. */
 	bool lip_sync;
 	int64_t min_delay_us, max_delay_us; /* bounds of the playout delay */
+	/* The playout delay's target: the quantile (0 < q < 1) of the last
+	 * 10 s of arrival delays (pps_jitter_params_t's target_quantile); 0:
+	 * the delay estimate + 4 x its variation. */
+	double playout_quantile;
 	/* Audio connections opened when the server sends audio on connections
 	 * of its own (1..PPS_AUDIO_MAX_CONNECTIONS; 0 = 1): each carries every
 	 * frame, the first copy counts. */
@@ -578,6 +584,14 @@ typedef struct {
 
 /* Audio may lead the picture by this much (ITU-R BT.1359 detects 45 ms). */
 #define PPS_AUDIO_SYNC_LEAD_US 30000
+/*
+ * The picture's latency that audio waits for: the median of the last frames
+ * shown. A higher percentile follows the picture's spikes, and the floor it
+ * sets is applied at the next pause and held while the spike stays in the
+ * window: the audio then plays later than the picture, which is back (more
+ * than the 125 ms BT.1359 detects), and its delay carries the picture's tail.
+ */
+#define PPS_AUDIO_SYNC_PERCENTILE 50.0
 
 /* What the audio player emits, on the loop's thread. */
 typedef struct {

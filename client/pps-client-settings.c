@@ -98,6 +98,11 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,
                    "most the audio's playout delay may exceed the least delay of the last 2 s; "
                    "later frames are concealed"),
+    PPS_CONFIG_INT("audio", "playout_quantile_pct", "98", 0, 99,
+                   "the audio's playout delay covers this share of the last 10 s of frames' "
+                   "arrival delays (at most 150 ms above the least delay of the last 2 s, at "
+                   "least its delay estimate + min_delay_ms); 0 = the delay estimate + 4 x its "
+                   "variation"),
 
     /* [log] */
     PPS_CONFIG_STRING("log", "file", "", "write JSON Lines events (frames, windows, summary) here"),
@@ -152,6 +157,8 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	p->audio_params.connections = (unsigned)pps_config_get_int(c, "audio", "connections");
 	p->audio_params.min_delay_us = pps_config_get_int(c, "audio", "min_delay_ms") * 1000;
 	p->audio_params.max_delay_us = pps_config_get_int(c, "audio", "max_delay_ms") * 1000;
+	p->audio_params.playout_quantile =
+	    pps_config_get_int(c, "audio", "playout_quantile_pct") / 100.0;
 	if (p->audio_params.max_delay_us < p->audio_params.min_delay_us) {
 		snprintf(err, err_size, "[audio] max_delay_ms: below min_delay_ms");
 		return -EINVAL;

@@ -147,6 +147,12 @@ struct pps_jitter {
 	bool spike;
 	floor_bucket_t floor[FLOOR_BUCKETS];
 	int64_t floor_id;
+	/* The quantile target: the last window_n delays (a ring at window_pos,
+	 * window_used of them so far), a scratch copy to select in, and the
+	 * quantile of the window as of the last frame measured. */
+	double *window, *scratch;
+	int window_n, window_used, window_pos;
+	double quantile_us;
 	/* Playout. */
 	bool in_talkspurt;      /* the last slot was speech */
 	bool changed_in_pause;  /* D stepped since the last speech frame played */
@@ -174,6 +180,9 @@ pps_jitter_params_init(pps_jitter_params_t *params, int64_t frame_us)
 	params->continuous_step_us = 1000000;
 	params->resync_us = 100000;
 	params->idle_after_us = 1000000;
+	params->target_quantile = 0;
+	params->quantile_window_us = 10000000;
+	params->quantile_cap_us = 150000;
 }
 
 static bool
@@ -190,7 +199,9 @@ params_valid(const pps_jitter_params_t *p)
 	       (int64_t)p->max_frames * p->frame_us > p->max_delay_us && p->alpha > 0 &&
 	       p->alpha < 1 && p->beta >= 0 && p->spike_enter_us >= 0 && p->spike_exit_us >= 0 &&
 	       p->continuous_after_us >= 0 && p->continuous_step_us > 0 && p->resync_us > 0 &&
-	       p->idle_after_us > 0;
+	       p->idle_after_us > 0 && p->target_quantile >= 0 && p->target_quantile < 1 &&
+	       (p->target_quantile == 0 ||
+	        (p->quantile_window_us >= p->frame_us && p->quantile_cap_us > 0));
 }
 
 pps_jitter_t *
@@ -215,9 +226,23 @@ pps_jitter_new(const pps_jitter_params_t *params)
 		goto err_arena;
 	for (int i = 0; i < params->max_frames; i++)
 		j->ring[i].payload = j->arena + (size_t)i * PPS_JITTER_MAX_PAYLOAD_BYTES;
+	if (params->target_quantile > 0) {
+		int64_t n = params->quantile_window_us / params->frame_us;
+
+		j->window_n =
+		    n < PPS_JITTER_MAX_FRAMES_LIMIT ? (int)n : PPS_JITTER_MAX_FRAMES_LIMIT;
+		j->window = calloc((size_t)j->window_n, sizeof(*j->window));
+		j->scratch = calloc((size_t)j->window_n, sizeof(*j->scratch));
+		if (!j->window || !j->scratch)
+			goto err_window;
+	}
 	j->empty_since_us = NO_TIME;
 	return j;
 
+err_window:
+	free(j->window);
+	free(j->scratch);
+	free(j->arena);
 err_arena:
 	free(j->ring);
 err_ring:
@@ -232,6 +257,8 @@ pps_jitter_free(pps_jitter_t *j)
 {
 	if (!j)
 		return;
+	free(j->window);
+	free(j->scratch);
 	free(j->arena);
 	free(j->ring);
 	free(j);
@@ -385,6 +412,64 @@ estimate(pps_jitter_t *j, double n)
 	j->samples++;
 }
 
+/* The @k-th smallest (from 0) of @v[0 .. n): Hoare's selection, in place. */
+static double
+select_kth(double *v, int n, int k)
+{
+	int lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		double pivot = v[lo + (hi - lo) / 2];
+		int i = lo, k2 = hi;
+
+		while (i <= k2) {
+			while (v[i] < pivot)
+				i++;
+			while (v[k2] > pivot)
+				k2--;
+			if (i <= k2) {
+				double t = v[i];
+
+				v[i++] = v[k2];
+				v[k2--] = t;
+			}
+		}
+		if (k <= k2)
+			hi = k2;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[k];
+}
+
+/* The quantile target: @n joins the window, the quantile (nearest rank) is
+ * chosen again. O(window) per frame: 500 delays for 10 s of 20 ms frames. */
+static void
+window_add(pps_jitter_t *j, double n)
+{
+	int rank;
+
+	if (!j->window)
+		return;
+	j->window[j->window_pos] = n;
+	j->window_pos = (j->window_pos + 1) % j->window_n;
+	if (j->window_used < j->window_n)
+		j->window_used++;
+	memcpy(j->scratch, j->window, (size_t)j->window_used * sizeof(*j->scratch));
+	rank = (int)ceil(j->p.target_quantile * (double)j->window_used);
+	if (rank < 1)
+		rank = 1;
+	j->quantile_us = select_kth(j->scratch, j->window_used, rank - 1);
+}
+
+static void
+window_reset(pps_jitter_t *j)
+{
+	j->window_used = j->window_pos = 0;
+}
+
 static void
 measure(pps_jitter_t *j, int64_t capture_us, int64_t arrival_us)
 {
@@ -392,13 +477,24 @@ measure(pps_jitter_t *j, int64_t capture_us, int64_t arrival_us)
 
 	estimate(j, n);
 	floor_add(j, arrival_us, n);
+	window_add(j, n);
 }
 
 static int64_t
 target_delay_us(const pps_jitter_t *j)
 {
 	double margin = fmax(j->p.beta * j->v, (double)j->p.min_delay_us);
-	double t = fmin(j->d + margin, floor_us(j) + (double)j->p.max_delay_us);
+	double t;
+
+	if (j->window && j->window_used > 0)
+		/* The quantile (within its cap above the floor), but no less than
+		 * a steady path's margin above d (d follows a spike at once, the
+		 * window's quantile does not). */
+		t = fmax(fmin(j->quantile_us, floor_us(j) + (double)j->p.quantile_cap_us),
+		         j->d + (double)j->p.min_delay_us);
+	else
+		t = j->d + margin;
+	t = fmin(t, floor_us(j) + (double)j->p.max_delay_us);
 
 	/* Another stream to wait for (lip sync) may ask for more, within the
 	 * same upper bound. */
@@ -489,6 +585,8 @@ start(pps_jitter_t *j, uint32_t seq, int64_t capture_us, int64_t arrival_us)
 	}
 	floor_reset(j);
 	floor_add(j, arrival_us, n);
+	window_reset(j);
+	window_add(j, n);
 	j->ref_seq = seq;
 	j->ref_capture_us = capture_us;
 	j->have_candidate = false;

@@ -60,6 +60,22 @@ typedef struct {
 	double alpha;
 	/* D = d + beta v (default 4, the seed's). */
 	double beta;
+	/*
+	 * The target from the delays themselves instead (default 0: off):
+	 * with 0 < target_quantile < 1, T = max(the target_quantile quantile
+	 * of the delays of the last quantile_window_us of frames, d +
+	 * min_delay): the delay that a share target_quantile of the recent
+	 * frames arrived within, whatever the shape of their distribution
+	 * (d + beta v assumes a light tail). beta is then unused. The window
+	 * (default 10 s) holds at most PPS_JITTER_MAX_FRAMES_LIMIT frames. The
+	 * quantile counts at most quantile_cap_us (default 150 ms) above the
+	 * delay floor: on a path whose tail is longer, frames beyond it are
+	 * concealed rather than waited for (d + min_delay, which follows a
+	 * spike, is not capped but by max_delay_us).
+	 */
+	double target_quantile;
+	int64_t quantile_window_us;
+	int64_t quantile_cap_us;
 	/* Spike mode (Ramjee's algorithm 4): entered when the delay jumps by
 	 * more than 2 v + spike_enter_us (default 100 ms), left when its
 	 * change is calm again, under spike_exit_us (default 10 ms). */

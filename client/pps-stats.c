@@ -314,7 +314,7 @@ pps_stats_audio_skipped(pps_stats_t *s, uint32_t seq)
 }
 
 int64_t
-pps_stats_video_latency_recent_us(const pps_stats_t *s, int64_t now_us)
+pps_stats_video_latency_recent_us(const pps_stats_t *s, int64_t now_us, double pct)
 {
 	float v[RECENT_VIDEO];
 
@@ -323,7 +323,7 @@ pps_stats_video_latency_recent_us(const pps_stats_t *s, int64_t now_us)
 		return 0;
 	memcpy(v, s->recent_video_ms, s->recent_n * sizeof(float));
 	qsort(v, s->recent_n, sizeof(float), compare_float);
-	return (int64_t)(percentile(v, s->recent_n, 90) * 1000.0);
+	return (int64_t)(percentile(v, s->recent_n, pct) * 1000.0);
 }
 
 void
