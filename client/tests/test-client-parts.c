@@ -208,48 +208,48 @@ test_peer_log(void)
 	pps_peer_log_free(pl);
 	fclose(out);
 	free(text);
+}
 
-	/* Lip sync waits for the picture's median latency: a spike of the last
-	 * frames shown (7 of 64 at 400 ms, the rest at 100 ms) is in the 90th
-	 * percentile, not in the floor; a second without a picture: no floor. */
-	static void test_lip_sync_latency(void)
-	{
-		pps_stats_t *s = pps_stats_new(NULL, 30.0);
-		const int64_t t0 = INT64_C(1700000000000000);
-		int64_t last = 0;
+/* Lip sync waits for the picture's median latency: a spike of the last
+ * frames shown (7 of 64 at 400 ms, the rest at 100 ms) is in the 90th
+ * percentile, not in the floor; a second without a picture: no floor. */
+static void
+test_lip_sync_latency(void)
+{
+	pps_stats_t *s = pps_stats_new(NULL, 30.0);
+	const int64_t t0 = INT64_C(1700000000000000);
+	int64_t last = 0;
 
-		REQUIRE(s);
-		CHECK_EQ_INT(pps_stats_video_latency_recent_us(s, t0, PPS_AUDIO_SYNC_PERCENTILE),
-		             0);
-		for (uint32_t i = 0; i < 64; i++) {
-			int64_t capture = t0 + (int64_t)i * 33333;
-			pps_stats_frame_t f = {
-			    .window = i / 2,
-			    .frame = i,
-			    .capture_us = capture,
-			    .display_us = capture + (i >= 50 && i < 57 ? 400000 : 100000),
-			    .shown = true,
-			};
+	REQUIRE(s);
+	CHECK_EQ_INT(pps_stats_video_latency_recent_us(s, t0, PPS_AUDIO_SYNC_PERCENTILE), 0);
+	for (uint32_t i = 0; i < 64; i++) {
+		int64_t capture = t0 + (int64_t)i * 33333;
+		pps_stats_frame_t f = {
+		    .window = i / 2,
+		    .frame = i,
+		    .capture_us = capture,
+		    .display_us = capture + (i >= 50 && i < 57 ? 400000 : 100000),
+		    .shown = true,
+		};
 
-			pps_stats_frame(s, &f);
-			last = f.display_us;
-		}
-		CHECK_EQ_INT(pps_stats_video_latency_recent_us(s, last, PPS_AUDIO_SYNC_PERCENTILE),
-		             100000);
-		CHECK_EQ_INT(pps_stats_video_latency_recent_us(s, last, 90), 400000);
-		CHECK_EQ_INT(
-		    pps_stats_video_latency_recent_us(s, last + 1000001, PPS_AUDIO_SYNC_PERCENTILE),
-		    0);
-		pps_stats_free(s);
+		pps_stats_frame(s, &f);
+		last = f.display_us;
 	}
+	CHECK_EQ_INT(pps_stats_video_latency_recent_us(s, last, PPS_AUDIO_SYNC_PERCENTILE), 100000);
+	CHECK_EQ_INT(pps_stats_video_latency_recent_us(s, last, 90), 400000);
+	CHECK_EQ_INT(
+	    pps_stats_video_latency_recent_us(s, last + 1000001, PPS_AUDIO_SYNC_PERCENTILE), 0);
+	pps_stats_free(s);
+}
 
-	int main(int argc, char **argv)
-	{
-		pps_test_init(&argc, argv);
-		PPS_TEST_RUN(test_names);
-		PPS_TEST_RUN(test_constructors);
-		PPS_TEST_RUN(test_window_mapping);
-		PPS_TEST_RUN(test_peer_log);
-		PPS_TEST_RUN(test_lip_sync_latency);
-		return pps_test_result();
-	}
+int
+main(int argc, char **argv)
+{
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_names);
+	PPS_TEST_RUN(test_constructors);
+	PPS_TEST_RUN(test_window_mapping);
+	PPS_TEST_RUN(test_peer_log);
+	PPS_TEST_RUN(test_lip_sync_latency);
+	return pps_test_result();
+}
