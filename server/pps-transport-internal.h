@@ -28,6 +28,12 @@ struct pps_transport {
 	void *user;
 	bool stopped;
 	bool input_seen; /* the top's: pps_transport_input_ready() ran */
+	/* The top's read budget (PPS_TRANSPORT_READS_BURST, then
+	 * PPS_TRANSPORT_READS_PER_S): a token bucket, and the timer that takes
+	 * reading up again once it paused. */
+	double read_tokens;
+	int64_t read_refill_us;
+	struct event *read_resume;
 };
 
 /* Sets up @t with @ops over @underlying (NULL for a bottom transport, which

@@ -59,7 +59,17 @@ web_read(pps_transport_t *t, uint8_t *buf, size_t size)
 	if (l->mode == WEB_NONE)
 		return n;
 	if (pps_web_input(l->web, buf, (size_t)n, size, &wire) < 0) {
-		pps_transport_end(t, PPS_TRANSPORT_END_PROTOCOL, pps_web_error(l->web));
+		/* A page that left with a close frame closed the connection; one
+		 * that broke the protocol is refused. */
+		if (pps_web_closed_cleanly(l->web)) {
+			pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+
+			/* The close frame back, between packets only. */
+			if (pps_transport_pending_bytes(t) == 0)
+				(void)pps_web_send_record(l->web, &bye);
+			pps_transport_end(t, PPS_TRANSPORT_END_CLOSED, NULL);
+		} else
+			pps_transport_end(t, PPS_TRANSPORT_END_PROTOCOL, pps_web_error(l->web));
 		return PPS_TRANSPORT_ENDED;
 	}
 	/* Bytes that were HTTP or frame headers only: nothing for the layer

@@ -5,6 +5,7 @@
  * first layer that filters them, and the owner's callbacks sit on the top.
  */
 #include "pps-transport-internal.h"
+#include "pps-time.h"
 #include "pps-tls.h"
 
 #include <errno.h>
@@ -86,6 +87,54 @@ pps_transport_end(pps_transport_t *t, pps_transport_end_t how, const char *why)
 		t->events.ended_cb(how, why, t->user);
 }
 
+static void
+read_resume_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_transport_t *t = user;
+	pps_transport_t *bottom = bottom_of(t);
+
+	if (t->stopped || !bottom->read_event)
+		return;
+	event_add(bottom->read_event, NULL);
+	/* What a layer holds the socket will not signal again. */
+	event_active(bottom->read_event, EV_READ, 0);
+}
+
+/* Takes one read from @t's budget; false (and reading paused until one is
+ * due) when it has none left. */
+static bool
+take_read(pps_transport_t *t)
+{
+	int64_t now = pps_time_monotonic_us();
+	pps_transport_t *bottom;
+	struct timeval tv;
+
+	if (!t->read_refill_us) {
+		t->read_tokens = PPS_TRANSPORT_READS_BURST;
+		t->read_refill_us = now;
+	} else if (now > t->read_refill_us) {
+		t->read_tokens +=
+		    (double)(now - t->read_refill_us) * PPS_TRANSPORT_READS_PER_S / 1e6;
+		if (t->read_tokens > PPS_TRANSPORT_READS_BURST)
+			t->read_tokens = PPS_TRANSPORT_READS_BURST;
+		t->read_refill_us = now;
+	}
+	if (t->read_tokens >= 1.0) {
+		t->read_tokens -= 1.0;
+		return true;
+	}
+	bottom = bottom_of(t);
+	if (!t->read_resume)
+		t->read_resume = evtimer_new(t->base, read_resume_cb, t);
+	if (!t->read_resume || !bottom->read_event)
+		return true; /* out of memory: unpaced rather than stuck */
+	event_del(bottom->read_event);
+	tv = pps_time_us_to_timeval(
+	    (int64_t)((1.0 - t->read_tokens) * 1e6 / PPS_TRANSPORT_READS_PER_S) + 1);
+	event_add(t->read_resume, &tv);
+	return false;
+}
+
 void
 pps_transport_input_ready(pps_transport_t *t)
 {
@@ -108,6 +157,8 @@ pps_transport_input_ready(pps_transport_t *t)
 			pps_transport_wake_input(t);
 			return;
 		}
+		if (!take_read(t))
+			return;
 		n = pps_transport_read(t, buf, sizeof(buf));
 		if (n == PPS_TRANSPORT_ENDED)
 			return;
@@ -318,6 +369,8 @@ void
 pps_transport_stop(pps_transport_t *t)
 {
 	for (; t; t = t->underlying) {
+		if (t->read_resume)
+			event_del(t->read_resume);
 		t->stopped = true;
 		if (t->ops->stop)
 			t->ops->stop(t);
@@ -330,6 +383,8 @@ pps_transport_free(pps_transport_t *t)
 	while (t) {
 		pps_transport_t *next = t->underlying;
 
+		if (t->read_resume)
+			event_free(t->read_resume);
 		t->ops->free(t);
 		t = next;
 	}

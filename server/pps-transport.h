@@ -118,6 +118,13 @@ typedef enum {
 /* Reads per wake-up of a layer with PPS_TRANSPORT_CAP_BUFFERED_INPUT. */
 #define PPS_TRANSPORT_READS_PER_WAKEUP 8
 
+/* Reads of one connection over time (each at most 4 KiB): a burst, then a
+ * rate. Past it the connection is not read until a read is due again, so its
+ * peer's TCP window closes: a client says a few records a second, a flood
+ * gets no more of the loop than this. */
+#define PPS_TRANSPORT_READS_BURST 64
+#define PPS_TRANSPORT_READS_PER_S 32
+
 /*
  * The operations of one layer. A NULL operation is the underlying's (the
  * layer is transparent to it), except stop and free, which every layer that

@@ -44,6 +44,7 @@ struct pps_web {
 	struct event *pong_event; /* a Pong became owed: see that it leaves */
 	pps_ws_reader_t *reader;
 	bool peer_closed;
+	bool closed_cleanly; /* by a valid close frame */
 	char error[160];
 	/* PPS_WEB_CHECK_BOUND */
 	bool check;
@@ -223,6 +224,7 @@ frames(pps_web_t *w, uint8_t *buf, size_t len, size_t *wire_bytes)
 	/* A peer that sent a close frame, valid or not, is told nothing but
 	 * the close frame that answers it. */
 	w->peer_closed = pps_ws_reader_close_received(w->reader);
+	w->closed_cleanly = ret == -ECONNRESET;
 	snprintf(w->error, sizeof(w->error), "WebSocket: %s", pps_ws_reader_error(w->reader));
 	w->state = WEB_FAILED;
 	return -ECONNRESET;
@@ -296,6 +298,12 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 	else
 		answer(w, 200, "OK", file, strcmp(req.method, "HEAD") == 0, NULL);
 	return 0;
+}
+
+bool
+pps_web_closed_cleanly(const pps_web_t *w)
+{
+	return w->closed_cleanly;
 }
 
 const char *

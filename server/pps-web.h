@@ -86,6 +86,8 @@ int pps_web_input(pps_web_t *web, uint8_t *buf, size_t len, size_t capacity, siz
 
 /* Why the connection is going, for the log. */
 const char *pps_web_error(const pps_web_t *web);
+/* The page ended the connection with a valid close frame (it left, not failed). */
+bool pps_web_closed_cleanly(const pps_web_t *web);
 
 /*
  * One record now, between packets (uncorked), in a binary message; nothing

@@ -177,7 +177,7 @@ class Attacker(threading.Thread):
             out.update(addresses=self.n_addresses, guesses=sum(len(v) for v in self.guesses.values()),
                        guesses_per_s_per_address=max(per) if per else 0,
                        guesses_per_s_per_address_after_1s=max(later) if later else 0)
-        if self.kind == "connect-flood":
+        if self.kind in ("connect-flood", "connect-churn"):
             out["flood"] = self.flood
             if self.flood and self.flood.get("seconds"):
                 out["connects_per_s"] = self.flood["connects"] / self.flood["seconds"]
@@ -339,12 +339,18 @@ class Attacker(threading.Thread):
         for src in self.sources():
             self.spawn(self.guesser, src)
 
-    def attack_connect_flood(self):
+    def attack_connect_churn(self):
+        """The same 16 x 4, each closed the moment it is made and opened
+        again: connects at the rate the attacker reaches."""
+        self.attack_connect_flood(cycle=True)
+
+    def attack_connect_flood(self, cycle=False):
         """16 addresses x 4 silent connections, re-opened the moment they are
         dropped (pps-connect-flood, C: Python does not reach the rate)."""
         self.flood_proc = subprocess.Popen(
             [self.flood_program, "--port", str(self.port), "--duration", "600",
-             "--addresses", "16", "--per-address", "4", "--first", "2"],
+             "--addresses", "16", "--per-address", "4", "--first", "2"]
+            + (["--cycle"] if cycle else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.halt.wait()
         if self.flood_proc.poll() is None:

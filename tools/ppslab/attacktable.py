@@ -57,8 +57,14 @@ SERVER_SPECS = {
                           attack_s=CONNECT_FLOOD_ATTACK_S),
     "tls-connect-flood": spec("connect-flood", "tls", newcomers=CONNECT_FLOOD_NEWCOMERS,
                               attack_s=CONNECT_FLOOD_ATTACK_S),
+    "connect-churn": spec("connect-churn", newcomers=CONNECT_FLOOD_NEWCOMERS,
+                          attack_s=CONNECT_FLOOD_ATTACK_S),
+    "tls-connect-churn": spec("connect-churn", "tls", newcomers=CONNECT_FLOOD_NEWCOMERS,
+                              attack_s=CONNECT_FLOOD_ATTACK_S),
     "token-baseline": spec("baseline", token=True),
     "token-connect-flood": spec("connect-flood", token=True, newcomers=CONNECT_FLOOD_NEWCOMERS,
+                                attack_s=CONNECT_FLOOD_ATTACK_S),
+    "token-connect-churn": spec("connect-churn", token=True, newcomers=CONNECT_FLOOD_NEWCOMERS,
                                 attack_s=CONNECT_FLOOD_ATTACK_S),
     "token-guess-1": spec("token-guess", token=True, connections=4, addresses=1),
     "token-guess-4": spec("token-guess", token=True, connections=16, addresses=4),
@@ -103,6 +109,11 @@ WHAT = {
                      "re-opened the moment the server drops it (pps-connect-flood); %d newcomers"
                      % CONNECT_FLOOD_NEWCOMERS,
     "tls-connect-flood": "the same against a TLS server (the newcomers on TLS)",
+    "connect-churn": "the same 64 connections, each closed (a reset) the moment it is made and "
+                     "opened again (pps-connect-flood --cycle): connects as fast as the attacker "
+                     "makes them, whatever the server keeps; %d newcomers" % CONNECT_FLOOD_NEWCOMERS,
+    "tls-connect-churn": "connect-churn against a TLS server (the newcomers on TLS)",
+    "token-connect-churn": "connect-churn against a server with an access token",
     "token-baseline": "no attack, server with an access token (viewer and newcomers hold it)",
     "token-connect-flood": "connect-flood against a server with an access token (the newcomers "
                            "hold it)",
@@ -169,7 +180,7 @@ def server_settings(workdir, name, transport, token):
 
 
 def make_attacker(build, kind, port, transport="plain", token=None, connections=1, addresses=1):
-    if kind == "connect-flood":
+    if kind in ("connect-flood", "connect-churn"):
         build.require("connect_flood")
     return Attacker(kind, port, source=attacker_address(0),
                     tls=transport == "tls" and kind in ("ping-flood", "ws-ping-flood", "token-guess"),
@@ -488,7 +499,8 @@ def render_floods(server, ref_of):
                 with_ref(r, ref, "p95_ms"), with_ref(r, ref, "longest_gap_ms", ".0f"),
                 r.get("log_bytes") or 0, fmt(r.get("log_bytes_per_min"), ".0f")))
     floods = [r for r in server if (r.get("attacker") or {}).get("flood") is not None
-              or SERVER_SPECS.get(r["attack"], {}).get("kind") == "connect-flood"]
+              or SERVER_SPECS.get(r["attack"], {}).get("kind") in ("connect-flood",
+                                                                    "connect-churn")]
     if floods:
         out += ["", "### Connect floods", "",
                 "Connects completed a second by pps-connect-flood over the attack (the slowest "

@@ -8,6 +8,9 @@
  * nonblocking on one epoll; a connection is closed with a reset (SO_LINGER 0)
  * so that the attacker keeps no TIME_WAIT and its ports come back at once.
  * --max-rate caps new connects per second (0: as fast as they are dropped).
+ * --cycle closes each connection (a reset) the moment its handshake is done
+ * and opens it again: a flood of connects at the rate the attacker reaches,
+ * whatever the server keeps.
  *
  * Prints one JSON object at the end: connects made (the TCP handshake done),
  * drops seen (EOF or reset from the server), failed connects, the seconds it
@@ -53,6 +56,7 @@ typedef struct {
 	unsigned first;
 	double duration_s;
 	double max_rate;
+	bool cycle;
 } flood_settings_t;
 
 typedef struct {
@@ -85,6 +89,7 @@ usage(FILE *out)
 	        "  --first N          the last byte of the first source address (default %d)\n"
 	        "  --per-address N    connections held from each (default %d)\n"
 	        "  --max-rate N       new connects per second at most (default 0: no cap)\n"
+	        "  --cycle            close each connection as soon as it is made, and re-open it\n"
 	        "  -h, --help         this help\n"
 	        "  -V, --version      the version\n"
 	        "\n"
@@ -127,6 +132,11 @@ settings_parse(flood_settings_t *s, int argc, char **argv)
 	for (int i = 1; i < argc; i += 2) {
 		const char *option = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(option, "--cycle")) {
+			s->cycle = true;
+			i--; /* no value */
+			continue;
+		}
 		if (!strcmp(option, "--port"))
 			s->port = (uint16_t)parse_number(option, value, 1, 65535);
 		else if (!strcmp(option, "--duration"))
@@ -280,6 +290,10 @@ main(int argc, char **argv)
 					if ((now_ns - start_ns) / 1000000000 < FLOOD_MAX_SECONDS)
 						counts
 						    .per_second[(now_ns - start_ns) / 1000000000]++;
+					if (s.cycle) {
+						slot_close(slot);
+						continue;
+					}
 					epoll_ctl(epfd, EPOLL_CTL_MOD, slot->fd, &in);
 				}
 			}
