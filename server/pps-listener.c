@@ -533,6 +533,10 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 		pps_session_refuse(victim->session, PPS_WIRE_BYE_PROTOCOL,
 		                   "handshake not done and a newer connection needs the slot");
 	}
+	/* A client says a few small records a second: a receive buffer of its
+	 * size, so that a peer that floods fills it at once and waits, instead
+	 * of parking megabytes in the kernel (autotuning grows it to 6 MB). */
+	(void)pps_socket_set_rcvbuf(fd, PPS_LISTENER_RCVBUF_BYTES);
 	k = calloc(1, sizeof(*k));
 	session = k ? pps_session_new(l->base, fd, addr, addr_len, ++l->next_id, &l->params.session,
 	                              session_ready_cb, session_closed_cb, l)

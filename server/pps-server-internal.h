@@ -165,6 +165,11 @@ typedef int64_t (*pps_session_clock_cb)(void *user);
  * (false: it is refused with BYE server-full)? */
 typedef bool (*pps_session_admit_cb)(pps_session_t *session, void *user);
 
+/* CLOCK_PINGs answered per connection: a burst, then a rate (clients ping at
+ * most 10 times a second); the rest are not answered. */
+#define PPS_SESSION_PONG_BURST  20
+#define PPS_SESSION_PONGS_PER_S 20
+
 /* Tries at the access token, per address (the listener's): with @take false,
  * whether the peer may try now (it is sent a CHALLENGE); with @take true, a
  * try is spent before its AUTH is checked. false: not now, *wait_us until it

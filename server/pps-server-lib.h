@@ -155,6 +155,8 @@ typedef struct pps_listener pps_listener_t;
 #define PPS_LISTENER_ACCEPTS_PER_WAKEUP 16
 #define PPS_LISTENER_BACKLOG            128
 #define PPS_LISTENER_ACCEPT_PAUSE_US    100000
+/* SO_RCVBUF of a client's connection (the kernel doubles it). */
+#define PPS_LISTENER_RCVBUF_BYTES 16384
 
 /* The largest handshake pool a listener keeps. */
 #define PPS_LISTENER_MAX_PENDING_LIMIT 1024

@@ -44,6 +44,11 @@ struct pps_session {
 	bool
 	    congestion_switch_failed; /* a TCP_CONGESTION switch failed: said once, no more tries */
 	uint64_t pings;
+	/* PONGs owed: a token bucket (PPS_SESSION_PONG_BURST, then
+	 * PPS_SESSION_PONGS_PER_S); a PING past it is not answered. */
+	double pong_tokens;
+	int64_t pong_refill_us;
+	uint64_t pings_unanswered;
 	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
 	int64_t last_progress_us;            /* last time the writer took a packet */
 	int64_t accepted_us;                 /* for the handshake timeout */
@@ -439,6 +444,20 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 			refuse(s, PPS_WIRE_BYE_PROTOCOL, "CLOCK_PING before HELLO");
 			return;
 		}
+		/* A client pings at most 10 times a second (its clock needs a
+		 * sample a second); a flood of PINGs is not a flood of PONGs. */
+		if (now > s->pong_refill_us) {
+			s->pong_tokens +=
+			    (double)(now - s->pong_refill_us) * PPS_SESSION_PONGS_PER_S / 1e6;
+			if (s->pong_tokens > PPS_SESSION_PONG_BURST)
+				s->pong_tokens = PPS_SESSION_PONG_BURST;
+			s->pong_refill_us = now;
+		}
+		if (s->pong_tokens < 1.0) {
+			s->pings_unanswered++;
+			return;
+		}
+		s->pong_tokens -= 1.0;
 		pong.u.clock_pong.seq = r->u.clock_ping.seq;
 		pong.u.clock_pong.client_send_us = r->u.clock_ping.client_send_us;
 		pong.u.clock_pong.server_recv_us = now;
@@ -624,6 +643,8 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->state = PPS_SESSION_AWAIT_HELLO;
 	s->bye_reason = -1;
 	s->accepted_us = session_now(s);
+	s->pong_tokens = PPS_SESSION_PONG_BURST;
+	s->pong_refill_us = s->accepted_us;
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
 	/* The constructors set errno (EINVAL for bad parameters, ENOMEM);
 	 * libevent's do not, and fail only for memory. */

@@ -91,6 +91,7 @@ typedef struct {
 	int fd;
 	pps_wire_parser_t *parser;
 	bool got_stream_info;
+	unsigned pongs;
 	bool got_bye;
 	unsigned bye_reason;
 	bool got_challenge;
@@ -154,6 +155,8 @@ peer_read(peer_t *p)
 		while (pps_wire_parser_next(p->parser, &data, &len, &r) == 0) {
 			if (r.kind == PPS_WIRE_STREAM_INFO)
 				p->got_stream_info = true;
+			if (r.kind == PPS_WIRE_CLOCK_PONG)
+				p->pongs++;
 			if (r.kind == PPS_WIRE_CHALLENGE) {
 				p->got_challenge = true;
 				p->challenge = r.u.challenge;
@@ -703,6 +706,41 @@ test_pool_flood(void)
 	fixture_free(&f);
 }
 
+/* A PING flood is not a PONG flood: a burst is answered, then a rate; the
+ * client streams on. */
+static void
+test_ping_flood(void)
+{
+	pps_listener_params_t params;
+	fixture_t f;
+	peer_t p;
+	pps_wire_record_t ping = {.kind = PPS_WIRE_CLOCK_PING};
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	connect_peer(&f, &p, "10.0.0.1", true);
+	peer_hello(&p, false);
+	run_loop(f.base);
+	for (int i = 0; i < 100; i++) {
+		ping.u.clock_ping.seq = (uint32_t)i;
+		peer_send(&p, &ping);
+	}
+	run_loop(f.base);
+	peer_read(&p);
+	CHECK(p.got_stream_info && !p.got_bye);
+	CHECK_EQ_INT(p.pongs, PPS_SESSION_PONG_BURST);
+	/* A second later: a second's worth more. */
+	fake_now_us += 1000000;
+	for (int i = 0; i < 100; i++)
+		peer_send(&p, &ping);
+	run_loop(f.base);
+	peer_read(&p);
+	CHECK_EQ_INT(p.pongs, PPS_SESSION_PONG_BURST + PPS_SESSION_PONGS_PER_S);
+	CHECK(!p.got_bye && !p.eof);
+	peer_close(&p);
+	fixture_free(&f);
+}
+
 /* A burst of connects waiting in the backlog: one wake-up of the listening
  * socket accepts a bounded batch, the next wake-ups the rest. */
 static void
@@ -928,6 +966,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_pool_flood);
 	PPS_TEST_RUN(test_auth_backoff);
 	PPS_TEST_RUN(test_accept_batches);
+	PPS_TEST_RUN(test_ping_flood);
 	PPS_TEST_RUN(test_listener_defers_idr);
 	PPS_TEST_RUN(test_recovery_bounds);
 	PPS_TEST_RUN(test_recovery_budget_under_churn);

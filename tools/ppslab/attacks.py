@@ -181,6 +181,7 @@ class Attacker(threading.Thread):
             out["flood"] = self.flood
             if self.flood and self.flood.get("seconds"):
                 out["connects_per_s"] = self.flood["connects"] / self.flood["seconds"]
+                out["attempts_per_s"] = self.flood.get("attempts", 0) / self.flood["seconds"]
                 out["connections"] = self.flood["connects"]
                 out["closed_by_server"] = self.flood["drops"]
         return out

@@ -503,19 +503,21 @@ def render_floods(server, ref_of):
                                                                     "connect-churn")]
     if floods:
         out += ["", "### Connect floods", "",
-                "Connects completed a second by pps-connect-flood over the attack (the slowest "
-                "and fastest whole second), the drops it saw; newcomers that were admitted and "
-                "showed a frame, of those tried (the latest first frame, from its start).", "",
-                "| attack | connects/s (slowest – fastest s) | drops | newcomers with frames / "
-                "tried | first frame max s | viewer p95 ms | handshakes dropped | log bytes | "
-                "log bytes/min |",
-                "|---|---|---|---|---|---|---|---|---|"]
+                "Connects tried a second by pps-connect-flood (connect() calls), and completed "
+                "(the TCP handshake done; the slowest and fastest whole second) over the attack, "
+                "the drops it saw; newcomers that were admitted and showed a frame, of those "
+                "tried (the latest first frame, from its start).", "",
+                "| attack | tried/s | connects/s (slowest – fastest s) | drops | newcomers with "
+                "frames / tried | first frame max s | viewer p95 ms | handshakes dropped | log "
+                "bytes | log bytes/min |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for r in floods:
             a, ref = r.get("attacker") or {}, ref_of(r)
             f = a.get("flood") or {}
             per = f.get("per_second") or []
-            out.append("| %s | %s (%s – %s) | %s | %d/%d | %s | %s | %s | %d | %s |" % (
-                r["attack"], fmt(a.get("connects_per_s"), ".0f"),
+            out.append("| %s | %s | %s (%s – %s) | %s | %d/%d | %s | %s | %s | %d | %s |" % (
+                r["attack"], fmt(a.get("attempts_per_s"), ".0f"),
+                fmt(a.get("connects_per_s"), ".0f"),
                 fmt(min(per) if per else None, "d"), fmt(max(per) if per else None, "d"),
                 fmt(f.get("drops"), "d"), r["with_frames"], len(r["newcomers"]),
                 fmt(r["newcomer_first_frame_max_s"], ".1f"), with_ref(r, ref, "p95_ms"),

@@ -12,7 +12,8 @@
  * and opens it again: a flood of connects at the rate the attacker reaches,
  * whatever the server keeps.
  *
- * Prints one JSON object at the end: connects made (the TCP handshake done),
+ * Prints one JSON object at the end: connects tried (connect() calls), made
+ * (the TCP handshake done),
  * drops seen (EOF or reset from the server), failed connects, the seconds it
  * ran and connects per second in each whole second. A connect not done
  * within 2 s is abandoned (failed) and tried again.
@@ -60,6 +61,7 @@ typedef struct {
 } flood_settings_t;
 
 typedef struct {
+	uint64_t attempts; /* connect() calls started */
 	uint64_t connects;
 	uint64_t drops;
 	uint64_t failed;
@@ -200,9 +202,9 @@ print_counts(const flood_counts_t *c, double ran_s)
 {
 	unsigned whole = (unsigned)ran_s;
 
-	printf("{\"connects\": %" PRIu64 ", \"drops\": %" PRIu64 ", \"failed\": %" PRIu64
-	       ", \"seconds\": %.3f, \"per_second\": [",
-	       c->connects, c->drops, c->failed, ran_s);
+	printf("{\"attempts\": %" PRIu64 ", \"connects\": %" PRIu64 ", \"drops\": %" PRIu64
+	       ", \"failed\": %" PRIu64 ", \"seconds\": %.3f, \"per_second\": [",
+	       c->attempts, c->connects, c->drops, c->failed, ran_s);
 	for (unsigned i = 0; i < whole && i < FLOOD_MAX_SECONDS; i++)
 		printf("%s%" PRIu64, i ? ", " : "", c->per_second[i]);
 	printf("]}\n");
@@ -257,6 +259,8 @@ main(int argc, char **argv)
 				continue;
 			if (!slot_open(&slots[i], epfd, s.port, i))
 				counts.failed++;
+			else
+				counts.attempts++;
 			budget -= 1;
 		}
 		ready = epoll_wait(epfd, events, 256, timeout_ms);
