@@ -40,9 +40,10 @@ in the middle half):
                  the same against a TLS server, and against one with an access
                  token (the viewer and newcomers on TLS, or holding the token)
   connect-churn, tls-connect-churn, token-connect-churn
-                 the same 64, each closed (a reset) the moment it is made and
-                 opened again (pps-connect-flood --cycle): connects as fast as
-                 the attacker makes them, whatever the server keeps
+                 16 addresses x 64 connections in flight, each closed (a reset)
+                 the moment it is made and opened again (pps-connect-flood
+                 --cycle): connects as fast as the attacker makes them,
+                 whatever the server keeps
   token-baseline no attack, server with an access token
   token-guess-1, token-guess-4
                  HELLO, a wrong AUTH, BYE, again, as fast as the server answers,

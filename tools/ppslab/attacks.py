@@ -19,6 +19,9 @@ import time
 from .records import (BYE_UNAUTHORIZED, HELLO_CHALLENGE, KIND_ADU_FRAGMENT, KIND_BYE, KIND_CHALLENGE,
                       auth, clock_ping, hello, listener, stream_info, window_end)
 
+# Connections in flight from each address in a connect churn.
+CHURN_PER_ADDRESS = 64
+
 EVICT_AFTER_S = 10  # [server] evict_after_s's default
 TCP_ESTABLISHED = 1
 
@@ -341,16 +344,17 @@ class Attacker(threading.Thread):
             self.spawn(self.guesser, src)
 
     def attack_connect_churn(self):
-        """The same 16 x 4, each closed the moment it is made and opened
-        again: connects at the rate the attacker reaches."""
-        self.attack_connect_flood(cycle=True)
+        """16 addresses x 64 connections in flight, each closed the moment it
+        is made and opened again: connects at the rate the attacker reaches
+        (past the per-address limit, most are refused at accept)."""
+        self.attack_connect_flood(cycle=True, per_address=CHURN_PER_ADDRESS)
 
-    def attack_connect_flood(self, cycle=False):
+    def attack_connect_flood(self, cycle=False, per_address=4):
         """16 addresses x 4 silent connections, re-opened the moment they are
         dropped (pps-connect-flood, C: Python does not reach the rate)."""
         self.flood_proc = subprocess.Popen(
             [self.flood_program, "--port", str(self.port), "--duration", "600",
-             "--addresses", "16", "--per-address", "4", "--first", "2"]
+             "--addresses", "16", "--per-address", str(per_address), "--first", "2"]
             + (["--cycle"] if cycle else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.halt.wait()

@@ -109,9 +109,10 @@ WHAT = {
                      "re-opened the moment the server drops it (pps-connect-flood); %d newcomers"
                      % CONNECT_FLOOD_NEWCOMERS,
     "tls-connect-flood": "the same against a TLS server (the newcomers on TLS)",
-    "connect-churn": "the same 64 connections, each closed (a reset) the moment it is made and "
-                     "opened again (pps-connect-flood --cycle): connects as fast as the attacker "
-                     "makes them, whatever the server keeps; %d newcomers" % CONNECT_FLOOD_NEWCOMERS,
+    "connect-churn": "16 addresses x 64 connections in flight, each closed (a reset) the moment it "
+                     "is made and opened again (pps-connect-flood --cycle): connects as fast as "
+                     "the attacker makes them, whatever the server keeps (past the per-address "
+                     "limit most are refused at accept); %d newcomers" % CONNECT_FLOOD_NEWCOMERS,
     "tls-connect-churn": "connect-churn against a TLS server (the newcomers on TLS)",
     "token-connect-churn": "connect-churn against a server with an access token",
     "token-baseline": "no attack, server with an access token (viewer and newcomers hold it)",
