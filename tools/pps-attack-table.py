@@ -114,13 +114,15 @@ def soak(argv):
     ap.add_argument("--build", required=True, help="meson build directory (a sanitizer build)")
     ap.add_argument("--seconds", type=float, default=120, help="attack time; default 120")
     ap.add_argument("--slot", type=float, default=5, help="seconds between turns; default 5")
+    ap.add_argument("--warm", type=float, default=1, metavar="SECONDS",
+                    help="before the baseline, every attacker once for this long (0: none); default 1")
     ap.add_argument("--plain", action="store_true", help="the server without TLS")
     ap.add_argument("--connect-flood", metavar="PROGRAM",
                     help="pps-connect-flood to use (default: the build's tools/traffic/)")
     ap.add_argument("--out", help="write soak.json and SOAK.md in this directory")
     a = ap.parse_args(argv)
-    if not 10 <= a.seconds <= 3600 or not 1 <= a.slot <= 60:
-        ap.error("--seconds: 10..3600, --slot: 1..60")
+    if not 10 <= a.seconds <= 3600 or not 1 <= a.slot <= 60 or not 0 <= a.warm <= 60:
+        ap.error("--seconds: 10..3600, --slot: 1..60, --warm: 0..60")
     build = programs.Build(a.build, **({"connect_flood": a.connect_flood} if a.connect_flood else {}))
     build.require("server", "client", "connect_flood")
     command = " ".join(["tools/pps-attack-table.py", "soak"] + argv)
@@ -136,7 +138,7 @@ def soak(argv):
         os.environ.setdefault("LSAN_OPTIONS", "suppressions=" + os.path.normpath(supp))
     with tempfile.TemporaryDirectory(prefix="pps-soak-") as workdir:
         r = attacktable.soak_run(build, workdir, a.seconds, "plain" if a.plain else "tls", a.slot,
-                                 progress=lambda s: print(s, file=sys.stderr, flush=True))
+                                 a.warm, progress=lambda s: print(s, file=sys.stderr, flush=True))
     r.update(command=command, date=time.strftime("%Y-%m-%d %H:%M %Z"),
              commit=programs.tree_version() or "?")
     text = attacktable.render_soak(r, command)
@@ -165,6 +167,9 @@ def main():
     ap.add_argument("--only", help="attacks to run, comma-separated, of: "
                     + ", ".join(attacktable.SERVER_ATTACKS + attacktable.CLIENT_ATTACKS)
                     + " (a server attack brings its baseline)")
+    ap.add_argument("--runs", type=int, default=1, metavar="N",
+                    help="run the list N times over, in turn (1..20; default 1): the tables "
+                    "show the first round, a run-to-run section the median and range of each")
     ap.add_argument("--out", help="write attacks.json and ATTACKS.md in this directory")
     ap.add_argument("--connect-flood", metavar="PROGRAM",
                     help="pps-connect-flood to use (default: the build's tools/traffic/)")
@@ -179,6 +184,8 @@ def main():
             ap.error("BUILD_DIR is needed (or --render JSON)")
         if not 8 <= a.seconds <= 120:
             ap.error("--seconds: 8..120")
+        if not 1 <= a.runs <= 20:
+            ap.error("--runs: 1..20")
         names = attacktable.SERVER_ATTACKS + attacktable.CLIENT_ATTACKS
         if a.only:
             wanted = a.only.split(",")
@@ -194,7 +201,7 @@ def main():
                "load_start": list(os.getloadavg()), "results": []}
         build = programs.Build(a.build, **({"connect_flood": a.connect_flood} if a.connect_flood else {}))
         with tempfile.TemporaryDirectory(prefix="pps-attack-") as workdir:
-            for name in names:
+            for round_no, name in ((k, n) for k in range(a.runs) for n in names):
                 started = time.monotonic()
                 try:
                     run = attacktable.server_run if name in attacktable.SERVER_ATTACKS else attacktable.client_run
@@ -203,6 +210,7 @@ def main():
                     print("%s: could not run: %s" % (name, e), file=sys.stderr)
                     continue
                 r["run_s"] = time.monotonic() - started
+                r["round"] = round_no
                 doc["results"].append(r)
                 print("%-18s %s" % (name, json.dumps({k: v for k, v in r.items()
                                                       if k not in ("newcomers",)})),

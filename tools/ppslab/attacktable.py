@@ -7,6 +7,7 @@ what a hostile server does to pps-client. The attackers are attacks.py's."""
 import functools
 import os
 import secrets
+import statistics
 import subprocess
 import time
 
@@ -390,7 +391,8 @@ def newcomers_cell(r):
 
 
 def render(doc):
-    rows = doc["results"]
+    every = doc["results"]
+    rows = [r for r in every if not r.get("round")]
     out = ["# Attacks on loopback", "",
            "Made by `tools/pps-attack-table.py` from its results JSON; do not edit by hand.", "",
            "    " + doc["command"], "",
@@ -476,7 +478,47 @@ def render(doc):
                 fmt(r["exit_after_s"], ".2f"), r["log_bytes"],
                 fmt(r["client_peak_rss_kib"], "d"), fmt(r.get("connections_seen"), "d"),
                 r["said"].replace("`", "'")))
+    out += render_rounds(every)
     return "\n".join(out) + "\n"
+
+
+def spread(xs, spec=".0f"):
+    """The median of @xs and their range: "53 (41–61)"."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return "–"
+    return "%s (%s–%s)" % (fmt(statistics.median(xs), spec), fmt(xs[0], spec), fmt(xs[-1], spec))
+
+
+def render_rounds(every):
+    """Run to run, when the list ran more than once: each server attack's
+    viewer figures over the rounds (median and range), beside its baseline's
+    over the same rounds, and the ratio of the medians."""
+    server = [r for r in every if r["side"] == "server"]
+    names = list(dict.fromkeys(r["attack"] for r in server))
+    rounds = {n: [r for r in server if r["attack"] == n] for n in names}
+    if max((len(v) for v in rounds.values()), default=0) < 2:
+        return []
+    out = ["", "## Run to run", "",
+           "The list ran %d times over, in turn (each attack beside its baseline in every round). "
+           "The viewer's frame latency p95 and longest freeze during the attack window: median "
+           "over the rounds and range; the ratio of the attack's median to its baseline's." % (
+               max(len(v) for v in rounds.values())), "",
+           "| attack | rounds | viewer p95 ms | longest freeze ms | p95 / baseline's | freeze / "
+           "baseline's |", "|---|---|---|---|---|---|"]
+    for n in names:
+        rs, base = rounds[n], rounds.get(baseline_of(n) or "", [])
+
+        def ratio(key):
+            a = [r[key] for r in rs if r.get(key) is not None]
+            b = [r[key] for r in base if r.get(key) is not None]
+            if not a or not b or n == baseline_of(n) or not statistics.median(b):
+                return "–"
+            return "%.2f" % (statistics.median(a) / statistics.median(b))
+        out.append("| %s | %d | %s | %s | %s | %s |" % (
+            n, len(rs), spread([r.get("p95_ms") for r in rs], ".1f"),
+            spread([r.get("longest_gap_ms") for r in rs]), ratio("p95_ms"), ratio("longest_gap_ms")))
+    return out
 
 
 def render_floods(server, ref_of):
@@ -558,12 +600,25 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime e
                    "ThreadSanitizer", "MemorySanitizer")
 
 
-def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, progress=print):
+def soak_attacker(build, srv, transport, token, kind, conns, addrs):
+    return Attacker(kind, srv.port, source=attacker_address(0),
+                    tls=transport == "tls" and kind not in ("connect-flood", "half-open"),
+                    token=token if kind in ("ping-flood", "slow-readers-cycle", "churner") else None,
+                    connections=conns, addresses=addrs, flood_program=build.connect_flood)
+
+
+def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, warm_slot_s=1.0, progress=print):
     """All the server attacks in quick rotation (two at a time, @slot_s each
     turn) for @seconds against one server with an access token (and TLS unless
     @transport is "plain"), beside one honest viewer; what the server's stderr
     says of sanitizers, the viewer's figures, the server's RSS and open
-    descriptors before, at the end of the attacks and after SOAK_QUIET_S."""
+    descriptors before, at the end of the attacks and after SOAK_QUIET_S.
+
+    The baseline is taken after a warm-up in which every attacker ran once
+    for @warm_slot_s (0: none) and SOAK_QUIET_S of quiet: what a code path
+    allocates the first time it runs (OpenSSL's tables, the web side's, the
+    allocator's arenas) is then in the baseline, and what the soak leaves
+    above it is what repeated attacks accumulate."""
     token = secrets.token_hex(16)
     settings, client_settings = server_settings(workdir, "soak", transport, token)
     rotation = [k for k in SOAK_ROTATION if transport == "tls" or k[0] != "ws-ping-flood"]
@@ -577,10 +632,21 @@ def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, progress=prin
                                           name="viewer", extra=["--stats-json", viewer_stats])
         srv.wait_for_log('"viewer" joined')
         time.sleep(SOAK_WARM_S)  # the warm-up's length, not a synchronisation
+        r["rss_kib_first"], r["fds_first"] = proc_usage(srv.proc.pid)
+        r["warm_slot_s"] = warm_slot_s
+        for kind, conns, addrs in (rotation if warm_slot_s > 0 else []):
+            a = soak_attacker(build, srv, transport, token, kind, conns, addrs)
+            progress("soak: warm-up: %s" % kind)
+            a.start()
+            time.sleep(warm_slot_s)  # the turn's length, not a synchronisation
+            a.stop()
+        if warm_slot_s > 0:
+            time.sleep(SOAK_QUIET_S)  # the quiet's length, not a synchronisation
         r["rss_kib_start"], r["fds_start"] = proc_usage(srv.proc.pid)
         t0 = time.time()
         log0 = stderr_bytes(srv)
         k, next_turn, most_fds = 0, t0, r["fds_start"] or 0
+        r["rss_kib_every_10s"] = []
         while time.time() < t0 + seconds and srv.proc.poll() is None:
             now = time.time()
             for a, until in [x for x in running if x[1] <= now]:
@@ -590,16 +656,15 @@ def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, progress=prin
             if now >= next_turn:
                 kind, conns, addrs = rotation[k % len(rotation)]
                 k += 1
-                a = Attacker(kind, srv.port, source=attacker_address(0),
-                             tls=transport == "tls" and kind not in ("connect-flood", "half-open"),
-                             token=token if kind in ("ping-flood", "slow-readers-cycle", "churner")
-                             else None, connections=conns, addresses=addrs,
-                             flood_program=build.connect_flood)
+                a = soak_attacker(build, srv, transport, token, kind, conns, addrs)
                 a.start()
                 running.append((a, min(now + 2 * slot_s, t0 + seconds)))
                 progress("soak: %4.0f s: %s" % (now - t0, kind))
                 next_turn += slot_s
-            most_fds = max(most_fds, proc_usage(srv.proc.pid)[1] or 0)
+            rss, fds = proc_usage(srv.proc.pid)
+            most_fds = max(most_fds, fds or 0)
+            if now >= t0 + 10 * len(r["rss_kib_every_10s"]) and rss:
+                r["rss_kib_every_10s"].append(rss)
             time.sleep(0.1)  # the turns' length, not a synchronisation
         for a, _ in running:
             a.stop()
@@ -674,12 +739,19 @@ def render_soak(r, command):
                 fmt(r["longest_gap_ms"], ".0f"), fmt(r["viewer_frames_shown_pct"])),
             "Server log: %d bytes in the %g s of attacks, %s KiB a minute." % (
                 r["log_bytes"], r["seconds"], kib(r["log_bytes_per_min"])), "",
-            "| server | RSS KiB | fds |", "|---|---|---|",
-            "| before the attacks | %s | %s |" % (fmt(r["rss_kib_start"], "d"), fmt(r["fds_start"], "d")),
+            "| server | RSS KiB | fds |", "|---|---|---|"]
+    if r.get("warm_slot_s"):
+        out += ["| before the warm-up (every attacker once, %g s each) | %s | %s |" % (
+                    r["warm_slot_s"], fmt(r["rss_kib_first"], "d"), fmt(r["fds_first"], "d"))]
+    out += ["| before the attacks%s | %s | %s |" % (
+                " (after the warm-up and %g s of quiet)" % SOAK_QUIET_S if r.get("warm_slot_s") else "",
+                fmt(r["rss_kib_start"], "d"), fmt(r["fds_start"], "d")),
             "| at their end | %s | %s (peak %s) |" % (fmt(r["rss_kib_end"], "d"), fmt(r["fds_end"], "d"),
                                                     fmt(r["fds_peak"], "d")),
             "| after %g s of quiet | %s | %s |" % (SOAK_QUIET_S, fmt(r["rss_kib_quiet"], "d"),
                                                  fmt(r["fds_quiet"], "d")), "",
+            "RSS during the attacks, KiB every 10 s: %s." % ", ".join(
+                str(x) for x in r.get("rss_kib_every_10s", [])), "",
             "| turn | attacker | TLS | connections (closed by server) | figures |",
             "|---|---|---|---|---|"]
     for i, t in enumerate(r["turns"]):

@@ -30,8 +30,14 @@ with Lab("rcvs", "--receivers", "3", "--rate", "500kbit,2mbit,8mbit", "--delay",
                                             "--ip-bytes", str(PROBE_IP_BYTES), "--json"]))
         expected_ms = 2 * delay + 2 * PROBE_IP_BYTES * 8 / rate * 1e3
         check(result["received"] == result["sent"] == 10, f"{side}: every probe came back")
-        check(abs(result["rtt_median_ms"] - expected_ms) < 3.0,  # a core shared with other work (see test_rtt.py)
-              f"{side}: median rtt {result['rtt_median_ms']:.3f} ms within 3 ms of {expected_ms:.3f} ms")
+        # Scheduling on a core shared with other tests only ever adds delay, so the fastest probe is
+        # the one that shows the link: it must sit within 3 ms above the expected round trip and never
+        # below it (the emulator wakes at most 0.2 ms early). The median is checked loosely, enough
+        # to tell a 50 ms receiver from a 20 ms one.
+        check(expected_ms - 0.4 < result["rtt_min_ms"] < expected_ms + 3.0,
+              f"{side}: min rtt {result['rtt_min_ms']:.3f} ms within [-0.4, +3] ms of {expected_ms:.3f} ms")
+        check(abs(result["rtt_median_ms"] - expected_ms) < 8.0,
+              f"{side}: median rtt {result['rtt_median_ms']:.3f} ms within 8 ms of {expected_ms:.3f} ms")
     check(lab.run_in("rcv", ["sh", "-c", "echo $PPS_LAB_SIDE"]).strip() == "rcv1", "side rcv means rcv1")
 left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 check(f"pps-{name}-" not in left, "down removed every namespace")
