@@ -27,6 +27,7 @@
 #include <stdarg.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -712,6 +713,9 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 		return ret;
 	}
 	freeaddrinfo(res);
+	/* Best effort: without it, silent connections reach the pool at once. */
+	(void)setsockopt(l->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT,
+	                 &(int){PPS_LISTENER_DEFER_ACCEPT_S}, sizeof(int));
 	l->accept_event = event_new(l->base, l->listen_fd, EV_READ | EV_PERSIST, accept_cb, l);
 	l->accept_resume = evtimer_new(l->base, accept_resume_cb, l);
 	if (!l->accept_event || !l->accept_resume || event_add(l->accept_event, NULL) < 0) {

@@ -153,8 +153,17 @@ typedef struct pps_listener pps_listener_t;
 /* Connections accepted per wake-up of the listening socket, its backlog, and
  * the pause after a failed accept (out of descriptors). */
 #define PPS_LISTENER_ACCEPTS_PER_WAKEUP 16
-#define PPS_LISTENER_BACKLOG            128
+#define PPS_LISTENER_BACKLOG            1024
 #define PPS_LISTENER_ACCEPT_PAUSE_US    100000
+/*
+ * TCP_DEFER_ACCEPT on the listening socket: every client of this server
+ * speaks first (HELLO, a TLS ClientHello, an HTTP request), so the kernel
+ * hands a connection over when its first bytes arrive. One that sends
+ * nothing is handed over after this long (one SYN-ACK retransmission), and
+ * one that is reset before it said anything (a connect churn) never costs
+ * the loop an accept, a session or a wake-up.
+ */
+#define PPS_LISTENER_DEFER_ACCEPT_S 1
 /* SO_RCVBUF of a client's connection (the kernel doubles it). */
 #define PPS_LISTENER_RCVBUF_BYTES 16384
 

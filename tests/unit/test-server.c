@@ -760,9 +760,11 @@ test_accept_batches(void)
 	fixture_new(&f, &params);
 	REQUIRE(pps_listener_listen(f.listener, "127.0.0.1:0", &port, err, sizeof(err)) == 0);
 	sin.sin_port = htons((uint16_t)port);
+	/* Each says its first byte: the kernel hands a connection over then. */
 	for (int i = 0; i < CONNECTS; i++) {
 		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		REQUIRE(fds[i] >= 0 && connect(fds[i], (struct sockaddr *)&sin, sizeof(sin)) == 0);
+		REQUIRE(write(fds[i], "\1", 1) == 1);
 	}
 	event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	printf("first wake-up: %llu of %d accepted\n",
@@ -774,6 +776,49 @@ test_accept_batches(void)
 	CHECK_EQ_INT(stats_of(&f).connections_total, CONNECTS);
 	for (int i = 0; i < CONNECTS; i++)
 		close(fds[i]);
+	fixture_free(&f);
+}
+
+/* A connect churn (connections reset before they said anything) never
+ * reaches the loop: accepting is deferred until a connection's first bytes,
+ * and a reset ends it in the kernel. The one that speaks is the only one
+ * accepted, although it connected last (the accept queue is in order). */
+static void
+test_accept_deferred(void)
+{
+	enum { CHURN = 50 };
+	pps_listener_params_t params;
+	fixture_t f;
+	int speaker;
+	unsigned port = 0;
+	char err[256];
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct linger reset = {.l_onoff = 1, .l_linger = 0};
+
+	default_params(&params);
+	params.max_per_address = 2 * CHURN;
+	params.max_pending = 2 * CHURN;
+	fixture_new(&f, &params);
+	REQUIRE(pps_listener_listen(f.listener, "127.0.0.1:0", &port, err, sizeof(err)) == 0);
+	sin.sin_port = htons((uint16_t)port);
+	for (int i = 0; i < CHURN; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		REQUIRE(fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+		REQUIRE(setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)) == 0);
+		close(fd);
+	}
+	speaker = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(speaker >= 0 && connect(speaker, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	REQUIRE(write(speaker, "\1", 1) == 1);
+	for (int pass = 0; pass < 1000 && stats_of(&f).connections_total == 0; pass++)
+		event_base_loop(f.base, EVLOOP_ONCE);
+	for (int pass = 0; pass < 10; pass++)
+		event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	printf("after %d reset connects and one that spoke: %llu accepted\n", CHURN,
+	       (unsigned long long)stats_of(&f).connections_total);
+	CHECK_EQ_INT(stats_of(&f).connections_total, 1);
+	close(speaker);
 	fixture_free(&f);
 }
 
@@ -966,6 +1011,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_pool_flood);
 	PPS_TEST_RUN(test_auth_backoff);
 	PPS_TEST_RUN(test_accept_batches);
+	PPS_TEST_RUN(test_accept_deferred);
 	PPS_TEST_RUN(test_ping_flood);
 	PPS_TEST_RUN(test_listener_defers_idr);
 	PPS_TEST_RUN(test_recovery_bounds);
