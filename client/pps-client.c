@@ -93,13 +93,14 @@ usage(FILE *out)
 	        "written; 2 usage/config.\n");
 }
 
+/* An option (or the server argument) that stands for a key: @as names it in
+ * the message, as the user typed it ("--policy ", "server address "). */
 static int
-set_key(client_t *c, const char *key, const char *value)
+set_key(client_t *c, const char *section, const char *key, const char *value, const char *as)
 {
-	char assignment[512], err[512];
+	char err[512];
 
-	snprintf(assignment, sizeof(assignment), "%s=%s", key, value);
-	if (pps_config_set(c->config, assignment, err, sizeof(err)) < 0) {
+	if (pps_config_set_as(c->config, section, key, value, as, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-client: %s\n", err);
 		return -EINVAL;
 	}
@@ -333,35 +334,36 @@ main(int argc, char **argv)
 
 		switch (opt) {
 		case 'D':
-			ret = set_key(&c, "display.mode", optarg);
+			ret = set_key(&c, "display", "mode", optarg, "--display ");
 			break;
 		case 'o':
-			ret = set_key(&c, "display.output", optarg);
+			ret = set_key(&c, "display", "output", optarg, "--output ");
 			break;
 		case 'L':
-			ret = set_key(&c, "log.file", optarg);
+			ret = set_key(&c, "log", "file", optarg, "--log ");
 			break;
 		case 'j':
 			stats_json = optarg;
 			break;
 		case 'P':
-			ret = set_key(&c, "playout.policy", optarg);
+			ret = set_key(&c, "playout", "policy", optarg, "--policy ");
 			break;
 		case 'T':
-			ret = set_key(&c, "playout.tolerance_ms", optarg);
+			ret = set_key(&c, "playout", "tolerance_ms", optarg, "--tolerance ");
 			break;
 		case 'd':
 			ret = parse_duration(optarg, &duration_s);
 			break;
 		case 'r':
-			ret = set_key(&c, "client.reconnect", "true");
+			ret = set_key(&c, "client", "reconnect", "true", "--reconnect ");
 			break;
 		case 'A':
-			ret = strcmp(optarg, "off") == 0 ? set_key(&c, "audio.enabled", "false")
-			                                 : set_key(&c, "audio.output", optarg);
+			ret = strcmp(optarg, "off") == 0
+			          ? set_key(&c, "audio", "enabled", "false", "--audio ")
+			          : set_key(&c, "audio", "output", optarg, "--audio ");
 			break;
 		case 'W':
-			ret = set_key(&c, "audio.wav", optarg);
+			ret = set_key(&c, "audio", "wav", optarg, "--audio-wav ");
 			break;
 		case 'q':
 			c.quiet = true;
@@ -375,7 +377,8 @@ main(int argc, char **argv)
 			return PPS_EXIT_USAGE;
 		}
 	}
-	if (optind < argc && set_key(&c, "client.server", argv[optind++]) < 0) {
+	if (optind < argc &&
+	    set_key(&c, "client", "server", argv[optind++], "server address ") < 0) {
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}

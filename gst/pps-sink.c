@@ -183,10 +183,12 @@ teardown(GstPpsSink *sink)
 static gboolean
 set_source_key(GstPpsSink *sink, const char *key, long value)
 {
-	char assignment[64], err[256];
+	char text[32], as[64], err[256];
 
-	snprintf(assignment, sizeof(assignment), "source.%s=%ld", key, value);
-	if (pps_config_set(sink->config, assignment, err, sizeof(err)) < 0) {
+	/* The caps are what the pipeline gave: the message names them. */
+	snprintf(text, sizeof(text), "%ld", value);
+	snprintf(as, sizeof(as), "caps %s=", strcmp(key, "fps") == 0 ? "framerate" : key);
+	if (pps_config_set_as(sink->config, "source", key, text, as, err, sizeof(err)) < 0) {
 		GST_ELEMENT_ERROR(sink, CORE, NEGOTIATION, ("%s", err), (NULL));
 		return FALSE;
 	}

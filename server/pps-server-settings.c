@@ -119,8 +119,9 @@ static const pps_config_key_t keys[] = {
                       "gst-launch description for type=pipeline; ppstream appends its own sink"),
     PPS_CONFIG_ENUM("source", "pattern", "ball", pps_capture_pattern_names,
                     "videotestsrc pattern for type=test"),
-    PPS_CONFIG_INT("source", "width", "640", 64, 3840, "frame width in pixels (even)"),
-    PPS_CONFIG_INT("source", "height", "480", 64, 2160, "frame height in pixels (even)"),
+    /* Even: the encoder and the I420 pictures take whole chroma samples. */
+    PPS_CONFIG_INT_MULTIPLE("source", "width", "640", 64, 3840, 2, "frame width in pixels"),
+    PPS_CONFIG_INT_MULTIPLE("source", "height", "480", 64, 2160, 2, "frame height in pixels"),
     PPS_CONFIG_INT("source", "fps", "30", 1, 120, "frames per second"),
     PPS_CONFIG_ENUM(
         "source", "timecode", "auto", pps_capture_timecode_names,

@@ -294,17 +294,22 @@ def gst_inspect(build, workdir):
 
 
 def gst_bad_property(build, workdir):
-    """A value the configuration refuses (an address without a port) stops the
-    pipeline with the loader's own message, instead of running on the default."""
-    view = Launch(build, workdir, "gst-launch-1.0 ppssrc location=nowhere ! fakesink", "bad")
-    try:
-        rc = view.wait()
-        text = view.text()
-    finally:
-        view.stop()
-    check(rc != 0, "gst-launch exit 0 with location=nowhere")
-    check("[client] server = nowhere" in text or "server = nowhere" in text,
-          "no message naming the key:\n" + text[-2000:])
+    """A value the configuration refuses (an address without a port, a URI)
+    stops the pipeline with the loader's own message, instead of running on
+    the default; the message names the property as the pipeline spells it,
+    not the configuration key behind it."""
+    for value in ("nowhere", "pps://127.0.0.1"):
+        view = Launch(build, workdir, "gst-launch-1.0 ppssrc location=%s ! fakesink" % value, "bad")
+        try:
+            rc = view.wait()
+            text = view.text()
+        finally:
+            view.stop()
+        check(rc != 0, "gst-launch exit 0 with location=%s" % value)
+        check("location=%s: must be HOST:PORT" % value in text,
+              "no message naming the property:\n" + text[-2000:])
+        check("[client] server" not in text and "--set" not in text,
+              "the message names the internal key:\n" + text[-2000:])
 
 
 # ---- audio ---------------------------------------------------------------------------

@@ -297,10 +297,24 @@ def config_errors(build, workdir):
         ([server, "--set", "pps.nope=1"], "unknown key"),
         ([client, "--set", "playout.policy=later"], "must be one of fixed, asap, adaptive"),
         ([client, "--bogus"], "unrecognized option"),
+        # Odd sizes are refused by the settings, not by the encoder once running.
+        ([server, "--set", "source.width=641"], "[source] width = 641: must be an even number 64..3840"),
     ]:
         p = subprocess.run(args, capture_output=True, text=True, timeout=10)
         check(p.returncode == 2, "%s: exit %d" % (args[1:], p.returncode))
         check(text in p.stderr, "%s: %r" % (args[1:], p.stderr))
+    # An option or argument that stands for a key: the message speaks of what
+    # was typed, not of the key behind it.
+    for args, text in [
+        ([server, "--listen", "7400"], "pps-server: --listen 7400: must be HOST:PORT"),
+        ([client, "127.0.0.1"], "pps-client: server address 127.0.0.1: must be HOST:PORT"),
+        ([client, "--policy", "later"], "pps-client: --policy later: must be one of"),
+    ]:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2, "%s: exit %d" % (args[1:], p.returncode))
+        check(text in p.stderr, "%s: %r" % (args[1:], p.stderr))
+        check("--set" not in p.stderr and "[client]" not in p.stderr and "[server]" not in p.stderr,
+              "%s: names an internal key: %r" % (args[1:], p.stderr))
     for prog in (server, client):
         p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
         check(p.returncode == 0 and "--set" in p.stdout, "--help of %s" % prog)

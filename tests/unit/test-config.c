@@ -133,6 +133,11 @@ test_file_errors(void)
 	expect_file_error("[ppz]\n",
 	                  "server.ini: [ppz]: unknown section (pps-server reads [server] "
 	                  "[source] [audio] [encoder] [pps] [transport] [adapt])");
+	/* A picture's size is even (4:2:0): refused here, not by the encoder at run time. */
+	expect_file_error("[source]\nwidth = 641\n",
+	                  "server.ini: [source] width = 641: must be an even number 64..3840");
+	expect_file_error("[source]\nheight = 481\n",
+	                  "server.ini: [source] height = 481: must be an even number 64..2160");
 	expect_file_error("[transport]\necn = maybe\n",
 	                  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
@@ -192,6 +197,22 @@ test_set_errors(void)
 	             0); /* the default: from the stream */
 	CHECK_EQ_INT(pps_config_set(c, "playout.policy=adaptive", err, sizeof(err)), 0);
 	CHECK_EQ_INT(pps_config_get_enum(c, "playout", "policy"), 2);
+	pps_config_free(c);
+	c = pps_config_new(SERVER);
+	REQUIRE(c);
+	CHECK(pps_config_set(c, "source.width=641", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--set: [source] width = 641: must be an even number 64..3840") == 0,
+	      "%s", err);
+	CHECK_EQ_INT(pps_config_get_int(c, "source", "width"), 640);
+	CHECK_EQ_INT(pps_config_set(c, "source.width=642", err, sizeof(err)), 0);
+	/* An option standing for a key: the message names the option, not the key. */
+	CHECK(pps_config_set_as(c, "server", "listen", "7400", "--listen ", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--listen 7400: must be HOST:PORT or [V6ADDR]:PORT") == 0, "%s", err);
+	CHECK_EQ_INT(
+	    pps_config_set_as(c, "server", "listen", "127.0.0.1:0", "--listen ", err, sizeof(err)),
+	    0);
+	CHECK(strcmp(pps_config_get_string(c, "server", "listen"), "127.0.0.1:0") == 0);
+	CHECK(strcmp(pps_config_get_origin(c, "server", "listen"), "--listen") == 0);
 	{
 		char *argv[] = {"prog", "--set", NULL};
 		int argc = 2;
