@@ -321,7 +321,8 @@ def config_errors(build, workdir):
 
 
 def bad_source(build, workdir):
-    """A missing camera or file is one clear error and exit status 1."""
+    """A missing camera or file is one clear error and exit status 1, and the
+    server never said it listens (the source starts before the listener)."""
     server = os.path.join(build, "server", "pps-server")
     for settings, text in [
         (["source.type=camera", "source.device=/dev/video-none"], "/dev/video-none"),
@@ -333,6 +334,8 @@ def bad_source(build, workdir):
         p = subprocess.run(args, capture_output=True, text=True, timeout=30)
         check(p.returncode == 1, "%s: exit %d: %s" % (settings, p.returncode, p.stderr))
         check(text in p.stderr, "%s: %r" % (settings, p.stderr))
+        check("listening" not in p.stderr, "%s: announced listening: %r" % (settings, p.stderr))
+        check(len(p.stderr.strip().splitlines()) == 1, "%s: not one line: %r" % (settings, p.stderr))
 
 
 def source_failure_reported(build, workdir):
