@@ -327,6 +327,8 @@ def bad_source(build, workdir):
     for settings, text in [
         (["source.type=camera", "source.device=/dev/video-none"], "/dev/video-none"),
         (["source.type=file", "source.file=/nonexistent.mkv"], "/nonexistent.mkv"),
+        # A path given as the URI is the file it names (not GStreamer's "Invalid URI").
+        (["source.type=uri", "source.uri=/nonexistent.mkv"], "file:///nonexistent.mkv': Resource not found"),
     ]:
         args = [server, "--listen", "127.0.0.1:0"]
         for s in settings:

@@ -303,6 +303,27 @@ test_settings(void)
 	CHECK_EQ_INT(pps_config_set(c, "source.type=file", err, sizeof(err)), 0);
 	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);
 	CHECK(strcmp(err, "source file: [source] file is not set") == 0);
+	/* source.uri: a URI as it is, a plain path as the file:// URI it means. */
+	CHECK_EQ_INT(pps_config_set(c, "source.type=uri", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_config_set(c, "source.uri=rtsp://camera/stream", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	CHECK(strcmp(s.server.media.capture.input, "rtsp://camera/stream") == 0, "%s",
+	      s.server.media.capture.input);
+	CHECK_EQ_INT(pps_config_set(c, "source.uri=/videos/a clip.mp4", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	CHECK(strcmp(s.server.media.capture.input, "file:///videos/a%20clip.mp4") == 0, "%s",
+	      s.server.media.capture.input);
+	/* A relative path: against the current folder. */
+	CHECK_EQ_INT(pps_config_set(c, "source.uri=clip.mp4", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	{
+		const char *uri = s.server.media.capture.input;
+		size_t len = strlen(uri);
+
+		CHECK(strncmp(uri, "file:///", 8) == 0 && len > 17 &&
+		          strcmp(uri + len - 9, "/clip.mp4") == 0,
+		      "%s", uri);
+	}
 	CHECK_EQ_INT(pps_config_set(c, "source.type=test", err, sizeof(err)), 0);
 	CHECK_EQ_INT(pps_config_set(c, "server.tls_cert=x.pem", err, sizeof(err)), 0);
 	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);
