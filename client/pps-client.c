@@ -125,9 +125,8 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *m, int64_t
 	const pps_wire_stream_info_t *info = pps_player_info(c->player);
 	pps_stats_rolling_t *r = &c->last_rolling;
 
-	snprintf(c->overlay, sizeof(c->overlay), "%4.0f ms  t%u q%u  %4.1f fps  %.2f mbit/s",
-	         (double)(now - m->capture_us) / 1000.0, m->temporal_layers, m->quality_layers,
-	         r->fps_shown, r->bits_per_second / 1e6);
+	pps_stats_overlay_text(r, (double)(now - m->capture_us) / 1000.0, c->overlay,
+	                       sizeof(c->overlay));
 	if (pps_display_show(c->display, picture, info ? info->fps_num : 30, c->overlay) < 0 &&
 	    !c->stopping) {
 		fprintf(stderr, "pps-client: cannot write the output file: %s\n", strerror(errno));
@@ -191,6 +190,7 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	pps_stats_rolling_t *r = &c->last_rolling;
 	const pps_clock_t *clock = pps_player_clock(c->player);
 	const pps_playout_t *playout = pps_player_playout(c->player);
+	char layers[40];
 
 	(void)fd;
 	(void)what;
@@ -201,14 +201,14 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	}
 	if (c->quiet || !pps_player_info(c->player))
 		return;
+	pps_stats_layers_text(r, layers, sizeof(layers));
 	fprintf(stderr,
-	        "pps-client: latency p50 %.0f ms p95 %.0f ms | %.1f fps | layers t%u q%u | "
+	        "pps-client: latency p50 %.0f ms p95 %.0f ms | %.1f fps | %s | "
 	        "%.2f Mbit/s | windows late %" PRIu64 " dropped %" PRIu64
 	        " | freeze longest %.0f ms, %.1f s in all",
 	        isnan(r->latency_p50_ms) ? 0 : r->latency_p50_ms,
-	        isnan(r->latency_p95_ms) ? 0 : r->latency_p95_ms, r->fps_shown,
-	        r->max_temporal_layers, r->max_quality_layers, r->bits_per_second / 1e6,
-	        r->windows_late, r->windows_dropped, r->freeze_longest_ms,
+	        isnan(r->latency_p95_ms) ? 0 : r->latency_p95_ms, r->fps_shown, layers,
+	        r->bits_per_second / 1e6, r->windows_late, r->windows_dropped, r->freeze_longest_ms,
 	        r->frozen_total_ms / 1000.0);
 	if (r->audio_slots)
 		fprintf(stderr, " | audio %.0f%% played, mouth-to-ear p95 %.0f ms",
