@@ -182,6 +182,11 @@ def gst_server_to_ppssrc(build, workdir):
             view.stop()
     s, shown = ppssrc_summary(log)
     check_timestamps(buffer_pts_ms(text), "ppssrc")
+    # gst-launch -m shows the figures while the stream plays (the summary at
+    # stop comes after it stopped watching the bus): a pps-status a second.
+    status = re.findall(r"pps-status, latency-p50-ms=\(double\)[0-9.]+.*quality-layers=\(uint\)(\d)", text)
+    check(len(status) >= 3 and max(int(q) for q in status) >= 1,
+          "%d pps-status messages in 5 s:\n%s" % (len(status), text[-2000:]))
     check(s["frames_shown"] >= 150, "%d frames shown" % s["frames_shown"])
     check(s["frames_shown_pct"] >= 70, "%.1f%% of frames shown" % s["frames_shown_pct"])
     c = Client.summary(client)
