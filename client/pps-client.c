@@ -81,6 +81,11 @@ usage(FILE *out)
 	pps_config_print_usage(out);
 	fprintf(out,
 	        "\n"
+	        "The window: q, Esc or closing it ends the client as Ctrl-C does (summary "
+	        "included); its\n"
+	        "bottom line shows the picture's latency, then the layers, fps and bit rate of the "
+	        "status line.\n"
+	        "\n"
 	        "Settings are in config/client.ini (every key, with its default) and\n"
 	        "docs/CONFIGURATION.md.\n"
 	        "\n"

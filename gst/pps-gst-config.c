@@ -116,7 +116,8 @@ pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
 		/* Interned: a class's names live as long as the process. */
 		name = g_intern_string(text);
 		g_free(text);
-		text = g_strdup_printf("%s ([%s] %s)", k->help, k->section, k->key);
+		text = g_strdup_printf("%s ([%s] %s)", rule && rule->help ? rule->help : k->help,
+		                       k->section, k->key);
 		blurb = g_intern_string(text);
 		g_free(text);
 		switch (k->type) {

@@ -25,6 +25,9 @@ typedef struct {
 	const char *section; /* NULL: every key of the section is left out */
 	const char *key;     /* NULL with a section: the whole section */
 	const char *name;    /* property name; NULL: left out */
+	/* The property's text where the key's help speaks of what the element
+	 * has not (a source type); NULL: the key's help. */
+	const char *help;
 } pps_gst_property_rule_t;
 
 /* The properties of one element class: which key each property id is. */

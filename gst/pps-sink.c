@@ -72,12 +72,15 @@ static pps_gst_properties_t sink_properties;
 
 /* The picture comes from the pipeline: [source] keeps only what applies. */
 static const pps_gst_property_rule_t sink_rules[] = {
-    {"source", NULL, NULL},
-    {"source", "timecode", "timecode"},
-    {"source", "queue_frames", "queue-frames"},
-    {"adapt", "interval_ms", "adapt-interval-ms"},
-    {"audio", "source", NULL}, /* the audio pad is the source */
-    {NULL, NULL, NULL},
+    {"source", NULL, NULL, NULL},
+    {"source", "timecode", "timecode",
+     "stamp capture time and frame index into each picture before it is encoded (pixel "
+     "timecode, a barcode in the top-left corner); auto = off, the pictures being the "
+     "pipeline's"},
+    {"source", "queue_frames", "queue-frames", NULL},
+    {"adapt", "interval_ms", "adapt-interval-ms", NULL},
+    {"audio", "source", NULL, NULL}, /* the audio pad is the source */
+    {NULL, NULL, NULL, NULL},
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(

@@ -111,15 +111,15 @@ static pps_gst_properties_t src_properties;
 
 /* Keys of the client's table that make no sense in a pipeline, and names. */
 static const pps_gst_property_rule_t src_rules[] = {
-    {"display", NULL, NULL},
-    {"client", "server", "location"},
-    {"client", "name", "client-name"}, /* GstObject has "name" */
-    {"client", "clock", "clock-mode"},
-    {"log", "file", "log-file"},
-    {"audio", "enabled", "audio"},
-    {"audio", "output", NULL}, /* the audio pad is the output */
-    {"audio", "connections", "audio-connections"},
-    {NULL, NULL, NULL},
+    {"display", NULL, NULL, NULL},
+    {"client", "server", "location", NULL},
+    {"client", "name", "client-name", NULL}, /* GstObject has "name" */
+    {"client", "clock", "clock-mode", NULL},
+    {"log", "file", "log-file", NULL},
+    {"audio", "enabled", "audio", NULL},
+    {"audio", "output", NULL, NULL}, /* the audio pad is the output */
+    {"audio", "connections", "audio-connections", NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(

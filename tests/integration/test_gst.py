@@ -296,6 +296,9 @@ def gst_inspect(build, workdir):
         for k in keys:
             check(re.search(r"^\s+%s\s*:" % re.escape(k), p.stdout, re.M),
                   "gst-inspect-1.0 %s lacks %s" % (element, k))
+        # A property's text speaks of the element: no server source type in ppssink's.
+        check("type=" not in p.stdout, "gst-inspect-1.0 %s speaks of a source type: %s" % (
+            element, [ln.strip() for ln in p.stdout.splitlines() if "type=" in ln]))
 
 
 def gst_bad_property(build, workdir):
