@@ -506,6 +506,14 @@ typedef struct {
 	double mouth_to_ear_p95_ms;
 } pps_stats_rolling_t;
 void pps_stats_rolling(pps_stats_t *stats, int64_t now_us, pps_stats_rolling_t *out);
+/* "layers t3 q2" of @r: the most temporal and quality layers among the frames
+ * shown in its second, as the status line and the overlay both say it. */
+void pps_stats_layers_text(const pps_stats_rolling_t *r, char *buf, size_t size);
+/* The SDL overlay's line: @latency_ms of the picture shown (its own), then
+ * the layers, frame rate and bit rate of @r (the status line's figures):
+ * "  46 ms  layers t3 q2  30.0 fps  0.32 Mbit/s". */
+void pps_stats_overlay_text(const pps_stats_rolling_t *r, double latency_ms, char *buf,
+                            size_t size);
 
 /* Audio: one played slot of the audio track (pps-audio-player.c). Times:
  * client clock. */

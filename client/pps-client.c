@@ -81,6 +81,11 @@ usage(FILE *out)
 	pps_config_print_usage(out);
 	fprintf(out,
 	        "\n"
+	        "The window: q, Esc or closing it ends the client as Ctrl-C does (summary "
+	        "included); its\n"
+	        "bottom line shows the picture's latency, then the layers, fps and bit rate of the "
+	        "status line.\n"
+	        "\n"
 	        "Settings are in config/client.ini (every key, with its default) and\n"
 	        "docs/CONFIGURATION.md.\n"
 	        "\n"
@@ -93,13 +98,14 @@ usage(FILE *out)
 	        "written; 2 usage/config.\n");
 }
 
+/* An option (or the server argument) that stands for a key: @as names it in
+ * the message, as the user typed it ("--policy ", "server address "). */
 static int
-set_key(client_t *c, const char *key, const char *value)
+set_key(client_t *c, const char *section, const char *key, const char *value, const char *as)
 {
-	char assignment[512], err[512];
+	char err[512];
 
-	snprintf(assignment, sizeof(assignment), "%s=%s", key, value);
-	if (pps_config_set(c->config, assignment, err, sizeof(err)) < 0) {
+	if (pps_config_set_as(c->config, section, key, value, as, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-client: %s\n", err);
 		return -EINVAL;
 	}
@@ -124,9 +130,8 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *m, int64_t
 	const pps_wire_stream_info_t *info = pps_player_info(c->player);
 	pps_stats_rolling_t *r = &c->last_rolling;
 
-	snprintf(c->overlay, sizeof(c->overlay), "%4.0f ms  t%u q%u  %4.1f fps  %.2f mbit/s",
-	         (double)(now - m->capture_us) / 1000.0, m->temporal_layers, m->quality_layers,
-	         r->fps_shown, r->bits_per_second / 1e6);
+	pps_stats_overlay_text(r, (double)(now - m->capture_us) / 1000.0, c->overlay,
+	                       sizeof(c->overlay));
 	if (pps_display_show(c->display, picture, info ? info->fps_num : 30, c->overlay) < 0 &&
 	    !c->stopping) {
 		fprintf(stderr, "pps-client: cannot write the output file: %s\n", strerror(errno));
@@ -190,6 +195,7 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	pps_stats_rolling_t *r = &c->last_rolling;
 	const pps_clock_t *clock = pps_player_clock(c->player);
 	const pps_playout_t *playout = pps_player_playout(c->player);
+	char layers[40];
 
 	(void)fd;
 	(void)what;
@@ -200,14 +206,14 @@ status_cb(evutil_socket_t fd, short what, void *user)
 	}
 	if (c->quiet || !pps_player_info(c->player))
 		return;
+	pps_stats_layers_text(r, layers, sizeof(layers));
 	fprintf(stderr,
-	        "pps-client: latency p50 %.0f ms p95 %.0f ms | %.1f fps | layers t%u q%u | "
+	        "pps-client: latency p50 %.0f ms p95 %.0f ms | %.1f fps | %s | "
 	        "%.2f Mbit/s | windows late %" PRIu64 " dropped %" PRIu64
 	        " | freeze longest %.0f ms, %.1f s in all",
 	        isnan(r->latency_p50_ms) ? 0 : r->latency_p50_ms,
-	        isnan(r->latency_p95_ms) ? 0 : r->latency_p95_ms, r->fps_shown,
-	        r->max_temporal_layers, r->max_quality_layers, r->bits_per_second / 1e6,
-	        r->windows_late, r->windows_dropped, r->freeze_longest_ms,
+	        isnan(r->latency_p95_ms) ? 0 : r->latency_p95_ms, r->fps_shown, layers,
+	        r->bits_per_second / 1e6, r->windows_late, r->windows_dropped, r->freeze_longest_ms,
 	        r->frozen_total_ms / 1000.0);
 	if (r->audio_slots)
 		fprintf(stderr, " | audio %.0f%% played, mouth-to-ear p95 %.0f ms",
@@ -333,35 +339,36 @@ main(int argc, char **argv)
 
 		switch (opt) {
 		case 'D':
-			ret = set_key(&c, "display.mode", optarg);
+			ret = set_key(&c, "display", "mode", optarg, "--display ");
 			break;
 		case 'o':
-			ret = set_key(&c, "display.output", optarg);
+			ret = set_key(&c, "display", "output", optarg, "--output ");
 			break;
 		case 'L':
-			ret = set_key(&c, "log.file", optarg);
+			ret = set_key(&c, "log", "file", optarg, "--log ");
 			break;
 		case 'j':
 			stats_json = optarg;
 			break;
 		case 'P':
-			ret = set_key(&c, "playout.policy", optarg);
+			ret = set_key(&c, "playout", "policy", optarg, "--policy ");
 			break;
 		case 'T':
-			ret = set_key(&c, "playout.tolerance_ms", optarg);
+			ret = set_key(&c, "playout", "tolerance_ms", optarg, "--tolerance ");
 			break;
 		case 'd':
 			ret = parse_duration(optarg, &duration_s);
 			break;
 		case 'r':
-			ret = set_key(&c, "client.reconnect", "true");
+			ret = set_key(&c, "client", "reconnect", "true", "--reconnect ");
 			break;
 		case 'A':
-			ret = strcmp(optarg, "off") == 0 ? set_key(&c, "audio.enabled", "false")
-			                                 : set_key(&c, "audio.output", optarg);
+			ret = strcmp(optarg, "off") == 0
+			          ? set_key(&c, "audio", "enabled", "false", "--audio ")
+			          : set_key(&c, "audio", "output", optarg, "--audio ");
 			break;
 		case 'W':
-			ret = set_key(&c, "audio.wav", optarg);
+			ret = set_key(&c, "audio", "wav", optarg, "--audio-wav ");
 			break;
 		case 'q':
 			c.quiet = true;
@@ -375,7 +382,8 @@ main(int argc, char **argv)
 			return PPS_EXIT_USAGE;
 		}
 	}
-	if (optind < argc && set_key(&c, "client.server", argv[optind++]) < 0) {
+	if (optind < argc &&
+	    set_key(&c, "client", "server", argv[optind++], "server address ") < 0) {
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}

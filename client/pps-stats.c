@@ -819,3 +819,22 @@ pps_stats_rolling(pps_stats_t *s, int64_t now_us, pps_stats_rolling_t *out)
 	s->roll_max_t = s->roll_max_q = 0;
 	s->roll_start_us = now_us;
 }
+
+void
+pps_stats_layers_text(const pps_stats_rolling_t *r, char *buf, size_t size)
+{
+	snprintf(buf, size, "layers t%u q%u", r->max_temporal_layers, r->max_quality_layers);
+}
+
+/* A frame's own temporal layer changes from one frame to the next (an I/P
+ * frame is t1, a b frame t3): the overlay says what the status line says,
+ * the layers shown in the last second, beside the picture's own latency. */
+void
+pps_stats_overlay_text(const pps_stats_rolling_t *r, double latency_ms, char *buf, size_t size)
+{
+	char layers[40];
+
+	pps_stats_layers_text(r, layers, sizeof(layers));
+	snprintf(buf, size, "%4.0f ms  %s  %4.1f fps  %.2f Mbit/s", latency_ms, layers,
+	         r->fps_shown, r->bits_per_second / 1e6);
+}

@@ -44,14 +44,29 @@ base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* "64..3840", "an even number 64..3840", "a multiple of 16 in 16..4096". */
+static void
+describe_range(const pps_config_key_t *key, char *buf, size_t size)
+{
+	if (key->multiple == 2)
+		snprintf(buf, size, "an even number %" PRId64 "..%" PRId64, key->min, key->max);
+	else if (key->multiple > 2)
+		snprintf(buf, size, "a multiple of %" PRId64 " in %" PRId64 "..%" PRId64,
+		         key->multiple, key->min, key->max);
+	else
+		snprintf(buf, size, "%" PRId64 "..%" PRId64, key->min, key->max);
+}
+
 static void
 describe_allowed(const pps_config_key_t *key, char *buf, size_t size)
 {
+	char range[96];
 	size_t used;
 
 	switch (key->type) {
 	case PPS_CONFIG_TYPE_INT:
-		snprintf(buf, size, "must be %" PRId64 "..%" PRId64, key->min, key->max);
+		describe_range(key, range, sizeof(range));
+		snprintf(buf, size, "must be %s", range);
 		break;
 	case PPS_CONFIG_TYPE_BOOL:
 		snprintf(buf, size, "must be true or false");
@@ -86,6 +101,8 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 		v = strtoll(text, &end, 10);
 		if (errno || *end != '\0' || v < key->min || v > key->max)
 			return -ERANGE;
+		if (key->multiple > 1 && v % key->multiple != 0)
+			return -EINVAL;
 		*number = v;
 		return 0;
 	case PPS_CONFIG_TYPE_BOOL:
@@ -195,11 +212,12 @@ store(pps_config_value_t *value, const char *text, int64_t number, const char *o
 
 /*
  * Validates and stores one value. @where names the source in messages: the
- * file's base name, or "--set".
+ * file's base name, or "--set". @as (NULL: none) is what the user typed
+ * instead of the key, which the message then names in its place.
  */
 static int
-assign(pps_config_t *config, const char *where, const char *origin, const char *section,
-       const char *key, const char *text, char *err, size_t err_size)
+assign(pps_config_t *config, const char *where, const char *origin, const char *as,
+       const char *section, const char *key, const char *text, char *err, size_t err_size)
 {
 	const pps_config_key_t *k = pps_config_schema_find(config->schema, section, key);
 	pps_config_value_t *value;
@@ -217,8 +235,11 @@ assign(pps_config_t *config, const char *where, const char *origin, const char *
 	ret = parse_value(k, text, &number);
 	if (ret < 0) {
 		describe_allowed(k, allowed, sizeof(allowed));
-		set_error(err, err_size, "%s: [%s] %s = %s: %s", where, section, key,
-		          *text ? text : "(empty)", allowed);
+		if (as)
+			set_error(err, err_size, "%s%s: %s", as, *text ? text : "(empty)", allowed);
+		else
+			set_error(err, err_size, "%s: [%s] %s = %s: %s", where, section, key,
+			          *text ? text : "(empty)", allowed);
 		return ret;
 	}
 	value = find_value(config, section, key);
@@ -317,7 +338,7 @@ pps_config_load_file(pps_config_t *config, const char *path, char *err, size_t e
 			if (def && (def->type == PPS_CONFIG_TYPE_STRING ||
 			            def->type == PPS_CONFIG_TYPE_ADDRESS))
 				text = g_key_file_get_string(file, groups[g], names[k], NULL);
-			ret = assign(config, where, path, groups[g], names[k],
+			ret = assign(config, where, path, NULL, groups[g], names[k],
 			             text ? text : (raw ? raw : ""), err, err_size);
 			g_free(text);
 			g_free(raw);
@@ -360,7 +381,21 @@ pps_config_set(pps_config_t *config, const char *assignment, char *err, size_t e
 	section[section_len] = '\0';
 	memcpy(key, dot + 1, key_len);
 	key[key_len] = '\0';
-	return assign(config, "--set", "--set", section, key, eq + 1, err, err_size);
+	return assign(config, "--set", "--set", NULL, section, key, eq + 1, err, err_size);
+}
+
+int
+pps_config_set_as(pps_config_t *config, const char *section, const char *key, const char *value,
+                  const char *as, char *err, size_t err_size)
+{
+	char origin[64];
+	size_t len = strlen(as);
+
+	/* The origin is the name alone: "--listen ", "location=" -> "--listen", "location". */
+	while (len > 0 && (as[len - 1] == ' ' || as[len - 1] == '='))
+		len--;
+	snprintf(origin, sizeof(origin), "%.*s", (int)len, as);
+	return assign(config, as, origin, as, section, key, value, err, err_size);
 }
 
 /* Matches `--name VALUE` or `--name=VALUE` at argv[*i]; advances *i past it. */
@@ -501,9 +536,13 @@ static const char *
 type_name(const pps_config_key_t *key, char *buf, size_t size)
 {
 	switch (key->type) {
-	case PPS_CONFIG_TYPE_INT:
-		snprintf(buf, size, "integer %" PRId64 "..%" PRId64, key->min, key->max);
+	case PPS_CONFIG_TYPE_INT: {
+		char range[96];
+
+		describe_range(key, range, sizeof(range));
+		snprintf(buf, size, "%s%s", key->multiple > 1 ? "" : "integer ", range);
 		return buf;
+	}
 	case PPS_CONFIG_TYPE_BOOL:
 		return "true/false";
 	case PPS_CONFIG_TYPE_STRING:

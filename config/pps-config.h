@@ -41,6 +41,7 @@ typedef struct {
 	const char *default_value; /* as it would be written in the INI file */
 	int64_t min;               /* PPS_CONFIG_TYPE_INT only */
 	int64_t max;
+	int64_t multiple; /* PPS_CONFIG_TYPE_INT: > 1, the value is a multiple of it; 0: any */
 	const char *const *choices; /* PPS_CONFIG_TYPE_ENUM only, NULL-terminated */
 	const char *help;           /* one line, no trailing period */
 } pps_config_key_t;
@@ -68,6 +69,12 @@ const pps_config_key_t *pps_config_schema_find(const pps_config_schema_t *schema
 	{                                                                                          \
 		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_INT, .default_value = def,    \
 		.min = lo, .max = hi, .help = text                                                 \
+	}
+/* An integer that must also be a multiple of @step (2: even; a picture's size in 4:2:0). */
+#define PPS_CONFIG_INT_MULTIPLE(sec, name, def, lo, hi, step, text)                                \
+	{                                                                                          \
+		.section = sec, .key = name, .type = PPS_CONFIG_TYPE_INT, .default_value = def,    \
+		.min = lo, .max = hi, .multiple = step, .help = text                               \
 	}
 #define PPS_CONFIG_BOOL(sec, name, def, text)                                                      \
 	{                                                                                          \
@@ -110,6 +117,17 @@ int pps_config_load_file(pps_config_t *config, const char *path, char *err, size
 
 /* Applies one `section.key=value` override. Same validation and errors. */
 int pps_config_set(pps_config_t *config, const char *assignment, char *err, size_t err_size);
+
+/*
+ * Applies @value to @section.@key for an option, argument or property that
+ * stands for the key under a name of its own (`--listen`, a program's
+ * positional argument, an element's property). Same validation; the message
+ * speaks of what the user typed: @as, then the value ("--listen 7400: must
+ * be HOST:PORT or [V6ADDR]:PORT", "location=nowhere: ..."), so @as carries
+ * its own separator. The value's origin is @as without that separator.
+ */
+int pps_config_set_as(pps_config_t *config, const char *section, const char *key, const char *value,
+                      const char *as, char *err, size_t err_size);
 
 /*
  * Handles `--config FILE` and every `--set section.key=value` (also the

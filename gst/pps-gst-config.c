@@ -95,6 +95,7 @@ pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
 	props->first_id = first_id;
 	props->n_keys = 0;
 	props->keys = g_new0(const pps_config_key_t *, n_keys);
+	props->names = g_new0(const char *, n_keys);
 	for (size_t i = 0; i < n_keys; i++) {
 		const pps_config_key_t *k = &keys[i];
 		const pps_gst_property_rule_t *rule = find_rule(rules, k);
@@ -115,7 +116,8 @@ pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
 		/* Interned: a class's names live as long as the process. */
 		name = g_intern_string(text);
 		g_free(text);
-		text = g_strdup_printf("%s ([%s] %s)", k->help, k->section, k->key);
+		text = g_strdup_printf("%s ([%s] %s)", rule && rule->help ? rule->help : k->help,
+		                       k->section, k->key);
 		blurb = g_intern_string(text);
 		g_free(text);
 		switch (k->type) {
@@ -136,6 +138,7 @@ pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props,
 			spec = g_param_spec_string(name, name, blurb, k->default_value, flags);
 		}
 		g_object_class_install_property(klass, id, spec);
+		props->names[props->n_keys] = name;
 		props->keys[props->n_keys++] = k;
 	}
 }
@@ -145,11 +148,13 @@ pps_gst_properties_set(const pps_gst_properties_t *props, pps_config_t *config, 
                        guint id, const GValue *value, char *error, size_t error_size)
 {
 	const pps_config_key_t *k;
-	char *text, *assignment, err[512];
+	const char *name;
+	char *text, *as, err[512];
 
 	if (id < props->first_id || id >= props->first_id + props->n_keys)
 		return FALSE;
 	k = props->keys[id - props->first_id];
+	name = props->names[id - props->first_id];
 	switch (k->type) {
 	case PPS_CONFIG_TYPE_INT:
 		text = g_strdup_printf("%" G_GINT64_FORMAT, g_value_get_int64(value));
@@ -165,14 +170,15 @@ pps_gst_properties_set(const pps_gst_properties_t *props, pps_config_t *config, 
 		if (!text)
 			text = g_strdup("");
 	}
-	assignment = g_strdup_printf("%s.%s=%s", k->section, k->key, text);
-	if (pps_config_set(config, assignment, err, sizeof(err)) < 0) {
+	/* The message speaks of the property as a pipeline spells it. */
+	as = g_strdup_printf("%s=", name);
+	if (pps_config_set_as(config, k->section, k->key, text, as, err, sizeof(err)) < 0) {
 		g_warning("%s: %s", GST_OBJECT_NAME(object), err);
 		/* The first one explains; the element refuses to start with it. */
 		if (!error[0])
 			g_strlcpy(error, err, error_size);
 	}
-	g_free(assignment);
+	g_free(as);
 	g_free(text);
 	return TRUE;
 }

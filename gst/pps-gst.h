@@ -25,6 +25,9 @@ typedef struct {
 	const char *section; /* NULL: every key of the section is left out */
 	const char *key;     /* NULL with a section: the whole section */
 	const char *name;    /* property name; NULL: left out */
+	/* The property's text where the key's help speaks of what the element
+	 * has not (a source type); NULL: the key's help. */
+	const char *help;
 } pps_gst_property_rule_t;
 
 /* The properties of one element class: which key each property id is. */
@@ -33,6 +36,7 @@ typedef struct {
 	guint first_id; /* property ids below are the element's own */
 	guint n_keys;
 	const pps_config_key_t **keys;
+	const char **names; /* each key's property name (interned), for messages */
 } pps_gst_properties_t;
 
 /*
@@ -48,9 +52,9 @@ void pps_gst_properties_install(GObjectClass *klass, pps_gst_properties_t *props
                                 const pps_gst_property_rule_t *rules);
 
 /* set_property for a key's id: validated like `--set`. A value refused (a
- * warning names the key and what is allowed) is left as it was, and the
- * first such message goes to @error (if it is still "") so that the element
- * refuses to start with it. TRUE if @id is a key's. */
+ * warning names the property as typed, "location=nowhere", and what is allowed) is left as it was,
+ * and the first such message goes to @error (if it is still "") so that the element refuses to
+ * start with it. TRUE if @id is a key's. */
 gboolean pps_gst_properties_set(const pps_gst_properties_t *props, pps_config_t *config,
                                 GObject *object, guint id, const GValue *value, char *error,
                                 size_t error_size);

@@ -72,12 +72,15 @@ static pps_gst_properties_t sink_properties;
 
 /* The picture comes from the pipeline: [source] keeps only what applies. */
 static const pps_gst_property_rule_t sink_rules[] = {
-    {"source", NULL, NULL},
-    {"source", "timecode", "timecode"},
-    {"source", "queue_frames", "queue-frames"},
-    {"adapt", "interval_ms", "adapt-interval-ms"},
-    {"audio", "source", NULL}, /* the audio pad is the source */
-    {NULL, NULL, NULL},
+    {"source", NULL, NULL, NULL},
+    {"source", "timecode", "timecode",
+     "stamp capture time and frame index into each picture before it is encoded (pixel "
+     "timecode, a barcode in the top-left corner); auto = off, the pictures being the "
+     "pipeline's"},
+    {"source", "queue_frames", "queue-frames", NULL},
+    {"adapt", "interval_ms", "adapt-interval-ms", NULL},
+    {"audio", "source", NULL, NULL}, /* the audio pad is the source */
+    {NULL, NULL, NULL, NULL},
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
@@ -183,10 +186,12 @@ teardown(GstPpsSink *sink)
 static gboolean
 set_source_key(GstPpsSink *sink, const char *key, long value)
 {
-	char assignment[64], err[256];
+	char text[32], as[64], err[256];
 
-	snprintf(assignment, sizeof(assignment), "source.%s=%ld", key, value);
-	if (pps_config_set(sink->config, assignment, err, sizeof(err)) < 0) {
+	/* The caps are what the pipeline gave: the message names them. */
+	snprintf(text, sizeof(text), "%ld", value);
+	snprintf(as, sizeof(as), "caps %s=", strcmp(key, "fps") == 0 ? "framerate" : key);
+	if (pps_config_set_as(sink->config, "source", key, text, as, err, sizeof(err)) < 0) {
 		GST_ELEMENT_ERROR(sink, CORE, NEGOTIATION, ("%s", err), (NULL));
 		return FALSE;
 	}

@@ -26,12 +26,14 @@
  */
 #include "pps-client-settings.h"
 #include "pps-gst.h"
+#include "pps-time.h"
 #include "pps-wakeup.h"
 
 #include <errno.h>
 #include <event2/event.h>
 #include <gst/base/gstpushsrc.h>
 #include <gst/video/video.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,6 +44,10 @@ GST_DEBUG_CATEGORY_STATIC(pps_src_debug);
  * late, asap after a stall): the queue holds such a burst for downstream. */
 #define PPS_SRC_DEFAULT_QUEUE_FRAMES 16
 #define PPS_SRC_MAX_QUEUE_FRAMES     64
+
+/* A pps-status element message (pps-client's status line) this often while
+ * a stream plays: a bus sees how it goes before the summary at stop. */
+#define PPS_SRC_STATUS_INTERVAL_US 1000000
 
 typedef enum {
 	ITEM_FRAME, /* a frame due now, with its caps */
@@ -76,6 +82,7 @@ typedef struct {
 	struct event_base *base;
 	pps_wakeup_t *wakeup; /* stop(): the loop stops the player and returns */
 	pps_player_t *player;
+	struct event *status_timer; /* PPS_SRC_STATUS_INTERVAL_US: post_status() */
 	FILE *log;
 	GstCaps *caps;      /* of the current stream; NULL before STREAM_INFO */
 	GstVideoInfo vinfo; /* the same */
@@ -104,15 +111,15 @@ static pps_gst_properties_t src_properties;
 
 /* Keys of the client's table that make no sense in a pipeline, and names. */
 static const pps_gst_property_rule_t src_rules[] = {
-    {"display", NULL, NULL},
-    {"client", "server", "location"},
-    {"client", "name", "client-name"}, /* GstObject has "name" */
-    {"client", "clock", "clock-mode"},
-    {"log", "file", "log-file"},
-    {"audio", "enabled", "audio"},
-    {"audio", "output", NULL}, /* the audio pad is the output */
-    {"audio", "connections", "audio-connections"},
-    {NULL, NULL, NULL},
+    {"display", NULL, NULL, NULL},
+    {"client", "server", "location", NULL},
+    {"client", "name", "client-name", NULL}, /* GstObject has "name" */
+    {"client", "clock", "clock-mode", NULL},
+    {"log", "file", "log-file", NULL},
+    {"audio", "enabled", "audio", NULL},
+    {"audio", "output", NULL, NULL}, /* the audio pad is the output */
+    {"audio", "connections", "audio-connections", NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
@@ -302,6 +309,36 @@ wake_cb(void *user)
 	event_base_loopbreak(src->base);
 }
 
+/* The loop thread's second: the rolling figures of pps-client's status line
+ * as an element message, pps-status (once a stream is announced). */
+static void
+post_status(evutil_socket_t fd, short what, void *user)
+{
+	GstPpsSrc *src = user;
+	pps_stats_rolling_t r;
+	GstStructure *st;
+
+	(void)fd;
+	(void)what;
+	pps_stats_rolling(pps_player_stats(src->player), pps_client_realtime_us(NULL), &r);
+	if (!pps_player_info(src->player))
+		return;
+	st = gst_structure_new(
+	    "pps-status", "latency-p50-ms", G_TYPE_DOUBLE,
+	    isnan(r.latency_p50_ms) ? 0.0 : r.latency_p50_ms, "latency-p95-ms", G_TYPE_DOUBLE,
+	    isnan(r.latency_p95_ms) ? 0.0 : r.latency_p95_ms, "fps", G_TYPE_DOUBLE, r.fps_shown,
+	    "temporal-layers", G_TYPE_UINT, r.max_temporal_layers, "quality-layers", G_TYPE_UINT,
+	    r.max_quality_layers, "bits-per-second", G_TYPE_DOUBLE, r.bits_per_second,
+	    "windows-late", G_TYPE_UINT64, r.windows_late, "windows-dropped", G_TYPE_UINT64,
+	    r.windows_dropped, "freeze-longest-ms", G_TYPE_DOUBLE, r.freeze_longest_ms, NULL);
+	if (r.audio_slots)
+		gst_structure_set(st, "audio-played-pct", G_TYPE_DOUBLE,
+		                  100.0 * (double)r.audio_played / (double)r.audio_slots,
+		                  "mouth-to-ear-p95-ms", G_TYPE_DOUBLE,
+		                  isnan(r.mouth_to_ear_p95_ms) ? 0.0 : r.mouth_to_ear_p95_ms, NULL);
+	gst_element_post_message(GST_ELEMENT(src), gst_message_new_element(GST_OBJECT(src), st));
+}
+
 static gpointer
 loop_thread(gpointer data)
 {
@@ -318,6 +355,9 @@ loop_thread(gpointer data)
 static void
 teardown(GstPpsSrc *src)
 {
+	if (src->status_timer)
+		event_free(src->status_timer);
+	src->status_timer = NULL;
 	pps_player_free(src->player);
 	src->player = NULL;
 	pps_wakeup_free(src->wakeup);
@@ -348,6 +388,7 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 	pps_client_settings_t settings;
 	pps_player_params_t params;
 	pps_connection_params_t *conn = &params.connection;
+	struct timeval status_tv = pps_time_us_to_timeval(PPS_SRC_STATUS_INTERVAL_US);
 	char err[256];
 	GError *error = NULL;
 
@@ -389,7 +430,9 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 		src->wakeup = pps_wakeup_new(src->base, wake_cb, src);
 	if (src->wakeup)
 		src->player = pps_player_new(src->base, &params, &callbacks, src);
-	if (!src->player) {
+	if (src->player)
+		src->status_timer = event_new(src->base, -1, EV_PERSIST, post_status, src);
+	if (!src->status_timer || event_add(src->status_timer, &status_tv) < 0) {
 		GST_ELEMENT_ERROR(
 		    src, RESOURCE, FAILED,
 		    ("cannot set up the client: %s", g_strerror(errno ? errno : ENOMEM)), (NULL));
@@ -685,9 +728,10 @@ gst_pps_src_class_init(GstPpsSrcClass *klass)
 	    element_class, "ppstream source", "Source/Network",
 	    "Plays a pps-server stream (priority-progress streaming over TCP): decoded I420 "
 	    "frames, each stamped when the playout policy shows it, and on the audio pad "
-	    "(when the stream has a track) each slot of sound stamped when it is played; the "
-	    "summary of frames shown and their latency is posted as a pps-summary element "
-	    "message at stop",
+	    "(when the stream has a track) each slot of sound stamped when it is played; "
+	    "while a stream plays, a pps-status element message each second (latency, layers, "
+	    "rates: pps-client's status line), and the summary of frames shown and their "
+	    "latency as a pps-summary element message at stop",
 	    "ppstream");
 	gst_element_class_add_static_pad_template(element_class, &src_template);
 	gst_element_class_add_static_pad_template(element_class, &pps_src_audio_template);

@@ -5,8 +5,11 @@
 # with the status line), until Ctrl-C or --duration.
 #
 #   scripts/demo.sh [--duration SECONDS] [--window 2|4] [--transport minbuf|tcp]
-#                   [any further pps-client options, e.g. --policy smooth]
+#                   [--port PORT] [any further pps-client options, e.g. --policy smooth]
 #   scripts/demo.sh --help | --version
+#
+# --port: the server's TCP port on 127.0.0.1 (default 7400). In the client's
+# window, q or Esc ends the run as Ctrl-C does.
 set -eu
 cd "$(dirname "$0")/.."
 

@@ -315,8 +315,10 @@ typedef struct {
 pps_server_t *pps_server_new(struct event_base *base, const pps_server_params_t *params,
                              const pps_server_events_t *events, void *user, char *err,
                              size_t err_size);
-/* Listens and starts the source (a capture waits for its first frame):
- * STREAMING. 0, or a negative errno with the reason in @err. */
+/* Starts the source (a capture waits for its first frame), then listens
+ * ("listening on ..." through the log): STREAMING. 0, or a negative errno
+ * with the reason in @err; a source that fails to start fails it before
+ * anything listens. */
 int pps_server_start(pps_server_t *server, char *err, size_t err_size);
 /* The source stops (STOPPED); the clients stay connected. Idempotent. */
 void pps_server_stop(pps_server_t *server);

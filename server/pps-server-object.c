@@ -170,10 +170,12 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 		snprintf(err, err_size, "the server is %s", pps_server_state_name(s->state));
 		return -EINVAL;
 	}
-	ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
+	/* The source first: one that cannot start is the only thing said, and
+	 * nothing has announced an address that would serve nothing. */
+	ret = pps_media_start(s->media, err, err_size);
 	if (ret < 0)
 		return ret;
-	ret = pps_media_start(s->media, err, err_size);
+	ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
 	if (ret < 0)
 		return ret;
 	s->report =

@@ -15,6 +15,7 @@
 #include "pps-wire.h"
 
 #include <errno.h>
+#include <glib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -114,13 +115,15 @@ static const pps_config_key_t keys[] = {
                       "media file for type=file, played in real time and looped"),
     PPS_CONFIG_STRING(
         "source", "uri", "",
-        "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4)"),
+        "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4); "
+        "a plain path is a file: /clip.mp4 is file:///clip.mp4, clip.mp4 in the current folder"),
     PPS_CONFIG_STRING("source", "pipeline", "",
                       "gst-launch description for type=pipeline; ppstream appends its own sink"),
     PPS_CONFIG_ENUM("source", "pattern", "ball", pps_capture_pattern_names,
                     "videotestsrc pattern for type=test"),
-    PPS_CONFIG_INT("source", "width", "640", 64, 3840, "frame width in pixels (even)"),
-    PPS_CONFIG_INT("source", "height", "480", 64, 2160, "frame height in pixels (even)"),
+    /* Even: the encoder and the I420 pictures take whole chroma samples. */
+    PPS_CONFIG_INT_MULTIPLE("source", "width", "640", 64, 3840, 2, "frame width in pixels"),
+    PPS_CONFIG_INT_MULTIPLE("source", "height", "480", 64, 2160, 2, "frame height in pixels"),
     PPS_CONFIG_INT("source", "fps", "30", 1, 120, "frames per second"),
     PPS_CONFIG_ENUM(
         "source", "timecode", "auto", pps_capture_timecode_names,
@@ -357,9 +360,41 @@ static const char *const source_input_keys[PPS_CAPTURE_SOURCE_COUNT] = {
     [PPS_CAPTURE_SOURCE_PIPELINE] = "pipeline",
 };
 
-/* [source]: what to capture. */
+/*
+ * [source] uri as uridecodebin takes it: a value without a scheme is a path,
+ * made absolute (against the current folder) and a file:// URI, since that
+ * is what its writer meant and GStreamer's "Invalid URI" does not say so.
+ */
 static int
-capture_params(const pps_config_t *c, pps_capture_params_t *p, char *err, size_t err_size)
+source_uri(const char *value, char *out, size_t out_size, char *err, size_t err_size)
+{
+	const char *scheme = g_uri_peek_scheme(value); /* interned: not freed */
+	gchar *path = NULL, *uri = NULL;
+	GError *error = NULL;
+	int ret = 0;
+
+	if (!scheme) {
+		path = g_canonicalize_filename(value, NULL);
+		uri = g_filename_to_uri(path, NULL, &error);
+	}
+	if (!scheme && !uri) {
+		snprintf(err, err_size, "[source] uri = %s: neither a URI nor a path (%s)", value,
+		         error->message);
+		g_error_free(error);
+		ret = -EINVAL;
+	} else if ((size_t)snprintf(out, out_size, "%s", uri ? uri : value) >= out_size) {
+		snprintf(err, err_size, "[source] uri: longer than %zu bytes", out_size - 1);
+		ret = -EINVAL;
+	}
+	g_free(uri);
+	g_free(path);
+	return ret;
+}
+
+/* [source]: what to capture. @uri holds a type=uri source's URI. */
+static int
+capture_params(const pps_config_t *c, pps_capture_params_t *p, char *uri, size_t uri_size,
+               char *err, size_t err_size)
 {
 	const char *input_key;
 
@@ -371,6 +406,13 @@ capture_params(const pps_config_t *c, pps_capture_params_t *p, char *err, size_t
 		snprintf(err, err_size, "source %s: [source] %s is not set",
 		         pps_capture_source_names[p->type], input_key);
 		return -EINVAL;
+	}
+	if (p->type == PPS_CAPTURE_SOURCE_URI) {
+		int ret = source_uri(p->input, uri, uri_size, err, err_size);
+
+		if (ret < 0)
+			return ret;
+		p->input = uri;
 	}
 	p->pattern = pps_capture_pattern_names[pps_config_get_enum(c, "source", "pattern")];
 	p->width = (int)pps_config_get_int(c, "source", "width");
@@ -445,7 +487,8 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	ret = capture_params(c, &sp->media.capture, err, err_size);
+	ret = capture_params(c, &sp->media.capture, s->source_uri, sizeof(s->source_uri), err,
+	                     err_size);
 	if (ret < 0)
 		return ret;
 	encoder_params(c, &sp->media.encoder);

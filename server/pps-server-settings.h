@@ -16,8 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A file URI's bytes at most: a path of PATH_MAX, some of it escaped. */
+#define PPS_SERVER_SETTINGS_URI_BYTES 8192
+
 /* Everything a pps_server is made of. Strings point into the configuration
- * they were read from, which must outlive them. */
+ * they were read from, which must outlive them, or into the settings. */
 typedef struct {
 	/* media: [source], [encoder], [pps]; listener: [server], [pps],
 	 * [transport]; closed_loop: [adapt] mode; adapt: [adapt], bounded by
@@ -25,6 +28,9 @@ typedef struct {
 	 * callback are the program's (left NULL). */
 	pps_server_params_t server;
 	int64_t status_interval_us; /* [server] status_interval_s */
+	/* [source] uri as a URI: a plain path, made file://; the capture's
+	 * input points here (the one string the settings hold themselves). */
+	char source_uri[PPS_SERVER_SETTINGS_URI_BYTES];
 } pps_server_settings_t;
 
 /* The server's key table (pps-config-doc prints its INI file and reference). */

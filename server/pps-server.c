@@ -123,7 +123,7 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	    {NULL, 0, NULL, 0},
 	};
 	const char *log_path = NULL;
-	char err[512], assignment[300], *end;
+	char err[512], *end;
 	int opt;
 
 	if (pps_config_parse_args(config, &argc, argv, err, sizeof(err)) < 0)
@@ -131,8 +131,8 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	while ((opt = getopt_long(argc, argv, "q", options, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
-			snprintf(assignment, sizeof(assignment), "server.listen=%s", optarg);
-			if (pps_config_set(config, assignment, err, sizeof(err)) < 0)
+			if (pps_config_set_as(config, "server", "listen", optarg, "--listen ", err,
+			                      sizeof(err)) < 0)
 				goto err_message;
 			break;
 		case 'p':

@@ -106,6 +106,7 @@ import time
 
 from ppslab import attacktable, programs
 from ppslab.errors import Failure
+from ppslab.version import add_version_option
 
 
 def soak(argv):
@@ -161,6 +162,7 @@ def main():
         return soak(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version_option(ap, "pps-attack-table")
     ap.add_argument("build", nargs="?", help="meson build directory")
     ap.add_argument("--seconds", type=float, default=12,
                     help="run length (the attack holds its middle half); default 12")

@@ -22,11 +22,13 @@ import sys
 
 from ppslab import browserlab, programs
 from ppslab.errors import EXIT_SKIP, NotPermitted
+from ppslab.version import add_version_option
 from ppslab.wrappers import browser
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_version_option(ap, "pps-browser-lab")
     ap.add_argument("--build", help="meson build dir (default: the one this script is in)")
     ap.add_argument("--flows", type=int, default=20, help="cubic elephants (0 = idle)")
     ap.add_argument("--duration", type=float, default=30, help="seconds measured")

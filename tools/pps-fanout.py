@@ -22,6 +22,7 @@ import sys
 
 from ppslab import fanout, programs
 from ppslab.errors import EXIT_USAGE, UsageError
+from ppslab.version import add_version_option
 
 
 def main(argv):
@@ -33,6 +34,7 @@ def main(argv):
         return 0
     ap = argparse.ArgumentParser(prog=fanout.PROGRAM, description="One pps-server, one pps-client per receiver namespace, each behind its own link.",
                                  epilog="Exit status: 0 done, 1 failed, 2 usage, 77 no root or /dev/net/tun, 130 interrupted.")
+    add_version_option(ap, fanout.PROGRAM)
     ap.add_argument("--rates", default=fanout.PPS_DEFAULT_RATES, help="Mbit/s (or RATEkbit...) per receiver, comma-separated (default 0.5,2,8)")
     ap.add_argument("--delays", default="25ms", help="one-way delay per receiver (1 or N values; default 25ms = 50 ms RTT)")
     ap.add_argument("--queue", default="auto", help="queue per receiver in packets, or auto = 1 BDP (1 or N values)")

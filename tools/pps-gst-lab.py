@@ -27,10 +27,12 @@ import tempfile
 
 from ppslab import gstlab, programs
 from ppslab.errors import EXIT_SKIP, NotPermitted
+from ppslab.version import add_version_option
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_version_option(ap, "pps-gst-lab")
     ap.add_argument("--build", help="meson build directory (default: the one this script is in)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of stream per run")

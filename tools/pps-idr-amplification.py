@@ -26,11 +26,13 @@ import sys
 import tempfile
 
 from ppslab import idr, programs
+from ppslab.version import add_version_option
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version_option(ap, "pps-idr-amplification")
     ap.add_argument("build", help="meson build directory")
     ap.add_argument("--seconds", type=float, default=20, help="viewer run length per scenario")
     ap.add_argument("--budgets", default="5,0",

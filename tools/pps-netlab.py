@@ -30,6 +30,7 @@ from ppslab.netlab.proc import (
 )
 from ppslab.netlab.state import lab_name_check
 from ppslab.netlab.traffic import cmd_traffic, traffic_run
+from ppslab.version import add_version_option
 
 
 # ---------------------------------------------------------------- command line
@@ -41,6 +42,7 @@ def build_parser():
         description="Named network labs: two namespaces joined by pps-linkem, an emulated bottleneck.",
         epilog="Exit status: 0 ok, 1 failure, 2 bad settings, 77 not permitted (no root or no /dev/net/tun).",
     )
+    add_version_option(p, PROGRAM)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = sub.add_parser("up", help="create a lab and return once it forwards packets")

@@ -37,6 +37,7 @@ import sys
 from ppslab import peers, process, programs
 from ppslab.errors import EXIT_SKIP, Interrupted, NotPermitted
 from ppslab.lab import parse_steps
+from ppslab.version import add_version_option
 
 
 def build_from_environment():
@@ -48,6 +49,7 @@ def build_from_environment():
 
 def main():
     ap = argparse.ArgumentParser(prog=peers.PROGRAM, description="ppstream vs GStreamer TCP vs SRT vs WebRTC in the network lab (docs/PEERS.md)")
+    add_version_option(ap, peers.PROGRAM)
     ap.add_argument("--scenario", default="all", choices=["paper", "idle", "steps", "all"], help="all = idle and paper (default); steps = capacity steps 8/2/0.8/4 Mbit/s")
     ap.add_argument("--pattern", help="source pattern for every system (default: smpte; snow in steps)")
     ap.add_argument("--steps", help="steps scenario: RATE_MBIT:SECONDS,... (default 8:10,2:10,0.8:10,4:10)")

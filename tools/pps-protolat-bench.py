@@ -25,10 +25,12 @@ import sys
 
 from ppslab import programs, protolat
 from ppslab.errors import EXIT_SKIP
+from ppslab.version import add_version_option
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_version_option(ap, "pps-protolat-bench")
     ap.add_argument("--quick", action="store_true",
                     help="12 Mbit/s, 100 ms RTT, 1 repetition of 30 s (the target scenario)")
     ap.add_argument("--rates", default="12mbit,30mbit")

@@ -31,6 +31,7 @@ import argparse
 import sys
 
 from ppslab import programs, sweep
+from ppslab.version import add_version_option
 from ppslab.errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, UsageError
 
 PROGRAM = sweep.PROGRAM
@@ -54,6 +55,7 @@ def build_parser():
         epilog="Exit status: 0 done, 1 some cells failed, 2 bad settings, 77 no root or /dev/net/tun, 130 interrupted "
         "(resume with --resume DIR). See docs/BENCHMARKS.md.",
     )
+    add_version_option(p, PROGRAM)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="run (or resume) a sweep (the default command)",
                        description="Run (or resume) a sweep. With --server-build NAME=BUILD_DIR given twice or more "
@@ -99,7 +101,7 @@ def build_parser():
 
 
 def main(argv):
-    if not argv or argv[0] not in ("run", "report", "presets", "-h", "--help"):
+    if not argv or argv[0] not in ("run", "report", "presets", "-h", "--help", "-V", "--version"):
         argv = ["run"] + list(argv)
     args = build_parser().parse_args(argv)
     try:

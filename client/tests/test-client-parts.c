@@ -242,6 +242,44 @@ test_lip_sync_latency(void)
 	pps_stats_free(s);
 }
 
+/* The overlay and the status line count the same layers: the most among the
+ * frames shown in the last second, not the temporal layer of the frame on
+ * screen (an I/P frame is t1 while the b frames beside it make it t3). */
+static void
+test_overlay_layers(void)
+{
+	pps_stats_t *s = pps_stats_new(NULL, 30.0);
+	const int64_t t0 = INT64_C(1700000000000000);
+	static const unsigned temporal[] = {1, 3, 2, 3, 1};
+	static const unsigned quality[] = {2, 1, 2, 1, 1};
+	pps_stats_rolling_t r;
+	char layers[40], overlay[96];
+
+	REQUIRE(s);
+	for (uint32_t i = 0; i < 5; i++) {
+		int64_t capture = t0 + (int64_t)i * 33333;
+		pps_stats_frame_t f = {
+		    .window = i / 2,
+		    .frame = i,
+		    .capture_us = capture,
+		    .display_us = capture + 50000,
+		    .temporal_layers = temporal[i],
+		    .quality_layers = quality[i],
+		    .shown = true,
+		};
+
+		pps_stats_frame(s, &f);
+	}
+	pps_stats_rolling(s, t0 + 1000000, &r);
+	pps_stats_layers_text(&r, layers, sizeof(layers));
+	CHECK(strcmp(layers, "layers t3 q2") == 0, "%s", layers);
+	/* The last frame shown was t1 q1: the overlay still says the second's. */
+	pps_stats_overlay_text(&r, 50.0, overlay, sizeof(overlay));
+	CHECK(strstr(overlay, layers) != NULL, "overlay '%s', status line's '%s'", overlay, layers);
+	CHECK(strncmp(overlay, "  50 ms  ", 9) == 0, "%s", overlay);
+	pps_stats_free(s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -251,5 +289,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_window_mapping);
 	PPS_TEST_RUN(test_peer_log);
 	PPS_TEST_RUN(test_lip_sync_latency);
+	PPS_TEST_RUN(test_overlay_layers);
 	return pps_test_result();
 }

@@ -182,6 +182,11 @@ def gst_server_to_ppssrc(build, workdir):
             view.stop()
     s, shown = ppssrc_summary(log)
     check_timestamps(buffer_pts_ms(text), "ppssrc")
+    # gst-launch -m shows the figures while the stream plays (the summary at
+    # stop comes after it stopped watching the bus): a pps-status a second.
+    status = re.findall(r"pps-status, latency-p50-ms=\(double\)[0-9.]+.*quality-layers=\(uint\)(\d)", text)
+    check(len(status) >= 3 and max(int(q) for q in status) >= 1,
+          "%d pps-status messages in 5 s:\n%s" % (len(status), text[-2000:]))
     check(s["frames_shown"] >= 150, "%d frames shown" % s["frames_shown"])
     check(s["frames_shown_pct"] >= 70, "%.1f%% of frames shown" % s["frames_shown_pct"])
     c = Client.summary(client)
@@ -291,20 +296,28 @@ def gst_inspect(build, workdir):
         for k in keys:
             check(re.search(r"^\s+%s\s*:" % re.escape(k), p.stdout, re.M),
                   "gst-inspect-1.0 %s lacks %s" % (element, k))
+        # A property's text speaks of the element: no server source type in ppssink's.
+        check("type=" not in p.stdout, "gst-inspect-1.0 %s speaks of a source type: %s" % (
+            element, [ln.strip() for ln in p.stdout.splitlines() if "type=" in ln]))
 
 
 def gst_bad_property(build, workdir):
-    """A value the configuration refuses (an address without a port) stops the
-    pipeline with the loader's own message, instead of running on the default."""
-    view = Launch(build, workdir, "gst-launch-1.0 ppssrc location=nowhere ! fakesink", "bad")
-    try:
-        rc = view.wait()
-        text = view.text()
-    finally:
-        view.stop()
-    check(rc != 0, "gst-launch exit 0 with location=nowhere")
-    check("[client] server = nowhere" in text or "server = nowhere" in text,
-          "no message naming the key:\n" + text[-2000:])
+    """A value the configuration refuses (an address without a port, a URI)
+    stops the pipeline with the loader's own message, instead of running on
+    the default; the message names the property as the pipeline spells it,
+    not the configuration key behind it."""
+    for value in ("nowhere", "pps://127.0.0.1"):
+        view = Launch(build, workdir, "gst-launch-1.0 ppssrc location=%s ! fakesink" % value, "bad")
+        try:
+            rc = view.wait()
+            text = view.text()
+        finally:
+            view.stop()
+        check(rc != 0, "gst-launch exit 0 with location=%s" % value)
+        check("location=%s: must be HOST:PORT" % value in text,
+              "no message naming the property:\n" + text[-2000:])
+        check("[client] server" not in text and "--set" not in text,
+              "the message names the internal key:\n" + text[-2000:])
 
 
 # ---- audio ---------------------------------------------------------------------------

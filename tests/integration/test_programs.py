@@ -5,8 +5,9 @@
                             empty, stderr empty; --help finishes in well under
                             the 12 s of pps-codec-bench's benchmark (it ran
                             nothing); a C program's help starts
-                            with "Usage:" and documents its exit statuses, its
-                            --version is exactly "<program> VERSION".
+                            with "Usage:" and documents its exit statuses;
+                            every program's --version (the scripts' too) is
+                            exactly "<program> VERSION".
   usage PROGRAM...          an unknown option is a usage error: exit 2, a
                             message on stderr, nothing on stdout.
   json PPS_LINKEM           JSON with a string from the user in it parses:
@@ -17,14 +18,15 @@
                             newline: pps-server's --log lines and --stats-json
                             parse, and the log names the client as the server
                             shows it (the newline as '?').
-  install MESON BUILD PREFIX BINDIR SYSCONFDIR MANDIR UNITDIR MAN(0|1)
+  install MESON BUILD PREFIX BINDIR SYSCONFDIR MANDIR UNITDIR DOCDIR MAN(0|1)
                             `meson install --destdir` into a temporary
                             directory installs the programs, the configuration
-                            files, the systemd unit pointing at them and (MAN=1)
-                            the man pages.
+                            files, the systemd unit pointing at them, the docs
+                            and (MAN=1) the man pages, which name the docs'
+                            folder.
 
 A PROGRAM is a path; one ending in .py, .sh or without an ELF header is a
-script (run with /usr/bin/python3 or sh) whose --version is optional.
+script (run with /usr/bin/python3 or sh).
 """
 import json
 import os
@@ -92,15 +94,10 @@ def check_help(version, paths):
 
         p, _ = run(path, "--version")
         what = "%s --version" % name
-        if not elf and p.returncode == 2 and not p.stdout:
-            print("%s: none (a script without --version)" % what)
-            continue
         if p.returncode != 0 or p.stderr:
             failures.append("%s: exit %d, stderr: %s" % (what, p.returncode, p.stderr.strip()))
-        if elf and p.stdout != "%s %s\n" % (name, version):
+        if p.stdout != "%s %s\n" % (name, version):
             failures.append("%s: %r, expected %r" % (what, p.stdout, "%s %s\n" % (name, version)))
-        elif not p.stdout.strip():
-            failures.append("%s: nothing on stdout" % what)
     return failures
 
 
@@ -181,7 +178,7 @@ def check_json_server(server, client):
     return []
 
 
-def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, man):
+def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, docdir, man):
     failures = []
     source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -204,6 +201,11 @@ def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, man
                 failures.append("not installed: %s" % path)
             elif open(path).read() != open(os.path.join(source, "config", name)).read():
                 failures.append("%s differs from config/%s" % (path, name))
+        # The docs, laid out as in the tree (their links and the man pages' SEE ALSO hold).
+        for name in ("README.md", os.path.join("docs", "CONFIGURATION.md"),
+                     os.path.join("docs", "RUNNING.md"), os.path.join("wire", "PROTOCOL.md")):
+            if not os.path.exists(under(root, docdir, name)):
+                failures.append("not installed: %s" % under(root, docdir, name))
         unit = under(root, unitdir, "pps-server.service")
         want = "ExecStart=%s --config %s\n" % (os.path.join(prefix, bindir, "pps-server"),
                                                os.path.join(prefix, sysconfdir, "ppstream",
@@ -242,6 +244,9 @@ def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, man
                 page = open(path).read()
                 if ".TH " not in page or ".SH DESCRIPTION" not in page:
                     failures.append("%s: not a help2man page" % path)
+                if os.path.join(prefix, docdir) not in page:
+                    failures.append("%s: does not name the installed docs (%s)" %
+                                    (path, os.path.join(prefix, docdir)))
             server_page = under(root, mandir, "man1", "pps-server.1")
             if os.path.exists(server_page) and (
                     ".SH SETTINGS" not in open(server_page).read()
@@ -259,7 +264,7 @@ def main(argv):
         failures, paths = check_json(argv[2]), argv[2:]
     elif len(argv) == 4 and argv[1] == "json-server":
         failures, paths = check_json_server(argv[2], argv[3]), argv[2:]
-    elif len(argv) == 10 and argv[1] == "install":
+    elif len(argv) == 11 and argv[1] == "install":
         failures, paths = check_install(*argv[2:]), [argv[3]]
     elif len(argv) >= 2 and argv[1] == "usage":
         failures, paths = check_usage(argv[2:]), argv[2:]

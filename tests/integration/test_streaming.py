@@ -297,21 +297,38 @@ def config_errors(build, workdir):
         ([server, "--set", "pps.nope=1"], "unknown key"),
         ([client, "--set", "playout.policy=later"], "must be one of fixed, asap, adaptive"),
         ([client, "--bogus"], "unrecognized option"),
+        # Odd sizes are refused by the settings, not by the encoder once running.
+        ([server, "--set", "source.width=641"], "[source] width = 641: must be an even number 64..3840"),
     ]:
         p = subprocess.run(args, capture_output=True, text=True, timeout=10)
         check(p.returncode == 2, "%s: exit %d" % (args[1:], p.returncode))
         check(text in p.stderr, "%s: %r" % (args[1:], p.stderr))
+    # An option or argument that stands for a key: the message speaks of what
+    # was typed, not of the key behind it.
+    for args, text in [
+        ([server, "--listen", "7400"], "pps-server: --listen 7400: must be HOST:PORT"),
+        ([client, "127.0.0.1"], "pps-client: server address 127.0.0.1: must be HOST:PORT"),
+        ([client, "--policy", "later"], "pps-client: --policy later: must be one of"),
+    ]:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2, "%s: exit %d" % (args[1:], p.returncode))
+        check(text in p.stderr, "%s: %r" % (args[1:], p.stderr))
+        check("--set" not in p.stderr and "[client]" not in p.stderr and "[server]" not in p.stderr,
+              "%s: names an internal key: %r" % (args[1:], p.stderr))
     for prog in (server, client):
         p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
         check(p.returncode == 0 and "--set" in p.stdout, "--help of %s" % prog)
 
 
 def bad_source(build, workdir):
-    """A missing camera or file is one clear error and exit status 1."""
+    """A missing camera or file is one clear error and exit status 1, and the
+    server never said it listens (the source starts before the listener)."""
     server = os.path.join(build, "server", "pps-server")
     for settings, text in [
         (["source.type=camera", "source.device=/dev/video-none"], "/dev/video-none"),
         (["source.type=file", "source.file=/nonexistent.mkv"], "/nonexistent.mkv"),
+        # A path given as the URI is the file it names (not GStreamer's "Invalid URI").
+        (["source.type=uri", "source.uri=/nonexistent.mkv"], "file:///nonexistent.mkv': Resource not found"),
     ]:
         args = [server, "--listen", "127.0.0.1:0"]
         for s in settings:
@@ -319,6 +336,8 @@ def bad_source(build, workdir):
         p = subprocess.run(args, capture_output=True, text=True, timeout=30)
         check(p.returncode == 1, "%s: exit %d: %s" % (settings, p.returncode, p.stderr))
         check(text in p.stderr, "%s: %r" % (settings, p.stderr))
+        check("listening" not in p.stderr, "%s: announced listening: %r" % (settings, p.stderr))
+        check(len(p.stderr.strip().splitlines()) == 1, "%s: not one line: %r" % (settings, p.stderr))
 
 
 def source_failure_reported(build, workdir):

@@ -133,6 +133,11 @@ test_file_errors(void)
 	expect_file_error("[ppz]\n",
 	                  "server.ini: [ppz]: unknown section (pps-server reads [server] "
 	                  "[source] [audio] [encoder] [pps] [transport] [adapt])");
+	/* A picture's size is even (4:2:0): refused here, not by the encoder at run time. */
+	expect_file_error("[source]\nwidth = 641\n",
+	                  "server.ini: [source] width = 641: must be an even number 64..3840");
+	expect_file_error("[source]\nheight = 481\n",
+	                  "server.ini: [source] height = 481: must be an even number 64..2160");
 	expect_file_error("[transport]\necn = maybe\n",
 	                  "server.ini: [transport] ecn = maybe: must be true or false");
 	expect_file_error("[transport]\nmode = fast\n",
@@ -192,6 +197,22 @@ test_set_errors(void)
 	             0); /* the default: from the stream */
 	CHECK_EQ_INT(pps_config_set(c, "playout.policy=adaptive", err, sizeof(err)), 0);
 	CHECK_EQ_INT(pps_config_get_enum(c, "playout", "policy"), 2);
+	pps_config_free(c);
+	c = pps_config_new(SERVER);
+	REQUIRE(c);
+	CHECK(pps_config_set(c, "source.width=641", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--set: [source] width = 641: must be an even number 64..3840") == 0,
+	      "%s", err);
+	CHECK_EQ_INT(pps_config_get_int(c, "source", "width"), 640);
+	CHECK_EQ_INT(pps_config_set(c, "source.width=642", err, sizeof(err)), 0);
+	/* An option standing for a key: the message names the option, not the key. */
+	CHECK(pps_config_set_as(c, "server", "listen", "7400", "--listen ", err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--listen 7400: must be HOST:PORT or [V6ADDR]:PORT") == 0, "%s", err);
+	CHECK_EQ_INT(
+	    pps_config_set_as(c, "server", "listen", "127.0.0.1:0", "--listen ", err, sizeof(err)),
+	    0);
+	CHECK(strcmp(pps_config_get_string(c, "server", "listen"), "127.0.0.1:0") == 0);
+	CHECK(strcmp(pps_config_get_origin(c, "server", "listen"), "--listen") == 0);
 	{
 		char *argv[] = {"prog", "--set", NULL};
 		int argc = 2;
@@ -282,6 +303,27 @@ test_settings(void)
 	CHECK_EQ_INT(pps_config_set(c, "source.type=file", err, sizeof(err)), 0);
 	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);
 	CHECK(strcmp(err, "source file: [source] file is not set") == 0);
+	/* source.uri: a URI as it is, a plain path as the file:// URI it means. */
+	CHECK_EQ_INT(pps_config_set(c, "source.type=uri", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_config_set(c, "source.uri=rtsp://camera/stream", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	CHECK(strcmp(s.server.media.capture.input, "rtsp://camera/stream") == 0, "%s",
+	      s.server.media.capture.input);
+	CHECK_EQ_INT(pps_config_set(c, "source.uri=/videos/a clip.mp4", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	CHECK(strcmp(s.server.media.capture.input, "file:///videos/a%20clip.mp4") == 0, "%s",
+	      s.server.media.capture.input);
+	/* A relative path: against the current folder. */
+	CHECK_EQ_INT(pps_config_set(c, "source.uri=clip.mp4", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	{
+		const char *uri = s.server.media.capture.input;
+		size_t len = strlen(uri);
+
+		CHECK(strncmp(uri, "file:///", 8) == 0 && len > 17 &&
+		          strcmp(uri + len - 9, "/clip.mp4") == 0,
+		      "%s", uri);
+	}
 	CHECK_EQ_INT(pps_config_set(c, "source.type=test", err, sizeof(err)), 0);
 	CHECK_EQ_INT(pps_config_set(c, "server.tls_cert=x.pem", err, sizeof(err)), 0);
 	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);

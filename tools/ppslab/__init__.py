@@ -26,6 +26,7 @@ the test suites import it too. Modules, by concern:
     peers, fanout, gstlab, browserlab, protolat      the other runners
     attacks, attacktable, idr     hostile peers and the benchmarks that use them
     netlab     pps-netlab itself (namespaces, pps-linkem, cross traffic)
+    version    the project's version (the C programs'), the tools' --version
 
 A tool finds the package by Python's own rule: the directory of the script
 run (a symbolic link to it resolved) is the first entry of the module path,

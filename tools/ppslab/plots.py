@@ -315,18 +315,11 @@ def plots(out, plan, records, groups):
         a1.set_ylabel("ms")
         a1.legend(fontsize=7, loc="upper right")
         a1.grid(alpha=0.3)
-        # Per window: the frames shown (of W) and the most quality layers among them.
-        per_window = {}
-        for f in frs:
-            pw = per_window.setdefault(int(f["window"]), {"t": int(f["capture_us"]), "shown": 0, "q": 0})
-            pw["t"] = min(pw["t"], int(f["capture_us"]))
-            if f["shown"] == "1":
-                pw["shown"] += 1
-                pw["q"] = max(pw["q"], int(f["quality_layers"]))
-        ws = sorted(per_window.values(), key=lambda v: v["t"])
-        wx = [(v["t"] - t0) / 1e6 for v in ws]
-        a2.step(wx, [v["shown"] for v in ws], where="post", lw=0.9, label="frames shown of the window")
-        a2.step(wx, [v["q"] + 0.08 for v in ws], where="post", lw=0.9, label="quality layers shown (max)")
+        wx, shown, layers = window_steps(frs, t0)
+        # Both are small whole numbers and often equal: the layers line is
+        # dashed over the other, at its true height.
+        a2.step(wx, shown, where="post", lw=0.9, label="frames shown of the window")
+        a2.step(wx, layers, where="post", lw=1.2, ls="--", label="quality layers shown (max)")
         a2.set_ylabel("per window")
         a2.set_xlabel("capture time (s)")
         a2.legend(fontsize=7, loc="upper right")
@@ -373,6 +366,21 @@ def run_av_plots(out, records):
             if png:
                 made[cid] = os.path.relpath(png, out)
     return made
+
+
+def window_steps(frames, t0_us):
+    """Per window of a cell's frames.csv rows @frames, in capture order: its
+    first capture time in seconds after @t0_us, the frames shown (of W) and
+    the most quality layers among them, as the timeline draws them."""
+    per_window = {}
+    for f in frames:
+        pw = per_window.setdefault(int(f["window"]), {"t": int(f["capture_us"]), "shown": 0, "q": 0})
+        pw["t"] = min(pw["t"], int(f["capture_us"]))
+        if f["shown"] == "1":
+            pw["shown"] += 1
+            pw["q"] = max(pw["q"], int(f["quality_layers"]))
+    ws = sorted(per_window.values(), key=lambda v: v["t"])
+    return [(v["t"] - t0_us) / 1e6 for v in ws], [v["shown"] for v in ws], [v["q"] for v in ws]
 
 
 def choose_timeline(plan, records):

@@ -71,6 +71,11 @@ class Build:
                 raise UsageError(f"missing {getattr(self, name)} (build first, or name the build or program)")
         return self
 
+    def version(self):
+        """Its pps-server's --version ("0.1.0"): the build's own version header,
+        which a build from an unpacked release (no git) has too."""
+        return program_version(self.server)
+
     def gst_env(self, env=None):
         """The environment that makes GStreamer find this build's ppssink and
         ppssrc, with a registry of its own (the shared one would be rewritten
@@ -114,6 +119,14 @@ def has_option(program, option):
         r = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=10)
         return re.search(r"^\s*" + re.escape(option) + r"\b", r.stdout + r.stderr, re.M) is not None
     return False
+
+
+def program_version(path):
+    """The version @path's --version prints ("pps-server 0.1.0" -> "0.1.0"); "" if it cannot tell."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        words = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.split()
+        return words[-1] if len(words) == 2 else ""
+    return ""
 
 
 def tree_version():

@@ -54,7 +54,10 @@ def log(message):
     print(f"{PROGRAM}: {message}", file=sys.stderr, flush=True)
 
 
-def machine_info():
+def machine_info(build, server_builds=None):
+    """The machine, the tree's git state ("" outside git), @build's version
+    and that of each of @server_builds (name -> Build), from their pps-server
+    --version (the build's version header: a build outside git has it too)."""
     cpu = ""
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo") as f:
@@ -76,6 +79,8 @@ def machine_info():
         "os": os_release,
         "python": platform.python_version(),
         "git": programs.tree_version(),
+        "version": build.version(),
+        "server_build_versions": {name: b.version() for name, b in (server_builds or {}).items() if name},
         "default_congestion": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
         if os.path.exists("/proc/sys/net/ipv4/tcp_congestion_control") else "",
     }
@@ -463,7 +468,7 @@ def cmd_run(build, args, server_builds=()):
         return EXIT_SKIP
     ctx = Context(build, cfg, args.lab_name or "sweep%d" % (os.getpid() % 100000))
     os.makedirs(os.path.join(out, "cells"), exist_ok=True)
-    plan.setdefault("machine", machine_info())
+    plan.setdefault("machine", machine_info(ctx.build, ctx.builds))
     plan.setdefault("build", ctx.build.path)
     plan["out"] = os.path.abspath(out)
     write_json(os.path.join(out, "plan.json"), plan)

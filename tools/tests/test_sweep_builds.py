@@ -5,14 +5,16 @@ runs once per build, the builds interleaved cell by cell in the order given,
 the cell ids tell the builds apart and keep the order of a sweep without
 builds, and the report compares the builds cell by cell with differences.
 
-    test_sweep_builds.py BUILD_DIR   (its pps-server, pps-client, pps-config-doc)
+    test_sweep_builds.py BUILD_DIR VERSION   (its pps-server, pps-client,
+                                             pps-config-doc; the project's version)
 """
 import json
 import os
+import shutil
 import sys
 import tempfile
 
-from ppslab import matrix, programs, report
+from ppslab import matrix, programs, report, sweep
 from ppslab.errors import UsageError
 
 INI = """
@@ -37,6 +39,7 @@ def check(ok, what):
 
 
 build = programs.Build(sys.argv[1])
+VERSION = sys.argv[2]
 with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "t.ini")
     with open(path, "w") as f:
@@ -73,4 +76,16 @@ with tempfile.TemporaryDirectory() as d:
     print(text)
     check("| 98.0 / 99.5 (+1.5) | 100 / 90 (-10) | 200 / 250 (+50) | 300 / 100 (-200) | - / - | 40.00 / 41.50 (+1.50) |" in text,
           "each metric: old / new (new - old)")
+
+# The version a sweep records is the build's own (its pps-server --version),
+# which a build outside the git tree has too: here a copy of the program in a
+# folder git knows nothing of.
+with tempfile.TemporaryDirectory() as d:
+    server = os.path.join(d, "pps-server")
+    shutil.copy2(build.server, server)
+    outside = programs.Build(d, server=server)
+    info = sweep.machine_info(outside, {"old": outside, "new": build})
+    check(info["version"] == VERSION, f"the build's version {info['version']!r} (want {VERSION!r}), git {info['git']!r}")
+    check(info["server_build_versions"] == {"old": VERSION, "new": VERSION},
+          f"each server build's version: {info['server_build_versions']}")
 sys.exit(1 if failures else 0)
