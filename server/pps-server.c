@@ -48,11 +48,12 @@ usage(FILE *out)
 	pps_config_print_usage(out);
 	fprintf(out,
 	        "\n"
-	        "Browser viewer: the listener serves a viewer page too; open http://HOST:PORT/\n"
-	        "(the listen address; printed at start as \"viewer: ...\") in a recent Chromium,\n"
-	        "Chrome or Edge. It asks for the access token if the server has one and\n"
-	        "reconnects by itself when the server restarts. From another machine it needs\n"
-	        "https (server.tls_cert, server.tls_key). docs/BROWSER.md.\n"
+	        "Browser viewer:\n"
+	        "  The listener serves a viewer page too: open http://HOST:PORT/ (the listen\n"
+	        "  address; printed at start as \"viewer: http://...\") in a recent Chromium,\n"
+	        "  Chrome or Edge. It asks for the access token if the server has one, and\n"
+	        "  reconnects by itself when the server restarts. From another machine it needs\n"
+	        "  https (server.tls_cert, server.tls_key). docs/BROWSER.md.\n"
 	        "\n"
 	        "Settings: config/server.ini (every key, its default), docs/CONFIGURATION.md.\n"
 	        "Examples:\n"
