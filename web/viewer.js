@@ -401,7 +401,7 @@ function connect() {
   stats.bye = null;
   stats.retry_at_unix_ms = null;
   stats.connects++;
-  controls.show(stats.connects > 1 ? `${link.why}\nreconnecting…` : 'connecting…');
+  controls.show(link.why ? `${link.why}\nreconnecting…` : 'connecting…');
   const ws = new WebSocket(streamUrl());
   const parser = new wire.RecordParser(wire.DEFAULT_MAX_RECORD_BYTES);
   let seq = 0, pingTimer = 0, opened = false;
@@ -490,6 +490,7 @@ function ended(why) {
   if (bye && bye.reason === 'unauthorized') {
     // The same token would be refused again: ask for another.
     stats.state = 'token';
+    link.why = '';
     controls.show(token
       ? `the server refused this access token${bye.text ? ` (${bye.text})` : ''}: enter the right one`
       : 'this server needs an access token (its [server] access_token): enter it', 'token');
@@ -509,11 +510,11 @@ function showRetry() {
   controls.show(`${link.why}\nreconnecting in ${s} s`, 'retry');
 }
 
-// Not waiting for the timer: the user asked, typed a token, or the page
-// came back to the screen or online.
+// Not waiting for the timer: the user asked, typed a token (the field
+// shows only between connections), or the page came back to the screen or
+// online.
 function connectNow() {
-  if (stats.state === 'failed' || (link.ws && stats.state !== 'token')) return;
-  if (link.ws) ended('a new token'); // not reached: the token field shows only between connections
+  if (stats.state === 'failed' || link.ws) return;
   connect();
 }
 
