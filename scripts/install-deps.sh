@@ -5,12 +5,15 @@
 # is quick and changes nothing. Non-interactive; needs root (or sudo).
 set -eu
 
+# gstreamer1.0-x: autovideosink's X sinks (without them it goes on to one that
+# crashes); xvfb, xauth: a display for the tests of those pipelines.
 PACKAGES="
 build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev clang-format git
 libglib2.0-dev
 libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
+gstreamer1.0-x xvfb xauth
 libavcodec-dev libavutil-dev
 libjson-glib-dev help2man
 libevent-dev libx264-dev libsdl2-dev libopus-dev

@@ -665,6 +665,40 @@ is_loopback(const struct sockaddr *addr)
 	return false;
 }
 
+/* True for 0.0.0.0 and :: (every address of the host). */
+static bool
+is_wildcard(const struct sockaddr *addr)
+{
+	if (addr->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (addr->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)addr)->sin6_addr);
+	return false;
+}
+
+/*
+ * Where a browser finds the viewer page this listener serves: the bound
+ * address (localhost for a wildcard one). A browser on another machine
+ * decodes only over https: WebCodecs exists in a secure context alone, and
+ * plain http is one only on loopback.
+ */
+static void
+announce_viewer(pps_listener_t *l, const struct sockaddr *bound, const char *host, const char *port)
+{
+	bool wildcard = is_wildcard(bound), v6 = !wildcard && strchr(host, ':');
+	const char *note = "";
+
+	if (wildcard)
+		note = l->tls_ctx ? " (from another machine: this host's name)"
+		                  : " (from another machine: this host's name over https, which "
+		                    "needs [server] tls_cert and tls_key)";
+	else if (!is_loopback(bound) && !l->tls_ctx)
+		note = " (a browser decodes this only over https: [server] tls_cert and tls_key)";
+	pps_log(&l->params.log, PPS_LOG_INFO, "viewer: %s://%s%s%s:%s/%s",
+	        l->tls_ctx ? "https" : "http", v6 ? "[" : "", wildcard ? "localhost" : host,
+	        v6 ? "]" : "", port, note);
+}
+
 int
 pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out, char *err,
                     size_t err_size)
@@ -728,6 +762,7 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 	*port_out = (unsigned)strtoul(bport, NULL, 10);
 	pps_log(&l->params.log, PPS_LOG_INFO, "listening on %s%s%s:%s",
 	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport);
+	announce_viewer(l, (struct sockaddr *)&bound, bhost, bport);
 	if (!is_loopback((struct sockaddr *)&bound) && !(token && token[0]))
 		pps_log(&l->params.log, PPS_LOG_WARNING,
 		        "listening beyond loopback without [server] access_token: anyone who "

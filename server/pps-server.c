@@ -48,6 +48,13 @@ usage(FILE *out)
 	pps_config_print_usage(out);
 	fprintf(out,
 	        "\n"
+	        "Browser viewer:\n"
+	        "  The listener serves a viewer page too: open http://HOST:PORT/ (the listen\n"
+	        "  address; printed at start as \"viewer: http://...\") in a recent Chromium,\n"
+	        "  Chrome or Edge. It asks for the access token if the server has one, and\n"
+	        "  reconnects by itself when the server restarts. From another machine it needs\n"
+	        "  https (server.tls_cert, server.tls_key). docs/BROWSER.md.\n"
+	        "\n"
 	        "Settings: config/server.ini (every key, its default), docs/CONFIGURATION.md.\n"
 	        "Examples:\n"
 	        "  pps-server                                   test pattern on 127.0.0.1:7400\n"

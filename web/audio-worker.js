@@ -569,6 +569,7 @@ self.onmessage = (ev) => {
       clearInterval(statsTimer);
       connection?.leave('page closed');
       track?.close();
+      self.close();
       return;
     default:
   }

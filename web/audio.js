@@ -60,6 +60,8 @@ export class AudioOutput {
     this.fallback = null; // why the worklet was not used
     this.userMuted = false;
     this.input = null; // where the worker's slots go: a port of the renderer's
+    this.node = null; // the renderer: an AudioWorkletNode, or a ScriptProcessorNode
+    this.queue = null; // the ScriptProcessor's slots
     this.rendererStats = null;
     this.onClock = null; // the clock changed (the player tells its worker)
     this.ready = null; // open()'s promise
@@ -81,14 +83,13 @@ export class AudioOutput {
     this.gain = ctx.createGain();
     this.gain.connect(ctx.destination);
     ctx.onstatechange = () => this.changed();
-    const channel = new MessageChannel();
     try {
       await ctx.audioWorklet.addModule('audio-worklet.js');
       const node = new AudioWorkletNode(ctx, 'pps-audio',
         { numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [1] });
       node.port.onmessage = (ev) => { this.rendererStats = ev.data.stats; };
-      node.port.postMessage({ port: channel.port1 }, [channel.port1]);
       node.connect(this.gain);
+      this.node = node;
       this.kind = 'worklet';
     } catch (e) {
       // A browser without AudioWorklet: the same queue, rendered on this thread.
@@ -99,12 +100,30 @@ export class AudioOutput {
         queue.render(ev.outputBuffer.getChannelData(0), Math.round(ev.playbackTime * ctx.sampleRate));
         this.rendererStats = queue.stats;
       };
-      channel.port1.onmessage = (ev) => queue.push(ev.data.at, ev.data.pcm);
       node.connect(this.gain);
+      this.node = node;
+      this.queue = queue;
       this.kind = 'script-processor';
     }
-    this.input = channel.port2;
+    this.input = this.newInput();
     this.changed();
+  }
+
+  // A port into the renderer for one worker (each connection's track has
+  // its own worker; the renderer takes slots from every port it was given).
+  newInput() {
+    const channel = new MessageChannel();
+    if (this.queue) channel.port1.onmessage = (ev) => this.queue.push(ev.data.at, ev.data.pcm);
+    else this.node.port.postMessage({ port: channel.port1 }, [channel.port1]);
+    return channel.port2;
+  }
+
+  // The port for the next worker: the one made at open, then a new one each time.
+  takeInput() {
+    if (!this.node) return null;
+    const port = this.input ?? this.newInput();
+    this.input = null;
+    return port;
   }
 
   get running() { return this.ctx?.state === 'running' && this.kind !== 'none'; }
@@ -164,6 +183,7 @@ export class AudioPlayer {
     this.requestId = 0;
     this.queued = []; // frames before the worker started
     this.started = false;
+    this.stopped = false;
     if (output) output.onClock = () => this.sendClock();
   }
 
@@ -176,25 +196,33 @@ export class AudioPlayer {
     this.worker = w;
     w.onmessage = (ev) => this.message(ev.data);
     w.onerror = (ev) => this.onError(`audio worker: ${ev.message || 'failed'}`);
-    addEventListener('pagehide', () => w.postMessage({ type: 'close' }));
     // The renderer's port once the output is open (it normally is by now).
     const ready = this.output?.ready ?? Promise.resolve();
     ready.catch(() => {}).then(() => {
-      const port = this.output?.input ?? null;
+      if (this.stopped) return;
+      const port = this.output?.takeInput() ?? null;
       w.postMessage({ type: 'start', info, connection, lipSync, offsetUs: this.offsetUs,
         port, clock: this.output?.clock() ?? null }, port ? [port] : []);
-      if (port) {
-        this.output.input = null; // handed over: the worker places every slot
-        this.clockTimer = setInterval(() => this.sendClock(), CLOCK_INTERVAL_MS);
-      }
+      if (port) this.clockTimer = setInterval(() => this.sendClock(), CLOCK_INTERVAL_MS);
       this.started = true;
       for (const [m, t] of this.queued) w.postMessage(m, t);
       this.queued = [];
     });
   }
 
+  // The track's connection ended (or the page closes): the worker says
+  // BYE on its own WebSocket and ends.
+  stop() {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.clockTimer);
+    this.worker?.postMessage({ type: 'close' });
+    for (const resolve of this.requests.values()) resolve(null);
+    this.requests.clear();
+  }
+
   post(m, transfer = []) {
-    if (!this.worker) return;
+    if (!this.worker || this.stopped) return;
     if (this.started) this.worker.postMessage(m, transfer);
     else if (this.queued.length < 64) this.queued.push([m, transfer]);
   }
@@ -204,6 +232,7 @@ export class AudioPlayer {
   }
 
   message(m) {
+    if (this.stopped) return;
     switch (m.type) {
       case 'slot':
         if (this.recent.length >= RECENT_SLOTS) this.recent.shift();
@@ -299,6 +328,7 @@ export class PageAudio {
     this.wanted = wanted;
     this.button = button;
     this.support = null;
+    addEventListener('pagehide', () => this.player?.stop());
     this.output = null;
     this.player = null;
     this.error = null;
@@ -356,6 +386,15 @@ export class PageAudio {
     this.player.onPong = onPong;
     this.player.start(info, info.audio_transport === wire.AUDIO_OWN_CONNECTION ? connection : null,
       lipSync, offsetUs);
+    this.update();
+  }
+
+  // The stream's connection ended: its track with it (the next STREAM_INFO
+  // starts a new one; the output stays, muted or not as the user left it).
+  stop() {
+    this.player?.stop();
+    this.player = null;
+    this.error = null;
     this.update();
   }
 

@@ -7,9 +7,19 @@
 // minus capture time on the viewer's clock (offset from CLOCK_PING/PONG).
 // window.ppsStats() returns the statistics as a JSON-able object.
 //
+// A lost connection is tried again (reconnect.js: 0.5 s, doubling to 3 s,
+// jittered): a server that restarts, a BYE other than "unauthorized", a
+// network cut, a server that stops answering. Each new connection is a new
+// stream (its frame indices, clock and audio start again); the statistics
+// add up across them and count the reconnections. The notice over the
+// picture (controls.js) says why the viewer is not streaming and what to do:
+// the countdown to the next try, a token field after "unauthorized", the
+// browser's missing WebCodecs.
+//
 // URL parameters: policy=fixed|asap|adaptive|smooth (default asap, as
 // pps-client), tolerance_ms (fixed policy; 0 = from the stream), token
-// (the server's access token), name, overlay=0 (hide the overlay),
+// (the server's access token; else the one typed into the page's token
+// field, kept for the tab in sessionStorage), name, overlay=0 (hide the overlay),
 // renderer=webgl2|cpu|auto (auto: the WebGL2 combine unless WebGL is a
 // software rasterizer, where the same integer combine in JavaScript is faster),
 // audio=0 (do not ask for the audio track), lip_sync=0 (do not delay the
@@ -29,6 +39,8 @@ import { Reassembly, LayeredDecoder, firstFrameOf, lastFrameOf, flashIn } from '
 import { Playout, MAX_QUEUE_FRAMES, DEFAULT_POLICY } from './playout.js';
 import { Combiner, CpuCombiner, webglIsSoftware } from './render.js';
 import { PageAudio } from './audio.js';
+import { Backoff } from './reconnect.js';
+import { Controls, initialToken } from './controls.js';
 
 const PING_INTERVAL_MS = 1000;
 const RECOVERY_INTERVAL_MS = 1000;
@@ -42,12 +54,17 @@ const RECENT_VIDEO = 64;
 const RECENT_VIDEO_PERCENTILE = 90;
 const RECENT_VIDEO_MAX_AGE_MS = 1000;
 const FLASHES_KEPT = 256;
+// No STREAM_INFO this long after the connection began (the challenge
+// included): the server is not answering.
+const HANDSHAKE_TIMEOUT_MS = 10000;
+// Nothing received this long while streaming: the server or the path is
+// gone without a word (PONGs alone come every PING_INTERVAL_MS).
+const SILENCE_TIMEOUT_MS = 5000;
 
 const params = new URLSearchParams(location.search);
 const canvas = document.getElementById('video');
 const overlay = document.getElementById('overlay');
-const statusLine = document.getElementById('status');
-if (params.get('overlay') === '0') overlay.hidden = true;
+const showOverlay = params.get('overlay') !== '0';
 
 function nowUs() { return (performance.timeOrigin + performance.now()) * 1000; }
 
@@ -58,8 +75,12 @@ function appliedOffsetUs() {
 }
 function toClient(serverUs) { return serverUs - appliedOffsetUs(); }
 
+// state: connecting, streaming, reconnecting (waiting for the next try),
+// token (refused: waiting for the user's token), failed (for good: no
+// WebCodecs, no renderer).
 const stats = {
   state: 'connecting', error: null, bye: null,
+  connects: 0, reconnects: 0, streaming_at_unix_ms: null, retry_at_unix_ms: null,
   frames_total: 0, frames_shown: 0, frames_decoded: 0,
   reasons: { late: 0, undecodable: 0, dropped: 0, lost: 0, overflow: 0 },
   layers_shown: [0, 0, 0, 0, 0],
@@ -73,8 +94,9 @@ const bytesLog = []; // [time_ms, bytes] of the last second
 const shownLog = []; // time_ms of frames shown in the last second
 
 let info = null, decoder = null, reasm = null, combiner = null;
-const playout = new Playout(params.get('policy') || DEFAULT_POLICY,
+const newPlayout = () => new Playout(params.get('policy') || DEFAULT_POLICY,
   Number(params.get('tolerance_ms') || 0) * 1000);
+let playout = newPlayout();
 let queue = []; // decoded frames waiting for their display time, in display order
 let timer = 0;
 let nextFrame = -1; // next frame to account
@@ -88,6 +110,14 @@ let recentVideoAtMs = -Infinity;
 const flashes = []; // {frame_index, capture_us} of decoded frames with the tick flash
 
 const audio = new PageAudio(params.get('audio') !== '0', document.getElementById('sound'));
+let token = initialToken(params);
+const controls = new Controls({
+  onToken: (t) => {
+    token = t;
+    connectNow();
+  },
+  onRetry: () => connectNow(),
+});
 
 function makeCombiner(kind, target) {
   if (kind === 'auto') kind = webglIsSoftware() ? 'cpu' : 'webgl2';
@@ -100,10 +130,11 @@ try {
   fail(`renderer: ${e.message}`);
 }
 
+// For good: nothing the viewer can try again would help.
 function fail(message) {
   stats.state = 'failed';
   stats.error = message;
-  statusLine.textContent = message;
+  controls.show(message, 'fatal');
   console.error('ppstream:', message);
 }
 
@@ -263,23 +294,21 @@ function onRecord(r) {
       if (!r.width || !r.height || r.width > 4096 || r.height > 4096 || !r.fps_num || !r.fps_den)
         throw new wire.WireError('STREAM_INFO sizes out of range');
       info = r;
-      decoder = new LayeredDecoder(info, {
-        onFrame: onDecodedFrame,
+      // A decoder's late outputs after its connection ended go nowhere.
+      const d = new LayeredDecoder(info, {
+        onFrame: (rec) => { if (decoder === d) onDecodedFrame(rec); },
         onError: (m) => console.warn(m),
-        onLayerLost: (layer, frame) => requestRecovery(layer, frame),
+        onLayerLost: (layer, frame) => { if (decoder === d) requestRecovery(layer, frame); },
       });
+      decoder = d;
       reasm = new Reassembly(info.window_frames, (adu) => decoder.push(adu), onWindowEnd);
       combiner?.setOutputSize(info.width, info.height);
       playout.setStream(info.latency_budget_ms * 1000,
         info.window_frames * info.fps_den / info.fps_num * 1e6);
-      stats.state = 'streaming';
-      statusLine.textContent = '';
-      startPings?.();
+      streaming();
       if (r.audio_codec) {
-        const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-        audio.start(r, { url: `${scheme}://${location.host}/stream`,
-          name: `${params.get('name') || 'browser'}-audio`, token: params.get('token') || '' },
-        params.get('lip_sync') !== '0', appliedOffsetUs(), onPong);
+        audio.start(r, { url: streamUrl(), name: `${params.get('name') || 'browser'}-audio`, token },
+          params.get('lip_sync') !== '0', appliedOffsetUs(), onPong);
       }
       return;
     }
@@ -309,7 +338,6 @@ function onRecord(r) {
       stats.bye = { reason: wire.BYE_REASON[r.reason] || 'unknown', text: r.text };
       return;
     case wire.KIND.CHALLENGE: {
-      const token = params.get('token') || '';
       if (info || !token || challenged) throw new wire.WireError('unexpected CHALLENGE');
       challenged = true;
       wire.encodeAuth(token, r.nonce).then((auth) => sendRecord?.(auth),
@@ -349,15 +377,43 @@ function requestRecovery(layer, frame) {
   sendRecord(wire.encodeRecoveryRequest(frame, layer));
 }
 
-function connect(withAudio) {
-  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-  const ws = new WebSocket(`${scheme}://${location.host}/stream`);
+// ---- the connection and its retries ------------------------------------------------
+
+const backoff = new Backoff();
+// The current connection: its WebSocket (null between connections), when it
+// began and began streaming (performance.now() ms, 0: not yet), its last
+// message; the next try's timer, when it is due and why it is needed.
+const link = { ws: null, stopPings: null, startedMs: 0, streamingMs: 0, lastDataMs: 0,
+  retryTimer: 0, retryAtMs: 0, why: '' };
+let withAudio = false;
+
+function streamUrl() {
+  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/stream`;
+}
+
+function unixMs(perfMs) { return performance.timeOrigin + perfMs; }
+
+function connect() {
+  clearTimeout(link.retryTimer);
+  link.retryTimer = 0;
+  resetStream();
+  stats.state = 'connecting';
+  stats.bye = null;
+  stats.retry_at_unix_ms = null;
+  stats.connects++;
+  controls.show(link.why ? `${link.why}\nreconnecting…` : 'connecting…');
+  const ws = new WebSocket(streamUrl());
   const parser = new wire.RecordParser(wire.DEFAULT_MAX_RECORD_BYTES);
-  let seq = 0, pingTimer = 0;
+  let seq = 0, pingTimer = 0, opened = false;
+  link.ws = ws;
+  link.startedMs = link.lastDataMs = performance.now();
+  link.streamingMs = 0;
+  link.stopPings = () => clearInterval(pingTimer);
   ws.binaryType = 'arraybuffer';
-  sendRecord = (bytes) => { if (ws.readyState === 1) ws.send(bytes); };
+  sendRecord = (bytes) => { if (link.ws === ws && ws.readyState === 1) ws.send(bytes); };
   ws.onopen = () => {
-    ws.send(wire.encodeHello(params.get('name') || 'browser', params.get('token') || '',
+    opened = true;
+    ws.send(wire.encodeHello(params.get('name') || 'browser', token,
       wire.DEFAULT_MAX_RECORD_BYTES, withAudio ? wire.HELLO_AUDIO : 0));
   };
   // Pings once admitted (STREAM_INFO): with a token, nothing but AUTH may
@@ -368,30 +424,143 @@ function connect(withAudio) {
     pingTimer = setInterval(ping, PING_INTERVAL_MS);
   };
   ws.onmessage = (ev) => {
+    if (link.ws !== ws) return;
     const bytes = new Uint8Array(ev.data);
+    link.lastDataMs = performance.now();
     stats.bytes += bytes.byteLength;
     bytesLog.push([performance.now(), bytes.byteLength]);
     try {
       parser.feed(bytes, onRecord);
     } catch (e) {
       if (!(e instanceof wire.WireError)) throw e;
-      fail(`protocol error: ${e.message}`);
       ws.send(wire.encodeBye(2, e.message));
-      ws.close(1002);
+      ended(`protocol error: ${e.message}`);
     }
   };
   ws.onclose = (ev) => {
     clearInterval(pingTimer);
-    if (stats.state !== 'failed') {
-      stats.state = 'closed';
-      statusLine.textContent = stats.bye
-        ? `server: ${stats.bye.reason}${stats.bye.text ? ': ' + stats.bye.text : ''}`
-        : `connection closed (${ev.code})`;
-    }
+    if (link.ws !== ws) return;
+    const bye = stats.bye;
+    if (bye) ended(byeMessage(bye));
+    else if (!opened) ended(`cannot reach the server at ${location.host}`);
+    else ended(`the connection to ${location.host} was lost (WebSocket close ${ev.code})`);
   };
-  addEventListener('pagehide', () => {
-    if (ws.readyState === 1) ws.send(wire.encodeBye(0, 'page closed'));
-  });
+}
+
+function byeMessage(bye) {
+  const text = bye.text ? `: ${bye.text}` : '';
+  switch (bye.reason) {
+    case 'normal': return `the server ended the stream${text}`;
+    case 'server-full': return `the server is full${text}`;
+    case 'too-slow': return `the server dropped this viewer as too slow${text}`;
+    default: return `the server said ${bye.reason}${text}`;
+  }
+}
+
+// STREAM_INFO: admitted.
+function streaming() {
+  const now = performance.now();
+  if (stats.streaming_at_unix_ms !== null) stats.reconnects++;
+  stats.state = 'streaming';
+  stats.error = null;
+  stats.streaming_at_unix_ms = unixMs(now);
+  link.streamingMs = now;
+  controls.hide();
+  overlay.hidden = !showOverlay;
+  startPings?.();
+}
+
+// The connection ended (why: for the user): the token field after
+// "unauthorized", else the next try after the backoff's delay.
+function ended(why) {
+  const ws = link.ws;
+  const bye = stats.bye;
+  link.ws = null;
+  link.stopPings?.();
+  sendRecord = null;
+  startPings = null;
+  if (ws && ws.readyState <= 1) ws.close();
+  backoff.ended(link.streamingMs ? performance.now() - link.streamingMs : 0,
+    bye?.reason === 'normal');
+  resetStream();
+  overlay.hidden = true;
+  if (stats.state === 'failed') return;
+  stats.error = why;
+  console.warn('ppstream:', why);
+  if (bye && bye.reason === 'unauthorized') {
+    // The same token would be refused again: ask for another.
+    stats.state = 'token';
+    link.why = '';
+    controls.show(token
+      ? `the server refused this access token${bye.text ? ` (${bye.text})` : ''}: enter the right one`
+      : 'this server needs an access token (its [server] access_token): enter it', 'token');
+    return;
+  }
+  const delayMs = backoff.next();
+  stats.state = 'reconnecting';
+  link.why = why;
+  link.retryAtMs = performance.now() + delayMs;
+  stats.retry_at_unix_ms = unixMs(link.retryAtMs);
+  link.retryTimer = setTimeout(connect, delayMs);
+  showRetry();
+}
+
+function showRetry() {
+  const s = Math.max(0, Math.ceil((link.retryAtMs - performance.now()) / 1000));
+  controls.show(`${link.why}\nreconnecting in ${s} s`, 'retry');
+}
+
+// Not waiting for the timer: the user asked, typed a token (the field
+// shows only between connections), or the page came back to the screen or
+// online.
+function connectNow() {
+  if (stats.state === 'failed' || link.ws) return;
+  connect();
+}
+
+addEventListener('online', () => { if (stats.state === 'reconnecting') connectNow(); });
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && stats.state === 'reconnecting') connectNow();
+});
+addEventListener('pagehide', () => {
+  if (link.ws?.readyState === 1) link.ws.send(wire.encodeBye(0, 'page closed'));
+});
+
+// Timeouts the socket does not notice: no answer to the HELLO, or silence
+// while streaming.
+function checkTimeouts(nowMs) {
+  if (!link.ws) return;
+  if (stats.state === 'connecting' && nowMs - link.startedMs > HANDSHAKE_TIMEOUT_MS)
+    ended(`the server at ${location.host} did not answer within ${HANDSHAKE_TIMEOUT_MS / 1000} s`);
+  else if (stats.state === 'streaming' && nowMs - link.lastDataMs > SILENCE_TIMEOUT_MS)
+    ended(`nothing from the server for ${SILENCE_TIMEOUT_MS / 1000} s`);
+}
+
+// A stream's state goes with its connection; the counts stay (the
+// decoders' added up).
+const pastDecoders = {};
+function resetStream() {
+  if (decoder) {
+    for (const [k, v] of Object.entries(decoder.stats)) pastDecoders[k] = (pastDecoders[k] ?? 0) + v;
+    decoder.close();
+  }
+  decoder = null;
+  reasm = null;
+  info = null;
+  if (timer) clearTimeout(timer);
+  timer = 0;
+  queue = [];
+  nextFrame = -1;
+  windowEnds.length = 0;
+  droppedWindows.clear();
+  delayPending.length = 0;
+  recentVideo.length = 0;
+  recentVideoAtMs = -Infinity;
+  lastShown = null;
+  challenged = false;
+  Object.assign(clock, { bestRttUs: 0, offsetUs: 0, have: false, lastRttUs: 0 });
+  playout = newPlayout();
+  audio.stop();
 }
 
 function trim(log, nowMs) {
@@ -402,9 +571,14 @@ function snapshot() {
   const nowMs = performance.now();
   trim(bytesLog, nowMs);
   trim(shownLog, nowMs);
-  const d = decoder ? decoder.stats : {};
+  const d = { ...pastDecoders };
+  for (const [k, v] of Object.entries(decoder?.stats ?? {})) d[k] = (d[k] ?? 0) + v;
   return {
     state: stats.state, error: stats.error, bye: stats.bye,
+    connects: stats.connects, reconnects: stats.reconnects,
+    streaming_at_unix_ms: stats.streaming_at_unix_ms,
+    retry_in_ms: stats.state === 'reconnecting'
+      ? Math.max(0, link.retryAtMs - performance.now()) : null,
     width: info?.width ?? 0, height: info?.height ?? 0,
     quality_layers: info?.quality_layers ?? 0,
     policy: playout.policy, playout_delay_ms: playout.currentDelayUs() / 1000,
@@ -458,6 +632,8 @@ setInterval(() => {
     delaySamples(last - 1, 0);
     accountMissing(last);
   }
+  checkTimeouts(nowMs);
+  if (stats.state === 'reconnecting') showRetry();
   if (overlay.hidden || !info) return;
   const s = snapshot();
   const f = (x, n = 0) => (x === null || x === undefined ? '-' : x.toFixed(n));
@@ -467,7 +643,8 @@ setInterval(() => {
     `layers ${lastShown ? lastShown.layers : 0}/${s.quality_layers}  ` +
     `${s.width}x${s.height}  ${s.fps} fps  ${f(s.bits_per_second / 1e6, 2)} Mbit/s\n` +
     `shown ${s.frames_shown}/${s.frames_total} (${f(s.frames_shown_pct, 1)}%)  ` +
-    `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}\n` +
+    `frozen ${f(s.frozen_ms / 1000, 1)} s  late ${s.frames_late}  dropped ${s.frames_dropped}` +
+    `${s.reconnects ? `  reconnected ${s.reconnects}x` : ''}\n` +
     audio.line();
 }, 250);
 
@@ -503,11 +680,16 @@ window.ppsGrab = (check = false) => {
 };
 
 if (!('VideoDecoder' in window)) {
-  fail(window.isSecureContext ? 'this browser has no WebCodecs VideoDecoder'
+  fail(window.isSecureContext
+    ? 'this browser has no WebCodecs VideoDecoder, which the viewer needs: open the page in ' +
+      'a recent Chromium, Chrome or Edge'
     : 'WebCodecs needs a secure context: open the page over https (or on localhost)');
 } else if (stats.state !== 'failed') {
   // Audio is asked for only if this browser decodes it.
-  audio.init().catch(() => false).then((withAudio) => connect(withAudio));
+  audio.init().catch(() => false).then((audioWanted) => {
+    withAudio = audioWanted;
+    connect();
+  });
 }
 
 // For benchmarks: milliseconds per combine of the frame on screen (gl.finish).

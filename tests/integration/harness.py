@@ -21,10 +21,10 @@ def check(cond, message):
 
 
 class Server(programs.LoopbackServer):
-    """A pps-server on 127.0.0.1 and a port of the kernel's choosing."""
+    """A pps-server on 127.0.0.1 and a port of the kernel's choosing (or @port)."""
 
-    def __init__(self, build, workdir, *settings, duration=None, extra=()):
-        super().__init__(build, workdir, *settings, duration_s=duration, extra=extra)
+    def __init__(self, build, workdir, *settings, duration=None, extra=(), port=0):
+        super().__init__(build, workdir, *settings, duration_s=duration, extra=extra, port=port)
 
 
 class Client(programs.LoopbackClient):

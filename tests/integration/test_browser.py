@@ -30,6 +30,13 @@
                    for 2 minutes; asserts windows still arrive in the last
                    10 s and no keepalive timeout closed it. 77 without
                    python3-websockets.
+  browser_reconnect  the server stops and a new one starts on the same
+                   port, three times: the page says it reconnects, then
+                   streams again (frames and sound) within 5 s of the new
+                   server's listening; prints each time it took.
+  browser_token    a server with an access token: the page without one and
+                   with a wrong one shows the token field; the right one
+                   typed into it streams, and a reload streams with it.
   browser_http     HTTP and WebSocket errors, raw sockets, no browser: 404,
                    405, bad handshake -> 400, unmasked frame -> close 1002,
                    oversize message -> close 1009, text -> close 1003; a
@@ -845,11 +852,150 @@ def test_browser_keepalive(build, workdir, keep=None):
           "pings: %s" % (m.group(0) if m else server.log()[-1000:]))
 
 
+# The page streams again this soon after a restarted server listens: its
+# first retry comes 0.5 s after the old server's BYE, the next ones after
+# 1, 2 and 3 s (web/reconnect.js, each +-20 %), so the try that finds the
+# new server comes at most one wait (1.2 s while a restart takes under a
+# second, 3.6 s at most) after it listens, plus the admission.
+RECONNECT_BOUND_S = 5.0
+RESTARTS = 3
+
+
+def browser_or_skip():
+    found = find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    return found
+
+
+def notice(driver):
+    """The page's notice: (shown, its text, whether the token field shows)."""
+    from selenium.webdriver.common.by import By
+    box = driver.find_element(By.ID, "notice")
+    return (box.is_displayed(), driver.find_element(By.ID, "notice-text").text,
+            driver.find_element(By.ID, "token").is_displayed())
+
+
+def wait_notice(driver, cond, what, timeout_s=10):
+    last = {}
+
+    def ready():
+        last["notice"] = n = notice(driver)
+        return n if cond(*n) else None
+
+    return wait_until(ready, lambda: "%s; notice %r" % (what, last.get("notice")),
+                      timeout_s=timeout_s, poll_s=0.1)
+
+
+def test_browser_reconnect(build, workdir, keep=None):
+    """The server stops (BYE "server shutting down") and a new one starts on
+    the same port, three times: each time the page says it will reconnect,
+    then streams again (frames shown, the sound's slots played) within
+    RECONNECT_BOUND_S of the new server's listening, as the page reports
+    its streaming time."""
+    found = browser_or_skip()
+    settings = ("source.type=test", "source.width=%d" % WIDTH, "source.height=%d" % HEIGHT,
+                "audio.source=source", "server.max_clients_per_address=16")
+    server = Server(build, workdir, *settings)
+    port = server.port
+    driver = None
+    took_ms = []
+    try:
+        driver = start_browser(found[0], found[1], workdir,
+                               ["--autoplay-policy=no-user-gesture-required"])
+        driver.get("http://127.0.0.1:%d/?name=selenium" % port)
+        wait_for(driver, lambda s: s["state"] == "streaming" and s["frames_shown"] >= 30,
+                 "the stream to start", 20)
+        for restart in range(1, RESTARTS + 1):
+            before = driver.execute_script("return window.ppsStats()")
+            check(before.get("reconnects", 0) == restart - 1, "reconnects: %s" % before.get("reconnects"))
+            server.stop()
+            # The page says why and when: the server's BYE, the countdown.
+            shown, text, _ = wait_notice(
+                driver, lambda shown, text, token: shown and "reconnecting in" in text,
+                "the page to say it reconnects")
+            check("shutting down" in text, "the notice does not give the reason: %r" % text)
+            stats = driver.execute_script("return window.ppsStats()")
+            check(stats["state"] in ("reconnecting", "connecting"), "state %s" % stats["state"])
+            server = Server(build, workdir, *settings, port=port)
+            listening_ms = time.time() * 1000
+            stats = wait_for(driver, lambda s: s.get("reconnects") == restart and
+                             s["state"] == "streaming", "the stream to come back",
+                             RECONNECT_BOUND_S + 10)
+            took = stats["streaming_at_unix_ms"] - listening_ms
+            took_ms.append(took)
+            print("restart %d: streaming again %.0f ms after the new server listened (%d tries)"
+                  % (restart, took, stats["connects"] - before["connects"]))
+            # Streaming again: new frames shown, the notice gone, the sound back.
+            wait_for(driver, lambda s: s["frames_shown"] >= before["frames_shown"] + 30,
+                     "frames shown after the restart", 15)
+            check(not notice(driver)[0], "the notice still shows: %r" % (notice(driver),))
+            audio = driver.execute_script("return window.ppsAudio()")
+            if (audio.get("support") or {}).get("supported"):
+                wait_for(driver, lambda s: (s.get("audio") or {}).get("slots", 0) >= 25,
+                         "the sound's slots after the restart", 10)
+    finally:
+        if driver:
+            driver.quit()
+        server.stop()
+    check(all(t <= RECONNECT_BOUND_S * 1000 for t in took_ms),
+          "streaming again took %s ms after the new server listened (bound %.0f)"
+          % (["%.0f" % t for t in took_ms], RECONNECT_BOUND_S * 1000))
+    print("reconnect: %s ms" % ", ".join("%.0f" % t for t in took_ms))
+
+
+def test_browser_token(build, workdir, keep=None):
+    """A server with an access token: the page without one, then with a wrong
+    one (?token=), shows the token field and says why; the right token typed
+    into it streams, leaves the URL, and is remembered for the tab (a reload
+    streams without asking)."""
+    from selenium.webdriver.common.by import By
+    found = browser_or_skip()
+    token = "the-viewer-right-token"
+    server = Server(build, workdir, *server_settings(), "server.access_token=" + token)
+    driver = None
+    try:
+        driver = start_browser(found[0], found[1], workdir)
+        driver.get("http://127.0.0.1:%d/?name=selenium" % server.port)
+        wait_for(driver, lambda s: s["state"] == "token", "the page to ask for a token", 20)
+        _, text, _ = wait_notice(driver, lambda shown, text, field: shown and field,
+                                 "the token field")
+        check("needs an access token" in text, "notice without a token: %r" % text)
+
+        driver.get("http://127.0.0.1:%d/?name=selenium&token=wrong" % server.port)
+        stats = wait_for(driver, lambda s: s["state"] == "token", "the page to ask for a token", 20)
+        _, text, _ = wait_notice(driver, lambda shown, text, field: shown and field,
+                                 "the token field")
+        check("refused" in text, "notice with a wrong token: %r" % text)
+        check(stats["frames_shown"] == 0 and stats["reconnects"] == 0, "stats %s" % stats)
+
+        field = driver.find_element(By.ID, "token")
+        field.send_keys(token)
+        driver.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+        wait_for(driver, lambda s: s["state"] == "streaming" and s["frames_shown"] >= 30,
+                 "the stream with the right token", 20)
+        check(not notice(driver)[0], "the notice still shows: %r" % (notice(driver),))
+        check("token=" not in driver.current_url, "the token stays in the URL: %s"
+              % driver.current_url)
+
+        driver.refresh()
+        wait_for(driver, lambda s: s["state"] == "streaming" and s["frames_shown"] >= 10,
+                 "the stream after a reload (the remembered token)", 20)
+    finally:
+        if driver:
+            driver.quit()
+        server.stop()
+    log = server.log()
+    check("wrong access token" in log or "unauthorized" in log, "the server's log: %s" % log[-1500:])
+
+
 TESTS = {"browser_stream": test_browser_stream, "browser_stream_early": test_browser_stream_early,
          "browser_http": test_browser_http, "browser_audio": test_browser_audio,
          "browser_audio_window": test_browser_audio_window, "browser_jitter": test_browser_jitter,
          "browser_audio_unmute": test_browser_audio_unmute,
-         "browser_keepalive": test_browser_keepalive}
+         "browser_keepalive": test_browser_keepalive, "browser_reconnect": test_browser_reconnect,
+         "browser_token": test_browser_token}
 
 if __name__ == "__main__":
     build, name = sys.argv[1], sys.argv[2]

@@ -516,10 +516,83 @@ def gst_ppssink_audio_to_client(build, workdir):
                                                  s["mouth_to_ear_p50_ms"],
                                                  ["%.1f" % g for g in gaps]))
 
+class Xvfb:
+    """A virtual X display (Xvfb :N, N of its choosing): .display once it
+    accepts clients (it writes N to -displayfd then). -noreset: an X server
+    resets when its last client leaves, and autovideosink's first try
+    (xvimagesink: Xvfb has no XVideo) is such a client; ximagesink, next,
+    would find the display gone while it resets."""
+
+    def __init__(self, workdir, timeout_s=20):
+        import select
+        r, w = os.pipe()
+        self.err = open(os.path.join(workdir, "xvfb.err"), "w")
+        self.proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-nolisten", "tcp", "-noreset",
+                                      "-screen", "0", "800x600x24"],
+                                     pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=self.err)
+        os.close(w)
+        number = b""
+        try:
+            while not number.endswith(b"\n"):
+                ready, _, _ = select.select([r], [], [], timeout_s)
+                chunk = os.read(r, 16) if ready else b""
+                if not chunk:
+                    self.stop()
+                    raise Failure("Xvfb did not start: %s" % open(self.err.name).read()[-1000:])
+                number += chunk
+        finally:
+            os.close(r)
+        self.display = ":" + number.decode().strip()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.err.close()
+
+
+def gst_view_on_display(build, workdir):
+    """The documented viewing pipelines as a user types them, autovideosink
+    included, on a display (Xvfb): each shows 90 frames and ends at EOS with
+    exit status 0. Without an X video sink (gstreamer1.0-x) autovideosink
+    goes on to sinks that crash (139)."""
+    if not shutil.which("Xvfb"):
+        print("SKIP: Xvfb not installed (scripts/install-deps.sh installs xvfb)")
+        sys.exit(SKIP)
+    lines = readme_pipelines()
+    env = Build(build).gst_env()
+    env.pop("WAYLAND_DISPLAY", None)
+    xvfb = Xvfb(workdir)
+    env["DISPLAY"] = xvfb.display
+    srv = None
+    try:
+        srv = Server(build, workdir)
+        for name in ("view", "view_audio"):
+            line = lines[name].replace("ppssrc location=" + DOC_ADDRESS,
+                                       "ppssrc location=%s num-buffers=90" % srv.address)
+            p = subprocess.run(shlex.split(line), env=env, capture_output=True, text=True,
+                               timeout=90)
+            out = p.stdout + p.stderr
+            check(p.returncode != 139 and p.returncode != -signal.SIGSEGV,
+                  "%s: gst-launch crashed (SIGSEGV; no X video sink? gstreamer1.0-x):\n%s"
+                  % (name, out[-2000:]))
+            check(p.returncode == 0 and "Got EOS" in out,
+                  "%s: exit %d, not at EOS:\n%s" % (name, p.returncode, out[-2000:]))
+            sink = re.search(r"autovideosink0-actual-sink-(\w+)", out)
+            m = re.search(r"Execution ended after (\S+)", out)
+            print("%s: EOS after 90 buffers on Xvfb %s%s (%s)"
+                  % (name, xvfb.display, ", " + sink.group(1) if sink else "",
+                     m.group(1) if m else "?"))
+    finally:
+        if srv:
+            srv.stop()
+        xvfb.stop()
+
+
 TESTS = {f.__name__: f for f in (gst_server_to_ppssrc, gst_ppssrc_no_server,
                                  gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect,
                                  gst_bad_property, gst_server_to_ppssrc_audio,
-                                 gst_ppssink_audio_to_client)}
+                                 gst_ppssink_audio_to_client, gst_view_on_display)}
 
 if __name__ == "__main__":
     if not shutil.which("gst-launch-1.0"):

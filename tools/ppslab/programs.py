@@ -420,15 +420,17 @@ class Client(Program):
 
 
 class LoopbackServer(Server):
-    """A pps-server on 127.0.0.1 and a port of the kernel's choosing, as the
-    tests and the loopback tools run it: a status line a second on its
-    stderr (log()), its counters to a file (stats()), one --set per item of
-    @settings ("KEY=VALUE"). @build: a Build or its directory."""
+    """A pps-server on 127.0.0.1 and a port of the kernel's choosing (or
+    @port: a restarted server where the last one was), as the tests and the
+    loopback tools run it: a status line a second on its stderr (log()), its
+    counters to a file (stats()), one --set per item of @settings
+    ("KEY=VALUE"). @build: a Build or its directory."""
 
-    def __init__(self, build, workdir, *settings, duration_s=None, extra=()):
+    def __init__(self, build, workdir, *settings, duration_s=None, extra=(), port=0):
         build = build if isinstance(build, Build) else Build(build)
         ns = time.monotonic_ns()
-        super().__init__(build.server, "127.0.0.1", workdir, tag="server-%d" % ns, duration_s=duration_s,
+        super().__init__(build.server, "127.0.0.1", workdir, port=port, tag="server-%d" % ns,
+                         duration_s=duration_s,
                          stats_json=os.path.join(workdir, "server-stats-%d.json" % ns), quiet=False,
                          sets=["server.status_interval_s=1"] + list(settings), extra=extra, new_session=False)
 
