@@ -237,6 +237,13 @@ compare_client_id(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+static int
+compare_client_ptr_id(const void *a, const void *b)
+{
+	return compare_client_id(*(const pps_server_client_t *const *)a,
+	                         *(const pps_server_client_t *const *)b);
+}
+
 int
 pps_server_report_snapshot(const pps_server_report_t *r, pps_server_snapshot_t *snap)
 {
@@ -417,6 +424,8 @@ pps_server_report_json(const pps_server_report_t *r, const pps_server_snapshot_t
 	                    ? snap->clients_left
 	                    : PPS_SERVER_REPORT_CLIENTS_KEPT;
 	uint64_t omitted = snap->clients_left - kept;
+	const pps_server_client_t **list;
+	size_t n = 0;
 	char *text;
 
 	json_object_set_string_member(o, "type", type);
@@ -466,12 +475,21 @@ pps_server_report_json(const pps_server_report_t *r, const pps_server_snapshot_t
 	}
 	json_object_set_array_member(o, "layer_bytes", layers);
 	json_object_set_array_member(o, "encode_ms_per_frame", encode_ms);
-	/* The clients that left, oldest kept first, then the connected ones. */
-	for (uint64_t i = snap->clients_left - kept; i < snap->clients_left; i++)
-		json_array_add_object_element(
-		    clients, client_object(&r->left[i % PPS_SERVER_REPORT_CLIENTS_KEPT]));
-	for (size_t i = 0; i < snap->n_clients; i++)
-		json_array_add_object_element(clients, client_object(&snap->clients[i]));
+	/* The clients kept that had left by the snapshot and the connected
+	 * ones, by id (the order they came in). */
+	list = malloc((kept + snap->n_clients + 1) * sizeof(*list));
+	if (list) {
+		for (uint64_t i = snap->clients_left - kept; i < snap->clients_left; i++)
+			list[n++] = &r->left[i % PPS_SERVER_REPORT_CLIENTS_KEPT];
+		for (size_t i = 0; i < snap->n_clients; i++)
+			list[n++] = &snap->clients[i];
+		qsort(list, n, sizeof(*list), compare_client_ptr_id);
+		for (size_t i = 0; i < n; i++)
+			json_array_add_object_element(clients, client_object(list[i]));
+		free(list);
+	} else {
+		omitted = snap->clients_left; /* out of memory: counted, not listed */
+	}
 	json_object_set_array_member(o, "clients", clients);
 	json_object_set_int_member(o, "clients_left", (gint64)snap->clients_left);
 	json_object_set_int_member(o, "clients_omitted", (gint64)omitted);
