@@ -79,16 +79,11 @@ round_ms(double seconds)
 	return round(seconds * 1000.0) / 1000.0;
 }
 
+/* The text format names a counter's family with its _total, as its samples. */
 static void
 family(GString *g, const char *name, const char *type, const char *help)
 {
-	/* A counter's family is named without _total (the exposition format). */
-	size_t len = strlen(name);
-
-	if (strcmp(type, "counter") == 0 && len > 6 && strcmp(name + len - 6, "_total") == 0)
-		len -= 6;
-	g_string_append_printf(g, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)len, name, help,
-	                       (int)len, name, type);
+	g_string_append_printf(g, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void
