@@ -326,11 +326,11 @@ char *pps_server_report_start_json(const pps_server_report_t *report);
 char *pps_server_report_json(const pps_server_report_t *report,
                              const pps_server_snapshot_t *snapshot, const char *type);
 /* The run's counters on @out (NULL: none), and the summary as one JSON line
- * to @stats_json (NULL: none; not closed) and to @log (NULL: none): 0, or a
- * negative errno with the reason in @err when @stats_json could not be
- * written. */
+ * to @stats_json (NULL: none; not closed; @stats_json_name names it in
+ * messages) and to @log (NULL: none): 0, or a negative errno with the reason
+ * in @err when @stats_json could not be written. */
 int pps_server_report_final(const pps_server_report_t *report, FILE *out, FILE *stats_json,
-                            FILE *log, char *err, size_t err_size);
+                            const char *stats_json_name, FILE *log, char *err, size_t err_size);
 
 /* ---- GET /metrics -------------------------------------------------------- */
 
@@ -437,11 +437,11 @@ void pps_server_get_stats(const pps_server_t *server, pps_media_stats_t *media,
 /* The status line (rates since the last one, each client) on @out. */
 void pps_server_write_status(pps_server_t *server, FILE *out);
 /* The run's counters on @out (NULL: none), the summary as one JSON line to
- * @stats_json (NULL: none; the caller opened it, and closes it) and to the
- * log, and the log closed: 0, or a negative errno with @err when a file
- * could not be written. After pps_server_stop(). */
-int pps_server_finish(pps_server_t *server, FILE *out, FILE *stats_json, char *err,
-                      size_t err_size);
+ * @stats_json (NULL: none; the caller opened it, and closes it; named
+ * @stats_json_name in messages) and to the log, and the log closed: 0, or a negative errno with
+ * @err when a file could not be written. After pps_server_stop(). */
+int pps_server_finish(pps_server_t *server, FILE *out, FILE *stats_json,
+                      const char *stats_json_name, char *err, size_t err_size);
 void pps_server_free(pps_server_t *server);
 
 #endif /* PPS_SERVER_LIB_H */

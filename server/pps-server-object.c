@@ -320,12 +320,13 @@ pps_server_write_status(pps_server_t *s, FILE *out)
 }
 
 int
-pps_server_finish(pps_server_t *s, FILE *out, FILE *stats_json, char *err, size_t err_size)
+pps_server_finish(pps_server_t *s, FILE *out, FILE *stats_json, const char *stats_json_name,
+                  char *err, size_t err_size)
 {
 	int ret = 0, log_ret;
 
 	if (s->report)
-		ret = pps_server_report_final(s->report, out, stats_json,
+		ret = pps_server_report_final(s->report, out, stats_json, stats_json_name,
 		                              s->log ? pps_server_log_file(s->log) : NULL, err,
 		                              err_size);
 	if (s->log) {

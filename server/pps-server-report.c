@@ -499,8 +499,8 @@ pps_server_report_json(const pps_server_report_t *r, const pps_server_snapshot_t
 }
 
 int
-pps_server_report_final(const pps_server_report_t *srv, FILE *out, FILE *stats_json, FILE *log,
-                        char *err, size_t err_size)
+pps_server_report_final(const pps_server_report_t *srv, FILE *out, FILE *stats_json,
+                        const char *stats_json_name, FILE *log, char *err, size_t err_size)
 {
 	pps_server_snapshot_t snap;
 	char *text;
@@ -544,7 +544,8 @@ pps_server_report_final(const pps_server_report_t *srv, FILE *out, FILE *stats_j
 		if (stats_json && (fprintf(stats_json, "%s\n", text) < 0 ||
 		                   fflush(stats_json) != 0 || ferror(stats_json))) {
 			ret = -(errno ? errno : EIO);
-			snprintf(err, err_size, "--stats-json: cannot write: %s", strerror(-ret));
+			snprintf(err, err_size, "--stats-json %s: cannot write: %s",
+			         stats_json_name ? stats_json_name : "", strerror(-ret));
 		}
 		g_free(text);
 	}

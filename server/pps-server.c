@@ -244,8 +244,8 @@ main(int argc, char **argv)
 	event_base_dispatch(cli.base);
 
 	pps_server_stop(cli.server);
-	if (pps_server_finish(cli.server, cli.quiet ? NULL : stderr, cli.stats_json_file, err,
-	                      sizeof(err)) < 0) {
+	if (pps_server_finish(cli.server, cli.quiet ? NULL : stderr, cli.stats_json_file,
+	                      cli.stats_json, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-server: %s\n", err);
 		cli.exit_status = 1;
 	}
