@@ -491,7 +491,31 @@ void pps_stats_summarize(pps_stats_t *stats, pps_stats_summary_t *out);
 /* Writes the summary as a JSON Lines event and as a table on @table. */
 void pps_stats_write_summary(pps_stats_t *stats, const pps_stats_summary_t *s, FILE *table);
 /* Writes the summary as one JSON object (--stats-json); 0 or a negative errno. */
-int pps_stats_write_json(const pps_stats_summary_t *s, FILE *out);
+int pps_stats_write_json(const pps_stats_t *stats, const pps_stats_summary_t *s, FILE *out);
+
+/* What the log's start record and the summaries' "start" say (docs/JSON.md). */
+typedef struct {
+	const char *program; /* "pps-client", "ppssrc" */
+	const char *server;  /* HOST:PORT as asked for */
+	const char *policy;  /* the playout policy's name */
+} pps_stats_start_t;
+/* The log's start record (the version and the time now); its fields (the
+ * strings copied, bounded) are kept for the summaries. Once, first. */
+void pps_stats_start(pps_stats_t *stats, const pps_stats_start_t *start);
+/* A connection's STREAM_INFO: a "stream" record, and the summaries' start.stream. */
+void pps_stats_stream(pps_stats_t *stats, const pps_wire_stream_info_t *info);
+
+/* What the client's other objects add to an interval record (NAN: unknown). */
+typedef struct {
+	double clock_offset_ms;      /* server clock - client clock */
+	double clock_uncertainty_ms; /* half the best round trip */
+	double playout_delay_ms;     /* the playout's target delay (not for asap) */
+} pps_stats_interval_extra_t;
+/* One "interval" record in the log: the figures since the previous one (or
+ * the start record). Bounded: the latency percentiles are over the frames
+ * sampled in the interval. Nothing without a log. */
+void pps_stats_write_interval(pps_stats_t *stats, int64_t now_us,
+                              const pps_stats_interval_extra_t *extra);
 
 /* Rolling figures for the status line, since the previous call. */
 typedef struct {
@@ -644,6 +668,7 @@ typedef struct {
 	pps_playout_policy_t policy;
 	int64_t tolerance_us; /* fixed policy; 0 = from the stream */
 	FILE *log;            /* JSON Lines; may be NULL; the caller closes it after free */
+	const char *program;  /* for the log's start record; NULL: "pps_player" */
 	/* The audio track: asked for (HELLO), played and measured. */
 	bool audio;
 	pps_audio_params_t audio_params;

@@ -39,7 +39,7 @@ typedef struct {
 	/* What a server makes us say on stderr, connection after connection. */
 	pps_peer_log_t *peer_log;
 
-	struct event *status_timer, *ui_timer, *duration_timer;
+	struct event *status_timer, *ui_timer, *duration_timer, *interval_timer;
 	struct event *sigint_event, *sigterm_event;
 	char overlay[96];
 	pps_stats_rolling_t last_rolling;
@@ -59,8 +59,13 @@ usage(FILE *out)
 	    "is a display)\n"
 	    "  --output FILE.y4m        write the frames shown to a y4m file; - = stdout (summary "
 	    "to stderr)\n"
-	    "  --log FILE               JSON Lines events: frames, windows, clock, summary\n"
-	    "  --stats-json FILE        write the summary as one JSON object on exit\n"
+	    "  --log FILE               JSON Lines: a start record, frames, windows, clock, the\n"
+	    "                           summary (docs/JSON.md)\n"
+	    "  --stats-interval SECONDS with --log: an interval record this often (frames, "
+	    "latency,\n"
+	    "                           rate, freezes since the previous one)\n"
+	    "  --stats-json FILE        write the summary as one JSON object on exit (opened at\n"
+	    "                           start)\n"
 	    "  --policy NAME            playout policy: adaptive, smooth, asap or fixed (same as\n"
 	    "                           --set playout.policy=...)\n"
 	    "  --tolerance MS           fixed policy: show at capture time + MS (0 = from the "
@@ -232,6 +237,25 @@ status_cb(evutil_socket_t fd, short what, void *user)
 }
 
 static void
+interval_cb(evutil_socket_t fd, short what, void *user)
+{
+	client_t *c = user;
+	const pps_clock_t *clock = pps_player_clock(c->player);
+	pps_stats_interval_extra_t extra = {NAN, NAN, NAN};
+
+	(void)fd;
+	(void)what;
+	if (pps_clock_have_offset(clock)) {
+		extra.clock_offset_ms = (double)pps_clock_offset_us(clock) / 1000.0;
+		extra.clock_uncertainty_ms = (double)pps_clock_best_rtt_us(clock) / 2000.0;
+	}
+	if (c->policy != PPS_PLAYOUT_ASAP)
+		extra.playout_delay_ms =
+		    (double)pps_playout_delay_us(pps_player_playout(c->player)) / 1000.0;
+	pps_stats_write_interval(pps_player_stats(c->player), pps_client_realtime_us(NULL), &extra);
+}
+
+static void
 ui_cb(evutil_socket_t fd, short what, void *user)
 {
 	client_t *c = user;
@@ -252,7 +276,7 @@ stop_cb(evutil_socket_t sig, short what, void *user)
 }
 
 static int
-parse_duration(const char *text, double *seconds)
+parse_duration(const char *option, const char *text, double *seconds)
 {
 	char *end;
 
@@ -261,23 +285,19 @@ parse_duration(const char *text, double *seconds)
 	/* inf and nan parse as numbers; neither is a duration. */
 	if (end == text || *end || errno || !isfinite(*seconds) || *seconds <= 0 ||
 	    *seconds > 1e9) {
-		fprintf(stderr, "pps-client: --duration %s: expected seconds > 0 (finite)\n", text);
+		fprintf(stderr, "pps-client: %s %s: expected seconds > 0 (finite)\n", option, text);
 		return -EINVAL;
 	}
 	return 0;
 }
 
+/* --stats-json: opened at start, so an unwritable path fails before the run. */
 static int
-write_stats_json(const char *path, const pps_stats_summary_t *summary)
+write_stats_json(const char *path, FILE *f, const pps_stats_t *stats,
+                 const pps_stats_summary_t *summary)
 {
-	FILE *f = fopen(path, "w");
-	int ret;
+	int ret = pps_stats_write_json(stats, summary, f);
 
-	if (!f) {
-		fprintf(stderr, "pps-client: --stats-json %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	ret = pps_stats_write_json(summary, f);
 	if (fclose(f) != 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0)
@@ -294,6 +314,7 @@ main(int argc, char **argv)
 	    {"output", required_argument, NULL, 'o'},
 	    {"log", required_argument, NULL, 'L'},
 	    {"stats-json", required_argument, NULL, 'j'},
+	    {"stats-interval", required_argument, NULL, 'i'},
 	    {"policy", required_argument, NULL, 'P'},
 	    {"tolerance", required_argument, NULL, 'T'},
 	    {"duration", required_argument, NULL, 'd'},
@@ -315,7 +336,8 @@ main(int argc, char **argv)
 	pps_client_settings_t settings;
 	pps_connection_params_t *conn = &params.connection;
 	char err[512];
-	double duration_s = 0;
+	double duration_s = 0, interval_s = 0;
+	FILE *stats_json_file = NULL;
 	const char *stats_json = NULL, *output;
 	struct timeval status_tv = {1, 0}, ui_tv = {0, 100000};
 	int opt;
@@ -357,7 +379,16 @@ main(int argc, char **argv)
 			ret = set_key(&c, "playout", "tolerance_ms", optarg, "--tolerance ");
 			break;
 		case 'd':
-			ret = parse_duration(optarg, &duration_s);
+			ret = parse_duration("--duration", optarg, &duration_s);
+			break;
+		case 'i':
+			ret = parse_duration("--stats-interval", optarg, &interval_s);
+			if (ret == 0 && interval_s < 0.01) {
+				fprintf(stderr,
+				        "pps-client: --stats-interval %s: at least 0.01 s\n",
+				        optarg);
+				ret = -EINVAL;
+			}
 			break;
 		case 'r':
 			ret = set_key(&c, "client", "reconnect", "true", "--reconnect ");
@@ -407,10 +438,23 @@ main(int argc, char **argv)
 	/* Video on stdout: everything else goes to stderr. */
 	c.table = strcmp(output, "-") == 0 ? stderr : stdout;
 	c.log_path = settings.log_path;
+	if (interval_s > 0 && !c.log_path[0]) {
+		fprintf(stderr,
+		        "pps-client: --stats-interval needs --log (its records go there)\n");
+		pps_config_free(c.config);
+		return PPS_EXIT_USAGE;
+	}
+	if (stats_json && !(stats_json_file = fopen(stats_json, "w"))) {
+		fprintf(stderr, "pps-client: --stats-json %s: %s\n", stats_json, strerror(errno));
+		pps_config_free(c.config);
+		return 1;
+	}
 	if (c.log_path[0]) {
 		c.log = fopen(c.log_path, "w");
 		if (!c.log) {
 			fprintf(stderr, "pps-client: --log %s: %s\n", c.log_path, strerror(errno));
+			if (stats_json_file)
+				fclose(stats_json_file);
 			pps_config_free(c.config);
 			return 1;
 		}
@@ -420,6 +464,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-client: %s\n", err);
 		if (c.log)
 			fclose(c.log);
+		if (stats_json_file)
+			fclose(stats_json_file);
 		pps_config_free(c.config);
 		return 1;
 	}
@@ -427,6 +473,7 @@ main(int argc, char **argv)
 	c.peer_log = pps_peer_log_new(stderr, PPS_PEER_LOG_TEXT, PPS_PEER_LOG_TEXT_BURST,
 	                              PPS_PEER_LOG_TEXT_INTERVAL_US);
 	params.log = c.log;
+	params.program = "pps-client";
 	conn->clock_cb = pps_client_realtime_us;
 	if (c.base && c.peer_log)
 		c.player = pps_player_new(c.base, &params, &player_callbacks, &c);
@@ -446,6 +493,13 @@ main(int argc, char **argv)
 	if (pps_display_has_window(c.display)) {
 		c.ui_timer = event_new(c.base, -1, EV_PERSIST, ui_cb, &c);
 		event_add(c.ui_timer, &ui_tv);
+	}
+	if (interval_s > 0) {
+		struct timeval tv =
+		    pps_time_us_to_timeval((int64_t)(interval_s * PPS_TIME_US_PER_S));
+
+		c.interval_timer = event_new(c.base, -1, EV_PERSIST, interval_cb, &c);
+		event_add(c.interval_timer, &tv);
 	}
 	c.sigint_event = evsignal_new(c.base, SIGINT, stop_cb, &c);
 	c.sigterm_event = evsignal_new(c.base, SIGTERM, stop_cb, &c);
@@ -473,11 +527,13 @@ main(int argc, char **argv)
 	if (pps_player_ever_streamed(c.player)) {
 		pps_stats_summarize(pps_player_stats(c.player), &summary);
 		pps_stats_write_summary(pps_player_stats(c.player), &summary, c.table);
-		if (stats_json && write_stats_json(stats_json, &summary) < 0)
+		if (stats_json_file && write_stats_json(stats_json, stats_json_file,
+		                                        pps_player_stats(c.player), &summary) < 0)
 			c.exit_status = 1;
-	} else if (stats_json) {
+	} else if (stats_json_file) {
 		pps_stats_summarize(pps_player_stats(c.player), &summary);
-		if (write_stats_json(stats_json, &summary) < 0)
+		if (write_stats_json(stats_json, stats_json_file, pps_player_stats(c.player),
+		                     &summary) < 0)
 			c.exit_status = 1;
 	}
 	if (!log_ok(&c))
@@ -499,6 +555,8 @@ main(int argc, char **argv)
 		event_free(c.ui_timer);
 	if (c.duration_timer)
 		event_free(c.duration_timer);
+	if (c.interval_timer)
+		event_free(c.interval_timer);
 	event_free(c.sigint_event);
 	event_free(c.sigterm_event);
 	event_base_free(c.base);

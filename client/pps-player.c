@@ -331,6 +331,7 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000, p->window_us);
 	p->ever_streamed = true;
 	pps_connection_stream_started(p->connection, p->window_us);
+	pps_stats_stream(p->stats, info);
 	if (p->callbacks.stream_cb)
 		p->callbacks.stream_cb(info, p->user);
 	return 0;
@@ -471,6 +472,11 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 		if (!p->audio)
 			goto err_free;
 	}
+	pps_stats_start(p->stats, &(pps_stats_start_t){
+	                              .program = params->program ? params->program : "pps_player",
+	                              .server = params->connection.server,
+	                              .policy = pps_playout_policy_name(params->policy),
+	                          });
 	if (!(p->play_timer = evtimer_new(base, play_timer_cb, p))) {
 		errno = ENOMEM;
 		goto err_free;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the client measured: the JSON Lines log (one object per event), the
- * rolling figures of the status line, and the summary at exit.
+ * What the client measured: the JSON Lines log (one object per event, a
+ * start record first; docs/JSON.md), the rolling figures of the status line,
+ * the interval records, and the summary at exit.
  *
  * Memory is bounded: per-frame and per-window samples are kept up to
  * MAX_SAMPLES each (over a day of video at 30 frames/s); past that, samples
@@ -11,6 +12,7 @@
 #include "pps-client-internal.h"
 #include "pps-prioritizer.h"
 #include "pps-time.h"
+#include "pps-version.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -91,6 +93,18 @@ struct pps_stats {
 	uint64_t roll_audio_slots, roll_audio_played;
 	float roll_ear_ms[256];
 	size_t roll_ear_n;
+
+	/* the start record, and the last STREAM_INFO, for the summaries */
+	char program[32], server[256], policy[32];
+	int64_t start_us;
+	bool have_stream;
+	pps_wire_stream_info_t stream;
+	/* the interval records: counters at the last one */
+	int64_t iv_start_us;
+	size_t iv_frame; /* frames[] index where the interval's samples start */
+	uint64_t iv_total, iv_shown, iv_late, iv_lost, iv_dropped, iv_bytes, iv_windows_late,
+	    iv_windows_dropped, iv_freezes, iv_audio_slots, iv_audio_played;
+	int64_t iv_frozen_us;
 };
 
 pps_stats_t *
@@ -445,6 +459,159 @@ pps_stats_event(pps_stats_t *s, const char *json_fields)
 	pps_peer_log_printf(s->peer_log, pps_time_realtime_us(), "{%s}\n", json_fields);
 }
 
+/* A JSON string of text we hold (names, addresses): quote, backslash and
+ * control characters escaped. */
+static void
+json_string(FILE *f, const char *text)
+{
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20)
+			fprintf(f, "\\u%04x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+/* "2024-05-01T12:00:00.123456Z" */
+static void
+iso_time(int64_t us, char *buf, size_t size)
+{
+	time_t secs = (time_t)(us / 1000000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&secs, &tm);
+	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%06dZ", (int)(us % 1000000));
+}
+
+/* The start fields, without braces: the start record's and the summaries'. */
+static void
+write_start_fields(FILE *f, const pps_stats_t *s)
+{
+	char when[40];
+
+	iso_time(s->start_us, when, sizeof(when));
+	fprintf(f, "\"program\":");
+	json_string(f, s->program);
+	fprintf(f, ",\"version\":\"%s\",\"time_us\":%" PRId64 ",\"time\":\"%s\",\"server\":",
+	        PPS_VERSION, s->start_us, when);
+	json_string(f, s->server);
+	fprintf(f, ",\"policy\":");
+	json_string(f, s->policy);
+}
+
+static void
+write_stream_fields(FILE *f, const pps_wire_stream_info_t *info)
+{
+	fprintf(f,
+	        "\"width\":%u,\"height\":%u,\"fps\":%.3f,\"temporal_layers\":%u,"
+	        "\"quality_layers\":%u,\"window_frames\":%u,\"latency_budget_ms\":%u,"
+	        "\"audio\":%s",
+	        info->width, info->height,
+	        info->fps_den ? (double)info->fps_num / info->fps_den : 0.0, info->temporal_layers,
+	        info->quality_layers, info->window_frames, info->latency_budget_ms,
+	        info->audio_codec ? "true" : "false");
+}
+
+void
+pps_stats_start(pps_stats_t *s, const pps_stats_start_t *start)
+{
+	snprintf(s->program, sizeof(s->program), "%s", start->program ? start->program : "");
+	snprintf(s->server, sizeof(s->server), "%s", start->server ? start->server : "");
+	snprintf(s->policy, sizeof(s->policy), "%s", start->policy ? start->policy : "");
+	s->start_us = s->iv_start_us = pps_time_realtime_us();
+	if (!s->log)
+		return;
+	fprintf(s->log, "{\"type\":\"start\",");
+	write_start_fields(s->log, s);
+	fprintf(s->log, "}\n");
+}
+
+void
+pps_stats_stream(pps_stats_t *s, const pps_wire_stream_info_t *info)
+{
+	s->stream = *info;
+	s->have_stream = true;
+	if (!s->log)
+		return;
+	fprintf(s->log,
+	        "{\"type\":\"stream\",\"t_us\":%" PRId64 ",\"server\":", pps_time_realtime_us());
+	json_string(s->log, s->server);
+	fputc(',', s->log);
+	write_stream_fields(s->log, info);
+	fprintf(s->log, "}\n");
+}
+
+static void json_number(FILE *f, const char *name, double v);
+
+void
+pps_stats_write_interval(pps_stats_t *s, int64_t now_us, const pps_stats_interval_extra_t *extra)
+{
+	double dt = (double)(now_us - s->iv_start_us) / 1e6;
+	uint64_t slots = s->audio_played + s->audio_recovered + s->audio_concealed;
+	size_t n = 0, from = s->iv_frame < s->n_frames ? s->iv_frame : s->n_frames;
+	float *lat = s->n_frames > from ? malloc((s->n_frames - from) * sizeof(*lat)) : NULL;
+
+	for (size_t i = from; lat && i < s->n_frames; i++)
+		if (s->frames[i].display_us)
+			lat[n++] =
+			    (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
+			            1000.0);
+	if (lat)
+		qsort(lat, n, sizeof(*lat), compare_float);
+	if (dt <= 0)
+		dt = 1e-6;
+	if (s->log) {
+		fprintf(s->log,
+		        "{\"type\":\"interval\",\"t_us\":%" PRId64 ",\"interval_s\":%.3f"
+		        ",\"elapsed_s\":%.3f,\"frames_total\":%" PRIu64 ",\"frames_shown\":%" PRIu64
+		        ",\"frames_late\":%" PRIu64 ",\"frames_lost\":%" PRIu64
+		        ",\"frames_dropped\":%" PRIu64,
+		        now_us, dt, (double)(now_us - s->start_us) / 1e6,
+		        s->frames_total - s->iv_total, s->frames_shown - s->iv_shown,
+		        s->frames_late - s->iv_late, s->frames_lost - s->iv_lost,
+		        s->frames_dropped - s->iv_dropped);
+		json_number(s->log, "fps_shown", (double)(s->frames_shown - s->iv_shown) / dt);
+		json_number(s->log, "latency_p50_ms", percentile(lat, n, 50));
+		json_number(s->log, "latency_p95_ms", percentile(lat, n, 95));
+		json_number(s->log, "received_bps", 8.0 * (double)(s->bytes - s->iv_bytes) / dt);
+		fprintf(s->log,
+		        ",\"windows_late\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
+		        ",\"freezes\":%" PRIu64,
+		        s->windows_late - s->iv_windows_late,
+		        s->windows_dropped - s->iv_windows_dropped, s->freezes - s->iv_freezes);
+		json_number(s->log, "frozen_ms",
+		            (double)(s->frozen_total_us - s->iv_frozen_us) / 1000.0);
+		fprintf(s->log, ",\"audio_slots\":%" PRIu64 ",\"audio_played\":%" PRIu64,
+		        slots - s->iv_audio_slots, s->audio_played - s->iv_audio_played);
+		json_number(s->log, "clock_offset_ms", extra ? extra->clock_offset_ms : NAN);
+		json_number(s->log, "clock_uncertainty_ms",
+		            extra ? extra->clock_uncertainty_ms : NAN);
+		json_number(s->log, "playout_delay_ms", extra ? extra->playout_delay_ms : NAN);
+		fprintf(s->log, "}\n");
+	}
+	free(lat);
+	s->iv_start_us = now_us;
+	s->iv_frame = s->n_frames;
+	s->iv_total = s->frames_total;
+	s->iv_shown = s->frames_shown;
+	s->iv_late = s->frames_late;
+	s->iv_lost = s->frames_lost;
+	s->iv_dropped = s->frames_dropped;
+	s->iv_bytes = s->bytes;
+	s->iv_windows_late = s->windows_late;
+	s->iv_windows_dropped = s->windows_dropped;
+	s->iv_freezes = s->freezes;
+	s->iv_frozen_us = s->frozen_total_us;
+	s->iv_audio_slots = slots;
+	s->iv_audio_played = s->audio_played;
+}
+
 static int
 compare_float(const void *a, const void *b)
 {
@@ -659,12 +826,22 @@ json_number(FILE *f, const char *name, double v)
 }
 
 static void
-write_summary_json(FILE *out, const pps_stats_summary_t *o, uint64_t unsampled)
+write_summary_json(FILE *out, const pps_stats_t *s, const pps_stats_summary_t *o,
+                   uint64_t unsampled)
 {
+	fprintf(out, "{\"type\":\"summary\",\"start\":{");
+	write_start_fields(out, s);
+	fprintf(out, ",\"stream\":");
+	if (s->have_stream) {
+		fputc('{', out);
+		write_stream_fields(out, &s->stream);
+		fputc('}', out);
+	} else {
+		fprintf(out, "null");
+	}
 	fprintf(out,
-	        "{\"type\":\"summary\",\"windows_total\":%" PRIu64
-	        ",\"windows_transmitted\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
-	        ",\"windows_late\":%" PRIu64,
+	        "},\"windows_total\":%" PRIu64 ",\"windows_transmitted\":%" PRIu64
+	        ",\"windows_dropped\":%" PRIu64 ",\"windows_late\":%" PRIu64,
 	        o->windows_total, o->windows_transmitted, o->windows_dropped, o->windows_late);
 	for (int i = 0; i < 6; i++) {
 		char name[32];
@@ -682,8 +859,8 @@ write_summary_json(FILE *out, const pps_stats_summary_t *o, uint64_t unsampled)
 	json_number(out, "window_latency_p50_ms", o->window_latency_p50_ms);
 	json_number(out, "window_latency_p95_ms", o->window_latency_p95_ms);
 	json_number(out, "signal_delay_p95_ms", o->signal_delay_p95_ms);
-	json_number(out, "bits_per_second", o->bits_per_second);
-	json_number(out, "seconds", o->seconds);
+	json_number(out, "received_bps", o->bits_per_second);
+	json_number(out, "duration_s", o->seconds);
 	fprintf(out, ",\"samples_capped\":%" PRIu64, unsampled);
 	fprintf(out,
 	        ",\"frames_late\":%" PRIu64 ",\"frames_undecodable\":%" PRIu64
@@ -728,7 +905,7 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 {
 	if (s->log) {
 		pps_peer_log_flush(s->peer_log);
-		write_summary_json(s->log, o, s->frames_unsampled);
+		write_summary_json(s->log, s, o, s->frames_unsampled);
 		fflush(s->log);
 	}
 	if (!table)
@@ -780,9 +957,9 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 }
 
 int
-pps_stats_write_json(const pps_stats_summary_t *o, FILE *out)
+pps_stats_write_json(const pps_stats_t *s, const pps_stats_summary_t *o, FILE *out)
 {
-	write_summary_json(out, o, 0);
+	write_summary_json(out, s, o, s->frames_unsampled);
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);
 	return 0;

@@ -412,6 +412,7 @@ gst_pps_src_start(GstBaseSrc *bsrc)
 		}
 	}
 	params.log = src->log;
+	params.program = "ppssrc";
 	conn->server = src->server;
 	conn->clock_cb = pps_client_realtime_us;
 	/* The audio is played on the player's clock into the audio pad, never

@@ -19,7 +19,7 @@ libjson-glib-dev help2man
 libevent-dev libx264-dev libsdl2-dev libopus-dev
 libssl-dev openssl
 valgrind iproute2 iperf3 procps psmisc
-python3-matplotlib python3-numpy python3-websockets
+python3-matplotlib python3-numpy python3-websockets python3-prometheus-client
 srt-tools
 chromium chromium-driver python3-selenium
 "

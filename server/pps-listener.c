@@ -175,6 +175,9 @@ session_closed_cb(pps_session_t *session, void *user)
 			link_t *dead = *k;
 
 			*k = dead->next;
+			if (pps_session_state(session) == PPS_SESSION_STREAMING &&
+			    l->callbacks.left_cb)
+				l->callbacks.left_cb(session, l->user);
 			switch (pps_session_bye_reason(session)) {
 			case PPS_WIRE_BYE_UNAUTHORIZED:
 				l->stats.clients_unauthorized++;

@@ -22,6 +22,7 @@
 #include "pps-codec.h"
 #include "pps-log.h"
 #include "pps-minbuf.h"
+#include "pps-web.h"
 #include "pps-prioritizer.h"
 #include "pps-wire.h"
 
@@ -206,6 +207,9 @@ typedef struct {
 	/* An audio-only connection is a thin stream (pps_minbuf_params_t.thin);
 	 * false: plain mode tcp, for comparison. */
 	bool audio_thin;
+	/* Pages a browser's connection may ask for besides the embedded files
+	 * (GET /metrics); zeroed: none. */
+	pps_web_pages_t web_pages;
 } pps_session_params_t;
 
 /* Called when the session is gone for good (its socket failed, the peer left
@@ -250,6 +254,12 @@ void pps_session_refuse(pps_session_t *session, pps_wire_bye_reason_t reason, co
 /* Best-effort BYE written now (server shutdown), then the socket is shut. */
 void pps_session_say_bye(pps_session_t *session, pps_wire_bye_reason_t reason, const char *text);
 const char *pps_session_peer(const pps_session_t *session); /* "addr:port name" */
+/* "addr:port" ("[v6]:port") alone, and the HELLO's name ("" without one;
+ * printable ASCII, anything else '?'). */
+const char *pps_session_address(const pps_session_t *session);
+const char *pps_session_name(const pps_session_t *session);
+/* When it was admitted (the session's clock, µs); 0 before. */
+int64_t pps_session_joined_us(const pps_session_t *session);
 unsigned pps_session_id(const pps_session_t *session);
 /* The BYE reason this session refused its client with, or -1 (it left, or
  * its socket failed, or it is still open). */

@@ -123,6 +123,8 @@ typedef struct {
 typedef struct {
 	/* Ask the encoder for an IDR now (the recovery bounds are applied). */
 	void (*idr_cb)(void *user);
+	/* A streaming session is going (its figures are final); optional. */
+	void (*left_cb)(pps_session_t *session, void *user);
 } pps_listener_callbacks_t;
 
 typedef struct {
@@ -253,22 +255,122 @@ pps_server_log_t *pps_server_log_new(struct event_base *base, const char *path, 
 int pps_server_log_close(pps_server_log_t *log);
 /* The file's path, for messages. */
 const char *pps_server_log_path(const pps_server_log_t *log);
+/* One record of the caller's (@json: one JSON object, no newline). */
+void pps_server_log_record(pps_server_log_t *log, const char *json);
+/* The open file, for a record written by another object (the summary). */
+FILE *pps_server_log_file(pps_server_log_t *log);
 
-/* ---- status line and final counters ------------------------------------ */
+/* ---- status line, final counters, snapshots ---------------------------- */
 
 typedef struct pps_server_report pps_server_report_t;
 
-/* Reads @media and @listener (borrowed); rates are measured from now. NULL + errno. */
+/* Clients that left, kept for the summary: the last this many (the rest are
+ * counted in clients_omitted). */
+#define PPS_SERVER_REPORT_CLIENTS_KEPT 256
+
+/* One client's figures (a streaming session's, read now or when it left). */
+typedef struct {
+	unsigned id;
+	char address[64];                       /* "addr:port" */
+	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* the HELLO's, "" without */
+	bool audio_only;
+	bool connected;             /* still streaming when the figures were read */
+	int64_t joined_us, left_us; /* real time; left_us 0 while connected */
+	pps_sched_stats_t sched;    /* windows, ADUs, audio */
+	uint64_t adu_bytes_sent;    /* over every layer */
+	bool has_transport;         /* the writer's counters below are set */
+	pps_minbuf_stats_t transport;
+	pps_path_estimate_t path;
+} pps_server_client_t;
+
+/* The server's figures at one moment: what --stats-json, the --log's
+ * summary and GET /metrics (both formats) render. */
+typedef struct {
+	int64_t time_us;   /* when they were read (real time) */
+	double duration_s; /* since the server started */
+	double cpu_user_s, cpu_system_s;
+	pps_media_stats_t media;
+	pps_listener_stats_t listener;
+	pps_server_client_t *clients; /* the streaming sessions, ascending id */
+	size_t n_clients;
+	uint64_t clients_left; /* clients that had left by then (the report's count) */
+} pps_server_snapshot_t;
+
+/* What the start record and the summaries' "start" say about the run. */
+typedef struct {
+	const char *listen;    /* the address listened on, its port the one bound */
+	const char *source;    /* "test", "camera", ..., "pushed" */
+	const char *transport; /* "minbuf", "tcp" */
+	bool tls;
+	bool audio;
+	pps_wire_stream_info_t info;
+	const char *metrics; /* "off", "on", "token" */
+} pps_server_report_start_t;
+
+/* Reads @media and @listener (borrowed); rates are measured from now, which
+ * is the run's start. @start is copied (its strings must outlive the
+ * report). NULL + errno. */
 pps_server_report_t *pps_server_report_new(pps_media_t *media, pps_listener_t *listener,
-                                           int quality_layers, bool rate_adaptive);
+                                           int quality_layers, bool rate_adaptive,
+                                           const pps_server_report_start_t *start);
 void pps_server_report_free(pps_server_report_t *report);
+/* What it was made with, and when (real time, µs). */
+const pps_server_report_start_t *pps_server_report_start(const pps_server_report_t *report);
+int64_t pps_server_report_start_us(const pps_server_report_t *report);
 /* One status line on @out: rates since the last one, each streaming client. */
 void pps_server_report_status(pps_server_report_t *report, FILE *out);
-/* The run's counters on @out (NULL: none) and as JSON in @stats_json (NULL:
- * none): 0, or a negative errno with the reason in @err when the file could
- * not be written. */
-int pps_server_report_final(const pps_server_report_t *report, FILE *out, const char *stats_json,
-                            char *err, size_t err_size);
+/* A streaming session is going: its figures are kept (the last
+ * PPS_SERVER_REPORT_CLIENTS_KEPT). */
+void pps_server_report_client_left(pps_server_report_t *report, pps_session_t *session);
+/* Reads every figure now into @snapshot (its clients array allocated;
+ * pps_server_snapshot_clear() frees it). 0 or -ENOMEM. */
+int pps_server_report_snapshot(const pps_server_report_t *report, pps_server_snapshot_t *snapshot);
+void pps_server_snapshot_clear(pps_server_snapshot_t *snapshot);
+/* The start record, one JSON line without its newline (g_free() it). */
+char *pps_server_report_start_json(const pps_server_report_t *report);
+/* @snapshot as one JSON object of type @type ("summary", "snapshot"): the
+ * start block, the counters, and the clients (those of the last
+ * PPS_SERVER_REPORT_CLIENTS_KEPT that had left by the snapshot, then the
+ * connected ones); one line without its newline (g_free() it). */
+char *pps_server_report_json(const pps_server_report_t *report,
+                             const pps_server_snapshot_t *snapshot, const char *type);
+/* The run's counters on @out (NULL: none), and the summary as one JSON line
+ * to @stats_json (NULL: none; not closed; @stats_json_name names it in
+ * messages) and to @log (NULL: none): 0, or a negative errno with the reason
+ * in @err when @stats_json could not be written. */
+int pps_server_report_final(const pps_server_report_t *report, FILE *out, FILE *stats_json,
+                            const char *stats_json_name, FILE *log, char *err, size_t err_size);
+
+/* ---- GET /metrics -------------------------------------------------------- */
+
+typedef enum {
+	PPS_SERVER_METRICS_OFF,   /* 404, as any unknown path */
+	PPS_SERVER_METRICS_ON,    /* anyone who reaches the listener */
+	PPS_SERVER_METRICS_TOKEN, /* with [server] access_token, as a bearer token or ?token= */
+	PPS_SERVER_METRICS_COUNT,
+} pps_server_metrics_mode_t;
+
+/* "off", "on", "token", NULL-terminated, indexed by the mode. */
+extern const char *const pps_server_metrics_mode_names[];
+
+/* The figures of a snapshot are reused for this long: a scrape flood costs
+ * one reading of every session per interval, and the text and JSON formats
+ * asked within it show the same moment. */
+#define PPS_SERVER_METRICS_SNAPSHOT_US 1000000
+
+typedef struct pps_server_metrics pps_server_metrics_t;
+
+/* The /metrics page over @report (borrowed). @token: the access token for
+ * PPS_SERVER_METRICS_TOKEN (borrowed). NULL + errno. */
+pps_server_metrics_t *pps_server_metrics_new(pps_server_report_t *report,
+                                             pps_server_metrics_mode_t mode, const char *token);
+void pps_server_metrics_free(pps_server_metrics_t *metrics);
+/* The pps_web_page_cb of GET /metrics (Prometheus text; ?format=json: the
+ * snapshot in --stats-json's schema); @user is the metrics object. */
+bool pps_server_metrics_page_cb(const pps_ws_request_t *request, pps_web_page_t *page, void *user);
+/* The Prometheus text of @snapshot (g_free() it); *len_out its length. */
+char *pps_server_metrics_text(const pps_server_report_t *report,
+                              const pps_server_snapshot_t *snapshot, size_t *len_out);
 
 /* ---- the server: media, listener, closed loop, log, report -------------- */
 
@@ -303,7 +405,8 @@ typedef struct {
 	 * media.capture.audio is not off) from pps_server_push_audio(). */
 	bool pushed;
 	const char *log_path; /* JSON Lines once a second (pps_server_log_t); NULL: none */
-	pps_log_t log;        /* every object's messages; zero: dropped */
+	pps_server_metrics_mode_t metrics; /* GET /metrics on the listener */
+	pps_log_t log;                     /* every object's messages; zero: dropped */
 } pps_server_params_t;
 
 /*
@@ -344,11 +447,12 @@ void pps_server_get_stats(const pps_server_t *server, pps_media_stats_t *media,
                           pps_listener_stats_t *listener);
 /* The status line (rates since the last one, each client) on @out. */
 void pps_server_write_status(pps_server_t *server, FILE *out);
-/* The run's counters on @out (NULL: none) and as JSON in @stats_json (NULL:
- * none), and the log closed: 0, or a negative errno with @err when a file
- * could not be written. After pps_server_stop(). */
-int pps_server_finish(pps_server_t *server, FILE *out, const char *stats_json, char *err,
-                      size_t err_size);
+/* The run's counters on @out (NULL: none), the summary as one JSON line to
+ * @stats_json (NULL: none; the caller opened it, and closes it; named
+ * @stats_json_name in messages) and to the log, and the log closed: 0, or a negative errno with
+ * @err when a file could not be written. After pps_server_stop(). */
+int pps_server_finish(pps_server_t *server, FILE *out, FILE *stats_json,
+                      const char *stats_json_name, char *err, size_t err_size);
 void pps_server_free(pps_server_t *server);
 
 #endif /* PPS_SERVER_LIB_H */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --log: JSON Lines once a second, one "path" event per streaming client
- * (its path estimate and what it was sent per layer) and one "rates" event
- * (the encoder's targets and output, and the IDR requests so far).
+ * --log: JSON Lines (docs/JSON.md). The report's start record first; once a
+ * second one "path" record per streaming client (its path estimate and what
+ * it was sent per layer) and one "rates" record (the encoder's targets and
+ * output, and the IDR requests so far); the report's summary last.
  */
 #include "pps-server-lib.h"
 #include "pps-time.h"
@@ -105,10 +106,11 @@ path_line_cb(pps_session_t *session, void *user)
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)(8.0 * (double)(sent[q] - mark->sent[q]) / g->dt_s);
 	o = json_object_new();
-	json_object_set_string_member(o, "event", "path");
+	json_object_set_string_member(o, "type", "path");
 	json_object_set_int_member(o, "t_us", g->last_us);
 	json_object_set_int_member(o, "client", pps_session_id(session));
-	json_object_set_string_member(o, "peer", pps_session_peer(session));
+	json_object_set_string_member(o, "address", pps_session_address(session));
+	json_object_set_string_member(o, "name", pps_session_name(session));
 	json_object_set_boolean_member(o, "valid", e.valid);
 	json_object_set_int_member(o, "estimate_bps", (gint64)e.estimate_bps);
 	json_object_set_int_member(o, "delivery_rate_bps", (gint64)e.delivery_rate_bps);
@@ -128,7 +130,7 @@ path_line_cb(pps_session_t *session, void *user)
 		json_object_set_int_member(o, "loss_events", (gint64)e.loss_events);
 	}
 	json_object_set_array_member(o, "sent_layer_bps", int_array(v, g->layers));
-	json_object_set_int_member(o, "dropped_windows",
+	json_object_set_int_member(o, "windows_dropped",
 	                           (gint64)(st.windows_dropped - mark->windows_dropped));
 	write_line(g, o);
 	memcpy(mark->sent, sent, sizeof(mark->sent));
@@ -161,7 +163,7 @@ tick_cb(evutil_socket_t fd, short what, void *user)
 	pps_media_get_stats(g->media, &ms);
 	pps_media_get_rates(g->media, &rates);
 	o = json_object_new();
-	json_object_set_string_member(o, "event", "rates");
+	json_object_set_string_member(o, "type", "rates");
 	json_object_set_int_member(o, "t_us", now);
 	for (int q = 0; q < g->layers; q++)
 		v[q] = (uint64_t)rates.kbps[q];
@@ -243,4 +245,18 @@ const char *
 pps_server_log_path(const pps_server_log_t *g)
 {
 	return g->path;
+}
+
+void
+pps_server_log_record(pps_server_log_t *g, const char *json)
+{
+	fprintf(g->f, "%s\n", json);
+	if (fflush(g->f) != 0 && !g->write_error)
+		g->write_error = -errno;
+}
+
+FILE *
+pps_server_log_file(pps_server_log_t *g)
+{
+	return g->f;
 }

@@ -8,6 +8,7 @@
 #include "pps-server-lib.h"
 
 #include <errno.h>
+#include <glib.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,10 @@ struct pps_server {
 	pps_adapt_loop_t *adapt; /* NULL without the closed loop */
 	pps_server_log_t *log;   /* NULL without a log file */
 	pps_server_report_t *report;
+	pps_server_metrics_t *metrics; /* NULL: GET /metrics is off */
 	pps_wire_stream_info_t info;
 	unsigned port;
+	char listen[80]; /* as bound */
 };
 
 const char *
@@ -98,6 +101,24 @@ idr_cb(void *user)
 	pps_media_request_idr(s->media);
 }
 
+static void
+left_cb(pps_session_t *session, void *user)
+{
+	pps_server_t *s = user;
+
+	if (s->report)
+		pps_server_report_client_left(s->report, session);
+}
+
+/* The sessions are made before the metrics object (at start). */
+static bool
+metrics_page_cb(const pps_ws_request_t *request, pps_web_page_t *page, void *user)
+{
+	pps_server_t *s = user;
+
+	return s->metrics && pps_server_metrics_page_cb(request, page, s->metrics);
+}
+
 pps_server_t *
 pps_server_new(struct event_base *base, const pps_server_params_t *params,
                const pps_server_events_t *events, void *user, char *err, size_t err_size)
@@ -134,7 +155,10 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	lp = &s->params.listener;
 	lp->session.stream_info = s->info;
 	lp->frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
-	s->listener = pps_listener_new(base, lp, &(pps_listener_callbacks_t){.idr_cb = idr_cb}, s);
+	if (params->metrics != PPS_SERVER_METRICS_OFF)
+		lp->session.web_pages = (pps_web_pages_t){.page_cb = metrics_page_cb, .user = s};
+	s->listener = pps_listener_new(
+	    base, lp, &(pps_listener_callbacks_t){.idr_cb = idr_cb, .left_cb = left_cb}, s);
 	if (!s->listener) {
 		snprintf(err, err_size, "cannot create the listener: %s", strerror(errno));
 		goto err;
@@ -178,11 +202,45 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 	ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
 	if (ret < 0)
 		return ret;
-	s->report =
-	    pps_server_report_new(s->media, s->listener, s->info.quality_layers, s->adapt != NULL);
+	{
+		const char *colon = strrchr(s->params.listen, ':');
+		int host_len = colon ? (int)(colon - s->params.listen) : 0;
+		pps_server_report_start_t start = {
+		    .listen = s->listen,
+		    .source = s->params.pushed
+		                  ? "pushed"
+		                  : pps_capture_source_names[s->params.media.capture.type],
+		    .transport = pps_minbuf_mode_name(s->params.listener.session.transport.mode),
+		    .tls = s->params.listener.tls_cert && s->params.listener.tls_cert[0],
+		    .audio = pps_media_has_audio(s->media),
+		    .info = s->info,
+		    .metrics = pps_server_metrics_mode_names[s->params.metrics],
+		};
+
+		snprintf(s->listen, sizeof(s->listen), "%.*s:%u", host_len, s->params.listen,
+		         s->port);
+		s->report = pps_server_report_new(s->media, s->listener, s->info.quality_layers,
+		                                  s->adapt != NULL, &start);
+	}
 	if (!s->report) {
 		snprintf(err, err_size, "out of memory");
 		return -ENOMEM;
+	}
+	if (s->params.metrics != PPS_SERVER_METRICS_OFF) {
+		s->metrics = pps_server_metrics_new(s->report, s->params.metrics,
+		                                    s->params.listener.session.access_token);
+		if (!s->metrics) {
+			snprintf(err, err_size,
+			         errno == EINVAL ? "[server] metrics = token needs an access_token"
+			                         : "out of memory");
+			return -errno;
+		}
+	}
+	if (s->log) {
+		char *start = pps_server_report_start_json(s->report);
+
+		pps_server_log_record(s->log, start);
+		g_free(start);
 	}
 	set_state(s, PPS_SERVER_STATE_STREAMING, NULL);
 	return 0;
@@ -264,12 +322,15 @@ pps_server_write_status(pps_server_t *s, FILE *out)
 }
 
 int
-pps_server_finish(pps_server_t *s, FILE *out, const char *stats_json, char *err, size_t err_size)
+pps_server_finish(pps_server_t *s, FILE *out, FILE *stats_json, const char *stats_json_name,
+                  char *err, size_t err_size)
 {
 	int ret = 0, log_ret;
 
 	if (s->report)
-		ret = pps_server_report_final(s->report, out, stats_json, err, err_size);
+		ret = pps_server_report_final(s->report, out, stats_json, stats_json_name,
+		                              s->log ? pps_server_log_file(s->log) : NULL, err,
+		                              err_size);
 	if (s->log) {
 		const char *path = pps_server_log_path(s->log);
 		char line[512];
@@ -292,6 +353,7 @@ pps_server_free(pps_server_t *s)
 		return;
 	if (s->media)
 		pps_media_stop(s->media);
+	pps_server_metrics_free(s->metrics);
 	pps_server_report_free(s->report);
 	pps_listener_free(s->listener);
 	pps_adapt_loop_free(s->adapt);

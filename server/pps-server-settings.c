@@ -103,6 +103,12 @@ static const pps_config_key_t keys[] = {
         "MIN_BUF packet is one record of at most one MSS"),
     PPS_CONFIG_STRING("server", "tls_key", "",
                       "PEM file of tls_cert's private key (both or neither)"),
+    PPS_CONFIG_ENUM(
+        "server", "metrics", "off", pps_server_metrics_mode_names,
+        "GET /metrics on the listener: the server's and each streaming client's figures in "
+        "the Prometheus text format (?format=json: as --stats-json; docs/JSON.md): off (404), "
+        "on (anyone who reaches the listener) or token (access_token as a bearer token or "
+        "?token=)"),
 
     /* [source] */
     PPS_CONFIG_ENUM(
@@ -514,6 +520,11 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	if (ret < 0)
 		return ret;
 	sp->listen = pps_config_get_string(c, "server", "listen");
+	sp->metrics = (pps_server_metrics_mode_t)pps_config_get_enum(c, "server", "metrics");
+	if (sp->metrics == PPS_SERVER_METRICS_TOKEN && !sp->listener.session.access_token[0]) {
+		snprintf(err, err_size, "[server] metrics = token: needs [server] access_token");
+		return -EINVAL;
+	}
 	s->status_interval_us = pps_config_get_int(c, "server", "status_interval_s") * 1000000;
 	return 0;
 }

@@ -24,6 +24,7 @@ typedef struct {
 	bool quiet;
 	int exit_status;
 	const char *port_file, *stats_json; /* NULL: none */
+	FILE *stats_json_file;              /* opened at start: an unwritable path fails then */
 	double duration_s;                  /* 0: until a signal */
 	struct event *events[4];            /* status timer, SIGINT, SIGTERM, --duration */
 } cli_t;
@@ -39,9 +40,12 @@ usage(FILE *out)
 	    "  --listen HOST:PORT       address to listen on (same as --set server.listen=...)\n"
 	    "  --port-file FILE         write the port actually bound (for --listen HOST:0)\n"
 	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
-	    "  --stats-json FILE        write final counters as JSON here on exit\n"
-	    "  --log FILE               JSON Lines once a second: paths and rates "
-	    "(docs/RUNNING.md)\n"
+	    "  --stats-json FILE        write the summary (final counters, every client served) "
+	    "as\n"
+	    "                           one JSON object here on exit (docs/JSON.md)\n"
+	    "  --log FILE               JSON Lines: a start record, paths and rates once a "
+	    "second,\n"
+	    "                           the summary (docs/JSON.md)\n"
 	    "  -q, --quiet              no status line\n"
 	    "  -h, --help               this help\n"
 	    "  -V, --version            the version\n");
@@ -207,6 +211,13 @@ main(int argc, char **argv)
 		pps_config_free(config);
 		return ret ? ret : 1;
 	}
+	if (cli.stats_json && !(cli.stats_json_file = fopen(cli.stats_json, "w"))) {
+		fprintf(stderr, "pps-server: --stats-json %s: %s\n", cli.stats_json,
+		        strerror(errno));
+		event_base_free(cli.base);
+		pps_config_free(config);
+		return 1;
+	}
 	settings.server.log = (pps_log_t){.cb = log_cb};
 	cli.server =
 	    pps_server_new(cli.base, &settings.server, &(pps_server_events_t){.state_cb = state_cb},
@@ -240,13 +251,18 @@ main(int argc, char **argv)
 	event_base_dispatch(cli.base);
 
 	pps_server_stop(cli.server);
-	if (pps_server_finish(cli.server, cli.quiet ? NULL : stderr, cli.stats_json, err,
-	                      sizeof(err)) < 0) {
+	if (pps_server_finish(cli.server, cli.quiet ? NULL : stderr, cli.stats_json_file,
+	                      cli.stats_json, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-server: %s\n", err);
 		cli.exit_status = 1;
 	}
 	pps_server_say_bye(cli.server, "server shutting down");
 out:
+	if (cli.stats_json_file && fclose(cli.stats_json_file) != 0 && cli.exit_status == 0) {
+		fprintf(stderr, "pps-server: --stats-json %s: %s\n", cli.stats_json,
+		        strerror(errno));
+		cli.exit_status = 1;
+	}
 	pps_server_free(cli.server);
 	for (size_t i = 0; i < sizeof(cli.events) / sizeof(cli.events[0]); i++)
 		if (cli.events[i])

@@ -28,6 +28,9 @@ struct pps_session {
 	int fd;
 	unsigned id;
 	char peer[160];
+	char address[64];                       /* "addr:port", the peer without its name */
+	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* from HELLO, printable ASCII; "" none */
+	int64_t joined_us;                      /* admitted (0: not yet) */
 	pps_session_params_t params;
 	pps_session_state_t state;
 	pps_wire_parser_t *parser;
@@ -307,7 +310,7 @@ admit(pps_session_t *s)
 	}
 	pps_sched_push_control(s->sched, &info);
 	s->state = PPS_SESSION_STREAMING;
-	s->last_progress_us = session_now(s);
+	s->last_progress_us = s->joined_us = session_now(s);
 	event_del(s->hello_timer);
 	pps_log(&s->params.log, PPS_LOG_INFO, "client %s joined (%s%s)", s->peer, name,
 	        pps_session_audio_only(s) ? ", audio only"
@@ -360,6 +363,11 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 			                     : '?';
 		s->peer[len++] = '"';
 		s->peer[len] = '\0';
+		for (len = 0; len < hello->name_len && len + 1 < sizeof(s->name); len++)
+			s->name[len] = (hello->name[len] >= 0x20 && hello->name[len] < 0x7f)
+			                   ? hello->name[len]
+			                   : '?';
+		s->name[len] = '\0';
 	}
 	s->max_record_bytes = hello->max_record_bytes;
 	s->hello_flags = hello->flags;
@@ -646,6 +654,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	s->pong_tokens = PPS_SESSION_PONG_BURST;
 	s->pong_refill_us = s->accepted_us;
 	format_peer(addr, addr_len, s->peer, sizeof(s->peer));
+	snprintf(s->address, sizeof(s->address), "%.63s", s->peer);
 	/* The constructors set errno (EINVAL for bad parameters, ENOMEM);
 	 * libevent's do not, and fail only for memory. */
 	s->parser = pps_wire_parser_new(CLIENT_MAX_RECORD_BYTES);
@@ -668,6 +677,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	                                      .tls_ctx = params->tls_ctx,
 	                                      .peer = s->peer,
 	                                      .log = params->log,
+	                                      .pages = params->web_pages,
 	                                  },
 	                                  &(pps_transport_events_t){
 	                                      .fill_cb = fill_cb,
@@ -809,6 +819,24 @@ const char *
 pps_session_peer(const pps_session_t *s)
 {
 	return s->peer;
+}
+
+const char *
+pps_session_address(const pps_session_t *s)
+{
+	return s->address;
+}
+
+const char *
+pps_session_name(const pps_session_t *s)
+{
+	return s->name;
+}
+
+int64_t
+pps_session_joined_us(const pps_session_t *s)
+{
+	return s->joined_us;
 }
 
 unsigned

@@ -30,6 +30,7 @@ typedef struct {
 	pps_web_t *web;
 	char peer[160];
 	pps_log_t log;
+	pps_web_pages_t pages;
 	bool check_bound; /* PPS_WEB_CHECK_BOUND applies (a MIN_BUF writer) */
 	unsigned a, b;    /* the writer's bound */
 } web_layer_t;
@@ -53,7 +54,8 @@ web_read(pps_transport_t *t, uint8_t *buf, size_t size)
 		/* A wire record starts with the protocol version, an HTTP
 		 * request with its method. */
 		if (pps_web_sniff(buf, (size_t)n))
-			l->web = pps_web_new(t->underlying, l->peer, &l->log, web_done_cb, t);
+			l->web =
+			    pps_web_new(t->underlying, l->peer, &l->log, &l->pages, web_done_cb, t);
 		l->mode = l->web ? WEB_BROWSER : WEB_NONE;
 	}
 	if (l->mode == WEB_NONE)
@@ -133,7 +135,8 @@ static const pps_transport_ops_t web_ops = {
 
 pps_transport_t *
 pps_transport_web_over(pps_transport_t *underlying, const char *peer,
-                       const pps_minbuf_params_t *check_bound, const pps_log_t *log)
+                       const pps_minbuf_params_t *check_bound, const pps_log_t *log,
+                       const pps_web_pages_t *pages)
 {
 	web_layer_t *l;
 
@@ -155,6 +158,8 @@ pps_transport_web_over(pps_transport_t *underlying, const char *peer,
 	snprintf(l->peer, sizeof(l->peer), "%s", peer);
 	if (log)
 		l->log = *log;
+	if (pages)
+		l->pages = *pages;
 	if (check_bound) {
 		l->check_bound = true;
 		l->a = check_bound->a;

@@ -420,7 +420,7 @@ pps_transport_open(struct event_base *base, int fd, const pps_transport_params_t
 	}
 	if (t)
 		t = pps_transport_web_over(t, params->peer ? params->peer : "?", check,
-		                           &params->log);
+		                           &params->log, &params->pages);
 	if (!t)
 		return NULL; /* errno set by the constructors */
 	ret = pps_transport_set_events(t, events, user);

@@ -65,6 +65,7 @@
 
 #include "pps-log.h"
 #include "pps-minbuf.h"
+#include "pps-web.h"
 #include "pps-wire.h"
 
 struct event_base;
@@ -198,6 +199,7 @@ typedef struct {
 	pps_tls_ctx_t *tls_ctx;
 	const char *peer; /* "addr:port", for the browser layer's log lines */
 	pps_log_t log;
+	pps_web_pages_t pages; /* the owner's HTTP pages (pps-web.h); zeroed: none */
 } pps_transport_params_t;
 
 /*
@@ -225,10 +227,10 @@ pps_transport_t *pps_transport_tls_over(pps_transport_t *underlying, pps_tls_t *
 /* The browser layer over @underlying (see pps-web.h); @underlying is the
  * layer's from now on, freed here on failure. @check_bound: the writer's
  * parameters for the independent MIN_BUF check (PPS_WEB_CHECK_BOUND), NULL
- * for none. @peer is copied. NULL with errno. */
+ * for none. @peer and @pages (NULL: none) are copied. NULL with errno. */
 pps_transport_t *pps_transport_web_over(pps_transport_t *underlying, const char *peer,
                                         const pps_minbuf_params_t *check_bound,
-                                        const pps_log_t *log);
+                                        const pps_log_t *log, const pps_web_pages_t *pages);
 /* The owner's callbacks, on the top of a stack; reading starts if @events
  * has an input_cb. 0, or -EIO when the loop refused the descriptor. */
 int pps_transport_set_events(pps_transport_t *t, const pps_transport_events_t *events, void *user);

@@ -32,6 +32,7 @@ struct pps_web {
 	pps_log_t log;
 	pps_web_done_cb done_cb;
 	void *user;
+	pps_web_pages_t pages;
 	web_state_t state;
 	char request[PPS_WS_MAX_REQUEST_BYTES];
 	size_t request_len;
@@ -40,6 +41,9 @@ struct pps_web {
 	size_t head_len, head_done;
 	const uint8_t *body;
 	size_t body_len, body_done;
+	char *page_body; /* a page's own body (pps_web_page_t), freed with the object */
+	size_t page_len;
+	const char *page_type;
 	struct event *write_event;
 	struct event *pong_event; /* a Pong became owed: see that it leaves */
 	pps_ws_reader_t *reader;
@@ -131,6 +135,11 @@ answer(pps_web_t *w, int status, const char *reason, const pps_web_file_t *file,
 	size_t body_len = file ? file->size : strlen(reason) + 1;
 	int n;
 
+	if (!file && w->page_body) {
+		type = w->page_type;
+		body_len = w->page_len;
+	}
+
 	w->state = WEB_ANSWERING;
 	n = snprintf(w->head, sizeof(w->head),
 	             "HTTP/1.1 %d %s\r\n"
@@ -147,6 +156,9 @@ answer(pps_web_t *w, int status, const char *reason, const pps_web_file_t *file,
 	} else if (file) {
 		w->body = file->data;
 		w->body_len = file->size;
+	} else if (w->page_body) {
+		w->body = (const uint8_t *)w->page_body;
+		w->body_len = w->page_len;
 	} else {
 		/* The reason as the body, one line: appended to the head buffer. */
 		n = snprintf(w->head + w->head_len, sizeof(w->head) - w->head_len, "%s\n", reason);
@@ -292,6 +304,19 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 		answer(w, 405, "Method Not Allowed", NULL, false, "Allow: GET, HEAD\r\n");
 		return 0;
 	}
+	if (w->pages.page_cb) {
+		pps_web_page_t page = {0};
+
+		if (w->pages.page_cb(&req, &page, w->pages.user)) {
+			w->page_body = page.body;
+			w->page_len = page.body ? page.body_len : 0;
+			w->page_type =
+			    page.content_type ? page.content_type : "text/plain; charset=utf-8";
+			answer(w, page.status, page.reason, NULL, strcmp(req.method, "HEAD") == 0,
+			       page.extra_headers);
+			return 0;
+		}
+	}
 	file = pps_web_file_find(req.path);
 	if (!file)
 		answer(w, 404, "Not Found", NULL, false, NULL);
@@ -413,8 +438,8 @@ pps_web_send_record(pps_web_t *w, const pps_wire_record_t *record)
 }
 
 pps_web_t *
-pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log, pps_web_done_cb done_cb,
-            void *user)
+pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log,
+            const pps_web_pages_t *pages, pps_web_done_cb done_cb, void *user)
 {
 	pps_web_t *w;
 
@@ -431,6 +456,8 @@ pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log, pps_
 	w->user = user;
 	if (log)
 		w->log = *log;
+	if (pages)
+		w->pages = *pages;
 	snprintf(w->peer, sizeof(w->peer), "%s", peer);
 	w->check = getenv("PPS_WEB_CHECK_BOUND") && strcmp(getenv("PPS_WEB_CHECK_BOUND"), "1") == 0;
 	w->write_event = event_new(lower->base, w->fd, EV_WRITE | EV_PERSIST, write_cb, w);
@@ -471,6 +498,7 @@ pps_web_free(pps_web_t *w)
 	if (w->pong_event)
 		event_free(w->pong_event);
 	pps_ws_reader_free(w->reader);
+	free(w->page_body);
 	free(w);
 }
 

@@ -60,6 +60,27 @@ extern const size_t pps_web_files_count;
 const pps_web_file_t *pps_web_file_find(const char *path);
 
 typedef struct pps_web pps_web_t;
+typedef struct pps_ws_request pps_ws_request_t;
+
+/* A page the owner makes on request (GET /metrics). */
+typedef struct {
+	int status;               /* 200, 401, ... */
+	const char *reason;       /* "OK", "Unauthorized", ...: static */
+	const char *content_type; /* static; NULL: text/plain */
+	char *body;               /* malloc'd, the web object's from now on; NULL: the reason */
+	size_t body_len;
+	const char *extra_headers; /* static, each line ending "\r\n"; NULL: none */
+} pps_web_page_t;
+
+/* Consulted for a GET or HEAD before the embedded files: fills @page and
+ * returns true for a path the owner serves, false for any other. On the
+ * loop's thread; how much work one page is the owner's bound. */
+typedef bool (*pps_web_page_cb)(const pps_ws_request_t *request, pps_web_page_t *page, void *user);
+
+typedef struct {
+	pps_web_page_cb page_cb; /* NULL: the embedded files only */
+	void *user;
+} pps_web_pages_t;
 
 /* The HTTP exchange is over (response written, or the socket failed): the
  * owner closes the connection. Never called from inside pps_web_input(). */
@@ -69,9 +90,10 @@ typedef void (*pps_web_done_cb)(void *user);
 bool pps_web_sniff(const uint8_t *buf, size_t len);
 
 /* HTTP over @lower (not owned; it outlives @web), whose socket is the
- * connection's. @peer is for log lines, which go to @log. NULL + errno. */
+ * connection's. @peer is for log lines, which go to @log; @pages (copied;
+ * NULL: none) are the owner's. NULL + errno. */
 pps_web_t *pps_web_new(pps_transport_t *lower, const char *peer, const pps_log_t *log,
-                       pps_web_done_cb done_cb, void *user);
+                       const pps_web_pages_t *pages, pps_web_done_cb done_cb, void *user);
 void pps_web_free(pps_web_t *web);
 
 /*

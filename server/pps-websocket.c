@@ -88,6 +88,8 @@ pps_ws_request_parse(const char *buf, size_t len, pps_ws_request_t *out)
 	if ((size_t)(q - sp1 - 1) >= sizeof(out->path))
 		return -EINVAL;
 	memcpy(out->path, sp1 + 1, (size_t)(q - sp1 - 1));
+	if (q < sp2 && (size_t)(sp2 - q - 1) < sizeof(out->query))
+		memcpy(out->query, q + 1, (size_t)(sp2 - q - 1));
 
 	/* Header fields: name ":" OWS value OWS CRLF; the blank line ends them. */
 	for (p = line_end + 2; p < end - 2; p = line_end + 2) {
@@ -112,6 +114,11 @@ pps_ws_request_parse(const char *buf, size_t len, pps_ws_request_t *out)
 				return -EINVAL;
 			memcpy(out->key, v, vlen);
 			out->key[vlen] = '\0';
+		} else if (name_is(p, (size_t)(colon - p), "authorization")) {
+			if (vlen < sizeof(out->authorization)) {
+				memcpy(out->authorization, v, vlen);
+				out->authorization[vlen] = '\0';
+			}
 		} else if (name_is(p, (size_t)(colon - p), "sec-websocket-version")) {
 			char num[8] = "";
 

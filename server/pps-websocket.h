@@ -57,9 +57,11 @@
 #define PPS_WS_CLOSE_INTERNAL     1011
 #define PPS_WS_CLOSE_TRY_LATER    1013
 
-typedef struct {
+typedef struct pps_ws_request {
 	char method[8];
 	char path[256];          /* without the query string */
+	char query[256];         /* after '?', "" if none or longer than this holds */
+	char authorization[256]; /* Authorization, "" if absent or longer than this holds */
 	int minor_version;       /* HTTP/1.x */
 	bool upgrade_websocket;  /* Upgrade: websocket */
 	bool connection_upgrade; /* Connection: ..., upgrade, ... */

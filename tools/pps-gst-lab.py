@@ -51,7 +51,7 @@ def main():
                 print("%-9s rep %d: shown %5.1f%%  p50 %6.1f ms  p95 %6.1f ms  freeze %6.0f ms"
                       "  %.2f Mbit/s" % (pair, rep, s["frames_shown_pct"],
                                          s["frame_latency_p50_ms"], s["frame_latency_p95_ms"],
-                                         s["freeze_longest_ms"], s["bits_per_second"] / 1e6),
+                                         s["freeze_longest_ms"], s["received_bps"] / 1e6),
                       flush=True)
     except NotPermitted as e:
         print("skipped: %s" % e)

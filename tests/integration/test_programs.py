@@ -168,13 +168,13 @@ def check_json_server(server, client):
             json.load(open(stats))
         except ValueError as e:
             return ["pps-server --log or --stats-json is not JSON: %s" % e]
-        peers = [line["peer"] for line in lines if line["event"] == "path"]
-        if not peers:
+        names = [line["name"] for line in lines if line["type"] == "path"]
+        if not names:
             return ["pps-server --log: no path line while the client streamed"]
         # The server shows a control character in a peer's name as '?'.
         shown = name.replace("\n", "?")
-        if not all(peer.endswith(' "%s"' % shown) for peer in peers):
-            return ["pps-server --log: peer %r does not end with the name %r" % (peers[0], shown)]
+        if not all(n == shown for n in names):
+            return ["pps-server --log: name %r is not %r" % (names[0], shown)]
     return []
 
 

@@ -74,7 +74,7 @@ def adapts_to_bottleneck(build, workdir):
     print("windows %d steady, %.1f%% within 600 ms, %d dropped; frames shown %d: "
           "%d base only, %d with enhancement; %.2f Mbit/s"
           % (len(steady), pct, len(dropped), len(shown), base_only, full,
-             summary["bits_per_second"] / 1e6))
+             summary["received_bps"] / 1e6))
     check(len(steady) >= 200, "only %d windows" % len(steady))
     check(pct >= 90, "%.1f%% of windows within the tolerance" % pct)
     # Base always delivered: no window lost whole, every frame that was
@@ -82,9 +82,9 @@ def adapts_to_bottleneck(build, workdir):
     check(not dropped, "%d windows dropped" % len(dropped))
     check(len(shown) >= 0.9 * 2 * len(steady), "frames shown %d of about %d"
           % (len(shown), 2 * len(steady)))
-    encoded_bps = 8.0 * sum(report["layer_bytes"]) / max(1.0, report["seconds"])
+    encoded_bps = 8.0 * sum(report["layer_bytes"]) / max(1.0, report["duration_s"])
     print("encoded %.2f Mbit/s over %.0f s (layers %s bytes)"
-          % (encoded_bps / 1e6, report["seconds"], report["layer_bytes"]))
+          % (encoded_bps / 1e6, report["duration_s"], report["layer_bytes"]))
     check(full >= 0.5 * len(shown),
           "enhancement reached only %d of %d shown frames" % (full, len(shown)))
     check(base_only > 0 or encoded_bps <= 1.15 * 2e6,

@@ -91,7 +91,7 @@ test_states_and_messages(void)
 	pps_server_stop(srv); /* idempotent: no second announcement */
 	CHECK_EQ_INT(n_states, 2);
 	pps_server_say_bye(srv, "done");
-	CHECK_EQ_INT(pps_server_finish(srv, NULL, NULL, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_finish(srv, NULL, NULL, NULL, err, sizeof(err)), 0);
 	pps_server_free(srv);
 	pps_frame_free(frame);
 	pps_frame_free(wrong);

@@ -213,7 +213,7 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
     client_stats = metrics.video_client(server)
     sent_windows = sum(client_stats.get(k, 0) for k in ("windows_complete", "windows_partial", "windows_dropped", "windows_overflow"))
     sender_dropped = client_stats.get("windows_dropped", 0) + client_stats.get("windows_overflow", 0)
-    seconds = server.get("seconds") or cfg["duration_s"]
+    seconds = server.get("duration_s") or cfg["duration_s"]
     thr_bps = client_stats.get("adu_bytes_sent", 0) * 8 / seconds if seconds else None
     offered_bps = sum(server.get("layer_bytes", [])) * 8 / seconds if seconds else None
 
@@ -233,7 +233,7 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         t0 = times["client_start_unix"] - times["traffic_start_unix"]
         t1 = times["server_end_unix"] - times["traffic_start_unix"]
         elephants = elephant_throughputs(os.path.join(celldir, "elephants.json"), t0, t1)
-        stream_bps = summary.get("bits_per_second") or thr_bps
+        stream_bps = summary.get("received_bps") or thr_bps
         if elephants and stream_bps:
             mean_elephant = sum(elephants) / len(elephants)
             F = stream_bps / mean_elephant if mean_elephant else None
@@ -299,7 +299,7 @@ def analyse_cell(celldir, cell, cfg, measured, keep_linkem_log=False):
         "sender_dropped_pct": 100.0 * sender_dropped / sent_windows if sent_windows else None,
         "server_throughput_bps": thr_bps,
         "offered_bps": offered_bps,
-        "client_goodput_bps": summary.get("bits_per_second"),
+        "client_goodput_bps": summary.get("received_bps"),
         "retrans_pkts": client_stats.get("retrans_pkts"),
         "rto_events": client_stats.get("rto_events"),
         "writes": client_stats.get("writes"),
@@ -345,7 +345,7 @@ def run_figures(celldir, cell, cfg, times, mean_elephant):
     run = metrics.run_metrics(os.path.join(celldir, "client.jsonl"), os.path.join(celldir, "server.jsonl"),
                                   steps_info["step_downs_us"] if steps_info else (), os.path.join(celldir, "scores.tsv"),
                                   mean_elephant)
-    video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("id")
+    video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("client")
     return {
         "frames_shown_pct": run["frames_shown_pct"],
         "frame_latency_p50_ms": run["frame_latency_p50_ms"],

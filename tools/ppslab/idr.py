@@ -47,9 +47,9 @@ def one_run(build, workdir, scenario, budget, seconds, settings):
             t0 = t0 or e["t_us"]
             if (e["t_us"] - t0) / 1e6 < WARMUP_S:
                 continue
-            if e["event"] == "path" and e["peer"].endswith('"viewer"'):
+            if e["type"] == "path" and e["name"] == "viewer":
                 viewer_bps.append(sum(e["sent_layer_bps"]))
-            elif e["event"] == "rates":
+            elif e["type"] == "rates":
                 encoded_bps.append(sum(e["encoded_layer_bps"]))
                 idr.append((e["t_us"], e["idr_requests"]))
     try:

@@ -405,9 +405,9 @@ def server_log(path):
     empty when the file does not exist (a server without --log)."""
     out = {"path": {}, "rates": []}
     for e in read_jsonl(path):
-        if e.get("event") == "path":
+        if e.get("type") == "path":
             out["path"].setdefault(e.get("client", 0), []).append(e)
-        elif e.get("event") == "rates":
+        elif e.get("type") == "rates":
             out["rates"].append(e)
     return out
 
@@ -423,7 +423,7 @@ def server_log_metrics(log):
             "estimate_bps_mean": m("estimate_bps"), "delivery_rate_bps_mean": m("delivery_rate_bps"),
             "queue_delay_ms_mean": (m("queue_delay_us") or 0) / 1e3 if m("queue_delay_us") is not None else None,
             "min_rtt_ms": min((e["min_rtt_us"] for e in evs if e.get("min_rtt_us")), default=0) / 1e3 or None,
-            "dropped_windows": max((e.get("dropped_windows") or 0 for e in evs), default=0),
+            "dropped_windows": max((e.get("windows_dropped") or 0 for e in evs), default=0),
             "retrans_pkts": max((e.get("retrans_pkts") or 0 for e in evs), default=0),
             "cap_states": sorted({e.get("cap_state") for e in evs if e.get("cap_state")}),
             "sent_layer_bps_mean": layer_means([e.get("sent_layer_bps") for e in evs]),
@@ -438,9 +438,9 @@ def server_log_metrics(log):
 
 
 def server_client_id(server_jsonl, addr):
-    """The server's client id for a receiver: its path events' peer address."""
+    """The server's client id for a receiver: its path records' address."""
     for e in read_jsonl(server_jsonl):
-        if e.get("event") == "path" and str(e.get("peer", "")).rsplit(":", 1)[0] == addr:
+        if e.get("type") == "path" and str(e.get("address", "")).rsplit(":", 1)[0] == addr:
             return e.get("client")
     return None
 

@@ -343,7 +343,7 @@ def run_plots(out, plan, records):
         title = f"{cid}: {r['cell']['transport']}, " + scenario_name(scenario_of(r["cell"]))
         with contextlib.suppress(OSError, ValueError, KeyError):
             # The video connection's path events (with audio on a connection of its own the server logs both).
-            video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("id")
+            video_id = metrics.video_client(read_json(os.path.join(celldir, "server.json"), {})).get("client")
             png = plot_timeline(os.path.join(celldir, "timeline.png"), title, os.path.join(celldir, "client.jsonl"),
                                 os.path.join(celldir, "server.jsonl"), steps.get("capacity"), steps.get("step_downs_us", ()),
                                 client_id=video_id)

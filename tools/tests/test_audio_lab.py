@@ -137,20 +137,20 @@ def test_audio_from_summary(d):
 
 def test_server_counters():
     new = {"audio_frames": 1500, "audio_dropped": 2, "clients": [
-        {"id": 1, "windows_complete": 400, "adu_bytes_sent": 9e6, "congestion": "bbr", "audio_sent": 0},
-        {"id": 2, "audio_only": True, "windows_complete": 0, "congestion": "bbr", "audio_sent": 1490, "audio_late": 7,
+        {"client": 1, "windows_complete": 400, "adu_bytes_sent": 9e6, "congestion": "bbr", "audio_sent": 0},
+        {"client": 2, "audio_only": True, "windows_complete": 0, "congestion": "bbr", "audio_sent": 1490, "audio_late": 7,
          "audio_overflow": 1, "audio_refused": 0}]}
     a = metrics.server_audio(new)
     check(a["server_audio_sent"] == 1490 and a["server_audio_late"] == 7 and a["server_audio_overflow"] == 1
           and a["server_audio_frames"] == 1500, f"the server's audio counters summed over its sessions: {a}")
-    check(metrics.video_client(new)["id"] == 1 and metrics.audio_client(new)["id"] == 2,
+    check(metrics.video_client(new)["client"] == 1 and metrics.audio_client(new)["client"] == 2,
           "the video connection and the audio-only one told apart")
     audio_first = {"clients": list(reversed(new["clients"]))}
-    check(metrics.video_client(audio_first)["id"] == 1, "the video connection even when the audio one is listed first")
-    old = {"clients": [{"id": 1, "windows_complete": 400, "retrans_pkts": 3}]}
+    check(metrics.video_client(audio_first)["client"] == 1, "the video connection even when the audio one is listed first")
+    old = {"clients": [{"client": 1, "windows_complete": 400, "retrans_pkts": 3}]}
     a = metrics.server_audio(old)
     check(all(v is None for v in a.values()), "a server from before the counters: None")
-    check(metrics.video_client(old)["id"] == 1 and metrics.audio_client(old) == {}, "one client: the video's")
+    check(metrics.video_client(old)["client"] == 1 and metrics.audio_client(old) == {}, "one client: the video's")
     check(metrics.video_client({}) == {}, "no server.json: {}")
 
 

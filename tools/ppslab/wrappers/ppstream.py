@@ -64,7 +64,7 @@ class Ppstream(Wrapper):
                 "frame_latency_p50_ms": summary.get("frame_latency_p50_ms"),
                 "frame_latency_p95_ms": summary.get("frame_latency_p95_ms"),
                 "longest_freeze_ms": summary.get("freeze_longest_ms"),
-                "bits_per_second": summary.get("bits_per_second")}
+                "bits_per_second": summary.get("received_bps")}
 
     def display_times(self, scores, tag=None):
         """The client's `frame` events with shown=true, matched to each picture
