@@ -172,6 +172,9 @@ def main():
     ap.add_argument("--runs", type=int, default=1, metavar="N",
                     help="run the list N times over, in turn (1..20; default 1): the tables "
                     "show the first round, a run-to-run section the median and range of each")
+    ap.add_argument("--runs-only", metavar="LIST",
+                    help="after the first round, only these attacks (comma-separated; their "
+                    "baselines come along)")
     ap.add_argument("--out", help="write attacks.json and ATTACKS.md in this directory")
     ap.add_argument("--connect-flood", metavar="PROGRAM",
                     help="pps-connect-flood to use (default: the build's tools/traffic/)")
@@ -196,6 +199,14 @@ def main():
                 ap.error("--only: unknown %s" % ", ".join(unknown))
             wanted += [attacktable.baseline_of(n) for n in wanted if n in attacktable.SERVER_ATTACKS]
             names = [n for n in names if n in wanted]
+        again = names
+        if a.runs_only:
+            wanted = a.runs_only.split(",")
+            unknown = [n for n in wanted if n not in names]
+            if unknown:
+                ap.error("--runs-only: not in the list: %s" % ", ".join(unknown))
+            wanted += [attacktable.baseline_of(n) for n in wanted if n in attacktable.SERVER_ATTACKS]
+            again = [n for n in names if n in wanted]
         doc = {"command": " ".join(["tools/pps-attack-table.py"] + sys.argv[1:]),
                "date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": programs.tree_version() or "?",
                "machine": os.uname().sysname + " " + os.uname().release,
@@ -203,7 +214,7 @@ def main():
                "load_start": list(os.getloadavg()), "results": []}
         build = programs.Build(a.build, **({"connect_flood": a.connect_flood} if a.connect_flood else {}))
         with tempfile.TemporaryDirectory(prefix="pps-attack-") as workdir:
-            for round_no, name in ((k, n) for k in range(a.runs) for n in names):
+            for round_no, name in ((k, n) for k in range(a.runs) for n in (again if k else names)):
                 started = time.monotonic()
                 try:
                     run = attacktable.server_run if name in attacktable.SERVER_ATTACKS else attacktable.client_run

@@ -497,13 +497,14 @@ def render_rounds(every):
     server = [r for r in every if r["side"] == "server"]
     names = list(dict.fromkeys(r["attack"] for r in server))
     rounds = {n: [r for r in server if r["attack"] == n] for n in names}
-    if max((len(v) for v in rounds.values()), default=0) < 2:
+    names = [n for n in names if len(rounds[n]) >= 2]
+    if not names:
         return []
     out = ["", "## Run to run", "",
-           "The list ran %d times over, in turn (each attack beside its baseline in every round). "
+           "These attacks ran %d times over, in turn, each round beside its baseline. "
            "The viewer's frame latency p95 and longest freeze during the attack window: median "
            "over the rounds and range; the ratio of the attack's median to its baseline's." % (
-               max(len(v) for v in rounds.values())), "",
+               max(len(rounds[n]) for n in names)), "",
            "| attack | rounds | viewer p95 ms | longest freeze ms | p95 / baseline's | freeze / "
            "baseline's |", "|---|---|---|---|---|---|"]
     for n in names:
