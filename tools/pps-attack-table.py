@@ -39,6 +39,11 @@ in the middle half):
   tls-connect-flood, token-connect-flood
                  the same against a TLS server, and against one with an access
                  token (the viewer and newcomers on TLS, or holding the token)
+  connect-flood-speak, tls-connect-flood-speak, token-connect-flood-speak
+                 the same three, each connection sending one byte once made
+                 (the wire's version byte; against TLS a handshake record's
+                 first) and nothing more: the server's kernel hands a
+                 connection over at its first bytes, a silent one a second later
   connect-churn, tls-connect-churn, token-connect-churn
                  16 addresses x 64 connections in flight, each closed (a reset)
                  the moment it is made and opened again (pps-connect-flood

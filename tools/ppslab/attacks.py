@@ -26,6 +26,10 @@ EVICT_AFTER_S = 10  # [server] evict_after_s's default
 TCP_ESTABLISHED = 1
 
 
+# The attacks pps-connect-flood makes.
+CONNECT_FLOODS = ("connect-flood", "connect-flood-speak", "connect-churn")
+
+
 def attacker_address(i):
     return "127.0.0.%d" % (2 + i)
 
@@ -101,9 +105,10 @@ class Attacker(threading.Thread):
     figures() says what it did."""
 
     def __init__(self, kind, port, source=None, tls=False, token=None, connections=1, addresses=1,
-                 flood_program=None):
+                 flood_program=None, speak=None):
         super().__init__(daemon=True)
         self.kind = kind
+        self.speak = speak  # connect-flood-speak: the byte each connection sends
         self.port = port
         self.source = source
         self.tls = tls_context() if tls else None
@@ -180,7 +185,7 @@ class Attacker(threading.Thread):
             out.update(addresses=self.n_addresses, guesses=sum(len(v) for v in self.guesses.values()),
                        guesses_per_s_per_address=max(per) if per else 0,
                        guesses_per_s_per_address_after_1s=max(later) if later else 0)
-        if self.kind in ("connect-flood", "connect-churn"):
+        if self.kind in CONNECT_FLOODS:
             out["flood"] = self.flood
             if self.flood and self.flood.get("seconds"):
                 out["connects_per_s"] = self.flood["connects"] / self.flood["seconds"]
@@ -349,13 +354,19 @@ class Attacker(threading.Thread):
         (past the per-address limit, most are refused at accept)."""
         self.attack_connect_flood(cycle=True, per_address=CHURN_PER_ADDRESS)
 
-    def attack_connect_flood(self, cycle=False, per_address=4):
+    def attack_connect_flood_speak(self):
+        """connect-flood whose connections each send one byte (self.speak)
+        once made, and nothing more: a server that accepts at a client's
+        first bytes gets them at once."""
+        self.attack_connect_flood(speak=self.speak if self.speak is not None else 1)
+
+    def attack_connect_flood(self, cycle=False, per_address=4, speak=None):
         """16 addresses x 4 silent connections, re-opened the moment they are
         dropped (pps-connect-flood, C: Python does not reach the rate)."""
         self.flood_proc = subprocess.Popen(
             [self.flood_program, "--port", str(self.port), "--duration", "600",
              "--addresses", "16", "--per-address", str(per_address), "--first", "2"]
-            + (["--cycle"] if cycle else []),
+            + (["--cycle"] if cycle else []) + (["--speak", str(speak)] if speak is not None else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.halt.wait()
         if self.flood_proc.poll() is None:

@@ -12,8 +12,8 @@ import subprocess
 import time
 
 from . import metrics, programs, report
-from .attacks import (Attacker, FrameJumpProxy, HostileServer, attacker_address, EVICT_AFTER_S,
-                      peak_rss_kib, proc_usage)
+from .attacks import (CONNECT_FLOODS, EVICT_AFTER_S, Attacker, FrameJumpProxy, HostileServer,
+                      attacker_address, peak_rss_kib, proc_usage)
 from .errors import Failure
 from .records import listener, stream_info, window_end
 
@@ -58,6 +58,10 @@ SERVER_SPECS = {
                           attack_s=CONNECT_FLOOD_ATTACK_S),
     "tls-connect-flood": spec("connect-flood", "tls", newcomers=CONNECT_FLOOD_NEWCOMERS,
                               attack_s=CONNECT_FLOOD_ATTACK_S),
+    "connect-flood-speak": spec("connect-flood-speak", newcomers=CONNECT_FLOOD_NEWCOMERS,
+                                attack_s=CONNECT_FLOOD_ATTACK_S),
+    "tls-connect-flood-speak": spec("connect-flood-speak", "tls", newcomers=CONNECT_FLOOD_NEWCOMERS,
+                                    attack_s=CONNECT_FLOOD_ATTACK_S),
     "connect-churn": spec("connect-churn", newcomers=CONNECT_FLOOD_NEWCOMERS,
                           attack_s=CONNECT_FLOOD_ATTACK_S),
     "tls-connect-churn": spec("connect-churn", "tls", newcomers=CONNECT_FLOOD_NEWCOMERS,
@@ -65,6 +69,8 @@ SERVER_SPECS = {
     "token-baseline": spec("baseline", token=True),
     "token-connect-flood": spec("connect-flood", token=True, newcomers=CONNECT_FLOOD_NEWCOMERS,
                                 attack_s=CONNECT_FLOOD_ATTACK_S),
+    "token-connect-flood-speak": spec("connect-flood-speak", token=True,
+                                      newcomers=CONNECT_FLOOD_NEWCOMERS, attack_s=CONNECT_FLOOD_ATTACK_S),
     "token-connect-churn": spec("connect-churn", token=True, newcomers=CONNECT_FLOOD_NEWCOMERS,
                                 attack_s=CONNECT_FLOOD_ATTACK_S),
     "token-guess-1": spec("token-guess", token=True, connections=4, addresses=1),
@@ -110,6 +116,12 @@ WHAT = {
                      "re-opened the moment the server drops it (pps-connect-flood); %d newcomers"
                      % CONNECT_FLOOD_NEWCOMERS,
     "tls-connect-flood": "the same against a TLS server (the newcomers on TLS)",
+    "connect-flood-speak": "connect-flood whose connections each send one byte once made (the "
+                           "wire's version byte; a TLS record's first against TLS) and nothing "
+                           "more: the server's kernel hands a connection over at its first bytes, "
+                           "so these reach the handshake pool at once, as silent ones do not",
+    "tls-connect-flood-speak": "connect-flood-speak against a TLS server (the newcomers on TLS)",
+    "token-connect-flood-speak": "connect-flood-speak against a server with an access token",
     "connect-churn": "16 addresses x 64 connections in flight, each closed (a reset) the moment it "
                      "is made and opened again (pps-connect-flood --cycle): connects as fast as "
                      "the attacker makes them, whatever the server keeps (past the per-address "
@@ -182,12 +194,13 @@ def server_settings(workdir, name, transport, token):
 
 
 def make_attacker(build, kind, port, transport="plain", token=None, connections=1, addresses=1):
-    if kind in ("connect-flood", "connect-churn"):
+    if kind in CONNECT_FLOODS:
         build.require("connect_flood")
+    # A speaking flood's byte: a TLS handshake record's first, or the wire's version.
     return Attacker(kind, port, source=attacker_address(0),
                     tls=transport == "tls" and kind in ("ping-flood", "ws-ping-flood", "token-guess"),
                     token=token, connections=connections, addresses=addresses,
-                    flood_program=build.connect_flood)
+                    flood_program=build.connect_flood, speak=0x16 if transport == "tls" else 1)
 
 
 def stderr_bytes(srv):
@@ -543,8 +556,7 @@ def render_floods(server, ref_of):
                 with_ref(r, ref, "p95_ms"), with_ref(r, ref, "longest_gap_ms", ".0f"),
                 r.get("log_bytes") or 0, fmt(r.get("log_bytes_per_min"), ".0f")))
     floods = [r for r in server if (r.get("attacker") or {}).get("flood") is not None
-              or SERVER_SPECS.get(r["attack"], {}).get("kind") in ("connect-flood",
-                                                                    "connect-churn")]
+              or SERVER_SPECS.get(r["attack"], {}).get("kind") in CONNECT_FLOODS]
     if floods:
         out += ["", "### Connect floods", "",
                 "Connects tried a second by pps-connect-flood (connect() calls), and completed "

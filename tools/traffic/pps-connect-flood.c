@@ -10,7 +10,10 @@
  * --max-rate caps new connects per second (0: as fast as they are dropped).
  * --cycle closes each connection (a reset) the moment its handshake is done
  * and opens it again: a flood of connects at the rate the attacker reaches,
- * whatever the server keeps.
+ * whatever the server keeps. --speak sends one byte (the wire's version
+ * byte, or a TLS handshake record's first) once a connection is made and
+ * nothing more: a server that waits for a client's first bytes before it
+ * accepts (TCP_DEFER_ACCEPT) gets it at once, as it gets a real client.
  *
  * Prints one JSON object at the end: connects tried (connect() calls), made
  * (the TCP handshake done),
@@ -58,6 +61,7 @@ typedef struct {
 	double duration_s;
 	double max_rate;
 	bool cycle;
+	int speak; /* the byte sent once connected; -1: none */
 } flood_settings_t;
 
 typedef struct {
@@ -92,6 +96,7 @@ usage(FILE *out)
 	        "  --per-address N    connections held from each (default %d)\n"
 	        "  --max-rate N       new connects per second at most (default 0: no cap)\n"
 	        "  --cycle            close each connection as soon as it is made, and re-open it\n"
+	        "  --speak BYTE       send this one byte (0..255) once a connection is made\n"
 	        "  -h, --help         this help\n"
 	        "  -V, --version      the version\n"
 	        "\n"
@@ -129,6 +134,7 @@ settings_parse(flood_settings_t *s, int argc, char **argv)
 	s->addresses = PPS_DEFAULT_FLOOD_ADDRESSES;
 	s->per_address = PPS_DEFAULT_FLOOD_PER_ADDRESS;
 	s->first = PPS_DEFAULT_FLOOD_FIRST;
+	s->speak = -1;
 	if (pps_cli_help_or_version(argc, argv, PROGRAM, usage))
 		exit(0);
 	for (int i = 1; i < argc; i += 2) {
@@ -139,7 +145,9 @@ settings_parse(flood_settings_t *s, int argc, char **argv)
 			i--; /* no value */
 			continue;
 		}
-		if (!strcmp(option, "--port"))
+		if (!strcmp(option, "--speak"))
+			s->speak = (int)parse_number(option, value, 0, 255);
+		else if (!strcmp(option, "--port"))
 			s->port = (uint16_t)parse_number(option, value, 1, 65535);
 		else if (!strcmp(option, "--duration"))
 			s->duration_s = parse_number(option, value, 0.1, FLOOD_MAX_SECONDS);
@@ -298,6 +306,9 @@ main(int argc, char **argv)
 						slot_close(slot);
 						continue;
 					}
+					if (s.speak >= 0)
+						(void)send(slot->fd, &(uint8_t){(uint8_t)s.speak},
+						           1, MSG_NOSIGNAL);
 					epoll_ctl(epfd, EPOLL_CTL_MOD, slot->fd, &in);
 				}
 			}
