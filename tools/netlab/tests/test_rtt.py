@@ -22,7 +22,12 @@ with Lab("rtt", "--rate", "10mbit", "--delay", "25ms") as lab:
     expected_ms = RTT_MS + 2 * PROBE_IP_BYTES * 8 / RATE_BPS * 1e3
     print(f"expected {expected_ms:.3f} ms; measured {result}")
     check(result["received"] == result["sent"] == 40, "every probe came back")
-    check(abs(result["rtt_median_ms"] - expected_ms) < 3.0, f"median rtt {result['rtt_median_ms']:.3f} ms within 3 ms of {expected_ms:.3f} ms")
-    # The emulator may run up to its wake-up lead (<= 0.2 ms) early, never more.
-    check(result["rtt_min_ms"] > expected_ms - 0.4, f"min rtt {result['rtt_min_ms']:.3f} ms not below {expected_ms - 0.4:.3f} ms")
+    # Scheduling on a core shared with other tests only ever adds delay: the
+    # fastest probe shows the link and sits within 3 ms above the expected
+    # round trip, never below it (the emulator may run up to its wake-up lead,
+    # <= 0.2 ms, early); the median is checked loosely.
+    check(expected_ms - 0.4 < result["rtt_min_ms"] < expected_ms + 3.0,
+          f"min rtt {result['rtt_min_ms']:.3f} ms within [-0.4, +3] ms of {expected_ms:.3f} ms")
+    check(abs(result["rtt_median_ms"] - expected_ms) < 8.0,
+          f"median rtt {result['rtt_median_ms']:.3f} ms within 8 ms of {expected_ms:.3f} ms")
 check.exit()
