@@ -355,6 +355,20 @@ typedef struct {
 } pps_encoder_stats_t;
 void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
 
+/*
+ * The H.264 pictures an ADU carries (one layer's Annex B bitstream, in decode
+ * order): x264's filler pictures (see pps_encoder_encode()) and, last, the
+ * frame's own picture, unless @fillers_only is set. At most
+ * PPS_CODEC_MAX_PICTURES_PER_ADU. The spans point into the ADU. Returns their
+ * count, or -EINVAL for a malformed payload.
+ */
+#define PPS_CODEC_MAX_PICTURES_PER_ADU 16
+typedef struct {
+	const uint8_t *data;
+	size_t size;
+} pps_codec_picture_t;
+int pps_codec_adu_pictures(const pps_adu_t *adu, pps_codec_picture_t *pictures, bool *fillers_only);
+
 /* -------------------------------------------------------------- decoder */
 
 enum {

@@ -383,6 +383,8 @@ wake_cb(void *user)
 			switch (batch[i].kind) {
 			case ITEM_ADU: /* the windower takes the reference, even when it refuses it
 			                */
+				if (m->events.adu_cb)
+					m->events.adu_cb(batch[i].payload.adu, m->user);
 				ret = pps_windower_add(m->windower, batch[i].payload.adu);
 				break;
 			case ITEM_FRAMES_DONE:

@@ -51,6 +51,9 @@ typedef struct {
 	/* One encoded audio frame (the record's fields; the payload is valid
 	 * for the call). Optional. */
 	void (*audio_cb)(const pps_wire_audio_frame_t *frame, void *user);
+	/* Every encoded ADU, in the encoder's order, before the windows take
+	 * it (borrowed for the call). Optional. */
+	void (*adu_cb)(const pps_adu_t *adu, void *user);
 } pps_media_events_t;
 
 /* The audio track ([audio] settings): used when the capture has audio (or,

@@ -102,6 +102,11 @@ static const pps_config_key_t keys[] = {
         "MIN_BUF packet is one record of at most one MSS"),
     PPS_CONFIG_STRING("server", "tls_key", "",
                       "PEM file of tls_cert's private key (both or neither)"),
+    PPS_CONFIG_STRING(
+        "server", "record", "",
+        "file to record the stream into as encoded (every quality layer's H.264, one track "
+        "each, the base first; capture times as presentation times): Matroska, or NUT for a "
+        "name ending in .nut; opened at start-up; \"\" = none (pps-server --record FILE)"),
 
     /* [source] */
     PPS_CONFIG_ENUM(
@@ -471,6 +476,7 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	if (ret < 0)
 		return ret;
 	sp->listen = pps_config_get_string(c, "server", "listen");
+	sp->record_path = pps_config_get_string(c, "server", "record");
 	s->status_interval_us = pps_config_get_int(c, "server", "status_interval_s") * 1000000;
 	return 0;
 }

@@ -42,6 +42,9 @@ usage(FILE *out)
 	    "  --stats-json FILE        write final counters as JSON here on exit\n"
 	    "  --log FILE               JSON Lines once a second: paths and rates "
 	    "(docs/RUNNING.md)\n"
+	    "  --record FILE.mkv        record the stream as encoded: each quality layer's H.264\n"
+	    "                           in one track, at its capture times (.nut: NUT); same as\n"
+	    "                           --set server.record=...\n"
 	    "  -q, --quiet              no status line\n"
 	    "  -h, --help               this help\n"
 	    "  -V, --version            the version\n");
@@ -119,11 +122,12 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-json", required_argument, NULL, 'j'},
 	    {"log", required_argument, NULL, 'L'},
+	    {"record", required_argument, NULL, 'R'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *log_path = NULL;
-	char err[512], assignment[300], *end;
+	char err[512], assignment[4200], *end;
 	int opt;
 
 	if (pps_config_parse_args(config, &argc, argv, err, sizeof(err)) < 0)
@@ -132,6 +136,11 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 		switch (opt) {
 		case 'l':
 			snprintf(assignment, sizeof(assignment), "server.listen=%s", optarg);
+			if (pps_config_set(config, assignment, err, sizeof(err)) < 0)
+				goto err_message;
+			break;
+		case 'R':
+			snprintf(assignment, sizeof(assignment), "server.record=%s", optarg);
 			if (pps_config_set(config, assignment, err, sizeof(err)) < 0)
 				goto err_message;
 			break;
