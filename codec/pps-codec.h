@@ -164,6 +164,23 @@ typedef struct {
 pps_capture_t *pps_capture_new(const pps_capture_params_t *params, pps_capture_frame_cb frame_cb,
                                void *user, char *err, size_t err_size);
 
+/* What a file or a URI holds (pps_capture_probe()). */
+typedef struct {
+	int width, height;    /* of its first video stream */
+	int fps_num, fps_den; /* 0/1 when the container does not say (a still image) */
+	bool has_audio;       /* it has an audio stream too */
+} pps_capture_probe_t;
+
+/*
+ * Reads the size, frame rate and streams of @input, a file name (type file)
+ * or a URI (type uri), without building the capture: up to 10 s, on the
+ * caller's thread. 0, or a negative errno with the reason in @err: -EINVAL
+ * (another type, a bad name), -EIO (cannot be read), -ENOENT (no video).
+ * Calls gst_init() if needed.
+ */
+int pps_capture_probe(pps_capture_source_t type, const char *input, pps_capture_probe_t *probe,
+                      char *err, size_t err_size);
+
 /*
  * Starts capturing and waits (up to 10 s) for the first frame, and with
  * audio=ticks or mic (or the test source's source) for the first audio block

@@ -73,6 +73,11 @@ typedef struct {
 	uint32_t latency_budget_ms; /* announced in STREAM_INFO */
 	pps_media_audio_params_t audio;
 	pps_log_t log;
+	/* A file or URI source is probed (pps_capture_probe()) and sent at its
+	 * own size, and at its own rate, unless the user set them: with
+	 * size_set / fps_set the capture's width, height / fps stand. What was
+	 * adapted, and a sound dropped with capture.audio off, is logged once. */
+	bool size_set, fps_set;
 } pps_media_params_t;
 
 typedef struct {
