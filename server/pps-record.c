@@ -221,9 +221,12 @@ static int
 queue_picture(pps_record_t *r, layer_t *l, const pps_codec_picture_t *picture, int64_t pts_us,
               int64_t duration_us, bool key)
 {
-	AVPacket *pkt = av_packet_alloc();
+	AVPacket *pkt;
 	int ret;
 
+	if (l->queued == RECORD_QUEUE)
+		return -ENOSPC; /* before the header: another layer's first IDR never came */
+	pkt = av_packet_alloc();
 	if (!pkt || av_new_packet(pkt, (int)picture->size) < 0) {
 		av_packet_free(&pkt);
 		return -ENOMEM;
