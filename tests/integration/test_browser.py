@@ -108,12 +108,13 @@ def client_luma(client, recording, frame_index, layers):
     k = shown.index(frame_index)
     if events[k]["quality_layers"] != layers:
         return None
-    r = subprocess.run(["ffmpeg", "-v", "error", "-i", recording, "-vf", "select=eq(n\\,%d)" % k,
-                        "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-"],
-                       capture_output=True, timeout=60)
-    check(r.returncode == 0 and len(r.stdout) == WIDTH * HEIGHT,
+    # The stored pictures, byte for byte (no decoder, no conversion).
+    r = subprocess.run(["ffmpeg", "-v", "error", "-i", recording, "-map", "0:v", "-c", "copy", "-f", "rawvideo",
+                        "-"], capture_output=True, timeout=60)
+    size = WIDTH * HEIGHT * 3 // 2
+    check(r.returncode == 0 and len(r.stdout) >= (k + 1) * size,
           "ffmpeg cannot read frame %d of %s: %s" % (k, recording, r.stderr[-300:]))
-    return r.stdout
+    return r.stdout[k * size:k * size + WIDTH * HEIGHT]
 
 
 def client_reached(client, frame_index):
