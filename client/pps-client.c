@@ -35,6 +35,7 @@ typedef struct {
 	pps_player_t *player;
 	pps_display_t *display;
 	pps_recorder_t *recorder; /* NULL without --output */
+	bool recorder_failed;
 	const char *output;
 	FILE *log;
 	const char *log_path;
@@ -136,12 +137,15 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *m, int64_t
 		fprintf(stderr, "pps-client: cannot show the frame\n");
 		stop(c, 1);
 	}
-	if (c->recorder && !c->stopping) {
+	/* Every frame shown goes in, those shown while stopping too, so the file
+	 * ends where the log does; after a write error, none. */
+	if (c->recorder && !c->recorder_failed) {
 		char err[512];
 
 		if (pps_recorder_frame(c->recorder, picture, now, info ? info->fps_num : 30,
 		                       info ? info->fps_den : 1, err, sizeof(err)) < 0) {
 			fprintf(stderr, "pps-client: %s\n", err);
+			c->recorder_failed = true;
 			stop(c, 1);
 		}
 	}
