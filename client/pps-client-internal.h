@@ -15,7 +15,7 @@
  *   playout     policy (fixed / asap / adaptive) + bounded queue of decoded
  *      |        frames, each due at its own display time
  *      v
- *   display (SDL2 window, y4m) and stats (status line, JSON Lines, summary)
+ *   display (SDL2 window), recorder (y4m, Matroska) and stats (status line, JSON Lines, summary)
  *
  * Times are CLOCK_REALTIME microseconds; objects that need "now" take it as
  * an argument or through a pps_client_clock_cb, so tests inject their own.
@@ -571,23 +571,57 @@ typedef struct pps_display pps_display_t;
 /* pps_display_mode_t and its names are in pps-client-policy.h. */
 
 /*
- * Opens the display (@mode; auto = SDL if a display is available) and the
- * y4m output (@y4m_path may be NULL or ""). NULL with @err and errno set on
- * failure: EINVAL (mode out of range), ENOMEM, the y4m file's open error, or
+ * Opens the display (@mode; auto = SDL if a display is available). NULL with
+ * @err and errno set on failure: EINVAL (mode out of range), ENOMEM, or
  * ENODEV (mode sdl and no window can be opened).
  */
-pps_display_t *pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err,
-                               size_t err_size);
+pps_display_t *pps_display_new(pps_display_mode_t mode, char *err, size_t err_size);
 void pps_display_free(pps_display_t *display);
 bool pps_display_has_window(const pps_display_t *display);
-/* Shows one frame (and writes it to the y4m file) with an overlay line. */
-int pps_display_show(pps_display_t *display, const pps_frame_t *picture, int fps,
-                     const char *overlay);
+/* Shows one frame with an overlay line (nothing without a window). */
+int pps_display_show(pps_display_t *display, const pps_frame_t *picture, const char *overlay);
 /* Handles window events; returns true if the user closed the window. */
 bool pps_display_poll_quit(pps_display_t *display);
 
 /* Draws @text (digits, letters, a few symbols) into an I420 picture's luma. */
 void pps_overlay_draw(pps_frame_t *picture, int x, int y, int scale, const char *text);
+
+/* ---- recorder: the pictures shown, in real time -------------------------- */
+
+/*
+ * The file --output names (pps-recorder.c explains the formats): a name
+ * ending in .mkv or .nut is Matroska or NUT through libavformat, rawvideo
+ * I420 with each picture's display time; anything else is y4m ("-":
+ * stdout), a picture per slot of the stream's frame rate, the picture on
+ * screen repeated through a freeze ("FRAME Xrepeat"). Either lasts as long
+ * as the run, first picture shown to last, within one frame time. One
+ * picture size per file. Loop thread only.
+ */
+typedef struct pps_recorder pps_recorder_t;
+
+typedef struct {
+	uint64_t frames_shown;    /* pictures given to pps_recorder_frame() */
+	uint64_t frames_written;  /* pictures in the file, repeats included */
+	uint64_t frames_repeated; /* y4m: repeats that fill freezes */
+	uint64_t frames_replaced; /* y4m: shown less than a frame time, not kept */
+	int64_t duration_us;      /* the file's length */
+} pps_recorder_summary_t;
+
+/* Opens @path now (an unwritable one fails here): NULL with errno and @err. */
+pps_recorder_t *pps_recorder_new(const char *path, char *err, size_t err_size);
+/*
+ * One picture shown at @shown_us (client clock, microseconds, increasing),
+ * borrowed for the call; the first sets the size and the frame rate
+ * (@fps_num / @fps_den, the stream's). 0, or a negative errno with @err:
+ * -EINVAL for a picture of another size, -EIO and libavformat's for a write.
+ */
+int pps_recorder_frame(pps_recorder_t *recorder, const pps_frame_t *picture, int64_t shown_us,
+                       unsigned fps_num, unsigned fps_den, char *err, size_t err_size);
+/* Writes what is held and closes the file: 0 or a negative errno with @err.
+ * @summary (may be NULL) gets the counts. Once, before free. */
+int pps_recorder_finish(pps_recorder_t *recorder, pps_recorder_summary_t *summary, char *err,
+                        size_t err_size);
+void pps_recorder_free(pps_recorder_t *recorder);
 
 /* ---- audio player: AUDIO_FRAME -> jitter buffer -> Opus -> output --------- */
 

@@ -76,7 +76,12 @@ static const pps_config_key_t keys[] = {
     /* [display] */
     PPS_CONFIG_ENUM("display", "mode", "auto", pps_display_mode_names,
                     "auto (SDL window if a display is available), sdl or none"),
-    PPS_CONFIG_STRING("display", "output", "", "write shown frames to this .y4m file"),
+    PPS_CONFIG_STRING(
+        "display", "output", "",
+        "record the frames shown, in real time: NAME.mkv or NAME.nut holds each frame once "
+        "with its display time (rawvideo I420); any other name is y4m at the stream's frame "
+        "rate, the frame on screen repeated through a freeze (FRAME Xrepeat); - = y4m on "
+        "stdout"),
 
     /* [audio] */
     PPS_CONFIG_BOOL("audio", "enabled", "true",

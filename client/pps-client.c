@@ -4,7 +4,8 @@
  * -> receiver -> playout, with the clock and the stats) and the display, on
  * one libevent loop on the main thread:
  *
- *   player --show--> display (SDL2 window, y4m)
+ *   player --show--> display (SDL2 window)
+ *      \--show--> recorder (--output: y4m or Matroska, in real time)
  *      \--stats--> status line, summary, --stats-json
  */
 #include "pps-client-settings.h"
@@ -33,6 +34,9 @@ typedef struct {
 
 	pps_player_t *player;
 	pps_display_t *display;
+	pps_recorder_t *recorder; /* NULL without --output */
+	bool recorder_failed;
+	const char *output;
 	FILE *log;
 	const char *log_path;
 	FILE *table; /* the summary: stdout, or stderr when stdout carries video */
@@ -57,8 +61,10 @@ usage(FILE *out)
 	    "client.server=...)\n"
 	    "  --display auto|sdl|none  SDL window, or headless (default auto: a window if there "
 	    "is a display)\n"
-	    "  --output FILE.y4m        write the frames shown to a y4m file; - = stdout (summary "
-	    "to stderr)\n"
+	    "  --output FILE            record the frames shown, in real time: FILE.mkv (or .nut)\n"
+	    "                           with each frame's display time; any other name is y4m\n"
+	    "                           at the stream's rate, the last frame repeated through\n"
+	    "                           freezes; - = y4m to stdout (summary to stderr)\n"
 	    "  --log FILE               JSON Lines: a start record, frames, windows, clock, the\n"
 	    "                           summary (docs/JSON.md)\n"
 	    "  --stats-interval SECONDS with --log: an interval record this often (frames, "
@@ -137,10 +143,21 @@ player_show_cb(const pps_frame_t *picture, const pps_playout_frame_t *m, int64_t
 
 	pps_stats_overlay_text(r, (double)(now - m->capture_us) / 1000.0, c->overlay,
 	                       sizeof(c->overlay));
-	if (pps_display_show(c->display, picture, info ? info->fps_num : 30, c->overlay) < 0 &&
-	    !c->stopping) {
-		fprintf(stderr, "pps-client: cannot write the output file: %s\n", strerror(errno));
+	if (pps_display_show(c->display, picture, c->overlay) < 0 && !c->stopping) {
+		fprintf(stderr, "pps-client: cannot show the frame\n");
 		stop(c, 1);
+	}
+	/* Every frame shown goes in, those shown while stopping too, so the file
+	 * ends where the log does; after a write error, none. */
+	if (c->recorder && !c->recorder_failed) {
+		char err[512];
+
+		if (pps_recorder_frame(c->recorder, picture, now, info ? info->fps_num : 30,
+		                       info ? info->fps_den : 1, err, sizeof(err)) < 0) {
+			fprintf(stderr, "pps-client: %s\n", err);
+			c->recorder_failed = true;
+			stop(c, 1);
+		}
 	}
 	return true;
 }
@@ -306,6 +323,35 @@ write_stats_json(const char *path, FILE *f, const pps_stats_t *stats,
 	return ret;
 }
 
+/* Closes --output and says on stderr what it holds. */
+static int
+finish_recording(client_t *c)
+{
+	pps_recorder_summary_t sum;
+	char err[512];
+	int ret = pps_recorder_finish(c->recorder, &sum, err, sizeof(err));
+
+	if (ret < 0) {
+		fprintf(stderr, "pps-client: %s\n", err);
+		return ret;
+	}
+	if (sum.frames_shown == 0) {
+		fprintf(stderr, "pps-client: --output %s: no frame was shown\n", c->output);
+		return 0;
+	}
+	fprintf(stderr,
+	        "pps-client: --output %s: %.3f s, %" PRIu64 " frames shown, %" PRIu64
+	        " in the file",
+	        c->output, (double)sum.duration_us / 1e6, sum.frames_shown, sum.frames_written);
+	if (sum.frames_repeated || sum.frames_replaced)
+		fprintf(stderr,
+		        " (%" PRIu64 " repeats through freezes, %" PRIu64
+		        " shown less than a frame time left out)",
+		        sum.frames_repeated, sum.frames_replaced);
+	fputc('\n', stderr);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -459,9 +505,12 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	c.display = pps_display_new(settings.display_mode, output, err, sizeof(err));
-	if (!c.display) {
+	c.display = pps_display_new(settings.display_mode, err, sizeof(err));
+	if (c.display && output[0])
+		c.recorder = pps_recorder_new(output, err, sizeof(err));
+	if (!c.display || (output[0] && !c.recorder)) {
 		fprintf(stderr, "pps-client: %s\n", err);
+		pps_display_free(c.display);
 		if (c.log)
 			fclose(c.log);
 		if (stats_json_file)
@@ -469,6 +518,7 @@ main(int argc, char **argv)
 		pps_config_free(c.config);
 		return 1;
 	}
+	c.output = output;
 	c.base = event_base_new();
 	c.peer_log = pps_peer_log_new(stderr, PPS_PEER_LOG_TEXT, PPS_PEER_LOG_TEXT_BURST,
 	                              PPS_PEER_LOG_TEXT_INTERVAL_US);
@@ -536,6 +586,8 @@ main(int argc, char **argv)
 		                     &summary) < 0)
 			c.exit_status = 1;
 	}
+	if (c.recorder && finish_recording(&c) < 0)
+		c.exit_status = 1;
 	if (!log_ok(&c))
 		c.exit_status = 1;
 	if (c.log && fclose(c.log) != 0 && c.exit_status == 0) {
@@ -550,6 +602,7 @@ main(int argc, char **argv)
 	pps_player_free(c.player);
 	pps_peer_log_free(c.peer_log);
 	pps_display_free(c.display);
+	pps_recorder_free(c.recorder);
 	event_free(c.status_timer);
 	if (c.ui_timer)
 		event_free(c.ui_timer);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Display: an SDL2 window with a one-line overlay, and/or a y4m file of what
- * was shown. SDL runs on the main thread (the event loop's); its window
- * events are read when a frame is shown and from a slow UI timer, never by
- * spinning.
+ * Display: an SDL2 window with a one-line overlay (the file of what was
+ * shown is the recorder's, pps-recorder.c). SDL runs on the main thread (the event loop's); its
+ * window events are read when a frame is shown and from a slow UI timer, never by spinning.
  */
 #include "pps-client-internal.h"
 
@@ -27,8 +26,6 @@ struct pps_display {
 	SDL_Renderer *renderer;
 	SDL_Texture *texture;
 	int tex_width, tex_height;
-	FILE *y4m;
-	bool y4m_header;
 	pps_frame_t *scratch; /* picture + overlay */
 	bool quit;
 };
@@ -42,7 +39,7 @@ display_available(void)
 }
 
 pps_display_t *
-pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t err_size)
+pps_display_new(pps_display_mode_t mode, char *err, size_t err_size)
 {
 	pps_display_t *d;
 	int error = ENODEV; /* unless the failure below says otherwise */
@@ -57,18 +54,6 @@ pps_display_new(pps_display_mode_t mode, const char *y4m_path, char *err, size_t
 		snprintf(err, err_size, "out of memory");
 		errno = ENOMEM;
 		return NULL;
-	}
-	if (y4m_path && strcmp(y4m_path, "-") == 0) {
-		/* `pps-client --output - | ffplay -`: the caller keeps its own
-		 * text off stdout. */
-		d->y4m = stdout;
-	} else if (y4m_path && *y4m_path) {
-		d->y4m = fopen(y4m_path, "wb");
-		if (!d->y4m) {
-			error = errno;
-			snprintf(err, err_size, "--output %s: %s", y4m_path, strerror(error));
-			goto err;
-		}
 	}
 	if (mode == PPS_DISPLAY_NONE || (mode == PPS_DISPLAY_AUTO && !display_available()))
 		return d;
@@ -123,10 +108,6 @@ pps_display_free(pps_display_t *d)
 		SDL_DestroyWindow(d->window);
 		SDL_Quit();
 	}
-	if (d->y4m && d->y4m != stdout)
-		fclose(d->y4m);
-	else if (d->y4m)
-		fflush(d->y4m);
 	pps_frame_free(d->scratch);
 	free(d);
 }
@@ -137,34 +118,11 @@ pps_display_has_window(const pps_display_t *d)
 	return d->window != NULL;
 }
 
-static int
-write_y4m(pps_display_t *d, const pps_frame_t *p, int fps)
-{
-	if (!d->y4m_header) {
-		fprintf(d->y4m, "YUV4MPEG2 W%d H%d F%d:1 Ip A1:1 C420jpeg\n", p->width, p->height,
-		        fps);
-		d->y4m_header = true;
-	}
-	fputs("FRAME\n", d->y4m);
-	for (int plane = 0; plane < 3; plane++) {
-		int w = plane ? p->width / 2 : p->width, h = plane ? p->height / 2 : p->height;
-
-		for (int y = 0; y < h; y++)
-			fwrite(p->planes[plane] + (size_t)y * (size_t)p->strides[plane], 1,
-			       (size_t)w, d->y4m);
-	}
-	return ferror(d->y4m) ? -EIO : 0;
-}
-
 int
-pps_display_show(pps_display_t *d, const pps_frame_t *picture, int fps, const char *overlay)
+pps_display_show(pps_display_t *d, const pps_frame_t *picture, const char *overlay)
 {
-	int ret = 0;
-
-	if (d->y4m)
-		ret = write_y4m(d, picture, fps);
 	if (!d->window)
-		return ret;
+		return 0;
 	if (!d->scratch || d->scratch->width != picture->width ||
 	    d->scratch->height != picture->height) {
 		pps_frame_free(d->scratch);
@@ -194,7 +152,7 @@ pps_display_show(pps_display_t *d, const pps_frame_t *picture, int fps, const ch
 	SDL_RenderCopy(d->renderer, d->texture, NULL, NULL);
 	SDL_RenderPresent(d->renderer);
 	pps_display_poll_quit(d);
-	return ret;
+	return 0;
 }
 
 bool

@@ -50,9 +50,8 @@ void pps_upscale_plane(const uint8_t *src, int src_stride, int src_width, int sr
  * carries no frame: the fillers that close its frame's mini-GOP, so that
  * libavcodec outputs the mini-GOP's pictures (see pps-encoder.c).
  */
-#define PPS_CODEC_ADU_FILLERS_ONLY     0x80u
-#define PPS_CODEC_ADU_COUNT_MASK       0x7fu
-#define PPS_CODEC_MAX_PICTURES_PER_ADU 16
+#define PPS_CODEC_ADU_FILLERS_ONLY 0x80u
+#define PPS_CODEC_ADU_COUNT_MASK   0x7fu
 
 /*
  * The capture's pipeline (pps-capture-pipeline.c). Its audio branch, from

@@ -164,6 +164,23 @@ typedef struct {
 pps_capture_t *pps_capture_new(const pps_capture_params_t *params, pps_capture_frame_cb frame_cb,
                                void *user, char *err, size_t err_size);
 
+/* What a file or a URI holds (pps_capture_probe()). */
+typedef struct {
+	int width, height;    /* of its first video stream */
+	int fps_num, fps_den; /* 0/1 when the container does not say (a still image) */
+	bool has_audio;       /* it has an audio stream too */
+} pps_capture_probe_t;
+
+/*
+ * Reads the size, frame rate and streams of @input, a file name (type file)
+ * or a URI (type uri), without building the capture: up to 10 s, on the
+ * caller's thread. 0, or a negative errno with the reason in @err: -EINVAL
+ * (another type, a bad name), -EIO (cannot be read), -ENOENT (no video).
+ * Calls gst_init() if needed.
+ */
+int pps_capture_probe(pps_capture_source_t type, const char *input, pps_capture_probe_t *probe,
+                      char *err, size_t err_size);
+
 /*
  * Starts capturing and waits (up to 10 s) for the first frame, and with
  * audio=ticks or mic (or the test source's source) for the first audio block
@@ -354,6 +371,20 @@ typedef struct {
 	uint64_t reconfig_errors; /* ... that x264 refused */
 } pps_encoder_stats_t;
 void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
+
+/*
+ * The H.264 pictures an ADU carries (one layer's Annex B bitstream, in decode
+ * order): x264's filler pictures (see pps_encoder_encode()) and, last, the
+ * frame's own picture, unless @fillers_only is set. At most
+ * PPS_CODEC_MAX_PICTURES_PER_ADU. The spans point into the ADU. Returns their
+ * count, or -EINVAL for a malformed payload.
+ */
+#define PPS_CODEC_MAX_PICTURES_PER_ADU 16
+typedef struct {
+	const uint8_t *data;
+	size_t size;
+} pps_codec_picture_t;
+int pps_codec_adu_pictures(const pps_adu_t *adu, pps_codec_picture_t *pictures, bool *fillers_only);
 
 /* -------------------------------------------------------------- decoder */
 

@@ -339,34 +339,46 @@ feed(pps_decoder_t *d, int q, const uint8_t *data, size_t size, int64_t pts)
 }
 
 int
-pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
+pps_codec_adu_pictures(const pps_adu_t *adu, pps_codec_picture_t *pictures, bool *fillers_only)
 {
-	const pps_adu_info_t *info = pps_adu_info(adu);
 	const uint8_t *data = pps_adu_data(adu);
-	size_t size = pps_adu_size(adu), header, offset;
-	uint32_t s = (uint32_t)d->params.minigop_frames;
-	int q = info->quality_layer, n, r = 0;
-	bool decodable = true, fillers_only;
-	record_t *rec;
+	size_t size = pps_adu_size(adu), offset;
+	int n;
 
-	if (q >= d->params.quality_layers || size < 1)
+	if (size < 1)
 		return -EINVAL;
-	fillers_only = data[0] & PPS_CODEC_ADU_FILLERS_ONLY;
+	*fillers_only = data[0] & PPS_CODEC_ADU_FILLERS_ONLY;
 	n = data[0] & PPS_CODEC_ADU_COUNT_MASK;
-	header = 1 + 4 * (size_t)n;
-	if (n < 1 || n > PPS_CODEC_MAX_PICTURES_PER_ADU || size < header)
+	offset = 1 + 4 * (size_t)n;
+	if (n < 1 || n > PPS_CODEC_MAX_PICTURES_PER_ADU || size < offset)
 		return -EINVAL;
-	offset = header;
 	for (int i = 0; i < n; i++) {
 		uint32_t sz = (uint32_t)data[1 + 4 * i] | (uint32_t)data[2 + 4 * i] << 8 |
 		              (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
 
 		if (sz > size - offset)
 			return -EINVAL;
+		pictures[i] = (pps_codec_picture_t){.data = data + offset, .size = sz};
 		offset += sz;
 	}
-	if (offset != size)
+	return offset == size ? n : -EINVAL;
+}
+
+int
+pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
+{
+	const pps_adu_info_t *info = pps_adu_info(adu);
+	pps_codec_picture_t pictures[PPS_CODEC_MAX_PICTURES_PER_ADU];
+	uint32_t s = (uint32_t)d->params.minigop_frames;
+	int q = info->quality_layer, n, r = 0;
+	bool decodable = true, fillers_only;
+	record_t *rec;
+
+	if (q >= d->params.quality_layers)
 		return -EINVAL;
+	n = pps_codec_adu_pictures(adu, pictures, &fillers_only);
+	if (n < 0)
+		return n;
 
 	/* Frames of earlier mini-GOPs can get no more ADUs; nor can the frames
 	 * up to a filler ADU's, which comes after all of its mini-GOP. */
@@ -424,15 +436,12 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	}
 	if (rec)
 		rec->expect_mask |= 1u << q;
-	offset = header;
 	for (int i = 0; i < n && r >= 0; i++) {
-		uint32_t sz = (uint32_t)data[1 + 4 * i] | (uint32_t)data[2 + 4 * i] << 8 |
-		              (uint32_t)data[3 + 4 * i] << 16 | (uint32_t)data[4 + 4 * i] << 24;
 		bool frame = !fillers_only && i == n - 1;
 
 		/* Only the last picture of a picture ADU is the frame; the others are fillers. */
-		r = feed(d, q, data + offset, sz, frame ? (int64_t)info->frame_index : -1);
-		offset += sz;
+		r = feed(d, q, pictures[i].data, pictures[i].size,
+		         frame ? (int64_t)info->frame_index : -1);
 	}
 	if (r < 0) {
 		if (rec) {

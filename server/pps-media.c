@@ -18,6 +18,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -383,6 +384,8 @@ wake_cb(void *user)
 			switch (batch[i].kind) {
 			case ITEM_ADU: /* the windower takes the reference, even when it refuses it
 			                */
+				if (m->events.adu_cb)
+					m->events.adu_cb(batch[i].payload.adu, m->user);
 				ret = pps_windower_add(m->windower, batch[i].payload.adu);
 				break;
 			case ITEM_FRAMES_DONE:
@@ -446,17 +449,108 @@ setup_audio(pps_media_t *m, const pps_media_params_t *params, char *err, size_t 
 	return 0;
 }
 
+/* The encoder's bounds on a picture: larger sources are scaled down to fit,
+ * keeping their shape; sizes are made even. */
+#define SOURCE_MAX_WIDTH  3840
+#define SOURCE_MAX_HEIGHT 2160
+#define SOURCE_MIN_SIDE   64
+
+static int
+even_in(int v, int lo, int hi)
+{
+	v = v < lo ? lo : v > hi ? hi : v;
+	return v & ~1;
+}
+
+/* A file or URI at its own size and rate (pps_media_params_t size_set,
+ * fps_set), on @p, a copy of the caller's; one line says what was done. */
+static void
+adapt_to_source(pps_media_params_t *p)
+{
+	pps_capture_params_t *c = &p->capture;
+	const char *name = c->input, *slash = strrchr(c->input, '/');
+	pps_capture_probe_t probe;
+	char err[256], rate[32], size_note[96] = "", rate_note[64] = "";
+	int w, h, fps;
+	double native_fps;
+
+	if (c->type == PPS_CAPTURE_SOURCE_FILE && slash && slash[1])
+		name = slash + 1;
+	if (pps_capture_probe(c->type, c->input, &probe, err, sizeof(err)) < 0) {
+		pps_log(&p->log, PPS_LOG_WARNING,
+		        "source: %s: %s; sent at %dx%d, %d fps as source.*"
+		        " say",
+		        name, err, c->width, c->height, c->fps);
+		return;
+	}
+	native_fps =
+	    probe.fps_num > 0 && probe.fps_den > 0 ? (double)probe.fps_num / probe.fps_den : 0;
+	if (native_fps > 0)
+		snprintf(rate, sizeof(rate), " at %.*f fps", probe.fps_num % probe.fps_den ? 2 : 0,
+		         native_fps);
+	else
+		snprintf(rate, sizeof(rate), " (no frame rate)");
+	w = probe.width;
+	h = probe.height;
+	if (w > SOURCE_MAX_WIDTH || h > SOURCE_MAX_HEIGHT) {
+		double k = (double)SOURCE_MAX_WIDTH / w < (double)SOURCE_MAX_HEIGHT / h
+		               ? (double)SOURCE_MAX_WIDTH / w
+		               : (double)SOURCE_MAX_HEIGHT / h;
+
+		w = (int)(w * k);
+		h = (int)(h * k);
+	}
+	w = even_in(w, SOURCE_MIN_SIDE, SOURCE_MAX_WIDTH);
+	h = even_in(h, SOURCE_MIN_SIDE, SOURCE_MAX_HEIGHT);
+	if (p->size_set) {
+		if (c->width != probe.width || c->height != probe.height)
+			snprintf(size_note, sizeof(size_note),
+			         "; scaled to %dx%d as source.width/height say", c->width,
+			         c->height);
+	} else {
+		if (w != probe.width || h != probe.height)
+			snprintf(size_note, sizeof(size_note),
+			         "; scaled to %dx%d (the encoder's "
+			         "bounds, even sizes)",
+			         w, h);
+		c->width = p->encoder.width = w;
+		c->height = p->encoder.height = h;
+	}
+	fps = native_fps > 0 ? (int)(native_fps + 0.5) : c->fps;
+	fps = fps < 1 ? 1 : fps > 120 ? 120 : fps;
+	if (p->fps_set) {
+		if (native_fps <= 0 || fabs(native_fps - c->fps) > 0.005)
+			snprintf(rate_note, sizeof(rate_note), "; at %d fps as source.fps says",
+			         c->fps);
+	} else {
+		if (native_fps <= 0 || fabs(native_fps - fps) > 0.005)
+			snprintf(rate_note, sizeof(rate_note), "; at %d fps", fps);
+		c->fps = p->encoder.fps = fps;
+	}
+	pps_log(&p->log, PPS_LOG_INFO, "source: %s is %dx%d%s%s%s%s%s", name, probe.width,
+	        probe.height, rate, size_note, rate_note,
+	        !size_note[0] && !rate_note[0] ? "; sent as is" : "",
+	        probe.has_audio && c->audio == PPS_CAPTURE_AUDIO_OFF
+	            ? "; its sound is dropped (audio.source = off)"
+	            : "");
+}
+
 static pps_media_t *
 media_new(struct event_base *base, const pps_media_params_t *params, bool pushed,
           const pps_media_events_t *events, void *user, char *err, size_t err_size)
 {
 	pps_media_t *m = calloc(1, sizeof(*m));
-	const pps_encoder_params_t *ep = &params->encoder;
+	pps_media_params_t adapted = *params;
+	const pps_encoder_params_t *ep = &adapted.encoder;
 
 	if (!m) {
 		snprintf(err, err_size, "out of memory");
 		return NULL;
 	}
+	if (!pushed && (params->capture.type == PPS_CAPTURE_SOURCE_FILE ||
+	                params->capture.type == PPS_CAPTURE_SOURCE_URI))
+		adapt_to_source(&adapted);
+	params = &adapted;
 	m->base = base;
 	m->events = *events;
 	m->user = user;

@@ -52,6 +52,9 @@ typedef struct {
 	/* One encoded audio frame (the record's fields; the payload is valid
 	 * for the call). Optional. */
 	void (*audio_cb)(const pps_wire_audio_frame_t *frame, void *user);
+	/* Every encoded ADU, in the encoder's order, before the windows take
+	 * it (borrowed for the call). Optional. */
+	void (*adu_cb)(const pps_adu_t *adu, void *user);
 } pps_media_events_t;
 
 /* The audio track ([audio] settings): used when the capture has audio (or,
@@ -71,6 +74,11 @@ typedef struct {
 	uint32_t latency_budget_ms; /* announced in STREAM_INFO */
 	pps_media_audio_params_t audio;
 	pps_log_t log;
+	/* A file or URI source is probed (pps_capture_probe()) and sent at its
+	 * own size, and at its own rate, unless the user set them: with
+	 * size_set / fps_set the capture's width, height / fps stand. What was
+	 * adapted, and a sound dropped with capture.audio off, is logged once. */
+	bool size_set, fps_set;
 } pps_media_params_t;
 
 typedef struct {

@@ -372,6 +372,37 @@ bool pps_server_metrics_page_cb(const pps_ws_request_t *request, pps_web_page_t 
 char *pps_server_metrics_text(const pps_server_report_t *report,
                               const pps_server_snapshot_t *snapshot, size_t *len_out);
 
+/* ---- record: the stream as encoded, into a file --------------------------- */
+
+/*
+ * --record (pps-record.c): every quality layer's H.264 pictures as they were
+ * encoded, one track per layer (the base first), each picture at its capture
+ * time, through libavformat: Matroska, or NUT for a name ending in .nut.
+ * Loop thread only.
+ */
+typedef struct pps_record pps_record_t;
+
+typedef struct {
+	uint64_t pictures;              /* written, x264's fillers included, every layer */
+	uint64_t pictures_before_start; /* of a layer before its first IDR: left out */
+	uint64_t pictures_retimed;      /* a capture time that went back, moved up */
+	int64_t duration_us;            /* first capture to the last picture's end */
+} pps_record_stats_t;
+
+/* Opens @path now (an unwritable one fails here, before anything listens):
+ * NULL with errno and a one-line reason in @err. @info: the stream's sizes,
+ * rate and layers. */
+pps_record_t *pps_record_new(const char *path, const pps_wire_stream_info_t *info, char *err,
+                             size_t err_size);
+/* One ADU, in the encoder's order (borrowed). 0 or a negative errno; after
+ * an error nothing more is written and every later call returns it. */
+int pps_record_adu(pps_record_t *record, const pps_adu_t *adu);
+/* Writes what is queued and the file's index, and closes it: 0 or a
+ * negative errno with @err. @stats may be NULL. Once, before free. */
+int pps_record_finish(pps_record_t *record, pps_record_stats_t *stats, char *err, size_t err_size);
+const char *pps_record_path(const pps_record_t *record);
+void pps_record_free(pps_record_t *record);
+
 /* ---- the server: media, listener, closed loop, log, report -------------- */
 
 typedef struct pps_server pps_server_t;
@@ -404,7 +435,8 @@ typedef struct {
 	/* Pictures come from pps_server_push_frame(), and the audio track (if
 	 * media.capture.audio is not off) from pps_server_push_audio(). */
 	bool pushed;
-	const char *log_path; /* JSON Lines once a second (pps_server_log_t); NULL: none */
+	const char *log_path;    /* JSON Lines once a second (pps_server_log_t); NULL: none */
+	const char *record_path; /* the stream as encoded (pps_record_t); NULL or "": none */
 	pps_server_metrics_mode_t metrics; /* GET /metrics on the listener */
 	pps_log_t log;                     /* every object's messages; zero: dropped */
 } pps_server_params_t;

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <glib.h>
 #include <event2/event.h>
+#include <inttypes.h>
+#include <libavutil/error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,8 @@ struct pps_server {
 	pps_server_log_t *log;   /* NULL without a log file */
 	pps_server_report_t *report;
 	pps_server_metrics_t *metrics; /* NULL: GET /metrics is off */
+	pps_record_t *record; /* NULL without --record */
+	int record_failed;    /* the recorder's write error, said at finish */
 	pps_wire_stream_info_t info;
 	unsigned port;
 	char listen[80]; /* as bound */
@@ -85,6 +89,25 @@ audio_cb(const pps_wire_audio_frame_t *frame, void *user)
 }
 
 static void
+adu_cb(const pps_adu_t *adu, void *user)
+{
+	pps_server_t *s = user;
+	int ret;
+
+	if (!s->record)
+		return;
+	ret = pps_record_adu(s->record, adu);
+	if (ret < 0) {
+		/* Said once; the stream goes on without the recording. */
+		pps_log(&s->params.log, PPS_LOG_ERROR, "--record %s: %s; recording stopped",
+		        pps_record_path(s->record), av_err2str(ret));
+		s->record_failed = ret;
+		pps_record_free(s->record);
+		s->record = NULL;
+	}
+}
+
+static void
 media_failed_cb(const char *error, void *user)
 {
 	pps_server_t *s = user;
@@ -128,6 +151,7 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	    .window_grew_cb = window_grew_cb,
 	    .failed_cb = media_failed_cb,
 	    .audio_cb = audio_cb,
+	    .adu_cb = adu_cb,
 	};
 	pps_server_t *s = calloc(1, sizeof(*s));
 	pps_listener_params_t *lp;
@@ -152,6 +176,11 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	if (!s->media)
 		goto err;
 	pps_media_stream_info(s->media, &s->info);
+	if (params->record_path && params->record_path[0]) {
+		s->record = pps_record_new(params->record_path, &s->info, err, err_size);
+		if (!s->record)
+			goto err;
+	}
 	lp = &s->params.listener;
 	lp->session.stream_info = s->info;
 	lp->frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
@@ -331,6 +360,33 @@ pps_server_finish(pps_server_t *s, FILE *out, FILE *stats_json, const char *stat
 		ret = pps_server_report_final(s->report, out, stats_json, stats_json_name,
 		                              s->log ? pps_server_log_file(s->log) : NULL, err,
 		                              err_size);
+	if (s->record_failed && ret == 0) {
+		snprintf(err, err_size, "--record %s: %s", s->params.record_path,
+		         av_err2str(s->record_failed));
+		ret = s->record_failed;
+	}
+	if (s->record) {
+		pps_record_stats_t rs;
+		char record_err[512];
+		int record_ret = pps_record_finish(s->record, &rs, record_err, sizeof(record_err));
+
+		if (record_ret < 0 && ret == 0) {
+			snprintf(err, err_size, "%s", record_err);
+			ret = record_ret;
+		} else if (record_ret == 0 && out) {
+			fprintf(out,
+			        "pps-server: --record %s: %.3f s, %" PRIu64
+			        " pictures in %u H.264 tracks (one per quality layer)",
+			        s->params.record_path, (double)rs.duration_us / 1e6, rs.pictures,
+			        s->info.quality_layers);
+			if (rs.pictures_retimed)
+				fprintf(out, ", %" PRIu64 " capture times that went back moved up",
+				        rs.pictures_retimed);
+			fputc('\n', out);
+		}
+		pps_record_free(s->record);
+		s->record = NULL;
+	}
 	if (s->log) {
 		const char *path = pps_server_log_path(s->log);
 		char line[512];
@@ -355,6 +411,7 @@ pps_server_free(pps_server_t *s)
 		pps_media_stop(s->media);
 	pps_server_metrics_free(s->metrics);
 	pps_server_report_free(s->report);
+	pps_record_free(s->record);
 	pps_listener_free(s->listener);
 	pps_adapt_loop_free(s->adapt);
 	(void)pps_server_log_close(s->log);

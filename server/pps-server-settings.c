@@ -109,6 +109,11 @@ static const pps_config_key_t keys[] = {
         "the Prometheus text format (?format=json: as --stats-json; docs/JSON.md): off (404), "
         "on (anyone who reaches the listener) or token (access_token as a bearer token or "
         "?token=)"),
+    PPS_CONFIG_STRING(
+        "server", "record", "",
+        "file to record the stream into as encoded (every quality layer's H.264, one track "
+        "each, the base first; capture times as presentation times): Matroska, or NUT for a "
+        "name ending in .nut; opened at start-up; \"\" = none (pps-server --record FILE)"),
 
     /* [source] */
     PPS_CONFIG_ENUM(
@@ -118,7 +123,8 @@ static const pps_config_key_t keys[] = {
         "not live is paced to real time and looped"),
     PPS_CONFIG_STRING("source", "device", "/dev/video0", "V4L2 device for type=camera"),
     PPS_CONFIG_STRING("source", "file", "",
-                      "media file for type=file, played in real time and looped"),
+                      "media file for type=file, played in real time and looped, at its own "
+                      "size and frame rate unless width, height or fps are set (type=uri too)"),
     PPS_CONFIG_STRING(
         "source", "uri", "",
         "URI for type=uri (file:///clip.mp4, rtsp://camera/stream, https://host/video.mp4); "
@@ -525,6 +531,11 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 		snprintf(err, err_size, "[server] metrics = token: needs [server] access_token");
 		return -EINVAL;
 	}
+	sp->record_path = pps_config_get_string(c, "server", "record");
+	/* A file's own size and rate unless the user gave them. */
+	sp->media.size_set = strcmp(pps_config_get_origin(c, "source", "width"), "default") ||
+	                     strcmp(pps_config_get_origin(c, "source", "height"), "default");
+	sp->media.fps_set = strcmp(pps_config_get_origin(c, "source", "fps"), "default") != 0;
 	s->status_interval_us = pps_config_get_int(c, "server", "status_interval_s") * 1000000;
 	return 0;
 }

@@ -46,6 +46,9 @@ usage(FILE *out)
 	    "  --log FILE               JSON Lines: a start record, paths and rates once a "
 	    "second,\n"
 	    "                           the summary (docs/JSON.md)\n"
+	    "  --record FILE.mkv        record the stream as encoded: each quality layer's H.264\n"
+	    "                           in one track, at its capture times (.nut: NUT); same as\n"
+	    "                           --set server.record=...\n"
 	    "  -q, --quiet              no status line\n"
 	    "  -h, --help               this help\n"
 	    "  -V, --version            the version\n");
@@ -130,11 +133,12 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-json", required_argument, NULL, 'j'},
 	    {"log", required_argument, NULL, 'L'},
+	    {"record", required_argument, NULL, 'R'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *log_path = NULL;
-	char err[512], *end;
+	char err[512], assignment[4200], *end;
 	int opt;
 
 	if (pps_config_parse_args(config, &argc, argv, err, sizeof(err)) < 0)
@@ -144,6 +148,11 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 		case 'l':
 			if (pps_config_set_as(config, "server", "listen", optarg, "--listen ", err,
 			                      sizeof(err)) < 0)
+				goto err_message;
+			break;
+		case 'R':
+			snprintf(assignment, sizeof(assignment), "server.record=%s", optarg);
+			if (pps_config_set(config, assignment, err, sizeof(err)) < 0)
 				goto err_message;
 			break;
 		case 'p':

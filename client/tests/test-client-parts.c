@@ -65,11 +65,13 @@ test_constructors(void)
 	errno = 0;
 	CHECK(!pps_playout_new(PPS_PLAYOUT_FIXED, -1, NULL, NULL) && errno == EINVAL);
 	errno = 0;
-	CHECK(!pps_display_new(PPS_DISPLAY_MODE_COUNT, NULL, err, sizeof(err)) && errno == EINVAL);
+	CHECK(!pps_display_new(PPS_DISPLAY_MODE_COUNT, err, sizeof(err)) && errno == EINVAL);
 	errno = 0;
-	CHECK(!pps_display_new(PPS_DISPLAY_NONE, "/nonexistent-dir/out.y4m", err, sizeof(err)) &&
-	      errno == ENOENT);
+	CHECK(!pps_recorder_new("/nonexistent-dir/out.y4m", err, sizeof(err)) && errno == ENOENT);
 	CHECK(strstr(err, "/nonexistent-dir/out.y4m") != NULL);
+	errno = 0;
+	CHECK(!pps_recorder_new("/nonexistent-dir/out.mkv", err, sizeof(err)) && errno == ENOENT);
+	CHECK(strstr(err, "/nonexistent-dir/out.mkv") != NULL);
 
 	/* The player: missing arguments, then a part's own refusal passed on. */
 	struct event_base *base = event_base_new();

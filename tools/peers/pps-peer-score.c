@@ -25,7 +25,9 @@
  * Quality: PSNR and SSIM (8x8 windows, step 4) of the luma, leaving out the
  * timecode's blocks in the top-left corner.
  *
- * The frame rate (for the period) comes from the y4m header.
+ * The frame rate (for the period) comes from the y4m header. pps-client's
+ * y4m repeats the picture on screen through a freeze ("FRAME Xrepeat"); the
+ * repeats are skipped, so each shown picture is scored once.
  *
  * Output (stdout, TSV): ordinal timecode_ok frame_index capture_us ref_frame
  * psnr_y ssim_y ref_check (1 won, 0 lost, -1 not checked); pictures without a
@@ -323,6 +325,10 @@ main(int argc, char **argv)
 		if (strncmp(line, "FRAME", 5) ||
 		    fread(picture, 1, picture_bytes, in) != picture_bytes)
 			break;
+		if (strstr(line, " Xrepeat")) {
+			ordinal--; /* pps-client's filler through a freeze: shown once */
+			continue;
+		}
 		if (pps_timecode_read(picture, width, width, height, &index, &capture_us) < 0) {
 			printf("%" PRId64 "\t0\t0\t0\t-1\t\t\t-1\n", ordinal);
 			continue;

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recorder keeps real time: a run of regular pictures, a freeze, a burst
+ * of pictures faster than the frame rate and regular pictures again make a
+ * y4m file whose length (pictures x frame time) is the run's, first picture
+ * to last plus the last one's frame time, within one frame time, and a
+ * Matroska file whose duration is the same. Display times are made up (an
+ * injected clock); nothing sleeps.
+ */
+#include "pps-client-internal.h"
+#include "pps-test.h"
+
+#include <errno.h>
+#include <libavformat/avformat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FPS      30
+#define FRAME_US (1000000 / FPS)
+
+/* Display times of the run: 40 regular pictures (a few ms of jitter, the
+ * first 3 ms early), a 1.5 s freeze, 6 pictures 2 ms
+ * apart, 40 regular pictures. Returns how many; @times has room for 128. */
+static int
+run_times(int64_t *times)
+{
+	int64_t t = 1700000000000000 + FRAME_US / 2;
+	int n = 0;
+
+	for (int i = 0; i < 40; i++, t += FRAME_US)
+		times[n++] = t + (i % 3 - 1) * 3000;
+	t += 1500000;
+	for (int i = 0; i < 6; i++, t += 2000)
+		times[n++] = t;
+	for (int i = 0; i < 40; i++, t += FRAME_US)
+		times[n++] = t + (i % 2) * 2000;
+	return n;
+}
+
+static void
+record(const char *path, const int64_t *times, int n, pps_recorder_summary_t *sum)
+{
+	char err[256] = "";
+	pps_recorder_t *r = pps_recorder_new(path, err, sizeof(err));
+	pps_frame_t *picture = pps_frame_new(64, 48);
+
+	CHECK(r != NULL);
+	CHECK(picture != NULL);
+	if (!r || !picture)
+		return;
+	for (int i = 0; i < n; i++) {
+		memset(picture->planes[0], i, (size_t)picture->strides[0] * 48);
+		CHECK_EQ_INT(pps_recorder_frame(r, picture, times[i], FPS, 1, err, sizeof(err)), 0);
+	}
+	/* One file, one size. */
+	pps_frame_t *other = pps_frame_new(32, 32);
+	CHECK_EQ_INT(pps_recorder_frame(r, other, times[n - 1] + 1, FPS, 1, err, sizeof(err)),
+	             -EINVAL);
+	CHECK(strstr(err, "size") != NULL);
+	pps_frame_free(other);
+	CHECK_EQ_INT(pps_recorder_finish(r, sum, err, sizeof(err)), 0);
+	pps_recorder_free(r);
+	pps_frame_free(picture);
+}
+
+static void
+test_y4m_real_time(void)
+{
+	char path[] = "/tmp/pps-test-recorder-XXXXXX";
+	int64_t times[128], run_us;
+	int n = run_times(times), fd = mkstemp(path), pictures = 0, repeats = 0;
+	pps_recorder_summary_t sum = {0};
+	char line[128];
+	FILE *f;
+
+	CHECK(fd >= 0);
+	close(fd);
+	record(path, times, n, &sum);
+	run_us = times[n - 1] - times[0] + FRAME_US;
+	CHECK(sum.frames_shown == (uint64_t)n);
+	CHECK(sum.frames_repeated >= 40); /* the freeze: 1.5 s is 45 frame times */
+	CHECK(sum.frames_replaced >= 3);  /* the burst */
+	CHECK(llabs(sum.duration_us - run_us) <= FRAME_US);
+
+	f = fopen(path, "rb");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK(fgets(line, sizeof(line), f) && strstr(line, " W64 H48 F30:1 "));
+	while (fgets(line, sizeof(line), f)) {
+		CHECK(strncmp(line, "FRAME", 5) == 0);
+		pictures++;
+		repeats += strcmp(line, "FRAME Xrepeat\n") == 0;
+		fseek(f, 64 * 48 * 3 / 2, SEEK_CUR);
+	}
+	fclose(f);
+	unlink(path);
+	CHECK(pictures == (int)sum.frames_written);
+	CHECK(repeats == (int)sum.frames_repeated);
+	CHECK(llabs((int64_t)pictures * FRAME_US - run_us) <= FRAME_US);
+	/* The regular pictures around the freeze are all kept. */
+	CHECK(sum.frames_written - sum.frames_repeated + sum.frames_replaced == (uint64_t)n);
+}
+
+static void
+test_matroska_real_time(void)
+{
+	char path[] = "/tmp/pps-test-recorder-XXXXXX.mkv";
+	int64_t times[128], run_us;
+	int n = run_times(times), fd = mkstemps(path, 4);
+	pps_recorder_summary_t sum = {0};
+	AVFormatContext *in = NULL;
+
+	CHECK(fd >= 0);
+	close(fd);
+	record(path, times, n, &sum);
+	run_us = times[n - 1] - times[0] + FRAME_US;
+	CHECK(sum.frames_written == (uint64_t)n); /* every picture, once */
+	CHECK(sum.frames_repeated == 0);
+	CHECK(llabs(sum.duration_us - run_us) <= 1000); /* Matroska's clock: 1 ms */
+
+	CHECK(avformat_open_input(&in, path, NULL, NULL) == 0);
+	if (in) {
+		CHECK(avformat_find_stream_info(in, NULL) >= 0);
+		CHECK(in->nb_streams == 1);
+		CHECK(in->streams[0]->codecpar->codec_id == AV_CODEC_ID_RAWVIDEO);
+		CHECK(llabs(in->duration - run_us) <= FRAME_US);
+		avformat_close_input(&in);
+	}
+	unlink(path);
+}
+
+int
+main(int argc, char **argv)
+{
+	pps_test_init(&argc, argv);
+	PPS_TEST_RUN(test_y4m_real_time);
+	PPS_TEST_RUN(test_matroska_real_time);
+	return pps_test_result();
+}
