@@ -98,6 +98,7 @@ struct pps_media {
 	bool stopping;
 	bool failed;
 	char error[256];
+	char probe_note[512];              /* why the source's own size is not known; "": none */
 	pps_media_stats_t stats;           /* under lock */
 	pps_encoder_stats_t encoder_stats; /* under lock: as of the last frame encoded */
 
@@ -463,9 +464,12 @@ even_in(int v, int lo, int hi)
 }
 
 /* A file or URI at its own size and rate (pps_media_params_t size_set,
- * fps_set), on @p, a copy of the caller's; one line says what was done. */
+ * fps_set), on @p, a copy of the caller's; one line says what was done.
+ * When the file cannot be probed, that line goes to @note instead, said
+ * once the source has started (a source that fails to start says why
+ * itself, in one line). */
 static void
-adapt_to_source(pps_media_params_t *p)
+adapt_to_source(pps_media_params_t *p, char *note, size_t note_size)
 {
 	pps_capture_params_t *c = &p->capture;
 	const char *name = c->input, *slash = strrchr(c->input, '/');
@@ -477,10 +481,8 @@ adapt_to_source(pps_media_params_t *p)
 	if (c->type == PPS_CAPTURE_SOURCE_FILE && slash && slash[1])
 		name = slash + 1;
 	if (pps_capture_probe(c->type, c->input, &probe, err, sizeof(err)) < 0) {
-		pps_log(&p->log, PPS_LOG_WARNING,
-		        "source: %s: %s; sent at %dx%d, %d fps as source.*"
-		        " say",
-		        name, err, c->width, c->height, c->fps);
+		snprintf(note, note_size, "source: %s: %s; sent at %dx%d, %d fps as source.* say",
+		         name, err, c->width, c->height, c->fps);
 		return;
 	}
 	native_fps =
@@ -549,7 +551,7 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 	}
 	if (!pushed && (params->capture.type == PPS_CAPTURE_SOURCE_FILE ||
 	                params->capture.type == PPS_CAPTURE_SOURCE_URI))
-		adapt_to_source(&adapted);
+		adapt_to_source(&adapted, m->probe_note, sizeof(m->probe_note));
 	params = &adapted;
 	m->base = base;
 	m->events = *events;
@@ -649,7 +651,11 @@ pps_media_push_audio(pps_media_t *m, const int16_t *pcm, size_t samples, int64_t
 int
 pps_media_start(pps_media_t *m, char *err, size_t err_size)
 {
-	return pps_capture_start(m->capture, err, err_size);
+	int ret = pps_capture_start(m->capture, err, err_size);
+
+	if (ret == 0 && m->probe_note[0])
+		pps_log(&m->log, PPS_LOG_WARNING, "%s", m->probe_note);
+	return ret;
 }
 
 void

@@ -28,8 +28,8 @@ struct pps_server {
 	pps_server_log_t *log;   /* NULL without a log file */
 	pps_server_report_t *report;
 	pps_server_metrics_t *metrics; /* NULL: GET /metrics is off */
-	pps_record_t *record; /* NULL without --record */
-	int record_failed;    /* the recorder's write error, said at finish */
+	pps_record_t *record;          /* NULL without --record */
+	int record_failed;             /* the recorder's write error, said at finish */
 	pps_wire_stream_info_t info;
 	unsigned port;
 	char listen[80]; /* as bound */

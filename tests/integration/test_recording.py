@@ -4,7 +4,7 @@
 pps-server's --record, through a freeze (the server stopped with SIGSTOP
 for 1.5 s), read by ffprobe, last as long as the run did within one frame
 time. The run's time is each program's own: the client's first and last
-frame shown in its log, the server's "seconds" in its --stats-json. Also:
+frame shown in its log, the server's "duration_s" in its --stats-json. Also:
 an unwritable --record fails before the server listens, and a file source
 is sent at its own size with a line that says so. Waits are for events;
 the one sleep is the freeze itself."""
@@ -120,10 +120,10 @@ def recording_real_time(build, workdir):
     duration, streams = ffprobe(record)
     check([s["codec_name"] for s in streams] == ["h264", "h264"], "server.mkv: %s" % streams)
     check(streams[0]["width"] < streams[1]["width"], "server.mkv: the base first: %s" % streams)
-    # The server's run: its "seconds", first frame to stop. The file ends at
+    # The server's run: its "duration_s", first frame to stop. The file ends at
     # the last frame encoded: the queue's frames and the one being encoded
     # at the stop are not in it.
-    run_s = srv.stats()["seconds"]
+    run_s = srv.stats()["duration_s"]
     check(abs(duration - run_s) <= (QUEUE_FRAMES + 1) * frame_s + margin_s,
           "server.mkv lasts %.3f s, the server ran %.3f s" % (duration, run_s))
     print("server.mkv: %.3f s, server ran %.3f s" % (duration, run_s))
