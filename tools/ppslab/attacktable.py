@@ -635,13 +635,16 @@ def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, warm_slot_s=1
     token = secrets.token_hex(16)
     settings, client_settings = server_settings(workdir, "soak", transport, token)
     rotation = [k for k in SOAK_ROTATION if transport == "tls" or k[0] != "ws-ping-flood"]
+    # The warm-up's length at most (an attacker takes up to 2 s to stop): the
+    # viewer streams through it and the whole of the attacks after it.
+    warm_s = len(rotation) * (warm_slot_s + 2) + SOAK_QUIET_S if warm_slot_s > 0 else 0
     srv = programs.LoopbackServer(build, workdir, *settings)
     viewer_stats = os.path.join(workdir, "soak-viewer.json")
     viewer, running, turns, t0, t1 = None, [], [], None, None
     r = {"transport": transport, "token": True, "seconds": seconds, "slot_s": slot_s}
     try:
         viewer = programs.LoopbackClient(build, workdir, srv.address, *client_settings,
-                                          duration_s=SOAK_WARM_S + seconds + SOAK_QUIET_S + 2,
+                                          duration_s=SOAK_WARM_S + warm_s + seconds + SOAK_QUIET_S + 2,
                                           name="viewer", extra=["--stats-json", viewer_stats])
         srv.wait_for_log('"viewer" joined')
         time.sleep(SOAK_WARM_S)  # the warm-up's length, not a synchronisation
@@ -692,7 +695,7 @@ def soak_run(build, workdir, seconds, transport="tls", slot_s=5.0, warm_slot_s=1
         r["rss_kib_quiet"], r["fds_quiet"] = proc_usage(srv.proc.pid)
         r["server_up"] = srv.proc.poll() is None
         try:
-            r["viewer_exit"] = viewer.wait(timeout=SOAK_QUIET_S + 30)
+            r["viewer_exit"] = viewer.wait(timeout=SOAK_QUIET_S + warm_s + 30)
         except subprocess.TimeoutExpired:
             viewer.proc.kill()
             r["viewer_exit"] = viewer.wait()
