@@ -402,6 +402,14 @@ main(int argc, char **argv)
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}
+	if (pps_cli_abbreviated(argc, argv, options)) {
+		fprintf(stderr,
+		        "pps-client: unknown option '%s': long options are written in full (see "
+		        "--help)\n",
+		        pps_cli_abbreviated(argc, argv, options));
+		pps_config_free(c.config);
+		return PPS_EXIT_USAGE;
+	}
 	while ((opt = getopt_long(argc, argv, "qhV", options, NULL)) != -1) {
 		int ret = 0;
 

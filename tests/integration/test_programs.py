@@ -113,6 +113,15 @@ def check_usage(paths):
             failures.append("%s: stdout not empty: %s" % (what, p.stdout.strip()[:200]))
         if not p.stderr.strip():
             failures.append("%s: no message on stderr" % what)
+        # A long option only begun ("--durat" for --duration) is refused, not
+        # taken for the option it begins (getopt_long's default).
+        helped, _ = run(path, "--help")
+        if "--duration" in helped.stdout:
+            p, _ = run(path, "--durat", "0.5")
+            what = "%s --durat 0.5" % name
+            if p.returncode != 2 or not p.stderr.strip():
+                failures.append("%s: exit %d, expected 2 with a message (an abbreviation)"
+                                % (what, p.returncode))
     return failures
 
 

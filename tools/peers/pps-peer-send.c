@@ -192,6 +192,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-peer-send: %s\n", err);
 		goto err_usage;
 	}
+	if (pps_cli_abbreviated(argc, argv, options)) {
+		fprintf(stderr,
+		        "pps-peer-send: unknown option '%s': long options are written in full\n",
+		        pps_cli_abbreviated(argc, argv, options));
+		return 2;
+	}
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
