@@ -549,21 +549,31 @@ pps_stats_stream(pps_stats_t *s, const pps_wire_stream_info_t *info)
 
 static void json_number(FILE *f, const char *name, double v);
 
+/* The latencies (ms) of the frames shown from the @from'th on, sorted, into
+ * *@n; NULL (and *@n 0) when there are none or no memory. The caller frees. */
+static float *
+shown_latencies(const pps_stats_t *s, size_t from, size_t *n)
+{
+	float *lat = s->n_frames > from ? malloc((s->n_frames - from) * sizeof(*lat)) : NULL;
+
+	*n = 0;
+	for (size_t i = from; lat && i < s->n_frames; i++)
+		if (s->frames[i].display_us)
+			lat[(*n)++] =
+			    (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
+			            1000.0);
+	if (lat)
+		qsort(lat, *n, sizeof(*lat), compare_float);
+	return lat;
+}
+
 void
 pps_stats_write_interval(pps_stats_t *s, int64_t now_us, const pps_stats_interval_extra_t *extra)
 {
 	double dt = (double)(now_us - s->iv_start_us) / 1e6;
 	uint64_t slots = s->audio_played + s->audio_recovered + s->audio_concealed;
-	size_t n = 0, from = s->iv_frame < s->n_frames ? s->iv_frame : s->n_frames;
-	float *lat = s->n_frames > from ? malloc((s->n_frames - from) * sizeof(*lat)) : NULL;
-
-	for (size_t i = from; lat && i < s->n_frames; i++)
-		if (s->frames[i].display_us)
-			lat[n++] =
-			    (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
-			            1000.0);
-	if (lat)
-		qsort(lat, n, sizeof(*lat), compare_float);
+	size_t n = 0;
+	float *lat = shown_latencies(s, s->iv_frame < s->n_frames ? s->iv_frame : s->n_frames, &n);
 	if (dt <= 0)
 		dt = 1e-6;
 	if (s->log) {
@@ -759,16 +769,7 @@ pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 	o->frames_shown = s->frames_shown;
 	o->frames_shown_pct =
 	    s->frames_total ? 100.0 * (double)s->frames_shown / (double)s->frames_total : 0;
-	if (s->n_frames)
-		lat = malloc(s->n_frames * sizeof(*lat));
-	for (size_t i = 0; lat && i < s->n_frames; i++) {
-		if (s->frames[i].display_us)
-			lat[n++] =
-			    (float)((double)(s->frames[i].display_us - s->frames[i].capture_us) /
-			            1000.0);
-	}
-	if (lat)
-		qsort(lat, n, sizeof(*lat), compare_float);
+	lat = shown_latencies(s, 0, &n);
 	o->frame_latency_p50_ms = percentile(lat, n, 50);
 	o->frame_latency_p95_ms = percentile(lat, n, 95);
 	o->frame_latency_p99_ms = percentile(lat, n, 99);

@@ -196,22 +196,20 @@ def main():
             ap.error("--seconds: 8..120")
         if not 1 <= a.runs <= 20:
             ap.error("--runs: 1..20")
+        def chosen(option, value, names):
+            """The attacks of @names that @value lists (comma-separated), with
+            the baselines of the server attacks among them, in @names' order."""
+            wanted = value.split(",")
+            unknown = [n for n in wanted if n not in names]
+            if unknown:
+                ap.error("%s: not among the attacks: %s" % (option, ", ".join(unknown)))
+            wanted += [attacktable.baseline_of(n) for n in wanted if n in attacktable.SERVER_ATTACKS]
+            return [n for n in names if n in wanted]
+
         names = attacktable.SERVER_ATTACKS + attacktable.CLIENT_ATTACKS
         if a.only:
-            wanted = a.only.split(",")
-            unknown = [n for n in wanted if n not in names]
-            if unknown:
-                ap.error("--only: unknown %s" % ", ".join(unknown))
-            wanted += [attacktable.baseline_of(n) for n in wanted if n in attacktable.SERVER_ATTACKS]
-            names = [n for n in names if n in wanted]
-        again = names
-        if a.runs_only:
-            wanted = a.runs_only.split(",")
-            unknown = [n for n in wanted if n not in names]
-            if unknown:
-                ap.error("--runs-only: not in the list: %s" % ", ".join(unknown))
-            wanted += [attacktable.baseline_of(n) for n in wanted if n in attacktable.SERVER_ATTACKS]
-            again = [n for n in names if n in wanted]
+            names = chosen("--only", a.only, names)
+        again = chosen("--runs-only", a.runs_only, names) if a.runs_only else names
         doc = {"command": " ".join(["tools/pps-attack-table.py"] + sys.argv[1:]),
                "date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": programs.tree_version() or "?",
                "machine": os.uname().sysname + " " + os.uname().release,
