@@ -196,7 +196,7 @@ main(int argc, char **argv)
 		fprintf(stderr,
 		        "pps-peer-send: unknown option '%s': long options are written in full\n",
 		        pps_cli_abbreviated(argc, argv, options));
-		return 2;
+		goto err_usage;
 	}
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
