@@ -405,7 +405,9 @@ def test_browser_audio(build, workdir, keep=None, transport="connection"):
     first = track["slots_log"][0]["due_us"] if track["slots_log"] else 0
     warm = [first and a["ear_us"] - first >= AUDIO_WARMUP_S * 1e6 for a in ticks[:-1]]
     warm_gaps = [g for g, w in zip(ear_gaps, warm) if w]
-    steady_gaps = [g for g, d, w in zip(ear_gaps, delay_steps, warm) if w and abs(d) < 1]
+    # Steady: the playout delay moved less than 5 ms between the two ticks
+    # (the quantile playout follows the path's delay in small steps).
+    steady_gaps = [g for g, d, w in zip(ear_gaps, delay_steps, warm) if w and abs(d) < 5]
     pairs = tick_flash_pairs(ticks, flashes)
     offsets = [(f["capture_us"] - t["capture_us"]) / 1000 for t, f in pairs if f]
     figures = {
