@@ -402,11 +402,7 @@ main(int argc, char **argv)
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}
-	if (pps_cli_abbreviated(argc, argv, options)) {
-		fprintf(stderr,
-		        "pps-client: unknown option '%s': long options are written in full (see "
-		        "--help)\n",
-		        pps_cli_abbreviated(argc, argv, options));
+	if (pps_cli_refuse_abbreviated(argc, argv, options, "pps-client")) {
 		pps_config_free(c.config);
 		return PPS_EXIT_USAGE;
 	}

@@ -143,13 +143,8 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 
 	if (pps_config_parse_args(config, &argc, argv, err, sizeof(err)) < 0)
 		goto err_message;
-	if (pps_cli_abbreviated(argc, argv, options)) {
-		snprintf(err, sizeof(err),
-		         "unknown option '%s': long options are written in full "
-		         "(see --help)",
-		         pps_cli_abbreviated(argc, argv, options));
-		goto err_message;
-	}
+	if (pps_cli_refuse_abbreviated(argc, argv, options, "pps-server"))
+		return PPS_EXIT_USAGE;
 	while ((opt = getopt_long(argc, argv, "q", options, NULL)) != -1) {
 		switch (opt) {
 		case 'l':

@@ -181,12 +181,8 @@ main(int argc, char **argv)
 	GstPad *pad;
 	int64_t start_us, deadline_us;
 
-	if (pps_cli_abbreviated(argc, argv, options)) {
-		fprintf(stderr,
-		        "pps-peer-recv: unknown option '%s': long options are written in full\n",
-		        pps_cli_abbreviated(argc, argv, options));
+	if (pps_cli_refuse_abbreviated(argc, argv, options, "pps-peer-recv"))
 		return 2;
-	}
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':

@@ -274,12 +274,8 @@ main(int argc, char **argv)
 	int64_t n_first = 0, capture_first = 0, scored = 0;
 	double period_us;
 
-	if (pps_cli_abbreviated(argc, argv, options)) {
-		fprintf(stderr,
-		        "pps-peer-score: unknown option '%s': long options are written in full\n",
-		        pps_cli_abbreviated(argc, argv, options));
+	if (pps_cli_refuse_abbreviated(argc, argv, options, "pps-peer-score"))
 		return 2;
-	}
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 'p':

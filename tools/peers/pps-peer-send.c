@@ -192,12 +192,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-peer-send: %s\n", err);
 		goto err_usage;
 	}
-	if (pps_cli_abbreviated(argc, argv, options)) {
-		fprintf(stderr,
-		        "pps-peer-send: unknown option '%s': long options are written in full\n",
-		        pps_cli_abbreviated(argc, argv, options));
+	if (pps_cli_refuse_abbreviated(argc, argv, options, "pps-peer-send"))
 		goto err_usage;
-	}
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
