@@ -342,7 +342,7 @@ pps_audio_player_new(struct event_base *base, const pps_audio_params_t *params,
 	if (!base || !params || !clock || !stats ||
 	    (unsigned)params->output >= PPS_AUDIO_OUTPUT_COUNT || params->min_delay_us < 0 ||
 	    params->max_delay_us < params->min_delay_us || params->playout_quantile < 0 ||
-	    params->playout_quantile >= 1) {
+	    params->playout_quantile >= 1 || params->hysteresis_us < 0) {
 		snprintf(err, err_size, "audio: bad parameters");
 		errno = EINVAL;
 		return NULL;
@@ -448,6 +448,7 @@ pps_audio_player_stream(pps_audio_player_t *a, const pps_wire_stream_info_t *inf
 	jp.min_delay_us = a->params.min_delay_us;
 	jp.max_delay_us = a->params.max_delay_us;
 	jp.target_quantile = a->params.playout_quantile;
+	jp.hysteresis_us = a->params.hysteresis_us;
 	/* The frames held must cover the longest delay. */
 	if ((int64_t)jp.max_frames * jp.frame_us <= jp.max_delay_us)
 		jp.max_frames = (int)(jp.max_delay_us / jp.frame_us) + 2;

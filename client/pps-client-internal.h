@@ -640,6 +640,10 @@ typedef struct {
 	 * 10 s of arrival delays (pps_jitter_params_t's target_quantile); 0:
 	 * the delay estimate + 4 x its variation. */
 	double playout_quantile;
+	/* The playout delay grows only when its target is this much above it,
+	 * unless the arrivals ask for more (pps_jitter_params_t's
+	 * hysteresis_us); under a quarter frame: a quarter frame. */
+	int64_t hysteresis_us;
 	/* Audio connections opened when the server sends audio on connections
 	 * of its own (1..PPS_AUDIO_MAX_CONNECTIONS; 0 = 1): each carries every
 	 * frame, the first copy counts. */

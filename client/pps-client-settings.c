@@ -108,6 +108,11 @@ static const pps_config_key_t keys[] = {
                    "arrival delays (at most 150 ms above the least delay of the last 2 s, at "
                    "least its delay estimate + min_delay_ms); 0 = the delay estimate + 4 x its "
                    "variation"),
+    PPS_CONFIG_INT("audio", "playout_hysteresis_ms", "10", 0, 100,
+                   "the audio's playout delay grows (at a pause) only when its target is this "
+                   "much above it, or a quarter frame when the frames' own arrival delays ask "
+                   "for more (the quantile above the playout delay, or a delay spike); 0 = a "
+                   "quarter frame always"),
 
     /* [log] */
     PPS_CONFIG_STRING("log", "file", "", "write JSON Lines events (frames, windows, summary) here"),
@@ -164,6 +169,8 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	p->audio_params.max_delay_us = pps_config_get_int(c, "audio", "max_delay_ms") * 1000;
 	p->audio_params.playout_quantile =
 	    pps_config_get_int(c, "audio", "playout_quantile_pct") / 100.0;
+	p->audio_params.hysteresis_us =
+	    pps_config_get_int(c, "audio", "playout_hysteresis_ms") * 1000;
 	if (p->audio_params.max_delay_us < p->audio_params.min_delay_us) {
 		snprintf(err, err_size, "[audio] max_delay_ms: below min_delay_ms");
 		return -EINVAL;

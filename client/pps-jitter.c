@@ -50,7 +50,14 @@
  *    so D rests in [T - f / 4, T + f). The quarter frame keeps D from
  *    flapping between two steps when T sits on one (T moves slowly between
  *    pauses), and a millisecond more of T is no reason for a frame more of
- *    D: T already holds its margin, 4 v or min_delay;
+ *    D: T already holds its margin, 4 v or min_delay. Hysteresis widens the
+ *    quarter frame to hysteresis_us (10 ms) where T is above D only by
+ *    what it adds to the arrivals' own demand (the margin above d, the lip
+ *    sync floor): with the test source's ticks nearly every slot is a
+ *    pause, so D follows every move of T across a step's edge, and a step
+ *    is a whole frame (20 ms) for a target that moved by 6 ms. Where the
+ *    arrivals ask for more than D (the quantile, or d + beta v, above it)
+ *    or in spike mode, frames would be late: the quarter frame holds;
  *  - at a talkspurt start (a speech frame after a silent slot) D may still
  *    grow, by slots inserted before it (the paper's new delay per talkspurt);
  *  - inside a talkspurt D is constant (the seed's rule: changing it there is
@@ -183,6 +190,7 @@ pps_jitter_params_init(pps_jitter_params_t *params, int64_t frame_us)
 	params->target_quantile = 0;
 	params->quantile_window_us = 10000000;
 	params->quantile_cap_us = 150000;
+	params->hysteresis_us = 10000;
 }
 
 static bool
@@ -199,7 +207,8 @@ params_valid(const pps_jitter_params_t *p)
 	       (int64_t)p->max_frames * p->frame_us > p->max_delay_us && p->alpha > 0 &&
 	       p->alpha < 1 && p->beta >= 0 && p->spike_enter_us >= 0 && p->spike_exit_us >= 0 &&
 	       p->continuous_after_us >= 0 && p->continuous_step_us > 0 && p->resync_us > 0 &&
-	       p->idle_after_us > 0 && p->target_quantile >= 0 && p->target_quantile < 1 &&
+	       p->idle_after_us > 0 && p->hysteresis_us >= 0 && p->target_quantile >= 0 &&
+	       p->target_quantile < 1 &&
 	       (p->target_quantile == 0 ||
 	        (p->quantile_window_us >= p->frame_us && p->quantile_cap_us > 0));
 }
@@ -480,20 +489,47 @@ measure(pps_jitter_t *j, int64_t capture_us, int64_t arrival_us)
 	window_add(j, n);
 }
 
+/* The delay the arrivals themselves ask for: the quantile (within its cap
+ * above the floor), or d + beta v. */
+static double
+cover_delay_us(const pps_jitter_t *j)
+{
+	if (j->window && j->window_used > 0)
+		return fmin(j->quantile_us, floor_us(j) + (double)j->p.quantile_cap_us);
+	return j->d + fmax(j->p.beta * j->v, (double)j->p.min_delay_us);
+}
+
+/* What the quantile target's margin is taken above: d, or where d is above
+ * both the quantile and the last two delays, the higher of those (see
+ * target_delay_us). */
+static double
+margin_base_us(const pps_jitter_t *j)
+{
+	if (j->spike)
+		return j->d;
+	return fmin(j->d, fmax(j->quantile_us, fmin(j->n1, j->n2)));
+}
+
 static int64_t
 target_delay_us(const pps_jitter_t *j)
 {
-	double margin = fmax(j->p.beta * j->v, (double)j->p.min_delay_us);
 	double t;
 
 	if (j->window && j->window_used > 0)
 		/* The quantile (within its cap above the floor), but no less than
 		 * a steady path's margin above d (d follows a spike at once, the
-		 * window's quantile does not). */
-		t = fmax(fmin(j->quantile_us, floor_us(j) + (double)j->p.quantile_cap_us),
-		         j->d + (double)j->p.min_delay_us);
+		 * window's quantile does not). Out of spike mode the margin is
+		 * taken above the higher of the quantile and the last two delays
+		 * where d is above both: leaving a spike restarts d from the
+		 * median of the last three delays, which after a short stall is
+		 * its tail (86, 66, 36 ms: 66), and the 10 s average then takes
+		 * seconds to come down while the delays are back where they were;
+		 * the target would carry that for nothing. A delay that stepped
+		 * up and stays has the last two at the new level: d holds until
+		 * the window's quantile has it. */
+		t = fmax(cover_delay_us(j), margin_base_us(j) + (double)j->p.min_delay_us);
 	else
-		t = j->d + margin;
+		t = cover_delay_us(j);
 	t = fmin(t, floor_us(j) + (double)j->p.max_delay_us);
 
 	/* Another stream to wait for (lip sync) may ask for more, within the
@@ -783,7 +819,12 @@ adjust(pps_jitter_t *j, pps_jitter_slot_t *out)
 		bool continuous = !pause && !spurt_start && !j->spike &&
 		                  j->next_due_us - j->boundary_us >= j->p.continuous_after_us &&
 		                  j->next_due_us - j->last_step_us >= j->p.continuous_step_us;
-		bool grow = target - delay > f / 4, shrink = delay - target >= f;
+		/* Hysteresis: see pps_jitter_params_t. Frames that would be late
+		 * (the arrivals' own delay above D, or a spike) grow D at once. */
+		bool prompt = j->spike || cover_delay_us(j) > (double)delay;
+		bool grow = target - delay >
+		            (prompt || j->p.hysteresis_us < f / 4 ? f / 4 : j->p.hysteresis_us);
+		bool shrink = delay - target >= f;
 		held_t *skipped;
 
 		if (!(pause || spurt_start || continuous) || !(grow || (shrink && !spurt_start)))

@@ -71,11 +71,26 @@ typedef struct {
 	 * quantile counts at most quantile_cap_us (default 150 ms) above the
 	 * delay floor: on a path whose tail is longer, frames beyond it are
 	 * concealed rather than waited for (d + min_delay, which follows a
-	 * spike, is not capped but by max_delay_us).
+	 * spike, is not capped but by max_delay_us). Out of spike mode that
+	 * margin is taken above the higher of the quantile and the last two
+	 * delays where d is above both: d is then what a short stall left
+	 * when spike mode ended, not the typical delay.
 	 */
 	double target_quantile;
 	int64_t quantile_window_us;
 	int64_t quantile_cap_us;
+	/*
+	 * Hysteresis (default 10 ms): D grows toward the target T only when T
+	 * is more than hysteresis_us above it, unless the arrivals themselves
+	 * ask for more (the quantile, or d + beta v, above D) or the estimate
+	 * follows a spike: then a quarter frame above is enough, as it is
+	 * for any target with hysteresis_us under a quarter frame. What is
+	 * left to wait for a larger change is the margin above d and the lip
+	 * sync floor: a few milliseconds short of those leaves the arrivals
+	 * covered, and D moves in whole frames. Shrinking is unchanged (T a
+	 * whole frame below D).
+	 */
+	int64_t hysteresis_us;
 	/* Spike mode (Ramjee's algorithm 4): entered when the delay jumps by
 	 * more than 2 v + spike_enter_us (default 100 ms), left when its
 	 * change is calm again, under spike_exit_us (default 10 ms). */

@@ -11,6 +11,7 @@
  *
  *   jitter-replay LOG [--quantile Q] [--window-s S] [--cap-ms C]
  *                 [--sync-percentile P] [--sync-lead-ms L] [--min-delay-ms M]
+ *                 [--hysteresis-ms H] [--trace FILE]
  *
  * --quantile 0 (default) is the delay estimate + 4 x its variation; 0 < Q < 1
  * the quantile target over --window-s (10), at most --cap-ms (150) above the
@@ -18,6 +19,11 @@
  * off; default PPS_AUDIO_SYNC_PERCENTILE of the last 64 frames shown, minus
  * --sync-lead-ms (PPS_AUDIO_SYNC_LEAD_US). Frames whose log carries no voice
  * activity are taken as the test source's ticks (two speech frames a second).
+ * --hysteresis-ms is pps_jitter_params_t's hysteresis_us (default 10; under
+ * a quarter frame, 5 ms at 20 ms, is the rule without it). --trace writes one
+ * line per slot: its time (s from the first capture), its action
+ * (pps_jitter_action_t), its voice activity, its playout delay, the target
+ * after it and the lip-sync floor (ms).
  */
 #include "pps-client-internal.h"
 #include "pps-jitter.h"
@@ -123,7 +129,8 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: jitter-replay LOG [--quantile Q] [--window-s S] [--cap-ms C] "
-	                "[--sync-percentile P] [--sync-lead-ms L] [--min-delay-ms M]\n");
+	                "[--sync-percentile P] [--sync-lead-ms L] [--min-delay-ms M] "
+	                "[--hysteresis-ms H] [--trace FILE]\n");
 	return 2;
 }
 
@@ -132,6 +139,9 @@ main(int argc, char **argv)
 {
 	double quantile = 0, window_s = 10, sync_pct = PPS_AUDIO_SYNC_PERCENTILE;
 	double lead_ms = PPS_AUDIO_SYNC_LEAD_US / 1000.0, min_delay_ms = -1, cap_ms = -1;
+	FILE *trace = NULL;
+	double hysteresis_ms = -1;
+	int64_t sync_floor_us = 0;
 	vec_t events = {.size = sizeof(event_t)}, slots_m2e = {.size = sizeof(double)},
 	      skews = {.size = sizeof(double)};
 	int64_t first_capture_us = INT64_MIN, frame_us = 0, last_video_us = INT64_MIN;
@@ -163,7 +173,15 @@ main(int argc, char **argv)
 			lead_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--min-delay-ms"))
 			min_delay_ms = atof(argv[++i]);
-		else
+		else if (!strcmp(argv[i], "--hysteresis-ms"))
+			hysteresis_ms = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--trace")) {
+			trace = fopen(argv[++i], "w");
+			if (!trace) {
+				perror(argv[i]);
+				return 1;
+			}
+		} else
 			return usage();
 	}
 	f = fopen(argv[1], "r");
@@ -231,6 +249,8 @@ main(int argc, char **argv)
 		params.min_delay_us = (int64_t)(min_delay_ms * 1000);
 	if (cap_ms >= 0)
 		params.quantile_cap_us = (int64_t)(cap_ms * 1000);
+	if (hysteresis_ms >= 0)
+		params.hysteresis_us = (int64_t)(hysteresis_ms * 1000);
 	j = pps_jitter_new(&params);
 	if (!j) {
 		fprintf(stderr, "jitter-replay: parameters out of range\n");
@@ -245,13 +265,25 @@ main(int argc, char **argv)
 			if (sync_pct > 0 && n_recent > 0 && due - last_video_us <= 1000000) {
 				memcpy(sorted, recent, n_recent * sizeof(double));
 				qsort(sorted, n_recent, sizeof(double), compare_double);
-				pps_jitter_set_floor(j, (int64_t)(rank(sorted, n_recent, sync_pct) -
-				                                  lead_ms * 1000));
+				sync_floor_us =
+				    (int64_t)(rank(sorted, n_recent, sync_pct) - lead_ms * 1000);
 			} else {
-				pps_jitter_set_floor(j, 0);
+				sync_floor_us = 0;
 			}
+			pps_jitter_set_floor(j, sync_floor_us);
 			if (pps_jitter_pop(j, due, &slot) != 1)
 				break;
+			if (trace) {
+				pps_jitter_stats_t now;
+
+				pps_jitter_get_stats(j, &now);
+				fprintf(trace, "%.3f %d %d %.3f %.3f %.3f\n",
+				        (double)(slot.playout_us - first_capture_us) / 1e6,
+				        (int)slot.action, slot.speech,
+				        (double)(slot.playout_us - slot.capture_us) / 1000.0,
+				        (double)now.target_delay_us / 1000.0,
+				        (double)sync_floor_us / 1000.0);
+			}
 			if (slot.action == PPS_JITTER_SKIP)
 				continue;
 			slots++;
@@ -296,7 +328,7 @@ main(int argc, char **argv)
 		printf(
 		    "mouth-to-ear p50/p95/p99 %.0f/%.0f/%.0f ms, played %.1f%% of %zu slots, late "
 		    "%" PRIu64
-		    ", playout delay %.0f +- %.0f ms, A/V skew p5/p50/p95 %.0f/%.0f/%.0f "
+		    ", playout delay %.0f +- %.1f ms, A/V skew p5/p50/p95 %.0f/%.0f/%.0f "
 		    "ms, |skew| p95 %.0f ms, within -125..+45 ms %.1f%%\n",
 		    rank(m, slots_m2e.n, 50), rank(m, slots_m2e.n, 95), rank(m, slots_m2e.n, 99),
 		    slots ? 100.0 * (double)played / (double)slots : 0.0, slots, st.late,
@@ -305,6 +337,8 @@ main(int argc, char **argv)
 		    skews.n ? 100.0 * (double)in_window / (double)skews.n : 0.0);
 		free(abs_skew.v);
 	}
+	if (trace)
+		fclose(trace);
 	free(events.v);
 	free(slots_m2e.v);
 	free(skews.v);

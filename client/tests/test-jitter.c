@@ -53,6 +53,9 @@ struct sim {
 	bool (*sender_drops)(int i);
 	uint32_t first_seq;
 	double arg[4];
+	/* A lip-sync floor (pps_jitter_set_floor) of floor_us[k] from the slot
+	 * due at T0 + floor_from_us[k] on (0: none). */
+	int64_t floor_from_us[2], floor_us[2];
 	/* per frame */
 	int64_t *capture_us, *arrival_us;
 	bool *speech;
@@ -191,6 +194,9 @@ sim_run(sim_t *sim, pps_jitter_t *j)
 			                   payload, sizeof(payload), sim->arrival_us[i]);
 			sim_observe(sim, j);
 		} else if (due != INT64_MAX && due <= end_us && (sim->tail_us || !sim->done)) {
+			for (int k = 0; k < 2; k++)
+				if (sim->floor_from_us[k] && due >= T0_US + sim->floor_from_us[k])
+					pps_jitter_set_floor(j, sim->floor_us[k]);
 			pop_due(sim, j, due);
 		} else {
 			break;
@@ -902,6 +908,157 @@ test_metrics(void)
 	pps_jitter_free(j);
 }
 
+/* ---- hysteresis ------------------------------------------------------------ */
+
+/* The test source's ticks: 40 ms of speech a second, so nearly every slot is
+ * a pause where D may move. */
+static pps_jitter_t *
+new_quantile_jitter(int64_t hysteresis_us)
+{
+	pps_jitter_params_t params;
+	pps_jitter_t *j;
+
+	pps_jitter_params_init(&params, 20000);
+	params.target_quantile = 0.98;
+	if (hysteresis_us >= 0)
+		params.hysteresis_us = hysteresis_us;
+	j = pps_jitter_new(&params);
+	REQUIRE(j);
+	return j;
+}
+
+/*
+ * A steady path (40 ms: D = 60 ms) and a lip-sync floor that rises to
+ * 67 ms at 10 s: 7 ms above D, more than the quarter frame, no more than the
+ * hysteresis, and no frame would be late. D stays; without hysteresis it
+ * moved a whole frame for it. A floor 15 ms above D (75 ms from 20 s)
+ * moves it at the next pause.
+ */
+static void
+test_hysteresis_floor(void)
+{
+	for (int with = 1; with >= 0; with--) {
+		sim_t sim = {.frame_us = 20000,
+		             .frames = 30 * 50,
+		             .speech_us = 40000,
+		             .silence_us = 960000,
+		             .delay_us = delay_constant,
+		             .arg = {40000},
+		             .floor_from_us = {10 * SEC, 20 * SEC},
+		             .floor_us = {67000, 75000}};
+		pps_jitter_t *j = new_quantile_jitter(with ? -1 : 0);
+		int64_t *d;
+
+		sim_run(&sim, j);
+		d = played_delays(&sim);
+		fprintf(stderr, "hysteresis %s: delay at 5 / 15 / 25 s %lld / %lld / %lld ms\n",
+		        with ? "10 ms" : "off", (long long)d[250] / 1000, (long long)d[750] / 1000,
+		        (long long)d[1250] / 1000);
+		CHECK_EQ_INT(d[250], 60000);
+		if (with)
+			CHECK_EQ_INT(d[750], 60000);
+		else
+			CHECK_EQ_INT(d[750], 80000);
+		/* 15 ms above: moved at the first pause after 20 s. */
+		for (int i = 1001 + 1; i < sim.frames; i++)
+			CHECK(d[i] == 80000, "frame %d: %lld", i, (long long)d[i]);
+		CHECK_EQ_INT(sim.end.played, sim.frames);
+		CHECK_EQ_INT(sim.end.delay_changes, 1);
+		free(d);
+		sim_free(&sim);
+		pps_jitter_free(j);
+	}
+}
+
+/* The stall of a loss on a 36 ms path, as the 1 %-loss lab cell's log has
+ * it: three frames held up arrive together (86, 66, 46 ms), two more
+ * trail. */
+static int64_t
+delay_short_stall(const sim_t *sim, int i, int64_t capture_us)
+{
+	static const int64_t stall_us[] = {86000, 66000, 45000, 45000, 40000};
+	int k = i - (int)sim->arg[0];
+
+	(void)capture_us;
+	return k >= 0 && k < 5 ? stall_us[k] : 36000;
+}
+
+/*
+ * Spike mode enters on the jump and leaves two frames later with d restarted
+ * from the median of 86, 66 and 36 ms; the 10 s average then takes seconds to
+ * come down. The target's margin is not taken above that leftover: D stays
+ * at 56 ms, and only the two frames held up beyond it are late.
+ */
+static void
+test_stall_leftover(void)
+{
+	sim_t sim = {.frame_us = 20000,
+	             .frames = 30 * 50,
+	             .speech_us = 40000,
+	             .silence_us = 960000,
+	             .delay_us = delay_short_stall,
+	             .arg = {20 * 50 + 10}};
+	pps_jitter_t *j = new_quantile_jitter(-1);
+	int64_t *d;
+
+	sim_run(&sim, j);
+	d = played_delays(&sim);
+	fprintf(stderr, "stall leftover: delay %.1f +- %.1f ms, %llu late, spike %d\n",
+	        sim.end.playout_delay_mean_ms, sim.end.playout_delay_std_ms,
+	        (unsigned long long)sim.end.late, sim.spike_seen);
+	CHECK(sim.spike_seen);
+	CHECK_EQ_INT(sim.end.delay_changes, 0);
+	CHECK_EQ_INT(sim.end.late, 2);
+	for (int i = 0; i < sim.frames; i++)
+		CHECK(d[i] == INT64_MIN || d[i] == 56000, "frame %d: %lld", i, (long long)d[i]);
+	free(d);
+	sim_free(&sim);
+	pps_jitter_free(j);
+}
+
+static int64_t
+delay_step(const sim_t *sim, int i, int64_t capture_us)
+{
+	(void)i;
+	return capture_us - T0_US >= (int64_t)sim->arg[0] ? (int64_t)sim->arg[2]
+	                                                  : (int64_t)sim->arg[1];
+}
+
+/*
+ * A real step up (40 -> 100 ms at 10 s, and it stays, as a queue that
+ * filled): D follows at the first pause, by whole frames, and stays there
+ * (d + min_delay until the window's quantile has the new delays). Late are
+ * only the two frames whose slots passed before the first delayed one came;
+ * D does not come back down in between.
+ */
+static void
+test_hysteresis_step_up(void)
+{
+	sim_t sim = {.frame_us = 20000,
+	             .frames = 30 * 50,
+	             .speech_us = 40000,
+	             .silence_us = 960000,
+	             .delay_us = delay_step,
+	             .arg = {10 * SEC, 40000, 100000}};
+	pps_jitter_t *j = new_quantile_jitter(-1);
+	int64_t *d;
+
+	sim_run(&sim, j);
+	d = played_delays(&sim);
+	fprintf(stderr, "step up: delay %.1f +- %.1f ms, %llu late, %llu skipped\n",
+	        sim.end.playout_delay_mean_ms, sim.end.playout_delay_std_ms,
+	        (unsigned long long)sim.end.late, (unsigned long long)sim.end.skipped);
+	CHECK_EQ_INT(sim.end.late, 2);
+	CHECK_EQ_INT(sim.end.skipped, 0);
+	for (int i = 0; i < 500; i++)
+		CHECK(d[i] == 60000, "frame %d: %lld", i, (long long)d[i]);
+	for (int i = 502; i < sim.frames; i++)
+		CHECK(d[i] == 120000, "frame %d: %lld", i, (long long)d[i]);
+	free(d);
+	sim_free(&sim);
+	pps_jitter_free(j);
+}
+
 /* ---- bounds ---------------------------------------------------------------- */
 
 static void
@@ -1292,6 +1449,9 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_quantile);
 	PPS_TEST_RUN(test_quantile_cap);
 	PPS_TEST_RUN(test_quantile_steady);
+	PPS_TEST_RUN(test_hysteresis_floor);
+	PPS_TEST_RUN(test_stall_leftover);
+	PPS_TEST_RUN(test_hysteresis_step_up);
 	PPS_TEST_RUN(test_metrics);
 	PPS_TEST_RUN(test_far_future);
 	PPS_TEST_RUN(test_restart_ahead);
