@@ -223,7 +223,6 @@ static int
 append_published(pps_windower_t *w, pps_adu_t *adu)
 {
 	pps_window_t *window = w->published;
-
 	const pps_adu_info_t *info = pps_adu_info(adu);
 
 	if (window->n_adus == window->adus_total ||
