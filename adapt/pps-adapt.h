@@ -216,11 +216,13 @@ void pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out);
  * [pps] b_frames: when the windows carry the droppable temporal layer (the
  * mini-GOP's B frames, which make a window wait for its last frame):
  *   always    in every window (the regulators can always drop them);
- *   on-drops  only while a regulator drops: windows of anchors alone (each
- *             frame out as it is captured, as fresh as 1-frame windows)
- *             while no client's regulator dropped anything, B frames from
- *             the first drop on, anchors again once no drop was seen for
- *             the hold time. A hold that ends in a drop within its own
+ *   on-drops  only while a regulator drops or a client competes: windows of
+ *             anchors alone (each frame out as it is captured, as fresh as
+ *             1-frame windows) while no client's regulator dropped anything
+ *             and no client's path is shared with other flows (its latency
+ *             cap stepped aside: they hold the queue), B frames from the
+ *             first drop or competing step on, anchors again once neither
+ *             was seen for the hold time. A hold that ends in a drop within its own
  *             length doubles (up to PPS_B_FRAMES_MAX_HOLDS holds), so a
  *             path that drops now and then switches rarely; one that stays
  *             clean for the longer hold brings it back.
@@ -245,11 +247,13 @@ typedef struct pps_b_frames pps_b_frames_t;
 pps_b_frames_t *pps_b_frames_new(const pps_b_frames_params_t *params);
 void pps_b_frames_free(pps_b_frames_t *b);
 /*
- * One look at the regulators: @drops, what every client's regulator has
- * dropped so far, summed (it may fall when a client leaves: no drop then).
+ * One look at the regulators and the paths: @drops, what every client's
+ * regulator has dropped so far, summed (it may fall when a client leaves: no
+ * drop then); @competing, some client's path is shared with other flows
+ * now (counts as a drop: competing, a thin stream's window gets cut).
  * Returns whether the windows should carry B frames from now on.
  */
-bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops);
+bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops, bool competing);
 /* The current choice (before any update: B frames unless on-drops). */
 bool pps_b_frames_on(const pps_b_frames_t *b);
 /* Changes of the choice so far. */

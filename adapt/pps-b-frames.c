@@ -3,6 +3,8 @@
  * Whether the windows carry B frames: the droppable temporal layer pays only
  * where a regulator drops (under competition, on a collapsing path); on an
  * idle or steady path it only makes each window wait for its last frame.
+ * Competing for a queue, a window can be cut any moment (the stream's share
+ * is a few packets a round trip): that counts as a drop before the first.
  */
 #include "pps-adapt.h"
 
@@ -56,9 +58,9 @@ pps_b_frames_free(pps_b_frames_t *b)
 }
 
 bool
-pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops)
+pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops, bool competing)
 {
-	bool dropped = b->seen && drops > b->drops;
+	bool dropped = (b->seen && drops > b->drops) || competing;
 
 	b->seen = true;
 	b->drops = drops;

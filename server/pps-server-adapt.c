@@ -21,6 +21,7 @@ struct pps_adapt_loop {
 	pps_ratealloc_t *ratealloc; /* NULL: the rates are not steered */
 	pps_b_frames_t *b_frames;
 	uint64_t drops; /* filled by drops_cb during one step */
+	bool competing; /* filled by drops_cb during one step */
 	struct event *timer;
 	int64_t last_us;
 	uint64_t last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
@@ -48,16 +49,21 @@ collect_cb(pps_session_t *session, void *user)
 	a->n_clients++;
 }
 
-/* Whether the session's regulator dropped to keep its deadlines: its
- * windows cut short since it first completed one. */
+/* Whether the session's regulator dropped to keep its deadlines (its windows
+ * cut short since it first completed one), and whether its path is shared
+ * with other flows (the latency cap stepped aside for them). */
 static void
 drops_cb(pps_session_t *session, void *user)
 {
 	pps_adapt_loop_t *a = user;
 	pps_sched_stats_t st;
+	pps_path_estimate_t e;
 
 	pps_session_get_sched_stats(session, &st);
 	a->drops += st.windows_short;
+	pps_session_get_path(session, &e);
+	if (e.cap_state == PPS_PATH_CAP_COMPETING)
+		a->competing = true;
 }
 
 static void
@@ -113,8 +119,10 @@ step_cb(evutil_socket_t fd, short what, void *user)
 
 	if (a->b_frames) {
 		a->drops = 0;
+		a->competing = false;
 		pps_listener_foreach(a->listener, drops_cb, a);
-		pps_media_set_b_frames(a->media, pps_b_frames_update(a->b_frames, now, a->drops));
+		pps_media_set_b_frames(
+		    a->media, pps_b_frames_update(a->b_frames, now, a->drops, a->competing));
 	}
 	if (!a->ratealloc)
 		return;

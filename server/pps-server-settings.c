@@ -209,13 +209,14 @@ static const pps_config_key_t keys[] = {
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
     PPS_CONFIG_ENUM(
-        "pps", "b_frames", "always", pps_b_frames_names,
+        "pps", "b_frames", "on-drops", pps_b_frames_names,
         "when the windows carry their B frames (the droppable temporal layer, which makes a "
         "window wait for its last frame): always, or on-drops: only while a client's "
-        "regulator drops, anchors alone (each frame out as it is captured) otherwise"),
+        "regulator drops or its path is shared with other flows, anchors alone (each frame "
+        "out as it is captured) otherwise"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
-                   "b_frames = on-drops: time without a drop before the anchors come back "
-                   "(doubled, up to 8 times, while they do not last)"),
+                   "b_frames = on-drops: time without a drop or competition before the anchors "
+                   "come back (doubled, up to 8 times, while they do not last)"),
     PPS_CONFIG_INT("pps", "max_windows", STR(PPS_DEFAULT_MAX_WINDOWS), 2, 1024,
                    "windows queued per client; past it the oldest is dropped and counted"),
 
