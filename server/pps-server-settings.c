@@ -209,7 +209,7 @@ static const pps_config_key_t keys[] = {
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
     PPS_CONFIG_ENUM(
-        "pps", "b_frames", "on-drops", pps_b_frames_names,
+        "pps", "b_frames", "always", pps_b_frames_names,
         "when the windows carry their B frames (the droppable temporal layer, which makes a "
         "window wait for its last frame): always, or on-drops: only while a client's "
         "regulator drops or its path is shared with other flows, anchors alone (each frame "
