@@ -210,4 +210,53 @@ int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_rateallo
 /* The settings last returned (or the initial ones). */
 void pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out);
 
+/* ------------------------------------------------------------ B frames */
+
+/*
+ * [pps] b_frames: when the windows carry the droppable temporal layer (the
+ * mini-GOP's B frames, which make a window wait for its last frame):
+ *   always    in every window (the regulators can always drop them);
+ *   on-drops  only while a regulator drops or a client competes: windows of
+ *             anchors alone (each frame out as it is captured, as fresh as
+ *             1-frame windows) while no client's regulator dropped anything
+ *             and no client's path is shared with other flows (its latency
+ *             cap stepped aside: they hold the queue), B frames from the
+ *             first drop or competing step on, anchors again once neither
+ *             was seen for the hold time. A hold that ends in a drop within its own
+ *             length doubles (up to PPS_B_FRAMES_MAX_HOLDS holds), so a
+ *             path that drops now and then switches rarely; one that stays
+ *             clean for the longer hold brings it back.
+ */
+typedef enum {
+	PPS_B_FRAMES_ALWAYS = 0,
+	PPS_B_FRAMES_ON_DROPS,
+	PPS_B_FRAMES_POLICY_COUNT
+} pps_b_frames_policy_t;
+
+extern const char *const pps_b_frames_names[]; /* in enum order, NULL-terminated */
+
+#define PPS_B_FRAMES_MAX_HOLDS 8
+
+typedef struct {
+	pps_b_frames_policy_t policy;
+	int64_t hold_us; /* on-drops: clean time before anchors come back */
+} pps_b_frames_params_t;
+
+typedef struct pps_b_frames pps_b_frames_t;
+
+pps_b_frames_t *pps_b_frames_new(const pps_b_frames_params_t *params);
+void pps_b_frames_free(pps_b_frames_t *b);
+/*
+ * One look at the regulators and the paths: @drops, what every client's
+ * regulator has dropped so far, summed (it may fall when a client leaves: no
+ * drop then); @competing, some client's path is shared with other flows
+ * now (counts as a drop: competing, a thin stream's window gets cut).
+ * Returns whether the windows should carry B frames from now on.
+ */
+bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops, bool competing);
+/* The current choice (before any update: B frames unless on-drops). */
+bool pps_b_frames_on(const pps_b_frames_t *b);
+/* Changes of the choice so far. */
+uint64_t pps_b_frames_switches(const pps_b_frames_t *b);
+
 #endif /* PPS_ADAPT_H */

@@ -19,6 +19,11 @@ typedef struct {
 	 * before it keep the previous origin. Both are multiples of W. */
 	uint32_t origin;
 	uint32_t previous_origin;
+	/* The current window's frames are all anchors (rounds of one frame; no
+	 * B frames). Only the current window's frames and the anchor before it
+	 * are ever asked about, and a window's last frame is an anchor either
+	 * way, so one flag, changed at window boundaries, is the whole state. */
+	bool anchors_only;
 } pps_gop_t;
 
 /* S for @temporal_layers: 4, 2 or 1 frames, halved until it divides

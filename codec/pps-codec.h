@@ -300,6 +300,8 @@ typedef struct {
 	 * pps_encoder_set_rates() can steer it: x264 reconfigures VBV only if
 	 * it was on from the start. */
 	bool rate_adaptive;
+	/* Start with anchor windows (pps_encoder_set_anchor_windows()). */
+	bool anchor_windows;
 } pps_encoder_params_t;
 
 /* The x264 presets the encoder offers (fast enough for live), NULL-terminated. */
@@ -343,6 +345,20 @@ void pps_encoder_request_idr(pps_encoder_t *encoder);
 
 void pps_encoder_get_stream_params(const pps_encoder_t *encoder, pps_stream_params_t *params);
 
+/*
+ * Anchor windows: while @on, every frame of a window is an anchor (P, or the
+ * IDR the GOP puts there) coded as a round of its own, so it comes out in the
+ * call that inputs it instead of waiting for the window's last frame: the
+ * window's frames are as fresh as with 1-frame windows, and it has one
+ * temporal layer (nothing droppable but whole frames). Off, the mini-GOP's B
+ * frames come back. Taken at the next window's first frame, never inside a
+ * window; the x264 sessions, the stream's parameters and the wire stay as
+ * they are (a stream with B frames: each anchor still gets its filler ADUs,
+ * so a decoder of that stream outputs it at once). No effect on a stream
+ * without B frames. Same thread as pps_encoder_encode().
+ */
+void pps_encoder_set_anchor_windows(pps_encoder_t *encoder, bool on);
+
 /* Rate-control settings per quality layer (base first). */
 typedef struct {
 	int kbps[PPS_ADU_MAX_QUALITY_LAYERS];        /* VBV maximum rate, kbit/s */
@@ -369,6 +385,9 @@ typedef struct {
 	uint64_t filler_bytes;    /* of bytes[]: filler pictures and their payload headers */
 	uint64_t reconfigs;       /* rate settings applied (pps_encoder_set_rates) */
 	uint64_t reconfig_errors; /* ... that x264 refused */
+	uint64_t
+	    anchor_windows; /* windows coded as anchors only (pps_encoder_set_anchor_windows) */
+	uint64_t anchor_switches; /* times the windows changed between anchors only and B frames */
 } pps_encoder_stats_t;
 void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
 

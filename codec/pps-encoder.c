@@ -105,6 +105,7 @@ struct pps_encoder {
 	uint32_t chain_id[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint32_t anchor_frame;
 	bool idr_requested;
+	bool anchor_windows; /* wanted from the next window on (pps_encoder_set_anchor_windows) */
 	pps_encoder_rates_t rates; /* pending when rates_pending */
 	bool rates_pending;
 	pps_encoder_stats_t stats;
@@ -527,6 +528,7 @@ pps_encoder_new(const pps_encoder_params_t *params)
 	e->stream.gop_frames = e->gop.gop_frames;
 	e->stream.upscale_filter = PPS_CODEC_UPSCALE_BILINEAR_Q8;
 	bframes = e->gop.minigop_frames - 1;
+	e->anchor_windows = params->anchor_windows;
 
 	err = layer_open(&e->layer[0], &e->params, base_w, base_h, params->base_crf,
 	                 params->base_vbv_kbps, bframes, false);
@@ -758,6 +760,16 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		return -EIO;
 	if (idx == 0 && e->rates_pending)
 		apply_rates(e);
+	/* A window's first frame (frame 0 is window 0 by itself): the window
+	 * takes the mode wanted now. Every round ended with the last window. */
+	if (idx == 0 && e->gop.minigop_frames > 1 &&
+	    (n == 0 || (n - 1) % (uint32_t)e->gop.window_frames == 0)) {
+		if (n > 0 && e->gop.anchors_only != e->anchor_windows)
+			e->stats.anchor_switches++;
+		e->gop.anchors_only = e->anchor_windows;
+		if (e->gop.anchors_only)
+			e->stats.anchor_windows++;
+	}
 	if (e->idr_requested) {
 		/* The end of the first window none of whose frames was input yet:
 		 * its frames before the IDR can still be forced to P. */
@@ -829,6 +841,12 @@ void
 pps_encoder_request_idr(pps_encoder_t *e)
 {
 	e->idr_requested = true;
+}
+
+void
+pps_encoder_set_anchor_windows(pps_encoder_t *e, bool on)
+{
+	e->anchor_windows = on;
 }
 
 void

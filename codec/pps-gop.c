@@ -24,6 +24,7 @@ pps_gop_init(pps_gop_t *gop, int temporal_layers, int window_frames, int gop_fra
 		gop_frames = window_frames;
 	gop->gop_frames = (gop_frames + window_frames - 1) / window_frames * window_frames;
 	gop->origin = gop->previous_origin = 0;
+	gop->anchors_only = false;
 	return s == 4 ? 3 : s == 2 ? 2 : 1;
 }
 
@@ -37,7 +38,7 @@ pps_gop_frame_type(const pps_gop_t *gop, uint32_t n)
 
 	if ((n - origin) % g == 0)
 		return PPS_ADU_FRAME_IDR;
-	if (n % s == 0)
+	if (n % s == 0 || gop->anchors_only)
 		return PPS_ADU_FRAME_P;
 	/* Closed GOP: the frames before a forced IDR become P so nothing
 	 * references across it. */

@@ -97,6 +97,13 @@ size_t pps_window_adu_total(const pps_window_t *window);
  * windower calls its grow_cb each time one does and when it closes.
  */
 bool pps_window_is_open(const pps_window_t *window);
+/*
+ * True while an anchor window (pps_windower_set_anchor_windows) is open: the
+ * base of a frame still to come is a reference picture every later frame
+ * needs, worth waiting for past the deadline like any base anchor (what is
+ * not one is dropped as it comes). The producer closes it within a frame.
+ */
+bool pps_window_anchors_to_come(const pps_window_t *window);
 /* The @i-th ADU in send (priority) order (i < pps_window_adu_count); owned by the window. */
 const pps_adu_t *pps_window_adu(const pps_window_t *window, size_t i);
 /* Payload bytes of the ADUs it holds. */
@@ -147,6 +154,23 @@ int pps_windower_add(pps_windower_t *windower, pps_adu_t *adu);
 int pps_windower_set_early(pps_windower_t *windower, unsigned quality_layers,
                            size_t adu_bound_bytes, pps_windower_grow_cb grow_cb);
 
+/*
+ * Anchor windows, for a producer that codes a window's frames each as a round
+ * of its own (codec/'s pps_encoder_set_anchor_windows()): every frame exactly
+ * @adus_per_frame ADUs (its quality layers, and its filler ADUs if the stream
+ * has B frames), all temporal layer 0, each frame's coming out as it is
+ * captured. A window whose first ADU is its first frame's base is such a
+ * window (with B frames a window's first ADU in decode order is a later
+ * frame's anchor): it is handed to window_cb at once, open, announcing
+ * window_frames x @adus_per_frame - 1 ADUs to come (each bounded by
+ * @adu_bound_bytes); they join the end of the send order as they arrive, so a
+ * window's frames leave as fresh as with windows of one frame, and the
+ * deadline drops its last frames first. Needs windows of 2 frames or more:
+ * else -EINVAL. Closed short like an early window.
+ */
+int pps_windower_set_anchor_windows(pps_windower_t *windower, unsigned adus_per_frame,
+                                    size_t adu_bound_bytes, pps_windower_grow_cb grow_cb);
+
 /* Every ADU of frames <= @last_frame has been added: close those windows. */
 int pps_windower_frames_done(pps_windower_t *windower, uint32_t last_frame);
 
@@ -195,7 +219,11 @@ typedef struct {
 	uint64_t windows_partial;   /* some sent, some dropped */
 	uint64_t windows_dropped;   /* nothing sent (deadline passed first) */
 	uint64_t windows_overflow;  /* dropped because max_windows were queued */
-	uint64_t adus_undecodable;  /* skipped: something they depend on was dropped */
+	/* Dropped or partial (overflowed ones included) once a window was
+	 * complete: the regulator dropped to keep up, not because the client
+	 * joined in the middle of a GOP. */
+	uint64_t windows_short;
+	uint64_t adus_undecodable; /* skipped: something they depend on was dropped */
 	uint64_t packets, packet_bytes;
 	uint64_t control_overflow;        /* control records refused: queue full */
 	uint64_t audio_sent, audio_bytes; /* AUDIO_FRAME records written, their payload bytes */

@@ -181,6 +181,8 @@ end_entry(pps_sched_t *s, entry_t *e)
 	    (uint16_t)(pps_window_adu_total(e->window) - pps_window_adu_count(e->window));
 	e->next_adu = pps_window_adu_count(e->window);
 	e->next_offset = 0;
+	if ((e->adus_sent == 0 || e->adus_dropped > 0) && s->stats.windows_complete > 0)
+		s->stats.windows_short++;
 	if (e->adus_sent == 0)
 		s->stats.windows_dropped++;
 	else if (e->adus_dropped == 0)
@@ -297,10 +299,13 @@ is_base_anchor(const pps_adu_t *adu)
 	return info->quality_layer == 0 && info->temporal_layer == 0;
 }
 
-/* Unsent base anchors left in @e (a partly sent ADU counts as unsent). */
+/* Unsent base anchors left in @e (a partly sent ADU counts as unsent), or
+ * still to come in an anchor window. */
 static bool
 has_base_anchor_left(const entry_t *e)
 {
+	if (pps_window_anchors_to_come(e->window))
+		return true;
 	for (size_t i = e->next_adu; i < pps_window_adu_count(e->window); i++)
 		if (is_base_anchor(pps_window_adu(e->window, i)))
 			return true;
@@ -359,8 +364,9 @@ head_waits(const pps_sched_t *s)
 {
 	const entry_t *e = &s->entries[s->head];
 
-	return s->count > 0 && e->state == ENTRY_ACTIVE && !e->late &&
-	       pps_window_is_open(e->window) && e->next_adu == pps_window_adu_count(e->window);
+	return s->count > 0 && e->state == ENTRY_ACTIVE && pps_window_is_open(e->window) &&
+	       (!e->late || pps_window_anchors_to_come(e->window)) &&
+	       e->next_adu == pps_window_adu_count(e->window);
 }
 
 bool
@@ -408,9 +414,13 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 		pps_wire_record_t r;
 
 		if (e->next_adu == pps_window_adu_count(e->window))
-			/* A late window sends no enhancement: it ends rather than wait. */
-			return pps_window_is_open(e->window) && !e->late ? FRAGMENTS_WAIT
-			                                                 : FRAGMENTS_DONE;
+			/* A late window sends no enhancement: it ends rather than
+			 * wait, unless an anchor window's reference pictures are
+			 * still to come (they go out in the grace time). */
+			return pps_window_is_open(e->window) &&
+			               (!e->late || pps_window_anchors_to_come(e->window))
+			           ? FRAGMENTS_WAIT
+			           : FRAGMENTS_DONE;
 		adu = pps_window_adu(e->window, e->next_adu);
 		info = pps_adu_info(adu);
 		size = pps_adu_size(adu);

@@ -16,8 +16,9 @@ struct pps_window {
 	size_t n_adus;
 	size_t adus_total;              /* announced: n_adus once closed, more while open */
 	size_t missing_adu_bound_bytes; /* bound for each ADU still to come */
-	bool open;        /* published early, ADUs still to come (pps_windower_set_early) */
-	pps_adu_t **adus; /* send order; room for adus_total */
+	bool open;          /* published early, ADUs still to come (pps_windower_set_early) */
+	bool anchor_window; /* published by pps_windower_set_anchor_windows' rule */
+	pps_adu_t **adus;   /* send order; room for adus_total */
 };
 
 uint32_t
@@ -82,6 +83,12 @@ pps_window_is_open(const pps_window_t *window)
 	return window->open;
 }
 
+bool
+pps_window_anchors_to_come(const pps_window_t *window)
+{
+	return window->open && window->anchor_window;
+}
+
 const pps_adu_t *
 pps_window_adu(const pps_window_t *window, size_t i)
 {
@@ -128,6 +135,8 @@ struct pps_windower {
 	size_t early_adu_bound_bytes;
 	pps_windower_grow_cb grow_cb;
 	pps_window_t *published; /* published early and still open: our reference */
+	/* Anchor windows (pps_windower_set_anchor_windows): 0 = off. */
+	unsigned anchor_frame_adus;
 };
 
 pps_windower_t *
@@ -180,6 +189,19 @@ pps_windower_set_early(pps_windower_t *w, unsigned quality_layers, size_t adu_bo
 	return 0;
 }
 
+int
+pps_windower_set_anchor_windows(pps_windower_t *w, unsigned adus_per_frame, size_t adu_bound_bytes,
+                                pps_windower_grow_cb grow_cb)
+{
+	if (w->window_frames < 2 || adus_per_frame == 0 || adu_bound_bytes == 0 || !grow_cb ||
+	    (size_t)adus_per_frame * w->window_frames > PPS_WINDOW_MAX_ADUS)
+		return -EINVAL;
+	w->anchor_frame_adus = adus_per_frame;
+	w->early_adu_bound_bytes = adu_bound_bytes;
+	w->grow_cb = grow_cb;
+	return 0;
+}
+
 /* The published window gets no more ADUs: what it lacks will never come. */
 static void
 close_published(pps_windower_t *w)
@@ -201,8 +223,11 @@ static int
 append_published(pps_windower_t *w, pps_adu_t *adu)
 {
 	pps_window_t *window = w->published;
+	const pps_adu_info_t *info = pps_adu_info(adu);
 
-	if (window->n_adus == window->adus_total || pps_adu_info(adu)->quality_layer == 0) {
+	if (window->n_adus == window->adus_total ||
+	    (info->quality_layer == 0 && !window->anchor_window) ||
+	    (window->anchor_window && info->temporal_layer != 0)) {
 		/* Not what was announced: the producer broke its promise. */
 		pps_adu_unref(adu);
 		close_published(w);
@@ -222,9 +247,10 @@ append_published(pps_windower_t *w, pps_adu_t *adu)
 }
 
 /* Closes the open window; @to_come more ADUs are announced and will follow
- * (through append_published) if > 0. */
+ * (through append_published) if > 0; @anchor_window: published as an anchor
+ * window (its one ADU is its first frame's base). */
 static int
-close_open_window(pps_windower_t *w, size_t to_come)
+close_open_window(pps_windower_t *w, size_t to_come, bool anchor_window)
 {
 	pps_window_t *window;
 	uint32_t first_frame = UINT32_MAX;
@@ -265,6 +291,10 @@ close_open_window(pps_windower_t *w, size_t to_come)
 	window->adus_total = w->n_adus + to_come;
 	window->open = to_come > 0;
 	window->missing_adu_bound_bytes = w->early_adu_bound_bytes;
+	if (anchor_window) {
+		window->anchor_window = true;
+		window->frames = w->window_frames;
+	}
 	ret = pps_priority_sort(window->adus, window->n_adus, w->policy);
 	if (ret < 0) {
 		free(window->adus);
@@ -304,7 +334,7 @@ pps_windower_add(pps_windower_t *w, pps_adu_t *adu)
 		return -ESTALE;
 	}
 	if (w->open && id > w->open_id) {
-		ret = close_open_window(w, 0);
+		ret = close_open_window(w, 0, false);
 		if (ret < 0) {
 			pps_adu_unref(adu);
 			return ret;
@@ -323,7 +353,13 @@ pps_windower_add(pps_windower_t *w, pps_adu_t *adu)
 	 * layers are still being encoded. */
 	if (w->early_quality_layers && info->quality_layer == 0 &&
 	    info->frame_index == last_frame_of(w, id))
-		return close_open_window(w, w->early_quality_layers - 1);
+		return close_open_window(w, w->early_quality_layers - 1, false);
+	/* An anchor window: its first frame's base came first. */
+	if (w->anchor_frame_adus && w->n_adus == 1 && id > 0 && info->quality_layer == 0 &&
+	    info->temporal_layer == 0 &&
+	    last_frame_of(w, id) - info->frame_index + 1 == w->window_frames)
+		return close_open_window(w, (size_t)w->anchor_frame_adus * w->window_frames - 1,
+		                         true);
 	return 0;
 }
 
@@ -334,7 +370,7 @@ pps_windower_frames_done(pps_windower_t *w, uint32_t last_frame)
 		close_published(w);
 	/* The open window's last frame is id * W; it is done once that is. */
 	if (w->open && last_frame_of(w, w->open_id) <= last_frame)
-		return close_open_window(w, 0);
+		return close_open_window(w, 0, false);
 	return 0;
 }
 
@@ -342,5 +378,5 @@ int
 pps_windower_flush(pps_windower_t *w)
 {
 	close_published(w);
-	return close_open_window(w, 0);
+	return close_open_window(w, 0, false);
 }

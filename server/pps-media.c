@@ -83,6 +83,7 @@ struct pps_media {
 	pps_wakeup_t *wakeup;
 	bool failure_reported; /* failed_cb called (set by the loop thread, under lock) */
 	atomic_bool idr_requested;
+	atomic_bool b_frames;        /* wanted: the loop sets, the encoder thread takes */
 	int64_t last_idr_request_us; /* loop thread only */
 	struct event *idr_timer;     /* a deferred request */
 	uint64_t idr_requests, idr_deferred;
@@ -267,6 +268,7 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 	}
 	if (atomic_exchange(&m->idr_requested, false))
 		pps_encoder_request_idr(m->encoder);
+	pps_encoder_set_anchor_windows(m->encoder, !atomic_load(&m->b_frames));
 	pthread_mutex_lock(&m->lock);
 	if (m->rates_pending) {
 		pps_encoder_rates_t rates = m->pending_rates;
@@ -561,6 +563,7 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 	pthread_cond_init(&m->room, NULL);
 
 	m->rate_adaptive = ep->rate_adaptive;
+	atomic_init(&m->b_frames, !ep->anchor_windows);
 	m->encoder = pps_encoder_new(ep);
 	if (!m->encoder) {
 		snprintf(err, err_size, "encoder: cannot create the x264 encoders for %dx%d: %s",
@@ -584,6 +587,15 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 		(void)pps_windower_set_early(m->windower, (unsigned)m->stream.quality_layers,
 		                             (size_t)m->stream.width * (size_t)m->stream.height * 3,
 		                             windower_grow_cb);
+	/* With B frames, windows of anchors alone when asked for: each of
+	 * their frames is its quality layers' ADUs and their filler ADUs. */
+	else if (params->anchor_windows && m->stream.minigop_frames > 1 &&
+	         pps_windower_set_anchor_windows(
+	             m->windower, 2 * (unsigned)m->stream.quality_layers,
+	             (size_t)m->stream.width * (size_t)m->stream.height * 3, windower_grow_cb) < 0)
+		pps_log(&m->log, PPS_LOG_WARNING,
+		        "windower: windows of %d frames cannot be published as anchors alone",
+		        m->stream.window_frames);
 	m->wakeup = pps_wakeup_new(base, wake_cb, m);
 	if (!m->wakeup) {
 		snprintf(err, err_size, "event loop: cannot watch the encoder: %s",
@@ -752,6 +764,12 @@ pps_media_set_rates(pps_media_t *m, const pps_encoder_rates_t *rates)
 }
 
 void
+pps_media_set_b_frames(pps_media_t *m, bool on)
+{
+	atomic_store(&m->b_frames, on);
+}
+
+void
 pps_media_get_rates(pps_media_t *m, pps_encoder_rates_t *rates)
 {
 	*rates = m->rates;
@@ -796,6 +814,8 @@ pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 		                                    ? (double)m->encoder_stats.wall_us[q] / 1000.0 /
 		                                          (double)m->encoder_stats.frames
 		                                    : 0;
+	stats->windows_anchors = m->encoder_stats.anchor_windows;
+	stats->b_frames_switches = m->encoder_stats.anchor_switches;
 	pthread_mutex_unlock(&m->lock);
 	pps_capture_get_stats(m->capture, &cs);
 	stats->capture_frames = cs.frames_captured;

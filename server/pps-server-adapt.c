@@ -3,6 +3,8 @@
  * The closed loop, every [adapt] interval_ms: the clients' path estimates and
  * what each layer produced since the last step go to the rate allocator
  * (adapt/), and what it decides to the encoder (applied at its next mini-GOP).
+ * The same step looks at what the clients' regulators dropped and decides
+ * whether the windows carry B frames (pps_b_frames_t).
  */
 #include "pps-server-lib.h"
 #include "pps-time.h"
@@ -16,7 +18,10 @@
 struct pps_adapt_loop {
 	pps_media_t *media;
 	pps_listener_t *listener;
-	pps_ratealloc_t *ratealloc;
+	pps_ratealloc_t *ratealloc; /* NULL: the rates are not steered */
+	pps_b_frames_t *b_frames;
+	uint64_t drops; /* filled by drops_cb during one step */
+	bool competing; /* filled by drops_cb during one step */
 	struct event *timer;
 	int64_t last_us;
 	uint64_t last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
@@ -42,6 +47,23 @@ collect_cb(pps_session_t *session, void *user)
 	a->clients[a->n_clients].min_rtt_us = e.min_rtt_us;
 	a->clients[a->n_clients].rate_capped = e.fair_rate_bps != 0;
 	a->n_clients++;
+}
+
+/* Whether the session's regulator dropped to keep its deadlines (its windows
+ * cut short since it first completed one), and whether its path is shared
+ * with other flows (the latency cap stepped aside for them). */
+static void
+drops_cb(pps_session_t *session, void *user)
+{
+	pps_adapt_loop_t *a = user;
+	pps_sched_stats_t st;
+	pps_path_estimate_t e;
+
+	pps_session_get_sched_stats(session, &st);
+	a->drops += st.windows_short;
+	pps_session_get_path(session, &e);
+	if (e.cap_state == PPS_PATH_CAP_COMPETING)
+		a->competing = true;
 }
 
 static void
@@ -95,6 +117,15 @@ step_cb(evutil_socket_t fd, short what, void *user)
 	int64_t now = pps_time_realtime_us();
 	double dt = (double)(now - a->last_us) / 1e6;
 
+	if (a->b_frames) {
+		a->drops = 0;
+		a->competing = false;
+		pps_listener_foreach(a->listener, drops_cb, a);
+		pps_media_set_b_frames(
+		    a->media, pps_b_frames_update(a->b_frames, now, a->drops, a->competing));
+	}
+	if (!a->ratealloc)
+		return;
 	pps_media_get_stats(a->media, &ms);
 	for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS && dt > 0; q++)
 		encoded_bps[q] = (uint64_t)(8.0 * (double)(ms.bytes[q] - a->last_bytes[q]) / dt);
@@ -154,15 +185,25 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 	a->media = media;
 	a->listener = listener;
 	a->audio_max_bps = pps_media_audio_bitrate(media);
-	a->ratealloc = pps_ratealloc_new(&ap);
-	if (!a->ratealloc) {
-		snprintf(err, err_size, "[adapt]: cannot start the rate allocator: %s",
-		         strerror(errno));
-		goto err;
+	if (p->b_frames.policy != PPS_B_FRAMES_ALWAYS) {
+		a->b_frames = pps_b_frames_new(&p->b_frames);
+		if (!a->b_frames) {
+			snprintf(err, err_size, "[pps] b_frames: %s", strerror(errno));
+			goto err;
+		}
+		pps_media_set_b_frames(media, pps_b_frames_on(a->b_frames));
 	}
-	pps_ratealloc_get(a->ratealloc, &r);
-	to_encoder_rates(&r, ap.quality_layers, &er);
-	pps_media_set_rates(media, &er);
+	if (p->steer_rates) {
+		a->ratealloc = pps_ratealloc_new(&ap);
+		if (!a->ratealloc) {
+			snprintf(err, err_size, "[adapt]: cannot start the rate allocator: %s",
+			         strerror(errno));
+			goto err;
+		}
+		pps_ratealloc_get(a->ratealloc, &r);
+		to_encoder_rates(&r, ap.quality_layers, &er);
+		pps_media_set_rates(media, &er);
+	}
 	a->last_us = pps_time_realtime_us();
 	a->timer = event_new(base, -1, EV_PERSIST, step_cb, a);
 	tv = pps_time_us_to_timeval(ap.interval_us);
@@ -186,5 +227,6 @@ pps_adapt_loop_free(pps_adapt_loop_t *a)
 	if (a->timer)
 		event_free(a->timer);
 	pps_ratealloc_free(a->ratealloc);
+	pps_b_frames_free(a->b_frames);
 	free(a);
 }

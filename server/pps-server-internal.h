@@ -79,6 +79,9 @@ typedef struct {
 	 * size_set / fps_set the capture's width, height / fps stand. What was
 	 * adapted, and a sound dropped with capture.audio off, is logged once. */
 	bool size_set, fps_set;
+	/* Windows of anchors alone may come (pps_media_set_b_frames): the
+	 * windower publishes them as they are encoded. */
+	bool anchor_windows;
 } pps_media_params_t;
 
 typedef struct {
@@ -86,9 +89,11 @@ typedef struct {
 	uint64_t adus;
 	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];
 	uint64_t windows;
-	uint64_t windows_early;   /* of which sent from their base on, the rest still encoding */
-	uint64_t queue_waits;     /* encoder thread waited: the loop fell behind */
-	uint64_t capture_dropped; /* raw frames the capture queue dropped */
+	uint64_t windows_early;     /* of which sent from their base on, the rest still encoding */
+	uint64_t windows_anchors;   /* windows encoded as anchors alone (pps_media_set_b_frames) */
+	uint64_t b_frames_switches; /* the windows changed between anchors alone and B frames */
+	uint64_t queue_waits;       /* encoder thread waited: the loop fell behind */
+	uint64_t capture_dropped;   /* raw frames the capture queue dropped */
 	uint64_t capture_frames;
 	uint64_t idr_requests; /* IDRs asked of the encoder (after the rate limit) */
 	uint64_t idr_deferred; /* requests that waited for the rate limit */
@@ -142,6 +147,10 @@ void pps_media_request_idr(pps_media_t *media);
 /* Loop thread: new rate control for the encoder, applied before the next frame
  * at the start of a mini-GOP. -EINVAL if the encoder is not rate-adaptive. */
 int pps_media_set_rates(pps_media_t *media, const pps_encoder_rates_t *rates);
+/* Loop thread: whether the windows carry B frames, from the next window the
+ * encoder starts on (pps_encoder_set_anchor_windows()). No effect on a stream
+ * without B frames. */
+void pps_media_set_b_frames(pps_media_t *media, bool on);
 /* Loop thread: the rate control last handed to the encoder. */
 void pps_media_get_rates(pps_media_t *media, pps_encoder_rates_t *rates);
 void pps_media_stream_info(const pps_media_t *media, pps_wire_stream_info_t *info);

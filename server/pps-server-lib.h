@@ -227,6 +227,12 @@ typedef struct {
 	 * coarsest, its VBV cap (0: none) the largest rate. */
 	int base_crf, enhancement_crf;
 	int base_vbv_kbps, enhancement_vbv_kbps;
+	/* Whether the windows carry B frames, decided at each step from what
+	 * the clients' regulators drop. */
+	pps_b_frames_params_t b_frames;
+	/* false: the rates stay as configured (adapt.mode = fixed); the loop
+	 * only decides the B frames. */
+	bool steer_rates;
 } pps_adapt_loop_params_t;
 
 /*
@@ -430,7 +436,7 @@ typedef struct {
 	pps_media_params_t media;       /* what to capture and encode */
 	pps_listener_params_t listener; /* stream_info and frame_duration_us: the media's */
 	bool closed_loop;               /* the clients' paths steer the rates */
-	pps_adapt_loop_params_t adapt;  /* with closed_loop */
+	pps_adapt_loop_params_t adapt;  /* with closed_loop, or B frames on drops */
 	const char *listen;             /* HOST:PORT, port 0: any free one */
 	/* Pictures come from pps_server_push_frame(), and the audio track (if
 	 * media.capture.audio is not off) from pps_server_push_audio(). */

@@ -198,7 +198,7 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 		if (!s->log)
 			goto err;
 	}
-	if (params->closed_loop) {
+	if (params->closed_loop || params->adapt.b_frames.policy != PPS_B_FRAMES_ALWAYS) {
 		s->adapt = pps_adapt_loop_new(base, &params->adapt, &s->info,
 		                              lp->session.sched.latency_budget_us, s->media,
 		                              s->listener, err, err_size);

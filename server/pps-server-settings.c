@@ -208,6 +208,15 @@ static const pps_config_key_t keys[] = {
         "pps", "base_grace_ms", "1000", 0, 10000,
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
+    PPS_CONFIG_ENUM(
+        "pps", "b_frames", "always", pps_b_frames_names,
+        "when the windows carry their B frames (the droppable temporal layer, which makes a "
+        "window wait for its last frame): always, or on-drops: only while a client's "
+        "regulator drops or its path is shared with other flows, anchors alone (each frame "
+        "out as it is captured) otherwise"),
+    PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
+                   "b_frames = on-drops: time without a drop or competition before the anchors "
+                   "come back (doubled, up to 8 times, while they do not last)"),
     PPS_CONFIG_INT("pps", "max_windows", STR(PPS_DEFAULT_MAX_WINDOWS), 2, 1024,
                    "windows queued per client; past it the oldest is dropped and counted"),
 
@@ -455,6 +464,7 @@ encoder_params(const pps_config_t *c, pps_encoder_params_t *p)
 	p->enhancement_crf = (int)pps_config_get_int(c, "encoder", "enhancement_crf");
 	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
 	p->rate_adaptive = pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
+	p->anchor_windows = pps_config_get_enum(c, "pps", "b_frames") == PPS_B_FRAMES_ON_DROPS;
 }
 
 /* [audio]: the capture's audio, the Opus encoder, and the sessions'
@@ -511,6 +521,7 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	if (ret < 0)
 		return ret;
 	sp->closed_loop = ep->rate_adaptive;
+	sp->media.anchor_windows = ep->anchor_windows;
 	sp->adapt = (pps_adapt_loop_params_t){
 	    .base_share_pct = (int)pps_config_get_int(c, "adapt", "base_share_pct"),
 	    .probe_pct = (int)pps_config_get_int(c, "adapt", "probe_pct"),
@@ -521,6 +532,12 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	    .enhancement_crf = ep->enhancement_crf,
 	    .base_vbv_kbps = ep->base_vbv_kbps,
 	    .enhancement_vbv_kbps = ep->enhancement_vbv_kbps,
+	    .steer_rates = ep->rate_adaptive,
+	    .b_frames =
+	        {
+	            .policy = (pps_b_frames_policy_t)pps_config_get_enum(c, "pps", "b_frames"),
+	            .hold_us = pps_config_get_int(c, "pps", "b_frames_hold_ms") * 1000,
+	        },
 	};
 	ret = audio_params(c, &sp->media, &sp->listener.session, err, err_size);
 	if (ret < 0)

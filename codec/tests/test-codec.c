@@ -603,6 +603,155 @@ case_holdback(int temporal_layers, int window_frames)
 	return 0;
 }
 
+/* ------------------------------------------------------ anchor windows */
+
+#define ANCHOR_FRAMES 64
+
+typedef struct {
+	adu_list_t list;
+	int call[HOLDBACK_MAX_ADUS]; /* the encode call (frame) that emitted each ADU */
+	int current;
+} anchor_adus_t;
+
+static void
+anchor_adu_cb(pps_adu_t *adu, void *user)
+{
+	anchor_adus_t *a = user;
+
+	if (a->list.count < HOLDBACK_MAX_ADUS)
+		a->call[a->list.count] = a->current;
+	holdback_adu_cb(adu, &a->list);
+}
+
+typedef struct {
+	int64_t last_output;
+	bool shown[ANCHOR_FRAMES];
+	double psnr[ANCHOR_FRAMES];
+	pps_frame_t *source[ANCHOR_FRAMES];
+} anchor_out_t;
+
+static void
+anchor_frame_cb(const pps_decoded_frame_t *f, void *user)
+{
+	anchor_out_t *o = user;
+
+	o->last_output = f->frame_index;
+	if (f->frame_index < ANCHOR_FRAMES && !(f->flags & PPS_DECODER_FRAME_REPEATED)) {
+		o->shown[f->frame_index] = true;
+		o->psnr[f->frame_index] =
+		    pps_testutil_psnr_y(&f->picture, o->source[f->frame_index]);
+	}
+}
+
+/* Windows of 2 with B frames, switched to anchor windows and back in one
+ * x264 session (an IDR request in between): a frame of an anchor window comes
+ * out of the encoder in the call that inputs it, as one temporal layer, and
+ * out of the decoder once those ADUs are pushed; the windows with B frames
+ * keep their droppable layer; every frame decodes whole. */
+static int
+case_anchor_windows(void)
+{
+	pps_encoder_params_t p = {
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = 2,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 32,
+	    .window_frames = 2,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 30,
+	    .enhancement_crf = 26,
+	    .anchor_windows = true,
+	};
+	pps_encoder_t *e = pps_encoder_new(&p);
+	anchor_adus_t a = {.list.count = 0};
+	anchor_out_t o = {.last_output = -1};
+	bool anchors[ANCHOR_FRAMES];
+	int b_frames = 0;
+	pps_encoder_stats_t st;
+	pps_stream_params_t sp;
+	pps_decoder_t *d;
+
+	if (!e) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int n = 0; n < ANCHOR_FRAMES; n++) {
+		/* Asked for in mid-window: taken at the next window (frames 21, 41). */
+		if (n == 20)
+			pps_encoder_set_anchor_windows(e, false);
+		if (n == 40)
+			pps_encoder_set_anchor_windows(e, true);
+		if (n == 45)
+			pps_encoder_request_idr(e);
+		anchors[n] = n <= 20 || n >= 41;
+		o.source[n] = pps_frame_new(W, H);
+		pps_testutil_generate(o.source[n], (uint32_t)n, T0_US + n * 33333LL);
+		a.current = n;
+		if (pps_encoder_encode(e, o.source[n], anchor_adu_cb, &a) < 0) {
+			fprintf(stderr, "encode failed at %d\n", n);
+			exit(1);
+		}
+		if (anchors[n])
+			CHECK(pps_encoder_frames_complete(e) == (uint32_t)n + 1,
+			      "anchor window: frame %d not complete in its own call", n);
+	}
+	pps_encoder_get_stream_params(e, &sp);
+	pps_encoder_get_stats(e, &st);
+	CHECK(sp.temporal_layers == 2 && sp.minigop_frames == 2, "stream %dT S%d",
+	      sp.temporal_layers, sp.minigop_frames);
+	CHECK(st.anchor_switches == 2, "%llu switches", (unsigned long long)st.anchor_switches);
+	/* Windows 0..10 and 21..32. */
+	CHECK(st.anchor_windows == 23, "%llu anchor windows",
+	      (unsigned long long)st.anchor_windows);
+	CHECK(a.list.count < HOLDBACK_MAX_ADUS, "too many ADUs");
+	for (int i = 0; i < a.list.count; i++) {
+		const pps_adu_info_t *info = pps_adu_info(a.list.adu[i]);
+
+		if (info->frame_type == PPS_ADU_FRAME_B)
+			b_frames++;
+		if (!anchors[info->frame_index])
+			continue;
+		CHECK(info->frame_type == PPS_ADU_FRAME_P || info->frame_type == PPS_ADU_FRAME_IDR,
+		      "frame %u: type %u in an anchor window", info->frame_index, info->frame_type);
+		CHECK(info->temporal_layer == 0, "frame %u: temporal layer %u", info->frame_index,
+		      info->temporal_layer);
+		CHECK(a.call[i] == (int)info->frame_index, "frame %u: ADU %u came at frame %d",
+		      info->frame_index, info->id, a.call[i]);
+	}
+	/* Frames 21, 23, ..., 39 but 31 (a P: the GOP closes before the IDR
+	 * at 32), two layers each. */
+	CHECK(b_frames == 2 * 9, "%d B ADUs", b_frames);
+
+	d = pps_decoder_new(&sp, anchor_frame_cb, &o);
+	if (!d) {
+		fprintf(stderr, "pps_decoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < a.list.count; i++) {
+		CHECK(pps_decoder_push(d, a.list.adu[i]) == 0, "push %d", i);
+		/* The last ADU of an anchor window's frame: the frame is out. */
+		if (anchors[a.call[i]] && (i + 1 == a.list.count || a.call[i + 1] != a.call[i]))
+			CHECK(o.last_output == a.call[i],
+			      "frame %d pushed, frames out through %lld", a.call[i],
+			      (long long)o.last_output);
+	}
+	pps_decoder_drain(d);
+	pps_decoder_free(d);
+	for (int n = 0; n < ANCHOR_FRAMES; n++) {
+		CHECK(o.shown[n], "frame %d not shown", n);
+		CHECK(o.psnr[n] > 27.0, "frame %d: PSNR-Y %.1f dB", n, o.psnr[n]);
+		pps_frame_free(o.source[n]);
+	}
+	for (int i = 0; i < a.list.count; i++)
+		pps_adu_unref(a.list.adu[i]);
+	pps_encoder_free(e);
+	return 0;
+}
+
 /* Noise (like videotestsrc's snow): no encoder can code it small at any CRF. */
 static void
 fill_noise(pps_frame_t *f, uint32_t seed)
@@ -861,12 +1010,15 @@ main(int argc, char **argv)
 		case_holdback(3, 4);
 	if (all || !strcmp(what, "rates"))
 		case_rates();
+	if (all || !strcmp(what, "anchor-windows"))
+		case_anchor_windows();
 	if (all || !strcmp(what, "stream-wire"))
 		case_stream_wire();
 	if (all || !strcmp(what, "upscale"))
 		case_upscale();
 	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
-	             !strcmp(what, "stream-wire") || !strcmp(what, "upscale")))
+	             !strcmp(what, "anchor-windows") || !strcmp(what, "stream-wire") ||
+	             !strcmp(what, "upscale")))
 		goto out;
 
 	encode_sequence();

@@ -60,8 +60,12 @@ def stream_10s(build, workdir):
     check(0 < ready <= s["window_latency_p50_ms"] + 0.1,
           "server capture_to_ready p50 %.1f ms against the client's window latency "
           "p50 %.1f ms" % (ready, s["window_latency_p50_ms"]))
-    # Three temporal layers (B frames): no window goes out before it is whole.
-    check(st["windows_early"] == 0, "%d windows sent early with B frames" % st["windows_early"])
+    # Three temporal layers (B frames): no window with B frames goes out
+    # before it is whole; only windows of anchors alone (pps.b_frames =
+    # on-drops, while nothing is dropped) go out frame by frame.
+    check(st["windows_early"] <= st["windows_anchors"],
+          "%d windows sent early, %d of anchors alone"
+          % (st["windows_early"], st["windows_anchors"]))
     # The encoder's time per frame and layer is a part of that stage.
     enc = st["encode_ms_per_frame"]
     check(len(enc) == 2 and all(e > 0 for e in enc) and sum(enc) <= ready + 0.1,

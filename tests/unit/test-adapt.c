@@ -612,6 +612,80 @@ test_ratealloc_crf_steering(void)
 	pps_ratealloc_free(ra);
 }
 
+/* B frames on drops: anchors while no regulator drops, B frames from the
+ * first drop, anchors again after a clean hold; a hold that ends in a drop
+ * at once doubles; a client leaving (the sum falls) is no drop; "always"
+ * never changes. */
+static void
+test_b_frames_on_drops(void)
+{
+	const int64_t s = 1000000, t0 = 1700000000LL * s;
+	pps_b_frames_params_t p = {.policy = PPS_B_FRAMES_ON_DROPS, .hold_us = 5 * s};
+	pps_b_frames_params_t always = {.policy = PPS_B_FRAMES_ALWAYS, .hold_us = 5 * s};
+	pps_b_frames_params_t bad = {.policy = PPS_B_FRAMES_POLICY_COUNT, .hold_us = 5 * s};
+	pps_b_frames_t *b = pps_b_frames_new(&p), *a = pps_b_frames_new(&always);
+
+	REQUIRE(b && a);
+	CHECK(pps_b_frames_new(&bad) == NULL && errno == EINVAL);
+	CHECK(!pps_b_frames_on(b));
+	CHECK(pps_b_frames_on(a));
+	/* The first reading is a baseline, whatever it says. */
+	CHECK(!pps_b_frames_update(b, t0, 7, false));
+	CHECK(!pps_b_frames_update(b, t0 + s, 7, false));
+	CHECK(pps_b_frames_update(b, t0 + 2 * s, 9, false));         /* a drop */
+	CHECK(pps_b_frames_update(b, t0 + 6 * s, 9, false));         /* 4 s clean */
+	CHECK(pps_b_frames_update(b, t0 + 6 * s + s / 2, 4, false)); /* a client left: no drop */
+	CHECK(!pps_b_frames_update(b, t0 + 7 * s, 4, false));        /* 5 s clean */
+	CHECK_EQ_INT(pps_b_frames_switches(b), 2);
+	/* Drops again 1 s later: B frames, and the next hold is 10 s. */
+	CHECK(pps_b_frames_update(b, t0 + 8 * s, 5, false));
+	CHECK(pps_b_frames_update(b, t0 + 17 * s, 5, false));
+	CHECK(!pps_b_frames_update(b, t0 + 18 * s, 5, false));
+	/* Clean for that hold: the next one is 5 s again. */
+	CHECK(!pps_b_frames_update(b, t0 + 28 * s, 5, false));
+	CHECK(pps_b_frames_update(b, t0 + 40 * s, 6, false));
+	CHECK(!pps_b_frames_update(b, t0 + 45 * s, 6, false));
+	CHECK_EQ_INT(pps_b_frames_switches(b), 6);
+	/* Anchors that never last: the hold doubles up to
+	 * PPS_B_FRAMES_MAX_HOLDS x 5 s = 40 s, no further. */
+	{
+		int64_t t = t0 + 45 * s;
+		uint64_t d = 6;
+
+		for (int i = 0; i < 6; i++) {
+			int steps = 0;
+
+			t += s / 10;
+			CHECK(pps_b_frames_update(b, t, ++d, false));
+			while (pps_b_frames_update(b, t += s, d, false) && steps < 100)
+				steps++;
+			CHECK(steps < 100);
+		}
+		t += s / 10;
+		CHECK(pps_b_frames_update(b, t, ++d, false));
+		CHECK(pps_b_frames_update(b, t + 39 * s, d, false));
+		CHECK(!pps_b_frames_update(b, t + 40 * s, d, false));
+	}
+	/* A path shared with other flows counts as a drop, each step. */
+	{
+		pps_b_frames_t *c = pps_b_frames_new(&p);
+
+		REQUIRE(c);
+		CHECK(!pps_b_frames_update(c, t0, 0, false));
+		CHECK(pps_b_frames_update(c, t0 + s, 0, true));
+		CHECK(pps_b_frames_update(c, t0 + 5 * s, 0, true));
+		CHECK(pps_b_frames_update(c, t0 + 9 * s, 0, false));
+		CHECK(!pps_b_frames_update(c, t0 + 10 * s, 0, false));
+		pps_b_frames_free(c);
+	}
+	CHECK(pps_b_frames_update(a, t0, 1, false));
+	CHECK(pps_b_frames_update(a, t0 + 100 * s, 1, false));
+	CHECK_EQ_INT(pps_b_frames_switches(a), 0);
+	CHECK_EQ_INT(pps_b_frames_new(&(pps_b_frames_params_t){.hold_us = 0}) == NULL, 1);
+	pps_b_frames_free(b);
+	pps_b_frames_free(a);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -627,5 +701,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_ratealloc_one_client);
 	PPS_TEST_RUN(test_ratealloc_heterogeneous);
 	PPS_TEST_RUN(test_ratealloc_crf_steering);
+	PPS_TEST_RUN(test_b_frames_on_drops);
 	return pps_test_result();
 }

@@ -851,6 +851,151 @@ test_windower_early(void)
 	receiver_free(&rx);
 }
 
+/* One ADU of an anchor window's stream (windows of 2, two quality layers and
+ * a filler ADU per layer after each frame: 4 ADUs a frame, ids 4f + k in
+ * decode order: base, enhancement, base filler, enhancement filler). */
+static pps_adu_t *
+anchor_adu(uint32_t f, unsigned k, size_t bytes)
+{
+	pps_adu_info_t info = {.id = 4 * f + k,
+	                       .frame_index = f,
+	                       .capture_us = 1000000 + (int64_t)f * FRAME_US,
+	                       .decode_order = 2 * f + (k >= 2),
+	                       .frame_type = f ? PPS_ADU_FRAME_P : PPS_ADU_FRAME_IDR,
+	                       .quality_layer = (uint8_t)(k % 2)};
+	uint8_t data[256];
+	pps_adu_t *adu;
+
+	REQUIRE(bytes <= sizeof(data));
+	for (size_t i = 0; i < bytes; i++)
+		data[i] = (uint8_t)(info.id * 31 + i);
+	if (k >= 2)
+		info.deps[info.dep_count++] = 4 * f + k - 2; /* its frame's picture */
+	else if (f)
+		info.deps[info.dep_count++] = 4 * (f - 1) + 2 + k; /* the previous filler */
+	if (k == 1)
+		info.deps[info.dep_count++] = 4 * f; /* its own base */
+	adu = pps_adu_new(&info, data, bytes);
+	REQUIRE(adu);
+	return adu;
+}
+
+/* Anchor windows: a window whose first ADU is its first frame's base is
+ * published at once with all its frames' ADUs announced; each frame leaves as
+ * it comes, in decode order; past the deadline the window waits (within the
+ * grace) for the base of a frame still to come, and drops its enhancement as
+ * it comes.
+ * A window that starts with its last frame's anchor (B frames) is not. */
+static void
+test_windower_anchor_windows(void)
+{
+	window_list_t list = {.n = 0};
+	pps_windower_t *wr1 =
+	    pps_windower_new(1, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_windower_t *wr =
+	    pps_windower_new(2, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_sched_params_t params = {
+	    .latency_budget_us = 100000, .max_windows = 8, .base_grace_us = 1000000};
+	pps_sched_t *s = pps_sched_new(&params);
+	int64_t t1 = 1000000 + FRAME_US;
+	receiver_t rx;
+	bool pushed;
+	pps_window_t *w;
+
+	memset(&rx, 0, sizeof(rx));
+	REQUIRE(wr1 && wr && s);
+	CHECK_EQ_INT(pps_windower_set_anchor_windows(wr1, 4, 1000, count_grow_cb), -EINVAL);
+	CHECK_EQ_INT(pps_windower_set_anchor_windows(wr, 0, 1000, count_grow_cb), -EINVAL);
+	CHECK_EQ_INT(pps_windower_set_anchor_windows(wr, 4, 1000, NULL), -EINVAL);
+	REQUIRE(pps_windower_set_anchor_windows(wr, 4, 1000, count_grow_cb) == 0);
+
+	/* Window 0 (frame 0 alone) closes when its frame is done. */
+	for (unsigned k = 0; k < 4; k++)
+		CHECK_EQ_INT(pps_windower_add(wr, anchor_adu(0, k, 100)), 0);
+	CHECK_EQ_INT(list.n, 0);
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 0), 0);
+	REQUIRE(list.n == 1);
+	CHECK(!pps_window_is_open(list.windows[0]));
+	pps_sched_push_window(s, list.windows[0]);
+	drain(s, &rx, 1000000, &pushed);
+	CHECK(!rx.in_window && rx.ends == 1);
+
+	/* Window 1: frame 1's base publishes it, announcing both frames. */
+	CHECK_EQ_INT(pps_windower_add(wr, anchor_adu(1, 0, 100)), 0);
+	REQUIRE(list.n == 2);
+	w = list.windows[1];
+	CHECK(pps_window_is_open(w));
+	CHECK(pps_window_anchors_to_come(w));
+	CHECK_EQ_INT(pps_window_frames(w), 2);
+	CHECK_EQ_INT(pps_window_adu_count(w), 1);
+	CHECK_EQ_INT(pps_window_adu_total(w), 8);
+	CHECK_EQ_INT(pps_window_bytes_bound(w), 100 + 7 * 1000);
+	pps_sched_push_window(s, w);
+	CHECK_EQ_INT(drain(s, &rx, t1, &pushed), 1);
+	CHECK(pushed && rx.in_window);
+	CHECK_EQ_INT(rx.last_begin.adus, 8);
+	CHECK_EQ_INT(rx.last_begin.frames, 2);
+	CHECK(!pps_sched_has_data(s));
+	/* The rest of frame 1 leaves as it comes, before frame 2 exists. */
+	for (unsigned k = 1; k < 4; k++)
+		CHECK_EQ_INT(pps_windower_add(wr, anchor_adu(1, k, 100)), 0);
+	CHECK_EQ_INT(list.grown, 3);
+	CHECK(pps_window_is_open(w) && pps_window_anchors_to_come(w));
+	CHECK_EQ_INT(drain(s, &rx, t1, &pushed), 1);
+	for (unsigned k = 0; k < 4; k++)
+		CHECK(adu_intact(&rx, 4 + k));
+	CHECK(!pps_sched_has_data(s));
+	/* Past the deadline, frame 2's base is still awaited (it is a
+	 * reference picture): the window does not end. */
+	CHECK_EQ_INT(pps_sched_expire(s, 1000000 + FRAME_US + 100000), 1);
+	CHECK(rx.in_window);
+	CHECK(!pps_sched_has_data(s));
+	CHECK_EQ_INT(pps_sched_next_deadline_us(s), 1000000 + FRAME_US + 100000 + 1000000);
+	/* It comes: sent; its enhancement dropped; its base filler sent. */
+	CHECK_EQ_INT(pps_windower_add(wr, anchor_adu(2, 0, 100)), 0);
+	CHECK(pps_window_anchors_to_come(w)); /* open: its base filler is to come */
+	drain(s, &rx, 1000000 + FRAME_US + 150000, &pushed);
+	CHECK(adu_intact(&rx, 8));
+	for (unsigned k = 1; k < 4; k++)
+		CHECK_EQ_INT(pps_windower_add(wr, anchor_adu(2, k, 100)), 0);
+	CHECK(!pps_window_is_open(w) && !pps_window_anchors_to_come(w));
+	drain(s, &rx, 1000000 + FRAME_US + 150000, &pushed);
+	CHECK(!rx.in_window && rx.ends == 2);
+	CHECK_EQ_INT(rx.last_end.adus_sent, 6);
+	CHECK_EQ_INT(rx.last_end.adus_dropped, 2);
+	CHECK(adu_intact(&rx, 10));
+	{
+		pps_sched_stats_t st;
+
+		pps_sched_get_stats(s, &st);
+		CHECK_EQ_INT(st.windows_complete, 1);
+		CHECK_EQ_INT(st.windows_short, 1); /* cut after a complete window */
+	}
+
+	/* Window 2 with B frames: its first ADU is frame 4's anchor. */
+	{
+		pps_adu_info_t info = {.id = 12,
+		                       .frame_index = 4,
+		                       .capture_us = 1000000 + 4 * FRAME_US,
+		                       .frame_type = PPS_ADU_FRAME_P};
+		uint8_t data[10] = {0};
+		pps_adu_t *adu = pps_adu_new(&info, data, sizeof(data));
+
+		REQUIRE(adu);
+		CHECK_EQ_INT(pps_windower_add(wr, adu), 0);
+		CHECK_EQ_INT(list.n, 2);
+		CHECK_EQ_INT(pps_windower_frames_done(wr, 4), 0);
+		REQUIRE(list.n == 3);
+		CHECK(!pps_window_is_open(list.windows[2]));
+		CHECK(!pps_window_anchors_to_come(list.windows[2]));
+	}
+	free_windows(&list);
+	pps_windower_free(wr1);
+	pps_windower_free(wr);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
 /* Windows arrive faster than the link drains them: the queue stays bounded,
  * nothing goes out after its deadline, and every window is accounted for. */
 static void
@@ -1190,6 +1335,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_sched_decodability);
 	PPS_TEST_RUN(test_sched_enhancement_needs_base);
 	PPS_TEST_RUN(test_windower_early);
+	PPS_TEST_RUN(test_windower_anchor_windows);
 	PPS_TEST_RUN(test_sched_overload);
 	PPS_TEST_RUN(test_sched_control);
 	PPS_TEST_RUN(test_sched_audio);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether the windows carry B frames: the droppable temporal layer pays only
+ * where a regulator drops (under competition, on a collapsing path); on an
+ * idle or steady path it only makes each window wait for its last frame.
+ * Competing for a queue, a window can be cut any moment (the stream's share
+ * is a few packets a round trip): that counts as a drop before the first.
+ */
+#include "pps-adapt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+const char *const pps_b_frames_names[] = {
+    [PPS_B_FRAMES_ALWAYS] = "always",
+    [PPS_B_FRAMES_ON_DROPS] = "on-drops",
+    [PPS_B_FRAMES_POLICY_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_b_frames_names) / sizeof(pps_b_frames_names[0]) ==
+                   PPS_B_FRAMES_POLICY_COUNT + 1,
+               "a name for every pps_b_frames_policy_t");
+
+struct pps_b_frames {
+	pps_b_frames_params_t params;
+	bool on;
+	bool seen;                /* drops below holds a reading */
+	uint64_t drops;           /* the last reading */
+	int64_t last_drop_us;     /* while on: the last drop */
+	int64_t anchors_since_us; /* while off: when the anchors came back */
+	int64_t hold_us;          /* the hold in force */
+	uint64_t switches;
+};
+
+pps_b_frames_t *
+pps_b_frames_new(const pps_b_frames_params_t *params)
+{
+	pps_b_frames_t *b;
+
+	if ((unsigned)params->policy >= PPS_B_FRAMES_POLICY_COUNT || params->hold_us <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->params = *params;
+	b->on = params->policy == PPS_B_FRAMES_ALWAYS;
+	b->hold_us = params->hold_us;
+	return b;
+}
+
+void
+pps_b_frames_free(pps_b_frames_t *b)
+{
+	free(b);
+}
+
+bool
+pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops, bool competing)
+{
+	bool dropped = (b->seen && drops > b->drops) || competing;
+
+	b->seen = true;
+	b->drops = drops;
+	if (b->params.policy == PPS_B_FRAMES_ALWAYS)
+		return b->on;
+	if (dropped) {
+		b->last_drop_us = now_us;
+		if (!b->on) {
+			/* The anchors did not last one hold: hold longer next time. */
+			if (now_us - b->anchors_since_us < b->hold_us &&
+			    b->hold_us < b->params.hold_us * PPS_B_FRAMES_MAX_HOLDS)
+				b->hold_us *= 2;
+			b->on = true;
+			b->switches++;
+		}
+	} else if (b->on && now_us - b->last_drop_us >= b->hold_us) {
+		b->on = false;
+		b->anchors_since_us = now_us;
+		b->switches++;
+	} else if (!b->on && now_us - b->anchors_since_us >= b->hold_us) {
+		b->hold_us = b->params.hold_us; /* clean for a whole hold: back to the first */
+	}
+	return b->on;
+}
+
+bool
+pps_b_frames_on(const pps_b_frames_t *b)
+{
+	return b->on;
+}
+
+uint64_t
+pps_b_frames_switches(const pps_b_frames_t *b)
+{
+	return b->switches;
+}
