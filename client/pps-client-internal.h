@@ -590,8 +590,8 @@ void pps_overlay_draw(pps_frame_t *picture, int x, int y, int scale, const char 
 
 /*
  * The file --output names (pps-recorder.c explains the formats): a name
- * ending in .mkv or .nut is Matroska or NUT through libavformat, rawvideo
- * I420 with each picture's display time; anything else is y4m ("-":
+ * ending in .mkv is Matroska through GStreamer's matroskamux, rawvideo I420
+ * with each picture's display time (.nut is refused); anything else is y4m ("-":
  * stdout), a picture per slot of the stream's frame rate, the picture on
  * screen repeated through a freeze ("FRAME Xrepeat"). Either lasts as long
  * as the run, first picture shown to last, within one frame time. One
@@ -613,7 +613,9 @@ pps_recorder_t *pps_recorder_new(const char *path, char *err, size_t err_size);
  * One picture shown at @shown_us (client clock, microseconds, increasing),
  * borrowed for the call; the first sets the size and the frame rate
  * (@fps_num / @fps_den, the stream's). 0, or a negative errno with @err:
- * -EINVAL for a picture of another size, -EIO and libavformat's for a write.
+ * -EINVAL for a picture of another size; for a write -EIO (y4m), or
+ * pps_matroska_writer_i420()'s errors (-ENOSPC, -EIO, -ENOBUFS when the disk
+ * does not keep up), a failed write said at the call after it.
  */
 int pps_recorder_frame(pps_recorder_t *recorder, const pps_frame_t *picture, int64_t shown_us,
                        unsigned fps_num, unsigned fps_den, char *err, size_t err_size);

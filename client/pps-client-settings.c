@@ -78,10 +78,10 @@ static const pps_config_key_t keys[] = {
                     "auto (SDL window if a display is available), sdl or none"),
     PPS_CONFIG_STRING(
         "display", "output", "",
-        "record the frames shown, in real time: NAME.mkv or NAME.nut holds each frame once "
-        "with its display time (rawvideo I420); any other name is y4m at the stream's frame "
-        "rate, the frame on screen repeated through a freeze (FRAME Xrepeat); - = y4m on "
-        "stdout"),
+        "record the frames shown, in real time: NAME.mkv holds each frame once with its "
+        "display time (Matroska, rawvideo I420); NAME.nut is refused; any other name is y4m "
+        "at the stream's frame rate, the frame on screen repeated through a freeze (FRAME "
+        "Xrepeat); - = y4m on stdout"),
 
     /* [audio] */
     PPS_CONFIG_BOOL("audio", "enabled", "true",

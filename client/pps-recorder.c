@@ -16,24 +16,37 @@
  * marked "FRAME Xrepeat" (a y4m frame parameter, ignored by readers that do
  * not know it), so a tool that wants each shown picture once can skip them.
  *
- * Matroska and NUT carry a time with each picture: every shown picture is
+ * Matroska carries a time with each picture: every shown picture is
  * written once, rawvideo I420 (exactly what was shown, no encoder), with its
  * display time since the first as its presentation time; a freeze is a gap
- * between two times, and the last picture lasts one frame time.
+ * between two times, and the last picture lasts one frame time. GStreamer's
+ * matroskamux writes it (codec/pps-matroska.c): the loop thread copies the
+ * picture into a bounded queue and goes on, GStreamer's threads write, and
+ * a write that failed there is returned by the next call. A disk that
+ * cannot take the pictures as fast as they are shown fills the queue, and
+ * the recording fails (-ENOBUFS) rather than hold up the loop.
+ *
+ * A name ending in .nut is refused: GStreamer has no NUT muxer for raw
+ * video, and y4m under that name would mislead.
  */
 #include "pps-client-internal.h"
 
+#include "pps-matroska.h"
+
 #include <errno.h>
-#include <libavformat/avformat.h>
-#include <libavutil/mathematics.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+/* The Matroska queue towards the disk: about 1.5 s of 720p pictures, and
+ * never fewer than RECORDER_QUEUE_PICTURES. */
+#define RECORDER_QUEUE_BYTES    (64u << 20)
+#define RECORDER_QUEUE_PICTURES 4
+
 typedef enum {
 	RECORDER_Y4M,
-	RECORDER_CONTAINER, /* through libavformat */
+	RECORDER_MATROSKA,
 } recorder_kind_t;
 
 struct pps_recorder {
@@ -52,12 +65,10 @@ struct pps_recorder {
 	int64_t pending_slot;
 	bool header;
 
-	/* libavformat */
-	AVFormatContext *mux;
-	AVStream *stream;
-	AVPacket *packet;
-	int64_t last_pts;
-	bool mux_header;
+	/* Matroska */
+	pps_matroska_writer_t *writer;
+	int64_t last_pts_ms;
+	bool writer_started;
 };
 
 static bool
@@ -72,8 +83,8 @@ pps_recorder_t *
 pps_recorder_new(const char *path, char *err, size_t err_size)
 {
 	pps_recorder_t *r = calloc(1, sizeof(*r));
-	const char *format = NULL;
-	int ret, error;
+	char reason[256];
+	int error;
 
 	if (!r || !(r->path = strdup(path))) {
 		snprintf(err, err_size, "out of memory");
@@ -81,11 +92,15 @@ pps_recorder_new(const char *path, char *err, size_t err_size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (ends_with(path, ".mkv"))
-		format = "matroska";
-	else if (ends_with(path, ".nut"))
-		format = "nut";
-	if (!format) {
+	if (ends_with(path, ".nut")) {
+		snprintf(
+		    err, err_size,
+		    "--output %s: NUT is not written; name a Matroska file (.mkv) or a y4m one",
+		    path);
+		error = EINVAL;
+		goto err;
+	}
+	if (!ends_with(path, ".mkv")) {
 		r->kind = RECORDER_Y4M;
 		/* `pps-client --output - | ffplay -`: the caller keeps its own
 		 * text off stdout. */
@@ -97,24 +112,12 @@ pps_recorder_new(const char *path, char *err, size_t err_size)
 		}
 		return r;
 	}
-	r->kind = RECORDER_CONTAINER;
-	ret = avformat_alloc_output_context2(&r->mux, NULL, format, path);
-	if (ret < 0 || !r->mux) {
-		error = ENOMEM;
-		snprintf(err, err_size, "--output %s: libavformat has no %s muxer", path, format);
-		goto err;
-	}
+	r->kind = RECORDER_MATROSKA;
 	/* Opened now so that an unwritable path fails before the stream starts. */
-	ret = avio_open(&r->mux->pb, path, AVIO_FLAG_WRITE);
-	if (ret < 0) {
-		error = ret == AVERROR(ENOMEM) ? ENOMEM : AVUNERROR(ret);
-		snprintf(err, err_size, "--output %s: %s", path, av_err2str(ret));
-		goto err;
-	}
-	r->packet = av_packet_alloc();
-	if (!r->packet) {
-		error = ENOMEM;
-		snprintf(err, err_size, "out of memory");
+	r->writer = pps_matroska_writer_new(path, reason, sizeof(reason));
+	if (!r->writer) {
+		error = errno;
+		snprintf(err, err_size, "--output %s: %s", path, reason);
 		goto err;
 	}
 	return r;
@@ -196,76 +199,57 @@ y4m_frame(pps_recorder_t *r, const pps_frame_t *picture, int64_t shown_us)
 	return ret;
 }
 
-/* ---- Matroska, NUT ------------------------------------------------------ */
+/* ---- Matroska ---------------------------------------------------------- */
 
 static int
 mux_start(pps_recorder_t *r, char *err, size_t err_size)
 {
-	AVCodecParameters *par;
+	size_t picture_bytes = (size_t)r->width * (size_t)r->height * 3 / 2;
+	size_t queue_bytes = RECORDER_QUEUE_PICTURES * picture_bytes;
+	pps_matroska_track_t track = {
+	    .codec = PPS_MATROSKA_CODEC_I420,
+	    .width = r->width,
+	    .height = r->height,
+	    .fps_num = r->fps_num,
+	    .fps_den = r->fps_den,
+	};
+	char reason[256];
 	int ret;
 
-	r->stream = avformat_new_stream(r->mux, NULL);
-	if (!r->stream)
-		return -ENOMEM;
-	par = r->stream->codecpar;
-	par->codec_type = AVMEDIA_TYPE_VIDEO;
-	par->codec_id = AV_CODEC_ID_RAWVIDEO;
-	par->codec_tag = MKTAG('I', '4', '2', '0');
-	par->format = AV_PIX_FMT_YUV420P;
-	par->width = r->width;
-	par->height = r->height;
-	par->sample_aspect_ratio = (AVRational){1, 1};
-	r->stream->time_base = (AVRational){1, 1000000};
-	r->stream->avg_frame_rate = (AVRational){(int)r->fps_num, (int)r->fps_den};
-	ret = avformat_write_header(r->mux, NULL);
+	if (queue_bytes < RECORDER_QUEUE_BYTES)
+		queue_bytes = RECORDER_QUEUE_BYTES;
+	ret = pps_matroska_writer_start(r->writer, &track, 1, queue_bytes, reason, sizeof(reason));
 	if (ret < 0) {
-		snprintf(err, err_size, "--output %s: %s", r->path, av_err2str(ret));
+		snprintf(err, err_size, "--output %s: %s", r->path, reason);
 		return ret;
 	}
-	r->mux_header = true;
-	r->last_pts = -1;
+	r->writer_started = true;
+	r->last_pts_ms = -1;
 	return 0;
 }
 
 static int
 mux_frame(pps_recorder_t *r, const pps_frame_t *p, int64_t shown_us, char *err, size_t err_size)
 {
-	AVPacket *pkt = r->packet;
-	size_t luma = (size_t)p->width * (size_t)p->height, size = luma * 3 / 2;
-	uint8_t *dst;
+	int64_t pts_ms = llround((double)(shown_us - r->first_us) / 1000.0),
+	        duration_ms = llround((double)r->frame_us / 1000.0);
+	char reason[256];
 	int ret;
 
-	if (!r->mux_header && (ret = mux_start(r, err, err_size)) < 0)
+	if (!r->writer_started && (ret = mux_start(r, err, err_size)) < 0)
 		return ret;
-	ret = av_new_packet(pkt, (int)size);
-	if (ret < 0)
-		return ret;
-	dst = pkt->data;
-	for (int plane = 0; plane < 3; plane++) {
-		int w = plane ? p->width / 2 : p->width, h = plane ? p->height / 2 : p->height;
-
-		for (int y = 0; y < h; y++, dst += w)
-			memcpy(dst, p->planes[plane] + (size_t)y * (size_t)p->strides[plane],
-			       (size_t)w);
-	}
-	pkt->pts =
-	    av_rescale_q(shown_us - r->first_us, (AVRational){1, 1000000}, r->stream->time_base);
-	/* Two pictures within one tick of the container's clock (1 ms for
-	 * Matroska) still need times in order. */
-	if (pkt->pts <= r->last_pts)
-		pkt->pts = r->last_pts + 1;
-	pkt->dts = pkt->pts;
-	pkt->duration = av_rescale_q(r->frame_us, (AVRational){1, 1000000}, r->stream->time_base);
-	pkt->flags |= AV_PKT_FLAG_KEY;
-	pkt->stream_index = r->stream->index;
-	r->last_pts = pkt->pts;
-	r->summary.duration_us =
-	    av_rescale_q(pkt->pts + pkt->duration, r->stream->time_base, (AVRational){1, 1000000});
-	ret = av_interleaved_write_frame(r->mux, pkt);
+	/* Two pictures within one tick of Matroska's clock (1 ms) still need
+	 * times in order. */
+	if (pts_ms <= r->last_pts_ms)
+		pts_ms = r->last_pts_ms + 1;
+	r->last_pts_ms = pts_ms;
+	ret = pps_matroska_writer_i420(r->writer, 0, p, pts_ms * 1000, duration_ms * 1000, reason,
+	                               sizeof(reason));
 	if (ret < 0) {
-		snprintf(err, err_size, "--output %s: %s", r->path, av_err2str(ret));
+		snprintf(err, err_size, "--output %s: %s", r->path, reason);
 		return ret;
 	}
+	r->summary.duration_us = (pts_ms + duration_ms) * 1000;
 	r->summary.frames_written++;
 	return 0;
 }
@@ -326,15 +310,12 @@ pps_recorder_finish(pps_recorder_t *r, pps_recorder_summary_t *summary, char *er
 		r->y4m = NULL;
 		if (ret < 0)
 			snprintf(err, err_size, "--output %s: %s", r->path, strerror(-ret));
-	} else if (r->mux) {
-		if (r->mux_header)
-			ret = av_write_trailer(r->mux);
-		if (ret == 0)
-			ret = avio_closep(&r->mux->pb);
-		else
-			(void)avio_closep(&r->mux->pb);
+	} else if (r->writer) {
+		char reason[256];
+
+		ret = pps_matroska_writer_finish(r->writer, reason, sizeof(reason));
 		if (ret < 0)
-			snprintf(err, err_size, "--output %s: %s", r->path, av_err2str(ret));
+			snprintf(err, err_size, "--output %s: %s", r->path, reason);
 	}
 	if (summary)
 		*summary = r->summary;
@@ -349,12 +330,7 @@ pps_recorder_free(pps_recorder_t *r)
 	if (r->y4m && r->y4m != stdout)
 		fclose(r->y4m);
 	pps_frame_free(r->pending);
-	if (r->mux) {
-		if (r->mux->pb)
-			avio_closep(&r->mux->pb);
-		avformat_free_context(r->mux);
-	}
-	av_packet_free(&r->packet);
+	pps_matroska_writer_free(r->writer);
 	free(r->path);
 	free(r);
 }

@@ -14,7 +14,7 @@ libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
 gstreamer1.0-x xvfb xauth
-libavcodec-dev libavformat-dev libavutil-dev ffmpeg
+libavcodec-dev libavutil-dev ffmpeg
 libjson-glib-dev help2man
 libevent-dev libx264-dev libsdl2-dev libopus-dev
 libssl-dev openssl

@@ -382,9 +382,10 @@ char *pps_server_metrics_text(const pps_server_report_t *report,
 
 /*
  * --record (pps-record.c): every quality layer's H.264 pictures as they were
- * encoded, one track per layer (the base first), each picture at its capture
- * time, through libavformat: Matroska, or NUT for a name ending in .nut.
- * Loop thread only.
+ * encoded, one Matroska track per layer (the base first), each picture at
+ * its capture time, through GStreamer's matroskamux (pps-matroska.h: the
+ * loop copies each picture into a bounded queue, GStreamer's threads
+ * write). Loop thread only.
  */
 typedef struct pps_record pps_record_t;
 
@@ -395,14 +396,17 @@ typedef struct {
 	int64_t duration_us;            /* first capture to the last picture's end */
 } pps_record_stats_t;
 
-/* Opens @path now (an unwritable one fails here, before anything listens):
- * NULL with errno and a one-line reason in @err. @info: the stream's sizes,
- * rate and layers. */
+/* Opens @path now (an unwritable one fails here, before anything listens;
+ * so does a name ending in .nut, EINVAL): NULL with errno and a one-line
+ * reason in @err. @info: the stream's sizes, rate and layers. */
 pps_record_t *pps_record_new(const char *path, const pps_wire_stream_info_t *info, char *err,
                              size_t err_size);
-/* One ADU, in the encoder's order (borrowed). 0 or a negative errno; after
- * an error nothing more is written and every later call returns it. */
-int pps_record_adu(pps_record_t *record, const pps_adu_t *adu);
+/* One ADU, in the encoder's order (borrowed). 0, or a negative errno with
+ * a one-line reason in @err: -ENOSPC or -EIO for a write that failed (said
+ * at the call after it: the writing is GStreamer's), -ENOBUFS when the disk
+ * does not keep up with the stream. After an error nothing more is written
+ * and every later call returns it. */
+int pps_record_adu(pps_record_t *record, const pps_adu_t *adu, char *err, size_t err_size);
 /* Writes what is queued and the file's index, and closes it: 0 or a
  * negative errno with @err. @stats may be NULL. Once, before free. */
 int pps_record_finish(pps_record_t *record, pps_record_stats_t *stats, char *err, size_t err_size);

@@ -11,7 +11,6 @@
 #include <glib.h>
 #include <event2/event.h>
 #include <inttypes.h>
-#include <libavutil/error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@ struct pps_server {
 	pps_server_metrics_t *metrics; /* NULL: GET /metrics is off */
 	pps_record_t *record;          /* NULL without --record */
 	int record_failed;             /* the recorder's write error, said at finish */
+	char record_error[512];        /* ... in words */
 	pps_wire_stream_info_t info;
 	unsigned port;
 	char listen[80]; /* as bound */
@@ -96,11 +96,10 @@ adu_cb(const pps_adu_t *adu, void *user)
 
 	if (!s->record)
 		return;
-	ret = pps_record_adu(s->record, adu);
+	ret = pps_record_adu(s->record, adu, s->record_error, sizeof(s->record_error));
 	if (ret < 0) {
 		/* Said once; the stream goes on without the recording. */
-		pps_log(&s->params.log, PPS_LOG_ERROR, "--record %s: %s; recording stopped",
-		        pps_record_path(s->record), av_err2str(ret));
+		pps_log(&s->params.log, PPS_LOG_ERROR, "%s; recording stopped", s->record_error);
 		s->record_failed = ret;
 		pps_record_free(s->record);
 		s->record = NULL;
@@ -361,8 +360,7 @@ pps_server_finish(pps_server_t *s, FILE *out, FILE *stats_json, const char *stat
 		                              s->log ? pps_server_log_file(s->log) : NULL, err,
 		                              err_size);
 	if (s->record_failed && ret == 0) {
-		snprintf(err, err_size, "--record %s: %s", s->params.record_path,
-		         av_err2str(s->record_failed));
+		snprintf(err, err_size, "%s", s->record_error);
 		ret = s->record_failed;
 	}
 	if (s->record) {

@@ -112,8 +112,9 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_STRING(
         "server", "record", "",
         "file to record the stream into as encoded (every quality layer's H.264, one track "
-        "each, the base first; capture times as presentation times): Matroska, or NUT for a "
-        "name ending in .nut; opened at start-up; \"\" = none (pps-server --record FILE)"),
+        "each, the base first; capture times as presentation times), in Matroska (a name "
+        "ending in .nut is refused); opened at start-up; \"\" = none (pps-server --record "
+        "FILE)"),
 
     /* [source] */
     PPS_CONFIG_ENUM(

@@ -47,7 +47,7 @@ usage(FILE *out)
 	    "second,\n"
 	    "                           the summary (docs/JSON.md)\n"
 	    "  --record FILE.mkv        record the stream as encoded: each quality layer's H.264\n"
-	    "                           in one track, at its capture times (.nut: NUT); same as\n"
+	    "                           in one Matroska track, at its capture times; same as\n"
 	    "                           --set server.record=...\n"
 	    "  -q, --quiet              no status line\n"
 	    "  -h, --help               this help\n"

@@ -4,14 +4,15 @@
  * of pictures faster than the frame rate and regular pictures again make a
  * y4m file whose length (pictures x frame time) is the run's, first picture
  * to last plus the last one's frame time, within one frame time, and a
- * Matroska file whose duration is the same. Display times are made up (an
- * injected clock); nothing sleeps.
+ * Matroska file whose duration is the same, as GStreamer's discoverer reads
+ * it. Display times are made up (an injected clock); nothing sleeps but the
+ * Matroska writer's finish, which waits for GStreamer's threads.
  */
 #include "pps-client-internal.h"
 #include "pps-test.h"
 
 #include <errno.h>
-#include <libavformat/avformat.h>
+#include <gst/pbutils/pbutils.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,10 @@ test_matroska_real_time(void)
 	int64_t times[128], run_us;
 	int n = run_times(times), fd = mkstemps(path, 4);
 	pps_recorder_summary_t sum = {0};
-	AVFormatContext *in = NULL;
+	GstDiscoverer *discoverer;
+	GstDiscovererInfo *info = NULL;
+	GError *error = NULL;
+	char *uri;
 
 	CHECK(fd >= 0);
 	close(fd);
@@ -120,22 +124,88 @@ test_matroska_real_time(void)
 	CHECK(sum.frames_repeated == 0);
 	CHECK(llabs(sum.duration_us - run_us) <= 1000); /* Matroska's clock: 1 ms */
 
-	CHECK(avformat_open_input(&in, path, NULL, NULL) == 0);
-	if (in) {
-		CHECK(avformat_find_stream_info(in, NULL) >= 0);
-		CHECK(in->nb_streams == 1);
-		CHECK(in->streams[0]->codecpar->codec_id == AV_CODEC_ID_RAWVIDEO);
-		CHECK(llabs(in->duration - run_us) <= FRAME_US);
-		avformat_close_input(&in);
+	discoverer = gst_discoverer_new(30 * GST_SECOND, &error);
+	CHECK(discoverer != NULL);
+	uri = gst_filename_to_uri(path, NULL);
+	if (discoverer && uri)
+		info = gst_discoverer_discover_uri(discoverer, uri, &error);
+	CHECK(info != NULL);
+	if (info) {
+		GList *streams = gst_discoverer_info_get_stream_list(info);
+		GstCaps *caps = streams ? gst_discoverer_stream_info_get_caps(streams->data) : NULL;
+		const GstStructure *st = caps ? gst_caps_get_structure(caps, 0) : NULL;
+		int64_t duration_us = (int64_t)(gst_discoverer_info_get_duration(info) / 1000);
+
+		CHECK(g_list_length(streams) == 1);
+		CHECK(st && gst_structure_has_name(st, "video/x-raw"));
+		CHECK(st && g_strcmp0(gst_structure_get_string(st, "format"), "I420") == 0);
+		CHECK(llabs(duration_us - run_us) <= FRAME_US);
+		if (caps)
+			gst_caps_unref(caps);
+		gst_discoverer_stream_info_list_free(streams);
+		gst_discoverer_info_unref(info);
 	}
+	g_clear_error(&error);
+	g_free(uri);
+	if (discoverer)
+		g_object_unref(discoverer);
 	unlink(path);
+}
+
+/* A write that fails on GStreamer's threads (a Matroska name for
+ * /dev/full) comes back from a later call or from finish, with the reason. */
+static void
+test_matroska_write_error(void)
+{
+	char path[] = "/tmp/pps-test-recorder-full-XXXXXX", link_path[64], err[256] = "";
+	pps_frame_t *picture = pps_frame_new(640, 480);
+	pps_recorder_t *r;
+	int ret = 0, fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	close(fd);
+	unlink(path);
+	snprintf(link_path, sizeof(link_path), "%s.mkv", path);
+	if (symlink("/dev/full", link_path) != 0) {
+		printf("# /dev/full: %s; skipped\n", strerror(errno));
+		pps_frame_free(picture);
+		return;
+	}
+	r = pps_recorder_new(link_path, err, sizeof(err));
+	CHECK(r != NULL);
+	CHECK(picture != NULL);
+	for (int i = 0; r && picture && i < 300 && ret == 0; i++)
+		ret = pps_recorder_frame(r, picture, 1000000 + (int64_t)i * FRAME_US, FPS, 1, err,
+		                         sizeof(err));
+	if (r && ret == 0)
+		ret = pps_recorder_finish(r, NULL, err, sizeof(err));
+	CHECK_EQ_INT(ret, -ENOSPC);
+	CHECK(strstr(err, link_path) != NULL);
+	CHECK(strstr(err, "No space left") != NULL);
+	pps_recorder_free(r);
+	pps_frame_free(picture);
+	unlink(link_path);
+}
+
+static void
+test_nut_refused(void)
+{
+	char err[256] = "";
+
+	errno = 0;
+	CHECK(pps_recorder_new("/tmp/pps-test-recorder.nut", err, sizeof(err)) == NULL);
+	CHECK(errno == EINVAL);
+	CHECK(strstr(err, "NUT") != NULL);
 }
 
 int
 main(int argc, char **argv)
 {
 	pps_test_init(&argc, argv);
+	gst_init(NULL, NULL);
 	PPS_TEST_RUN(test_y4m_real_time);
 	PPS_TEST_RUN(test_matroska_real_time);
+	PPS_TEST_RUN(test_matroska_write_error);
+	PPS_TEST_RUN(test_nut_refused);
 	return pps_test_result();
 }
