@@ -108,6 +108,7 @@ typedef struct {
 	uint64_t estimate_bps;      /* what the path carries for this stream now */
 	uint64_t delivery_rate_bps; /* the kernel's latest delivery-rate sample */
 	uint64_t acked_bps;         /* bytes acknowledged per second, last ~0.5 s */
+	uint64_t bytes_acked;       /* acknowledged so far, at the last reading */
 	uint32_t min_rtt_us;
 	uint32_t srtt_us;
 	uint32_t queue_delay_us; /* srtt - min RTT: queueing on the path */
@@ -247,15 +248,19 @@ typedef struct pps_b_frames pps_b_frames_t;
 pps_b_frames_t *pps_b_frames_new(const pps_b_frames_params_t *params);
 void pps_b_frames_free(pps_b_frames_t *b);
 /*
- * One look at the regulators and the paths: @drops, what every client's
- * regulator has dropped so far, summed (it may fall when a client leaves: no
- * drop then); @competing, some client's path is shared with other flows
- * now (counts as a drop: competing, a thin stream's window gets cut).
- * Returns whether the windows should carry B frames from now on.
+ * One look at the regulators and the paths: @dropped, some client's regulator
+ * cut a window short since the last look (the caller leaves out clients that
+ * cannot be helped: a reader that has stopped taking data); @competing, some
+ * client's path is shared with other flows now (counts as a drop: competing,
+ * a thin stream's window gets cut). Returns whether the windows should carry
+ * B frames from now on.
  */
-bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops, bool competing);
+bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing);
 /* The current choice (before any update: B frames unless on-drops). */
 bool pps_b_frames_on(const pps_b_frames_t *b);
+/* The clean time that turns them off now (the hold, doubled while anchors do
+ * not last). */
+int64_t pps_b_frames_hold_us(const pps_b_frames_t *b);
 /* Changes of the choice so far. */
 uint64_t pps_b_frames_switches(const pps_b_frames_t *b);
 

@@ -23,8 +23,6 @@ _Static_assert(sizeof(pps_b_frames_names) / sizeof(pps_b_frames_names[0]) ==
 struct pps_b_frames {
 	pps_b_frames_params_t params;
 	bool on;
-	bool seen;                /* drops below holds a reading */
-	uint64_t drops;           /* the last reading */
 	int64_t last_drop_us;     /* while on: the last drop */
 	int64_t anchors_since_us; /* while off: when the anchors came back */
 	int64_t hold_us;          /* the hold in force */
@@ -58,12 +56,9 @@ pps_b_frames_free(pps_b_frames_t *b)
 }
 
 bool
-pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, uint64_t drops, bool competing)
+pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing)
 {
-	bool dropped = (b->seen && drops > b->drops) || competing;
-
-	b->seen = true;
-	b->drops = drops;
+	dropped = dropped || competing;
 	if (b->params.policy == PPS_B_FRAMES_ALWAYS)
 		return b->on;
 	if (dropped) {
@@ -90,6 +85,12 @@ bool
 pps_b_frames_on(const pps_b_frames_t *b)
 {
 	return b->on;
+}
+
+int64_t
+pps_b_frames_hold_us(const pps_b_frames_t *b)
+{
+	return b->hold_us;
 }
 
 uint64_t

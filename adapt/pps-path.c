@@ -523,6 +523,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->loss_events = p->loss_events;
 	out->delivery_rate_bps = s->delivery_rate_bps;
 	out->acked_bps = p->acked_bps;
+	out->bytes_acked = s->bytes_acked;
 	out->min_rtt_us = s->min_rtt_us;
 	out->srtt_us = s->srtt_us;
 	out->queue_delay_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;

@@ -20,8 +20,11 @@ struct pps_adapt_loop {
 	pps_listener_t *listener;
 	pps_ratealloc_t *ratealloc; /* NULL: the rates are not steered */
 	pps_b_frames_t *b_frames;
-	uint64_t drops; /* filled by drops_cb during one step */
+	bool dropped;   /* filled by drops_cb during one step */
 	bool competing; /* filled by drops_cb during one step */
+	char why[160];  /* the first client that did either, for the log */
+	pps_log_t log;
+	int64_t b_hold_us;
 	struct event *timer;
 	int64_t last_us;
 	uint64_t last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
@@ -49,21 +52,28 @@ collect_cb(pps_session_t *session, void *user)
 	a->n_clients++;
 }
 
-/* Whether the session's regulator dropped to keep its deadlines (its windows
- * cut short since it first completed one), and whether its path is shared
- * with other flows (the latency cap stepped aside for them). */
+/* Whether the session's regulator dropped to keep its deadlines for a reader
+ * that still reads (a stopped one is not helped by B frames and must not
+ * slow everyone else's windows), and whether its path is shared with other
+ * flows (the latency cap stepped aside for them). */
 static void
 drops_cb(pps_session_t *session, void *user)
 {
 	pps_adapt_loop_t *a = user;
-	pps_sched_stats_t st;
-	pps_path_estimate_t e;
+	uint64_t cut = pps_session_take_cut_windows(session);
 
-	pps_session_get_sched_stats(session, &st);
-	a->drops += st.windows_short;
-	pps_session_get_path(session, &e);
-	if (e.cap_state == PPS_PATH_CAP_COMPETING)
+	if (cut > 0) {
+		if (!a->dropped && !a->competing)
+			snprintf(a->why, sizeof(a->why), "%llu window(s) of client %s cut short",
+			         (unsigned long long)cut, pps_session_peer(session));
+		a->dropped = true;
+	}
+	if (pps_session_take_competing(session)) {
+		if (!a->dropped && !a->competing)
+			snprintf(a->why, sizeof(a->why), "the path of client %s is shared with other flows",
+			         pps_session_peer(session));
 		a->competing = true;
+	}
 }
 
 static void
@@ -118,11 +128,20 @@ step_cb(evutil_socket_t fd, short what, void *user)
 	double dt = (double)(now - a->last_us) / 1e6;
 
 	if (a->b_frames) {
-		a->drops = 0;
+		bool was = pps_b_frames_on(a->b_frames), on;
+
+		a->dropped = false;
 		a->competing = false;
 		pps_listener_foreach(a->listener, drops_cb, a);
-		pps_media_set_b_frames(
-		    a->media, pps_b_frames_update(a->b_frames, now, a->drops, a->competing));
+		on = pps_b_frames_update(a->b_frames, now, a->dropped, a->competing);
+		if (on && !was)
+			pps_log(&a->log, PPS_LOG_INFO, "B frames on: %s", a->why);
+		else if (!on && was)
+			pps_log(&a->log, PPS_LOG_INFO,
+			        "B frames off: no window cut short and no shared path for %.1f s",
+			        (double)a->b_hold_us / 1e6);
+		a->b_hold_us = pps_b_frames_hold_us(a->b_frames);
+		pps_media_set_b_frames(a->media, on);
 	}
 	if (!a->ratealloc)
 		return;
@@ -184,6 +203,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 	}
 	a->media = media;
 	a->listener = listener;
+	a->log = p->log;
 	a->audio_max_bps = pps_media_audio_bitrate(media);
 	if (p->b_frames.policy != PPS_B_FRAMES_ALWAYS) {
 		a->b_frames = pps_b_frames_new(&p->b_frames);

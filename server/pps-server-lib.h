@@ -233,6 +233,7 @@ typedef struct {
 	/* false: the rates stay as configured (adapt.mode = fixed); the loop
 	 * only decides the B frames. */
 	bool steer_rates;
+	pps_log_t log; /* B frames switching on or off, and why */
 } pps_adapt_loop_params_t;
 
 /*

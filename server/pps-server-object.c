@@ -164,6 +164,7 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	s->params = *params;
 	s->params.media.log = params->log;
 	s->params.listener.log = params->log;
+	s->params.adapt.log = params->log;
 	if (events)
 		s->events = *events;
 	s->user = user;
@@ -198,7 +199,7 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 			goto err;
 	}
 	if (params->closed_loop || params->adapt.b_frames.policy != PPS_B_FRAMES_ALWAYS) {
-		s->adapt = pps_adapt_loop_new(base, &params->adapt, &s->info,
+		s->adapt = pps_adapt_loop_new(base, &s->params.adapt, &s->info,
 		                              lp->session.sched.latency_budget_us, s->media,
 		                              s->listener, err, err_size);
 		if (!s->adapt)

@@ -54,6 +54,15 @@ struct pps_session {
 	uint64_t pings_unanswered;
 	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
 	int64_t last_progress_us;            /* last time the writer took a packet */
+	/* Windows cut short, as pps_session_take_cut_windows() has seen them:
+	 * how many so far, how many not yet counted, and the bytes the client
+	 * had acknowledged when they were seen. */
+	uint64_t cut_seen, cut_pending;
+	uint64_t cut_seen_acked;
+	/* pps_session_take_competing(): the path was shared at the last call,
+	 * and the bytes acknowledged then. */
+	bool competing_seen;
+	uint64_t competing_seen_acked;
 	int64_t accepted_us;                 /* for the handshake timeout */
 	int bye_reason;                      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
@@ -857,6 +866,44 @@ int
 pps_session_bye_reason(const pps_session_t *s)
 {
 	return s->bye_reason;
+}
+
+uint64_t
+pps_session_take_cut_windows(pps_session_t *s)
+{
+	pps_sched_stats_t st;
+	pps_path_estimate_t e;
+	uint64_t counted = 0;
+
+	pps_session_get_path(s, &e);
+	if (s->cut_pending && e.bytes_acked > s->cut_seen_acked) {
+		counted = s->cut_pending;
+		s->cut_pending = 0;
+	}
+	pps_session_get_sched_stats(s, &st);
+	if (st.windows_short > s->cut_seen) {
+		s->cut_pending += st.windows_short - s->cut_seen;
+		s->cut_seen_acked = e.bytes_acked;
+	}
+	s->cut_seen = st.windows_short;
+	return counted;
+}
+
+bool
+pps_session_take_competing(pps_session_t *s)
+{
+	pps_path_estimate_t e;
+	bool counted;
+
+	pps_session_get_path(s, &e);
+	if (e.cap_state != PPS_PATH_CAP_COMPETING) {
+		s->competing_seen = false;
+		return false;
+	}
+	counted = s->competing_seen && e.bytes_acked > s->competing_seen_acked;
+	s->competing_seen = true;
+	s->competing_seen_acked = e.bytes_acked;
+	return counted;
 }
 
 void

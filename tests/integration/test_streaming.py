@@ -161,6 +161,10 @@ def stalled_reader(build, workdir):
     print("p95 alone %.1f ms, beside a stalled reader %.1f ms; server RSS %d -> %d KiB; "
           "windows complete/partial/dropped: stalled %s, other %s"
           % (p95_base, p95_other, rss_before, rss_after, stalled, beside))
+    # What switched the B frames (pps.b_frames = on-drops), if anything did.
+    for line in stats.splitlines():
+        if "B frames o" in line:
+            print(line)
     # Harm is the claim: on a loaded machine the baseline itself may be the slower run.
     check(p95_other - p95_base <= 40, "p95 grew by %.1f ms" % (p95_other - p95_base))
     check(rss_after - rss_before < 20 * 1024, "server RSS grew %d KiB" % (rss_after - rss_before))

@@ -4,10 +4,11 @@
  * listener, fed through socketpairs (AF_UNIX where no data is streamed,
  * loopback TCP pairs where the MIN_BUF writer needs a TCP socket), with an
  * injected clock: handshake, handshake timeout, access token, slow-client
- * eviction, admission limits, and the IDR recovery bounds (in time, per
- * client, in bits). No sleeps: the loop only runs what is ready now.
+ * eviction, admission limits, the IDR recovery bounds (in time, per
+ * client, in bits), and which clients' cut windows count for the B frames. No sleeps: the loop only runs what is ready now.
  */
 #include "pps-server-lib.h"
+#include "pps-synth.h"
 #include "pps-test.h"
 
 #include <arpa/inet.h>
@@ -995,6 +996,153 @@ test_recovery_budget_under_churn(void)
 	pps_recovery_free(r);
 }
 
+/* ---- cut windows: a reader that reads, and one that stopped ------------- */
+
+typedef struct {
+	pps_listener_t *listener;
+	unsigned pushed;
+} push_ctx_t;
+
+static void
+push_window_cb(pps_window_t *window, void *user)
+{
+	push_ctx_t *ctx = user;
+
+	pps_listener_push_window(ctx->listener, window);
+	pps_window_unref(window);
+	ctx->pushed++;
+}
+
+static void
+add_adu_cb(pps_adu_t *adu, void *user)
+{
+	CHECK_EQ_INT(pps_windower_add(user, adu), 0);
+}
+
+static pps_session_t *found_session[2];
+
+static void
+find_session_cb(pps_session_t *session, void *user)
+{
+	unsigned id = pps_session_id(session);
+
+	if (id >= 1 && id <= 2)
+		found_session[id - 1] = session;
+}
+
+/* Frames @first..@last of @synth, captured now (fake clock) and a frame apart. */
+static void
+feed_frames(pps_synth_t *synth, pps_windower_t *wr, uint32_t first, uint32_t last)
+{
+	for (uint32_t f = first; f <= last; f++) {
+		int64_t done = pps_synth_frame(synth, f, fake_now_us, add_adu_cb, wr);
+
+		if (done >= 0)
+			CHECK_EQ_INT(pps_windower_frames_done(wr, (uint32_t)done), 0);
+		fake_now_us += 33333;
+	}
+}
+
+/*
+ * Both clients stop reading and have windows cut short at their deadlines;
+ * then one reads again. Its cuts count once its writer took a packet after
+ * they were seen; the other's never do, however long it stays stopped (it is
+ * not helped by B frames, and must not switch them on for everyone).
+ */
+static void
+test_cut_windows_of_readers(void)
+{
+	pps_listener_params_t params;
+	pps_synth_params_t sp = {.fps = 30,
+	                         .window_frames = 8,
+	                         .temporal_layers = 3,
+	                         .quality_layers = 2,
+	                         .gop_frames = 64,
+	                         .seed = 7,
+	                         .size_scale = 8.0}; /* windows of ~400 kB: buffers fill */
+	pps_synth_t *synth = pps_synth_new(&sp);
+	push_ctx_t ctx = {0};
+	pps_windower_t *wr;
+	fixture_t f;
+	peer_t live, dead;
+	pps_sched_stats_t st;
+
+	REQUIRE(synth);
+	default_params(&params);
+	fixture_new(&f, &params);
+	ctx.listener = f.listener;
+	wr = pps_windower_new(8, PPS_PRIORITY_TEMPORAL_FIRST, push_window_cb, &ctx);
+	REQUIRE(wr);
+	connect_peer(&f, &live, "10.0.0.1", true);
+	connect_peer(&f, &dead, "10.0.0.2", true);
+	/* Receive buffers of 128 kB (the kernel doubles the request): a few
+	 * windows fill them, and each read opens more than a loopback MSS. */
+	REQUIRE(setsockopt(live.fd, SOL_SOCKET, SO_RCVBUF, &(int){65536}, sizeof(int)) == 0);
+	REQUIRE(setsockopt(dead.fd, SOL_SOCKET, SO_RCVBUF, &(int){65536}, sizeof(int)) == 0);
+	peer_hello(&live, false);
+	peer_hello(&dead, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 2);
+	pps_listener_foreach(f.listener, find_session_cb, NULL);
+	REQUIRE(found_session[0] && found_session[1]);
+
+	/* The first window reaches both readers whole. */
+	feed_frames(synth, wr, 0, 8);
+	for (int i = 0; i < 200; i++) {
+		run_loop(f.base);
+		peer_read(&live);
+		peer_read(&dead);
+		pps_session_get_sched_stats(found_session[1], &st);
+		if (st.windows_complete > 0) {
+			pps_session_get_sched_stats(found_session[0], &st);
+			if (st.windows_complete > 0)
+				break;
+		}
+	}
+	pps_session_get_sched_stats(found_session[0], &st);
+	REQUIRE(st.windows_complete > 0);
+	pps_session_get_sched_stats(found_session[1], &st);
+	REQUIRE(st.windows_complete > 0);
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[0]), 0);
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[1]), 0);
+
+	/* Neither reads: eight windows (~2 MB), then their deadlines pass. */
+	feed_frames(synth, wr, 9, 72);
+	run_loop(f.base);
+	fake_now_us += 2 * params.session.sched.latency_budget_us;
+	feed_frames(synth, wr, 73, 80); /* re-arms the deadline timers at the new now */
+	run_loop(f.base);
+	pps_session_get_sched_stats(found_session[0], &st);
+	CHECK(st.windows_short > 0);
+	pps_session_get_sched_stats(found_session[1], &st);
+	CHECK(st.windows_short > 0);
+	/* Seen, not yet counted: neither has taken a packet since. */
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[0]), 0);
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[1]), 0);
+
+	/* A fresh window; one reads again and its writer moves on. */
+	feed_frames(synth, wr, 81, 88);
+	for (int i = 0; i < 20; i++) {
+		peer_read(&live);
+		run_loop(f.base);
+	}
+	CHECK(pps_session_take_cut_windows(found_session[0]) > 0);
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[0]), 0); /* counted once */
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[1]), 0);
+	fake_now_us += 10 * params.session.sched.latency_budget_us;
+	feed_frames(synth, wr, 89, 96);
+	run_loop(f.base);
+	CHECK_EQ_INT(pps_session_take_cut_windows(found_session[1]), 0);
+	CHECK(ctx.pushed >= 7);
+
+	pps_windower_free(wr);
+	pps_synth_free(synth);
+	peer_close(&live);
+	peer_close(&dead);
+	fixture_free(&f);
+	found_session[0] = found_session[1] = NULL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1006,6 +1154,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_access_token);
 	PPS_TEST_RUN(test_slow_client_evicted);
 	PPS_TEST_RUN(test_stalled_client_displaced);
+	PPS_TEST_RUN(test_cut_windows_of_readers);
 	PPS_TEST_RUN(test_limits);
 	PPS_TEST_RUN(test_refusal_logs_bounded);
 	PPS_TEST_RUN(test_pool_flood);
