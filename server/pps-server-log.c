@@ -265,6 +265,7 @@ pps_server_log_window(pps_server_log_t *g, const pps_window_t *window)
 	uint64_t idr_bytes = 0;
 	uint32_t first = UINT32_MAX, last = 0;
 	size_t n = pps_window_adu_count(window);
+	int frames = 0;
 	JsonObject *o;
 
 	for (size_t i = 0; i < n; i++) {
@@ -287,16 +288,15 @@ pps_server_log_window(pps_server_log_t *g, const pps_window_t *window)
 		if (info->frame_type == PPS_ADU_FRAME_IDR)
 			idr_bytes += size;
 	}
+	if (n && last - first < PPS_WIRE_MAX_WINDOW_FRAMES)
+		frames = (int)(last - first + 1);
 	o = json_object_new();
 	json_object_set_string_member(o, "type", "encoded");
 	json_object_set_int_member(o, "t_us", pps_time_realtime_us());
 	json_object_set_int_member(o, "window", pps_window_id(window));
 	json_object_set_int_member(o, "first_capture_us", pps_window_first_capture_us(window));
 	json_object_set_int_member(o, "first_frame", n ? first : 0);
-	json_object_set_array_member(
-	    o, "frame_bytes",
-	    int_array(frame, n && last - first < PPS_WIRE_MAX_WINDOW_FRAMES ? (int)(last - first + 1)
-	                                                                : 0));
+	json_object_set_array_member(o, "frame_bytes", int_array(frame, frames));
 	json_object_set_array_member(o, "layer_bytes", int_array(layer, g->layers));
 	json_object_set_int_member(o, "idr_bytes", (gint64)idr_bytes);
 	write_line(g, o);
