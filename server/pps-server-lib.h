@@ -253,7 +253,8 @@ typedef struct pps_server_log pps_server_log_t;
 
 /*
  * JSON Lines to @path once a second: one "path" event per streaming client
- * and one "rates" event (docs/RUNNING.md). NULL with errno and @err set.
+ * and one "rates" event; one "encoded" event per window once all its ADUs
+ * are in (pps_server_log_window) (docs/RUNNING.md). NULL with errno and @err set.
  */
 pps_server_log_t *pps_server_log_new(struct event_base *base, const char *path, int quality_layers,
                                      pps_media_t *media, pps_listener_t *listener, char *err,
@@ -264,6 +265,9 @@ int pps_server_log_close(pps_server_log_t *log);
 const char *pps_server_log_path(const pps_server_log_t *log);
 /* One record of the caller's (@json: one JSON object, no newline). */
 void pps_server_log_record(pps_server_log_t *log, const char *json);
+/* The "encoded" record of a closed @window (pps_window_is_open() false): its
+ * bytes per quality layer, per frame and in IDR pictures. Loop thread. */
+void pps_server_log_window(pps_server_log_t *log, const pps_window_t *window);
 /* The open file, for a record written by another object (the summary). */
 FILE *pps_server_log_file(pps_server_log_t *log);
 

@@ -3,7 +3,9 @@
  * --log: JSON Lines (docs/JSON.md). The report's start record first; once a
  * second one "path" record per streaming client (its path estimate and what
  * it was sent per layer) and one "rates" record (the encoder's targets and
- * output, and the IDR requests so far); the report's summary last.
+ * output, and the IDR requests so far); one "encoded" record per window as
+ * it is complete (what the encoder made of it: the per-frame size timeline,
+ * IDRs included); the report's summary last.
  */
 #include "pps-server-lib.h"
 #include "pps-time.h"
@@ -253,6 +255,51 @@ pps_server_log_record(pps_server_log_t *g, const char *json)
 	fprintf(g->f, "%s\n", json);
 	if (fflush(g->f) != 0 && !g->write_error)
 		g->write_error = -errno;
+}
+
+void
+pps_server_log_window(pps_server_log_t *g, const pps_window_t *window)
+{
+	uint64_t layer[PPS_ADU_MAX_QUALITY_LAYERS] = {0};
+	uint64_t frame[PPS_WIRE_MAX_WINDOW_FRAMES] = {0};
+	uint64_t idr_bytes = 0;
+	uint32_t first = UINT32_MAX, last = 0;
+	size_t n = pps_window_adu_count(window);
+	int frames = 0;
+	JsonObject *o;
+
+	for (size_t i = 0; i < n; i++) {
+		const pps_adu_info_t *info = pps_adu_info(pps_window_adu(window, i));
+
+		if (info->frame_index < first)
+			first = info->frame_index;
+		if (info->frame_index > last)
+			last = info->frame_index;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const pps_adu_t *adu = pps_window_adu(window, i);
+		const pps_adu_info_t *info = pps_adu_info(adu);
+		uint64_t size = pps_adu_size(adu);
+
+		if (info->quality_layer < g->layers)
+			layer[info->quality_layer] += size;
+		if (info->frame_index - first < PPS_WIRE_MAX_WINDOW_FRAMES)
+			frame[info->frame_index - first] += size;
+		if (info->frame_type == PPS_ADU_FRAME_IDR)
+			idr_bytes += size;
+	}
+	if (n && last - first < PPS_WIRE_MAX_WINDOW_FRAMES)
+		frames = (int)(last - first + 1);
+	o = json_object_new();
+	json_object_set_string_member(o, "type", "encoded");
+	json_object_set_int_member(o, "t_us", pps_time_realtime_us());
+	json_object_set_int_member(o, "window", pps_window_id(window));
+	json_object_set_int_member(o, "first_capture_us", pps_window_first_capture_us(window));
+	json_object_set_int_member(o, "first_frame", n ? first : 0);
+	json_object_set_array_member(o, "frame_bytes", int_array(frame, frames));
+	json_object_set_array_member(o, "layer_bytes", int_array(layer, g->layers));
+	json_object_set_int_member(o, "idr_bytes", (gint64)idr_bytes);
+	write_line(g, o);
 }
 
 FILE *

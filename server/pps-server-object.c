@@ -68,6 +68,8 @@ window_cb(pps_window_t *window, void *user)
 {
 	pps_server_t *s = user;
 
+	if (s->log && !pps_window_is_open(window))
+		pps_server_log_window(s->log, window);
 	pps_listener_push_window(s->listener, window);
 	pps_window_unref(window);
 }
@@ -77,6 +79,8 @@ window_grew_cb(pps_window_t *window, void *user)
 {
 	pps_server_t *s = user;
 
+	if (s->log && !pps_window_is_open(window))
+		pps_server_log_window(s->log, window);
 	pps_listener_window_grew(s->listener, window);
 }
 

@@ -148,11 +148,18 @@ def check_json(linkem):
 
 
 def check_json_server(server, client):
+    # Anchor windows are published open and logged when they close (the
+    # other path to the "encoded" record).
+    return (check_json_server_run(server, client, [])
+            or check_json_server_run(server, client, ["--set", "pps.b_frames=on-drops"]))
+
+
+def check_json_server_run(server, client, settings):
     name = 'a "quoted" \\ name\nwith a newline'
     with tempfile.TemporaryDirectory() as tmp:
         port_file, log, stats = (os.path.join(tmp, f) for f in ("port", "log.jsonl", "s.json"))
         srv = subprocess.Popen([server, "--listen", "127.0.0.1:0", "--port-file", port_file,
-                                "--log", log, "--stats-json", stats, "-q"],
+                                "--log", log, "--stats-json", stats, "-q"] + settings,
                                stderr=subprocess.PIPE, text=True)
         try:
             try:
@@ -184,6 +191,30 @@ def check_json_server(server, client):
         shown = name.replace("\n", "?")
         if not all(n == shown for n in names):
             return ["pps-server --log: name %r is not %r" % (names[0], shown)]
+        return ["%s: %s" % (" ".join(settings) or "defaults", f) for f in check_encoded(lines)]
+    return []
+
+
+def check_encoded(lines):
+    """The "encoded" records: one per window in order, frames and layers adding up to the
+    same bytes, the first window the stream's first IDR, no more than the encoder made."""
+    enc = [line for line in lines if line["type"] == "encoded"]
+    summary = [line for line in lines if line["type"] == "summary"]
+    if len(enc) < 10:
+        return ["pps-server --log: %d encoded lines in a 2.5 s run" % len(enc)]
+    ids = [e["window"] for e in enc]
+    if ids != sorted(set(ids)):
+        return ["pps-server --log: encoded windows not once each in order: %r" % ids[:20]]
+    for e in enc:
+        if sum(e["frame_bytes"]) != sum(e["layer_bytes"]) or not 0 <= e["idr_bytes"] <= sum(e["layer_bytes"]):
+            return ["pps-server --log: encoded bytes do not add up: %r" % e]
+    if enc[0]["window"] != 0 or enc[0]["first_frame"] != 0 or enc[0]["idr_bytes"] <= 0:
+        return ["pps-server --log: the first encoded window is not the first IDR: %r" % enc[0]]
+    if summary:
+        made = summary[-1]["layer_bytes"]
+        logged = [sum(e["layer_bytes"][q] for e in enc) for q in range(len(made))]
+        if any(lg > m for lg, m in zip(logged, made)):
+            return ["pps-server --log: encoded lines %r beyond the encoder's layer_bytes %r" % (logged, made)]
     return []
 
 
