@@ -236,9 +236,9 @@ typedef struct {
  * owner sets it from each TCP_INFO reading, before it asks for packets.
  */
 typedef struct {
-	uint64_t rate_bps;      /* what the path carries for this stream now; 0 = no estimate */
-	uint64_t queued_bytes;  /* written but not yet sent by the kernel (tcpi_notsent_bytes) */
-	int64_t one_way_us;     /* from a byte's sending to its arrival: srtt / 2 */
+	uint64_t rate_bps;     /* what the path carries for this stream now; 0 = no estimate */
+	uint64_t queued_bytes; /* written but not yet sent by the kernel (tcpi_notsent_bytes) */
+	int64_t one_way_us;    /* from a byte's sending to its arrival: srtt / 2 */
 } pps_sched_path_t;
 
 #define PPS_DEFAULT_MAX_WINDOWS 64

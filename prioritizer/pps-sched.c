@@ -516,8 +516,7 @@ typedef enum {
 
 /* Appends fragments of the head window's ADUs. */
 static fragments_t
-append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_t mss,
-                 size_t *pos)
+append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_t mss, size_t *pos)
 {
 	for (;;) {
 		const pps_adu_t *adu;
@@ -560,7 +559,8 @@ append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_
 		/* Base anchors keep their grace and are never dropped on a guess:
 		 * a lost one costs the GOP. */
 		if (e->next_offset == 0 && !e->late && !is_base_anchor(adu) &&
-		    cannot_arrive(s, now_us, *pos, size + pps_wire_fragment_overhead(info->dep_count),
+		    cannot_arrive(s, now_us, *pos,
+		                  size + pps_wire_fragment_overhead(info->dep_count),
 		                  adu_deadline_us(s, e, e->next_adu))) {
 			drop_adu(s, e, e->next_adu);
 			s->stats.adus_predicted++;

@@ -16,9 +16,9 @@ struct pps_window {
 	size_t n_adus;
 	size_t adus_total;              /* announced: n_adus once closed, more while open */
 	size_t missing_adu_bound_bytes; /* bound for each ADU still to come */
-	bool open;          /* published early, ADUs still to come (pps_windower_set_early) */
-	bool anchor_window; /* published by pps_windower_set_anchor_windows' rule */
-	pps_adu_t **adus;   /* send order; room for adus_total */
+	bool open;               /* published early, ADUs still to come (pps_windower_set_early) */
+	bool anchor_window;      /* published by pps_windower_set_anchor_windows' rule */
+	pps_adu_t **adus;        /* send order; room for adus_total */
 	int64_t *due_capture_us; /* per send position: pps_window_adu_due_capture_us */
 };
 
