@@ -14,6 +14,12 @@
  * that state; an id that fell out of the ring, or that this client never saw
  * (it joined later), counts as not sent, so the client waits for the next
  * intra picture of that layer instead of receiving something it cannot use.
+ *
+ * Deadlines per ADU (pps_deadlines_t, after Time-lined TCP, paper 004): the
+ * window's deadline becomes the earliest deadline of what it has not sent,
+ * each ADU's from its window (pps_window_adu_due_capture_us); windows are
+ * still served strictly in order, so a window that lives past its first
+ * frame's deadline delays the next one by as much.
  */
 #include "pps-prioritizer.h"
 
@@ -353,9 +359,9 @@ has_base_anchor_left(const entry_t *e)
 /*
  * When @e's unsent data is due. Per window: its deadline. Per ADU: the
  * earliest deadline of an ADU not yet sent whole, or the cap a drop set. An
- * ADU due now that were not sent would stall every frame decoded after it
- * until the WINDOW_END; the ADUs after it in decode order are due no
- * earlier. So the window ends then, as a window did at its deadline. A
+ * ADU unsent at its deadline stalls every frame decoded after it until the
+ * WINDOW_END, and the ADUs after it in decode order are due no earlier: so
+ * the window ends then, as a window did at its deadline. A
  * window still open keeps its deadline: the ADUs to come are announced,
  * their frames not yet known.
  */
