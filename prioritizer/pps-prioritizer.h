@@ -113,6 +113,15 @@ size_t pps_window_bytes(const pps_window_t *window);
 size_t pps_window_bytes_bound(const pps_window_t *window);
 /* Lowest ADU id of the window: its ADUs are first .. first + count - 1. */
 uint32_t pps_window_first_adu_id(const pps_window_t *window);
+/*
+ * The earliest capture time among the frames the client decodes from the
+ * @i-th ADU in send order on (i < pps_window_adu_count): its own frame and
+ * every frame of the window with an ADU later in decode order. The client
+ * decodes a window's ADUs strictly in decode order, so those frames wait for
+ * this ADU (or, if it is dropped, for the WINDOW_END); the frames that
+ * reference it are among them. Its deadline is this + the latency budget.
+ */
+int64_t pps_window_adu_due_capture_us(const pps_window_t *window, size_t i);
 
 /*
  * Groups ADUs, arriving in decode order, into windows. A window closes when
@@ -179,6 +188,31 @@ int pps_windower_flush(pps_windower_t *windower);
 
 /* ---- the per-client scheduler (progress regulator) --------------------- */
 
+/*
+ * When the regulator drops what is unsent (pps.deadlines):
+ *   window      at the window's deadline (its first frame's capture + the
+ *               latency budget), all of it at once;
+ *   adu         each ADU at its own deadline (pps_window_adu_due_capture_us +
+ *               the budget), so a later frame's data may still go out after
+ *               the first frame's deadline; the window ends at its last
+ *               ADU's deadline, or, once an ADU was dropped, at that ADU's
+ *               deadline (the frames decoded after it wait for the WINDOW_END);
+ *   predictive  adu, and an ADU whose bytes cannot reach the client before its
+ *               deadline by the path estimate (pps_sched_set_path) is dropped
+ *               before its first byte is written.
+ * Base anchors keep their grace (base_grace_us) under every policy, and are
+ * never dropped by prediction.
+ */
+typedef enum {
+	PPS_DEADLINES_WINDOW = 0,
+	PPS_DEADLINES_ADU = 1,
+	PPS_DEADLINES_PREDICTIVE = 2,
+	PPS_DEADLINES_COUNT
+} pps_deadlines_t;
+
+/* The names, indexed by the enum, NULL-terminated: [pps] deadlines' choices. */
+extern const char *const pps_deadlines_names[];
+
 typedef struct {
 	int64_t latency_budget_us; /* deadline = first capture time + budget */
 	unsigned max_windows;      /* queued windows; the oldest is dropped past it */
@@ -194,7 +228,18 @@ typedef struct {
 	/* An audio frame still unsent this long after its capture is dropped
 	 * (its seq gap tells the client); 0 = PPS_DEFAULT_AUDIO_DEADLINE_US. */
 	int64_t audio_deadline_us;
+	pps_deadlines_t deadlines; /* when unsent data is dropped */
 } pps_sched_params_t;
+
+/*
+ * What the predictive drop knows of the path (PPS_DEADLINES_PREDICTIVE): the
+ * owner sets it from each TCP_INFO reading, before it asks for packets.
+ */
+typedef struct {
+	uint64_t rate_bps;     /* what the path carries for this stream now; 0 = no estimate */
+	uint64_t queued_bytes; /* written but not yet sent by the kernel (tcpi_notsent_bytes) */
+	int64_t one_way_us;    /* from a byte's sending to its arrival: srtt / 2 */
+} pps_sched_path_t;
 
 #define PPS_DEFAULT_MAX_WINDOWS 64
 #define PPS_SCHED_MAX_CONTROL   32 /* control records (PONG, BYE) waiting */
@@ -224,6 +269,12 @@ typedef struct {
 	 * joined in the middle of a GOP. */
 	uint64_t windows_short;
 	uint64_t adus_undecodable; /* skipped: something they depend on was dropped */
+	/* Of the dropped ADUs, those dropped before their deadline because the
+	 * path estimate said they could not arrive by it (PPS_DEADLINES_PREDICTIVE). */
+	uint64_t adus_predicted;
+	/* Windows still sending after their first frame's deadline, a later
+	 * frame's ADUs within their own (PPS_DEADLINES_ADU, _PREDICTIVE). */
+	uint64_t windows_extended;
 	uint64_t packets, packet_bytes;
 	uint64_t control_overflow;        /* control records refused: queue full */
 	uint64_t audio_sent, audio_bytes; /* AUDIO_FRAME records written, their payload bytes */
@@ -266,7 +317,8 @@ int pps_sched_push_audio(pps_sched_t *sched, const pps_wire_audio_frame_t *frame
 
 /*
  * Drops what is unsent of every window whose deadline is <= @now_us (with a
- * base grace: all but its base anchors, until deadline + grace). Called
+ * base grace: all but its base anchors, until deadline + grace; per ADU,
+ * the window's deadline is its earliest unsent ADU's, see pps_deadlines_t). Called
  * by pps_sched_next_packet() too; the owner also calls it from a timer armed
  * at pps_sched_next_deadline_us(), so drops are accounted on time even while
  * the socket accepts nothing. Returns the number of windows it ended.
@@ -276,6 +328,11 @@ int pps_sched_expire(pps_sched_t *sched, int64_t now_us);
 /* The earliest deadline (or end of grace, for a late window) of a window not
  * yet ended, or INT64_MAX. */
 int64_t pps_sched_next_deadline_us(const pps_sched_t *sched);
+
+/* The path as the predictive drop sees it from now on (copied). Bytes the
+ * scheduler hands out after this call count as queued on top of
+ * @path->queued_bytes until the next call. */
+void pps_sched_set_path(pps_sched_t *sched, const pps_sched_path_t *path);
 
 /* True if a call to pps_sched_next_packet() now would produce a packet. */
 bool pps_sched_has_data(const pps_sched_t *sched);

@@ -14,13 +14,31 @@
  * that state; an id that fell out of the ring, or that this client never saw
  * (it joined later), counts as not sent, so the client waits for the next
  * intra picture of that layer instead of receiving something it cannot use.
+ *
+ * Deadlines per ADU (pps_deadlines_t, after Time-lined TCP, paper 004): the
+ * window's deadline becomes the earliest deadline of what it has not sent,
+ * each ADU's from its window (pps_window_adu_due_capture_us); windows are
+ * still served strictly in order, so a window that lives past its first
+ * frame's deadline delays the next one by as much.
  */
 #include "pps-prioritizer.h"
+
+#include "pps-names.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *const pps_deadlines_names[] = {
+    [PPS_DEADLINES_WINDOW] = "window",
+    [PPS_DEADLINES_ADU] = "adu",
+    [PPS_DEADLINES_PREDICTIVE] = "predictive",
+    [PPS_DEADLINES_COUNT] = NULL,
+};
+_Static_assert(sizeof(pps_deadlines_names) / sizeof(pps_deadlines_names[0]) ==
+                   PPS_DEADLINES_COUNT + 1,
+               "a name for every pps_deadlines_t");
 
 #define ADU_RING 8192 /* recent ADU ids whose sent/dropped state we remember */
 
@@ -33,10 +51,16 @@ typedef enum {
 typedef struct {
 	pps_window_t *window; /* released once the entry ends */
 	uint32_t window_id;
-	int64_t deadline_us;
+	int64_t deadline_us; /* its first frame's: capture + budget */
+	/* Per ADU (PPS_DEADLINES_ADU, _PREDICTIVE): once an ADU was dropped, the
+	 * window ends by that ADU's deadline, since every frame the client
+	 * decodes after it waits for the WINDOW_END. INT64_MAX until then. */
+	int64_t cap_us;
+	int64_t late_end_us; /* while late: when the base grace ends */
 	entry_state_t state;
 	bool begin_sent;
 	bool late;            /* past its deadline: only base anchors still go out */
+	bool extended;        /* sent data after deadline_us (counted once) */
 	size_t next_adu;      /* index in send order of the ADU being sent */
 	uint32_t next_offset; /* bytes of it already sent */
 	uint16_t adus_sent, adus_dropped;
@@ -69,6 +93,10 @@ struct pps_sched {
 	size_t audio_head, audio_count;
 	ring_slot_t ring[ADU_RING];
 	pps_sched_stats_t stats;
+	/* The predictive drop's path (pps_sched_set_path), and stats.packet_bytes
+	 * when it was set: what was handed out since is queued on top. */
+	pps_sched_path_t path;
+	uint64_t path_mark_bytes;
 };
 
 pps_sched_t *
@@ -77,6 +105,7 @@ pps_sched_new(const pps_sched_params_t *params)
 	pps_sched_t *s;
 
 	if (params->latency_budget_us <= 0 || params->max_windows < 2 ||
+	    (unsigned)params->deadlines >= PPS_DEADLINES_COUNT ||
 	    (params->max_record_bytes &&
 	     params->max_record_bytes < PPS_WIRE_MIN_MAX_RECORD_BYTES)) {
 		errno = EINVAL;
@@ -155,10 +184,24 @@ layer_stats(pps_sched_t *s, const pps_adu_t *adu)
 	return &s->stats.layer[info->temporal_layer][info->quality_layer];
 }
 
-static void
-drop_adu(pps_sched_t *s, entry_t *e, const pps_adu_t *adu)
+/* The deadline of the @i-th ADU of @e in send order, per ADU. */
+static int64_t
+adu_deadline_us(const pps_sched_t *s, const entry_t *e, size_t i)
 {
+	return pps_window_adu_due_capture_us(e->window, i) + s->params.latency_budget_us;
+}
+
+/* Drops the @i-th ADU of @e in send order. */
+static void
+drop_adu(pps_sched_t *s, entry_t *e, size_t i)
+{
+	const pps_adu_t *adu = pps_window_adu(e->window, i);
 	pps_sched_layer_stats_t *ls = layer_stats(s, adu);
+	int64_t deadline_us = adu_deadline_us(s, e, i);
+
+	/* The frames the client decodes after it wait for the WINDOW_END. */
+	if (deadline_us < e->cap_us)
+		e->cap_us = deadline_us;
 
 	ring_set(s, pps_adu_info(adu)->id, ADU_DROPPED);
 	e->adus_dropped++;
@@ -174,7 +217,7 @@ end_entry(pps_sched_t *s, entry_t *e)
 	if (e->state == ENTRY_ENDED)
 		return;
 	for (size_t i = e->next_adu; i < pps_window_adu_count(e->window); i++)
-		drop_adu(s, e, pps_window_adu(e->window, i));
+		drop_adu(s, e, i);
 	/* Announced but never encoded in time (an early window): dropped too,
 	 * with bytes no one knows. */
 	e->adus_dropped +=
@@ -220,6 +263,7 @@ pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 	e->window = pps_window_ref(window);
 	e->window_id = pps_window_id(window);
 	e->deadline_us = pps_window_first_capture_us(window) + s->params.latency_budget_us;
+	e->cap_us = INT64_MAX;
 	e->state = ENTRY_PENDING;
 	s->count++;
 }
@@ -312,6 +356,34 @@ has_base_anchor_left(const entry_t *e)
 	return false;
 }
 
+/*
+ * When @e's unsent data is due. Per window: its deadline. Per ADU: the
+ * earliest deadline of an ADU not yet sent whole, or the cap a drop set. An
+ * ADU unsent at its deadline stalls every frame decoded after it until the
+ * WINDOW_END, and the ADUs after it in decode order are due no earlier: so
+ * the window ends then, as a window did at its deadline. A
+ * window still open keeps its deadline: the ADUs to come are announced,
+ * their frames not yet known.
+ */
+static int64_t
+entry_due_us(const pps_sched_t *s, const entry_t *e)
+{
+	int64_t due = e->cap_us;
+
+	if (s->params.deadlines == PPS_DEADLINES_WINDOW || !e->window ||
+	    pps_window_is_open(e->window))
+		return e->deadline_us;
+	for (size_t i = e->next_adu; i < pps_window_adu_count(e->window); i++) {
+		int64_t d = adu_deadline_us(s, e, i);
+
+		if (d < due)
+			due = d;
+	}
+	if (due == INT64_MAX) /* nothing left: it ends when next served */
+		return e->deadline_us;
+	return due > e->deadline_us ? due : e->deadline_us;
+}
+
 int
 pps_sched_expire(pps_sched_t *s, int64_t now_us)
 {
@@ -319,22 +391,31 @@ pps_sched_expire(pps_sched_t *s, int64_t now_us)
 
 	for (size_t i = 0; i < s->count; i++) {
 		entry_t *e = entry_at(s, i);
+		int64_t due_us;
 
 		if (e->state == ENTRY_ENDED || e->deadline_us > now_us)
+			continue;
+		if (e->late) {
+			if (e->late_end_us > now_us && has_base_anchor_left(e))
+				continue;
+			end_entry(s, e);
+			ended++;
+			continue;
+		}
+		due_us = entry_due_us(s, e);
+		if (due_us > now_us)
 			continue;
 		/* Past the deadline: what is not a base anchor is dropped as it
 		 * comes up (append_fragments); the anchors go on until the grace
 		 * ends. */
-		if (!e->late && s->params.base_grace_us > 0 &&
-		    e->deadline_us + s->params.base_grace_us > now_us && has_base_anchor_left(e)) {
+		if (s->params.base_grace_us > 0 && due_us + s->params.base_grace_us > now_us &&
+		    has_base_anchor_left(e)) {
 			e->late = true;
+			e->late_end_us = due_us + s->params.base_grace_us;
 			s->stats.windows_base_late++;
 			ended++;
 			continue;
 		}
-		if (e->late && e->deadline_us + s->params.base_grace_us > now_us &&
-		    has_base_anchor_left(e))
-			continue;
 		end_entry(s, e);
 		ended++;
 	}
@@ -348,11 +429,12 @@ pps_sched_next_deadline_us(const pps_sched_t *s)
 
 	for (size_t i = 0; i < s->count; i++) {
 		const entry_t *e = &s->entries[(s->head + i) % s->params.max_windows];
+		int64_t deadline;
 
-		int64_t deadline =
-		    e->late ? e->deadline_us + s->params.base_grace_us : e->deadline_us;
-
-		if (e->state != ENTRY_ENDED && deadline < next)
+		if (e->state == ENTRY_ENDED)
+			continue;
+		deadline = e->late ? e->late_end_us : entry_due_us(s, e);
+		if (deadline < next)
 			next = deadline;
 	}
 	return next;
@@ -367,6 +449,41 @@ head_waits(const pps_sched_t *s)
 	return s->count > 0 && e->state == ENTRY_ACTIVE && pps_window_is_open(e->window) &&
 	       (!e->late || pps_window_anchors_to_come(e->window)) &&
 	       e->next_adu == pps_window_adu_count(e->window);
+}
+
+void
+pps_sched_set_path(pps_sched_t *s, const pps_sched_path_t *path)
+{
+	/* The owner reads the kernel's state before it asks for packets and
+	 * tells it after: what was handed out since the last reading is not in
+	 * @path->queued_bytes yet. */
+	uint64_t since = s->stats.packet_bytes - s->path_mark_bytes;
+
+	s->path = *path;
+	s->path.queued_bytes += since;
+	s->path_mark_bytes = s->stats.packet_bytes;
+}
+
+/*
+ * Predictive drop (PPS_DEADLINES_PREDICTIVE): true if @size more bytes, after
+ * what is queued in the kernel and in this packet (@pending_bytes), cannot
+ * reach the client by @deadline_us at the estimated rate, arriving one way
+ * later (Time-lined TCP, paper 004, section 3: data that cannot arrive by its
+ * deadline is not sent; here the sender still holds it, so it is not written).
+ */
+static bool
+cannot_arrive(const pps_sched_t *s, int64_t now_us, size_t pending_bytes, size_t size,
+              int64_t deadline_us)
+{
+	uint64_t bytes;
+	int64_t drain_us;
+
+	if (s->params.deadlines != PPS_DEADLINES_PREDICTIVE || s->path.rate_bps == 0)
+		return false;
+	bytes = s->path.queued_bytes + (s->stats.packet_bytes - s->path_mark_bytes) +
+	        pending_bytes + size;
+	drain_us = (int64_t)(bytes * 8 * 1000000 / s->path.rate_bps);
+	return now_us + drain_us + s->path.one_way_us > deadline_us;
 }
 
 bool
@@ -405,7 +522,7 @@ typedef enum {
 
 /* Appends fragments of the head window's ADUs. */
 static fragments_t
-append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *pos)
+append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_t mss, size_t *pos)
 {
 	for (;;) {
 		const pps_adu_t *adu;
@@ -427,13 +544,13 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 
 		if (e->late && !is_base_anchor(adu)) {
 			/* A partly sent one too: the client learns from WINDOW_END. */
-			drop_adu(s, e, adu);
+			drop_adu(s, e, e->next_adu);
 			e->next_adu++;
 			e->next_offset = 0;
 			continue;
 		}
 		if (e->next_offset == 0 && !decodable(s, adu)) {
-			drop_adu(s, e, adu);
+			drop_adu(s, e, e->next_adu);
 			s->stats.adus_undecodable++;
 			e->next_adu++;
 			continue;
@@ -441,7 +558,18 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 		if (e->next_offset == 0 && size > e->bytes_announced - e->bytes_started) {
 			/* Encoded larger than its window's announced bound: the client
 			 * would refuse it. */
-			drop_adu(s, e, adu);
+			drop_adu(s, e, e->next_adu);
+			e->next_adu++;
+			continue;
+		}
+		/* Base anchors keep their grace and are never dropped on a guess:
+		 * a lost one costs the GOP. */
+		if (e->next_offset == 0 && !e->late && !is_base_anchor(adu) &&
+		    cannot_arrive(s, now_us, *pos,
+		                  size + pps_wire_fragment_overhead(info->dep_count),
+		                  adu_deadline_us(s, e, e->next_adu))) {
+			drop_adu(s, e, e->next_adu);
+			s->stats.adus_predicted++;
 			e->next_adu++;
 			continue;
 		}
@@ -471,6 +599,10 @@ append_fragments(pps_sched_t *s, entry_t *e, uint8_t *buf, size_t mss, size_t *p
 		r.u.adu_fragment.payload = pps_adu_data(adu) + e->next_offset;
 		if (!append(buf, mss, pos, &r))
 			return FRAGMENTS_FULL;
+		if (!e->extended && !e->late && now_us >= e->deadline_us) {
+			e->extended = true;
+			s->stats.windows_extended++;
+		}
 		if (e->next_offset == 0)
 			e->bytes_started += (uint32_t)size;
 		e->next_offset += (uint32_t)take;
@@ -534,7 +666,7 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 			e->bytes_announced = r.u.window_begin.bytes;
 		}
 		if (e->state == ENTRY_ACTIVE) {
-			fragments_t f = append_fragments(s, e, buf, mss, &pos);
+			fragments_t f = append_fragments(s, e, now_us, buf, mss, &pos);
 
 			if (f == FRAGMENTS_FULL) {
 				full = true;

@@ -16,9 +16,10 @@ struct pps_window {
 	size_t n_adus;
 	size_t adus_total;              /* announced: n_adus once closed, more while open */
 	size_t missing_adu_bound_bytes; /* bound for each ADU still to come */
-	bool open;          /* published early, ADUs still to come (pps_windower_set_early) */
-	bool anchor_window; /* published by pps_windower_set_anchor_windows' rule */
-	pps_adu_t **adus;   /* send order; room for adus_total */
+	bool open;               /* published early, ADUs still to come (pps_windower_set_early) */
+	bool anchor_window;      /* published by pps_windower_set_anchor_windows' rule */
+	pps_adu_t **adus;        /* send order; room for adus_total */
+	int64_t *due_capture_us; /* per send position: pps_window_adu_due_capture_us */
 };
 
 uint32_t
@@ -44,6 +45,7 @@ pps_window_unref(pps_window_t *window)
 	for (size_t i = 0; i < window->n_adus; i++)
 		pps_adu_unref(window->adus[i]);
 	free(window->adus);
+	free(window->due_capture_us);
 	free(window);
 }
 
@@ -115,6 +117,51 @@ uint32_t
 pps_window_first_adu_id(const pps_window_t *window)
 {
 	return window->first_adu_id;
+}
+
+int64_t
+pps_window_adu_due_capture_us(const pps_window_t *window, size_t i)
+{
+	return i < window->n_adus ? window->due_capture_us[i] : INT64_MAX;
+}
+
+/*
+ * Fills due_capture_us for the ADUs held: the minimum capture over the ADUs
+ * of id >= each one's (ids grow in decode order). O(n log n) by a suffix
+ * minimum over the ids, which are first_adu_id .. + adus_total - 1.
+ */
+static int
+window_compute_due(pps_window_t *window)
+{
+	size_t n = window->n_adus;
+	int64_t *by_id = malloc(window->adus_total * sizeof(*by_id));
+
+	if (!by_id)
+		return -ENOMEM;
+	for (size_t k = 0; k < window->adus_total; k++)
+		by_id[k] = INT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		const pps_adu_info_t *info = pps_adu_info(window->adus[i]);
+		size_t k = info->id - window->first_adu_id;
+
+		/* A producer whose ids are not contiguous: the earliest capture of
+		 * the window for every ADU, the deadline of the whole window. */
+		if (info->id < window->first_adu_id || k >= window->adus_total) {
+			for (size_t j = 0; j < n; j++)
+				window->due_capture_us[j] = window->first_capture_us;
+			free(by_id);
+			return 0;
+		}
+		by_id[k] = info->capture_us;
+	}
+	for (size_t k = window->adus_total - 1; k > 0; k--)
+		if (by_id[k] < by_id[k - 1])
+			by_id[k - 1] = by_id[k];
+	for (size_t i = 0; i < n; i++)
+		window->due_capture_us[i] =
+		    by_id[pps_adu_info(window->adus[i])->id - window->first_adu_id];
+	free(by_id);
+	return 0;
 }
 
 /* ---- windower ---------------------------------------------------------- */
@@ -233,7 +280,13 @@ append_published(pps_windower_t *w, pps_adu_t *adu)
 		close_published(w);
 		return -EPROTO;
 	}
-	window->adus[window->n_adus++] = adu;
+	window->adus[window->n_adus] = adu;
+	/* It comes later in decode order than every ADU held. */
+	window->due_capture_us[window->n_adus] = info->capture_us;
+	for (size_t i = 0; i < window->n_adus; i++)
+		if (info->capture_us < window->due_capture_us[i])
+			window->due_capture_us[i] = info->capture_us;
+	window->n_adus++;
 	window->bytes += pps_adu_size(adu);
 	if (window->n_adus == window->adus_total) {
 		window->open = false;
@@ -263,7 +316,10 @@ close_open_window(pps_windower_t *w, size_t to_come, bool anchor_window)
 	if (!window)
 		return -ENOMEM;
 	window->adus = malloc((w->n_adus + to_come) * sizeof(*window->adus));
-	if (!window->adus) {
+	window->due_capture_us = malloc((w->n_adus + to_come) * sizeof(*window->due_capture_us));
+	if (!window->adus || !window->due_capture_us) {
+		free(window->adus);
+		free(window->due_capture_us);
 		free(window);
 		return -ENOMEM;
 	}
@@ -296,8 +352,11 @@ close_open_window(pps_windower_t *w, size_t to_come, bool anchor_window)
 		window->frames = w->window_frames;
 	}
 	ret = pps_priority_sort(window->adus, window->n_adus, w->policy);
+	if (ret == 0)
+		ret = window_compute_due(window);
 	if (ret < 0) {
 		free(window->adus);
+		free(window->due_capture_us);
 		free(window);
 		return ret;
 	}

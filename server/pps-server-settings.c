@@ -210,6 +210,13 @@ static const pps_config_key_t keys[] = {
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
     PPS_CONFIG_ENUM(
+        "pps", "deadlines", "window", pps_deadlines_names,
+        "when the regulator drops unsent data: window drops what is left at the window's "
+        "deadline; adu gives each ADU its own (the earliest capture among the frames decoded "
+        "from it on, plus latency_budget_ms), so a later frame's data may go out after the "
+        "first frame's deadline; predictive is adu, and an ADU the path estimate says cannot "
+        "reach the client by its deadline is dropped before it is written"),
+    PPS_CONFIG_ENUM(
         "pps", "b_frames", "on-drops", pps_b_frames_names,
         "when the windows carry their B frames (the droppable temporal layer, which makes a "
         "window wait for its last frame): on-drops: only while the regulator of a client "
@@ -351,6 +358,7 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	sp->hello_timeout_us = PPS_DEFAULT_HELLO_TIMEOUT_US;
 	sp->sched.latency_budget_us = pps_config_get_int(c, "pps", "latency_budget_ms") * 1000;
 	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
+	sp->sched.deadlines = (pps_deadlines_t)pps_config_get_enum(c, "pps", "deadlines");
 	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
 	minbuf_params(c, &sp->transport);
 	sp->path.cap_policy =

@@ -205,6 +205,16 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	};
 
 	pps_path_add_sample(s->path, &sample);
+	if (s->params.sched.deadlines == PPS_DEADLINES_PREDICTIVE) {
+		pps_path_estimate_t est;
+
+		pps_path_get_estimate(s->path, &est);
+		pps_sched_set_path(s->sched, &(pps_sched_path_t){
+		                                 .rate_bps = est.valid ? est.estimate_bps : 0,
+		                                 .queued_bytes = ms->notsent_bytes,
+		                                 .one_way_us = ms->srtt_us / 2,
+		                             });
+	}
 	if (caps & PPS_TRANSPORT_CAP_LATENCY_CAP)
 		pps_transport_set_latency_cap(s->transport, pps_path_inflight_cap_pkts(s->path));
 	if ((caps & PPS_TRANSPORT_CAP_CONGESTION) &&

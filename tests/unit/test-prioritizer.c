@@ -1318,6 +1318,308 @@ test_adu_info_wire_round_trip(void)
 	pps_wire_parser_free(p);
 }
 
+/* ---- deadlines per ADU ------------------------------------------------- */
+
+/* A window of frames 1 and 2 (windows of 2), each a base and an enhancement,
+ * anchors only: frame 1's base 10 and enhancement 11, frame 2's 12 and 13.
+ * Send order (temporal-first): 10, 12, 11, 13. */
+static pps_window_t *
+two_frame_window(window_list_t *list, size_t base_bytes, size_t enh1_bytes, size_t enh2_bytes)
+{
+	pps_windower_t *wr =
+	    pps_windower_new(2, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, list);
+	pps_adu_info_t infos[4] = {
+	    {.id = 10, .frame_index = 1, .frame_type = PPS_ADU_FRAME_P},
+	    {.id = 11,
+	     .frame_index = 1,
+	     .frame_type = PPS_ADU_FRAME_P,
+	     .quality_layer = 1,
+	     .dep_count = 1,
+	     .deps = {10}},
+	    {.id = 12,
+	     .frame_index = 2,
+	     .frame_type = PPS_ADU_FRAME_P,
+	     .dep_count = 1,
+	     .deps = {10}},
+	    {.id = 13,
+	     .frame_index = 2,
+	     .frame_type = PPS_ADU_FRAME_P,
+	     .quality_layer = 1,
+	     .dep_count = 2,
+	     .deps = {12, 11}},
+	};
+	size_t sizes[4] = {base_bytes, enh1_bytes, base_bytes, enh2_bytes};
+	uint8_t data[16384];
+
+	REQUIRE(wr);
+	for (size_t k = 0; k < 4; k++) {
+		pps_adu_t *adu;
+
+		infos[k].capture_us = 1000000 + (int64_t)infos[k].frame_index * FRAME_US;
+		infos[k].decode_order = (uint32_t)k;
+		REQUIRE(sizes[k] <= sizeof(data));
+		for (size_t i = 0; i < sizes[k]; i++)
+			data[i] = (uint8_t)(infos[k].id * 31 + i);
+		adu = pps_adu_new(&infos[k], data, sizes[k]);
+		REQUIRE(adu);
+		CHECK_EQ_INT(pps_windower_add(wr, adu), 0);
+	}
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 2), 0);
+	pps_windower_free(wr);
+	REQUIRE(list->n == 1);
+	return list->windows[0];
+}
+
+static pps_sched_t *
+new_sched_deadlines(int64_t budget_us, pps_deadlines_t deadlines)
+{
+	pps_sched_params_t params = {
+	    .latency_budget_us = budget_us, .max_windows = 8, .deadlines = deadlines};
+	pps_sched_t *s = pps_sched_new(&params);
+
+	REQUIRE(s);
+	return s;
+}
+
+/* Sends at @now_us until ADU @id is whole at the receiver (or nothing is left). */
+static void
+send_until(pps_sched_t *s, receiver_t *rx, int64_t now_us, uint32_t id)
+{
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+
+	while (rx->got[id % 4096] == 0 || rx->got[id % 4096] != rx->size[id % 4096]) {
+		if (pps_sched_next_packet(s, now_us, 1448, buf, &len, &push) != 1)
+			break;
+		receive_packet(rx, buf, len, now_us);
+	}
+}
+
+static uint64_t
+stats_adus(const pps_sched_stats_t *st, bool dropped)
+{
+	uint64_t n = 0;
+
+	for (int t = 0; t < PPS_ADU_MAX_TEMPORAL_LAYERS; t++)
+		for (int q = 0; q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
+			n += dropped ? st->layer[t][q].adus_dropped : st->layer[t][q].adus_sent;
+	return n;
+}
+
+/* Each ADU's due capture is the earliest among the frames decoded from it
+ * on: with a B frame (frame 1 decoded after its anchor, frame 2) the
+ * anchor's data is due with frame 1; frame 2's closing filler (decoded
+ * last) with frame 2 alone. */
+static void
+test_window_due_capture(void)
+{
+	window_list_t list = {.n = 0};
+	pps_windower_t *wr =
+	    pps_windower_new(2, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_adu_info_t infos[3] = {
+	    {.id = 20, .frame_index = 2, .frame_type = PPS_ADU_FRAME_P},
+	    {.id = 21,
+	     .frame_index = 1,
+	     .frame_type = PPS_ADU_FRAME_B,
+	     .temporal_layer = 1,
+	     .dep_count = 1,
+	     .deps = {20}},
+	    {.id = 22,
+	     .frame_index = 2,
+	     .frame_type = PPS_ADU_FRAME_P,
+	     .dep_count = 1,
+	     .deps = {20}},
+	};
+	uint8_t data[16] = {0};
+	pps_window_t *w;
+
+	REQUIRE(wr);
+	for (size_t k = 0; k < 3; k++) {
+		infos[k].capture_us = 1000000 + (int64_t)infos[k].frame_index * FRAME_US;
+		infos[k].decode_order = (uint32_t)k;
+		CHECK_EQ_INT(pps_windower_add(wr, pps_adu_new(&infos[k], data, sizeof(data))), 0);
+	}
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 2), 0);
+	REQUIRE(list.n == 1);
+	w = list.windows[0];
+	for (size_t i = 0; i < pps_window_adu_count(w); i++) {
+		uint32_t id = pps_adu_info(pps_window_adu(w, i))->id;
+		int64_t want = 1000000 + (id == 22 ? 2 : 1) * FRAME_US;
+
+		CHECK_EQ_INT(pps_window_adu_due_capture_us(w, i), want);
+	}
+	CHECK_EQ_INT(pps_window_adu_due_capture_us(w, 3), INT64_MAX);
+	pps_windower_free(wr);
+	free_windows(&list);
+}
+
+/* Per ADU: frame 2's enhancement still goes out after frame 1's deadline,
+ * within its own; per window it is dropped at frame 1's. */
+static void
+test_sched_adu_deadline_later_frame(void)
+{
+	for (int mode = 0; mode < 2; mode++) {
+		window_list_t list = {.n = 0};
+		pps_window_t *w = two_frame_window(&list, 200, 3000, 3000);
+		pps_sched_t *s =
+		    new_sched_deadlines(100000, mode ? PPS_DEADLINES_ADU : PPS_DEADLINES_WINDOW);
+		int64_t d1 = 1000000 + FRAME_US + 100000, d2 = d1 + FRAME_US;
+		receiver_t rx;
+		pps_sched_stats_t st;
+		bool pushed;
+
+		memset(&rx, 0, sizeof(rx));
+		pps_sched_push_window(s, w);
+		CHECK_EQ_INT(pps_sched_next_deadline_us(s), d1);
+		/* Before frame 1's deadline: frame 1 whole, frame 2's base. */
+		send_until(s, &rx, d1 - 1, 11);
+		CHECK(adu_intact(&rx, 10) && adu_intact(&rx, 11) && adu_intact(&rx, 12));
+		CHECK(!adu_intact(&rx, 13));
+		/* Per ADU only frame 2's enhancement is left: due at its own deadline. */
+		CHECK_EQ_INT(pps_sched_next_deadline_us(s), mode ? d2 : d1);
+		CHECK_EQ_INT(pps_sched_expire(s, d1 + 1000), mode ? 0 : 1);
+		drain(s, &rx, d1 + 1000, &pushed);
+		CHECK_EQ_INT(rx.ends, 1);
+		CHECK(adu_intact(&rx, 13) == (mode == 1));
+		pps_sched_get_stats(s, &st);
+		CHECK_EQ_INT(st.windows_extended, mode ? 1 : 0);
+		CHECK_EQ_INT(st.windows_complete, mode ? 1 : 0);
+		CHECK_EQ_INT(st.windows_partial, mode ? 0 : 1);
+		CHECK_EQ_INT(st.layer[0][1].adus_sent, mode ? 2 : 1);
+		CHECK_EQ_INT(st.layer[0][1].adus_dropped, mode ? 0 : 1);
+		CHECK_EQ_INT(stats_adus(&st, false) + stats_adus(&st, true), 4);
+		CHECK_EQ_INT(rx.last_end.adus_sent + rx.last_end.adus_dropped, 4);
+		free_windows(&list);
+		pps_sched_free(s);
+		receiver_free(&rx);
+	}
+}
+
+/* Per ADU: an ADU still unsent at its own deadline is dropped then; and one of
+ * frame 1 unsent at frame 1's deadline ends the window there, frame 2's data
+ * with it (the client decodes frame 2 after it: it would wait for the
+ * WINDOW_END). */
+static void
+test_sched_adu_deadline_drop(void)
+{
+	for (int c = 0; c < 2; c++) {
+		window_list_t list = {.n = 0};
+		pps_window_t *w = two_frame_window(&list, 200, 3000, 3000);
+		pps_sched_t *s = new_sched_deadlines(100000, PPS_DEADLINES_ADU);
+		int64_t d1 = 1000000 + FRAME_US + 100000, d2 = d1 + FRAME_US;
+		receiver_t rx;
+		pps_sched_stats_t st;
+		bool pushed;
+
+		memset(&rx, 0, sizeof(rx));
+		pps_sched_push_window(s, w);
+		/* c 0: frame 1 whole before d1; c 1: only the bases. */
+		send_until(s, &rx, d1 - 1, c == 0 ? 11 : 12);
+		CHECK(adu_intact(&rx, 11) == (c == 0));
+		if (c == 0) {
+			CHECK_EQ_INT(pps_sched_next_deadline_us(s), d2);
+			CHECK_EQ_INT(pps_sched_expire(s, d2 - 1), 0);
+			CHECK_EQ_INT(pps_sched_expire(s, d2), 1);
+			drain(s, &rx, d2, &pushed);
+		} else {
+			CHECK_EQ_INT(pps_sched_next_deadline_us(s), d1);
+			CHECK_EQ_INT(pps_sched_expire(s, d1), 1);
+			drain(s, &rx, d1, &pushed);
+		}
+		CHECK_EQ_INT(rx.ends, 1);
+		CHECK(!adu_intact(&rx, 13));
+		CHECK_EQ_INT(pps_sched_next_deadline_us(s), INT64_MAX);
+		pps_sched_get_stats(s, &st);
+		CHECK_EQ_INT(st.windows_partial, 1);
+		CHECK_EQ_INT(st.windows_extended, 0);
+		CHECK_EQ_INT(st.adus_predicted, 0);
+		CHECK_EQ_INT(st.layer[0][0].adus_sent, 2);
+		CHECK_EQ_INT(st.layer[0][1].adus_sent, c == 0 ? 1 : 0);
+		CHECK_EQ_INT(st.layer[0][1].adus_dropped, c == 0 ? 1 : 2);
+		CHECK_EQ_INT(rx.last_end.adus_dropped, c == 0 ? 1 : 2);
+		free_windows(&list);
+		pps_sched_free(s);
+		receiver_free(&rx);
+	}
+}
+
+/* Predictive drop: an enhancement that cannot reach the client by its
+ * deadline at the path's rate is dropped before it is written, counted as
+ * dropped (and predicted); one that can is sent; base anchors are never
+ * dropped on a guess. */
+static void
+test_sched_predictive_drop(void)
+{
+	for (int c = 0; c < 3; c++) {
+		window_list_t list = {.n = 0};
+		/* Frame 2's enhancement: 10 000 bytes. */
+		pps_window_t *w = two_frame_window(&list, 200, 1000, 10000);
+		pps_sched_t *s = new_sched_deadlines(100000, c == 2 ? PPS_DEADLINES_ADU
+		                                                    : PPS_DEADLINES_PREDICTIVE);
+		int64_t d1 = 1000000 + FRAME_US + 100000;
+		int64_t now = d1 - 50000; /* 50 ms before frame 1's deadline, 83 before frame 2's */
+		/* c 0: 1 Mbit/s, 10 ms one way: frame 1's enhancement arrives in
+		 * about 21 ms, frame 2's in about 100 ms: too late. c 1: 10 Mbit/s,
+		 * both in time. c 2: per ADU without prediction: sent. */
+		pps_sched_path_t path = {.rate_bps = c == 0 ? 1000000 : 10000000,
+		                         .queued_bytes = 0,
+		                         .one_way_us = 10000};
+		receiver_t rx;
+		pps_sched_stats_t st;
+		bool pushed;
+
+		memset(&rx, 0, sizeof(rx));
+		pps_sched_push_window(s, w);
+		pps_sched_set_path(s, &path);
+		drain(s, &rx, now, &pushed);
+		/* The window ended at once, before any deadline. */
+		CHECK_EQ_INT(rx.ends, 1);
+		CHECK(adu_intact(&rx, 10) && adu_intact(&rx, 11) && adu_intact(&rx, 12));
+		CHECK(adu_intact(&rx, 13) == (c != 0));
+		pps_sched_get_stats(s, &st);
+		CHECK_EQ_INT(st.adus_predicted, c == 0 ? 1 : 0);
+		CHECK_EQ_INT(st.layer[0][1].adus_dropped, c == 0 ? 1 : 0);
+		CHECK_EQ_INT(st.layer[0][1].bytes_dropped, c == 0 ? 10000 : 0);
+		CHECK_EQ_INT(st.windows_partial, c == 0 ? 1 : 0);
+		CHECK_EQ_INT(st.windows_complete, c == 0 ? 0 : 1);
+		CHECK_EQ_INT(stats_adus(&st, false) + stats_adus(&st, true), 4);
+		free_windows(&list);
+		pps_sched_free(s);
+		receiver_free(&rx);
+	}
+	/* What is queued in the kernel counts: at 10 Mbit/s behind 200 000
+	 * queued bytes (160 ms) only the base anchors go; frame 2's enhancement
+	 * is undecodable once frame 1's was dropped. */
+	{
+		window_list_t list = {.n = 0};
+		pps_window_t *w = two_frame_window(&list, 200, 3000, 3000);
+		pps_sched_t *s = new_sched_deadlines(100000, PPS_DEADLINES_PREDICTIVE);
+		int64_t d1 = 1000000 + FRAME_US + 100000;
+		pps_sched_path_t path = {
+		    .rate_bps = 10000000, .queued_bytes = 200000, .one_way_us = 10000};
+		receiver_t rx;
+		pps_sched_stats_t st;
+		bool pushed;
+
+		memset(&rx, 0, sizeof(rx));
+		pps_sched_push_window(s, w);
+		pps_sched_set_path(s, &path);
+		drain(s, &rx, d1 - 50000, &pushed);
+		CHECK_EQ_INT(rx.ends, 1);
+		CHECK(adu_intact(&rx, 10) && adu_intact(&rx, 12));
+		CHECK(!adu_intact(&rx, 11) && !adu_intact(&rx, 13));
+		pps_sched_get_stats(s, &st);
+		CHECK_EQ_INT(st.adus_predicted, 1);
+		CHECK_EQ_INT(st.adus_undecodable, 1);
+		CHECK_EQ_INT(st.layer[0][0].adus_sent, 2);
+		CHECK_EQ_INT(st.layer[0][1].adus_dropped, 2);
+		free_windows(&list);
+		pps_sched_free(s);
+		receiver_free(&rx);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1340,5 +1642,9 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_sched_control);
 	PPS_TEST_RUN(test_sched_audio);
 	PPS_TEST_RUN(test_sched_base_grace);
+	PPS_TEST_RUN(test_window_due_capture);
+	PPS_TEST_RUN(test_sched_adu_deadline_later_frame);
+	PPS_TEST_RUN(test_sched_adu_deadline_drop);
+	PPS_TEST_RUN(test_sched_predictive_drop);
 	return pps_test_result();
 }

@@ -77,6 +77,7 @@ test_module_tables(void)
 	            PPS_MINBUF_CONGESTION_COUNT);
 	check_table(SERVER, "pps", "priority_policy", pps_priority_policy_names,
 	            PPS_PRIORITY_POLICY_COUNT);
+	check_table(SERVER, "pps", "deadlines", pps_deadlines_names, PPS_DEADLINES_COUNT);
 	check_table(CLIENT, "playout", "policy", pps_playout_policy_names,
 	            PPS_PLAYOUT_POLICY_COUNT);
 	check_table(CLIENT, "client", "clock", pps_clock_mode_names, PPS_CLOCK_MODE_COUNT);
