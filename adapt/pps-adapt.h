@@ -237,6 +237,9 @@ typedef enum {
 extern const char *const pps_b_frames_names[]; /* in enum order, NULL-terminated */
 
 #define PPS_B_FRAMES_MAX_HOLDS 8
+/* A client's first second: its path is not known yet, so the windows carry B
+ * frames (the server's closed loop adds this to the rule below). */
+#define PPS_B_FRAMES_JOIN_US 1000000
 
 typedef struct {
 	pps_b_frames_policy_t policy;

@@ -217,11 +217,11 @@ static const pps_config_key_t keys[] = {
         "first frame's deadline; predictive is adu, and an ADU the path estimate says cannot "
         "reach the client by its deadline is dropped before it is written"),
     PPS_CONFIG_ENUM(
-        "pps", "b_frames", "on-drops", pps_b_frames_names,
+        "pps", "b_frames", "always", pps_b_frames_names,
         "when the windows carry their B frames (the droppable temporal layer, which makes a "
-        "window wait for its last frame): on-drops: only while the regulator of a client "
-        "that is still reading drops or a client's path is shared with other flows, anchors "
-        "alone (each frame out as it is captured) otherwise; or always"),
+        "window wait for its last frame): always, or on-drops: while a client joins, and "
+        "while the regulator of a client that is still reading drops or a client's path is "
+        "shared with other flows, anchors alone (each frame out as it is captured) otherwise"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
                    "b_frames = on-drops: time without a drop or competition before the anchors "
                    "come back (doubled, up to 8 times, while they do not last)"),
