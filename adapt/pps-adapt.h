@@ -109,6 +109,7 @@ typedef struct {
 	uint64_t delivery_rate_bps; /* the kernel's latest delivery-rate sample */
 	uint64_t acked_bps;         /* bytes acknowledged per second, last ~0.5 s */
 	uint64_t bytes_acked;       /* acknowledged so far, at the last reading */
+	uint64_t inflight_bytes;    /* unacknowledged then (packets x MSS: at most that) */
 	uint32_t min_rtt_us;
 	uint32_t srtt_us;
 	uint32_t queue_delay_us; /* srtt - min RTT: queueing on the path */
@@ -237,9 +238,6 @@ typedef enum {
 extern const char *const pps_b_frames_names[]; /* in enum order, NULL-terminated */
 
 #define PPS_B_FRAMES_MAX_HOLDS 8
-/* A client's first second: its path is not known yet, so the windows carry B
- * frames (the server's closed loop adds this to the rule below). */
-#define PPS_B_FRAMES_JOIN_US 1000000
 
 typedef struct {
 	pps_b_frames_policy_t policy;

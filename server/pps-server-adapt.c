@@ -22,12 +22,10 @@ struct pps_adapt_loop {
 	pps_b_frames_t *b_frames;
 	bool dropped;   /* filled by drops_cb during one step */
 	bool competing; /* filled by drops_cb during one step */
-	bool joining;   /* filled by drops_cb: a client in its first PPS_B_FRAMES_JOIN_US */
 	char why[160];  /* the first client that did either, for the log */
 	pps_log_t log;
 	int64_t b_hold_us;
-	int64_t now_us;
-	bool b_on; /* what the encoder was last told */
+
 	struct event *timer;
 	int64_t last_us;
 	uint64_t last_bytes[PPS_ADU_MAX_QUALITY_LAYERS];
@@ -66,21 +64,6 @@ drops_cb(pps_session_t *session, void *user)
 	uint64_t cut = pps_session_take_cut_windows(session);
 	bool competing = pps_session_take_competing(session);
 
-	if (pps_session_state(session) == PPS_SESSION_STREAMING &&
-	    a->now_us - pps_session_joined_us(session) < PPS_B_FRAMES_JOIN_US) {
-		pps_path_estimate_t e;
-
-		/* Nothing is known of a new client's path yet: B frames while it
-		 * joins, and a loss in that time counts as a drop. */
-		a->joining = true;
-		pps_session_get_path(session, &e);
-		if (e.retrans_pkts > 0 && !cut) {
-			if (!a->dropped && !a->competing)
-				snprintf(a->why, sizeof(a->why), "client %s lost packets while joining",
-				         pps_session_peer(session));
-			a->dropped = true;
-		}
-	}
 	if (cut > 0) {
 		if (!a->dropped && !a->competing)
 			snprintf(a->why, sizeof(a->why), "%llu window(s) of client %s cut short",
@@ -89,7 +72,8 @@ drops_cb(pps_session_t *session, void *user)
 	}
 	if (competing) {
 		if (!a->dropped && !a->competing)
-			snprintf(a->why, sizeof(a->why), "the path of client %s is shared with other flows",
+			snprintf(a->why, sizeof(a->why),
+			         "the path of client %s is shared with other flows",
 			         pps_session_peer(session));
 		a->competing = true;
 	}
@@ -151,8 +135,6 @@ step_cb(evutil_socket_t fd, short what, void *user)
 
 		a->dropped = false;
 		a->competing = false;
-		a->joining = false;
-		a->now_us = now;
 		pps_listener_foreach(a->listener, drops_cb, a);
 		on = pps_b_frames_update(a->b_frames, now, a->dropped, a->competing);
 		if (on && !was)
@@ -162,8 +144,7 @@ step_cb(evutil_socket_t fd, short what, void *user)
 			        "B frames off: no window cut short and no shared path for %.1f s",
 			        (double)a->b_hold_us / 1e6);
 		a->b_hold_us = pps_b_frames_hold_us(a->b_frames);
-		a->b_on = on || a->joining;
-		pps_media_set_b_frames(a->media, a->b_on);
+		pps_media_set_b_frames(a->media, on);
 	}
 	if (!a->ratealloc)
 		return;

@@ -291,13 +291,15 @@ void pps_session_check_timeouts(pps_session_t *session);
 void pps_session_get_sched_stats(const pps_session_t *session, pps_sched_stats_t *stats);
 /* Windows the regulator cut short to keep up (pps_sched_stats_t.windows_short)
  * for a reader that is still reading: cuts are counted once the client has
- * acknowledged more bytes than when a call first saw them, so a reader that
+ * acknowledged more bytes than were acknowledged and in flight when a call
+ * first saw them (data it took since), so a reader that
  * stopped (its windows are dropped until it is evicted) never counts. Returns
  * the cuts that became countable since the last call. */
 uint64_t pps_session_take_cut_windows(pps_session_t *session);
 /* Whether the path is shared with other flows (the latency cap stepped aside
  * for them) for a reader that is still reading: seen at this call and the
- * last one, with more bytes acknowledged in between. A reader that stops
+ * last one, with more bytes acknowledged than were acknowledged and in flight
+ * at the last one. A reader that stops
  * looks the same to the cap (the round trip grows, nothing drains). */
 bool pps_session_take_competing(pps_session_t *session);
 int pps_session_get_transport_stats(const pps_session_t *session, pps_minbuf_stats_t *stats);

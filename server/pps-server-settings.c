@@ -219,9 +219,9 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_ENUM(
         "pps", "b_frames", "always", pps_b_frames_names,
         "when the windows carry their B frames (the droppable temporal layer, which makes a "
-        "window wait for its last frame): always, or on-drops: while a client joins, and "
-        "while the regulator of a client that is still reading drops or a client's path is "
-        "shared with other flows, anchors alone (each frame out as it is captured) otherwise"),
+        "window wait for its last frame): always, or on-drops: only while the regulator of a "
+        "client that is still reading drops or a client's path is shared with other flows, "
+        "anchors alone (each frame out as it is captured) otherwise"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
                    "b_frames = on-drops: time without a drop or competition before the anchors "
                    "come back (doubled, up to 8 times, while they do not last)"),

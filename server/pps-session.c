@@ -52,15 +52,16 @@ struct pps_session {
 	double pong_tokens;
 	int64_t pong_refill_us;
 	uint64_t pings_unanswered;
-	uint64_t base_dropped;               /* base-layer ADUs dropped for this client so far */
-	int64_t last_progress_us;            /* last time the writer took a packet */
+	uint64_t base_dropped;    /* base-layer ADUs dropped for this client so far */
+	int64_t last_progress_us; /* last time the writer took a packet */
 	/* Windows cut short, as pps_session_take_cut_windows() has seen them:
-	 * how many so far, how many not yet counted, and the bytes the client
-	 * had acknowledged when they were seen. */
+	 * how many so far, how many not yet counted, and the bytes acknowledged
+	 * and in flight when they were seen (the client counts as reading once
+	 * it has acknowledged more than both). */
 	uint64_t cut_seen, cut_pending;
 	uint64_t cut_seen_acked;
 	/* pps_session_take_competing(): the path was shared at the last call,
-	 * and the bytes acknowledged then. */
+	 * and the bytes acknowledged and in flight then. */
 	bool competing_seen;
 	uint64_t competing_seen_acked;
 	int64_t accepted_us;                 /* for the handshake timeout */
@@ -893,7 +894,7 @@ pps_session_take_cut_windows(pps_session_t *s)
 	pps_session_get_sched_stats(s, &st);
 	if (st.windows_short > s->cut_seen) {
 		s->cut_pending += st.windows_short - s->cut_seen;
-		s->cut_seen_acked = e.bytes_acked;
+		s->cut_seen_acked = e.bytes_acked + e.inflight_bytes;
 	}
 	s->cut_seen = st.windows_short;
 	return counted;
@@ -912,7 +913,7 @@ pps_session_take_competing(pps_session_t *s)
 	}
 	counted = s->competing_seen && e.bytes_acked > s->competing_seen_acked;
 	s->competing_seen = true;
-	s->competing_seen_acked = e.bytes_acked;
+	s->competing_seen_acked = e.bytes_acked + e.inflight_bytes;
 	return counted;
 }
 
