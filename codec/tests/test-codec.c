@@ -870,9 +870,9 @@ switch_run(int window_frames, int temporal_layers, bool from_anchors, int switch
 	pps_encoder_free(e);
 }
 
-/* A joining client's IDR request and a switch of the anchor-window mode, at
- * every phase of a window and either order, both directions; a switch alone;
- * windows of 2 and 4. */
+/* A joining client's IDR request and a switch of the anchor-window mode: the
+ * switch at every phase of a window, the IDR asked for from the frame before
+ * it to a window after, both directions; a switch alone; windows of 2 and 4. */
 static int
 case_switch_timecode(void)
 {
@@ -886,7 +886,7 @@ case_switch_timecode(void)
 		for (int from = 0; from < 2; from++)
 			for (int sw = 3 * wf; sw < 4 * wf; sw++) {
 				switch_run(wf, shapes[s].temporal_layers, from, sw, -1);
-				for (int idr = sw - wf; idr <= sw + 2 * wf; idr++)
+				for (int idr = sw - 1; idr <= sw + wf; idr++)
 					switch_run(wf, shapes[s].temporal_layers, from, sw, idr);
 			}
 	}
