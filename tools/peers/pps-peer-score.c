@@ -388,11 +388,16 @@ main(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	/* No timecode anywhere: every line says so, the loop needs no anchor. */
-	if (anchor(&ref, in, picture_bytes, period_us, &n_first, &capture_first) == -ENOMEM) {
+	/* -ENOENT, no timecode anywhere: every line says so, no anchor needed.
+	 * The read-ahead rewinds: SHOWN.y4m must be a file, not a pipe. */
+	status = anchor(&ref, in, picture_bytes, period_us, &n_first, &capture_first);
+	if (status < 0 && status != -ENOENT) {
+		fprintf(stderr, "pps-peer-score: cannot read ahead in %s: %s\n", argv[optind],
+		        strerror(-status));
 		status = 1;
 		goto out;
 	}
+	status = 0;
 	for (int64_t ordinal = 0; fgets(line, sizeof(line), in); ordinal++) {
 		uint32_t index;
 		int64_t capture_us, n;
