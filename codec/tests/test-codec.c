@@ -752,6 +752,147 @@ case_anchor_windows(void)
 	return 0;
 }
 
+/* ------------------------------------------- switches against the timecode */
+
+#define SWITCH_FRAMES 40
+
+typedef struct {
+	pps_frame_t *source[SWITCH_FRAMES];
+	bool shown[SWITCH_FRAMES];
+	int bad; /* pictures whose content is not their frame's */
+	char first_bad[160];
+} switch_out_t;
+
+static void
+switch_frame_cb(const pps_decoded_frame_t *f, void *user)
+{
+	switch_out_t *o = user;
+	uint32_t index;
+	int64_t capture_us;
+	uint32_t n = f->frame_index;
+	bool ok;
+
+	if ((f->flags & PPS_DECODER_FRAME_REPEATED) || !f->picture.planes[0])
+		return;
+	if (n >= SWITCH_FRAMES) {
+		o->bad++;
+		return;
+	}
+	o->shown[n] = true;
+	double p = 0, before = 0, after = 0;
+
+	ok = pps_timecode_read(f->picture.planes[0], f->picture.strides[0], f->picture.width,
+	                       f->picture.height, &index, &capture_us) == 0 &&
+	     index == n && capture_us == f->capture_us;
+	if (ok) {
+		/* The rest of the picture too: nearer its own source than a neighbour's. */
+		p = pps_testutil_psnr_y(&f->picture, o->source[n]);
+		before = n ? pps_testutil_psnr_y(&f->picture, o->source[n - 1]) : 0;
+		after = n + 1 < SWITCH_FRAMES ? pps_testutil_psnr_y(&f->picture, o->source[n + 1])
+		                              : 0;
+		ok = p > 20.0 && before < p && after < p;
+	}
+	if (!ok && o->bad++ == 0)
+		snprintf(o->first_bad, sizeof(o->first_bad),
+		         "frame %u (T%u, %u layers) shows timecode %u, PSNR-Y %.1f dB "
+		         "(frames before/after %.1f/%.1f)",
+		         n, f->temporal_layer, f->quality_layers, index, p, before, after);
+}
+
+/* One encode: anchor windows @from_anchors until @switch_at, then the other
+ * mode; an IDR asked for before frame @idr_at (-1: none). Every ADU decoded:
+ * every frame shown once, with its own timecode and content. */
+static void
+switch_run(int window_frames, int temporal_layers, bool from_anchors, int switch_at, int idr_at)
+{
+	pps_encoder_params_t p = {
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = temporal_layers,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 32,
+	    .window_frames = window_frames,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 30,
+	    .enhancement_crf = 26,
+	    .anchor_windows = from_anchors,
+	};
+	pps_encoder_t *e = pps_encoder_new(&p);
+	adu_list_t list = {.count = 0};
+	switch_out_t o = {.bad = 0};
+	pps_stream_params_t sp;
+	pps_decoder_t *d;
+	char what[96];
+	int complete;
+
+	snprintf(what, sizeof(what), "W%d %dT anchors %s at %d, IDR at %d", window_frames,
+	         temporal_layers, from_anchors ? "off" : "on", switch_at, idr_at);
+	if (!e) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int n = 0; n < SWITCH_FRAMES; n++) {
+		if (n == switch_at)
+			pps_encoder_set_anchor_windows(e, !from_anchors);
+		if (n == idr_at)
+			pps_encoder_request_idr(e);
+		o.source[n] = pps_frame_new(W, H);
+		pps_testutil_generate(o.source[n], (uint32_t)n, T0_US + n * 33333LL);
+		if (pps_encoder_encode(e, o.source[n], holdback_adu_cb, &list) < 0) {
+			fprintf(stderr, "%s: encode failed at %d\n", what, n);
+			exit(1);
+		}
+	}
+	complete = (int)pps_encoder_frames_complete(e);
+	CHECK(complete > SWITCH_FRAMES - window_frames, "%s: %d frames complete", what, complete);
+	CHECK(list.count < HOLDBACK_MAX_ADUS, "%s: too many ADUs", what);
+	pps_encoder_get_stream_params(e, &sp);
+	d = pps_decoder_new(&sp, switch_frame_cb, &o);
+	if (!d) {
+		fprintf(stderr, "pps_decoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < list.count; i++)
+		CHECK(pps_decoder_push(d, list.adu[i]) == 0, "%s: push %d", what, i);
+	pps_decoder_drain(d);
+	pps_decoder_free(d);
+	CHECK(o.bad == 0, "%s: %d pictures not their frame's; first: %s", what, o.bad,
+	      o.first_bad);
+	for (int n = 0; n < SWITCH_FRAMES; n++) {
+		CHECK(o.shown[n] || n >= complete, "%s: frame %d not shown", what, n);
+		pps_frame_free(o.source[n]);
+	}
+	for (int i = 0; i < list.count; i++)
+		pps_adu_unref(list.adu[i]);
+	pps_encoder_free(e);
+}
+
+/* A joining client's IDR request and a switch of the anchor-window mode: the
+ * switch at every phase of a window, the IDR asked for from the frame before
+ * it to a window after, both directions; a switch alone; windows of 2 and 4. */
+static int
+case_switch_timecode(void)
+{
+	static const struct {
+		int window_frames, temporal_layers;
+	} shapes[] = {{2, 2}, {4, 3}};
+
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int wf = shapes[s].window_frames;
+
+		for (int from = 0; from < 2; from++)
+			for (int sw = 3 * wf; sw < 4 * wf; sw++) {
+				switch_run(wf, shapes[s].temporal_layers, from, sw, -1);
+				for (int idr = sw - 1; idr <= sw + wf; idr++)
+					switch_run(wf, shapes[s].temporal_layers, from, sw, idr);
+			}
+	}
+	return 0;
+}
+
 /* Noise (like videotestsrc's snow): no encoder can code it small at any CRF. */
 static void
 fill_noise(pps_frame_t *f, uint32_t seed)
@@ -1012,12 +1153,15 @@ main(int argc, char **argv)
 		case_rates();
 	if (all || !strcmp(what, "anchor-windows"))
 		case_anchor_windows();
+	if (all || !strcmp(what, "switch-timecode"))
+		case_switch_timecode();
 	if (all || !strcmp(what, "stream-wire"))
 		case_stream_wire();
 	if (all || !strcmp(what, "upscale"))
 		case_upscale();
 	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
-	             !strcmp(what, "anchor-windows") || !strcmp(what, "stream-wire") ||
+	             !strcmp(what, "anchor-windows") || !strcmp(what, "switch-timecode") ||
+	             !strcmp(what, "stream-wire") ||
 	             !strcmp(what, "upscale")))
 		goto out;
 

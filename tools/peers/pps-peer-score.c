@@ -17,10 +17,15 @@
  * n is not frame_index; capture_us is derived from the buffer's running
  * time, so consecutive buffers are one frame period apart and
  * n = n_first + round((capture_us - capture_us_first) / period). n_first is
- * found by search (the best PSNR over frame_index .. frame_index + 32; the
- * noise square makes the right picture stand out by tens of dB). Every 30th
- * picture is also compared with n - 1 and n + 1, and ref_check says whether n
- * won: the proof that the mapping held.
+ * found by search: the candidates frame_index .. frame_index + 32 of the first
+ * shown picture, each scored by the mean PSNR of the first ANCHOR_PICTURES
+ * shown pictures (those within ANCHOR_SPAN frames of the first) against the
+ * buffers the candidate maps them to. One picture is not enough: with ball
+ * (no noise square; the next buffers differ from a buffer by only 33, 29,
+ * 27 dB) a poor first picture, such as a starved first IDR, can be nearer
+ * n + 2 than n, and every picture after it is then scored two buffers off.
+ * Every 30th picture is also compared with n - 1 and n + 1, and ref_check
+ * says whether n won: the proof that the mapping held.
  *
  * Quality: PSNR and SSIM (8x8 windows, step 4) of the luma, leaving out the
  * timecode's blocks in the top-left corner.
@@ -50,6 +55,8 @@
 #define RING_FRAMES   96
 #define SEARCH_FRAMES 32
 #define CHECK_EVERY   30
+#define ANCHOR_PICTURES 8
+#define ANCHOR_SPAN     48 /* frames: ANCHOR_SPAN + SEARCH_FRAMES must fit the ring */
 #define PSNR_MAX_DB   100.0
 
 typedef struct {
@@ -215,6 +222,69 @@ ssim_y(const reference_t *ref, const uint8_t *a, const uint8_t *b)
 	return windows ? total / windows : 0;
 }
 
+/* The first buffer number, n_first, for the shown pictures that follow the
+ * header at @in's position (left there): the candidate with the best mean
+ * PSNR over the first ANCHOR_PICTURES timecoded pictures within ANCHOR_SPAN
+ * frames of the first. Returns 0, or -ENOENT if no picture has a timecode. */
+static int
+anchor(reference_t *ref, FILE *in, size_t picture_bytes, double period_us, int64_t *n_first,
+       int64_t *capture_first)
+{
+	long start = ftell(in);
+	uint8_t *pictures[ANCHOR_PICTURES] = {NULL};
+	int64_t delta[ANCHOR_PICTURES];
+	int count = 0, status = -ENOENT;
+	uint32_t first_index = 0;
+	char line[64];
+	double best = -1;
+
+	while (count < ANCHOR_PICTURES && fgets(line, sizeof(line), in)) {
+		uint32_t index;
+		int64_t capture_us;
+
+		if (strncmp(line, "FRAME", 5))
+			break;
+		if (!pictures[count] && !(pictures[count] = malloc(picture_bytes))) {
+			status = -ENOMEM;
+			goto out;
+		}
+		if (fread(pictures[count], 1, picture_bytes, in) != picture_bytes)
+			break;
+		if (strstr(line, " Xrepeat") ||
+		    pps_timecode_read(pictures[count], ref->width, ref->width, ref->height, &index,
+		                      &capture_us) < 0)
+			continue;
+		if (!count) {
+			first_index = index;
+			*capture_first = capture_us;
+		}
+		delta[count] = llround((double)(capture_us - *capture_first) / period_us);
+		if (delta[count] < 0 || delta[count] > ANCHOR_SPAN)
+			break;
+		count++;
+	}
+	for (int64_t c = first_index; count && c <= (int64_t)first_index + SEARCH_FRAMES; c++) {
+		double sum = 0;
+
+		for (int i = 0; i < count; i++) {
+			const uint8_t *cand = reference_get(ref, c + delta[i]);
+
+			sum += cand ? psnr_y(ref, cand, pictures[i]) : 0;
+		}
+		if (sum > best) {
+			best = sum;
+			*n_first = c;
+		}
+	}
+	status = count ? 0 : -ENOENT;
+out:
+	for (int i = 0; i < ANCHOR_PICTURES; i++)
+		free(pictures[i]);
+	if (fseek(in, start, SEEK_SET) < 0)
+		return -errno;
+	return status;
+}
+
 /* Reads "W.. H.. F..:.." from a y4m header line. */
 static int
 parse_y4m_header(FILE *in, int *width, int *height, int *fps)
@@ -270,7 +340,6 @@ main(int argc, char **argv)
 	size_t picture_bytes;
 	FILE *in;
 	char line[64];
-	bool anchored = false;
 	int64_t n_first = 0, capture_first = 0, scored = 0;
 	double period_us;
 
@@ -319,6 +388,16 @@ main(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
+	/* -ENOENT, no timecode anywhere: every line says so, no anchor needed.
+	 * The read-ahead rewinds: SHOWN.y4m must be a file, not a pipe. */
+	status = anchor(&ref, in, picture_bytes, period_us, &n_first, &capture_first);
+	if (status < 0 && status != -ENOENT) {
+		fprintf(stderr, "pps-peer-score: cannot read ahead in %s: %s\n", argv[optind],
+		        strerror(-status));
+		status = 1;
+		goto out;
+	}
+	status = 0;
 	for (int64_t ordinal = 0; fgets(line, sizeof(line), in); ordinal++) {
 		uint32_t index;
 		int64_t capture_us, n;
@@ -334,21 +413,6 @@ main(int argc, char **argv)
 		if (pps_timecode_read(picture, width, width, height, &index, &capture_us) < 0) {
 			printf("%" PRId64 "\t0\t0\t0\t-1\t\t\t-1\n", ordinal);
 			continue;
-		}
-		if (!anchored) {
-			double best = -1;
-
-			for (int64_t c = index; c <= (int64_t)index + SEARCH_FRAMES; c++) {
-				const uint8_t *cand = reference_get(&ref, c);
-				double p = cand ? psnr_y(&ref, cand, picture) : -1;
-
-				if (p > best) {
-					best = p;
-					n_first = c;
-				}
-			}
-			capture_first = capture_us;
-			anchored = true;
 		}
 		n = n_first + llround((double)(capture_us - capture_first) / period_us);
 		r = reference_get(&ref, n);
