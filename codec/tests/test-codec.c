@@ -788,8 +788,8 @@ switch_frame_cb(const pps_decoded_frame_t *f, void *user)
 		/* The rest of the picture too: nearer its own source than a neighbour's. */
 		p = pps_testutil_psnr_y(&f->picture, o->source[n]);
 		before = n ? pps_testutil_psnr_y(&f->picture, o->source[n - 1]) : 0;
-		after = n + 1 < SWITCH_FRAMES ? pps_testutil_psnr_y(&f->picture, o->source[n + 1])
-		                              : 0;
+		after =
+		    n + 1 < SWITCH_FRAMES ? pps_testutil_psnr_y(&f->picture, o->source[n + 1]) : 0;
 		ok = p > 20.0 && before < p && after < p;
 	}
 	if (!ok && o->bad++ == 0)
@@ -859,8 +859,7 @@ switch_run(int window_frames, int temporal_layers, bool from_anchors, int switch
 		CHECK(pps_decoder_push(d, list.adu[i]) == 0, "%s: push %d", what, i);
 	pps_decoder_drain(d);
 	pps_decoder_free(d);
-	CHECK(o.bad == 0, "%s: %d pictures not their frame's; first: %s", what, o.bad,
-	      o.first_bad);
+	CHECK(o.bad == 0, "%s: %d pictures not their frame's; first: %s", what, o.bad, o.first_bad);
 	for (int n = 0; n < SWITCH_FRAMES; n++) {
 		CHECK(o.shown[n] || n >= complete, "%s: frame %d not shown", what, n);
 		pps_frame_free(o.source[n]);
@@ -1161,8 +1160,7 @@ main(int argc, char **argv)
 		case_upscale();
 	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
 	             !strcmp(what, "anchor-windows") || !strcmp(what, "switch-timecode") ||
-	             !strcmp(what, "stream-wire") ||
-	             !strcmp(what, "upscale")))
+	             !strcmp(what, "stream-wire") || !strcmp(what, "upscale")))
 		goto out;
 
 	encode_sequence();

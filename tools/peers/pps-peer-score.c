@@ -52,12 +52,12 @@
 #include "pps-codec.h"
 #include "pps-version.h"
 
-#define RING_FRAMES   96
-#define SEARCH_FRAMES 32
-#define CHECK_EVERY   30
+#define RING_FRAMES     96
+#define SEARCH_FRAMES   32
+#define CHECK_EVERY     30
 #define ANCHOR_PICTURES 8
 #define ANCHOR_SPAN     48 /* frames: ANCHOR_SPAN + SEARCH_FRAMES must fit the ring */
-#define PSNR_MAX_DB   100.0
+#define PSNR_MAX_DB     100.0
 
 typedef struct {
 	GstElement *pipeline;

@@ -56,7 +56,8 @@ main(int argc, char **argv)
 		GstVideoFrame frame;
 
 		if (!sample || !gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) ||
-		    !gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ)) {
+		    !gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample),
+		                         GST_MAP_READ)) {
 			fprintf(stderr, "videotestsrc buffer %d\n", n);
 			return 1;
 		}
@@ -107,11 +108,12 @@ main(int argc, char **argv)
 		long ordinal, ok, index, ref;
 		long long capture;
 
-		if (sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld", &ordinal, &ok, &index, &capture, &ref) != 5)
+		if (sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld", &ordinal, &ok, &index, &capture,
+		           &ref) != 5)
 			continue; /* the header */
 		rows++;
-		CHECK(ok == 1 && ref == index, "picture %ld (timecode %ld) scored against buffer %ld",
-		      ordinal, index, ref);
+		CHECK(ok == 1 && ref == index,
+		      "picture %ld (timecode %ld) scored against buffer %ld", ordinal, index, ref);
 	}
 	CHECK(pclose(scores) == 0, "pps-peer-score failed");
 	CHECK(rows == LAST - FIRST + 1, "%d rows", rows);
