@@ -260,7 +260,7 @@ bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool c
 /* The current choice (before any update: B frames unless on-drops). */
 bool pps_b_frames_on(const pps_b_frames_t *b);
 /* The clean time that turns them off now (the hold, doubled while anchors do
- * not last). */
+ * not last); an update that turns them off leaves it as it was. */
 int64_t pps_b_frames_hold_us(const pps_b_frames_t *b);
 /* Changes of the choice so far. */
 uint64_t pps_b_frames_switches(const pps_b_frames_t *b);

@@ -24,7 +24,6 @@ struct pps_adapt_loop {
 	bool competing; /* filled by drops_cb during one step */
 	char why[160];  /* the first client that did either, for the log */
 	pps_log_t log;
-	int64_t b_hold_us;
 
 	struct event *timer;
 	int64_t last_us;
@@ -142,8 +141,7 @@ step_cb(evutil_socket_t fd, short what, void *user)
 		else if (!on && was)
 			pps_log(&a->log, PPS_LOG_INFO,
 			        "B frames off: no window cut short and no shared path for %.1f s",
-			        (double)a->b_hold_us / 1e6);
-		a->b_hold_us = pps_b_frames_hold_us(a->b_frames);
+			        (double)pps_b_frames_hold_us(a->b_frames) / 1e6);
 		pps_media_set_b_frames(a->media, on);
 	}
 	if (!a->ratealloc)

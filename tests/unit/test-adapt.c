@@ -635,6 +635,7 @@ test_b_frames_on_drops(void)
 	CHECK(pps_b_frames_update(b, t0 + 6 * s, false, false));         /* 4 s clean */
 	CHECK(pps_b_frames_update(b, t0 + 6 * s + s / 2, false, false)); /* 4.5 s clean */
 	CHECK(!pps_b_frames_update(b, t0 + 7 * s, false, false));        /* 5 s clean */
+	CHECK_EQ_INT(pps_b_frames_hold_us(b), 5 * s); /* the hold that turned them off */
 	CHECK_EQ_INT(pps_b_frames_switches(b), 2);
 	/* Drops again 1 s later: B frames, and the next hold is 10 s. */
 	CHECK(pps_b_frames_update(b, t0 + 8 * s, true, false));
