@@ -227,7 +227,10 @@ void pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out);
  *             was seen for the hold time. A hold that ends in a drop within its own
  *             length doubles (up to PPS_B_FRAMES_MAX_HOLDS holds), so a
  *             path that drops now and then switches rarely; one that stays
- *             clean for the longer hold brings it back.
+ *             clean for the longer hold brings it back. A client's
+ *             start counts as a drop without a hold: B frames from its
+ *             join until its path reads clean (no retransmission, no
+ *             window cut, not shared), anchors at once then.
  */
 typedef enum {
 	PPS_B_FRAMES_ALWAYS = 0,
@@ -253,12 +256,20 @@ void pps_b_frames_free(pps_b_frames_t *b);
  * cut a window short since the last look (the caller leaves out clients that
  * cannot be helped: a reader that has stopped taking data); @competing, some
  * client's path is shared with other flows now (counts as a drop: competing,
- * a thin stream's window gets cut). Returns whether the windows should carry
- * B frames from now on.
+ * a thin stream's window gets cut); @starting, some client joined and its
+ * path has not been read clean yet (B frames, no hold: once no client is
+ * starting and nothing dropped since, anchors at once). Returns whether the
+ * windows should carry B frames from now on.
  */
-bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing);
+bool pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing,
+                         bool starting);
+/* A client joined: B frames from now on until an update without @starting
+ * (unless a drop keeps them). Returns whether that switched them on. */
+bool pps_b_frames_join(pps_b_frames_t *b);
 /* The current choice (before any update: B frames unless on-drops). */
 bool pps_b_frames_on(const pps_b_frames_t *b);
+/* Whether they are on only for clients' starts (no drop since). */
+bool pps_b_frames_for_start(const pps_b_frames_t *b);
 /* The clean time that turns them off now (the hold, doubled while anchors do
  * not last); an update that turns them off leaves it as it was. */
 int64_t pps_b_frames_hold_us(const pps_b_frames_t *b);

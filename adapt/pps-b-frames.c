@@ -5,6 +5,9 @@
  * idle or steady path it only makes each window wait for its last frame.
  * Competing for a queue, a window can be cut any moment (the stream's share
  * is a few packets a round trip): that counts as a drop before the first.
+ * A client's start is the same until its path has been read: the first
+ * windows go out at the encoder's first rates, before the loop knows the
+ * path, and a base anchor cut then costs the client its GOP.
  */
 #include "pps-adapt.h"
 
@@ -26,6 +29,7 @@ struct pps_b_frames {
 	int64_t last_drop_us;     /* while on: the last drop */
 	int64_t anchors_since_us; /* while off: when the anchors came back */
 	int64_t hold_us;          /* the hold in force */
+	bool for_start;           /* on only for a client's start: no drop since */
 	uint64_t switches;
 };
 
@@ -56,13 +60,14 @@ pps_b_frames_free(pps_b_frames_t *b)
 }
 
 bool
-pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing)
+pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing, bool starting)
 {
 	dropped = dropped || competing;
 	if (b->params.policy == PPS_B_FRAMES_ALWAYS)
 		return b->on;
 	if (dropped) {
 		b->last_drop_us = now_us;
+		b->for_start = false;
 		if (!b->on) {
 			/* The anchors did not last one hold: hold longer next time. */
 			if (now_us - b->anchors_since_us < b->hold_us &&
@@ -71,6 +76,14 @@ pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool compet
 			b->on = true;
 			b->switches++;
 		}
+	} else if (starting) {
+		(void)pps_b_frames_join(b);
+	} else if (b->on && b->for_start) {
+		/* Every start read clean, and nothing dropped since: no hold. */
+		b->on = false;
+		b->for_start = false;
+		b->anchors_since_us = now_us;
+		b->switches++;
 	} else if (b->on && now_us - b->last_drop_us >= b->hold_us) {
 		b->on = false;
 		b->anchors_since_us = now_us;
@@ -82,9 +95,26 @@ pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool compet
 }
 
 bool
+pps_b_frames_join(pps_b_frames_t *b)
+{
+	if (b->params.policy == PPS_B_FRAMES_ALWAYS || b->on)
+		return false;
+	b->on = true;
+	b->for_start = true;
+	b->switches++;
+	return true;
+}
+
+bool
 pps_b_frames_on(const pps_b_frames_t *b)
 {
 	return b->on;
+}
+
+bool
+pps_b_frames_for_start(const pps_b_frames_t *b)
+{
+	return b->on && b->for_start;
 }
 
 int64_t

@@ -367,6 +367,8 @@ session_ready_cb(pps_session_t *session, void *user)
 		return;
 	join = !k->joined;
 	k->joined = true;
+	if (join && l->callbacks.joined_cb)
+		l->callbacks.joined_cb(session, l->user);
 	ret = pps_recovery_request(l->recovery, &k->recovery, join, listener_now(l), &when);
 	if (ret == PPS_RECOVERY_NOW)
 		l->callbacks.idr_cb(l->user);

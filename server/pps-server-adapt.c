@@ -20,9 +20,11 @@ struct pps_adapt_loop {
 	pps_listener_t *listener;
 	pps_ratealloc_t *ratealloc; /* NULL: the rates are not steered */
 	pps_b_frames_t *b_frames;
-	bool dropped;   /* filled by drops_cb during one step */
-	bool competing; /* filled by drops_cb during one step */
-	char why[160];  /* the first client that did either, for the log */
+	bool dropped;    /* filled by drops_cb during one step */
+	bool competing;  /* filled by drops_cb during one step */
+	bool starting;   /* filled by drops_cb: a client's start is not read yet */
+	char clean[160]; /* filled by drops_cb: the last client whose start read clean */
+	char why[160];   /* the first client that did either, for the log */
 	pps_log_t log;
 
 	struct event *timer;
@@ -56,6 +58,19 @@ collect_cb(pps_session_t *session, void *user)
  * that still reads (a stopped one is not helped by B frames and must not
  * slow everyone else's windows), and whether its path is shared with other
  * flows (the latency cap stepped aside for them). */
+/* The reason logged with a switch on: the first one of the step. */
+static void
+say_why(pps_adapt_loop_t *a, const char *before, const char *peer, const char *after)
+{
+	if (!a->dropped && !a->competing)
+		snprintf(a->why, sizeof(a->why), "%s%s%s", before, peer, after);
+}
+
+/* Whether the session's regulator dropped to keep its deadlines for a reader
+ * that still reads (a stopped one is not helped by B frames and must not
+ * slow everyone else's windows), whether its path is shared with other
+ * flows (the latency cap stepped aside for them), and whether its start was
+ * read: still unread, clean, or lossy (counts as a drop). */
 static void
 drops_cb(pps_session_t *session, void *user)
 {
@@ -63,6 +78,21 @@ drops_cb(pps_session_t *session, void *user)
 	uint64_t cut = pps_session_take_cut_windows(session);
 	bool competing = pps_session_take_competing(session);
 
+	switch (pps_session_take_start(session)) {
+	case PPS_SESSION_START_UNREAD:
+		a->starting = true;
+		break;
+	case PPS_SESSION_START_CLEAN:
+		snprintf(a->clean, sizeof(a->clean), "%s", pps_session_peer(session));
+		break;
+	case PPS_SESSION_START_LOSSY:
+		say_why(a, "the start of client ", pps_session_peer(session),
+		        " had retransmissions or a shared path");
+		a->dropped = true;
+		break;
+	case PPS_SESSION_START_OVER:
+		break;
+	}
 	if (cut > 0) {
 		if (!a->dropped && !a->competing)
 			snprintf(a->why, sizeof(a->why), "%llu window(s) of client %s cut short",
@@ -70,10 +100,8 @@ drops_cb(pps_session_t *session, void *user)
 		a->dropped = true;
 	}
 	if (competing) {
-		if (!a->dropped && !a->competing)
-			snprintf(a->why, sizeof(a->why),
-			         "the path of client %s is shared with other flows",
-			         pps_session_peer(session));
+		say_why(a, "the path of client ", pps_session_peer(session),
+		        " is shared with other flows");
 		a->competing = true;
 	}
 }
@@ -131,13 +159,22 @@ step_cb(evutil_socket_t fd, short what, void *user)
 
 	if (a->b_frames) {
 		bool was = pps_b_frames_on(a->b_frames), on;
+		bool for_start = pps_b_frames_for_start(a->b_frames);
 
 		a->dropped = false;
 		a->competing = false;
+		a->starting = false;
+		a->clean[0] = '\0';
 		pps_listener_foreach(a->listener, drops_cb, a);
-		on = pps_b_frames_update(a->b_frames, now, a->dropped, a->competing);
+		on = pps_b_frames_update(a->b_frames, now, a->dropped, a->competing, a->starting);
 		if (on && !was)
 			pps_log(&a->log, PPS_LOG_INFO, "B frames on: %s", a->why);
+		else if (!on && was && for_start)
+			pps_log(
+			    &a->log, PPS_LOG_INFO,
+			    "B frames off: the start of client %s read clean (no retransmission, "
+			    "no shared path)",
+			    a->clean[0] ? a->clean : "(gone)");
 		else if (!on && was)
 			pps_log(&a->log, PPS_LOG_INFO,
 			        "B frames off: no window cut short and no shared path for %.1f s",
@@ -238,6 +275,16 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 err:
 	pps_adapt_loop_free(a);
 	return NULL;
+}
+
+void
+pps_adapt_loop_joined(pps_adapt_loop_t *a, pps_session_t *session)
+{
+	if (!a || !a->b_frames || !pps_b_frames_join(a->b_frames))
+		return;
+	pps_log(&a->log, PPS_LOG_INFO, "B frames on: client %s joined (until its path reads clean)",
+	        pps_session_peer(session));
+	pps_media_set_b_frames(a->media, true);
 }
 
 void

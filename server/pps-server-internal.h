@@ -296,6 +296,24 @@ void pps_session_get_sched_stats(const pps_session_t *session, pps_sched_stats_t
  * stopped (its windows are dropped until it is evicted) never counts. Returns
  * the cuts that became countable since the last call. */
 uint64_t pps_session_take_cut_windows(pps_session_t *session);
+/* A video client's start, as the closed loop's B-frames rule sees it: its
+ * first windows leave at the encoder's first rates, before anything is known
+ * of its path. The start is read once the client has acknowledged data for
+ * PPS_SESSION_START_READ_US and PPS_SESSION_START_ROUND_TRIPS round trips:
+ * clean (no retransmission, its path not shared) or lossy. A client that took
+ * nothing for PPS_SESSION_START_MAX_US is over without a verdict. */
+typedef enum {
+	PPS_SESSION_START_OVER = 0, /* read before, audio only, or never read */
+	PPS_SESSION_START_UNREAD,
+	PPS_SESSION_START_CLEAN,
+	PPS_SESSION_START_LOSSY,
+} pps_session_start_t;
+#define PPS_SESSION_START_READ_US     500000
+#define PPS_SESSION_START_ROUND_TRIPS 4
+#define PPS_SESSION_START_MAX_US      3000000
+/* The start's verdict, once: UNREAD until there is one, CLEAN or LOSSY at
+ * the call that reads it, OVER after. */
+pps_session_start_t pps_session_take_start(pps_session_t *session);
 /* Whether the path is shared with other flows (the latency cap stepped aside
  * for them) for a reader that is still reading: seen at this call and the
  * last one, with more bytes acknowledged than were acknowledged and in flight

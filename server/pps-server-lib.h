@@ -125,6 +125,9 @@ typedef struct {
 	void (*idr_cb)(void *user);
 	/* A streaming session is going (its figures are final); optional. */
 	void (*left_cb)(pps_session_t *session, void *user);
+	/* A video client was admitted (before its join's IDR is asked for);
+	 * optional. */
+	void (*joined_cb)(pps_session_t *session, void *user);
 } pps_listener_callbacks_t;
 
 typedef struct {
@@ -246,6 +249,9 @@ pps_adapt_loop_t *pps_adapt_loop_new(struct event_base *base, const pps_adapt_lo
                                      pps_media_t *media, pps_listener_t *listener, char *err,
                                      size_t err_size);
 void pps_adapt_loop_free(pps_adapt_loop_t *loop);
+/* A video client joined: with B frames on drops, they come on now, until its
+ * path reads clean (pps_session_take_start()). */
+void pps_adapt_loop_joined(pps_adapt_loop_t *loop, pps_session_t *session);
 
 /* ---- --log ------------------------------------------------------------- */
 

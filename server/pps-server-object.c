@@ -128,6 +128,14 @@ idr_cb(void *user)
 }
 
 static void
+joined_cb(pps_session_t *session, void *user)
+{
+	pps_server_t *s = user;
+
+	pps_adapt_loop_joined(s->adapt, session);
+}
+
+static void
 left_cb(pps_session_t *session, void *user)
 {
 	pps_server_t *s = user;
@@ -190,8 +198,11 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	lp->frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
 	if (params->metrics != PPS_SERVER_METRICS_OFF)
 		lp->session.web_pages = (pps_web_pages_t){.page_cb = metrics_page_cb, .user = s};
-	s->listener = pps_listener_new(
-	    base, lp, &(pps_listener_callbacks_t){.idr_cb = idr_cb, .left_cb = left_cb}, s);
+	s->listener =
+	    pps_listener_new(base, lp,
+	                     &(pps_listener_callbacks_t){
+	                         .idr_cb = idr_cb, .left_cb = left_cb, .joined_cb = joined_cb},
+	                     s);
 	if (!s->listener) {
 		snprintf(err, err_size, "cannot create the listener: %s", strerror(errno));
 		goto err;

@@ -64,8 +64,9 @@ struct pps_session {
 	 * and the bytes acknowledged and in flight then. */
 	bool competing_seen;
 	uint64_t competing_seen_acked;
-	int64_t accepted_us;                 /* for the handshake timeout */
-	int bye_reason;                      /* the BYE reason we refused with, or -1 */
+	bool starting;       /* a video client whose path pps_session_take_start() has not read */
+	int64_t accepted_us; /* for the handshake timeout */
+	int bye_reason;      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint16_t hello_flags;                /* PPS_WIRE_HELLO_*, applied at admission */
 	bool audio;                          /* audio frames go to this connection */
@@ -338,8 +339,10 @@ admit(pps_session_t *s)
 	                                  : "");
 	pps_transport_kick(s->transport);
 	/* A video client wants an IDR to start from; an audio-only one does not. */
-	if (!pps_session_audio_only(s))
+	if (!pps_session_audio_only(s)) {
+		s->starting = true;
 		s->ready_cb(s, s->user);
+	}
 }
 
 /* Whether the peer may try a token now (@take: spending a try); if not, it
@@ -898,6 +901,29 @@ pps_session_take_cut_windows(pps_session_t *s)
 	}
 	s->cut_seen = st.windows_short;
 	return counted;
+}
+
+pps_session_start_t
+pps_session_take_start(pps_session_t *s)
+{
+	pps_path_estimate_t e;
+	int64_t since;
+
+	if (!s->starting || s->state != PPS_SESSION_STREAMING || s->closing)
+		return PPS_SESSION_START_OVER;
+	since = session_now(s) - s->joined_us;
+	pps_session_get_path(s, &e);
+	if (!e.valid || e.bytes_acked == 0 || since < PPS_SESSION_START_READ_US ||
+	    since < PPS_SESSION_START_ROUND_TRIPS * (int64_t)e.srtt_us) {
+		if (since < PPS_SESSION_START_MAX_US)
+			return PPS_SESSION_START_UNREAD;
+		s->starting = false; /* it took nothing: not a path B frames help */
+		return PPS_SESSION_START_OVER;
+	}
+	s->starting = false;
+	if (e.retrans_pkts > 0 || e.cap_state == PPS_PATH_CAP_COMPETING)
+		return PPS_SESSION_START_LOSSY;
+	return PPS_SESSION_START_CLEAN;
 }
 
 bool

@@ -629,22 +629,22 @@ test_b_frames_on_drops(void)
 	CHECK(pps_b_frames_new(&bad) == NULL && errno == EINVAL);
 	CHECK(!pps_b_frames_on(b));
 	CHECK(pps_b_frames_on(a));
-	CHECK(!pps_b_frames_update(b, t0, false, false));
-	CHECK(!pps_b_frames_update(b, t0 + s, false, false));
-	CHECK(pps_b_frames_update(b, t0 + 2 * s, true, false));          /* a drop */
-	CHECK(pps_b_frames_update(b, t0 + 6 * s, false, false));         /* 4 s clean */
-	CHECK(pps_b_frames_update(b, t0 + 6 * s + s / 2, false, false)); /* 4.5 s clean */
-	CHECK(!pps_b_frames_update(b, t0 + 7 * s, false, false));        /* 5 s clean */
+	CHECK(!pps_b_frames_update(b, t0, false, false, false));
+	CHECK(!pps_b_frames_update(b, t0 + s, false, false, false));
+	CHECK(pps_b_frames_update(b, t0 + 2 * s, true, false, false));          /* a drop */
+	CHECK(pps_b_frames_update(b, t0 + 6 * s, false, false, false));         /* 4 s clean */
+	CHECK(pps_b_frames_update(b, t0 + 6 * s + s / 2, false, false, false)); /* 4.5 s clean */
+	CHECK(!pps_b_frames_update(b, t0 + 7 * s, false, false, false));        /* 5 s clean */
 	CHECK_EQ_INT(pps_b_frames_hold_us(b), 5 * s); /* the hold that turned them off */
 	CHECK_EQ_INT(pps_b_frames_switches(b), 2);
 	/* Drops again 1 s later: B frames, and the next hold is 10 s. */
-	CHECK(pps_b_frames_update(b, t0 + 8 * s, true, false));
-	CHECK(pps_b_frames_update(b, t0 + 17 * s, false, false));
-	CHECK(!pps_b_frames_update(b, t0 + 18 * s, false, false));
+	CHECK(pps_b_frames_update(b, t0 + 8 * s, true, false, false));
+	CHECK(pps_b_frames_update(b, t0 + 17 * s, false, false, false));
+	CHECK(!pps_b_frames_update(b, t0 + 18 * s, false, false, false));
 	/* Clean for that hold: the next one is 5 s again. */
-	CHECK(!pps_b_frames_update(b, t0 + 28 * s, false, false));
-	CHECK(pps_b_frames_update(b, t0 + 40 * s, true, false));
-	CHECK(!pps_b_frames_update(b, t0 + 45 * s, false, false));
+	CHECK(!pps_b_frames_update(b, t0 + 28 * s, false, false, false));
+	CHECK(pps_b_frames_update(b, t0 + 40 * s, true, false, false));
+	CHECK(!pps_b_frames_update(b, t0 + 45 * s, false, false, false));
 	CHECK_EQ_INT(pps_b_frames_switches(b), 6);
 	/* Anchors that never last: the hold doubles up to
 	 * PPS_B_FRAMES_MAX_HOLDS x 5 s = 40 s, no further. */
@@ -655,30 +655,53 @@ test_b_frames_on_drops(void)
 			int steps = 0;
 
 			t += s / 10;
-			CHECK(pps_b_frames_update(b, t, true, false));
-			while (pps_b_frames_update(b, t += s, false, false) && steps < 100)
+			CHECK(pps_b_frames_update(b, t, true, false, false));
+			while (pps_b_frames_update(b, t += s, false, false, false) && steps < 100)
 				steps++;
 			CHECK(steps < 100);
 		}
 		t += s / 10;
-		CHECK(pps_b_frames_update(b, t, true, false));
-		CHECK(pps_b_frames_update(b, t + 39 * s, false, false));
-		CHECK(!pps_b_frames_update(b, t + 40 * s, false, false));
+		CHECK(pps_b_frames_update(b, t, true, false, false));
+		CHECK(pps_b_frames_update(b, t + 39 * s, false, false, false));
+		CHECK(!pps_b_frames_update(b, t + 40 * s, false, false, false));
 	}
 	/* A path shared with other flows counts as a drop, each step. */
 	{
 		pps_b_frames_t *c = pps_b_frames_new(&p);
 
 		REQUIRE(c);
-		CHECK(!pps_b_frames_update(c, t0, false, false));
-		CHECK(pps_b_frames_update(c, t0 + s, false, true));
-		CHECK(pps_b_frames_update(c, t0 + 5 * s, false, true));
-		CHECK(pps_b_frames_update(c, t0 + 9 * s, false, false));
-		CHECK(!pps_b_frames_update(c, t0 + 10 * s, false, false));
+		CHECK(!pps_b_frames_update(c, t0, false, false, false));
+		CHECK(pps_b_frames_update(c, t0 + s, false, true, false));
+		CHECK(pps_b_frames_update(c, t0 + 5 * s, false, true, false));
+		CHECK(pps_b_frames_update(c, t0 + 9 * s, false, false, false));
+		CHECK(!pps_b_frames_update(c, t0 + 10 * s, false, false, false));
 		pps_b_frames_free(c);
 	}
-	CHECK(pps_b_frames_update(a, t0, true, false));
-	CHECK(pps_b_frames_update(a, t0 + 100 * s, true, false));
+	/* A join: B frames at once, while its start is unread; anchors at the
+	 * first look after it read clean, with no hold. A drop during a start
+	 * makes it an ordinary drop (the hold runs from it). */
+	{
+		pps_b_frames_t *c = pps_b_frames_new(&p);
+
+		REQUIRE(c);
+		CHECK(pps_b_frames_join(c));
+		CHECK(pps_b_frames_on(c) && pps_b_frames_for_start(c));
+		CHECK(!pps_b_frames_join(c)); /* a second joiner: already on */
+		CHECK(pps_b_frames_update(c, t0, false, false, true));
+		CHECK(!pps_b_frames_update(c, t0 + s, false, false, false));
+		CHECK(!pps_b_frames_for_start(c));
+		CHECK_EQ_INT(pps_b_frames_switches(c), 2);
+		CHECK(pps_b_frames_join(c));
+		CHECK(pps_b_frames_update(c, t0 + 2 * s, true, false, true)); /* lossy start */
+		CHECK(!pps_b_frames_for_start(c));
+		CHECK(pps_b_frames_update(c, t0 + 3 * s, false, false, false));
+		CHECK(pps_b_frames_update(c, t0 + 6 * s, false, false, false));
+		CHECK(!pps_b_frames_update(c, t0 + 7 * s, false, false, false)); /* the hold */
+		pps_b_frames_free(c);
+	}
+	CHECK(!pps_b_frames_join(a)); /* always: on, no switch */
+	CHECK(pps_b_frames_update(a, t0, true, false, false));
+	CHECK(pps_b_frames_update(a, t0 + 100 * s, true, false, false));
 	CHECK_EQ_INT(pps_b_frames_switches(a), 0);
 	CHECK_EQ_INT(pps_b_frames_new(&(pps_b_frames_params_t){.hold_us = 0}) == NULL, 1);
 	pps_b_frames_free(b);
