@@ -243,7 +243,8 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 	a->listener = listener;
 	a->log = p->log;
 	a->audio_max_bps = pps_media_audio_bitrate(media);
-	if (p->b_frames.policy != PPS_B_FRAMES_ALWAYS) {
+	/* Windows of one frame have no B frames to switch. */
+	if (p->b_frames.policy != PPS_B_FRAMES_ALWAYS && si->temporal_layers > 1) {
 		a->b_frames = pps_b_frames_new(&p->b_frames);
 		if (!a->b_frames) {
 			snprintf(err, err_size, "[pps] b_frames: %s", strerror(errno));
@@ -282,7 +283,7 @@ pps_adapt_loop_joined(pps_adapt_loop_t *a, pps_session_t *session)
 {
 	if (!a || !a->b_frames || !pps_b_frames_join(a->b_frames))
 		return;
-	pps_log(&a->log, PPS_LOG_INFO, "B frames on: client %s joined (until its path reads clean)",
+	pps_log(&a->log, PPS_LOG_INFO, "B frames on: new client %s, until its path reads clean",
 	        pps_session_peer(session));
 	pps_media_set_b_frames(a->media, true);
 }
