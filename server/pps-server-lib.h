@@ -194,6 +194,14 @@ int pps_listener_listen(pps_listener_t *listener, const char *listen_at, unsigne
  */
 int pps_listener_add(pps_listener_t *listener, int fd, const struct sockaddr *addr,
                      socklen_t addr_len);
+/*
+ * pps_listener_add(), and the session then handles @input (@input_len
+ * bytes, may be 0) as the first bytes its client sent: the records a relay
+ * read from the connection to route it by its HELLO, or a publisher's
+ * relay's HELLO (pps_session_input()). Plaintext connections only.
+ */
+int pps_listener_add_with_input(pps_listener_t *listener, int fd, const struct sockaddr *addr,
+                                socklen_t addr_len, const uint8_t *input, size_t input_len);
 /* Queues @window for every streaming client (the caller keeps its reference). */
 void pps_listener_push_window(pps_listener_t *listener, pps_window_t *window);
 /* An open window pushed before got an ADU or closed (pps_media_events_t):
