@@ -309,8 +309,8 @@ pps_stream_name_check(const char *name, char *err, size_t err_size)
 }
 
 int
-pps_stream_location_split(const char *location, char *address, size_t address_size,
-                          char *stream, size_t stream_size, char *err, size_t err_size)
+pps_stream_location_split(const char *location, char *address, size_t address_size, char *stream,
+                          size_t stream_size, char *err, size_t err_size)
 {
 	const char *slash = strchr(location, '/');
 	size_t address_len = slash ? (size_t)(slash - location) : strlen(location);

@@ -462,6 +462,13 @@ typedef struct {
 	const char *record_path; /* the stream as encoded (pps_record_t); NULL or "": none */
 	pps_server_metrics_mode_t metrics; /* GET /metrics on the listener */
 	pps_log_t log;                     /* every object's messages; zero: dropped */
+	/* HOST:PORT/NAME: publish to that relay (pps-relay.h) instead of
+	 * listening: the relay is the one client, served by the same session,
+	 * regulator and writer as a viewer; listener.session.access_token is
+	 * what the relay's challenge is answered with. The audio, if any, goes
+	 * on that connection. The server fails once the connection ends.
+	 * NULL or "": listen. */
+	const char *publish;
 } pps_server_params_t;
 
 /*

@@ -165,6 +165,10 @@ pps_wire_bye_reason_name(unsigned reason)
 		return "unauthorized";
 	case PPS_WIRE_BYE_TOO_SLOW:
 		return "too-slow";
+	case PPS_WIRE_BYE_NO_STREAM:
+		return "no-stream";
+	case PPS_WIRE_BYE_STREAM_TAKEN:
+		return "stream-taken";
 	}
 	return "unknown";
 }
@@ -203,7 +207,8 @@ body_size(const pps_wire_record_t *r, size_t *bytes)
 			return -EINVAL;
 		/* The stream name travels only with its flag, and never empty. */
 		if ((r->u.hello.flags & PPS_WIRE_HELLO_STREAM)
-		        ? r->u.hello.stream_len == 0 || r->u.hello.stream_len > PPS_WIRE_MAX_STREAM_BYTES
+		        ? r->u.hello.stream_len == 0 ||
+		              r->u.hello.stream_len > PPS_WIRE_MAX_STREAM_BYTES
 		        : r->u.hello.stream_len != 0)
 			return -EINVAL;
 		*bytes = HELLO_FIXED_BYTES + (size_t)r->u.hello.name_len + r->u.hello.auth_len;

@@ -99,6 +99,8 @@ typedef enum {
 	PPS_WIRE_BYE_INTERNAL = 4,     /* the sender failed */
 	PPS_WIRE_BYE_UNAUTHORIZED = 5, /* HELLO without the server's access token */
 	PPS_WIRE_BYE_TOO_SLOW = 6,     /* the client took no data for too long */
+	PPS_WIRE_BYE_NO_STREAM = 7,    /* a relay has no stream of the HELLO's name */
+	PPS_WIRE_BYE_STREAM_TAKEN = 8, /* a relay's stream of that name has a publisher */
 } pps_wire_bye_reason_t;
 
 typedef struct {

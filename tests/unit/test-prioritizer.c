@@ -166,9 +166,8 @@ test_window_relayed(void)
 		pps_window_unref(r);
 		/* An id outside the announced range, or twice: refused, refs taken. */
 		adus[0] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0));
-		CHECK(!pps_window_new_relayed(pps_window_id(w), 0, 1,
-		                              pps_adu_info(adus[0])->id + 1, 4, adus, 1,
-		                              PPS_PRIORITY_BALANCED));
+		CHECK(!pps_window_new_relayed(pps_window_id(w), 0, 1, pps_adu_info(adus[0])->id + 1,
+		                              4, adus, 1, PPS_PRIORITY_BALANCED));
 		CHECK_EQ_INT(errno, EINVAL);
 		adus[0] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0));
 		adus[1] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0));
