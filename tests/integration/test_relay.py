@@ -148,7 +148,7 @@ def relay_impostor(build, workdir):
         stop_all(pub, relay)
     check(rc_tokenless == 1 and "access token" in tokenless.stderr, "tokenless: %s" % tokenless.stderr[-600:])
     check(rc_wrong == 1 and "wrong access token" in wrong.stderr, "wrong token: %s" % wrong.stderr[-600:])
-    shown_well(viewer, 100)
+    shown_well(viewer, 60)
 
 
 def publish_hello(name):
