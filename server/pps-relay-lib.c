@@ -69,6 +69,11 @@ struct relay_stream {
 	struct event *linger;
 	pps_wire_parser_t *parser;
 	bool have_info;
+	/* Subscribed to another relay (pps_relay_upstream()): it may challenge
+	 * before STREAM_INFO, answered with this token. */
+	bool upstream;
+	const char *upstream_token;
+	bool answered;
 	pps_wire_stream_info_t info;
 	pps_listener_t *listener; /* from STREAM_INFO on */
 	/* The window being received. */
@@ -421,6 +426,23 @@ stream_window_end(relay_stream_t *s, const pps_wire_window_end_t *e, char *why, 
 static int
 stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t why_size)
 {
+	if (s->upstream && !s->have_info && !s->answered && rec->kind == PPS_WIRE_CHALLENGE) {
+		pps_wire_record_t auth = {.kind = PPS_WIRE_AUTH};
+		const char *token = s->upstream_token;
+
+		if (!token || !token[0]) {
+			snprintf(why, why_size, "the upstream wants an access token");
+			return -EPERM;
+		}
+		auth.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
+		pps_wire_auth_mac(token, strlen(token), rec->u.challenge.nonce, auth.u.auth.mac);
+		s->answered = true;
+		if (pps_server_write_record_now(s->fd, &auth) < 0) {
+			snprintf(why, why_size, "cannot answer the upstream's CHALLENGE");
+			return -EIO;
+		}
+		return 0;
+	}
 	if (!s->have_info && rec->kind != PPS_WIRE_STREAM_INFO && rec->kind != PPS_WIRE_BYE) {
 		snprintf(why, why_size, "%s before STREAM_INFO", pps_wire_kind_name(rec->kind));
 		return -EPROTO;
@@ -507,7 +529,9 @@ stream_input(relay_stream_t *s, const uint8_t *data, size_t len)
 		}
 		if (ret < 0) {
 			stream_end(s, true,
-			           ret == -ENOMEM ? PPS_WIRE_BYE_INTERNAL : PPS_WIRE_BYE_PROTOCOL,
+			           ret == -ENOMEM || ret == -EIO ? PPS_WIRE_BYE_INTERNAL
+			           : ret == -EPERM               ? PPS_WIRE_BYE_UNAUTHORIZED
+			                                         : PPS_WIRE_BYE_PROTOCOL,
 			           why);
 			return;
 		}
@@ -990,6 +1014,86 @@ pps_relay_free(pps_relay_t *r)
 		close(r->listen_fd);
 	pps_log_limit_flush(&r->peer_log_limit);
 	free(r);
+}
+
+/* ---- a stream from another relay ------------------------------------------ */
+
+int
+pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char *err,
+                   size_t err_size)
+{
+	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+	relay_stream_t *s;
+	int fd = -1, ret;
+
+	if (pps_stream_location_split(location, address, sizeof(address), stream, sizeof(stream),
+	                              err, err_size) < 0)
+		return -EINVAL;
+	if (!stream[0] ||
+	    pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "--upstream %s: not HOST:PORT/NAME", location);
+		return -EINVAL;
+	}
+	if (find_stream(r, stream) || count_streams(r) >= r->params.max_streams) {
+		snprintf(err, err_size, "--upstream %s: the name is taken or the relay is full",
+		         location);
+		return -EBUSY;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "cannot resolve %s: %s", address, gai_strerror(ret));
+		return -EINVAL;
+	}
+	/* Blocking connect at start-up, like a publisher's; then the loop's. */
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot connect to the upstream %s: %s", address,
+		         strerror(errno));
+		freeaddrinfo(res);
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	freeaddrinfo(res);
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES))) {
+		free(s);
+		close(fd);
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
+	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
+	s->relay = r;
+	s->fd = fd;
+	s->upstream = true;
+	s->upstream_token = token;
+	snprintf(s->name, sizeof(s->name), "%s", stream);
+	snprintf(s->peer, sizeof(s->peer), "upstream %s", location);
+	/* A viewer's HELLO: the upstream serves this relay as any viewer. */
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_STREAM;
+	if (token && token[0])
+		hello.u.hello.flags |= PPS_WIRE_HELLO_CHALLENGE;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-relay");
+	hello.u.hello.stream_len =
+	    (uint8_t)snprintf(hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", stream);
+	s->read_event = event_new(r->base, fd, EV_READ | EV_PERSIST, stream_read_cb, s);
+	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
+	    pps_server_write_record_now(fd, &hello) < 0) {
+		snprintf(err, err_size, "cannot subscribe to %s", location);
+		stream_free(s);
+		return -EIO;
+	}
+	s->next = r->streams;
+	r->streams = s;
+	pps_log(&r->params.log, PPS_LOG_INFO, "subscribed to %s as stream %s", location, s->name);
+	return 0;
 }
 
 /* ---- the publisher's side -------------------------------------------------- */

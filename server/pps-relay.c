@@ -25,6 +25,8 @@ typedef struct {
 	pps_relay_t *relay;
 	bool quiet;
 	const char *port_file;
+	const char *upstream[8]; /* --upstream HOST:PORT/NAME, each */
+	unsigned n_upstream;
 	unsigned max_streams;
 	double duration_s;
 	struct event *events[3]; /* SIGINT, SIGTERM, --duration */
@@ -89,6 +91,7 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	    {"listen", required_argument, NULL, 'l'},
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"max-streams", required_argument, NULL, 'm'},
+	    {"upstream", required_argument, NULL, 'u'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {NULL, 0, NULL, 0},
@@ -119,6 +122,13 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 				goto err_message;
 			}
 			cli->max_streams = (unsigned)n;
+			break;
+		case 'u':
+			if (cli->n_upstream == sizeof(cli->upstream) / sizeof(cli->upstream[0])) {
+				snprintf(err, sizeof(err), "--upstream: at most 8");
+				goto err_message;
+			}
+			cli->upstream[cli->n_upstream++] = optarg;
 			break;
 		case 'd':
 			cli->duration_s = strtod(optarg, &end);
@@ -191,6 +201,15 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-relay: %s\n", err);
 		status = 1;
 		goto out;
+	}
+	for (unsigned i = 0; i < cli.n_upstream; i++) {
+		if (pps_relay_upstream(cli.relay, cli.upstream[i],
+		                       settings.server.listener.session.access_token, err,
+		                       sizeof(err)) < 0) {
+			fprintf(stderr, "pps-relay: %s\n", err);
+			status = 1;
+			goto out;
+		}
 	}
 	if (cli.port_file) {
 		FILE *f = fopen(cli.port_file, "w");

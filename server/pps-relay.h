@@ -69,6 +69,16 @@ pps_relay_t *pps_relay_new(struct event_base *base, const pps_relay_params_t *pa
  * negative errno with @err. */
 int pps_relay_listen(pps_relay_t *relay, const char *listen_at, unsigned *port_out, char *err,
                      size_t err_size);
+/*
+ * A tree: subscribes to @location (HOST:PORT/NAME: another relay's stream,
+ * or a pps-server's) as a viewer would, proving @token if challenged (NULL
+ * or "": none), and hosts what it receives as its own stream NAME, exactly
+ * as if a publisher pushed it (its viewers' joins go upstream as
+ * RECOVERY_REQUESTs). Connects now (blocking); the stream ends when that
+ * connection does (no reconnect yet). 0 or a negative errno with @err.
+ */
+int pps_relay_upstream(pps_relay_t *relay, const char *location, const char *token, char *err,
+                       size_t err_size);
 /* BYE normal with @text to every publisher and subscriber. */
 void pps_relay_say_bye(pps_relay_t *relay, const char *text);
 void pps_relay_get_stats(const pps_relay_t *relay, pps_relay_stats_t *stats);

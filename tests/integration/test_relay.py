@@ -214,8 +214,27 @@ def relay_late_joiner(build, workdir):
     check("lost layer 0" in pub.stderr_text(), "the publisher saw no RECOVERY_REQUEST: %s" % pub.stderr_text()[-600:])
 
 
+def relay_tree(build, workdir):
+    """Publisher -> relay A -> relay B (--upstream A/NAME) -> viewer: two hops,
+    the viewer's join travels up both as RECOVERY_REQUESTs."""
+    a = Relay(build, workdir)
+    pub = b = None
+    try:
+        pub = publish(build, workdir, a, "room/alice", "encoder.gop_frames=300")
+        b = Relay(build, workdir, extra=["--upstream", a.address + "/room/alice"])
+        b.wait_for_log("stream room/alice: ")
+        viewer = Client(build, workdir, b.address + "/room/alice", duration=6, name="viewer")
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
+    finally:
+        stop_all(pub, b, a)
+    shown_well(viewer, 100, pct=0)
+    check("subscribed to %s/room/alice" % a.address in b.log(), b.log()[-1000:])
+    check('"pps-relay" lost layer 0' in pub.stderr_text(), "no request reached the publisher: %s" %
+          pub.stderr_text()[-600:])
+
+
 TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor,
-                                 relay_garbage_publisher, relay_late_joiner]}
+                                 relay_garbage_publisher, relay_late_joiner, relay_tree]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
