@@ -19,8 +19,10 @@
 
 static const pps_config_key_t keys[] = {
     /* [client] */
-    PPS_CONFIG_ADDRESS("client", "server", "127.0.0.1:7400",
-                       "server to connect to (host:port or [v6addr]:port)"),
+    PPS_CONFIG_ADDRESS(
+        "client", "server", "127.0.0.1:7400",
+        "server to connect to (host:port or [v6addr]:port); host:port/NAME asks a relay "
+        "(pps-relay) for its stream NAME"),
     PPS_CONFIG_STRING("client", "name", "pps-client", "name sent in HELLO, shown in server logs"),
     PPS_CONFIG_STRING(
         "client", "access_token", "",

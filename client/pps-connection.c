@@ -43,7 +43,9 @@
 struct pps_connection {
 	struct event_base *base;
 	pps_connection_params_t params;
-	char server[256];
+	char server[256];  /* as given: HOST:PORT or HOST:PORT/STREAM, for messages */
+	char address[256]; /* HOST:PORT */
+	char stream[PPS_WIRE_MAX_STREAM_BYTES + 1]; /* "" unless a stream was named */
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1];
 	pps_connection_callbacks_t callbacks;
 	void *user;
@@ -503,6 +505,11 @@ connected(pps_connection_t *c)
 	if (c->params.access_token && c->params.access_token[0])
 		hello.u.hello.flags = PPS_WIRE_HELLO_CHALLENGE;
 	hello.u.hello.flags |= c->params.hello_flags;
+	if (c->stream[0]) {
+		hello.u.hello.flags |= PPS_WIRE_HELLO_STREAM;
+		hello.u.hello.stream_len = (uint8_t)snprintf(
+		    hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", c->stream);
+	}
 	if (pps_connection_send(c, &hello) < 0) {
 		ended(c, "cannot send HELLO", true);
 		return;
@@ -527,7 +534,7 @@ tcp_connected(pps_connection_t *c)
 	}
 	if (!name[0]) {
 		/* Validated by the configuration loader already. */
-		(void)pps_socket_split_address(c->server, host, sizeof(host), port, sizeof(port));
+		(void)pps_socket_split_address(c->address, host, sizeof(host), port, sizeof(port));
 		name = host;
 	}
 	c->tls = pps_tls_new(c->tls_ctx, c->fd, name);
@@ -594,7 +601,7 @@ start(pps_connection_t *c)
 	tv = pps_time_us_to_timeval(c->params.handshake_timeout_us);
 	event_add(c->handshake_timer, &tv);
 	/* Validated by the configuration loader already. */
-	if (pps_socket_split_address(c->server, host, sizeof(host), port, sizeof(port)) < 0) {
+	if (pps_socket_split_address(c->address, host, sizeof(host), port, sizeof(port)) < 0) {
 		snprintf(why, sizeof(why), "bad server address %s", c->server);
 		ended(c, why, true);
 		return;
@@ -656,6 +663,16 @@ pps_connection_new(struct event_base *base, const pps_connection_params_t *param
 	c->base = base;
 	c->params = *params;
 	snprintf(c->server, sizeof(c->server), "%s", params->server);
+	{
+		char why[160];
+
+		if (pps_stream_location_split(c->server, c->address, sizeof(c->address), c->stream,
+		                              sizeof(c->stream), why, sizeof(why)) < 0) {
+			free(c);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	snprintf(c->name, sizeof(c->name), "%s", params->name ? params->name : "");
 	c->params.server = c->server;
 	c->params.name = c->name;

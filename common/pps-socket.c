@@ -262,3 +262,79 @@ pps_socket_send_now(int fd, const void *buf, size_t len)
 		return -errno;
 	return (size_t)k == len ? 0 : -EIO;
 }
+
+static bool
+stream_name_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+int
+pps_stream_name_check(const char *name, char *err, size_t err_size)
+{
+	size_t len = strlen(name), start = 0;
+	char dummy[1];
+
+	if (!err) {
+		err = dummy;
+		err_size = sizeof(dummy);
+	}
+	if (len == 0 || len > PPS_STREAM_NAME_MAX_BYTES) {
+		snprintf(err, err_size, "a stream name has 1 to %d characters (this one %zu)",
+		         PPS_STREAM_NAME_MAX_BYTES, len);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && name[i] != '/') {
+			if (!stream_name_char_ok(name[i])) {
+				snprintf(err, err_size,
+				         "stream name: character %zu is not a letter, digit, '.', "
+				         "'_', '-' or '/'",
+				         i + 1);
+				return -EINVAL;
+			}
+			continue;
+		}
+		/* A component ends at name[i]: name[start .. i - 1]. */
+		if (i == start || (i - start == 1 && name[start] == '.') ||
+		    (i - start == 2 && name[start] == '.' && name[start + 1] == '.')) {
+			snprintf(err, err_size,
+			         "stream name: an empty, \".\" or \"..\" component between '/'");
+			return -EINVAL;
+		}
+		start = i + 1;
+	}
+	return 0;
+}
+
+int
+pps_stream_location_split(const char *location, char *address, size_t address_size, char *stream,
+                          size_t stream_size, char *err, size_t err_size)
+{
+	const char *slash = strchr(location, '/');
+	size_t address_len = slash ? (size_t)(slash - location) : strlen(location);
+	char why[160];
+
+	if (address_len >= address_size) {
+		snprintf(err, err_size, "%s: the address is too long", location);
+		return -EINVAL;
+	}
+	memcpy(address, location, address_len);
+	address[address_len] = '\0';
+	if (!slash) {
+		if (stream_size)
+			stream[0] = '\0';
+		return 0;
+	}
+	if (pps_stream_name_check(slash + 1, why, sizeof(why)) < 0) {
+		snprintf(err, err_size, "%s: %s", location, why);
+		return -EINVAL;
+	}
+	if (strlen(slash + 1) >= stream_size) {
+		snprintf(err, err_size, "%s: the stream name is too long", location);
+		return -EINVAL;
+	}
+	snprintf(stream, stream_size, "%s", slash + 1);
+	return 0;
+}

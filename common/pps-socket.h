@@ -105,4 +105,25 @@ int pps_socket_set_timestamp_ns(int fd, bool on);
 int pps_socket_split_address(const char *address, char *host, size_t host_size, char *port,
                              size_t port_size);
 
+/* Longest stream name (the wire's PPS_WIRE_MAX_STREAM_BYTES). */
+#define PPS_STREAM_NAME_MAX_BYTES 64
+
+/*
+ * A stream name: 1..PPS_STREAM_NAME_MAX_BYTES bytes of ASCII letters, digits,
+ * '.', '_' and '-' in components joined by '/' ("room/alice"); no empty
+ * component, none that is "." or "..", no leading or trailing '/'. 0, or
+ * -EINVAL with what is wrong in @err (may be NULL).
+ */
+int pps_stream_name_check(const char *name, char *err, size_t err_size);
+
+/*
+ * Splits "HOST:PORT/NAME" (or "[v6]:PORT/NAME") at its first '/': the
+ * address into @address, the stream name into @stream ("" when there is no
+ * '/'). 0, or -EINVAL with the reason in @err: a part does not fit its
+ * buffer, or the name fails pps_stream_name_check(). The address itself is
+ * not checked (pps_socket_split_address() does that).
+ */
+int pps_stream_location_split(const char *location, char *address, size_t address_size,
+                              char *stream, size_t stream_size, char *err, size_t err_size);
+
 #endif /* PPS_SOCKET_H */

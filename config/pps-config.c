@@ -119,10 +119,15 @@ parse_value(const pps_config_key_t *key, const char *text, int64_t *number)
 		*number = 0;
 		return 0;
 	case PPS_CONFIG_TYPE_ADDRESS: {
-		char host[256], port[16];
+		char host[256], port[16], address[300], stream[PPS_STREAM_NAME_MAX_BYTES + 1];
+		char why[8];
 
 		*number = 0;
-		return pps_socket_split_address(text, host, sizeof(host), port, sizeof(port));
+		/* HOST:PORT, or HOST:PORT/STREAM: a relay's named stream. */
+		if (pps_stream_location_split(text, address, sizeof(address), stream,
+		                              sizeof(stream), why, sizeof(why)) < 0)
+			return -EINVAL;
+		return pps_socket_split_address(address, host, sizeof(host), port, sizeof(port));
 	}
 	case PPS_CONFIG_TYPE_ENUM: {
 		int i = pps_names_find(key->choices, text);

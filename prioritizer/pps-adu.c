@@ -61,6 +61,13 @@ pps_adu_new(const pps_adu_info_t *info, const uint8_t *data, size_t size)
 	return adu;
 }
 
+pps_adu_t *
+pps_adu_ref(pps_adu_t *adu)
+{
+	atomic_fetch_add_explicit(&adu->refcount, 1, memory_order_relaxed);
+	return adu;
+}
+
 void
 pps_adu_unref(pps_adu_t *adu)
 {

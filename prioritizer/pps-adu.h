@@ -53,6 +53,8 @@ pps_adu_t *pps_adu_new(const pps_adu_info_t *info, const uint8_t *data, size_t s
 /* Takes over @data (allocated with malloc) instead of copying it. */
 pps_adu_t *pps_adu_new_take(const pps_adu_info_t *info, uint8_t *data, size_t size);
 
+/* One more reference (a relay's window shares the ADU with the test that made it). */
+pps_adu_t *pps_adu_ref(pps_adu_t *adu);
 void pps_adu_unref(pps_adu_t *adu);
 
 const pps_adu_info_t *pps_adu_info(const pps_adu_t *adu);

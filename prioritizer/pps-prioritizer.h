@@ -124,6 +124,21 @@ uint32_t pps_window_first_adu_id(const pps_window_t *window);
 int64_t pps_window_adu_due_capture_us(const pps_window_t *window, size_t i);
 
 /*
+ * A closed window rebuilt from a received one (a relay): its WINDOW_BEGIN's
+ * @id, @first_capture_us, @frames, @first_adu_id and @adus_total (the ADUs it
+ * announced), and the @n whole ADUs that arrived of it, in any order (the
+ * array is reordered; the window takes the references, also on failure).
+ * Every ADU id must lie in first_adu_id .. + adus_total - 1, once; the ADUs
+ * that did not arrive stay announced, and a scheduler reports them dropped,
+ * as for a window closed short. The send order is made with @policy, as the
+ * publisher made it. NULL with errno EINVAL (ids or sizes out of range) or
+ * ENOMEM.
+ */
+pps_window_t *pps_window_new_relayed(uint32_t id, int64_t first_capture_us, unsigned frames,
+                                     uint32_t first_adu_id, size_t adus_total, pps_adu_t **adus,
+                                     size_t n, pps_priority_policy_t policy);
+
+/*
  * Groups ADUs, arriving in decode order, into windows. A window closes when
  * the producer says its frames are done (pps_windower_frames_done) or when an
  * ADU of a later window arrives; closed windows get their send order and are

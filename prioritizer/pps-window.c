@@ -164,6 +164,74 @@ window_compute_due(pps_window_t *window)
 	return 0;
 }
 
+static int
+compare_adu_id(const void *a, const void *b)
+{
+	uint32_t x = pps_adu_info(*(pps_adu_t *const *)a)->id;
+	uint32_t y = pps_adu_info(*(pps_adu_t *const *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+pps_window_t *
+pps_window_new_relayed(uint32_t id, int64_t first_capture_us, unsigned frames,
+                       uint32_t first_adu_id, size_t adus_total, pps_adu_t **adus, size_t n,
+                       pps_priority_policy_t policy)
+{
+	pps_window_t *window = NULL;
+	int err = EINVAL;
+
+	if (n > adus_total || adus_total > PPS_WINDOW_MAX_ADUS || frames == 0 ||
+	    frames > PPS_WIRE_MAX_WINDOW_FRAMES || (unsigned)policy >= PPS_PRIORITY_POLICY_COUNT ||
+	    (uint64_t)first_adu_id + adus_total > UINT32_MAX)
+		goto err;
+	qsort(adus, n, sizeof(*adus), compare_adu_id);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t adu_id = pps_adu_info(adus[i])->id;
+
+		if (adu_id < first_adu_id || adu_id - first_adu_id >= adus_total ||
+		    (i > 0 && adu_id == pps_adu_info(adus[i - 1])->id))
+			goto err;
+	}
+	err = ENOMEM;
+	window = calloc(1, sizeof(*window));
+	if (!window)
+		goto err;
+	window->adus = malloc((adus_total ? adus_total : 1) * sizeof(*window->adus));
+	window->due_capture_us = malloc((adus_total ? adus_total : 1) * sizeof(int64_t));
+	if (!window->adus || !window->due_capture_us)
+		goto err;
+	atomic_init(&window->refcount, 1);
+	window->id = id;
+	window->first_capture_us = first_capture_us;
+	window->frames = frames;
+	window->first_adu_id = first_adu_id;
+	window->adus_total = adus_total;
+	for (size_t i = 0; i < n; i++) {
+		window->adus[i] = adus[i];
+		window->bytes += pps_adu_size(adus[i]);
+	}
+	window->n_adus = n;
+	/* The ADUs are in decode order (their ids): the send order is the
+	 * publisher's, since the policy and the ADUs are. */
+	if (pps_priority_sort(window->adus, n, policy) < 0 || window_compute_due(window) < 0) {
+		window->n_adus = 0;
+		goto err;
+	}
+	return window;
+
+err:
+	if (window) {
+		free(window->adus);
+		free(window->due_capture_us);
+		free(window);
+	}
+	for (size_t i = 0; i < n; i++)
+		pps_adu_unref(adus[i]);
+	errno = err;
+	return NULL;
+}
+
 /* ---- windower ---------------------------------------------------------- */
 
 struct pps_windower {

@@ -481,6 +481,13 @@ pool_victim(pps_listener_t *l, uint32_t host_key, uint64_t newcomer_seq, int new
 int
 pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen_t addr_len)
 {
+	return pps_listener_add_with_input(l, fd, addr, addr_len, NULL, 0);
+}
+
+int
+pps_listener_add_with_input(pps_listener_t *l, int fd, const struct sockaddr *addr,
+                            socklen_t addr_len, const uint8_t *input, size_t input_len)
+{
 	link_t *k;
 	pps_session_t *session;
 	char host[NI_MAXHOST], port[NI_MAXSERV], why[128];
@@ -562,6 +569,8 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 	k->next = l->sessions;
 	l->sessions = k;
 	l->stats.connections_total++;
+	if (input_len)
+		pps_session_input(session, input, input_len);
 	return 0;
 }
 

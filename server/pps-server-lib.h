@@ -197,6 +197,14 @@ int pps_listener_listen(pps_listener_t *listener, const char *listen_at, unsigne
  */
 int pps_listener_add(pps_listener_t *listener, int fd, const struct sockaddr *addr,
                      socklen_t addr_len);
+/*
+ * pps_listener_add(), and the session then handles @input (@input_len
+ * bytes, may be 0) as the first bytes its client sent: the records a relay
+ * read from the connection to route it by its HELLO, or a publisher's
+ * relay's HELLO (pps_session_input()). Plaintext connections only.
+ */
+int pps_listener_add_with_input(pps_listener_t *listener, int fd, const struct sockaddr *addr,
+                                socklen_t addr_len, const uint8_t *input, size_t input_len);
 /* Queues @window for every streaming client (the caller keeps its reference). */
 void pps_listener_push_window(pps_listener_t *listener, pps_window_t *window);
 /* An open window pushed before got an ADU or closed (pps_media_events_t):
@@ -460,6 +468,13 @@ typedef struct {
 	const char *record_path; /* the stream as encoded (pps_record_t); NULL or "": none */
 	pps_server_metrics_mode_t metrics; /* GET /metrics on the listener */
 	pps_log_t log;                     /* every object's messages; zero: dropped */
+	/* HOST:PORT/NAME: publish to that relay (pps-relay.h) instead of
+	 * listening: the relay is the one client, served by the same session,
+	 * regulator and writer as a viewer; listener.session.access_token is
+	 * what the relay's challenge is answered with. The audio, if any, goes
+	 * on that connection. The server fails once the connection ends.
+	 * NULL or "": listen. */
+	const char *publish;
 } pps_server_params_t;
 
 /*

@@ -6,6 +6,7 @@
  * announced by the media's own event, as soon as the loop runs.
  */
 #include "pps-server-lib.h"
+#include "pps-relay.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -32,7 +33,9 @@ struct pps_server {
 	char record_error[512];        /* ... in words */
 	pps_wire_stream_info_t info;
 	unsigned port;
-	char listen[80]; /* as bound */
+	char listen[80];           /* as bound */
+	bool publishing;           /* params.publish: the relay is the one client */
+	const char *publish_token; /* answers the relay's challenge */
 };
 
 const char *
@@ -142,6 +145,14 @@ left_cb(pps_session_t *session, void *user)
 
 	if (s->report)
 		pps_server_report_client_left(s->report, session);
+	if (s->publishing) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "the connection to the relay %s ended",
+		         s->params.publish);
+		pps_log(&s->params.log, PPS_LOG_ERROR, "%s", why);
+		set_state(s, PPS_SERVER_STATE_FAILED, why);
+	}
 }
 
 /* The sessions are made before the metrics object (at start). */
@@ -181,6 +192,13 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 		s->events = *events;
 	s->user = user;
 	s->state = PPS_SERVER_STATE_READY;
+	if (params->publish && params->publish[0]) {
+		/* The relay takes the audio on the one connection it holds. */
+		s->publishing = true;
+		s->publish_token = params->listener.session.access_token;
+		s->params.listener.session.access_token = NULL;
+		s->params.media.audio.transport = PPS_WIRE_AUDIO_IN_STREAM;
+	}
 	s->media =
 	    params->pushed
 	        ? pps_media_new_pushed(base, &s->params.media, &media_events, s, err, err_size)
@@ -243,9 +261,31 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 	ret = pps_media_start(s->media, err, err_size);
 	if (ret < 0)
 		return ret;
-	ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
-	if (ret < 0)
-		return ret;
+	if (s->publishing) {
+		struct sockaddr_storage addr;
+		socklen_t addr_len = 0;
+		uint8_t hello[PPS_RELAY_HELLO_BYTES];
+		size_t hello_len = 0;
+		int fd = -1;
+
+		ret = pps_relay_publish_connect(s->params.publish, s->publish_token,
+		                                PPS_DEFAULT_HELLO_TIMEOUT_US, &fd, &addr, &addr_len,
+		                                hello, sizeof(hello), &hello_len, err, err_size);
+		if (ret < 0)
+			return ret;
+		/* The relay's HELLO, read above, is the session's first record. */
+		ret = pps_listener_add_with_input(s->listener, fd, (struct sockaddr *)&addr,
+		                                  addr_len, hello, hello_len);
+		if (ret < 0) {
+			snprintf(err, err_size, "cannot serve the relay: %s", strerror(-ret));
+			return ret;
+		}
+		pps_log(&s->params.log, PPS_LOG_INFO, "publishing to %s", s->params.publish);
+	} else {
+		ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
+		if (ret < 0)
+			return ret;
+	}
 	{
 		const char *colon = strrchr(s->params.listen, ':');
 		int host_len = colon ? (int)(colon - s->params.listen) : 0;

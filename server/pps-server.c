@@ -24,6 +24,7 @@ typedef struct {
 	bool quiet;
 	int exit_status;
 	const char *port_file, *stats_json; /* NULL: none */
+	const char *publish;                /* --publish HOST:PORT/NAME; NULL: listen */
 	FILE *stats_json_file;              /* opened at start: an unwritable path fails then */
 	double duration_s;                  /* 0: until a signal */
 	struct event *events[4];            /* status timer, SIGINT, SIGTERM, --duration */
@@ -39,6 +40,8 @@ usage(FILE *out)
 	    "\n"
 	    "  --listen HOST:PORT       address to listen on (same as --set server.listen=...)\n"
 	    "  --port-file FILE         write the port actually bound (for --listen HOST:0)\n"
+	    "  --publish HOST:PORT/NAME push the stream to a relay (pps-relay) as NAME instead\n"
+	    "                           of serving viewers (docs/RELAY.md)\n"
 	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
 	    "  --stats-json FILE        write the summary (final counters, every client served) "
 	    "as\n"
@@ -130,6 +133,7 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	static const struct option options[] = {
 	    {"listen", required_argument, NULL, 'l'},
 	    {"port-file", required_argument, NULL, 'p'},
+	    {"publish", required_argument, NULL, 'P'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-json", required_argument, NULL, 'j'},
 	    {"log", required_argument, NULL, 'L'},
@@ -159,6 +163,9 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 			break;
 		case 'p':
 			cli->port_file = optarg;
+			break;
+		case 'P':
+			cli->publish = optarg;
 			break;
 		case 'd':
 			cli->duration_s = strtod(optarg, &end);
@@ -190,6 +197,7 @@ parse_options(cli_t *cli, int argc, char **argv, pps_config_t *config,
 	if (pps_server_settings_from_config(config, settings, err, sizeof(err)) < 0)
 		goto err_message;
 	settings->server.log_path = log_path;
+	settings->server.publish = cli->publish;
 	return 0;
 
 err_message:

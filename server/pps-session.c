@@ -556,6 +556,12 @@ input_cb(const uint8_t *buf, size_t len, void *user)
 	}
 }
 
+void
+pps_session_input(pps_session_t *s, const uint8_t *buf, size_t len)
+{
+	input_cb(buf, len, s);
+}
+
 static void
 ended_cb(pps_transport_end_t how, const char *why, void *user)
 {

@@ -165,6 +165,10 @@ pps_wire_bye_reason_name(unsigned reason)
 		return "unauthorized";
 	case PPS_WIRE_BYE_TOO_SLOW:
 		return "too-slow";
+	case PPS_WIRE_BYE_NO_STREAM:
+		return "no-stream";
+	case PPS_WIRE_BYE_STREAM_TAKEN:
+		return "stream-taken";
 	}
 	return "unknown";
 }
@@ -201,7 +205,15 @@ body_size(const pps_wire_record_t *r, size_t *bytes)
 		if (r->u.hello.name_len > PPS_WIRE_MAX_NAME_BYTES ||
 		    r->u.hello.auth_len > PPS_WIRE_MAX_AUTH_BYTES)
 			return -EINVAL;
+		/* The stream name travels only with its flag, and never empty. */
+		if ((r->u.hello.flags & PPS_WIRE_HELLO_STREAM)
+		        ? r->u.hello.stream_len == 0 ||
+		              r->u.hello.stream_len > PPS_WIRE_MAX_STREAM_BYTES
+		        : r->u.hello.stream_len != 0)
+			return -EINVAL;
 		*bytes = HELLO_FIXED_BYTES + (size_t)r->u.hello.name_len + r->u.hello.auth_len;
+		if (r->u.hello.flags & PPS_WIRE_HELLO_STREAM)
+			*bytes += 1 + (size_t)r->u.hello.stream_len;
 		return 0;
 	case PPS_WIRE_STREAM_INFO:
 		*bytes = STREAM_INFO_BYTES + (r->u.stream_info.audio_codec ? AUDIO_TRACK_BYTES : 0);
@@ -287,6 +299,10 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_
 		put_bytes(&w, h->name, h->name_len);
 		put_u8(&w, h->auth_len);
 		put_bytes(&w, h->auth, h->auth_len);
+		if (h->flags & PPS_WIRE_HELLO_STREAM) {
+			put_u8(&w, h->stream_len);
+			put_bytes(&w, h->stream, h->stream_len);
+		}
 		break;
 	}
 	case PPS_WIRE_STREAM_INFO: {
@@ -540,7 +556,18 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		if (h->auth_len > PPS_WIRE_MAX_AUTH_BYTES)
 			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: auth_len %u over %d",
 			            h->auth_len, PPS_WIRE_MAX_AUTH_BYTES);
-		get_bytes(r, h->auth, h->auth_len);
+		if (!get_bytes(r, h->auth, h->auth_len) || !(h->flags & PPS_WIRE_HELLO_STREAM))
+			return check_length(p, r, name);
+		h->stream_len = get_u8(r);
+		if (!r->short_read &&
+		    (h->stream_len == 0 || h->stream_len > PPS_WIRE_MAX_STREAM_BYTES))
+			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: stream_len %u not in 1..%d",
+			            h->stream_len, PPS_WIRE_MAX_STREAM_BYTES);
+		if (!get_bytes(r, h->stream, h->stream_len))
+			return check_length(p, r, name);
+		if (memchr(h->stream, '\0', h->stream_len))
+			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: stream holds a NUL byte");
+		h->stream[h->stream_len] = '\0';
 		return check_length(p, r, name);
 	}
 	case PPS_WIRE_STREAM_INFO: {

@@ -63,6 +63,15 @@ typedef enum {
 #define PPS_WIRE_HELLO_CHALLENGE  0x0001 /* the client proves a token by challenge-response */
 #define PPS_WIRE_HELLO_AUDIO      0x0002 /* the client plays the audio track, if there is one */
 #define PPS_WIRE_HELLO_AUDIO_ONLY 0x0004 /* this connection carries the audio track only */
+/* The HELLO ends with a stream name (stream_len, stream): which stream of a
+ * relay the client asks for, or publishes. */
+#define PPS_WIRE_HELLO_STREAM 0x0008
+/* The sender publishes a stream to a relay (with PPS_WIRE_HELLO_STREAM): once
+ * admitted, the relay answers with a HELLO of its own and the roles turn
+ * (PROTOCOL.md, "Publishing to a relay"). */
+#define PPS_WIRE_HELLO_PUBLISH 0x0010
+/* Longest stream name (the HELLO's stream field). */
+#define PPS_WIRE_MAX_STREAM_BYTES 64
 
 /* STREAM_INFO's audio track (audio_codec 0: none). */
 #define PPS_WIRE_AUDIO_CODEC_OPUS 1
@@ -90,6 +99,8 @@ typedef enum {
 	PPS_WIRE_BYE_INTERNAL = 4,     /* the sender failed */
 	PPS_WIRE_BYE_UNAUTHORIZED = 5, /* HELLO without the server's access token */
 	PPS_WIRE_BYE_TOO_SLOW = 6,     /* the client took no data for too long */
+	PPS_WIRE_BYE_NO_STREAM = 7,    /* a relay has no stream of the HELLO's name */
+	PPS_WIRE_BYE_STREAM_TAKEN = 8, /* a relay's stream of that name has a publisher */
 } pps_wire_bye_reason_t;
 
 typedef struct {
@@ -101,6 +112,10 @@ typedef struct {
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* NUL-terminated copy */
 	uint8_t auth_len; /* legacy plaintext token: servers refuse it (use the challenge) */
 	uint8_t auth[PPS_WIRE_MAX_AUTH_BYTES];
+	/* With flag PPS_WIRE_HELLO_STREAM only (encoded and parsed then, 1..64
+	 * bytes, no NUL); else stream_len 0. */
+	uint8_t stream_len;
+	char stream[PPS_WIRE_MAX_STREAM_BYTES + 1]; /* NUL-terminated copy */
 } pps_wire_hello_t;
 
 typedef struct {

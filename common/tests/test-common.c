@@ -295,6 +295,54 @@ test_log_limit(void)
 	CHECK_EQ_INT(sink.lines, 20);
 }
 
+/* Stream names and HOST:PORT/NAME locations. */
+static void
+test_stream_names(void)
+{
+	char address[64], stream[PPS_STREAM_NAME_MAX_BYTES + 1], err[160];
+	char longest[PPS_STREAM_NAME_MAX_BYTES + 2];
+
+	CHECK_EQ_INT(pps_stream_name_check("room/alice", NULL, 0), 0);
+	CHECK_EQ_INT(pps_stream_name_check("a.b_c-D9", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_stream_name_check("", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pps_stream_name_check("/room", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pps_stream_name_check("room/", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pps_stream_name_check("room//a", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pps_stream_name_check("room/../a", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pps_stream_name_check(".", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pps_stream_name_check("...", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_stream_name_check("room alice", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "character 5") != NULL);
+	CHECK_EQ_INT(pps_stream_name_check("caf\xc3\xa9", err, sizeof(err)), -EINVAL);
+	memset(longest, 'x', PPS_STREAM_NAME_MAX_BYTES);
+	longest[PPS_STREAM_NAME_MAX_BYTES] = '\0';
+	CHECK_EQ_INT(pps_stream_name_check(longest, err, sizeof(err)), 0);
+	longest[PPS_STREAM_NAME_MAX_BYTES] = 'x';
+	longest[PPS_STREAM_NAME_MAX_BYTES + 1] = '\0';
+	CHECK_EQ_INT(pps_stream_name_check(longest, err, sizeof(err)), -EINVAL);
+
+	CHECK_EQ_INT(pps_stream_location_split("127.0.0.1:9000/room/alice", address,
+	                                       sizeof(address), stream, sizeof(stream), err,
+	                                       sizeof(err)),
+	             0);
+	CHECK(strcmp(address, "127.0.0.1:9000") == 0);
+	CHECK(strcmp(stream, "room/alice") == 0);
+	CHECK_EQ_INT(pps_stream_location_split("[::1]:9000", address, sizeof(address), stream,
+	                                       sizeof(stream), err, sizeof(err)),
+	             0);
+	CHECK(strcmp(address, "[::1]:9000") == 0);
+	CHECK(strcmp(stream, "") == 0);
+	CHECK_EQ_INT(pps_stream_location_split("host:1/", address, sizeof(address), stream,
+	                                       sizeof(stream), err, sizeof(err)),
+	             -EINVAL);
+	CHECK_EQ_INT(pps_stream_location_split("host:1/a b", address, sizeof(address), stream,
+	                                       sizeof(stream), err, sizeof(err)),
+	             -EINVAL);
+	CHECK_EQ_INT(pps_stream_location_split("host:1/abc", address, 4, stream, sizeof(stream),
+	                                       err, sizeof(err)),
+	             -EINVAL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -307,5 +355,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_not_a_socket);
 	PPS_TEST_RUN(test_tcp_socket);
 	PPS_TEST_RUN(test_udp_socket);
+	PPS_TEST_RUN(test_stream_names);
 	return pps_test_result();
 }

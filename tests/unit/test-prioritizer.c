@@ -124,6 +124,59 @@ test_windower(void)
 	free_windows(&list);
 }
 
+/* A relay's window: rebuilt from the ADUs in any order, the same send order;
+ * what did not arrive stays announced; ids out of range are refused. */
+static void
+test_window_relayed(void)
+{
+	window_list_t list;
+
+	make_windows(&list, 21, 4, 3, 2, 60, PPS_PRIORITY_BALANCED, 3, 1.0);
+	for (size_t i = 1; i < list.n; i++) {
+		const pps_window_t *w = list.windows[i];
+		size_t n = pps_window_adu_count(w);
+		pps_adu_t *adus[64];
+		pps_window_t *r;
+
+		REQUIRE(n <= 64 && n > 2);
+		for (size_t a = 0; a < n; a++) /* reversed send order */
+			adus[a] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, n - 1 - a));
+		r = pps_window_new_relayed(pps_window_id(w), pps_window_first_capture_us(w),
+		                           pps_window_frames(w), pps_window_first_adu_id(w), n,
+		                           adus, n, PPS_PRIORITY_BALANCED);
+		REQUIRE(r);
+		CHECK_EQ_INT(pps_window_adu_count(r), n);
+		CHECK_EQ_INT(pps_window_bytes(r), pps_window_bytes(w));
+		CHECK(!pps_window_is_open(r));
+		for (size_t a = 0; a < n; a++) {
+			CHECK(pps_window_adu(r, a) == pps_window_adu(w, a));
+			CHECK_EQ_INT(pps_window_adu_due_capture_us(r, a),
+			             pps_window_adu_due_capture_us(w, a));
+		}
+		pps_window_unref(r);
+		/* The last ADU in send order never came: still announced. */
+		for (size_t a = 0; a + 1 < n; a++)
+			adus[a] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, a));
+		r = pps_window_new_relayed(pps_window_id(w), pps_window_first_capture_us(w),
+		                           pps_window_frames(w), pps_window_first_adu_id(w), n,
+		                           adus, n - 1, PPS_PRIORITY_BALANCED);
+		REQUIRE(r);
+		CHECK_EQ_INT(pps_window_adu_count(r), n - 1);
+		CHECK_EQ_INT(pps_window_adu_total(r), n);
+		pps_window_unref(r);
+		/* An id outside the announced range, or twice: refused, refs taken. */
+		adus[0] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0));
+		CHECK(!pps_window_new_relayed(pps_window_id(w), 0, 1, pps_adu_info(adus[0])->id + 1,
+		                              4, adus, 1, PPS_PRIORITY_BALANCED));
+		CHECK_EQ_INT(errno, EINVAL);
+		adus[0] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0));
+		adus[1] = pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0));
+		CHECK(!pps_window_new_relayed(pps_window_id(w), 0, 1, pps_window_first_adu_id(w), n,
+		                              adus, 2, PPS_PRIORITY_BALANCED));
+	}
+	free_windows(&list);
+}
+
 static bool
 order_respects_deps(const pps_window_t *w)
 {
@@ -1628,6 +1681,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_policy_names);
 	PPS_TEST_RUN(test_window_index);
 	PPS_TEST_RUN(test_windower);
+	PPS_TEST_RUN(test_window_relayed);
 	PPS_TEST_RUN(test_priority_property);
 	PPS_TEST_RUN(test_priority_policies);
 	PPS_TEST_RUN(test_sched_complete);

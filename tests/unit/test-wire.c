@@ -132,7 +132,10 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 		       a->u.hello.name_len == b->u.hello.name_len &&
 		       strcmp(a->u.hello.name, b->u.hello.name) == 0 &&
 		       a->u.hello.auth_len == b->u.hello.auth_len &&
-		       memcmp(a->u.hello.auth, b->u.hello.auth, a->u.hello.auth_len) == 0;
+		       memcmp(a->u.hello.auth, b->u.hello.auth, a->u.hello.auth_len) == 0 &&
+		       a->u.hello.flags == b->u.hello.flags &&
+		       a->u.hello.stream_len == b->u.hello.stream_len &&
+		       strcmp(a->u.hello.stream, b->u.hello.stream) == 0;
 	case PPS_WIRE_STREAM_INFO:
 		return memcmp(&a->u.stream_info, &b->u.stream_info, sizeof(a->u.stream_info)) == 0;
 	case PPS_WIRE_WINDOW_BEGIN:
@@ -594,6 +597,49 @@ test_auth_mac(void)
 	CHECK(memcmp(nonce, other, PPS_WIRE_NONCE_BYTES) != 0);
 }
 
+/* The stream name: only with its flag, never empty, round trip, and a HELLO
+ * without it still parses as the first revision's. */
+static void
+test_hello_stream(void)
+{
+	pps_wire_record_t r = {.kind = PPS_WIRE_HELLO}, out;
+	uint8_t buf[512];
+	char msg[256];
+	size_t n = 0, plain = 0;
+	pps_wire_parser_t *p;
+	const uint8_t *data;
+
+	r.u.hello.protocol_version = PPS_WIRE_VERSION;
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &plain) == 0);
+	CHECK_EQ_INT(plain, 4 + 8);
+	r.u.hello.flags = PPS_WIRE_HELLO_STREAM | PPS_WIRE_HELLO_PUBLISH;
+	CHECK_EQ_INT(pps_wire_encode(&r, buf, sizeof(buf), &n), -EINVAL); /* empty */
+	r.u.hello.stream_len = 10;
+	memcpy(r.u.hello.stream, "room/alice", 11);
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &n) == 0);
+	CHECK_EQ_INT(n, plain + 11);
+	p = pps_wire_parser_new(4096);
+	REQUIRE(p);
+	data = buf;
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &n, &out), 0);
+	CHECK(same_record(&r, &out));
+	pps_wire_parser_free(p);
+	/* A name without the flag is not encoded. */
+	r.u.hello.flags = 0;
+	CHECK_EQ_INT(pps_wire_encode(&r, buf, sizeof(buf), &n), -EINVAL);
+	/* The flag with a stream_len of 0 on the wire, or a NUL in the name. */
+	r.u.hello.flags = PPS_WIRE_HELLO_STREAM;
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &n) == 0);
+	buf[4 + 8] = 0;
+	CHECK_EQ_INT(parse_one(buf, n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	buf[4 + 8] = 10;
+	buf[4 + 9 + 4] = 0;
+	CHECK_EQ_INT(parse_one(buf, n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	/* The flag but no name at all: short. */
+	buf[3] = 8;
+	CHECK_EQ_INT(parse_one(buf, 4 + 8, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_SHORT);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -603,5 +649,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_encode_limits);
 	PPS_TEST_RUN(test_rejections);
 	PPS_TEST_RUN(test_sender);
+	PPS_TEST_RUN(test_hello_stream);
 	return pps_test_result();
 }

@@ -1,0 +1,1265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The relay: the door (accepting, reading each HELLO, routing), the stream
+ * table, each stream's publisher (reading its records and rebuilding its
+ * windows) and its listener. pps-relay.h says what it does; docs/RELAY.md
+ * what it does not do yet.
+ */
+#include "pps-relay.h"
+
+#include "pps-socket.h"
+#include "pps-time.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HELLO_TIMEOUT_US PPS_DEFAULT_HELLO_TIMEOUT_US
+/* A stream whose publisher left keeps its listener this long, for the BYE
+ * to reach its subscribers. */
+#define STREAM_LINGER_US 500000
+/* Bytes read from a publisher per wake-up. */
+#define PUBLISHER_READ_BYTES 65536
+
+typedef struct relay_stream relay_stream_t;
+
+/* A connection whose HELLO is being read (or, for a publisher, whose AUTH). */
+typedef struct door_conn {
+	pps_relay_t *relay;
+	struct door_conn *next;
+	int fd;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	char peer[NI_MAXHOST + NI_MAXSERV + 4];
+	struct event *read_event;
+	struct event *timer;
+	pps_wire_parser_t *parser;
+	uint8_t buf[PPS_RELAY_HELLO_BYTES];
+	size_t len;    /* bytes in buf */
+	size_t parsed; /* of them, fed to the parser */
+	bool await_auth;
+	pps_wire_hello_t hello;
+	uint8_t nonce[PPS_WIRE_NONCE_BYTES];
+} door_conn_t;
+
+/* An ADU whose fragments are coming in. */
+typedef struct {
+	bool used;
+	uint32_t adu_id;
+	pps_adu_info_t info;
+	uint8_t *data;
+	uint32_t total, filled;
+} assembling_t;
+
+struct relay_stream {
+	pps_relay_t *relay;
+	relay_stream_t *next;
+	char name[PPS_WIRE_MAX_STREAM_BYTES + 1];
+	char peer[NI_MAXHOST + NI_MAXSERV + 4]; /* the publisher's */
+	int fd;                                 /* the publisher's; -1 once it left */
+	struct event *read_event;
+	struct event *linger;
+	pps_wire_parser_t *parser;
+	bool have_info;
+	/* Subscribed to another relay (pps_relay_upstream()): it may challenge
+	 * before STREAM_INFO, answered with this token. */
+	bool upstream;
+	const char *upstream_token;
+	bool answered;
+	pps_wire_stream_info_t info;
+	pps_listener_t *listener; /* from STREAM_INFO on */
+	/* The window being received. */
+	bool window_open;
+	bool any_window;
+	uint32_t last_window_id;
+	pps_wire_window_begin_t begin;
+	pps_adu_t *adus[PPS_WINDOW_MAX_ADUS];
+	size_t n_adus;
+	size_t window_bytes;
+	assembling_t assembling[PPS_RELAY_ASSEMBLING_ADUS];
+	uint32_t last_frame_index;
+};
+
+struct pps_relay {
+	struct event_base *base;
+	pps_relay_params_t params;
+	int listen_fd;
+	struct event *accept_event;
+	door_conn_t *door;
+	unsigned n_door;
+	relay_stream_t *streams; /* published (a publisher connected) */
+	relay_stream_t *dying;   /* publisher gone, lingering for the BYEs */
+	pps_relay_stats_t stats;
+	pps_log_limit_t peer_log_limit;
+	pps_log_t peer_log;
+};
+
+static int64_t
+limit_clock_cb(void *user)
+{
+	(void)user;
+	return pps_time_monotonic_us();
+}
+
+static void
+send_bye(int fd, pps_wire_bye_reason_t reason, const char *text)
+{
+	pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+
+	bye.u.bye.reason = (uint16_t)reason;
+	bye.u.bye.text_len =
+	    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%.200s", text);
+	(void)pps_server_write_record_now(fd, &bye);
+}
+
+static void
+format_peer(const struct sockaddr *addr, socklen_t len, char *out, size_t size)
+{
+	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
+
+	if (len)
+		getnameinfo(addr, len, host, sizeof(host), port, sizeof(port),
+		            NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(out, size, "%s%s%s:%s", strchr(host, ':') ? "[" : "", host,
+	         strchr(host, ':') ? "]" : "", port);
+}
+
+/* ---- the stream table ---------------------------------------------------- */
+
+static relay_stream_t *
+find_stream(pps_relay_t *r, const char *name)
+{
+	for (relay_stream_t *s = r->streams; s; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+static unsigned
+count_streams(const pps_relay_t *r)
+{
+	unsigned n = 0;
+
+	for (const relay_stream_t *s = r->streams; s; s = s->next)
+		n++;
+	return n;
+}
+
+static void
+drop_window(relay_stream_t *s)
+{
+	for (size_t i = 0; i < s->n_adus; i++)
+		pps_adu_unref(s->adus[i]);
+	s->n_adus = 0;
+	for (size_t i = 0; i < PPS_RELAY_ASSEMBLING_ADUS; i++) {
+		free(s->assembling[i].data);
+		s->assembling[i] = (assembling_t){0};
+	}
+	s->window_open = false;
+	s->window_bytes = 0;
+}
+
+static void
+stream_free(relay_stream_t *s)
+{
+	if (!s)
+		return;
+	drop_window(s);
+	if (s->read_event)
+		event_free(s->read_event);
+	if (s->linger)
+		event_free(s->linger);
+	if (s->fd >= 0)
+		close(s->fd);
+	pps_wire_parser_free(s->parser);
+	pps_listener_free(s->listener);
+	free(s);
+}
+
+static void
+linger_cb(evutil_socket_t fd, short what, void *user)
+{
+	relay_stream_t *s = user;
+	pps_relay_t *r = s->relay;
+
+	for (relay_stream_t **p = &r->dying; *p; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	}
+	stream_free(s);
+}
+
+/*
+ * The publisher is gone (it left, or it was dropped for @why with a BYE of
+ * @reason): the name is free at once, the subscribers are told, and the
+ * listener goes after STREAM_LINGER_US.
+ */
+static void
+stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const char *why)
+{
+	pps_relay_t *r = s->relay;
+	struct timeval tv = pps_time_us_to_timeval(STREAM_LINGER_US);
+	char text[PPS_WIRE_MAX_REASON_BYTES + 1];
+
+	for (relay_stream_t **p = &r->streams; *p; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	}
+	if (dropped) {
+		send_bye(s->fd, reason, why);
+		r->stats.publishers_dropped++;
+		pps_log(&r->peer_log, PPS_LOG_WARNING, "publisher %s of stream %s dropped: %s",
+		        s->peer, s->name, why);
+	} else {
+		pps_log(&r->params.log, PPS_LOG_INFO, "publisher %s of stream %s left (%s)",
+		        s->peer, s->name, why);
+	}
+	if (s->read_event)
+		event_del(s->read_event);
+	close(s->fd);
+	s->fd = -1;
+	drop_window(s);
+	if (s->listener) {
+		snprintf(text, sizeof(text), "stream %s ended: its publisher left", s->name);
+		pps_listener_say_bye_all(s->listener, PPS_WIRE_BYE_NORMAL, text);
+	}
+	s->next = r->dying;
+	r->dying = s;
+	s->linger = evtimer_new(r->base, linger_cb, s);
+	if (s->linger)
+		event_add(s->linger, &tv);
+}
+
+/* The stream's listener asks for an IDR (a subscriber joined or lost its
+ * base layer, within the listener's recovery bounds): one RECOVERY_REQUEST
+ * to the publisher, whose own bounds decide. */
+static void
+stream_idr_cb(void *user)
+{
+	relay_stream_t *s = user;
+	pps_wire_record_t req = {.kind = PPS_WIRE_RECOVERY_REQUEST};
+	uint8_t buf[32];
+	size_t n;
+
+	if (s->fd < 0)
+		return;
+	req.u.recovery_request.frame_index = s->last_frame_index;
+	req.u.recovery_request.quality_layer = 0;
+	if (pps_wire_encode(&req, buf, sizeof(buf), &n) < 0)
+		return;
+	/* The relay says a few bytes a second upstream: its send buffer is
+	 * empty, and a record that does not go whole cannot go at all. */
+	if (send(s->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n) {
+		pps_log(&s->relay->peer_log, PPS_LOG_WARNING,
+		        "stream %s: cannot ask the publisher for an IDR", s->name);
+		return;
+	}
+	s->relay->stats.recovery_requests_sent++;
+}
+
+static int
+stream_start_listener(relay_stream_t *s, char *why, size_t why_size)
+{
+	pps_relay_t *r = s->relay;
+	pps_listener_params_t lp = r->params.listener;
+
+	lp.session.stream_info = s->info;
+	/* Audio (if any) goes on the subscriber's video connection. */
+	if (lp.session.stream_info.audio_codec)
+		lp.session.stream_info.audio_transport = PPS_WIRE_AUDIO_IN_STREAM;
+	lp.session.sched.latency_budget_us = (int64_t)s->info.latency_budget_ms * 1000;
+	lp.frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
+	lp.tls_cert = lp.tls_key = NULL;
+	lp.log = r->params.log;
+	s->listener =
+	    pps_listener_new(r->base, &lp, &(pps_listener_callbacks_t){.idr_cb = stream_idr_cb}, s);
+	if (!s->listener) {
+		snprintf(why, why_size, "cannot make the stream's listener: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static assembling_t *
+find_assembling(relay_stream_t *s, uint32_t adu_id, bool create)
+{
+	assembling_t *spare = NULL;
+
+	for (size_t i = 0; i < PPS_RELAY_ASSEMBLING_ADUS; i++) {
+		if (s->assembling[i].used && s->assembling[i].adu_id == adu_id)
+			return &s->assembling[i];
+		if (!s->assembling[i].used && !spare)
+			spare = &s->assembling[i];
+	}
+	return create ? spare : NULL;
+}
+
+/* One fragment: 0, or -EPROTO with @why. */
+static int
+stream_fragment(relay_stream_t *s, const pps_wire_adu_fragment_t *f, char *why, size_t why_size)
+{
+	assembling_t *a;
+
+	if (!s->window_open || f->window_id != s->begin.window_id) {
+		snprintf(why, why_size, "ADU_FRAGMENT of window %u outside its window",
+		         f->window_id);
+		return -EPROTO;
+	}
+	if (f->adu_id < s->begin.first_adu_id ||
+	    f->adu_id - s->begin.first_adu_id >= s->begin.adus) {
+		snprintf(why, why_size, "ADU %u outside window %u's ids", f->adu_id, f->window_id);
+		return -EPROTO;
+	}
+	a = find_assembling(s, f->adu_id, f->offset == 0);
+	if (!a) {
+		snprintf(why, why_size,
+		         f->offset ? "ADU %u: a fragment at offset %u, its start never came"
+		                   : "ADU %u: more than %d ADUs under way at once",
+		         f->adu_id, f->offset ? f->offset : PPS_RELAY_ASSEMBLING_ADUS);
+		return -EPROTO;
+	}
+	if (!a->used) {
+		if (s->n_adus == PPS_WINDOW_MAX_ADUS ||
+		    s->window_bytes + f->total_bytes > PPS_RELAY_MAX_WINDOW_BYTES ||
+		    s->window_bytes + f->total_bytes > s->begin.bytes) {
+			snprintf(why, why_size, "window %u: more ADUs or bytes than announced",
+			         f->window_id);
+			return -EPROTO;
+		}
+		a->data = malloc(f->total_bytes);
+		if (!a->data) {
+			snprintf(why, why_size, "out of memory");
+			return -ENOMEM;
+		}
+		a->used = true;
+		a->adu_id = f->adu_id;
+		a->total = f->total_bytes;
+		a->filled = 0;
+		pps_adu_info_from_wire(f, &a->info);
+		s->window_bytes += f->total_bytes;
+	}
+	/* Fragments of an ADU come in order of offset (PROTOCOL.md). */
+	if (f->offset != a->filled || f->total_bytes != a->total ||
+	    (uint64_t)f->offset + f->payload_len > a->total) {
+		snprintf(why, why_size, "ADU %u: fragment at %u, expected %u of %u", f->adu_id,
+		         f->offset, a->filled, a->total);
+		return -EPROTO;
+	}
+	memcpy(a->data + a->filled, f->payload, f->payload_len);
+	a->filled += f->payload_len;
+	if (a->filled == a->total) {
+		pps_adu_t *adu = pps_adu_new_take(&a->info, a->data, a->total);
+
+		if (!adu) {
+			snprintf(why, why_size, "ADU %u: %s", f->adu_id, strerror(errno));
+			return -EPROTO;
+		}
+		a->data = NULL;
+		a->used = false;
+		s->adus[s->n_adus++] = adu;
+		if (a->info.frame_index > s->last_frame_index)
+			s->last_frame_index = a->info.frame_index;
+	}
+	return 0;
+}
+
+/* WINDOW_END: the window as received goes to every subscriber. */
+static int
+stream_window_end(relay_stream_t *s, const pps_wire_window_end_t *e, char *why, size_t why_size)
+{
+	pps_window_t *window;
+
+	if (!s->window_open) {
+		/* A lone dropped window: the subscribers see the gap in ids. */
+		if (!(e->flags & PPS_WIRE_WINDOW_END_DROPPED) ||
+		    (s->any_window && e->window_id <= s->last_window_id)) {
+			snprintf(why, why_size, "WINDOW_END of window %u, which is not open",
+			         e->window_id);
+			return -EPROTO;
+		}
+		s->any_window = true;
+		s->last_window_id = e->window_id;
+		return 0;
+	}
+	if (e->window_id != s->begin.window_id) {
+		snprintf(why, why_size, "WINDOW_END of window %u inside window %u", e->window_id,
+		         s->begin.window_id);
+		return -EPROTO;
+	}
+	/* ADUs still in pieces never came whole: they count as dropped. */
+	for (size_t i = 0; i < PPS_RELAY_ASSEMBLING_ADUS; i++) {
+		free(s->assembling[i].data);
+		s->assembling[i] = (assembling_t){0};
+	}
+	window = pps_window_new_relayed(s->begin.window_id, s->begin.first_capture_us,
+	                                s->begin.frames ? s->begin.frames : 1,
+	                                s->begin.first_adu_id, s->begin.adus, s->adus, s->n_adus,
+	                                (pps_priority_policy_t)s->info.priority_policy);
+	s->n_adus = 0; /* the window took them, also on failure */
+	s->window_open = false;
+	s->window_bytes = 0;
+	if (!window) {
+		snprintf(why, why_size, "window %u cannot be rebuilt: %s", e->window_id,
+		         strerror(errno));
+		return -EPROTO;
+	}
+	pps_listener_push_window(s->listener, window);
+	pps_window_unref(window);
+	s->relay->stats.windows_relayed++;
+	return 0;
+}
+
+/* One record from the publisher: 0, or a negative errno with @why (the
+ * publisher is dropped), or 1 when it said BYE. */
+static int
+stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t why_size)
+{
+	if (s->upstream && !s->have_info && !s->answered && rec->kind == PPS_WIRE_CHALLENGE) {
+		pps_wire_record_t auth = {.kind = PPS_WIRE_AUTH};
+		const char *token = s->upstream_token;
+
+		if (!token || !token[0]) {
+			snprintf(why, why_size, "the upstream wants an access token");
+			return -EPERM;
+		}
+		auth.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
+		pps_wire_auth_mac(token, strlen(token), rec->u.challenge.nonce, auth.u.auth.mac);
+		s->answered = true;
+		if (pps_server_write_record_now(s->fd, &auth) < 0) {
+			snprintf(why, why_size, "cannot answer the upstream's CHALLENGE");
+			return -EIO;
+		}
+		return 0;
+	}
+	if (!s->have_info && rec->kind != PPS_WIRE_STREAM_INFO && rec->kind != PPS_WIRE_BYE) {
+		snprintf(why, why_size, "%s before STREAM_INFO", pps_wire_kind_name(rec->kind));
+		return -EPROTO;
+	}
+	switch (rec->kind) {
+	case PPS_WIRE_STREAM_INFO:
+		if (s->have_info) {
+			snprintf(why, why_size, "a second STREAM_INFO");
+			return -EPROTO;
+		}
+		if (rec->u.stream_info.fps_num == 0 || rec->u.stream_info.fps_den == 0) {
+			snprintf(why, why_size, "STREAM_INFO without a frame rate");
+			return -EPROTO;
+		}
+		s->info = rec->u.stream_info;
+		s->have_info = true;
+		if (stream_start_listener(s, why, why_size) < 0)
+			return -ENOMEM;
+		pps_log(&s->relay->params.log, PPS_LOG_INFO,
+		        "stream %s: %ux%u@%.4g from %s, %u temporal x %u quality layers%s", s->name,
+		        s->info.width, s->info.height, (double)s->info.fps_num / s->info.fps_den,
+		        s->peer, s->info.temporal_layers, s->info.quality_layers,
+		        s->info.audio_codec ? ", audio" : "");
+		return 0;
+	case PPS_WIRE_WINDOW_BEGIN:
+		if (s->window_open ||
+		    (s->any_window && rec->u.window_begin.window_id <= s->last_window_id)) {
+			snprintf(why, why_size, "WINDOW_BEGIN %u out of order",
+			         rec->u.window_begin.window_id);
+			return -EPROTO;
+		}
+		if (rec->u.window_begin.adus > PPS_WINDOW_MAX_ADUS ||
+		    rec->u.window_begin.frames > PPS_WIRE_MAX_WINDOW_FRAMES) {
+			snprintf(why, why_size, "WINDOW_BEGIN %u: %u ADUs, %u frames",
+			         rec->u.window_begin.window_id, rec->u.window_begin.adus,
+			         rec->u.window_begin.frames);
+			return -EPROTO;
+		}
+		s->begin = rec->u.window_begin;
+		s->window_open = true;
+		s->any_window = true;
+		s->last_window_id = s->begin.window_id;
+		return 0;
+	case PPS_WIRE_ADU_FRAGMENT:
+		return stream_fragment(s, &rec->u.adu_fragment, why, why_size);
+	case PPS_WIRE_WINDOW_END:
+		return stream_window_end(s, &rec->u.window_end, why, why_size);
+	case PPS_WIRE_AUDIO_FRAME:
+		pps_listener_push_audio(s->listener, &rec->u.audio_frame);
+		return 0;
+	case PPS_WIRE_CLOCK_PONG:
+		return 0;
+	case PPS_WIRE_BYE:
+		snprintf(why, why_size, "%s%s%.160s", pps_wire_bye_reason_name(rec->u.bye.reason),
+		         rec->u.bye.text_len ? ": " : "", rec->u.bye.text);
+		return 1;
+	default:
+		snprintf(why, why_size, "unexpected %s", pps_wire_kind_name(rec->kind));
+		return -EPROTO;
+	}
+}
+
+static void
+stream_input(relay_stream_t *s, const uint8_t *data, size_t len)
+{
+	char why[PPS_WIRE_MAX_REASON_BYTES + 1];
+
+	while (s->fd >= 0) {
+		pps_wire_record_t rec;
+		int ret = pps_wire_parser_next(s->parser, &data, &len, &rec);
+
+		if (ret == -EAGAIN)
+			return;
+		if (ret < 0) {
+			snprintf(why, sizeof(why), "protocol error: %s",
+			         pps_wire_parser_error(s->parser));
+			stream_end(s, true, PPS_WIRE_BYE_PROTOCOL, why);
+			return;
+		}
+		ret = stream_record(s, &rec, why, sizeof(why));
+		if (ret > 0) {
+			stream_end(s, false, PPS_WIRE_BYE_NORMAL, why);
+			return;
+		}
+		if (ret < 0) {
+			stream_end(s, true,
+			           ret == -ENOMEM || ret == -EIO ? PPS_WIRE_BYE_INTERNAL
+			           : ret == -EPERM               ? PPS_WIRE_BYE_UNAUTHORIZED
+			                                         : PPS_WIRE_BYE_PROTOCOL,
+			           why);
+			return;
+		}
+	}
+}
+
+static void
+stream_read_cb(evutil_socket_t fd, short what, void *user)
+{
+	relay_stream_t *s = user;
+	uint8_t buf[PUBLISHER_READ_BYTES];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		stream_end(s, false, PPS_WIRE_BYE_NORMAL,
+		           n == 0 ? "connection closed" : strerror(errno));
+		return;
+	}
+	stream_input(s, buf, (size_t)n);
+}
+
+/* ---- the door ------------------------------------------------------------ */
+
+static void
+door_free(door_conn_t *c, bool close_fd)
+{
+	pps_relay_t *r = c->relay;
+
+	for (door_conn_t **p = &r->door; *p; p = &(*p)->next) {
+		if (*p == c) {
+			*p = c->next;
+			r->n_door--;
+			break;
+		}
+	}
+	if (c->read_event)
+		event_free(c->read_event);
+	if (c->timer)
+		event_free(c->timer);
+	pps_wire_parser_free(c->parser);
+	if (close_fd && c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+static void
+door_refuse(door_conn_t *c, pps_wire_bye_reason_t reason, const char *why)
+{
+	pps_relay_t *r = c->relay;
+
+	send_bye(c->fd, reason, why);
+	pps_log(&r->peer_log, PPS_LOG_INFO, "refused %s: %s", c->peer, why);
+	door_free(c, true);
+}
+
+/* The publisher proved itself (or needed not): its stream begins. */
+static void
+door_admit_publisher(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	relay_stream_t *s;
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+	char why[160];
+	size_t rest = c->len - c->parsed;
+
+	/* Checked again: another publisher may have taken the name meanwhile. */
+	if (find_stream(r, c->hello.stream)) {
+		snprintf(why, sizeof(why), "stream %s already has a publisher", c->hello.stream);
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
+		return;
+	}
+	if (count_streams(r) >= r->params.max_streams) {
+		snprintf(why, sizeof(why), "relay full (%u streams)", r->params.max_streams);
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_SERVER_FULL, why);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES))) {
+		free(s);
+		door_refuse(c, PPS_WIRE_BYE_INTERNAL, "out of memory");
+		return;
+	}
+	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
+	s->relay = r;
+	s->fd = c->fd;
+	snprintf(s->name, sizeof(s->name), "%s", c->hello.stream);
+	snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
+	s->read_event = event_new(r->base, s->fd, EV_READ | EV_PERSIST, stream_read_cb, s);
+	/* The relay's HELLO: from here on it is the publisher's client. */
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.flags = PPS_WIRE_HELLO_AUDIO;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-relay");
+	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
+	    pps_server_write_record_now(s->fd, &hello) < 0) {
+		c->fd = -1; /* the stream owns it now */
+		door_free(c, false);
+		send_bye(s->fd, PPS_WIRE_BYE_INTERNAL, "cannot start the stream");
+		stream_free(s);
+		return;
+	}
+	s->next = r->streams;
+	r->streams = s;
+	r->stats.publishers_total++;
+	pps_log(&r->params.log, PPS_LOG_INFO, "publisher %s admitted for stream %s", s->peer,
+	        s->name);
+	/* Anything the publisher sent past its HELLO or AUTH is its stream's. */
+	if (rest) {
+		uint8_t tail[PPS_RELAY_HELLO_BYTES];
+
+		memcpy(tail, c->buf + c->parsed, rest);
+		c->fd = -1;
+		door_free(c, false);
+		stream_input(s, tail, rest);
+		return;
+	}
+	c->fd = -1;
+	door_free(c, false);
+}
+
+static bool
+door_hello_publisher(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	const char *token = r->params.listener.session.access_token;
+	char why[224], name_why[160];
+
+	if (!(c->hello.flags & PPS_WIRE_HELLO_STREAM)) {
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "a publisher must name its stream");
+		return false;
+	}
+	if (pps_stream_name_check(c->hello.stream, name_why, sizeof(name_why)) < 0) {
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, name_why);
+		return false;
+	}
+	if (find_stream(r, c->hello.stream)) {
+		snprintf(why, sizeof(why), "stream %s already has a publisher", c->hello.stream);
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
+		return false;
+	}
+	if (token && token[0]) {
+		pps_wire_record_t challenge = {.kind = PPS_WIRE_CHALLENGE};
+
+		if (!(c->hello.flags & PPS_WIRE_HELLO_CHALLENGE)) {
+			r->stats.publishers_refused++;
+			door_refuse(c, PPS_WIRE_BYE_UNAUTHORIZED, "access token required");
+			return false;
+		}
+		if (pps_wire_auth_nonce(c->nonce) < 0) {
+			door_refuse(c, PPS_WIRE_BYE_INTERNAL, "no random nonce");
+			return false;
+		}
+		challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
+		memcpy(challenge.u.challenge.nonce, c->nonce, PPS_WIRE_NONCE_BYTES);
+		if (pps_server_write_record_now(c->fd, &challenge) < 0) {
+			door_free(c, true);
+			return false;
+		}
+		c->await_auth = true;
+		return true;
+	}
+	door_admit_publisher(c);
+	return false;
+}
+
+static void
+door_hello_subscriber(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	relay_stream_t *s;
+	char why[224];
+	int fd = c->fd;
+
+	if (!(c->hello.flags & PPS_WIRE_HELLO_STREAM)) {
+		r->stats.subscribers_no_stream++;
+		door_refuse(c, PPS_WIRE_BYE_NO_STREAM,
+		            "this is a relay: ask for a stream by name (HOST:PORT/NAME)");
+		return;
+	}
+	s = find_stream(r, c->hello.stream);
+	if (!s || !s->listener) {
+		snprintf(why, sizeof(why), "no stream named %.64s on this relay", c->hello.stream);
+		r->stats.subscribers_no_stream++;
+		door_refuse(c, PPS_WIRE_BYE_NO_STREAM, why);
+		return;
+	}
+	r->stats.subscribers_routed++;
+	c->fd = -1;
+	/* The listener owns the socket from here, and reads the HELLO again. */
+	pps_listener_add_with_input(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len,
+	                            c->buf, c->len);
+	door_free(c, false);
+}
+
+/* True while @c stays at the door (a publisher challenged, its AUTH to
+ * come); false once it was handed on or refused (freed). */
+static bool
+door_record(door_conn_t *c, const pps_wire_record_t *rec)
+{
+	pps_relay_t *r = c->relay;
+
+	if (c->await_auth) {
+		const char *token = r->params.listener.session.access_token;
+		uint8_t want[PPS_WIRE_MAC_BYTES];
+
+		if (rec->kind != PPS_WIRE_AUTH) {
+			door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "expected AUTH");
+			return false;
+		}
+		pps_wire_auth_mac(token, strlen(token), c->nonce, want);
+		if (!pps_wire_auth_equal(want, rec->u.auth.mac)) {
+			r->stats.publishers_refused++;
+			door_refuse(c, PPS_WIRE_BYE_UNAUTHORIZED, "wrong access token");
+			return false;
+		}
+		door_admit_publisher(c);
+		return false;
+	}
+	if (rec->kind != PPS_WIRE_HELLO) {
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL,
+		            "protocol error: the first record is not HELLO");
+		return false;
+	}
+	c->hello = rec->u.hello;
+	if (c->hello.protocol_version != PPS_WIRE_VERSION) {
+		door_refuse(c, PPS_WIRE_BYE_VERSION, "protocol version not supported");
+		return false;
+	}
+	if (c->hello.flags & PPS_WIRE_HELLO_PUBLISH)
+		return door_hello_publisher(c);
+	door_hello_subscriber(c);
+	return false;
+}
+
+static void
+door_read_cb(evutil_socket_t fd, short what, void *user)
+{
+	door_conn_t *c = user;
+	pps_relay_t *r = c->relay;
+	ssize_t n;
+
+	if (c->len == sizeof(c->buf)) {
+		r->stats.handshakes_dropped++;
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "protocol error: HELLO too long");
+		return;
+	}
+	n = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		r->stats.handshakes_dropped++;
+		door_free(c, true);
+		return;
+	}
+	c->len += (size_t)n;
+	/* Records are handled one at a time: a HELLO hands the connection on,
+	 * and what follows it is the new owner's. */
+	for (;;) {
+		const uint8_t *data = c->buf + c->parsed;
+		size_t len = c->len - c->parsed;
+		size_t before = len;
+		pps_wire_record_t rec;
+		int ret;
+
+		/* Feed one byte at a time up to a record's end, so that
+		 * c->parsed ends exactly there. */
+		ret = -EAGAIN;
+		while (len > 0 && ret == -EAGAIN) {
+			size_t one = 1;
+			const uint8_t *p = data + (before - len);
+
+			ret = pps_wire_parser_next(c->parser, &p, &one, &rec);
+			len--;
+		}
+		c->parsed += before - len;
+		if (ret == -EAGAIN)
+			return;
+		if (ret < 0) {
+			char why[224];
+
+			snprintf(why, sizeof(why), "protocol error: %s",
+			         pps_wire_parser_error(c->parser));
+			r->stats.handshakes_dropped++;
+			door_refuse(c,
+			            pps_wire_parser_error_code(c->parser) == PPS_WIRE_ERR_VERSION
+			                ? PPS_WIRE_BYE_VERSION
+			                : PPS_WIRE_BYE_PROTOCOL,
+			            why);
+			return;
+		}
+		/* Only a publisher's CHALLENGE keeps the connection here. */
+		if (!door_record(c, &rec))
+			return;
+	}
+}
+
+static void
+door_timeout_cb(evutil_socket_t fd, short what, void *user)
+{
+	door_conn_t *c = user;
+
+	c->relay->stats.handshakes_dropped++;
+	door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "handshake timeout");
+}
+
+static void
+accept_cb(evutil_socket_t lfd, short what, void *user)
+{
+	pps_relay_t *r = user;
+
+	for (unsigned i = 0; i < PPS_LISTENER_ACCEPTS_PER_WAKEUP; i++) {
+		struct sockaddr_storage addr;
+		socklen_t len = sizeof(addr);
+		int fd = accept4(lfd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct timeval tv = pps_time_us_to_timeval(HELLO_TIMEOUT_US);
+		door_conn_t *c;
+
+		if (fd < 0)
+			return;
+		if (r->n_door >= PPS_RELAY_MAX_PENDING) {
+			send_bye(fd, PPS_WIRE_BYE_SERVER_FULL, "too many handshakes at once");
+			r->stats.handshakes_dropped++;
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->relay = r;
+		c->fd = fd;
+		c->addr = addr;
+		c->addr_len = len;
+		format_peer((struct sockaddr *)&addr, len, c->peer, sizeof(c->peer));
+		c->next = r->door;
+		r->door = c;
+		r->n_door++;
+		c->parser = pps_wire_parser_new(PPS_RELAY_HELLO_BYTES);
+		c->read_event = event_new(r->base, fd, EV_READ | EV_PERSIST, door_read_cb, c);
+		c->timer = evtimer_new(r->base, door_timeout_cb, c);
+		if (!c->parser || !c->read_event || !c->timer ||
+		    event_add(c->read_event, NULL) < 0 || event_add(c->timer, &tv) < 0) {
+			door_free(c, true);
+			continue;
+		}
+		pps_wire_parser_set_sender(c->parser, PPS_WIRE_FROM_CLIENT);
+	}
+}
+
+/* ---- the relay ------------------------------------------------------------- */
+
+pps_relay_t *
+pps_relay_new(struct event_base *base, const pps_relay_params_t *params, char *err, size_t err_size)
+{
+	pps_relay_t *r;
+
+	if (!base || !params || params->listener.max_clients == 0) {
+		snprintf(err, err_size, "relay: no event loop, or max_clients 0");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (params->listener.tls_cert && params->listener.tls_cert[0]) {
+		snprintf(err, err_size, "pps-relay does not speak TLS yet (server.tls_cert)");
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, err_size, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->base = base;
+	r->params = *params;
+	if (!r->params.max_streams)
+		r->params.max_streams = PPS_RELAY_DEFAULT_MAX_STREAMS;
+	r->listen_fd = -1;
+	r->peer_log_limit.clock_cb = limit_clock_cb;
+	pps_log_limit_init(&r->peer_log_limit, &params->log, PPS_LOG_LIMIT_LINES_PER_S,
+	                   PPS_LOG_LIMIT_BURST);
+	r->peer_log = pps_log_limit_log(&r->peer_log_limit);
+	return r;
+}
+
+int
+pps_relay_listen(pps_relay_t *r, const char *listen_at, unsigned *port_out, char *err,
+                 size_t err_size)
+{
+	char host[256], port[16], bhost[NI_MAXHOST], bport[NI_MAXSERV];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	                         .ai_socktype = SOCK_STREAM,
+	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	struct sockaddr_storage bound;
+	socklen_t bound_len = sizeof(bound);
+	int ret;
+
+	if (pps_socket_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "listen = %s: not host:port", listen_at);
+		return -EINVAL;
+	}
+	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "listen = %s: %s", listen_at, gai_strerror(ret));
+		return -EINVAL;
+	}
+	r->listen_fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (r->listen_fd < 0 || pps_socket_set_reuseaddr(r->listen_fd) < 0 ||
+	    bind(r->listen_fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    listen(r->listen_fd, PPS_LISTENER_BACKLOG) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot listen on %s: %s", listen_at, strerror(errno));
+		freeaddrinfo(res);
+		return ret;
+	}
+	freeaddrinfo(res);
+	r->accept_event = event_new(r->base, r->listen_fd, EV_READ | EV_PERSIST, accept_cb, r);
+	if (!r->accept_event || event_add(r->accept_event, NULL) < 0) {
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
+	getsockname(r->listen_fd, (struct sockaddr *)&bound, &bound_len);
+	getnameinfo((struct sockaddr *)&bound, bound_len, bhost, sizeof(bhost), bport,
+	            sizeof(bport), NI_NUMERICHOST | NI_NUMERICSERV);
+	*port_out = (unsigned)strtoul(bport, NULL, 10);
+	pps_log(&r->params.log, PPS_LOG_INFO, "relay listening on %s%s%s:%s (at most %u streams)",
+	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport,
+	        r->params.max_streams);
+	return 0;
+}
+
+void
+pps_relay_say_bye(pps_relay_t *r, const char *text)
+{
+	for (relay_stream_t *s = r->streams; s; s = s->next) {
+		if (s->listener)
+			pps_listener_say_bye_all(s->listener, PPS_WIRE_BYE_NORMAL, text);
+		if (s->fd >= 0)
+			send_bye(s->fd, PPS_WIRE_BYE_NORMAL, text);
+	}
+}
+
+void
+pps_relay_get_stats(const pps_relay_t *r, pps_relay_stats_t *stats)
+{
+	*stats = r->stats;
+	stats->streams = count_streams(r);
+}
+
+void
+pps_relay_free(pps_relay_t *r)
+{
+	if (!r)
+		return;
+	while (r->door)
+		door_free(r->door, true);
+	while (r->streams) {
+		relay_stream_t *s = r->streams;
+
+		r->streams = s->next;
+		stream_free(s);
+	}
+	while (r->dying) {
+		relay_stream_t *s = r->dying;
+
+		r->dying = s->next;
+		stream_free(s);
+	}
+	if (r->accept_event)
+		event_free(r->accept_event);
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
+	pps_log_limit_flush(&r->peer_log_limit);
+	free(r);
+}
+
+/* ---- a stream from another relay ------------------------------------------ */
+
+int
+pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char *err,
+                   size_t err_size)
+{
+	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+	relay_stream_t *s;
+	int fd = -1, ret;
+
+	if (pps_stream_location_split(location, address, sizeof(address), stream, sizeof(stream),
+	                              err, err_size) < 0)
+		return -EINVAL;
+	if (!stream[0] ||
+	    pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "--upstream %s: not HOST:PORT/NAME", location);
+		return -EINVAL;
+	}
+	if (find_stream(r, stream) || count_streams(r) >= r->params.max_streams) {
+		snprintf(err, err_size, "--upstream %s: the name is taken or the relay is full",
+		         location);
+		return -EBUSY;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "cannot resolve %s: %s", address, gai_strerror(ret));
+		return -EINVAL;
+	}
+	/* Blocking connect at start-up, like a publisher's; then the loop's. */
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot connect to the upstream %s: %s", address,
+		         strerror(errno));
+		freeaddrinfo(res);
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	freeaddrinfo(res);
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES))) {
+		free(s);
+		close(fd);
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
+	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
+	s->relay = r;
+	s->fd = fd;
+	s->upstream = true;
+	s->upstream_token = token;
+	snprintf(s->name, sizeof(s->name), "%s", stream);
+	snprintf(s->peer, sizeof(s->peer), "upstream %s", location);
+	/* A viewer's HELLO: the upstream serves this relay as any viewer. */
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_STREAM;
+	if (token && token[0])
+		hello.u.hello.flags |= PPS_WIRE_HELLO_CHALLENGE;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-relay");
+	hello.u.hello.stream_len =
+	    (uint8_t)snprintf(hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", stream);
+	s->read_event = event_new(r->base, fd, EV_READ | EV_PERSIST, stream_read_cb, s);
+	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
+	    pps_server_write_record_now(fd, &hello) < 0) {
+		snprintf(err, err_size, "cannot subscribe to %s", location);
+		stream_free(s);
+		return -EIO;
+	}
+	s->next = r->streams;
+	r->streams = s;
+	pps_log(&r->params.log, PPS_LOG_INFO, "subscribed to %s as stream %s", location, s->name);
+	return 0;
+}
+
+/* ---- the publisher's side -------------------------------------------------- */
+
+/* Reads one whole record (blocking, within the socket's timeout) into @buf
+ * and parses it. 0, or a negative errno. */
+static int
+read_record(int fd, pps_wire_parser_t *parser, uint8_t *buf, size_t size, size_t *len,
+            pps_wire_record_t *rec)
+{
+	size_t have = 0, want = PPS_WIRE_HEADER_BYTES;
+	const uint8_t *p;
+	size_t n;
+	int ret;
+
+	while (have < want) {
+		ssize_t got = recv(fd, buf + have, want - have, 0);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got == 0 ? -ECONNRESET : -errno;
+		have += (size_t)got;
+		if (have == PPS_WIRE_HEADER_BYTES && want == PPS_WIRE_HEADER_BYTES) {
+			want += (size_t)buf[2] << 8 | buf[3];
+			if (want > size)
+				return -EMSGSIZE;
+		}
+	}
+	p = buf;
+	n = have;
+	ret = pps_wire_parser_next(parser, &p, &n, rec);
+	*len = have;
+	return ret == -EAGAIN ? -EPROTO : ret;
+}
+
+int
+pps_relay_publish_connect(const char *location, const char *token, int64_t timeout_us, int *fd_out,
+                          struct sockaddr_storage *addr, socklen_t *addr_len, uint8_t *hello_out,
+                          size_t hello_size, size_t *hello_len, char *err, size_t err_size)
+{
+	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	struct timeval tv = pps_time_us_to_timeval(timeout_us);
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO}, rec;
+	pps_wire_parser_t *parser = NULL;
+	uint8_t buf[512];
+	size_t n;
+	int fd = -1, ret;
+
+	if (pps_stream_location_split(location, address, sizeof(address), stream, sizeof(stream),
+	                              err, err_size) < 0)
+		return -EINVAL;
+	if (!stream[0]) {
+		snprintf(err, err_size, "--publish %s: name the stream (HOST:PORT/NAME)", location);
+		return -EINVAL;
+	}
+	if (pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "--publish %s: not HOST:PORT/NAME", location);
+		return -EINVAL;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "cannot resolve %s: %s", address, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot connect to the relay %s: %s", address,
+		         strerror(errno));
+		goto fail;
+	}
+	memcpy(addr, res->ai_addr, res->ai_addrlen);
+	*addr_len = res->ai_addrlen;
+	parser = pps_wire_parser_new(sizeof(buf));
+	if (!parser) {
+		ret = -ENOMEM;
+		snprintf(err, err_size, "out of memory");
+		goto fail;
+	}
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.flags = PPS_WIRE_HELLO_STREAM | PPS_WIRE_HELLO_PUBLISH;
+	if (token && token[0])
+		hello.u.hello.flags |= PPS_WIRE_HELLO_CHALLENGE;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-server");
+	hello.u.hello.stream_len =
+	    (uint8_t)snprintf(hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", stream);
+	if (pps_wire_encode(&hello, buf, sizeof(buf), &n) < 0 ||
+	    send(fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n) {
+		ret = -EIO;
+		snprintf(err, err_size, "cannot send HELLO to the relay %s", address);
+		goto fail;
+	}
+	for (;;) {
+		ret = read_record(fd, parser, buf, sizeof(buf), &n, &rec);
+		if (ret < 0) {
+			snprintf(err, err_size, "relay %s: %s", address,
+			         ret == -EPROTO ? pps_wire_parser_error(parser)
+			         : ret == -EAGAIN || ret == -EWOULDBLOCK
+			             ? "no answer to HELLO in time"
+			             : strerror(-ret));
+			goto fail;
+		}
+		if (rec.kind == PPS_WIRE_BYE) {
+			ret = -EPERM;
+			snprintf(err, err_size, "relay %s refused stream %s: %s%s%s", address,
+			         stream, pps_wire_bye_reason_name(rec.u.bye.reason),
+			         rec.u.bye.text_len ? ": " : "", rec.u.bye.text);
+			goto fail;
+		}
+		if (rec.kind == PPS_WIRE_CHALLENGE) {
+			pps_wire_record_t auth = {.kind = PPS_WIRE_AUTH};
+			uint8_t out[64];
+			size_t m;
+
+			if (!token || !token[0]) {
+				ret = -EPERM;
+				snprintf(err, err_size,
+				         "relay %s wants an access token (server.access_token)",
+				         address);
+				goto fail;
+			}
+			auth.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
+			pps_wire_auth_mac(token, strlen(token), rec.u.challenge.nonce,
+			                  auth.u.auth.mac);
+			if (pps_wire_encode(&auth, out, sizeof(out), &m) < 0 ||
+			    send(fd, out, m, MSG_NOSIGNAL) != (ssize_t)m) {
+				ret = -EIO;
+				snprintf(err, err_size, "cannot send AUTH to the relay %s",
+				         address);
+				goto fail;
+			}
+			continue;
+		}
+		if (rec.kind != PPS_WIRE_HELLO || n > hello_size) {
+			ret = -EPROTO;
+			snprintf(err, err_size, "relay %s: %s instead of its HELLO", address,
+			         pps_wire_kind_name(rec.kind));
+			goto fail;
+		}
+		break;
+	}
+	memcpy(hello_out, buf, n);
+	*hello_len = n;
+	tv = (struct timeval){0, 0};
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "relay socket: %s", strerror(errno));
+		goto fail;
+	}
+	pps_wire_parser_free(parser);
+	freeaddrinfo(res);
+	*fd_out = fd;
+	return 0;
+
+fail:
+	pps_wire_parser_free(parser);
+	freeaddrinfo(res);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}

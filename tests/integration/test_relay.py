@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: MIT
+"""The relay (docs/RELAY.md) with the real programs on loopback: a publisher
+(pps-server --publish) pushes its stream into pps-relay, viewers
+(pps-client HOST:PORT/NAME) take it from there. Every wait is on an event (a
+port written, a line logged, a program's exit)."""
+import os
+import socket
+import struct
+import sys
+import time
+
+from harness import Client, Failure, Server, check, record, run, wait_until
+from ppslab import process, programs
+
+TOKEN = "relay-token-for-tests-0123"
+
+
+class Relay(programs.Program):
+    """pps-relay on 127.0.0.1, a port of the kernel's choosing (its FIFO)."""
+
+    def __init__(self, build, workdir, *settings, extra=()):
+        fifo = os.path.join(workdir, "relay-port-%d.fifo" % time.monotonic_ns())
+        fd = programs.open_port_fifo(fifo)
+        self.err_path = os.path.join(workdir, "relay-%d.err" % time.monotonic_ns())
+        argv = [os.path.join(build, "server", "pps-relay"), "--listen", "127.0.0.1:0", "--port-file", fifo]
+        for s in settings:
+            argv += ["--set", s]
+        try:
+            super().__init__(argv + list(extra), stderr=self.err_path, new_session=False)
+            self.port = programs.read_port(fd, self.proc, 20.0)
+        finally:
+            os.close(fd)
+            os.unlink(fifo)
+        self.address = "127.0.0.1:%d" % self.port
+
+    def log(self):
+        return self.stderr_text()
+
+    def wait_for_log(self, text, timeout_s=20.0):
+        process.wait_until(lambda: text in self.log(),
+                           lambda: "the relay to log %r:\n%s" % (text, self.log()[-2000:]),
+                           timeout_s=timeout_s, proc=self.proc)
+
+
+class Publisher(programs.Program):
+    """pps-server --publish RELAY/NAME."""
+
+    def __init__(self, build, workdir, location, *settings, duration=20):
+        self.err_path = os.path.join(workdir, "publisher-%d.err" % time.monotonic_ns())
+        argv = [os.path.join(build, "server", "pps-server"), "--publish", location, "--quiet",
+                "--duration", str(duration)]
+        for s in settings:
+            argv += ["--set", s]
+        super().__init__(argv, stderr=self.err_path, new_session=False)
+
+
+def publish(build, workdir, relay, name, *settings, duration=20):
+    """A publisher of @name whose stream the relay has announced (its STREAM_INFO in)."""
+    pub = Publisher(build, workdir, relay.address + "/" + name, *settings, duration=duration)
+    relay.wait_for_log("stream %s: " % name)
+    return pub
+
+
+def shown_well(client, least, pct=85):
+    s = client.summary()
+    check(s["frames_shown"] >= least, "%s: %d frames shown, expected %d" % (client.log_path, s["frames_shown"],
+                                                                           least))
+    check(s["frames_shown_pct"] >= pct, "%s: %.1f%% shown" % (client.log_path, s["frames_shown_pct"]))
+    return s
+
+
+def stop_all(*programs_):
+    for p in programs_:
+        if p is not None:
+            p.stop()
+
+
+def relay_two_viewers(build, workdir):
+    """Publisher -> relay -> two viewers: both decode and show the stream."""
+    relay = Relay(build, workdir)
+    pub = a = b = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        a = Client(build, workdir, relay.address + "/room/alice", duration=6, name="a")
+        b = Client(build, workdir, relay.address + "/room/alice", duration=6, name="b")
+        check(a.wait() == 0 and b.wait() == 0, "a viewer failed: %s %s" % (a.stderr, b.stderr))
+    finally:
+        stop_all(pub, relay)
+    for c in (a, b):
+        shown_well(c, 120)
+    check("publisher" in relay.log() and "admitted for stream room/alice" in relay.log(), relay.log())
+
+
+def relay_unknown_name(build, workdir):
+    """An unknown name and a viewer without a name get a BYE that says why
+    (printed by the client); a plain pps-server serves a named viewer as any."""
+    relay = Relay(build, workdir)
+    pub = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        nobody = Client(build, workdir, relay.address + "/room/nobody", duration=4, name="nobody")
+        plain = Client(build, workdir, relay.address, duration=4, name="plain")
+        rc_nobody, rc_plain = nobody.wait(30), plain.wait(30)
+    finally:
+        stop_all(pub, relay)
+    check(rc_nobody != 0 and "no stream named room/nobody" in nobody.stderr,
+          "unknown name: rc %s, %s" % (rc_nobody, nobody.stderr[-600:]))
+    check(rc_plain != 0 and "ask for a stream by name" in plain.stderr,
+          "no name: rc %s, %s" % (rc_plain, plain.stderr[-600:]))
+    srv = Server(build, workdir)
+    try:
+        named = Client(build, workdir, srv.address + "/any/name", duration=4, name="named")
+        check(named.wait() == 0, "a named viewer of pps-server: %s" % named.stderr[-600:])
+    finally:
+        srv.stop()
+    shown_well(named, 80)
+
+
+def relay_impostor(build, workdir):
+    """A second publisher of a name that is taken is refused, the first keeps
+    it and its viewers; with an access token, a publisher without it is
+    refused and one with it publishes, its viewers prove it too."""
+    relay = Relay(build, workdir)
+    pub = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=6, name="viewer")
+        impostor = Publisher(build, workdir, relay.address + "/room/alice", duration=5)
+        rc_impostor = impostor.wait(30)
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
+    finally:
+        stop_all(pub, relay)
+    check(rc_impostor == 1 and "already has a publisher" in impostor.stderr,
+          "impostor: rc %s, %s" % (rc_impostor, impostor.stderr[-600:]))
+    shown_well(viewer, 120)
+
+    relay = Relay(build, workdir, "server.access_token=" + TOKEN)
+    pub = None
+    try:
+        tokenless = Publisher(build, workdir, relay.address + "/room/bob", duration=5)
+        wrong = Publisher(build, workdir, relay.address + "/room/bob", "server.access_token=x" + TOKEN, duration=5)
+        rc_tokenless, rc_wrong = tokenless.wait(30), wrong.wait(30)
+        pub = publish(build, workdir, relay, "room/bob", "server.access_token=" + TOKEN)
+        viewer = Client(build, workdir, relay.address + "/room/bob", "client.access_token=" + TOKEN, duration=5,
+                        name="viewer-token")
+        check(viewer.wait() == 0, "viewer with token: %s" % viewer.stderr[-600:])
+    finally:
+        stop_all(pub, relay)
+    check(rc_tokenless == 1 and "access token" in tokenless.stderr, "tokenless: %s" % tokenless.stderr[-600:])
+    check(rc_wrong == 1 and "wrong access token" in wrong.stderr, "wrong token: %s" % wrong.stderr[-600:])
+    shown_well(viewer, 60)
+
+
+def publish_hello(name):
+    """A raw publisher's HELLO: flags stream | publish, no client name, no auth."""
+    body = struct.pack(">HHHBB", 1, 0x0018, 0, 0, 0) + struct.pack(">B", len(name)) + name
+    return record(1, body)
+
+
+def relay_garbage_publisher(build, workdir):
+    """Publishers that send garbage (before and after STREAM_INFO) are
+    dropped with a logged reason while a good stream flows on to its viewer."""
+    relay = Relay(build, workdir)
+    pub = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=7, name="viewer")
+        viewer.wait_for_stderr(" fps")  # its status line: streaming
+        # Garbage where STREAM_INFO should be.
+        bad = socket.create_connection(("127.0.0.1", relay.port))
+        bad.sendall(publish_hello(b"room/bad"))
+        bad.settimeout(5)
+        relay_hello = bad.recv(4096)
+        check(relay_hello[:2] == b"\x01\x01", "no HELLO from the relay: %r" % relay_hello)
+        bad.sendall(b"\x01\x04\xff\xff" + os.urandom(2000))
+        relay.wait_for_log("of stream room/bad dropped")
+        bad.close()
+        # A plausible STREAM_INFO, then a fragment outside any window.
+        info = struct.pack(">HBBHHHHHHBBBBII", 1, 1, 1, 128, 96, 64, 48, 30, 1, 2, 1, 1, 0, 250, 60)
+        frag = struct.pack(">IIIqIBBBBHII", 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4) + b"abcd"
+        bad2 = socket.create_connection(("127.0.0.1", relay.port))
+        bad2.sendall(publish_hello(b"room/bad2"))
+        bad2.recv(4096)
+        bad2.sendall(record(2, info) + record(4, frag))
+        relay.wait_for_log("of stream room/bad2 dropped")
+        bad2.close()
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
+    finally:
+        stop_all(pub, relay)
+    shown_well(viewer, 150)
+    check("outside its window" in relay.log(), relay.log()[-2000:])
+
+
+def relay_late_joiner(build, workdir):
+    """A viewer that joins a stream flowing for seconds gets pictures: its
+    join's IDR request travels to the publisher as a RECOVERY_REQUEST."""
+    relay = Relay(build, workdir)
+    pub = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice", "encoder.gop_frames=300")
+        first = Client(build, workdir, relay.address + "/room/alice", duration=8, name="first")
+        # The late one joins once the first has shown three status lines
+        # of pictures: mid-GOP (a GOP is 10 s).
+        wait_until(lambda: first.output()[1].count(" fps") >= 3,
+                   lambda: "three status lines: %s" % first.output()[1][-600:], 30, first.proc)
+        late = Client(build, workdir, relay.address + "/room/alice", duration=5, name="late")
+        check(late.wait() == 0 and first.wait() == 0, "%s %s" % (late.stderr[-600:], first.stderr[-600:]))
+    finally:
+        stop_all(pub, relay)
+    shown_well(late, 60, pct=0)
+    check("IDR requests sent upstream" in relay.log(), relay.log()[-1000:])
+    sent = int(relay.log().split("IDR requests sent upstream ")[1].split()[0])
+    check(sent >= 2, "IDR requests sent upstream: %d (one per join)" % sent)
+    check("lost layer 0" in pub.stderr_text(), "the publisher saw no RECOVERY_REQUEST: %s" % pub.stderr_text()[-600:])
+
+
+def relay_tree(build, workdir):
+    """Publisher -> relay A -> relay B (--upstream A/NAME) -> viewer: two hops,
+    the viewer's join travels up both as RECOVERY_REQUESTs."""
+    a = Relay(build, workdir)
+    pub = b = None
+    try:
+        pub = publish(build, workdir, a, "room/alice", "encoder.gop_frames=300")
+        b = Relay(build, workdir, extra=["--upstream", a.address + "/room/alice"])
+        b.wait_for_log("stream room/alice: ")
+        viewer = Client(build, workdir, b.address + "/room/alice", duration=6, name="viewer")
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
+    finally:
+        stop_all(pub, b, a)
+    shown_well(viewer, 100, pct=0)
+    check("subscribed to %s/room/alice" % a.address in b.log(), b.log()[-1000:])
+    check('"pps-relay" lost layer 0' in pub.stderr_text(), "no request reached the publisher: %s" %
+          pub.stderr_text()[-600:])
+
+
+TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor,
+                                 relay_garbage_publisher, relay_late_joiner, relay_tree]}
+
+if __name__ == "__main__":
+    sys.exit(run(TESTS, sys.argv))
