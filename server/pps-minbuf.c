@@ -830,13 +830,11 @@ pps_minbuf_new(struct event_base *base, int fd, const pps_minbuf_params_t *param
 	/* A thin stream (seed 002's case, on today's Linux): little unsent in
 	 * the kernel, so what is late stays with the producer, and a lower
 	 * minimum RTO where the kernel has it. */
-	if (params->thin) {
-		if ((r = pps_socket_set_notsent_lowat(fd, PPS_MINBUF_THIN_LOWAT_BYTES)) < 0)
-			goto err_buf;
-		if (params->rto_min_us &&
-		    (r = pps_socket_set_rto_min_us(fd, params->rto_min_us)) < 0)
-			w->stats.rto_min_refused = -r;
-	}
+	if (params->thin &&
+	    (r = pps_socket_set_notsent_lowat(fd, PPS_MINBUF_THIN_LOWAT_BYTES)) < 0)
+		goto err_buf;
+	if (params->rto_min_us && (r = pps_socket_set_rto_min_us(fd, params->rto_min_us)) < 0)
+		w->stats.rto_min_refused = -r;
 	/* A kernel without the module (or that does not allow it to this user)
 	 * keeps its own: the connection still works, the owner says so. */
 	if (params->congestion != PPS_MINBUF_CONGESTION_DEFAULT &&

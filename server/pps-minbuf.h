@@ -207,10 +207,10 @@ typedef struct {
 	 * no cork, each packet pushed as it is written (TCP_NODELAY), linear
 	 * timeouts whatever thin_linear_timeouts says, the kernel taking at
 	 * most PPS_MINBUF_THIN_LOWAT_BYTES unsent (TCP_NOTSENT_LOWAT: the rest
-	 * stays with the producer, which can still drop it) and, when
-	 * rto_min_us > 0, a lower minimum RTO (TCP_RTO_MIN_US; a kernel
-	 * without it keeps its own, stats.rto_min_refused). */
+	 * stays with the producer, which can still drop it). */
 	bool thin;
+	/* > 0: the connection's minimum RTO (TCP_RTO_MIN_US; a kernel without
+	 * it keeps its own, stats.rto_min_refused), any mode. */
 	uint32_t rto_min_us;
 	/* Largest packet, in bytes, when smaller than the MSS; 0 = the MSS. Set
 	 * by a layer over the writer whose records have a largest size (TLS:

@@ -217,11 +217,12 @@ static const pps_config_key_t keys[] = {
         "first frame's deadline; predictive is adu, and an ADU the path estimate says cannot "
         "reach the client by its deadline is dropped before it is written"),
     PPS_CONFIG_ENUM(
-        "pps", "b_frames", "always", pps_b_frames_names,
+        "pps", "b_frames", "on-drops", pps_b_frames_names,
         "when the windows carry their B frames (the droppable temporal layer, which makes a "
-        "window wait for its last frame): always, or on-drops: only while the regulator of a "
-        "client that is still reading drops or a client's path is shared with other flows, "
-        "anchors alone (each frame out as it is captured) otherwise"),
+        "window wait for its last frame): on-drops: only while the regulator of a client "
+        "that is still reading drops, a client's path is shared with other flows, or a "
+        "client that joined has not had its path read clean yet; anchors alone (each frame "
+        "out as it is captured) otherwise; always: in every window"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
                    "b_frames = on-drops: time without a drop or competition before the anchors "
                    "come back (doubled, up to 8 times, while they do not last)"),
@@ -249,6 +250,9 @@ static const pps_config_key_t keys[] = {
         "queue); cubic has no bbr ProbeRTT stall; same = never switch"),
     PPS_CONFIG_BOOL("transport", "thin_linear_timeouts", "false",
                     "TCP_THIN_LINEAR_TIMEOUTS: no exponential RTO backoff while the flow is thin"),
+    PPS_CONFIG_INT("transport", "rto_min_ms", "0", 0, 200,
+                   "the video connection's minimum retransmission timeout (TCP_RTO_MIN_US, "
+                   "Linux 6.15 and later); 0 = the kernel's (200 ms)"),
     PPS_CONFIG_BOOL(
         "transport", "pacing", "false",
         "the kernel paces each connection at its congestion control's rate (SO_MAX_PACING_RATE "
@@ -299,7 +303,7 @@ pps_server_settings_schema(void)
 }
 
 /* [transport] mode, minbuf_a, minbuf_b, ecn, congestion, congestion_alone,
- * thin_linear_timeouts, pacing. */
+ * thin_linear_timeouts, pacing, rto_min_ms. */
 static void
 minbuf_params(const pps_config_t *config, pps_minbuf_params_t *out)
 {
@@ -315,6 +319,7 @@ minbuf_params(const pps_config_t *config, pps_minbuf_params_t *out)
 	out->thin_linear_timeouts =
 	    pps_config_get_bool(config, "transport", "thin_linear_timeouts");
 	out->pacing = pps_config_get_bool(config, "transport", "pacing");
+	out->rto_min_us = (uint32_t)pps_config_get_int(config, "transport", "rto_min_ms") * 1000;
 }
 
 /* [server], [pps] and [transport]: the listener and every session
@@ -361,6 +366,11 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	sp->sched.deadlines = (pps_deadlines_t)pps_config_get_enum(c, "pps", "deadlines");
 	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
 	minbuf_params(c, &sp->transport);
+	if (sp->transport.rto_min_us == 1000) {
+		snprintf(err, err_size,
+		         "[transport] rto_min_ms: 1, expected 0 (the kernel's) or 2..200");
+		return -EINVAL;
+	}
 	sp->path.cap_policy =
 	    (pps_latency_cap_policy_t)pps_config_get_enum(c, "transport", "latency_cap");
 	sp->path.queue_target_us = pps_config_get_int(c, "transport", "queue_target_ms") * 1000;
