@@ -28,7 +28,8 @@ kind of picture with the same timecode). Per run, the pictures the
 receiver shows go to a y4m file; pps-peer-score reads their timecodes and
 scores them against the regenerated source (WebRTC's receiving page reads
 the timecode of each frame it presents itself; no PSNR). Then DIR/results.json,
-DIR/peers.md (the table) and DIR/peers-latency-cdf.png are rebuilt from every
+DIR/peers.md (the tables), DIR/peers-latency-cdf.png and, for steps,
+DIR/peers-steps-timeline-PATTERN.png are rebuilt from every
 scenario and pattern found in DIR, so `--scenario idle` and `--scenario paper` runs
 complement each other. peers.md holds the matrix (a row per scenario x
 pattern x system) and the verdicts of the must-show, item by item, for
