@@ -29,6 +29,10 @@ PORT = 7400
 FPS = 30
 PERIOD_US = 1e6 / FPS
 PATTERN = "smpte"
+# The patterns every system here can send: ppstream's capture and the
+# GStreamer peers take any videotestsrc pattern (pps-peer-score regenerates
+# metrics.PSNR_PATTERNS), WebRTC's sender page draws these three.
+PATTERNS = ("ball", "smpte", "snow")
 SOURCE_SIZE = "640x480"
 GST_ELEMENTS = ("x264enc", "h264parse", "mpegtsmux", "tsdemux", "avdec_h264", "tcpserversink", "tcpclientsrc", "srtsink", "srtsrc")
 # Left out of the scores: the receiver's join (first keyframe) and the end,
@@ -52,6 +56,9 @@ STEP_LEAD_S = 2.0  # the first step lasts this much longer: lab up to stream sta
 # run waits for it to end, so that iperf3 writes its result inside the lab.
 TRAFFIC_TAIL_S = 10
 TRAFFIC_EXIT_GRACE_S = 30
+# Lab set-up, start-up, tear-down and scoring per run, roughly (estimate_s();
+# 12-15 s per 10-s idle run in a smoke test).
+PER_RUN_OVERHEAD_S = 10
 
 # name -> (label, kind, settings): the rows of the comparison, each run by
 # its wrapper (ppstream, or the peer of settings' transport). ppstream rows use the asap playout policy
@@ -72,8 +79,72 @@ SYSTEMS = {
 }
 SYSTEM_ORDER = list(SYSTEMS)
 SCENARIO_ORDER = ["idle", "paper", "steps"]
+# The system the must-show verdicts are about (ppstream as a user starts it)
+# and the peers it is held against, each in the same run of pps-peers.
+SUBJECT = "ppstream-default"
+VERDICT_PEERS = ("gst-tcp", "srt", "webrtc")
+# The must-show's bars (verdicts()).
+SHOWN_MIN_PCT = 99.0
+P95_PEER_SHOWN_MIN_PCT = 90.0
+IDLE_P50_ABOVE_OWD_MS = 15.0
+IDLE_P50_PATTERNS = ("ball", "smpte")
+SHARE_MIN = 0.8
 
 
+def parse_patterns(text, systems=()):
+    """--pattern's comma-separated list -> the patterns in order, no
+    repeats; ValueError for a name pps-peer-score cannot regenerate or,
+    with WebRTC among @systems, one its page does not draw."""
+    names = []
+    for name in (n.strip() for n in (text or "").split(",")):
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("no pattern named")
+    known = PATTERNS if "webrtc" in systems else metrics.PSNR_PATTERNS
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: not one of {', '.join(known)}")
+    return names
+
+
+def pattern_key(pattern):
+    """Sort key: the PATTERNS in order, then the others by name."""
+    return (PATTERNS.index(pattern), "") if pattern in PATTERNS else (len(PATTERNS), pattern or "")
+
+
+def one_way_delay_ms(scenario):
+    """The one-way delay of @scenario's lab (its --delay), or None."""
+    up = SCENARIOS.get(scenario, {}).get("up", [])
+    if "--delay" not in up:
+        return None
+    value = up[up.index("--delay") + 1]
+    return float(value[:-2]) if value.endswith("ms") else float(value.rstrip("s")) * 1000.0
+
+
+def run_dir(out, scenario, pattern, variant):
+    """A run's folder: OUT/SCENARIO/PATTERN/VARIANT (a folder per pattern, so
+    that runs of different patterns keep each other's results)."""
+    return os.path.join(out, scenario, pattern, variant)
+
+
+def find_runs(out):
+    """The run folders in OUT that hold run.json and scores.tsv:
+    OUT/SCENARIO/PATTERN/VARIANT, and OUT/SCENARIO/VARIANT as made before
+    runs had a folder per pattern (their pattern is in run.json)."""
+    def complete(d):
+        return os.path.exists(os.path.join(d, "run.json")) and os.path.exists(os.path.join(d, "scores.tsv"))
+
+    found = []
+    for scenario in SCENARIO_ORDER:
+        sdir = os.path.join(out, scenario)
+        for name in sorted(os.listdir(sdir)) if os.path.isdir(sdir) else []:
+            d = os.path.join(sdir, name)
+            if complete(d):
+                found.append(d)
+            elif os.path.isdir(d):
+                found += [os.path.join(d, v) for v in sorted(os.listdir(d)) if complete(os.path.join(d, v))]
+    return found
 
 
 def log(msg):
@@ -115,11 +186,11 @@ def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
 
 def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None, pattern=None):
     label, kind, settings = SYSTEMS[system]
-    rdir = os.path.join(out, scenario, variant or system)
-    shutil.rmtree(rdir, ignore_errors=True)
-    os.makedirs(rdir)
     sc = dict(SCENARIOS[scenario])
     pattern = pattern or sc.get("pattern", PATTERN)
+    rdir = run_dir(out, scenario, pattern, variant or system)
+    shutil.rmtree(rdir, ignore_errors=True)
+    os.makedirs(rdir)
     lead_s = None
     if sc.get("steps"):
         # The same steps, the same file, for every system (lab.step_trace_lines is deterministic).
@@ -130,7 +201,7 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
     sc["up"] = sc["up"] + ["--stats", os.path.join(rdir, "linkem.json")]
     name = f"peers{os.getpid() % 10000}"
     lab_bound_s = warmup_s + duration_s + 90
-    log(f"{scenario}: {system} ({label}){f' at {kbps} kbit/s' if kind == 'peer' else ''}")
+    log(f"{scenario}, {pattern}: {system} ({label}){f' at {kbps} kbit/s' if kind == 'peer' else ''}")
     run_ = wrapper_of(build, system, rdir, kbps, pattern)
     with Lab(build.netlab, name, sc["up"], lab_bound_s) as lab:
         with open(os.path.join(rdir, "lab.json"), "w") as f:
@@ -165,7 +236,8 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
     else:
         score(build, rdir, pattern)
     run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": run_.start_us, "end_us": run_.end_us,
-           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s, "traffic_start_us": traffic_start_us}
+           "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s, "traffic_start_us": traffic_start_us,
+           "one_way_delay_ms": one_way_delay_ms(scenario), "elephants": sc["elephants"]}
     with open(os.path.join(rdir, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
     result = result_of(build, rdir)
@@ -259,15 +331,21 @@ def analyse(system, rdir, start_us, end_us, scores, step_downs_us=()):
     return result
 
 
-def result_of(build, rdir):
+def result_of(build, rdir, out=None):
     """Everything in the table, recomputed from a run's files (run.json,
     scores.tsv, the receiver's logs), so a change of method applies to old
-    runs through --report-only."""
+    runs through --report-only. rundir: the folder, relative to @out."""
     with open(os.path.join(rdir, "run.json")) as f:
         run = json.load(f)
     system = wrapper_of(build, run["system"], rdir)
     result = analyse(system, rdir, run["start_us"], run["end_us"], read_tsv(os.path.join(rdir, "scores.tsv")), run_step_downs(rdir, run))
     result.update(run)
+    result["pattern"] = run.get("pattern") or SCENARIOS.get(run["scenario"], {}).get("pattern", PATTERN)
+    if result.get("one_way_delay_ms") is None:
+        result["one_way_delay_ms"] = one_way_delay_ms(run["scenario"])
+    if result.get("elephants") is None:
+        result["elephants"] = SCENARIOS.get(run["scenario"], {}).get("elephants", 0)
+    result["rundir"] = os.path.relpath(rdir, out) if out else rdir
     result["label"] = SYSTEMS[run["system"]][0]
     own = system.results()
     result["bits_per_second"] = own["bits_per_second"]
@@ -316,42 +394,39 @@ def run_step_downs(rdir, run):
     return run_capacity(rdir, run)[1]
 
 
+def result_order(r):
+    return (SCENARIO_ORDER.index(r["scenario"]) if r["scenario"] in SCENARIO_ORDER else len(SCENARIO_ORDER),
+            pattern_key(r.get("pattern")), SYSTEM_ORDER.index(r["system"]), r.get("peer_kbps") or 0)
+
+
 def collect(build, out):
-    results = []
-    for scenario in SCENARIO_ORDER:
-        sdir = os.path.join(out, scenario)
-        found = []
-        for variant in sorted(os.listdir(sdir)) if os.path.isdir(sdir) else []:
-            rdir = os.path.join(sdir, variant)
-            if os.path.exists(os.path.join(rdir, "run.json")) and os.path.exists(os.path.join(rdir, "scores.tsv")):
-                found.append(result_of(build, rdir))
-        found.sort(key=lambda r: (SYSTEM_ORDER.index(r["system"]), r.get("peer_kbps") or 0))
-        results += found
-    return results
+    """Every run's result in OUT, by scenario, pattern, system."""
+    return sorted((result_of(build, rdir, out) for rdir in find_runs(out)), key=result_order)
 
 
-def write_table(out, results):
-    lines = [
-        "| scenario | system | latency p50 / p95 / p99 (ms) | frames shown | frozen | longest freeze (outside steps) ms | PSNR-Y (dB) | SSIM-Y | Mbit/s | share | received fps | received size |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+MATRIX_HEADER = ("| scenario | pattern | system | frames shown | latency p50 / p95 / p99 (ms) | longest freeze (outside steps) ms "
+                 "| PSNR-Y (dB) | Mbit/s | share | received fps | received size |")
+
+
+def matrix_table(results):
+    """The markdown table of the whole matrix: a row per scenario x pattern x system."""
+    lines = [MATRIX_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lat = r["latency_ms"]
-        rate = f"{r['bits_per_second'] / 1e6:.2f}" if r["bits_per_second"] else "–"
+        rate = f"{r['bits_per_second'] / 1e6:.2f}" if r["bits_per_second"] else DASH
         if r["kind"] == "peer":
             rate += f" (x264 {r['peer_kbps']} kbit/s)"
         elif r["kind"] == "webrtc":
             rate += " (GCC)"
+        freeze = fmt(r.get("longest_freeze_ms"), ".0f", DASH)
+        if r.get("steps"):
+            freeze += f" ({fmt(r.get('longest_freeze_outside_steps_ms'), '.0f', DASH)})"
         lines.append(
-            f"| {r['scenario']} | {r['label']} | {fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {r['frames_shown_pct']:.1f}% | {r['frozen_pct']:.1f}% | "
-            f"{fmt(r.get('longest_freeze_ms'), '.0f', DASH)}" + (f" ({fmt(r.get('longest_freeze_outside_steps_ms'), '.0f', DASH)})" if r.get("steps") else "") +
-            f" | {fmt(r['psnr_y_mean'], '.2f', DASH)} | {fmt(r['ssim_y_mean'], '.3f', DASH)} | {rate} |"
-            f" {fmt(r.get('throughput_share'), '.2f', DASH)} | {fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |"
-        )
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(out, "peers.md"), "w") as f:
-        f.write(text)
-    return text
+            f"| {r['scenario']} | {r.get('pattern') or DASH} | {r['label']} | {r['frames_shown_pct']:.1f}% | "
+            f"{fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {freeze} | "
+            f"{fmt(r['psnr_y_mean'], '.2f', DASH)} | {rate} | {fmt(r.get('throughput_share'), '.2f', DASH)} | "
+            f"{fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |")
+    return "\n".join(lines) + "\n"
 
 
 def sizes_text(sizes):
@@ -365,19 +440,124 @@ def sizes_text(sizes):
     return ", ".join(f"{size} {100.0 * n / total:.0f}%" for size, n in top[:2])
 
 
+# ---------------------------------------------------------------- the must-show verdicts
+
+
+def short(system):
+    return {"ppstream-default": "ppstream", "gst-tcp": "GStreamer TCP", "srt": "SRT", "webrtc": "WebRTC"}.get(system, system)
+
+
+def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
+    """The must-show, item by item, per scenario x pattern cell of @results
+    (each system's own run, not the --extra-peer-kbps variants): a list of
+    {scenario, pattern, item, measured, verdict} with verdict 'met', 'missed'
+    or 'not measured' (a run missing or a figure absent).
+
+    - shown: @subject's frames shown >= every peer's and >= SHOWN_MIN_PCT;
+    - p95: its p95 <= the p95 of every peer that showed >= P95_PEER_SHOWN_MIN_PCT;
+    - idle p50 (no cross traffic, no steps; ball and smpte): p50 <= the
+      path's one-way delay + IDLE_P50_ABOVE_OWD_MS;
+    - share (cross traffic): its throughput share >= SHARE_MIN of the mean elephant's;
+    - PSNR (cross traffic): its PSNR-Y >= SRT's, at the rate SRT was given."""
+    cells = {}
+    for r in results:
+        if r.get("variant", r["system"]) == r["system"]:
+            cells.setdefault((r["scenario"], r.get("pattern")), {})[r["system"]] = r
+    out = []
+    for (scenario, pattern) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]))):
+        cell = cells[(scenario, pattern)]
+        me = cell.get(subject)
+        missing = [short(p) for p in peers if p not in cell]
+
+        def row(item, measured, verdict):
+            out.append({"scenario": scenario, "pattern": pattern, "item": item, "measured": measured, "verdict": verdict})
+
+        if me is None:
+            row("all", f"no {short(subject)} run", "not measured")
+            continue
+        there = [cell[p] for p in peers if p in cell]
+        absent = f"; no {', '.join(missing)} run" if missing else ""
+        # frames shown
+        best = max((p["frames_shown_pct"] for p in there), default=None)
+        measured = f"{me['frames_shown_pct']:.1f}% vs " + (", ".join(f"{short(p['system'])} {p['frames_shown_pct']:.1f}%" for p in there) or "no peer") + absent
+        ok = me["frames_shown_pct"] >= SHOWN_MIN_PCT and (best is None or me["frames_shown_pct"] >= best)
+        row(f"frames shown >= every peer's and >= {SHOWN_MIN_PCT:g}%", measured, "missed" if not ok else ("not measured" if missing else "met"))
+        # p95
+        mine = me["latency_ms"]["p95"]
+        held = [p for p in there if p["frames_shown_pct"] >= P95_PEER_SHOWN_MIN_PCT]
+        under = [p for p in there if p["frames_shown_pct"] < P95_PEER_SHOWN_MIN_PCT]
+        measured = f"{fmt(mine, '.0f', DASH)} ms vs " + (", ".join(f"{short(p['system'])} {fmt(p['latency_ms']['p95'], '.0f', DASH)}" for p in held) or "no peer at >= 90%")
+        if under:
+            measured += " (" + ", ".join(f"{short(p['system'])} {p['frames_shown_pct']:.1f}% shown" for p in under) + ": not held against)"
+        measured += absent
+        if mine is None or any(p["latency_ms"]["p95"] is None for p in held):
+            verdict = "not measured"
+        elif any(mine > p["latency_ms"]["p95"] for p in held):
+            verdict = "missed"
+        else:
+            verdict = "not measured" if missing else "met"
+        row(f"p95 <= every peer's showing >= {P95_PEER_SHOWN_MIN_PCT:g}%", measured, verdict)
+        # idle p50
+        if not me.get("elephants") and not me.get("steps") and pattern in IDLE_P50_PATTERNS:
+            owd, p50 = me.get("one_way_delay_ms"), me["latency_ms"]["p50"]
+            if owd is None or p50 is None:
+                row(f"idle p50 <= one-way delay + {IDLE_P50_ABOVE_OWD_MS:g} ms", f"p50 {fmt(p50, '.0f', DASH)} ms", "not measured")
+            else:
+                bar = owd + IDLE_P50_ABOVE_OWD_MS
+                row(f"idle p50 <= one-way delay + {IDLE_P50_ABOVE_OWD_MS:g} ms", f"p50 {p50:.0f} ms vs {bar:g} ms ({owd:g} + {IDLE_P50_ABOVE_OWD_MS:g})",
+                    "met" if p50 <= bar else "missed")
+        if me.get("elephants"):
+            share = me.get("throughput_share")
+            row(f"throughput share >= {SHARE_MIN:g} of the mean elephant's",
+                f"{fmt(share, '.2f', DASH)} ({fmt((me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} vs {fmt((me.get('elephant_mean_bps') or 0) / 1e6, '.2f', DASH)} Mbit/s)",
+                "not measured" if share is None else ("met" if share >= SHARE_MIN else "missed"))
+            srt = cell.get("srt")
+            if srt is None or me["psnr_y_mean"] is None or srt["psnr_y_mean"] is None:
+                row("PSNR-Y >= SRT's at SRT's rate", f"{fmt(me['psnr_y_mean'], '.2f', DASH)} dB vs SRT {fmt(srt['psnr_y_mean'] if srt else None, '.2f', DASH)}", "not measured")
+            else:
+                row("PSNR-Y >= SRT's at SRT's rate",
+                    f"{me['psnr_y_mean']:.2f} dB at {fmt((me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} Mbit/s vs SRT {srt['psnr_y_mean']:.2f} dB (x264 {srt['peer_kbps']} kbit/s)",
+                    "met" if me["psnr_y_mean"] >= srt["psnr_y_mean"] else "missed")
+    return out
+
+
+def verdict_table(rows):
+    """The verdicts as a markdown table, then a count per verdict."""
+    lines = ["| scenario | pattern | must-show item | measured (ppstream, default settings, vs peers) | verdict |", "|---|---|---|---|---|"]
+    for v in rows:
+        mark = "**missed**" if v["verdict"] == "missed" else v["verdict"]
+        lines.append(f"| {v['scenario']} | {v['pattern'] or DASH} | {v['item']} | {v['measured']} | {mark} |")
+    counts = {}
+    for v in rows:
+        counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
+    lines.append("")
+    lines.append(", ".join(f"{counts[k]} {k}" for k in ("met", "missed", "not measured") if k in counts) + f" of {len(rows)} items.")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(out, results):
+    """OUT/peers.md: the matrix, then the verdicts; its text."""
+    text = matrix_table(results) + "\n" + verdict_table(verdicts(results))
+    with open(os.path.join(out, "peers.md"), "w") as f:
+        f.write(text)
+    return text
+
+
 def report(build, out):
-    """results.json, peers.md and the plots from every run in OUT; the table."""
+    """results.json, peers.md and the plots from every run in OUT; the tables."""
     results = collect(build, out)
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"results": results, "machine": dict(zip(("sysname", "nodename", "release", "version", "machine"), os.uname())), "written": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, f, indent=2)
+        json.dump({"results": results, "verdicts": verdicts(results),
+                   "machine": dict(zip(("sysname", "nodename", "release", "version", "machine"), os.uname())),
+                   "written": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, f, indent=2)
     table = write_table(out, results)
     if results:
-        plots.peers_latency_cdf(out, results, SCENARIO_ORDER)
-        if any(r["scenario"] == "steps" for r in results):
-            plots.peers_steps_timeline(out, steps_series(build, out, results))
+        plots.peers_latency_cdf(out, results, SCENARIO_ORDER, sorted({r.get("pattern") for r in results}, key=pattern_key))
+        steps = [r for r in results if r["scenario"] == "steps"]
+        for pattern in sorted({r.get("pattern") for r in steps}, key=pattern_key):
+            plots.peers_steps_timeline(out, steps_series(build, out, [r for r in steps if r.get("pattern") == pattern]),
+                                       f"peers-steps-timeline-{pattern}.png", pattern)
     return table
-
-
 
 
 def steps_series(build, out, results):
@@ -387,7 +567,7 @@ def steps_series(build, out, results):
     for r in results:
         if r["scenario"] != "steps":
             continue
-        rdir = os.path.join(out, "steps", r.get("variant", r["system"]))
+        rdir = os.path.join(out, r["rundir"])
         with open(os.path.join(rdir, "run.json")) as f:
             run = json.load(f)
         scores = read_tsv(os.path.join(rdir, "scores.tsv"))
@@ -399,27 +579,56 @@ def steps_series(build, out, results):
     return series
 
 
-def run_all(build, args, systems, scenarios):
-    """The runs of --scenario with each system (ppstream minbuf first: with
-    --peer-kbps auto its rate sets the peers'), then the extra peer rates; 1
-    if a run failed."""
+def rate_source(systems):
+    """The ppstream row whose measured rate --peer-kbps auto gives the
+    peers: minbuf(1,3) when it runs, else the default settings; None."""
+    return next((s for s in ("ppstream-minbuf", "ppstream-default") if s in systems), None)
+
+
+def run_order(systems):
+    """@systems in running order: the rate source first (with --peer-kbps
+    auto its rate sets the peers'), the rest as given."""
+    first = rate_source(systems)
+    return sorted(systems, key=lambda s: s != first)
+
+
+def run_all(build, args, systems, scenarios, patterns=None, durations=None):
+    """The runs of each scenario x pattern (None: the scenario's own) with
+    each system, then the extra peer rates; 1 if a run failed. @durations:
+    seconds per run by scenario (default args.duration)."""
     status = 0
+    source = rate_source(systems)
     for scenario in scenarios:
-        kbps = DEFAULT_PEER_KBPS if args.peer_kbps == "auto" else int(args.peer_kbps)
-        for system in sorted(systems, key=lambda s: s != "ppstream-minbuf"):
-            try:
-                r = run_one(build, scenario, system, args.out, args.duration, args.warmup, kbps, args.keep_video, pattern=args.pattern)
-            except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
-                log(f"{scenario}: {system} failed: {e}")
-                status = 1
-                continue
-            if system == "ppstream-minbuf" and args.peer_kbps == "auto" and r["bits_per_second"]:
-                kbps = max(300, int(round(r["bits_per_second"] / 1000 / 50)) * 50)
-        for extra in args.extra_peer_kbps:
-            for system in (s for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer"):
+        duration_s = (durations or {}).get(scenario, args.duration)
+        for pattern in patterns or [None]:
+            kbps = DEFAULT_PEER_KBPS if args.peer_kbps == "auto" else int(args.peer_kbps)
+            for system in run_order(systems):
                 try:
-                    run_one(build, scenario, system, args.out, args.duration, args.warmup, extra, args.keep_video, f"{system}-{extra}k", pattern=args.pattern)
+                    r = run_one(build, scenario, system, args.out, duration_s, args.warmup, kbps, args.keep_video, pattern=pattern)
                 except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
-                    log(f"{scenario}: {system} at {extra} kbit/s failed: {e}")
+                    log(f"{scenario}, {pattern or 'default pattern'}: {system} failed: {e}")
                     status = 1
+                    continue
+                if system == source and args.peer_kbps == "auto" and r["bits_per_second"]:
+                    kbps = max(300, int(round(r["bits_per_second"] / 1000 / 50)) * 50)
+            for extra in args.extra_peer_kbps:
+                for system in (s for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer"):
+                    try:
+                        run_one(build, scenario, system, args.out, duration_s, args.warmup, extra, args.keep_video, f"{system}-{extra}k", pattern=pattern)
+                    except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
+                        log(f"{scenario}, {pattern or 'default pattern'}: {system} at {extra} kbit/s failed: {e}")
+                        status = 1
     return status
+
+
+def estimate_s(scenarios, patterns, systems, duration_s, warmup_s, durations=None, extra_rates=0):
+    """A rough length of run_all in seconds: per run its duration, the
+    warm-up and the cross traffic's tail where there is cross traffic, and
+    PER_RUN_OVERHEAD_S of lab, start-up and scoring."""
+    total = 0.0
+    peers_n = sum(1 for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer")
+    for scenario in scenarios:
+        d = (durations or {}).get(scenario, duration_s)
+        per = d + PER_RUN_OVERHEAD_S + (warmup_s + TRAFFIC_TAIL_S if SCENARIOS[scenario]["elephants"] else 0)
+        total += per * len(patterns or [None]) * (len(systems) + extra_rates * peers_n)
+    return total

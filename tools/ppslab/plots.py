@@ -429,51 +429,58 @@ def fanout_latency(out, runinfo, rows):
 
 
 PEER_STYLES = {"ppstream-minbuf": ("C0", "-"), "ppstream-tcp": ("C1", "-"), "ppstream-minbuf-fixed": ("C0", ":"),
-               "ppstream-default": ("C4", "-"), "gst-tcp": ("C3", "--"), "srt": ("C2", "--")}
+               "ppstream-default": ("C4", "-"), "gst-tcp": ("C3", "--"), "srt": ("C2", "--"), "webrtc": ("C1", "-.")}
+PEER_SCENARIO_TITLES = {"paper": "paper: 10 Mbit/s, 50 ms RTT, 20 cubic flows, drop-tail 1 BDP",
+                        "idle": "idle: 10 Mbit/s, 50 ms RTT, no cross traffic",
+                        "steps": "steps: 8/2/0.8/4 Mbit/s x 10 s, 60-pkt drop-tail, 50 ms RTT"}
 
 
-def peers_latency_cdf(out, results, scenario_order):
-    """pps-peers' peers-latency-cdf.png: per scenario, each system's latency
-    CDF over the frames expected."""
+def peers_latency_cdf(out, results, scenario_order, patterns=None):
+    """pps-peers' peers-latency-cdf.png: a panel per scenario (columns) and
+    pattern (rows), each system's latency CDF over the frames expected.
+    @patterns: the rows' order (default: the patterns in @results)."""
     plt = pyplot()
     scenarios = [s for s in scenario_order if any(r["scenario"] == s for r in results)]
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(6.5 * len(scenarios), 4.5), squeeze=False)
-    styles = PEER_STYLES
-    for ax, scenario in zip(axes[0], scenarios):
-        for r in results:
-            if r["scenario"] != scenario:
-                continue
-            with open(os.path.join(out, scenario, r.get("variant", r["system"]), "latency_ms.json")) as f:
-                lat = sorted(json.load(f))
-            if not lat:
-                continue
-            # The CDF over frames expected: frames never shown keep it below 1.
-            n = max(r["frames_expected"], len(lat))
-            color, style = styles.get(r["system"], ("k", "-"))
-            label = r["label"] + (f", {r['peer_kbps']} kbit/s" if r["kind"] == "peer" else "")
-            if r.get("variant", r["system"]) != r["system"]:
-                style = ":"
-            ax.step(lat, [(i + 1) / n for i in range(len(lat))], where="post", color=color, linestyle=style, label=label)
-        ax.set_xscale("log")
-        ax.set_xlabel("glass-to-glass latency (ms, log scale)")
-        ax.set_ylabel("fraction of frames captured")
-        title = {"paper": "paper: 10 Mbit/s, 50 ms RTT, 20 cubic flows, drop-tail 1 BDP", "idle": "idle: 10 Mbit/s, 50 ms RTT, no cross traffic",
-                 "steps": "steps: 8/2/0.8/4 Mbit/s x 10 s, 60-pkt drop-tail, 50 ms RTT"}[scenario]
-        ax.set_title(title, fontsize=9)
-        ax.set_ylim(0, 1.02)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+    patterns = patterns or sorted({r.get("pattern") for r in results}, key=lambda p: p or "")
+    fig, axes = plt.subplots(len(patterns), len(scenarios), figsize=(6.5 * len(scenarios), 4.5 * len(patterns)), squeeze=False)
+    for row, pattern in zip(axes, patterns):
+        for ax, scenario in zip(row, scenarios):
+            drawn = False
+            for r in results:
+                if r["scenario"] != scenario or r.get("pattern") != pattern:
+                    continue
+                rdir = os.path.join(out, r.get("rundir") or os.path.join(scenario, r.get("variant", r["system"])))
+                with open(os.path.join(rdir, "latency_ms.json")) as f:
+                    lat = sorted(json.load(f))
+                if not lat:
+                    continue
+                # The CDF over frames expected: frames never shown keep it below 1.
+                n = max(r["frames_expected"], len(lat))
+                color, style = PEER_STYLES.get(r["system"], ("k", "-"))
+                label = r["label"] + (f", {r['peer_kbps']} kbit/s" if r["kind"] == "peer" else "")
+                if r.get("variant", r["system"]) != r["system"]:
+                    style = ":"
+                ax.step(lat, [(i + 1) / n for i in range(len(lat))], where="post", color=color, linestyle=style, label=label)
+                drawn = True
+            ax.set_xscale("log")
+            ax.set_xlabel("glass-to-glass latency (ms, log scale)")
+            ax.set_ylabel("fraction of frames captured")
+            ax.set_title(PEER_SCENARIO_TITLES.get(scenario, scenario) + (f"; {pattern}" if pattern else ""), fontsize=9)
+            ax.set_ylim(0, 1.02)
+            ax.grid(True, which="both", alpha=0.3)
+            if drawn:
+                ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = os.path.join(out, "peers-latency-cdf.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=90 if len(patterns) > 1 else 110)
     plt.close(fig)
     return path
 
 
-def peers_steps_timeline(out, series):
-    """pps-peers' peers-steps-timeline.png: glass-to-glass latency of every
-    system over the run, beside the link's capacity, on the steps scenario
-    (the same trace for all). @series: peers.steps_series()."""
+def peers_steps_timeline(out, series, name="peers-steps-timeline.png", pattern=None):
+    """pps-peers' @name (peers-steps-timeline-PATTERN.png): glass-to-glass
+    latency of every system over the run, beside the link's capacity, on the
+    steps scenario (the same trace for all). @series: peers.steps_series()."""
     plt = pyplot()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     cap_drawn = False
@@ -499,9 +506,9 @@ def peers_steps_timeline(out, series):
     a2.set_ylabel("link Mbit/s")
     a2.set_xlabel("capture time since the receiver started (s)")
     a2.grid(alpha=0.3)
-    fig.suptitle("steps: each system alone on the same capacity trace (60-pkt drop-tail, 50 ms RTT)", fontsize=9)
+    fig.suptitle("steps: each system alone on the same capacity trace (60-pkt drop-tail, 50 ms RTT)" + (f"; {pattern}" if pattern else ""), fontsize=9)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "peers-steps-timeline.png"), dpi=100)
+    fig.savefig(os.path.join(out, name), dpi=100)
     plt.close(fig)
 
 
