@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # One loopback run each (labelled loopback, not a lab path): publisher -> pps-relay -> viewer,
-# and the same pps-server serving the viewer itself. Run under pps-quiet:
-#   pps-quiet sh scripts/relay-loopback.sh BUILD_DIR OUT_DIR [SECONDS]
+# and the same pps-server serving the viewer itself. Run it alone on the machine:
+#   sh scripts/relay-loopback.sh BUILD_DIR OUT_DIR [SECONDS]
 set -eu
 B=$1; OUT=$2; D=${3:-20}
 # Waits up to 10 s for a program to write its port file.
