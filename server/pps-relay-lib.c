@@ -987,6 +987,15 @@ pps_relay_get_stats(const pps_relay_t *r, pps_relay_stats_t *stats)
 {
 	*stats = r->stats;
 	stats->streams = count_streams(r);
+	stats->viewers = 0;
+	for (const relay_stream_t *s = r->streams; s; s = s->next) {
+		pps_listener_stats_t ls;
+
+		if (!s->listener)
+			continue;
+		pps_listener_get_stats(s->listener, &ls);
+		stats->viewers += ls.streaming;
+	}
 }
 
 void

@@ -29,7 +29,8 @@ typedef struct {
 	unsigned n_upstream;
 	unsigned max_streams;
 	double duration_s;
-	struct event *events[3]; /* SIGINT, SIGTERM, --duration */
+	struct event *events[4]; /* SIGINT, SIGTERM, --duration, the status line */
+	uint64_t windows_last;   /* windows relayed at the last status line */
 } cli_t;
 
 static void
@@ -160,6 +161,27 @@ err_message:
 	return PPS_EXIT_USAGE;
 }
 
+/* One line every STATUS_INTERVAL_US, on stderr. */
+#define STATUS_INTERVAL_US 10000000
+
+static void
+status_cb(evutil_socket_t fd, short what, void *user)
+{
+	cli_t *cli = user;
+	pps_relay_stats_t st;
+
+	pps_relay_get_stats(cli->relay, &st);
+	fprintf(stderr,
+	        "pps-relay: %u stream(s), %u viewer(s) | %.1f windows/s relayed | publishers "
+	        "refused %llu, dropped %llu | viewers refused for no stream %llu\n",
+	        st.streams, st.viewers,
+	        (double)(st.windows_relayed - cli->windows_last) * 1e6 / STATUS_INTERVAL_US,
+	        (unsigned long long)st.publishers_refused,
+	        (unsigned long long)st.publishers_dropped,
+	        (unsigned long long)st.subscribers_no_stream);
+	cli->windows_last = st.windows_relayed;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -229,6 +251,12 @@ main(int argc, char **argv)
 		tv = pps_time_us_to_timeval((int64_t)(cli.duration_s * 1e6));
 		cli.events[2] = evtimer_new(cli.base, stop_cb, &cli);
 		event_add(cli.events[2], &tv);
+	}
+
+	if (!cli.quiet) {
+		tv = pps_time_us_to_timeval(STATUS_INTERVAL_US);
+		cli.events[3] = event_new(cli.base, -1, EV_PERSIST, status_cb, &cli);
+		event_add(cli.events[3], &tv);
 	}
 
 	event_base_dispatch(cli.base);

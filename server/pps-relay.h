@@ -50,6 +50,7 @@ typedef struct {
 
 typedef struct {
 	unsigned streams;                /* published now */
+	unsigned viewers;                /* streaming now, over every stream */
 	uint64_t publishers_total;       /* admitted */
 	uint64_t publishers_refused;     /* name taken, bad name, full, unauthorized */
 	uint64_t publishers_dropped;     /* garbage or a broken stream */
