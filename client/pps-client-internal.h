@@ -609,6 +609,10 @@ typedef struct {
 
 /* Opens @path now (an unwritable one fails here): NULL with errno and @err. */
 pps_recorder_t *pps_recorder_new(const char *path, char *err, size_t err_size);
+/* y4m only: each picture shown once, in the order shown, with no time grid
+ * (no repeats, none left out; the file's length is then the pictures', not
+ * the run's). The network lab counts every receiver's pictures this way. */
+void pps_recorder_keep_every(pps_recorder_t *recorder);
 /*
  * One picture shown at @shown_us (client clock, microseconds, increasing),
  * borrowed for the call; the first sets the size and the frame rate

@@ -17,6 +17,10 @@
 #define STR(x)     STR_(x)
 #define AUTH_BYTES STR(PPS_WIRE_MAX_AUTH_BYTES)
 
+/* [display] output_timing, in the order of pps_client_settings_t.output_every
+ * (0 real-time, 1 every). */
+static const char *const output_timing_names[] = {"real-time", "every", NULL};
+
 static const pps_config_key_t keys[] = {
     /* [client] */
     PPS_CONFIG_ADDRESS(
@@ -84,6 +88,11 @@ static const pps_config_key_t keys[] = {
         "display time (Matroska, rawvideo I420); NAME.nut is refused; any other name is y4m "
         "at the stream's frame rate, the frame on screen repeated through a freeze (FRAME "
         "Xrepeat); - = y4m on stdout"),
+    PPS_CONFIG_ENUM("display", "output_timing", "real-time", output_timing_names,
+                    "a y4m output's pictures: real-time (a slot per frame time of the stream, "
+                    "repeats through a freeze, a picture shown for less than a frame time left "
+                    "out) or every (each picture shown, once, in order: how the network lab "
+                    "counts the pictures of every receiver)"),
 
     /* [audio] */
     PPS_CONFIG_BOOL("audio", "enabled", "true",
@@ -179,6 +188,7 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	}
 	s->display_mode = (pps_display_mode_t)pps_config_get_enum(c, "display", "mode");
 	s->output = pps_config_get_string(c, "display", "output");
+	s->output_every = pps_config_get_enum(c, "display", "output_timing") == 1;
 	s->log_path = pps_config_get_string(c, "log", "file");
 	return 0;
 }

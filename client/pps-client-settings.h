@@ -19,6 +19,7 @@ typedef struct {
 	pps_player_params_t player;
 	pps_display_mode_t display_mode; /* [display] mode */
 	const char *output;              /* [display] output: a .y4m path, "-", or "" */
+	bool output_every;               /* [display] output_timing = every */
 	const char *log_path;            /* [log] file, or "" */
 } pps_client_settings_t;
 

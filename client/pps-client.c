@@ -511,8 +511,11 @@ main(int argc, char **argv)
 		}
 	}
 	c.display = pps_display_new(settings.display_mode, err, sizeof(err));
-	if (c.display && output[0])
+	if (c.display && output[0]) {
 		c.recorder = pps_recorder_new(output, err, sizeof(err));
+		if (c.recorder && settings.output_every)
+			pps_recorder_keep_every(c.recorder);
+	}
 	if (!c.display || (output[0] && !c.recorder)) {
 		fprintf(stderr, "pps-client: %s\n", err);
 		pps_display_free(c.display);

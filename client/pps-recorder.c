@@ -60,6 +60,7 @@ struct pps_recorder {
 
 	/* y4m */
 	FILE *y4m;
+	bool every;           /* each picture once, in order, no time grid */
 	pps_frame_t *pending; /* shown, its slot not yet written */
 	int64_t pending_us;   /* its display time */
 	int64_t pending_slot;
@@ -127,6 +128,12 @@ err:
 	return NULL;
 }
 
+void
+pps_recorder_keep_every(pps_recorder_t *r)
+{
+	r->every = r->kind == RECORDER_Y4M;
+}
+
 /* ---- y4m ----------------------------------------------------------------- */
 
 static int
@@ -168,6 +175,8 @@ y4m_frame(pps_recorder_t *r, const pps_frame_t *picture, int64_t shown_us)
 	int64_t slot = 0;
 	int ret = 0;
 
+	if (r->every)
+		return y4m_write(r, picture, false);
 	if (r->pending) {
 		double since_first = (double)(shown_us - r->first_us) / (double)r->frame_us;
 		double since_pending = (double)(shown_us - r->pending_us) / (double)r->frame_us;
@@ -297,6 +306,8 @@ pps_recorder_finish(pps_recorder_t *r, pps_recorder_summary_t *summary, char *er
 	int ret = 0;
 
 	if (r->kind == RECORDER_Y4M) {
+		if (r->every)
+			r->summary.duration_us = (int64_t)r->summary.frames_written * r->frame_us;
 		if (r->pending) {
 			ret = y4m_flush_pending(r, r->pending_slot + 1);
 			r->summary.duration_us = (r->pending_slot + 1) * r->frame_us;

@@ -40,7 +40,7 @@ run_times(int64_t *times)
 }
 
 static void
-record(const char *path, const int64_t *times, int n, pps_recorder_summary_t *sum)
+record_as(const char *path, bool every, const int64_t *times, int n, pps_recorder_summary_t *sum)
 {
 	char err[256] = "";
 	pps_recorder_t *r = pps_recorder_new(path, err, sizeof(err));
@@ -50,6 +50,8 @@ record(const char *path, const int64_t *times, int n, pps_recorder_summary_t *su
 	CHECK(picture != NULL);
 	if (!r || !picture)
 		return;
+	if (every)
+		pps_recorder_keep_every(r);
 	for (int i = 0; i < n; i++) {
 		memset(picture->planes[0], i, (size_t)picture->strides[0] * 48);
 		CHECK_EQ_INT(pps_recorder_frame(r, picture, times[i], FPS, 1, err, sizeof(err)), 0);
@@ -63,6 +65,49 @@ record(const char *path, const int64_t *times, int n, pps_recorder_summary_t *su
 	CHECK_EQ_INT(pps_recorder_finish(r, sum, err, sizeof(err)), 0);
 	pps_recorder_free(r);
 	pps_frame_free(picture);
+}
+
+static void
+record(const char *path, const int64_t *times, int n, pps_recorder_summary_t *sum)
+{
+	record_as(path, false, times, n, sum);
+}
+
+/* Every picture once, in order: the burst is kept whole, the freeze is not
+ * filled, and each picture in the file is the one shown (its first byte). */
+static void
+test_y4m_every(void)
+{
+	char path[] = "/tmp/pps-test-recorder-XXXXXX";
+	int64_t times[128];
+	int n = run_times(times), fd = mkstemp(path), pictures = 0;
+	pps_recorder_summary_t sum = {0};
+	char line[128];
+	FILE *f;
+
+	CHECK(fd >= 0);
+	close(fd);
+	record_as(path, true, times, n, &sum);
+	CHECK(sum.frames_shown == (uint64_t)n);
+	CHECK(sum.frames_written == (uint64_t)n);
+	CHECK(sum.frames_repeated == 0 && sum.frames_replaced == 0);
+	CHECK_EQ_INT(sum.duration_us, (int64_t)n * FRAME_US);
+	f = fopen(path, "rb");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK(fgets(line, sizeof(line), f) && strstr(line, " W64 H48 F30:1 "));
+	while (fgets(line, sizeof(line), f)) {
+		int first = fgetc(f);
+
+		CHECK(strcmp(line, "FRAME\n") == 0);
+		CHECK_EQ_INT(first, pictures);
+		pictures++;
+		fseek(f, 64 * 48 * 3 / 2 - 1, SEEK_CUR);
+	}
+	fclose(f);
+	unlink(path);
+	CHECK_EQ_INT(pictures, n);
 }
 
 static void
@@ -204,6 +249,7 @@ main(int argc, char **argv)
 	pps_test_init(&argc, argv);
 	gst_init(NULL, NULL);
 	PPS_TEST_RUN(test_y4m_real_time);
+	PPS_TEST_RUN(test_y4m_every);
 	PPS_TEST_RUN(test_matroska_real_time);
 	PPS_TEST_RUN(test_matroska_write_error);
 	PPS_TEST_RUN(test_nut_refused);

@@ -39,6 +39,9 @@ GST_ELEMENTS = ("x264enc", "h264parse", "mpegtsmux", "tsdemux", "avdec_h264", "t
 # where a frame still in flight would count as never shown.
 SKIP_START_S = 2.0
 SKIP_END_S = 1.0
+# A picture replaced less than three quarters of a 60 Hz display's refresh
+# later was not on it (the quarter is for the jitter of presentation times).
+FLASH_US = 0.75 * 1e6 / 60
 DEFAULT_PEER_KBPS = 1800
 
 SCENARIOS = {
@@ -177,7 +180,10 @@ def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
             "transport.minbuf_a": 1, "transport.minbuf_b": 3}
     if settings.get("congestion"):
         sets["transport.congestion"] = settings["congestion"]
-    client_sets = {"client.clock": "shared"}
+    # Every picture the client shows, once, in order: what pps-peer-recv writes
+    # for the GStreamer peers (the real-time y4m, the client's default, leaves
+    # out pictures shown for less than a frame time).
+    client_sets = {"client.clock": "shared", "display.output_timing": "every"}
     if settings.get("tolerance_ms"):
         client_sets["playout.tolerance_ms"] = settings["tolerance_ms"]
     return wrappers.get("ppstream")(build, rdir, sets=sets, port=PORT, server_extra_s=30, policy=settings["policy"],
@@ -306,6 +312,11 @@ def analyse(system, rdir, start_us, end_us, scores, step_downs_us=()):
         if ref > newest:
             newest = ref
             displays.append(t)
+    # Pictures on screen for less than one refresh of a 60 Hz display before
+    # the next new one (a burst): no screen shows them. WebRTC's page only
+    # counts the frames its 60 Hz screen presented; this holds the other
+    # systems to the same.
+    flashed = sum(1 for a, b in zip(displays, displays[1:]) if b - a < FLASH_US)
     fz = metrics.freeze_figures(displays, step_downs_us)
     span_us = (events[-1][0] - events[0][0]) if events else 0
     result = {
@@ -318,6 +329,8 @@ def analyse(system, rdir, start_us, end_us, scores, step_downs_us=()):
         "frames_expected": expected,
         "frames_shown": len(shown_refs),
         "frames_shown_pct": 100.0 * len(shown_refs) / expected if expected else 0,
+        "frames_flashed": flashed,
+        "frames_seen_pct": 100.0 * max(0, len(shown_refs) - flashed) / expected if expected else 0,
         "frozen_pct": 100.0 * fz["frozen_us"] / span_us if span_us else 100.0,
         "total_frozen_ms": fz["frozen_us"] / 1000.0,
         "longest_freeze_ms": fz["longest_us"] / 1000.0,
@@ -404,13 +417,13 @@ def collect(build, out):
     return sorted((result_of(build, rdir, out) for rdir in find_runs(out)), key=result_order)
 
 
-MATRIX_HEADER = ("| scenario | pattern | system | frames shown | latency p50 / p95 / p99 (ms) | longest freeze (outside steps) ms "
+MATRIX_HEADER = ("| scenario | pattern | system | frames shown | on screen >= 1/60 s | latency p50 / p95 / p99 (ms) | longest freeze (outside steps) ms "
                  "| PSNR-Y (dB) | Mbit/s | share | received fps | received size |")
 
 
 def matrix_table(results):
     """The markdown table of the whole matrix: a row per scenario x pattern x system."""
-    lines = [MATRIX_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [MATRIX_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lat = r["latency_ms"]
         rate = f"{r['bits_per_second'] / 1e6:.2f}" if r["bits_per_second"] else DASH
@@ -422,11 +435,21 @@ def matrix_table(results):
         if r.get("steps"):
             freeze += f" ({fmt(r.get('longest_freeze_outside_steps_ms'), '.0f', DASH)})"
         lines.append(
-            f"| {r['scenario']} | {r.get('pattern') or DASH} | {r['label']} | {r['frames_shown_pct']:.1f}% | "
+            f"| {r['scenario']} | {r.get('pattern') or DASH} | {r['label']} | {r['frames_shown_pct']:.1f}% | {seen_text(r)} | "
             f"{fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {freeze} | "
             f"{fmt(r['psnr_y_mean'], '.2f', DASH)} | {rate} | {fmt(r.get('throughput_share'), '.2f', DASH)} | "
             f"{fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |")
     return "\n".join(lines) + "\n"
+
+
+def seen_text(r):
+    """Frames shown that stayed on screen for at least one 60 Hz refresh, %:
+    for ppstream (its playout's display times) and WebRTC (the frames its
+    screen presented); the GStreamer peers' times are when their appsink
+    (sync=false) got each picture, not a display's, so there is none."""
+    if r["kind"] == "peer" or r.get("frames_seen_pct") is None:
+        return DASH
+    return f"{r['frames_seen_pct']:.1f}%"
 
 
 def sizes_text(sizes):

@@ -121,7 +121,11 @@ check(peers.verdicts([result("idle", "ball", "srt", 100.0, 200, 210, kbps=2000)]
 # the tables
 matrix = peers.matrix_table(results).splitlines()
 check(len(matrix) == 2 + len(results), f"matrix: a row per result ({len(matrix) - 2})")
-check(matrix[2].startswith("| idle | ball | ppstream, default settings | 100.0% | 38 / 60 / 70 |"), f"matrix row: {matrix[2]}")
+check(matrix[2].startswith("| idle | ball | ppstream, default settings | 100.0% | – | 38 / 60 / 70 |"), f"matrix row: {matrix[2]}")
+# on screen for a 60 Hz refresh: ppstream's and WebRTC's, never the GStreamer peers' (appsink times)
+seen = dict(results[0], frames_seen_pct=97.5)
+check(" | 100.0% | 97.5% | " in peers.matrix_table([seen]).splitlines()[2], "ppstream's on-screen share in its row")
+check(" | – | " in peers.matrix_table([dict(seen, kind="peer", peer_kbps=400)]).splitlines()[2], "no on-screen share for a GStreamer peer")
 web = [line for line in matrix if "WebRTC" in line and "paper" in line][0]
 check("(GCC)" in web and "480x360 60%, 320x240 30%" in web and "| – |" in web, f"WebRTC's row: rate by GCC, sizes, no PSNR: {web}")
 steps = [line for line in matrix if line.startswith("| steps | snow | ppstream")][0]
