@@ -8,7 +8,10 @@
  *            (half for the one-way delay, half for queueing on the way)
  *            + a decode margin.
  *  asap:     display as soon as a frame is decoded; the frames of a window
- *            that come out together keep their capture spacing.
+ *            that come out together keep their capture spacing, and no
+ *            frame follows the one shown before it sooner than half their
+ *            capture spacing (catching up after a stall at most twice as
+ *            fast as real time: every frame stays on screen).
  *  adaptive: display at capture time + (u + 4 v), where u and v estimate the
  *            delay and its variation (Zhang, Wang, Keshav, section 4.1, after
  *            Ramjee et al.'s algorithm 2), with alpha = 0.998002 and beta = 4.
@@ -90,6 +93,9 @@ struct pps_playout {
 	bool have_anchor;
 	int64_t last_display_us; /* of the last frame queued */
 	bool have_last;
+	/* asap: the last frame shown (popped), for the catch-up bound */
+	int64_t shown_us, shown_capture_us;
+	bool have_shown;
 	/* the queue, in display order */
 	queued_t queue[PPS_PLAYOUT_MAX_FRAMES];
 	size_t head, count;
@@ -391,10 +397,31 @@ pps_playout_push(pps_playout_t *p, const pps_frame_t *picture, const pps_playout
 	return 0;
 }
 
+/* When the head may be shown: its display time, and with asap no sooner
+ * than half its capture spacing after the frame shown before it, so that
+ * catching up after a stall runs at most twice as fast as real time and
+ * every frame stays on screen for one refresh of a 60 Hz display (at 30
+ * frames/s) instead of flashing by. */
+static int64_t
+head_due_us(const pps_playout_t *p)
+{
+	const queued_t *q = &p->queue[p->head];
+	int64_t due = q->display_us;
+
+	if (p->policy == PPS_PLAYOUT_ASAP && p->have_shown &&
+	    q->meta.capture_us > p->shown_capture_us) {
+		int64_t bound = p->shown_us + (q->meta.capture_us - p->shown_capture_us) / 2;
+
+		if (bound > due)
+			due = bound;
+	}
+	return due;
+}
+
 int64_t
 pps_playout_next_due_us(const pps_playout_t *p)
 {
-	return p->count ? p->queue[p->head].display_us : INT64_MAX;
+	return p->count ? head_due_us(p) : INT64_MAX;
 }
 
 pps_frame_t *
@@ -404,11 +431,14 @@ pps_playout_pop_due(pps_playout_t *p, int64_t now_us, pps_playout_frame_t *meta)
 	pps_frame_t *picture;
 
 	/* A timer may fire a little early; a millisecond is not worth a re-arm. */
-	if (!p->count || p->queue[p->head].display_us > now_us + 1000)
+	if (!p->count || head_due_us(p) > now_us + 1000)
 		return NULL;
 	q = &p->queue[p->head];
 	picture = q->picture;
 	*meta = q->meta;
+	p->have_shown = true;
+	p->shown_us = now_us;
+	p->shown_capture_us = q->meta.capture_us;
 	q->picture = NULL;
 	p->bytes -= picture_bytes(picture);
 	p->head = (p->head + 1) % PPS_PLAYOUT_MAX_FRAMES;
@@ -423,4 +453,5 @@ pps_playout_flush(pps_playout_t *p)
 		drop_head(p, PPS_FRAME_STOPPED);
 	p->have_anchor = false;
 	p->have_last = false;
+	p->have_shown = false;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Playout policies, the same as pps-client's (client/pps-playout.c, where the
 // reasons are): fixed, asap (the default, as pps-client's: frames decoded
-// together keep their capture spacing), adaptive (Zhang, Wang, Keshav,
+// together keep their capture spacing, and catching up after a stall runs at
+// most twice as fast as real time), adaptive (Zhang, Wang, Keshav,
 // section 4.1, alpha from a 1 s time constant, beta = 4, spike mode), smooth
 // (90th percentile of the last 2 s of window delays + 10 ms, falling by 1/8
 // per window). Times are client-clock microseconds.
@@ -37,6 +38,7 @@ export class Playout {
     this.haveSmooth = false;
     this.anchor = null; // asap: {window, capture, display} of the window being paced
     this.lastDisplayUs = null;
+    this.shown = null; // asap: {at, capture} of the last frame shown
   }
 
   streamDelayUs() {
@@ -141,6 +143,23 @@ export class Playout {
     if (this.lastDisplayUs !== null && display < this.lastDisplayUs) display = this.lastDisplayUs;
     this.lastDisplayUs = display;
     return display;
+  }
+
+  // When the head of the queue may be shown: its display time, and with asap
+  // no sooner than half its capture spacing after the frame shown before it
+  // (catching up at most twice as fast as real time; pps-playout.c's
+  // head_due_us). `frame`: {due_us, capture_client_us}.
+  dueUs(frame) {
+    let due = frame.due_us;
+    if (this.policy === 'asap' && this.shown && frame.capture_client_us > this.shown.capture) {
+      due = Math.max(due, this.shown.at + (frame.capture_client_us - this.shown.capture) / 2);
+    }
+    return due;
+  }
+
+  // `frame` went on screen at `nowUs`.
+  markShown(frame, nowUs) {
+    this.shown = { at: nowUs, capture: frame.capture_client_us };
   }
 
   mode() { return this.spike ? 'spike' : 'normal'; }

@@ -204,15 +204,16 @@ function schedule() {
   if (timer) clearTimeout(timer);
   timer = 0;
   if (!queue.length) return;
-  timer = setTimeout(showDue, Math.max(0, (queue[0].due_us - nowUs()) / 1000));
+  timer = setTimeout(showDue, Math.max(0, (playout.dueUs(queue[0]) - nowUs()) / 1000));
 }
 
 function showDue() {
   timer = 0;
   const now = nowUs();
   let last = null;
-  while (queue.length && queue[0].due_us <= now + 1000) {
+  while (queue.length && playout.dueUs(queue[0]) <= now + 1000) {
     const f = queue.shift();
+    playout.markShown(f, now);
     stats.frames_shown++;
     stats.layers_shown[f.layers]++;
     stats.last_frame_index = f.frame_index;

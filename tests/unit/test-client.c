@@ -356,12 +356,15 @@ test_playout_queue(void)
 	CHECK_EQ_INT(pps_playout_next_due_us(asap), 100000);
 	pps_frame_free(pps_playout_pop_due(asap, 100000, &got));
 	/* Window 6 arrived before frame 10's paced time: frame 10 became due
-	 * at once (no pacing that piles up behind a stall), frame 11 then. */
+	 * at once (no pacing that piles up behind a stall), frame 11 half a
+	 * capture spacing after it (catching up at twice real time, each frame
+	 * on screen), not at once. */
 	CHECK_EQ_INT(pps_playout_next_due_us(asap), 120000);
 	pps_frame_free(pps_playout_pop_due(asap, 120000, &got));
 	CHECK_EQ_INT(got.frame, 10);
-	CHECK_EQ_INT(pps_playout_next_due_us(asap), 120000);
-	pps_frame_free(pps_playout_pop_due(asap, 120000, &got));
+	CHECK_EQ_INT(pps_playout_next_due_us(asap), 120000 + 33333 / 2);
+	CHECK(pps_playout_pop_due(asap, 125000, &got) == NULL);
+	pps_frame_free(pps_playout_pop_due(asap, 120000 + 33333 / 2, &got));
 	CHECK_EQ_INT(got.frame, 11);
 	/* Its own next frame is paced again. */
 	m.frame = 12;
