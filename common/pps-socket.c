@@ -14,6 +14,8 @@
 #include <netinet/tcp.h>
 
 #include <linux/sockios.h>
+#include <netdb.h>
+#include <unistd.h>
 
 static int
 set_int(int fd, int level, int name, int value)
@@ -216,6 +218,39 @@ int
 pps_socket_set_timestamp_ns(int fd, bool on)
 {
 	return set_int(fd, SOL_SOCKET, SO_TIMESTAMPNS, on);
+}
+
+int
+pps_socket_listen_tcp(const char *listen_at, int backlog, char *err, size_t err_size)
+{
+	char host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	                         .ai_socktype = SOCK_STREAM,
+	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	int fd, ret;
+
+	if (pps_socket_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "listen = %s: not host:port", listen_at);
+		return -EINVAL;
+	}
+	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "listen = %s: %s", listen_at, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || pps_socket_set_reuseaddr(fd) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, backlog) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot listen on %s: %s", listen_at, strerror(errno));
+		freeaddrinfo(res);
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	freeaddrinfo(res);
+	return fd;
 }
 
 int

@@ -105,6 +105,14 @@ int pps_socket_set_timestamp_ns(int fd, bool on);
 int pps_socket_split_address(const char *address, char *host, size_t host_size, char *port,
                              size_t port_size);
 
+/*
+ * A nonblocking TCP socket listening on @listen_at ("host:port", "[v6]:port";
+ * an empty host: any address) with SO_REUSEADDR and @backlog. Returns the
+ * descriptor, or a negative errno with the reason in @err (-EINVAL: not
+ * host:port, or a name that does not resolve).
+ */
+int pps_socket_listen_tcp(const char *listen_at, int backlog, char *err, size_t err_size);
+
 /* Longest stream name (the wire's PPS_WIRE_MAX_STREAM_BYTES). */
 #define PPS_STREAM_NAME_MAX_BYTES 64
 

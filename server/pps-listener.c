@@ -717,24 +717,13 @@ int
 pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out, char *err,
                     size_t err_size)
 {
-	char host[256], port[16];
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-	                         .ai_socktype = SOCK_STREAM,
-	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-	struct addrinfo *res = NULL;
 	struct sockaddr_storage bound;
 	socklen_t bound_len = sizeof(bound);
-	char bhost[NI_MAXHOST], bport[NI_MAXSERV];
+	char bhost[NI_MAXHOST], bport[NI_MAXSERV], why[512];
 	const char *token = l->params.session.access_token;
 	int ret;
 
-	if (pps_socket_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
-		snprintf(err, err_size, "[server] listen = %s: not host:port", listen_at);
-		return -EINVAL;
-	}
 	if (l->params.tls_cert && l->params.tls_cert[0] && !l->tls_ctx) {
-		char why[384];
-
 		l->tls_ctx =
 		    pps_tls_ctx_new_server(l->params.tls_cert, l->params.tls_key, why, sizeof(why));
 		if (!l->tls_ctx) {
@@ -743,24 +732,12 @@ pps_listener_listen(pps_listener_t *l, const char *listen_at, unsigned *port_out
 		}
 		l->params.session.tls_ctx = l->tls_ctx;
 	}
-	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-	if (ret != 0) {
-		snprintf(err, err_size, "[server] listen = %s: %s", listen_at, gai_strerror(ret));
-		return -EINVAL;
-	}
-	l->listen_fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->listen_fd < 0 || pps_socket_set_reuseaddr(l->listen_fd) < 0 ||
-	    bind(l->listen_fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    listen(l->listen_fd, PPS_LISTENER_BACKLOG) < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "cannot listen on %s: %s", listen_at, strerror(errno));
-		freeaddrinfo(res);
-		if (l->listen_fd >= 0)
-			close(l->listen_fd);
-		l->listen_fd = -1;
+	ret = pps_socket_listen_tcp(listen_at, PPS_LISTENER_BACKLOG, why, sizeof(why));
+	if (ret < 0) {
+		snprintf(err, err_size, "[server] %s", why);
 		return ret;
 	}
-	freeaddrinfo(res);
+	l->listen_fd = ret;
 	/* Best effort: without it, silent connections reach the pool at once. */
 	(void)setsockopt(l->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT,
 	                 &(int){PPS_LISTENER_DEFER_ACCEPT_S}, sizeof(int));

@@ -928,34 +928,14 @@ int
 pps_relay_listen(pps_relay_t *r, const char *listen_at, unsigned *port_out, char *err,
                  size_t err_size)
 {
-	char host[256], port[16], bhost[NI_MAXHOST], bport[NI_MAXSERV];
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-	                         .ai_socktype = SOCK_STREAM,
-	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-	struct addrinfo *res = NULL;
+	char bhost[NI_MAXHOST], bport[NI_MAXSERV];
 	struct sockaddr_storage bound;
 	socklen_t bound_len = sizeof(bound);
-	int ret;
+	int fd = pps_socket_listen_tcp(listen_at, PPS_LISTENER_BACKLOG, err, err_size);
 
-	if (pps_socket_split_address(listen_at, host, sizeof(host), port, sizeof(port)) < 0) {
-		snprintf(err, err_size, "listen = %s: not host:port", listen_at);
-		return -EINVAL;
-	}
-	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-	if (ret != 0) {
-		snprintf(err, err_size, "listen = %s: %s", listen_at, gai_strerror(ret));
-		return -EINVAL;
-	}
-	r->listen_fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (r->listen_fd < 0 || pps_socket_set_reuseaddr(r->listen_fd) < 0 ||
-	    bind(r->listen_fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    listen(r->listen_fd, PPS_LISTENER_BACKLOG) < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "cannot listen on %s: %s", listen_at, strerror(errno));
-		freeaddrinfo(res);
-		return ret;
-	}
-	freeaddrinfo(res);
+	if (fd < 0)
+		return fd;
+	r->listen_fd = fd;
 	r->accept_event = event_new(r->base, r->listen_fd, EV_READ | EV_PERSIST, accept_cb, r);
 	if (!r->accept_event || event_add(r->accept_event, NULL) < 0) {
 		snprintf(err, err_size, "out of memory");
@@ -1025,24 +1005,66 @@ pps_relay_free(pps_relay_t *r)
 	free(r);
 }
 
+/* ---- outbound connections ------------------------------------------------- */
+
+/* A blocking TCP connection to @address (HOST:PORT), the connect and every
+ * later send and receive bounded by @timeout_us; @what names the peer in
+ * errors ("the relay"). Its address into @addr (may be NULL). The
+ * descriptor, or a negative errno with @err. */
+static int
+connect_bounded(const char *address, const char *what, int64_t timeout_us,
+                struct sockaddr_storage *addr, socklen_t *addr_len, char *err, size_t err_size)
+{
+	char host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	struct timeval tv = pps_time_us_to_timeval(timeout_us);
+	int fd, ret;
+
+	if (pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "%s: not HOST:PORT", address);
+		return -EINVAL;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "cannot resolve %s: %s", address, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot connect to %s %s: %s", what, address,
+		         strerror(errno));
+		freeaddrinfo(res);
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	if (addr) {
+		memcpy(addr, res->ai_addr, res->ai_addrlen);
+		*addr_len = res->ai_addrlen;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
 /* ---- a stream from another relay ------------------------------------------ */
 
 int
 pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char *err,
                    size_t err_size)
 {
-	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
+	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1];
 	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
 	relay_stream_t *s;
-	int fd = -1, ret;
+	int fd;
 
 	if (pps_stream_location_split(location, address, sizeof(address), stream, sizeof(stream),
 	                              err, err_size) < 0)
 		return -EINVAL;
-	if (!stream[0] ||
-	    pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+	if (!stream[0]) {
 		snprintf(err, err_size, "--upstream %s: not HOST:PORT/NAME", location);
 		return -EINVAL;
 	}
@@ -1051,24 +1073,16 @@ pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char
 		         location);
 		return -EBUSY;
 	}
-	ret = getaddrinfo(host, port, &hints, &res);
-	if (ret != 0) {
-		snprintf(err, err_size, "cannot resolve %s: %s", address, gai_strerror(ret));
-		return -EINVAL;
+	/* Blocking connect at start-up (bounded), like a publisher's; then the loop's. */
+	fd = connect_bounded(address, "the upstream", PPS_DEFAULT_HELLO_TIMEOUT_US, NULL, NULL, err,
+	                     err_size);
+	if (fd < 0)
+		return fd;
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		snprintf(err, err_size, "upstream socket: %s", strerror(errno));
+		close(fd);
+		return -EIO;
 	}
-	/* Blocking connect at start-up, like a publisher's; then the loop's. */
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "cannot connect to the upstream %s: %s", address,
-		         strerror(errno));
-		freeaddrinfo(res);
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
-	freeaddrinfo(res);
 	s = calloc(1, sizeof(*s));
 	if (!s || !(s->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES))) {
 		free(s);
@@ -1144,10 +1158,7 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
                           struct sockaddr_storage *addr, socklen_t *addr_len, uint8_t *hello_out,
                           size_t hello_size, size_t *hello_len, char *err, size_t err_size)
 {
-	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	struct timeval tv = pps_time_us_to_timeval(timeout_us);
+	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1];
 	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO}, rec;
 	pps_wire_parser_t *parser = NULL;
 	uint8_t buf[512];
@@ -1161,26 +1172,9 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 		snprintf(err, err_size, "--publish %s: name the stream (HOST:PORT/NAME)", location);
 		return -EINVAL;
 	}
-	if (pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
-		snprintf(err, err_size, "--publish %s: not HOST:PORT/NAME", location);
-		return -EINVAL;
-	}
-	ret = getaddrinfo(host, port, &hints, &res);
-	if (ret != 0) {
-		snprintf(err, err_size, "cannot resolve %s: %s", address, gai_strerror(ret));
-		return -EINVAL;
-	}
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
-	    connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "cannot connect to the relay %s: %s", address,
-		         strerror(errno));
-		goto fail;
-	}
-	memcpy(addr, res->ai_addr, res->ai_addrlen);
-	*addr_len = res->ai_addrlen;
+	fd = connect_bounded(address, "the relay", timeout_us, addr, addr_len, err, err_size);
+	if (fd < 0)
+		return fd;
 	parser = pps_wire_parser_new(sizeof(buf));
 	if (!parser) {
 		ret = -ENOMEM;
@@ -1252,22 +1246,22 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 	}
 	memcpy(hello_out, buf, n);
 	*hello_len = n;
-	tv = (struct timeval){0, 0};
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* From here on the loop's: no timeouts, nonblocking. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){0, 0},
+	                 sizeof(struct timeval));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){0, 0},
+	                 sizeof(struct timeval));
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
 		ret = -errno;
 		snprintf(err, err_size, "relay socket: %s", strerror(errno));
 		goto fail;
 	}
 	pps_wire_parser_free(parser);
-	freeaddrinfo(res);
 	*fd_out = fd;
 	return 0;
 
 fail:
 	pps_wire_parser_free(parser);
-	freeaddrinfo(res);
 	if (fd >= 0)
 		close(fd);
 	return ret;
