@@ -419,8 +419,10 @@ def access_token(build, workdir):
         none = Client(build, workdir, srv.address, duration=3, name="none")
         wrong = Client(build, workdir, srv.address, "client.access_token=guess", duration=3,
                        name="wrong")
+        # 6 s: the raw peer below joins too, and the recovery bounds may
+        # defer the second join's IDR by a second or two (60 frames wanted).
         right = Client(build, workdir, srv.address, "client.access_token=" + token.decode(),
-                       duration=4, name="right")
+                       duration=6, name="right")
         # A raw peer: plaintext token in HELLO (the old way) is refused.
         plain = socket.create_connection(("127.0.0.1", srv.port))
         plain.sendall(record(1, struct.pack(">HHHB", 1, 0, 0, 3) + b"raw" +
