@@ -139,6 +139,25 @@ pps_window_t *pps_window_new_relayed(uint32_t id, int64_t first_capture_us, unsi
                                      size_t n, pps_priority_policy_t policy);
 
 /*
+ * A relay's window forwarded while it arrives (cut-through): opened from its
+ * WINDOW_BEGIN (@id, @first_capture_us, @frames, @first_adu_id, @adus_total
+ * announced, @announced_bytes for the subscribers' WINDOW_BEGIN) with no ADU
+ * yet. pps_window_relayed_add appends an ADU as it comes whole, in the order
+ * the publisher sent it (its send order); the window closes once every
+ * announced ADU is in, or at pps_window_relayed_close (what did not come
+ * stays announced, and a scheduler reports it dropped). NULL with errno
+ * EINVAL or ENOMEM. Tell the subscribers of each change
+ * (pps_listener_window_grew).
+ */
+pps_window_t *pps_window_new_relayed_open(uint32_t id, int64_t first_capture_us, unsigned frames,
+                                          uint32_t first_adu_id, size_t adus_total,
+                                          size_t announced_bytes);
+/* Takes the reference; -EINVAL (and unreferenced) for an id outside the
+ * window, one it holds already, or a window not open. */
+int pps_window_relayed_add(pps_window_t *window, pps_adu_t *adu);
+void pps_window_relayed_close(pps_window_t *window);
+
+/*
  * Groups ADUs, arriving in decode order, into windows. A window closes when
  * the producer says its frames are done (pps_windower_frames_done) or when an
  * ADU of a later window arrives; closed windows get their send order and are

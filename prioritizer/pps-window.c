@@ -18,6 +18,8 @@ struct pps_window {
 	size_t missing_adu_bound_bytes; /* bound for each ADU still to come */
 	bool open;               /* published early, ADUs still to come (pps_windower_set_early) */
 	bool anchor_window;      /* published by pps_windower_set_anchor_windows' rule */
+	size_t announced_bytes;  /* a relayed open window: its WINDOW_BEGIN's bytes */
+	uint64_t *relayed_ids;   /* a relayed open window: a bit per announced ADU id held */
 	pps_adu_t **adus;        /* send order; room for adus_total */
 	int64_t *due_capture_us; /* per send position: pps_window_adu_due_capture_us */
 };
@@ -46,6 +48,7 @@ pps_window_unref(pps_window_t *window)
 		pps_adu_unref(window->adus[i]);
 	free(window->adus);
 	free(window->due_capture_us);
+	free(window->relayed_ids);
 	free(window);
 }
 
@@ -110,6 +113,8 @@ pps_window_bytes_bound(const pps_window_t *window)
 
 	if (window->open)
 		bound += (window->adus_total - window->n_adus) * window->missing_adu_bound_bytes;
+	if (window->open && window->announced_bytes > bound)
+		bound = window->announced_bytes;
 	return bound < PPS_WIRE_MAX_WINDOW_BYTES ? bound : PPS_WIRE_MAX_WINDOW_BYTES;
 }
 
@@ -230,6 +235,79 @@ err:
 		pps_adu_unref(adus[i]);
 	errno = err;
 	return NULL;
+}
+
+pps_window_t *
+pps_window_new_relayed_open(uint32_t id, int64_t first_capture_us, unsigned frames,
+                            uint32_t first_adu_id, size_t adus_total, size_t announced_bytes)
+{
+	pps_window_t *window;
+
+	if (adus_total == 0 || adus_total > PPS_WINDOW_MAX_ADUS || frames == 0 ||
+	    frames > PPS_WIRE_MAX_WINDOW_FRAMES || (uint64_t)first_adu_id + adus_total > UINT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	window = calloc(1, sizeof(*window));
+	if (!window)
+		return NULL;
+	window->adus = malloc(adus_total * sizeof(*window->adus));
+	window->due_capture_us = malloc(adus_total * sizeof(int64_t));
+	window->relayed_ids = calloc((adus_total + 63) / 64, sizeof(uint64_t));
+	if (!window->adus || !window->due_capture_us || !window->relayed_ids) {
+		free(window->adus);
+		free(window->due_capture_us);
+		free(window->relayed_ids);
+		free(window);
+		errno = ENOMEM;
+		return NULL;
+	}
+	atomic_init(&window->refcount, 1);
+	window->id = id;
+	window->first_capture_us = first_capture_us;
+	window->frames = frames;
+	window->first_adu_id = first_adu_id;
+	window->adus_total = adus_total;
+	window->announced_bytes =
+	    announced_bytes < PPS_WIRE_MAX_WINDOW_BYTES ? announced_bytes : PPS_WIRE_MAX_WINDOW_BYTES;
+	window->open = true;
+	return window;
+}
+
+int
+pps_window_relayed_add(pps_window_t *window, pps_adu_t *adu)
+{
+	const pps_adu_info_t *info = pps_adu_info(adu);
+	size_t k = info->id - window->first_adu_id;
+	int64_t due = info->capture_us;
+
+	if (!window->relayed_ids || !window->open || info->id < window->first_adu_id ||
+	    k >= window->adus_total || (window->relayed_ids[k / 64] >> (k % 64) & 1)) {
+		pps_adu_unref(adu);
+		return -EINVAL;
+	}
+	/* Due: the earliest capture over the ADUs held of id >= its own (later
+	 * in decode order); it lowers the due of those before it. */
+	for (size_t i = 0; i < window->n_adus; i++)
+		if (pps_adu_info(window->adus[i])->id > info->id && window->due_capture_us[i] < due)
+			due = window->due_capture_us[i];
+	for (size_t i = 0; i < window->n_adus; i++)
+		if (pps_adu_info(window->adus[i])->id < info->id && due < window->due_capture_us[i])
+			window->due_capture_us[i] = due;
+	window->relayed_ids[k / 64] |= 1ull << (k % 64);
+	window->adus[window->n_adus] = adu;
+	window->due_capture_us[window->n_adus] = due;
+	window->n_adus++;
+	window->bytes += pps_adu_size(adu);
+	if (window->n_adus == window->adus_total)
+		window->open = false;
+	return 0;
+}
+
+void
+pps_window_relayed_close(pps_window_t *window)
+{
+	window->open = false;
 }
 
 /* ---- windower ---------------------------------------------------------- */

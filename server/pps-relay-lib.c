@@ -76,13 +76,14 @@ struct relay_stream {
 	bool answered;
 	pps_wire_stream_info_t info;
 	pps_listener_t *listener; /* from STREAM_INFO on */
-	/* The window being received. */
+	/* The window being received, forwarded as it comes (cut-through): the
+	 * subscribers get it from its first whole ADU on. */
 	bool window_open;
 	bool any_window;
 	uint32_t last_window_id;
 	pps_wire_window_begin_t begin;
-	pps_adu_t *adus[PPS_WINDOW_MAX_ADUS];
-	size_t n_adus;
+	pps_window_t *window; /* NULL for a window announcing no ADU */
+	bool window_pushed;   /* handed to the listener */
 	size_t window_bytes;
 	assembling_t assembling[PPS_RELAY_ASSEMBLING_ADUS];
 	uint32_t last_frame_index;
@@ -156,9 +157,11 @@ count_streams(const pps_relay_t *r)
 static void
 drop_window(relay_stream_t *s)
 {
-	for (size_t i = 0; i < s->n_adus; i++)
-		pps_adu_unref(s->adus[i]);
-	s->n_adus = 0;
+	if (s->window)
+		pps_window_relayed_close(s->window);
+	pps_window_unref(s->window);
+	s->window = NULL;
+	s->window_pushed = false;
 	for (size_t i = 0; i < PPS_RELAY_ASSEMBLING_ADUS; i++) {
 		free(s->assembling[i].data);
 		s->assembling[i] = (assembling_t){0};
@@ -331,8 +334,7 @@ stream_fragment(relay_stream_t *s, const pps_wire_adu_fragment_t *f, char *why, 
 		return -EPROTO;
 	}
 	if (!a->used) {
-		if (s->n_adus == PPS_WINDOW_MAX_ADUS ||
-		    s->window_bytes + f->total_bytes > PPS_RELAY_MAX_WINDOW_BYTES ||
+		if (s->window_bytes + f->total_bytes > PPS_RELAY_MAX_WINDOW_BYTES ||
 		    s->window_bytes + f->total_bytes > s->begin.bytes) {
 			snprintf(why, why_size, "window %u: more ADUs or bytes than announced",
 			         f->window_id);
@@ -368,14 +370,25 @@ stream_fragment(relay_stream_t *s, const pps_wire_adu_fragment_t *f, char *why, 
 		}
 		a->data = NULL;
 		a->used = false;
-		s->adus[s->n_adus++] = adu;
 		if (a->info.frame_index > s->last_frame_index)
 			s->last_frame_index = a->info.frame_index;
+		if (!s->window || pps_window_relayed_add(s->window, adu) < 0) {
+			snprintf(why, why_size, "ADU %u of window %u came twice", f->adu_id,
+			         f->window_id);
+			return -EPROTO;
+		}
+		if (!s->window_pushed) {
+			s->window_pushed = true;
+			pps_listener_push_window(s->listener, s->window);
+		} else {
+			pps_listener_window_grew(s->listener, s->window);
+		}
 	}
 	return 0;
 }
 
-/* WINDOW_END: the window as received goes to every subscriber. */
+/* WINDOW_END: the window closes with what came of it (a window none of whose
+ * ADUs came goes to the subscribers now, for its WINDOW_END). */
 static int
 stream_window_end(relay_stream_t *s, const pps_wire_window_end_t *e, char *why, size_t why_size)
 {
@@ -403,19 +416,26 @@ stream_window_end(relay_stream_t *s, const pps_wire_window_end_t *e, char *why, 
 		free(s->assembling[i].data);
 		s->assembling[i] = (assembling_t){0};
 	}
-	window = pps_window_new_relayed(s->begin.window_id, s->begin.first_capture_us,
-	                                s->begin.frames ? s->begin.frames : 1,
-	                                s->begin.first_adu_id, s->begin.adus, s->adus, s->n_adus,
-	                                (pps_priority_policy_t)s->info.priority_policy);
-	s->n_adus = 0; /* the window took them, also on failure */
+	window = s->window;
+	s->window = NULL;
 	s->window_open = false;
 	s->window_bytes = 0;
 	if (!window) {
-		snprintf(why, why_size, "window %u cannot be rebuilt: %s", e->window_id,
-		         strerror(errno));
-		return -EPROTO;
+		window = pps_window_new_relayed(s->begin.window_id, s->begin.first_capture_us,
+		                                s->begin.frames ? s->begin.frames : 1,
+		                                s->begin.first_adu_id, 0, NULL, 0,
+		                                (pps_priority_policy_t)s->info.priority_policy);
+		if (!window) {
+			snprintf(why, why_size, "window %u: %s", e->window_id, strerror(errno));
+			return -ENOMEM;
+		}
 	}
-	pps_listener_push_window(s->listener, window);
+	pps_window_relayed_close(window);
+	if (s->window_pushed)
+		pps_listener_window_grew(s->listener, window);
+	else
+		pps_listener_push_window(s->listener, window);
+	s->window_pushed = false;
 	pps_window_unref(window);
 	s->relay->stats.windows_relayed++;
 	return 0;
@@ -482,6 +502,19 @@ stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t
 			return -EPROTO;
 		}
 		s->begin = rec->u.window_begin;
+		s->window = NULL;
+		if (s->begin.adus > 0) {
+			s->window = pps_window_new_relayed_open(
+			    s->begin.window_id, s->begin.first_capture_us,
+			    s->begin.frames ? s->begin.frames : 1, s->begin.first_adu_id, s->begin.adus,
+			    s->begin.bytes);
+			if (!s->window) {
+				snprintf(why, why_size, "WINDOW_BEGIN %u: %s", s->begin.window_id,
+				         strerror(errno));
+				return errno == ENOMEM ? -ENOMEM : -EPROTO;
+			}
+		}
+		s->window_pushed = false;
 		s->window_open = true;
 		s->any_window = true;
 		s->last_window_id = s->begin.window_id;

@@ -177,6 +177,76 @@ test_window_relayed(void)
 	free_windows(&list);
 }
 
+/* The relay's cut-through window: ADUs join in the publisher's send order as
+ * they come; the send order, sizes and per-ADU due times end up the
+ * publisher's; a short window keeps announcing what never came. */
+static void
+test_window_relayed_open(void)
+{
+	window_list_t list;
+
+	make_windows(&list, 21, 4, 3, 2, 60, PPS_PRIORITY_BALANCED, 3, 1.0);
+	for (size_t i = 1; i < list.n; i++) {
+		const pps_window_t *w = list.windows[i];
+		size_t n = pps_window_adu_count(w);
+		pps_window_t *r = pps_window_new_relayed_open(
+		    pps_window_id(w), pps_window_first_capture_us(w), pps_window_frames(w),
+		    pps_window_first_adu_id(w), n, pps_window_bytes(w));
+
+		REQUIRE(r);
+		CHECK(pps_window_is_open(r));
+		CHECK_EQ_INT(pps_window_adu_count(r), 0);
+		CHECK_EQ_INT(pps_window_bytes_bound(r), pps_window_bytes(w));
+		for (size_t a = 0; a < n; a++) {
+			CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))),
+			             0);
+			CHECK_EQ_INT(pps_window_adu_count(r), a + 1);
+			CHECK(pps_window_is_open(r) == (a + 1 < n));
+		}
+		CHECK_EQ_INT(pps_window_bytes(r), pps_window_bytes(w));
+		for (size_t a = 0; a < n; a++) {
+			CHECK(pps_window_adu(r, a) == pps_window_adu(w, a));
+			CHECK_EQ_INT(pps_window_adu_due_capture_us(r, a),
+			             pps_window_adu_due_capture_us(w, a));
+		}
+		/* Closed: nothing more joins. */
+		CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
+		             -EINVAL);
+		pps_window_unref(r);
+
+		/* The last in send order never comes: closed short, still announced;
+		 * an ADU twice or out of the ids is refused. */
+		r = pps_window_new_relayed_open(pps_window_id(w), pps_window_first_capture_us(w),
+		                                pps_window_frames(w), pps_window_first_adu_id(w), n,
+		                                pps_window_bytes(w));
+		REQUIRE(r);
+		for (size_t a = 0; a + 1 < n; a++)
+			CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))),
+			             0);
+		CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
+		             -EINVAL);
+		CHECK(pps_window_is_open(r));
+		pps_window_relayed_close(r);
+		CHECK(!pps_window_is_open(r));
+		CHECK_EQ_INT(pps_window_adu_count(r), n - 1);
+		CHECK_EQ_INT(pps_window_adu_total(r), n);
+		pps_window_unref(r);
+	}
+	{
+		pps_window_t *r = pps_window_new_relayed_open(7, 0, 2, 100, 4, 1000);
+		const pps_window_t *w = list.windows[1];
+
+		REQUIRE(r);
+		CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
+		             -EINVAL);
+		pps_window_unref(r);
+		CHECK(!pps_window_new_relayed_open(7, 0, 2, 100, 0, 1000));
+		CHECK(!pps_window_new_relayed_open(7, 0, 0, 100, 4, 1000));
+		CHECK(!pps_window_new_relayed_open(7, 0, 2, 100, PPS_WINDOW_MAX_ADUS + 1, 1000));
+	}
+	free_windows(&list);
+}
+
 static bool
 order_respects_deps(const pps_window_t *w)
 {
@@ -1682,6 +1752,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_window_index);
 	PPS_TEST_RUN(test_windower);
 	PPS_TEST_RUN(test_window_relayed);
+	PPS_TEST_RUN(test_window_relayed_open);
 	PPS_TEST_RUN(test_priority_property);
 	PPS_TEST_RUN(test_priority_policies);
 	PPS_TEST_RUN(test_sched_complete);

@@ -75,6 +75,9 @@ SYSTEMS = {
     "ppstream-minbuf-fixed": ("ppstream minbuf(1,3), fixed 200 ms, cubic", "ppstream", {"mode": "minbuf", "policy": "fixed", "tolerance_ms": 200, "congestion": "cubic"}),
     # The server's own congestion control and rate control (bbr, tcp-friendly).
     "ppstream-default": ("ppstream, default settings", "ppstream", {"mode": "minbuf", "policy": None}),
+    # The default row's stream through pps-relay (publisher and relay on the
+    # sender's side, a loopback hop): what a relay adds on the same path.
+    "ppstream-relay": ("ppstream through pps-relay, default settings", "ppstream", {"mode": "minbuf", "policy": None, "relay": 1}),
     "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
     "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
     # Two headless Chromiums, browser defaults (VP8, GCC, NACK/RTX): its own rate, no --peer-kbps.
@@ -187,7 +190,8 @@ def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
     if settings.get("tolerance_ms"):
         client_sets["playout.tolerance_ms"] = settings["tolerance_ms"]
     return wrappers.get("ppstream")(build, rdir, sets=sets, port=PORT, server_extra_s=30, policy=settings["policy"],
-                                    client_sets=client_sets, output=True, stop_signal=signal.SIGINT)
+                                    client_sets=client_sets, output=True, stop_signal=signal.SIGINT,
+                                    relay=settings.get("relay", 0))
 
 
 def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None, pattern=None):
@@ -544,9 +548,49 @@ def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
     return out
 
 
-def verdict_table(rows):
+# What a relay may add (relay_verdicts()): frames shown within this many
+# points of the direct run's, p50 within the added hop's one-way delay (0:
+# the hop is the sender's loopback) plus this.
+RELAY_SHOWN_POINTS = 1.0
+RELAY_P50_ABOVE_MS = 5.0
+RELAY_HOP_OWD_MS = 0.0
+
+
+def relay_verdicts(results, direct=SUBJECT, relayed="ppstream-relay"):
+    """Per scenario x pattern cell where both ran: the stream through the
+    relay against the same stream served directly (frames shown, p50), as
+    verdicts() rows."""
+    cells = {}
+    for r in results:
+        if r.get("variant", r["system"]) == r["system"] and r["system"] in (direct, relayed):
+            cells.setdefault((r["scenario"], r.get("pattern")), {})[r["system"]] = r
+    out = []
+    for (scenario, pattern) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]))):
+        cell = cells[(scenario, pattern)]
+        d, r = cell.get(direct), cell.get(relayed)
+        if d is None or r is None:
+            continue
+
+        def row(item, measured, verdict):
+            out.append({"scenario": scenario, "pattern": pattern, "item": item, "measured": measured, "verdict": verdict})
+
+        ds, rs = d["frames_shown_pct"], r["frames_shown_pct"]
+        row(f"relay: frames shown within {RELAY_SHOWN_POINTS:g} point of direct",
+            f"{rs:.1f}% via relay vs {ds:.1f}% direct", "met" if rs >= ds - RELAY_SHOWN_POINTS else "missed")
+        dp, rp = d["latency_ms"]["p50"], r["latency_ms"]["p50"]
+        item = f"relay: p50 <= direct + hop's one-way delay ({RELAY_HOP_OWD_MS:g}) + {RELAY_P50_ABOVE_MS:g} ms"
+        if dp is None or rp is None:
+            row(item, f"{fmt(rp, '.0f', DASH)} vs {fmt(dp, '.0f', DASH)} ms", "not measured")
+        else:
+            row(item, f"{rp:.0f} ms via relay vs {dp:.0f} ms direct (p95 {fmt(r['latency_ms']['p95'], '.0f', DASH)} vs "
+                      f"{fmt(d['latency_ms']['p95'], '.0f', DASH)})",
+                "met" if rp <= dp + RELAY_HOP_OWD_MS + RELAY_P50_ABOVE_MS else "missed")
+    return out
+
+
+def verdict_table(rows, what="ppstream, default settings, vs peers"):
     """The verdicts as a markdown table, then a count per verdict."""
-    lines = ["| scenario | pattern | must-show item | measured (ppstream, default settings, vs peers) | verdict |", "|---|---|---|---|---|"]
+    lines = [f"| scenario | pattern | must-show item | measured ({what}) | verdict |", "|---|---|---|---|---|"]
     for v in rows:
         mark = "**missed**" if v["verdict"] == "missed" else v["verdict"]
         lines.append(f"| {v['scenario']} | {v['pattern'] or DASH} | {v['item']} | {v['measured']} | {mark} |")
@@ -561,6 +605,10 @@ def verdict_table(rows):
 def write_table(out, results):
     """OUT/peers.md: the matrix, then the verdicts; its text."""
     text = matrix_table(results) + "\n" + verdict_table(verdicts(results))
+    relayed = relay_verdicts(results)
+    if relayed:
+        text += "\nThrough pps-relay (publisher and relay on the sender's side):\n\n" + \
+            verdict_table(relayed, "ppstream through pps-relay vs served directly")
     with open(os.path.join(out, "peers.md"), "w") as f:
         f.write(text)
     return text
@@ -570,7 +618,7 @@ def report(build, out):
     """results.json, peers.md and the plots from every run in OUT; the tables."""
     results = collect(build, out)
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"results": results, "verdicts": verdicts(results),
+        json.dump({"results": results, "verdicts": verdicts(results), "relay_verdicts": relay_verdicts(results),
                    "machine": dict(zip(("sysname", "nodename", "release", "version", "machine"), os.uname())),
                    "written": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, f, indent=2)
     table = write_table(out, results)

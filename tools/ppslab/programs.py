@@ -37,6 +37,7 @@ class Build:
 
     PROGRAMS = {
         "server": ("server", "pps-server"),
+        "relay": ("server", "pps-relay"),
         "client": ("client", "pps-client"),
         "netlab": ("tools", "pps-netlab"),
         "config_doc": ("tools", "pps-config-doc"),
@@ -150,12 +151,14 @@ def _set_args(sets):
 
 
 def server_argv(server, listen, port_file=None, duration_s=None, stats_json=None, log=None, quiet=True,
-                sets=(), extra=()):
+                sets=(), extra=(), publish=None):
     """pps-server's command line: listen on @listen (HOST:PORT, PORT 0 for
-    the kernel's choice, written to @port_file), end after @duration_s,
+    the kernel's choice, written to @port_file), or push the stream to a
+    relay as @publish (HOST:PORT/NAME) instead, end after @duration_s,
     counters to @stats_json at exit, per-second events to @log, one --set per
-    item of @sets (a mapping or "KEY=VALUE" strings), then @extra."""
-    argv = [server, "--listen", listen]
+    item of @sets (a mapping or "KEY=VALUE" strings), then @extra. pps-relay
+    takes the same command line without @stats_json, @log and @publish."""
+    argv = [server] + (["--publish", publish] if publish else ["--listen", listen])
     if port_file:
         argv += ["--port-file", port_file]
     if quiet:
@@ -316,8 +319,8 @@ class Program:
 
 
 class Server(Program):
-    """A pps-server listening on @host (port @port, 0 for the kernel's
-    choice); returns once it listens, with .port and .address. The port
+    """A pps-server (or pps-relay) listening on @host (port @port, 0 for the
+    kernel's choice); returns once it listens, with .port and .address. The port
     comes through a FIFO given as --port-file: the wait is on that event.
     @tag names its files in @workdir (TAG.err unless @stderr says)."""
 
@@ -336,7 +339,7 @@ class Server(Program):
                 self.port = read_port(fd, self.proc, ready_timeout_s)
             except Failure as error:
                 self.stop()
-                raise Failure(f"pps-server: {error}: {process.tail(self.stderr_path, 5)}") from None
+                raise Failure(f"{os.path.basename(server)}: {error}: {process.tail(self.stderr_path, 5)}") from None
         finally:
             os.close(fd)
             with contextlib.suppress(FileNotFoundError):

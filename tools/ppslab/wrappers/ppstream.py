@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""ppstream: pps-server on the sender's side, a pps-client per receiver.
+"""ppstream: pps-server on the sender's side, a pps-client per receiver;
+with `relay`, the same stream through pps-relay: the relay on the sender's
+side, pps-server publishing into it from there (a hop over the sender's
+loopback), every pps-client taking it from the relay by name.
 
 Settings (all optional):
     sets               the server's --set keys (a mapping)
@@ -12,9 +15,13 @@ Settings (all optional):
     client_extra_s     the client's --duration is the run's plus this (default 0)
     output             write the pictures shown (shown.y4m, for pps-peer-score)
     stop_signal        how stop() ends the server (default SIGTERM)
+    relay              1: through one pps-relay; 2: a tree of two (the
+                       viewers' relay subscribes to the publisher's); 0: none
+    stream             the stream's name on the relay (default "lab/stream")
 
 Files: server.err, server.json (--stats-json), server.jsonl (--log),
-client[-TAG].jsonl, client[-TAG].err, shown[-TAG].y4m.
+client[-TAG].jsonl, client[-TAG].err, shown[-TAG].y4m; with a relay,
+relay-K.err (K = 1 from the publisher's side).
 """
 import os
 import signal
@@ -36,6 +43,8 @@ class Ppstream(Wrapper):
         if s.get("server_log") and programs.has_option(self.build.server, "--log"):
             log = self.path("server", "jsonl")
         env = dict(os.environ, **s["server_env"]) if s.get("server_env") else None
+        if s.get("relay"):
+            return self.start_relayed(lab, duration_s, log, env)
         server = programs.Server(self.build.server, lab.addr("snd"), self.rundir, lab=lab, side="snd",
                                  port=s.get("port", 0), duration_s=None if extra_s is None else duration_s + extra_s,
                                  stats_json=self.path("server", "json"), log=log, sets=s.get("sets", {}), env=env,
@@ -43,6 +52,41 @@ class Ppstream(Wrapper):
         self.server = server
         self.senders.append(server)
         return server.address
+
+    def start_relayed(self, lab, duration_s, log, env):
+        """The publisher's relay, the publisher, then each further relay of
+        the tree subscribing to the one before; the address viewers name."""
+        s = self.settings
+        stream = s.get("stream", "lab/stream")
+        n = int(s["relay"])
+        extra_s = s.get("server_extra_s", 0)
+        # The relays outlive the publisher's --duration by a margin: a viewer
+        # sees the stream end as the publisher's, not as the relay's.
+        relay_s = None if extra_s is None else duration_s + extra_s + 10
+
+        def relay(k, upstream):
+            r = programs.Server(self.build.relay, lab.addr("snd"), self.rundir, lab=lab, side="snd",
+                                port=s.get("port", 0) if k == n else 0, tag=f"relay-{k}", duration_s=relay_s,
+                                quiet=False, sets=s.get("sets", {}),
+                                extra=["--upstream", upstream] if upstream else [],
+                                stderr=self.path(f"relay-{k}", "err"))
+            self.senders.append(r)
+            return r
+
+        last = relay(1, None)
+        publisher = programs.Program(
+            programs.server_argv(self.build.server, None, publish=f"{last.address}/{stream}",
+                                 duration_s=None if extra_s is None else duration_s + extra_s,
+                                 stats_json=self.path("server", "json"), log=log, sets=s.get("sets", {})),
+            lab, "snd", stderr=self.path("server", "err"), env=env)
+        self.server = publisher
+        self.senders.insert(0, publisher)  # stopped first
+        last.wait_for_log(f"stream {stream}: ")
+        for k in range(2, n + 1):
+            last = relay(k, f"{last.address}/{stream}")
+            last.wait_for_log(f"stream {stream}: ")
+        publisher.address = f"{last.address}/{stream}"
+        return publisher.address
 
     def start_receiver(self, lab, address, duration_s, side="rcv", tag=None):
         s = self.settings
