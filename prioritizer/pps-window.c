@@ -244,7 +244,8 @@ pps_window_new_relayed_open(uint32_t id, int64_t first_capture_us, unsigned fram
 	pps_window_t *window;
 
 	if (adus_total == 0 || adus_total > PPS_WINDOW_MAX_ADUS || frames == 0 ||
-	    frames > PPS_WIRE_MAX_WINDOW_FRAMES || (uint64_t)first_adu_id + adus_total > UINT32_MAX) {
+	    frames > PPS_WIRE_MAX_WINDOW_FRAMES ||
+	    (uint64_t)first_adu_id + adus_total > UINT32_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -268,8 +269,9 @@ pps_window_new_relayed_open(uint32_t id, int64_t first_capture_us, unsigned fram
 	window->frames = frames;
 	window->first_adu_id = first_adu_id;
 	window->adus_total = adus_total;
-	window->announced_bytes =
-	    announced_bytes < PPS_WIRE_MAX_WINDOW_BYTES ? announced_bytes : PPS_WIRE_MAX_WINDOW_BYTES;
+	window->announced_bytes = announced_bytes < PPS_WIRE_MAX_WINDOW_BYTES
+	                              ? announced_bytes
+	                              : PPS_WIRE_MAX_WINDOW_BYTES;
 	window->open = true;
 	return window;
 }

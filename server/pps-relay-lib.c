@@ -67,6 +67,7 @@ struct relay_stream {
 	int fd;                                 /* the publisher's; -1 once it left */
 	struct event *read_event;
 	struct event *linger;
+	struct event *report_timer; /* PATH_REPORT upstream, from STREAM_INFO on */
 	pps_wire_parser_t *parser;
 	bool have_info;
 	/* Subscribed to another relay (pps_relay_upstream()): it may challenge
@@ -180,6 +181,8 @@ stream_free(relay_stream_t *s)
 		event_free(s->read_event);
 	if (s->linger)
 		event_free(s->linger);
+	if (s->report_timer)
+		event_free(s->report_timer);
 	if (s->fd >= 0)
 		close(s->fd);
 	pps_wire_parser_free(s->parser);
@@ -231,6 +234,8 @@ stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const 
 	}
 	if (s->read_event)
 		event_del(s->read_event);
+	if (s->report_timer)
+		event_del(s->report_timer);
 	close(s->fd);
 	s->fd = -1;
 	drop_window(s);
@@ -245,6 +250,25 @@ stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const 
 		event_add(s->linger, &tv);
 }
 
+/* Says @rec to the publisher. The relay says a few bytes a second upstream:
+ * its send buffer is empty, and a record that does not go whole cannot go
+ * at all (-EAGAIN, logged). */
+static int
+stream_say(relay_stream_t *s, const pps_wire_record_t *rec, const char *what)
+{
+	uint8_t buf[64];
+	size_t n;
+
+	if (s->fd < 0 || pps_wire_encode(rec, buf, sizeof(buf), &n) < 0)
+		return -EINVAL;
+	if (send(s->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n) {
+		pps_log(&s->relay->peer_log, PPS_LOG_WARNING, "stream %s: cannot %s", s->name,
+		        what);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 /* The stream's listener asks for an IDR (a subscriber joined or lost its
  * base layer, within the listener's recovery bounds): one RECOVERY_REQUEST
  * to the publisher, whose own bounds decide. */
@@ -253,23 +277,77 @@ stream_idr_cb(void *user)
 {
 	relay_stream_t *s = user;
 	pps_wire_record_t req = {.kind = PPS_WIRE_RECOVERY_REQUEST};
-	uint8_t buf[32];
-	size_t n;
 
-	if (s->fd < 0)
-		return;
 	req.u.recovery_request.frame_index = s->last_frame_index;
 	req.u.recovery_request.quality_layer = 0;
-	if (pps_wire_encode(&req, buf, sizeof(buf), &n) < 0)
+	if (stream_say(s, &req, "ask the publisher for an IDR") == 0)
+		s->relay->stats.recovery_requests_sent++;
+}
+
+/* One subscriber's part of the stream's PATH_REPORT: its path (a relay's:
+ * its subscribers' behind it) and what its regulator saw since the last one. */
+static void
+report_collect_cb(pps_session_t *session, void *user)
+{
+	pps_wire_path_report_t *q = user;
+	pps_ratealloc_client_t span[2];
+	uint32_t viewers;
+	size_t n;
+
+	if (pps_session_state(session) != PPS_SESSION_STREAMING || pps_session_audio_only(session))
 		return;
-	/* The relay says a few bytes a second upstream: its send buffer is
-	 * empty, and a record that does not go whole cannot go at all. */
-	if (send(s->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n) {
-		pps_log(&s->relay->peer_log, PPS_LOG_WARNING,
-		        "stream %s: cannot ask the publisher for an IDR", s->name);
-		return;
+	q->flags |= pps_session_take_report_flags(session) &
+	            (PPS_WIRE_PATH_CUT | PPS_WIRE_PATH_COMPETING | PPS_WIRE_PATH_STARTING |
+	             PPS_WIRE_PATH_START_LOSSY);
+	if (pps_session_take_cut_windows(session) > 0)
+		q->flags |= PPS_WIRE_PATH_CUT;
+	if (pps_session_take_competing(session))
+		q->flags |= PPS_WIRE_PATH_COMPETING;
+	switch (pps_session_take_start(session)) {
+	case PPS_SESSION_START_UNREAD:
+		q->flags |= PPS_WIRE_PATH_STARTING;
+		break;
+	case PPS_SESSION_START_LOSSY:
+		q->flags |= PPS_WIRE_PATH_START_LOSSY;
+		break;
+	default:
+		break;
 	}
-	s->relay->stats.recovery_requests_sent++;
+	n = pps_session_path_span(session, span, &viewers);
+	if (n == 0 || viewers == 0)
+		return;
+	if (q->subscribers == 0 || span[0].estimate_bps < q->slowest_bps) {
+		q->slowest_bps = span[0].estimate_bps;
+		q->slowest_min_rtt_us = span[0].min_rtt_us;
+		q->flags = (uint8_t)((q->flags & ~PPS_WIRE_PATH_SLOWEST_CAPPED) |
+		                     (span[0].rate_capped ? PPS_WIRE_PATH_SLOWEST_CAPPED : 0));
+	}
+	if (q->subscribers == 0 || span[n - 1].estimate_bps > q->fastest_bps) {
+		q->fastest_bps = span[n - 1].estimate_bps;
+		q->fastest_min_rtt_us = span[n - 1].min_rtt_us;
+		q->flags = (uint8_t)((q->flags & ~PPS_WIRE_PATH_FASTEST_CAPPED) |
+		                     (span[n - 1].rate_capped ? PPS_WIRE_PATH_FASTEST_CAPPED : 0));
+	}
+	q->subscribers =
+	    viewers > UINT32_MAX - q->subscribers ? UINT32_MAX : q->subscribers + viewers;
+}
+
+/* Every PPS_RELAY_REPORT_US: the subscribers' paths go upstream, so that the
+ * publisher's closed loop sizes the layers to the viewers behind the relay,
+ * not to the relay's own path. */
+static void
+stream_report_cb(evutil_socket_t fd, short what, void *user)
+{
+	relay_stream_t *s = user;
+	pps_wire_record_t rec = {.kind = PPS_WIRE_PATH_REPORT};
+
+	(void)fd;
+	(void)what;
+	if (!s->listener)
+		return;
+	pps_listener_foreach(s->listener, report_collect_cb, &rec.u.path_report);
+	if (stream_say(s, &rec, "report its subscribers' paths") == 0)
+		s->relay->stats.path_reports_sent++;
 }
 
 static int
@@ -277,6 +355,7 @@ stream_start_listener(relay_stream_t *s, char *why, size_t why_size)
 {
 	pps_relay_t *r = s->relay;
 	pps_listener_params_t lp = r->params.listener;
+	struct timeval report_tv = pps_time_us_to_timeval(PPS_RELAY_REPORT_US);
 
 	lp.session.stream_info = s->info;
 	/* Audio (if any) goes on the subscriber's video connection. */
@@ -291,6 +370,11 @@ stream_start_listener(relay_stream_t *s, char *why, size_t why_size)
 	if (!s->listener) {
 		snprintf(why, why_size, "cannot make the stream's listener: %s", strerror(errno));
 		return -errno;
+	}
+	s->report_timer = event_new(r->base, -1, EV_PERSIST, stream_report_cb, s);
+	if (!s->report_timer || event_add(s->report_timer, &report_tv) < 0) {
+		snprintf(why, why_size, "cannot start the stream's path reports");
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -506,8 +590,8 @@ stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t
 		if (s->begin.adus > 0) {
 			s->window = pps_window_new_relayed_open(
 			    s->begin.window_id, s->begin.first_capture_us,
-			    s->begin.frames ? s->begin.frames : 1, s->begin.first_adu_id, s->begin.adus,
-			    s->begin.bytes);
+			    s->begin.frames ? s->begin.frames : 1, s->begin.first_adu_id,
+			    s->begin.adus, s->begin.bytes);
 			if (!s->window) {
 				snprintf(why, why_size, "WINDOW_BEGIN %u: %s", s->begin.window_id,
 				         strerror(errno));

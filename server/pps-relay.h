@@ -37,6 +37,9 @@
  * interleave), and the bytes one window of a stream may hold. */
 #define PPS_RELAY_ASSEMBLING_ADUS  16
 #define PPS_RELAY_MAX_WINDOW_BYTES (32u << 20)
+/* How often a stream's PATH_REPORT tells the publisher (or the relay it
+ * subscribes to) what its subscribers' paths take. */
+#define PPS_RELAY_REPORT_US 250000
 
 typedef struct {
 	/* Every stream's listener is made from this (its session params carry
@@ -59,6 +62,7 @@ typedef struct {
 	uint64_t handshakes_dropped;     /* no HELLO in time, garbage, pool full */
 	uint64_t windows_relayed;        /* pushed into a stream's listener */
 	uint64_t recovery_requests_sent; /* RECOVERY_REQUESTs to publishers */
+	uint64_t path_reports_sent;      /* PATH_REPORTs to publishers */
 } pps_relay_stats_t;
 
 typedef struct pps_relay pps_relay_t;

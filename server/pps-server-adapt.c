@@ -40,18 +40,17 @@ static void
 collect_cb(pps_session_t *session, void *user)
 {
 	pps_adapt_loop_t *a = user;
-	pps_path_estimate_t e;
+	pps_ratealloc_client_t span[2];
+	uint32_t viewers;
+	size_t n;
 
-	if (a->n_clients >= PPS_ADAPT_MAX_CLIENTS ||
+	if (a->n_clients + 2 > PPS_ADAPT_MAX_CLIENTS ||
 	    pps_session_state(session) != PPS_SESSION_STREAMING)
 		return;
-	pps_session_get_path(session, &e);
-	if (!e.valid)
-		return;
-	a->clients[a->n_clients].estimate_bps = e.estimate_bps;
-	a->clients[a->n_clients].min_rtt_us = e.min_rtt_us;
-	a->clients[a->n_clients].rate_capped = e.fair_rate_bps != 0;
-	a->n_clients++;
+	/* A relay counts as its slowest and its fastest subscriber. */
+	n = pps_session_path_span(session, span, &viewers);
+	for (size_t i = 0; i < n; i++)
+		a->clients[a->n_clients++] = span[i];
 }
 
 /* Whether the session's regulator dropped to keep its deadlines for a reader
@@ -78,6 +77,26 @@ drops_cb(pps_session_t *session, void *user)
 	uint64_t cut = pps_session_take_cut_windows(session);
 	bool competing = pps_session_take_competing(session);
 
+	uint8_t reported = pps_session_take_report_flags(session);
+
+	/* What a relay reports of its subscribers counts as theirs; a start it
+	 * has not read yet is a join (B frames on until it reads clean). */
+	if (reported & PPS_WIRE_PATH_STARTING) {
+		a->starting = true;
+		if (pps_b_frames_join(a->b_frames))
+			say_why(a, "new subscriber(s) of relay ", pps_session_peer(session),
+			        ", until their paths read clean");
+	}
+	if (reported & (PPS_WIRE_PATH_CUT | PPS_WIRE_PATH_START_LOSSY)) {
+		say_why(a, "subscribers of relay ", pps_session_peer(session),
+		        " had windows cut short or a lossy start");
+		a->dropped = true;
+	}
+	if (reported & PPS_WIRE_PATH_COMPETING) {
+		say_why(a, "a path behind relay ", pps_session_peer(session),
+		        " is shared with other flows");
+		a->competing = true;
+	}
 	switch (pps_session_take_start(session)) {
 	case PPS_SESSION_START_UNREAD:
 		a->starting = true;

@@ -328,6 +328,20 @@ bool pps_session_take_competing(pps_session_t *session);
 int pps_session_get_transport_stats(const pps_session_t *session, pps_minbuf_stats_t *stats);
 /* The client's path estimate (valid = false before it has one). */
 void pps_session_get_path(const pps_session_t *session, pps_path_estimate_t *estimate);
+/*
+ * What the stream reaches through this client, for the rate allocator: its
+ * own path (1 entry in @out), or for a relay whose PATH_REPORT is at most
+ * PPS_SESSION_REPORT_FRESH_US old and names subscribers, its slowest and
+ * fastest subscriber's path behind the relay's own (2 entries: each rate no
+ * more than the relay's path takes, the round trips added). 0 before the
+ * path has an estimate. *@subscribers: the viewers counted (1 for a viewer,
+ * the report's count for a relay).
+ */
+#define PPS_SESSION_REPORT_FRESH_US 3000000
+size_t pps_session_path_span(const pps_session_t *session, pps_ratealloc_client_t out[2],
+                             uint32_t *subscribers);
+/* The PATH_REPORT flags (PPS_WIRE_PATH_*) of every report since the last call. */
+uint8_t pps_session_take_report_flags(pps_session_t *session);
 
 /* Writes one record to @fd right away, uncorked (refusals, shutdown). */
 int pps_server_write_record_now(int fd, const pps_wire_record_t *record);

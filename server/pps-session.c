@@ -64,9 +64,14 @@ struct pps_session {
 	 * and the bytes acknowledged and in flight then. */
 	bool competing_seen;
 	uint64_t competing_seen_acked;
-	bool starting;       /* a video client whose path pps_session_take_start() has not read */
-	int64_t accepted_us; /* for the handshake timeout */
-	int bye_reason;      /* the BYE reason we refused with, or -1 */
+	bool starting; /* a video client whose path pps_session_take_start() has not read */
+	/* The last PATH_REPORT of a relay client, when it came, and the flags of
+	 * every report since pps_session_take_report_flags(). */
+	pps_wire_path_report_t report;
+	int64_t report_us;
+	uint8_t report_flags;
+	int64_t accepted_us;                 /* for the handshake timeout */
+	int bye_reason;                      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
 	uint16_t hello_flags;                /* PPS_WIRE_HELLO_*, applied at admission */
 	bool audio;                          /* audio frames go to this connection */
@@ -512,6 +517,21 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 		        "client %s lost layer %u at frame %u; asking for an IDR", s->peer,
 		        r->u.recovery_request.quality_layer, r->u.recovery_request.frame_index);
 		s->ready_cb(s, s->user);
+		return;
+	case PPS_WIRE_PATH_REPORT:
+		if (s->state != PPS_SESSION_STREAMING) {
+			refuse(s, PPS_WIRE_BYE_PROTOCOL, "PATH_REPORT before HELLO");
+			return;
+		}
+		if (s->report_us == 0)
+			pps_log(&s->params.log, PPS_LOG_INFO,
+			        "client %s is a relay: %u subscriber(s), %.2f..%.2f Mbit/s",
+			        s->peer, r->u.path_report.subscribers,
+			        r->u.path_report.slowest_bps / 1e6,
+			        r->u.path_report.fastest_bps / 1e6);
+		s->report = r->u.path_report;
+		s->report_us = session_now(s);
+		s->report_flags |= r->u.path_report.flags;
 		return;
 	case PPS_WIRE_BYE:
 		pps_log(&s->params.log, PPS_LOG_INFO, "client %s left (%s%s%s)", s->peer,
@@ -968,4 +988,54 @@ void
 pps_session_get_path(const pps_session_t *s, pps_path_estimate_t *estimate)
 {
 	pps_path_get_estimate(s->path, estimate);
+}
+
+static uint32_t
+add_rtt(uint32_t a, uint32_t b)
+{
+	return a > UINT32_MAX - b ? UINT32_MAX : a + b;
+}
+
+size_t
+pps_session_path_span(const pps_session_t *s, pps_ratealloc_client_t out[2], uint32_t *subscribers)
+{
+	const pps_wire_path_report_t *q = &s->report;
+	pps_path_estimate_t e;
+
+	*subscribers = 0;
+	pps_path_get_estimate(s->path, &e);
+	if (!e.valid)
+		return 0;
+	out[0] = (pps_ratealloc_client_t){.estimate_bps = e.estimate_bps,
+	                                  .min_rtt_us = e.min_rtt_us,
+	                                  .rate_capped = e.fair_rate_bps != 0};
+	if (s->report_us == 0 || session_now(s) - s->report_us > PPS_SESSION_REPORT_FRESH_US) {
+		*subscribers = 1;
+		return 1;
+	}
+	/* A relay: what its subscribers take, through its own path. */
+	*subscribers = q->subscribers;
+	if (q->subscribers == 0)
+		return 1;
+	out[1] = out[0];
+	if (q->slowest_bps < out[0].estimate_bps) {
+		out[0].estimate_bps = (int64_t)q->slowest_bps;
+		out[0].rate_capped = (q->flags & PPS_WIRE_PATH_SLOWEST_CAPPED) != 0;
+	}
+	out[0].min_rtt_us = add_rtt(out[0].min_rtt_us, q->slowest_min_rtt_us);
+	if (q->fastest_bps < out[1].estimate_bps) {
+		out[1].estimate_bps = (int64_t)q->fastest_bps;
+		out[1].rate_capped = (q->flags & PPS_WIRE_PATH_FASTEST_CAPPED) != 0;
+	}
+	out[1].min_rtt_us = add_rtt(out[1].min_rtt_us, q->fastest_min_rtt_us);
+	return 2;
+}
+
+uint8_t
+pps_session_take_report_flags(pps_session_t *s)
+{
+	uint8_t flags = s->report_flags;
+
+	s->report_flags = 0;
+	return flags;
 }

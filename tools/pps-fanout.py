@@ -7,6 +7,7 @@ pps-linkem link with its own rate, delay and queue; figures per client.
 
     pps-fanout --rates 0.5,2,8 --out DIR                 three clients, one encode
     pps-fanout --rates 0.5,2,8 --delays 25ms --queue auto --duration 30 --pattern smpte --psnr --out DIR
+    pps-fanout --rates 0.5,2,8 --relay 2 --out DIR          the same encode through a tree of two relays
     pps-fanout report DIR                                 report.md, results.json and plots again
 
 Per client (ppslab.metrics, the same definitions as pps-sweep): frames shown,
@@ -43,6 +44,9 @@ def main(argv):
     ap.add_argument("--transport", default="minbuf(1,3)", help="tcp or minbuf(A,B) (default minbuf(1,3), the server's default)")
     ap.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE", help="more pps-server --set; repeatable")
     ap.add_argument("--playout", default="asap", choices=("fixed", "asap", "adaptive"), help="client playout (default asap)")
+    ap.add_argument("--relay", type=int, default=0, choices=(0, 1, 2),
+                    help="1: the stream goes through pps-relay (pps-server publishing into it); 2: through a tree of two "
+                         "relays, the viewers' subscribing to the publisher's; all on the sender's side (default 0: served directly)")
     ap.add_argument("--psnr", action="store_true", help="score the pictures shown with pps-peer-score (PSNR-Y, SSIM-Y)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--build", help="meson build directory (default: the one this script is in)")

@@ -143,6 +143,8 @@ pps_wire_kind_name(unsigned kind)
 		return "RECOVERY_REQUEST";
 	case PPS_WIRE_AUDIO_FRAME:
 		return "AUDIO_FRAME";
+	case PPS_WIRE_PATH_REPORT:
+		return "PATH_REPORT";
 	}
 	return "unknown";
 }
@@ -188,6 +190,7 @@ pps_wire_bye_reason_name(unsigned reason)
 #define RECOVERY_REQUEST_BYTES 5
 #define AUDIO_TRACK_BYTES      8 /* STREAM_INFO's audio tail */
 #define AUDIO_FIXED_BYTES      15
+#define PATH_REPORT_BYTES      29
 
 size_t
 pps_wire_fragment_overhead(unsigned dep_count)
@@ -249,6 +252,9 @@ body_size(const pps_wire_record_t *r, size_t *bytes)
 		return 0;
 	case PPS_WIRE_RECOVERY_REQUEST:
 		*bytes = RECOVERY_REQUEST_BYTES;
+		return 0;
+	case PPS_WIRE_PATH_REPORT:
+		*bytes = PATH_REPORT_BYTES;
 		return 0;
 	case PPS_WIRE_AUDIO_FRAME:
 		if (r->u.audio_frame.payload_len < 1 ||
@@ -403,6 +409,17 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_
 		put_u32(&w, r->u.recovery_request.frame_index);
 		put_u8(&w, r->u.recovery_request.quality_layer);
 		break;
+	case PPS_WIRE_PATH_REPORT: {
+		const pps_wire_path_report_t *q = &r->u.path_report;
+
+		put_u32(&w, q->subscribers);
+		put_i64(&w, (int64_t)q->slowest_bps);
+		put_u32(&w, q->slowest_min_rtt_us);
+		put_i64(&w, (int64_t)q->fastest_bps);
+		put_u32(&w, q->fastest_min_rtt_us);
+		put_u8(&w, q->flags);
+		break;
+	}
 	case PPS_WIRE_AUDIO_FRAME: {
 		const pps_wire_audio_frame_t *a = &r->u.audio_frame;
 
@@ -437,7 +454,8 @@ bool
 pps_wire_kind_sent_by(unsigned kind, pps_wire_sender_t sender)
 {
 	bool client = kind == PPS_WIRE_HELLO || kind == PPS_WIRE_CLOCK_PING ||
-	              kind == PPS_WIRE_AUTH || kind == PPS_WIRE_RECOVERY_REQUEST;
+	              kind == PPS_WIRE_AUTH || kind == PPS_WIRE_RECOVERY_REQUEST ||
+	              kind == PPS_WIRE_PATH_REPORT;
 
 	if (kind == PPS_WIRE_BYE || sender == PPS_WIRE_FROM_ANY)
 		return true;
@@ -780,6 +798,34 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 			    out->u.recovery_request.quality_layer, PPS_WIRE_MAX_QUALITY_LAYERS - 1);
 		return 0;
 	}
+	case PPS_WIRE_PATH_REPORT: {
+		pps_wire_path_report_t *q = &out->u.path_report;
+		int64_t slowest, fastest;
+		int ret;
+
+		q->subscribers = get_u32(r);
+		slowest = get_i64(r);
+		q->slowest_min_rtt_us = get_u32(r);
+		fastest = get_i64(r);
+		q->fastest_min_rtt_us = get_u32(r);
+		q->flags = get_u8(r);
+		ret = check_length(p, r, name);
+		if (ret < 0)
+			return ret;
+		if (slowest < 0 || fastest < slowest)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "PATH_REPORT: slowest %lld and fastest %lld bit/s out of order",
+			            (long long)slowest, (long long)fastest);
+		if (q->subscribers == 0 && fastest != 0)
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "PATH_REPORT: rates without a subscriber");
+		if (q->flags & ~PPS_WIRE_PATH_FLAGS)
+			return fail(p, PPS_WIRE_ERR_FIELD, "PATH_REPORT: unknown flags 0x%02x",
+			            q->flags);
+		q->slowest_bps = (uint64_t)slowest;
+		q->fastest_bps = (uint64_t)fastest;
+		return 0;
+	}
 	case PPS_WIRE_AUDIO_FRAME: {
 		pps_wire_audio_frame_t *a = &out->u.audio_frame;
 
@@ -839,7 +885,7 @@ pps_wire_parser_next(pps_wire_parser_t *p, const uint8_t **data, size_t *len,
 				return fail(p, PPS_WIRE_ERR_VERSION,
 				            "record header: version %u, expected %d", version,
 				            PPS_WIRE_VERSION);
-			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_AUDIO_FRAME)
+			if (kind < PPS_WIRE_HELLO || kind > PPS_WIRE_PATH_REPORT)
 				return fail(p, PPS_WIRE_ERR_KIND, "record header: kind %u unknown",
 				            kind);
 			if (!pps_wire_kind_sent_by(kind, p->sender))

@@ -57,6 +57,7 @@ typedef enum {
 	PPS_WIRE_AUTH = 10,             /* client -> server, answers CHALLENGE */
 	PPS_WIRE_RECOVERY_REQUEST = 11, /* client -> server: lost a layer, asks for an IDR */
 	PPS_WIRE_AUDIO_FRAME = 12,      /* server -> client: one frame of the audio track */
+	PPS_WIRE_PATH_REPORT = 13,      /* client -> server: a relay's subscribers' paths */
 } pps_wire_kind_t;
 
 /* HELLO flags. */
@@ -84,6 +85,15 @@ typedef enum {
 #define PPS_WIRE_MAX_AUDIO_BYTES 1275
 /* An AUDIO_FRAME's bytes besides its payload (header included). */
 #define PPS_WIRE_AUDIO_OVERHEAD_BYTES (PPS_WIRE_HEADER_BYTES + 15)
+
+/* PATH_REPORT flags: about the relay's subscribers since its last report. */
+#define PPS_WIRE_PATH_SLOWEST_CAPPED 0x01 /* the slowest one's path is shared (its rate capped) */
+#define PPS_WIRE_PATH_FASTEST_CAPPED 0x02 /* the fastest one's is */
+#define PPS_WIRE_PATH_CUT            0x04 /* a window was cut short for one that still reads */
+#define PPS_WIRE_PATH_COMPETING      0x08 /* a path is shared with other flows */
+#define PPS_WIRE_PATH_STARTING       0x10 /* a new one's start is not read yet */
+#define PPS_WIRE_PATH_START_LOSSY    0x20 /* a new one's start had retransmissions */
+#define PPS_WIRE_PATH_FLAGS          0x3f
 
 /* Challenge-response (PROTOCOL.md, "Access control"). */
 #define PPS_WIRE_AUTH_HMAC_SHA256 1 /* MAC = HMAC-SHA256(token, context || nonce) */
@@ -196,6 +206,17 @@ typedef struct {
 	uint8_t quality_layer; /* the layer it lost, 0 = base */
 } pps_wire_recovery_request_t;
 
+/* What a relay's subscribers' paths take, the slowest and the fastest (its
+ * own subscribers and, folded in, those of the relays below it). */
+typedef struct {
+	uint32_t subscribers; /* 0: no one watches (the rest is 0) */
+	uint64_t slowest_bps;
+	uint32_t slowest_min_rtt_us;
+	uint64_t fastest_bps; /* >= slowest_bps */
+	uint32_t fastest_min_rtt_us;
+	uint8_t flags; /* PPS_WIRE_PATH_* */
+} pps_wire_path_report_t;
+
 typedef struct {
 	uint32_t seq;           /* consecutive at the sender: a gap is a frame it dropped */
 	int64_t capture_us;     /* CLOCK_REALTIME of the frame's first sample */
@@ -236,6 +257,7 @@ typedef struct {
 		pps_wire_auth_t auth;
 		pps_wire_recovery_request_t recovery_request;
 		pps_wire_audio_frame_t audio_frame;
+		pps_wire_path_report_t path_report;
 	} u;
 } pps_wire_record_t;
 
@@ -303,7 +325,7 @@ int pps_wire_parser_next(pps_wire_parser_t *parser, const uint8_t **data, size_t
 /* Who sends the records a parser reads. */
 typedef enum {
 	PPS_WIRE_FROM_ANY = 0, /* every kind (tools, fuzzers) */
-	PPS_WIRE_FROM_CLIENT,  /* HELLO, CLOCK_PING, AUTH, RECOVERY_REQUEST, BYE */
+	PPS_WIRE_FROM_CLIENT,  /* HELLO, CLOCK_PING, AUTH, RECOVERY_REQUEST, PATH_REPORT, BYE */
 	PPS_WIRE_FROM_SERVER,  /* the others, and BYE */
 } pps_wire_sender_t;
 

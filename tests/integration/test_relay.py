@@ -209,7 +209,7 @@ def relay_late_joiner(build, workdir):
         stop_all(pub, relay)
     shown_well(late, 60, pct=0)
     check("IDR requests sent upstream" in relay.log(), relay.log()[-1000:])
-    sent = int(relay.log().split("IDR requests sent upstream ")[1].split()[0])
+    sent = int(relay.log().split("IDR requests sent upstream ")[1].split()[0].rstrip(","))
     check(sent >= 2, "IDR requests sent upstream: %d (one per join)" % sent)
     check("lost layer 0" in pub.stderr_text(), "the publisher saw no RECOVERY_REQUEST: %s" % pub.stderr_text()[-600:])
 

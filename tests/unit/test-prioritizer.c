@@ -198,7 +198,8 @@ test_window_relayed_open(void)
 		CHECK_EQ_INT(pps_window_adu_count(r), 0);
 		CHECK_EQ_INT(pps_window_bytes_bound(r), pps_window_bytes(w));
 		for (size_t a = 0; a < n; a++) {
-			CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))),
+			CHECK_EQ_INT(pps_window_relayed_add(
+			                 r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))),
 			             0);
 			CHECK_EQ_INT(pps_window_adu_count(r), a + 1);
 			CHECK(pps_window_is_open(r) == (a + 1 < n));
@@ -210,8 +211,9 @@ test_window_relayed_open(void)
 			             pps_window_adu_due_capture_us(w, a));
 		}
 		/* Closed: nothing more joins. */
-		CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
-		             -EINVAL);
+		CHECK_EQ_INT(
+		    pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
+		    -EINVAL);
 		pps_window_unref(r);
 
 		/* The last in send order never comes: closed short, still announced;
@@ -221,10 +223,12 @@ test_window_relayed_open(void)
 		                                pps_window_bytes(w));
 		REQUIRE(r);
 		for (size_t a = 0; a + 1 < n; a++)
-			CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))),
+			CHECK_EQ_INT(pps_window_relayed_add(
+			                 r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))),
 			             0);
-		CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
-		             -EINVAL);
+		CHECK_EQ_INT(
+		    pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
+		    -EINVAL);
 		CHECK(pps_window_is_open(r));
 		pps_window_relayed_close(r);
 		CHECK(!pps_window_is_open(r));
@@ -237,8 +241,9 @@ test_window_relayed_open(void)
 		const pps_window_t *w = list.windows[1];
 
 		REQUIRE(r);
-		CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
-		             -EINVAL);
+		CHECK_EQ_INT(
+		    pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))),
+		    -EINVAL);
 		pps_window_unref(r);
 		CHECK(!pps_window_new_relayed_open(7, 0, 2, 100, 0, 1000));
 		CHECK(!pps_window_new_relayed_open(7, 0, 0, 100, 4, 1000));

@@ -14,7 +14,7 @@ make_records(pps_wire_record_t *r)
 {
 	size_t n = 0;
 
-	memset(r, 0, 13 * sizeof(*r));
+	memset(r, 0, 14 * sizeof(*r));
 	r[n].kind = PPS_WIRE_HELLO;
 	r[n].u.hello.protocol_version = PPS_WIRE_VERSION;
 	r[n].u.hello.max_record_bytes = 1500;
@@ -117,6 +117,15 @@ make_records(pps_wire_record_t *r)
 	r[n].u.stream_info.audio_frame_us = 20000;
 	r[n].u.stream_info.audio_rate_hz = 48000;
 	n++;
+	r[n].kind = PPS_WIRE_PATH_REPORT;
+	r[n].u.path_report =
+	    (pps_wire_path_report_t){.subscribers = 3,
+	                             .slowest_bps = 480000,
+	                             .slowest_min_rtt_us = 50000,
+	                             .fastest_bps = 8100000000ull,
+	                             .fastest_min_rtt_us = 4000000000u,
+	                             .flags = PPS_WIRE_PATH_CUT | PPS_WIRE_PATH_STARTING};
+	n++;
 	return n;
 }
 
@@ -171,6 +180,8 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 	case PPS_WIRE_RECOVERY_REQUEST:
 		return a->u.recovery_request.frame_index == b->u.recovery_request.frame_index &&
 		       a->u.recovery_request.quality_layer == b->u.recovery_request.quality_layer;
+	case PPS_WIRE_PATH_REPORT:
+		return memcmp(&a->u.path_report, &b->u.path_report, sizeof(a->u.path_report)) == 0;
 	case PPS_WIRE_AUDIO_FRAME: {
 		const pps_wire_audio_frame_t *x = &a->u.audio_frame, *y = &b->u.audio_frame;
 
@@ -216,7 +227,7 @@ check_stream(const uint8_t *stream, size_t size, const pps_wire_record_t *expect
 static void
 test_round_trip(void)
 {
-	pps_wire_record_t records[13];
+	pps_wire_record_t records[14];
 	size_t n = make_records(records);
 	uint8_t stream[4096];
 	size_t size = 0;
@@ -252,7 +263,7 @@ test_round_trip(void)
 static void
 test_encode_limits(void)
 {
-	pps_wire_record_t r[13];
+	pps_wire_record_t r[14];
 	uint8_t small[16];
 	size_t n = 7;
 
@@ -317,7 +328,7 @@ encode_into(pps_wire_record_t *r, uint8_t *buf)
 static void
 test_rejections(void)
 {
-	pps_wire_record_t r[13];
+	pps_wire_record_t r[14];
 	uint8_t buf[2048];
 	char msg[256];
 	long n;
@@ -405,9 +416,22 @@ test_rejections(void)
 	buf[3] = (uint8_t)(buf[3] - 1);
 	CHECK_EQ_INT(parse_one(buf, (size_t)n - 1, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_TRAILING);
 
-	/* Unknown kind (the one after AUDIO_FRAME, and far beyond). */
+	/* PATH_REPORT: rates out of order, rates without a subscriber, unknown flags. */
+	for (int bad = 0; bad < 3; bad++) {
+		pps_wire_record_t q = {.kind = PPS_WIRE_PATH_REPORT};
+
+		q.u.path_report = (pps_wire_path_report_t){.subscribers = bad == 1 ? 0 : 2,
+		                                           .slowest_bps = bad == 0 ? 900 : 100,
+		                                           .fastest_bps = 800,
+		                                           .flags = bad == 2 ? 0x40 : 0};
+		n = encode_into(&q, buf);
+		CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+		CHECK(strstr(msg, "PATH_REPORT") != NULL);
+	}
+
+	/* Unknown kind (the one after PATH_REPORT, and far beyond). */
 	n = encode_into(&r[5], buf);
-	buf[1] = PPS_WIRE_AUDIO_FRAME + 1;
+	buf[1] = PPS_WIRE_PATH_REPORT + 1;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_KIND);
 	buf[1] = 42;
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_KIND);
@@ -525,7 +549,7 @@ test_rejections(void)
 static void
 test_sender(void)
 {
-	pps_wire_record_t r[13];
+	pps_wire_record_t r[14];
 	uint8_t buf[2048];
 	const uint8_t *data;
 	size_t len;
@@ -533,9 +557,10 @@ test_sender(void)
 	pps_wire_parser_t *p;
 
 	make_records(r);
-	for (unsigned kind = PPS_WIRE_HELLO; kind <= PPS_WIRE_AUDIO_FRAME; kind++) {
+	for (unsigned kind = PPS_WIRE_HELLO; kind <= PPS_WIRE_PATH_REPORT; kind++) {
 		bool client = kind == PPS_WIRE_HELLO || kind == PPS_WIRE_CLOCK_PING ||
-		              kind == PPS_WIRE_AUTH || kind == PPS_WIRE_RECOVERY_REQUEST;
+		              kind == PPS_WIRE_AUTH || kind == PPS_WIRE_RECOVERY_REQUEST ||
+		              kind == PPS_WIRE_PATH_REPORT;
 
 		CHECK(pps_wire_kind_sent_by(kind, PPS_WIRE_FROM_ANY));
 		CHECK(pps_wire_kind_sent_by(kind, PPS_WIRE_FROM_CLIENT) ==
@@ -553,7 +578,7 @@ test_sender(void)
 	CHECK(strcmp(pps_wire_parser_error(p), "STREAM_INFO is a server record") == 0);
 	pps_wire_parser_free(p);
 
-	for (int i = 0; i < 13; i++) {
+	for (int i = 0; i < 14; i++) {
 		if (r[i].kind != PPS_WIRE_HELLO && r[i].kind != PPS_WIRE_BYE)
 			continue;
 		len = (size_t)encode_into(&r[i], buf);

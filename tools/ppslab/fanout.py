@@ -65,8 +65,11 @@ def run(build, args):
     runinfo = {"command": " ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]]), "rates": rates, "delays": args.delays,
                "queue": args.queue, "duration_s": args.duration, "pattern": args.pattern, "server_set": sets,
                "congestion": "the stream: " + sets.get("transport.congestion", "the server's default (bbr)") + "; the lab's routes: cubic", "psnr": bool(psnr),
-               "server_log": has_log, "playout": args.playout}
-    system = Ppstream(build, out, sets=sets, server_log=True, client_extra_s=EXIT_GRACE_S, policy=args.playout, output=psnr)
+               "server_log": has_log, "playout": args.playout, "relay": getattr(args, "relay", 0)}
+    if runinfo["relay"]:
+        build.require("relay")
+    system = Ppstream(build, out, sets=sets, server_log=True, client_extra_s=EXIT_GRACE_S, policy=args.playout, output=psnr,
+                      relay=runinfo["relay"])
     try:
         with Lab(build.netlab, name, up, args.duration + LAB_SLACK_S) as lab:
             with open(os.path.join(out, "lab.json"), "w") as f:
@@ -141,6 +144,7 @@ def report(out):
     plots.fanout_latency(out, runinfo, rows)
     L = ["# pps-fanout: clients of one encode behind different links", "",
          f"`{public_command(runinfo['command'])}`; {runinfo['duration_s']:g} s; pattern {runinfo['pattern']}; playout {runinfo['playout']}; "
+         f"{relay_words(runinfo.get('relay', 0))}; "
          f"server settings: " + ", ".join(f"`{a}={b}`" for a, b in runinfo["server_set"].items()) +
          f"; server --log: {'yes' if runinfo['server_log'] else 'no (this server has none)'}; congestion control: {runinfo['congestion']}.", "",
          "| receiver | link Mbit/s | RTT ms | queue pkts | frames shown % | p50 / p95 / p99 ms | longest freeze ms | frozen s | received Mbit/s | PSNR dB | estimate Mbit/s |",
@@ -162,6 +166,14 @@ def report(out):
     with open(os.path.join(out, "report.md"), "w") as fh:
         fh.write(text)
     return text
+
+
+def relay_words(relay):
+    """How the stream reached the clients."""
+    if not relay:
+        return "served by pps-server directly"
+    return ("through pps-relay" if relay == 1 else f"through a tree of {relay} pps-relays") + \
+        " (publisher and relays on the sender's side)"
 
 
 def fanout_checks(rows):
