@@ -4,6 +4,7 @@
 (pps-client HOST:PORT/NAME) take it from there. Every wait is on an event (a
 port written, a line logged, a program's exit)."""
 import os
+import re
 import socket
 import struct
 import sys
@@ -191,6 +192,38 @@ def relay_garbage_publisher(build, workdir):
     check("outside its window" in relay.log(), relay.log()[-2000:])
 
 
+def subscribe_hello(name):
+    """A raw viewer's HELLO for the stream @name: flags stream, no client name, no auth."""
+    body = struct.pack(">HHHBB", 1, 0x0008, 0, 0, 0) + struct.pack(">B", len(name)) + name
+    return record(1, body)
+
+
+def relay_slow_subscriber(build, workdir):
+    """A subscriber that stops reading is isolated: it is evicted (BYE
+    too-slow) while the other viewer of the stream keeps its frames, and its
+    stalled path does not hold the stream's rates down for the others."""
+    relay = Relay(build, workdir, "server.evict_after_s=3")
+    pub = slow = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=9, name="viewer")
+        viewer.wait_for_stderr(" fps")
+        slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(("127.0.0.1", relay.port))
+        slow.sendall(subscribe_hello(b"room/alice"))
+        relay.wait_for_log("too slow: took no data", timeout_s=15)
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
+    finally:
+        if slow is not None:
+            slow.close()
+        stop_all(pub, relay)
+    s = shown_well(viewer, 200, pct=95)
+    reports = re.search(r"path reports sent upstream (\d+)", relay.log())
+    check(reports and int(reports.group(1)) >= 10, "no PATH_REPORTs went upstream: %s" % relay.log()[-600:])
+    return s
+
+
 def relay_late_joiner(build, workdir):
     """A viewer that joins a stream flowing for seconds gets pictures: its
     join's IDR request travels to the publisher as a RECOVERY_REQUEST."""
@@ -233,7 +266,7 @@ def relay_tree(build, workdir):
           pub.stderr_text()[-600:])
 
 
-TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor,
+TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor, relay_slow_subscriber,
                                  relay_garbage_publisher, relay_late_joiner, relay_tree]}
 
 if __name__ == "__main__":
