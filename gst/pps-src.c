@@ -839,7 +839,8 @@ gst_pps_src_class_init(GstPpsSrcClass *klass)
 
 	gst_element_class_set_static_metadata(
 	    element_class, "ppstream source", "Source/Network",
-	    "Plays a pps-server stream (priority-progress streaming over TCP): decoded I420 "
+	    "Plays a pps-server stream, or a relay's named stream (location HOST:PORT/NAME, or a "
+	    "pps://HOST:PORT/NAME URI), with priority-progress streaming over TCP: decoded I420 "
 	    "frames, each stamped when the playout policy shows it, and on the audio pad "
 	    "(when the stream has a track) each slot of sound stamped when it is played; "
 	    "while a stream plays, a pps-status element message each second (latency, layers, "

@@ -296,7 +296,7 @@ def gst_inspect(build, workdir):
     # ppssink is built with the server library (meson sets this when it is).
     if os.environ.get("PPS_GST_HAVE_SINK") == "1":
         elements.append(("ppssink", ["listen", "window-frames", "latency-budget-ms",
-                                     "transport-mode", "max-clients", "port"]))
+                                     "transport-mode", "max-clients", "port", "publish"]))
     for element, keys in elements:
         p = subprocess.run(["gst-inspect-1.0", element], env=env, capture_output=True,
                            text=True, timeout=60)
@@ -304,6 +304,9 @@ def gst_inspect(build, workdir):
         for k in keys:
             check(re.search(r"^\s+%s\s*:" % re.escape(k), p.stdout, re.M),
                   "gst-inspect-1.0 %s lacks %s" % (element, k))
+        if element == "ppssrc":
+            check(re.search(r"Supported URI protocols:\s+pps\s", p.stdout),
+                  "gst-inspect-1.0 ppssrc: no pps:// URI handler")
         # A property's text speaks of the element: no server source type in ppssink's.
         check("type=" not in p.stdout, "gst-inspect-1.0 %s speaks of a source type: %s" % (
             element, [ln.strip() for ln in p.stdout.splitlines() if "type=" in ln]))
