@@ -154,6 +154,10 @@ typedef struct {
 	bool had_stream;     /* this connection got STREAM_INFO */
 	bool gave_up;        /* reconnect: out of attempts */
 	int64_t retry_in_us; /* > 0: it reconnects by itself after this long */
+	/* The server's BYE reason (pps_wire_bye_reason_t) when its BYE ended the
+	 * connection, -1 otherwise: a viewer tells a relay's "no-stream" or an
+	 * "unauthorized" from a network failure without parsing @why. */
+	int bye_reason;
 } pps_connection_end_t;
 
 /* Called on the loop's thread. */

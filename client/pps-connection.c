@@ -60,6 +60,7 @@ struct pps_connection {
 	bool streaming; /* STREAM_INFO accepted */
 	bool answered;  /* CHALLENGE answered on this connection */
 	bool stopped;
+	int bye_reason; /* the BYE that is ending the connection, -1: none */
 	struct event *read_event, *connect_event;
 	struct event *reconnect_timer, *ping_timer, *handshake_timer, *data_timer;
 	int64_t data_timeout_us; /* 0: none (before STREAM_INFO, or not asked for) */
@@ -123,8 +124,10 @@ static void
 ended(pps_connection_t *c, const char *why, bool failure)
 {
 	bool had_stream = c->streaming;
-	pps_connection_end_t end = {.why = why, .failure = failure, .had_stream = had_stream};
+	pps_connection_end_t end = {
+	    .why = why, .failure = failure, .had_stream = had_stream, .bye_reason = c->bye_reason};
 
+	c->bye_reason = -1;
 	close_socket(c);
 	c->streaming = false;
 	c->answered = false;
@@ -250,6 +253,7 @@ handle_bye(pps_connection_t *c, const pps_wire_bye_t *bye)
 	pps_connection_sanitize(text, sizeof(text), bye->text, bye->text_len);
 	snprintf(why, sizeof(why), "server said BYE (%s%s%s)",
 	         pps_wire_bye_reason_name(bye->reason), text[0] ? ": " : "", text);
+	c->bye_reason = bye->reason;
 	ended(c, why, bye->reason != PPS_WIRE_BYE_NORMAL || !c->streaming);
 }
 
@@ -684,6 +688,7 @@ pps_connection_new(struct event_base *base, const pps_connection_params_t *param
 	c->callbacks = *callbacks;
 	c->user = user;
 	c->fd = -1;
+	c->bye_reason = -1;
 	c->reconnect_timer = evtimer_new(base, reconnect_cb, c);
 	c->ping_timer = event_new(base, -1, EV_PERSIST, ping_cb, c);
 	c->handshake_timer = evtimer_new(base, handshake_timeout_cb, c);

@@ -5,7 +5,9 @@
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
-	if (!gst_element_register(plugin, "ppssrc", GST_RANK_NONE, gst_pps_src_get_type()))
+	/* A rank, so that playbin and uridecodebin pick ppssrc for pps:// URIs
+	 * (the only handler of the scheme: it displaces nothing). */
+	if (!gst_element_register(plugin, "ppssrc", GST_RANK_PRIMARY, gst_pps_src_get_type()))
 		return FALSE;
 #ifdef PPS_GST_HAVE_SINK
 	if (!gst_element_register(plugin, "ppssink", GST_RANK_NONE, gst_pps_sink_get_type()))

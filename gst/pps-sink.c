@@ -17,9 +17,16 @@
  * Audio: the request pad "audio" (pps-sink-audio.c), requested before the
  * server starts, gives the stream an Opus track: its streaming thread hands
  * 10 ms blocks to the server from the server's start to the end of stream.
+ *
+ * Publishing: with publish=HOST:PORT/NAME the server listens nowhere and
+ * pushes its stream to that relay as NAME, exactly as `pps-server --publish`
+ * does (pps_server_params_t.publish: the relay is its one client). The
+ * connection is made with the first caps, on the streaming thread (bounded
+ * by the handshake timeout); when it ends, the element fails.
  */
 #include "pps-gst.h"
 #include "pps-server-settings.h"
+#include "pps-socket.h"
 #include "pps-time.h"
 #include "pps-wakeup.h"
 
@@ -40,7 +47,8 @@ typedef struct {
 	GstBaseSink parent;
 	pps_config_t *config;     /* the properties; read when the server starts */
 	char settings_error[512]; /* the first property value refused, "" if none */
-	guint port;               /* bound; 0 before */
+	guint port;               /* bound; 0 before, and when publishing */
+	char *publish;            /* HOST:PORT/NAME of a relay; NULL: listen */
 
 	/* The streaming thread's. */
 	GstVideoInfo info;
@@ -66,7 +74,7 @@ G_DEFINE_TYPE(GstPpsSink, gst_pps_sink, GST_TYPE_BASE_SINK)
 
 #define GST_PPS_SINK(obj) ((GstPpsSink *)(obj))
 
-enum { PROP_0, PROP_PORT, PROP_FIRST_KEY };
+enum { PROP_0, PROP_PORT, PROP_PUBLISH, PROP_FIRST_KEY };
 
 static pps_gst_properties_t sink_properties;
 
@@ -102,14 +110,21 @@ server_log_cb(pps_log_level_t level, const char *message, void *user)
 		GST_WARNING_OBJECT(sink, "%s", message);
 }
 
-/* A failed encoder is an error on the bus at once; render() refuses what follows. */
+/* A failed encoder, or a publisher's lost relay, is an error on the bus at
+ * once; render() refuses what follows. */
 static void
 server_state_cb(pps_server_state_t old_state, pps_server_state_t state, const char *error,
                 void *user)
 {
 	GstPpsSink *sink = user;
 
-	if (state == PPS_SERVER_STATE_FAILED && !atomic_exchange(&sink->failed, true))
+	if (state != PPS_SERVER_STATE_FAILED || atomic_exchange(&sink->failed, true))
+		return;
+	/* Publishing, the one connection is what fails (the encoder of pushed
+	 * frames hardly does); the text says which it was. */
+	if (sink->publish)
+		GST_ELEMENT_ERROR(sink, RESOURCE, WRITE, ("%s", error), (NULL));
+	else
 		GST_ELEMENT_ERROR(sink, STREAM, ENCODE, ("%s", error), (NULL));
 }
 
@@ -215,6 +230,7 @@ start_server(GstPpsSink *sink, int fps)
 		return FALSE;
 	}
 	settings.server.pushed = true;
+	settings.server.publish = sink->publish;
 	settings.server.log = (pps_log_t){.cb = server_log_cb, .user = sink};
 	/* The track exists when the audio pad does (its data comes later). */
 	sink->audio_track = pps_sink_audio_requested(sink->audio);
@@ -248,6 +264,17 @@ start_server(GstPpsSink *sink, int fps)
 	if (sink->audio_track)
 		pps_sink_audio_serve(sink->audio, sink->server);
 	pps_server_describe(sink->server, err, sizeof(err));
+	if (sink->publish) {
+		GST_INFO_OBJECT(sink, "publishing to %s: %s%s", sink->publish, err,
+		                sink->audio_track ? ", with audio" : "");
+		/* The relay took the stream: its viewers can ask for it now. */
+		gst_element_post_message(
+		    GST_ELEMENT(sink),
+		    gst_message_new_element(GST_OBJECT(sink),
+		                            gst_structure_new("pps-publishing", "publish",
+		                                              G_TYPE_STRING, sink->publish, NULL)));
+		return TRUE;
+	}
 	GST_INFO_OBJECT(sink, "listening on %s (port %u): %s%s", settings.server.listen, sink->port,
 	                err, sink->audio_track ? ", with audio" : "");
 	/* Applications (and tests, with listen=...:0) learn the port here. */
@@ -463,6 +490,39 @@ gst_pps_sink_change_state(GstElement *element, GstStateChange transition)
 
 /* ---- GObject ------------------------------------------------------------- */
 
+/* publish=HOST:PORT/NAME, checked as the configuration checks an address and
+ * a relay checks a name; "" or NULL: listen. A value refused is left as it
+ * was and stops the element at start, as a key's would. */
+static void
+set_publish(GstPpsSink *sink, const char *value)
+{
+	char address[300], stream[PPS_STREAM_NAME_MAX_BYTES + 1], host[256], port[16];
+	char why[256], err[512];
+
+	if (!value || !value[0]) {
+		g_clear_pointer(&sink->publish, g_free);
+		return;
+	}
+	if (pps_stream_location_split(value, address, sizeof(address), stream, sizeof(stream), why,
+	                              sizeof(why)) < 0)
+		snprintf(err, sizeof(err), "publish=%s: %s", value, why);
+	else if (pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0)
+		snprintf(err, sizeof(err), "publish=%s: must be HOST:PORT/NAME", value);
+	else if (!stream[0])
+		snprintf(err, sizeof(err),
+		         "publish=%s: name the stream (HOST:PORT/NAME), as the relay's viewers ask "
+		         "for it",
+		         value);
+	else {
+		g_free(sink->publish);
+		sink->publish = g_strdup(value);
+		return;
+	}
+	g_warning("%s: %s", GST_OBJECT_NAME(sink), err);
+	if (!sink->settings_error[0])
+		g_strlcpy(sink->settings_error, err, sizeof(sink->settings_error));
+}
+
 static void
 gst_pps_sink_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec)
 {
@@ -473,8 +533,10 @@ gst_pps_sink_set_property(GObject *object, guint id, const GValue *value, GParam
 		          GST_OBJECT_NAME(sink), pspec->name);
 		return;
 	}
-	if (!pps_gst_properties_set(&sink_properties, sink->config, object, id, value,
-	                            sink->settings_error, sizeof(sink->settings_error)))
+	if (id == PROP_PUBLISH)
+		set_publish(sink, g_value_get_string(value));
+	else if (!pps_gst_properties_set(&sink_properties, sink->config, object, id, value,
+	                                 sink->settings_error, sizeof(sink->settings_error)))
 		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
 }
 
@@ -485,6 +547,8 @@ gst_pps_sink_get_property(GObject *object, guint id, GValue *value, GParamSpec *
 
 	if (id == PROP_PORT)
 		g_value_set_uint(value, sink->port);
+	else if (id == PROP_PUBLISH)
+		g_value_set_string(value, sink->publish);
 	else if (!pps_gst_properties_get(&sink_properties, sink->config, id, value))
 		G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
 }
@@ -496,6 +560,7 @@ gst_pps_sink_finalize(GObject *object)
 
 	pps_config_free(sink->config);
 	pps_sink_audio_free(sink->audio);
+	g_free(sink->publish);
 	G_OBJECT_CLASS(gst_pps_sink_parent_class)->finalize(object);
 }
 
@@ -527,15 +592,26 @@ gst_pps_sink_class_init(GstPpsSinkClass *klass)
 	                      "TCP port the server listens on, once serving (listen=HOST:0 lets "
 	                      "the kernel choose; also in the pps-listening element message)",
 	                      0, 65535, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+	g_object_class_install_property(
+	    gobject_class, PROP_PUBLISH,
+	    g_param_spec_string(
+	        "publish", "publish",
+	        "HOST:PORT/NAME: push the stream to that relay (pps-relay) as NAME instead of "
+	        "serving viewers (listen is then unused), as pps-server --publish does; the "
+	        "relay's challenge is answered with access-token; a pps-publishing element "
+	        "message says when the relay took it; the element fails when the connection "
+	        "ends. Empty: listen",
+	        NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
 	pps_gst_properties_install(gobject_class, &sink_properties, pps_server_settings_schema(),
 	                           PROP_FIRST_KEY, sink_rules);
 
 	gst_element_class_set_static_metadata(
 	    element_class, "ppstream sink", "Sink/Network",
 	    "Serves raw video to pps-clients with priority-progress streaming: layered x264, "
-	    "adaptation windows, a progress regulator and a MIN_BUF TCP socket per client; the "
-	    "picture size and frame rate come from the caps (width and height cropped to even); "
-	    "the audio pad, requested before the first caps, adds an Opus track",
+	    "adaptation windows, a progress regulator and a MIN_BUF TCP socket per client (or "
+	    "publishes it to a relay, publish=HOST:PORT/NAME); the picture size and frame rate "
+	    "come from the caps (width and height cropped to even); the audio pad, requested "
+	    "before the first caps, adds an Opus track",
 	    "ppstream");
 	gst_element_class_add_static_pad_template(element_class, &sink_template);
 	gst_element_class_add_static_pad_template(element_class, &pps_sink_audio_template);

@@ -23,6 +23,13 @@
  * (pps-src-audio.c), fed with each slot the player plays (audio_pcm_cb) and
  * stamped the same way. The picture's end of stream (the server's BYE,
  * num-buffers, an application's EOS) ends the audio too.
+ *
+ * Relays and URIs: location=HOST:PORT/NAME asks a relay for its stream NAME
+ * (the connection puts the name in HELLO); the relay's refusal is an error
+ * of code GST_RESOURCE_ERROR_NOT_FOUND (no such stream), NOT_AUTHORIZED or
+ * BUSY, from the BYE's reason, so that an application can tell it from a
+ * network failure (READ). pps://HOST:PORT[/NAME] (GstURIHandler) is the
+ * location with a scheme: playbin and uridecodebin make a ppssrc for it.
  */
 #include "pps-client-settings.h"
 #include "pps-gst.h"
@@ -57,10 +64,11 @@ typedef enum {
 
 typedef struct {
 	item_kind_t kind;
-	GstBuffer *buffer;  /* ITEM_FRAME */
-	GstCaps *caps;      /* ITEM_FRAME */
-	int64_t display_us; /* ITEM_FRAME: client clock when the playout showed it */
-	char *message;      /* ITEM_ERROR */
+	GstBuffer *buffer;     /* ITEM_FRAME */
+	GstCaps *caps;         /* ITEM_FRAME */
+	int64_t display_us;    /* ITEM_FRAME: client clock when the playout showed it */
+	char *message;         /* ITEM_ERROR */
+	GstResourceError code; /* ITEM_ERROR */
 } item_t;
 
 typedef struct {
@@ -101,7 +109,10 @@ typedef struct {
 	GstPushSrcClass parent_class;
 } GstPpsSrcClass;
 
-G_DEFINE_TYPE(GstPpsSrc, gst_pps_src, GST_TYPE_PUSH_SRC)
+static void gst_pps_src_uri_handler_init(gpointer iface, gpointer data);
+
+G_DEFINE_TYPE_WITH_CODE(GstPpsSrc, gst_pps_src, GST_TYPE_PUSH_SRC,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_URI_HANDLER, gst_pps_src_uri_handler_init))
 
 #define GST_PPS_SRC(obj) ((GstPpsSrc *)(obj))
 
@@ -138,13 +149,15 @@ item_free(item_t *item)
 
 /* ---- loop thread --------------------------------------------------------- */
 
-/* Queues the final item (end of stream or an error); later ones are dropped. */
+/* Queues the final item (end of stream or an error of @code); later ones
+ * are dropped. */
 static void
-queue_final(GstPpsSrc *src, item_kind_t kind, const char *message)
+queue_final(GstPpsSrc *src, item_kind_t kind, GstResourceError code, const char *message)
 {
 	item_t *item = g_new0(item_t, 1);
 
 	item->kind = kind;
+	item->code = code;
 	item->message = g_strdup(message);
 	g_mutex_lock(&src->lock);
 	if (src->finished) {
@@ -275,6 +288,24 @@ end_cb(evutil_socket_t fd, short what, void *user)
 	pps_player_stop(src->player);
 }
 
+/* The error an application can act on (playbin, a retry loop): the server
+ * (a relay) has no stream of that name, wants a token, or is full; anything
+ * else is a failed read. */
+static GstResourceError
+end_error_code(const pps_connection_end_t *end)
+{
+	switch (end->bye_reason) {
+	case PPS_WIRE_BYE_NO_STREAM:
+		return GST_RESOURCE_ERROR_NOT_FOUND;
+	case PPS_WIRE_BYE_UNAUTHORIZED:
+		return GST_RESOURCE_ERROR_NOT_AUTHORIZED;
+	case PPS_WIRE_BYE_SERVER_FULL:
+		return GST_RESOURCE_ERROR_BUSY;
+	default:
+		return GST_RESOURCE_ERROR_READ;
+	}
+}
+
 static void
 player_closed_cb(const pps_connection_end_t *end, void *user)
 {
@@ -288,12 +319,12 @@ player_closed_cb(const pps_connection_end_t *end, void *user)
 	}
 	if (!end->failure) {
 		GST_INFO_OBJECT(src, "%s", end->why);
-		queue_final(src, ITEM_EOS, NULL);
+		queue_final(src, ITEM_EOS, 0, NULL);
 	} else {
 		snprintf(message, sizeof(message), "%s%s: %s",
 		         pps_player_ever_streamed(src->player) ? "stream from " : "no stream from ",
 		         src->server, end->why);
-		queue_final(src, ITEM_ERROR, message);
+		queue_final(src, ITEM_ERROR, end_error_code(end), message);
 	}
 	/* Frames still waiting for their display time are logged "stopped",
 	 * once the connection's callback has returned. */
@@ -581,7 +612,12 @@ gst_pps_src_create(GstPushSrc *psrc, GstBuffer **out)
 		item_free(item);
 		return GST_FLOW_EOS;
 	case ITEM_ERROR:
-		GST_ELEMENT_ERROR(src, RESOURCE, READ, ("%s", item->message), (NULL));
+		/* GST_ELEMENT_ERROR with the code chosen at run time (it takes
+		 * the text). */
+		GST_WARNING_OBJECT(src, "error: %s", item->message);
+		gst_element_message_full(GST_ELEMENT(src), GST_MESSAGE_ERROR, GST_RESOURCE_ERROR,
+		                         item->code, g_strdup(item->message), NULL, __FILE__,
+		                         GST_FUNCTION, __LINE__);
 		item_free(item);
 		return GST_FLOW_ERROR;
 	case ITEM_FRAME:
@@ -641,6 +677,82 @@ gst_pps_src_change_state(GstElement *element, GstStateChange transition)
 	if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
 		pps_src_audio_remove_pad(GST_PPS_SRC(element)->audio);
 	return ret;
+}
+
+/* ---- GstURIHandler: pps://HOST:PORT[/NAME] ----------------------------------- */
+
+#define PPS_SRC_URI_SCHEME "pps://"
+
+static GstURIType
+gst_pps_src_uri_get_type(GType type)
+{
+	(void)type;
+	return GST_URI_SRC;
+}
+
+static const gchar *const *
+gst_pps_src_uri_get_protocols(GType type)
+{
+	static const gchar *const protocols[] = {"pps", NULL};
+
+	(void)type;
+	return protocols;
+}
+
+static gchar *
+gst_pps_src_uri_get_uri(GstURIHandler *handler)
+{
+	GstPpsSrc *src = GST_PPS_SRC(handler);
+
+	return g_strdup_printf(PPS_SRC_URI_SCHEME "%s",
+	                       pps_config_get_string(src->config, "client", "server"));
+}
+
+/* The URI's location is the location property's value (HOST:PORT, or
+ * HOST:PORT/NAME for a relay's stream), checked by the same loader; a
+ * trailing '/' is no name. The scheme is not case-sensitive (RFC 3986). */
+static gboolean
+gst_pps_src_uri_set_uri(GstURIHandler *handler, const gchar *uri, GError **error)
+{
+	GstPpsSrc *src = GST_PPS_SRC(handler);
+	size_t scheme = strlen(PPS_SRC_URI_SCHEME);
+	char err[512], *location;
+	int ret;
+
+	if (src->thread) {
+		g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_BAD_STATE,
+		            "the URI cannot change while the element is running");
+		return FALSE;
+	}
+	if (!uri || g_ascii_strncasecmp(uri, PPS_SRC_URI_SCHEME, scheme) != 0) {
+		g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_UNSUPPORTED_PROTOCOL,
+		            "%s: not a pps://HOST:PORT[/NAME] URI", uri ? uri : "(null)");
+		return FALSE;
+	}
+	location = g_strdup(uri + scheme);
+	if (g_str_has_suffix(location, "/"))
+		location[strlen(location) - 1] = '\0';
+	ret = pps_config_set_as(src->config, "client", "server", location, "uri=pps://", err,
+	                        sizeof(err));
+	g_free(location);
+	if (ret < 0) {
+		g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_BAD_URI, "%s", err);
+		return FALSE;
+	}
+	g_object_notify(G_OBJECT(src), "location");
+	return TRUE;
+}
+
+static void
+gst_pps_src_uri_handler_init(gpointer iface, gpointer data)
+{
+	GstURIHandlerInterface *uri = iface;
+
+	(void)data;
+	uri->get_type = gst_pps_src_uri_get_type;
+	uri->get_protocols = gst_pps_src_uri_get_protocols;
+	uri->get_uri = gst_pps_src_uri_get_uri;
+	uri->set_uri = gst_pps_src_uri_set_uri;
 }
 
 /* ---- GObject ------------------------------------------------------------- */
@@ -727,7 +839,8 @@ gst_pps_src_class_init(GstPpsSrcClass *klass)
 
 	gst_element_class_set_static_metadata(
 	    element_class, "ppstream source", "Source/Network",
-	    "Plays a pps-server stream (priority-progress streaming over TCP): decoded I420 "
+	    "Plays a pps-server stream, or a relay's named stream (location HOST:PORT/NAME, or a "
+	    "pps://HOST:PORT/NAME URI), with priority-progress streaming over TCP: decoded I420 "
 	    "frames, each stamped when the playout policy shows it, and on the audio pad "
 	    "(when the stream has a track) each slot of sound stamped when it is played; "
 	    "while a stream plays, a pps-status element message each second (latency, layers, "

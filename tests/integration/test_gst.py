@@ -21,6 +21,7 @@ from ppslab.programs import Build  # Build.gst_env: the plugin in the build tree
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "GSTREAMER.md")
 DOC_ADDRESS = "127.0.0.1:7400"
+DOC_RELAY = "127.0.0.1:7500"  # the relay of the pipelines that name a stream
 FRAME_MS = 1000.0 / 30
 
 
@@ -32,13 +33,20 @@ def readme_pipelines():
     found = {}
     for ln in lines:
         audio = " s.audio" in ln
-        if "ppssink" in ln:
+        if "ppssink publish=" in ln:
+            found["publish"] = ln
+        elif "ppssink" in ln:
             found["serve_audio" if audio else "serve"] = ln
+        elif "playbin uri=pps://" in ln:
+            found["play_uri"] = ln
         elif "filesink" in ln:
             found["record"] = ln
+        elif "ppssrc location=%s/" % DOC_RELAY in ln:
+            found["view_relay"] = ln
         elif "ppssrc" in ln:
             found["view_audio" if audio else "view"] = ln
-    check(set(found) == {"serve", "record", "view", "serve_audio", "view_audio"},
+    check(set(found) == {"serve", "record", "view", "serve_audio", "view_audio", "view_relay",
+                         "play_uri", "publish"},
           "docs/GSTREAMER.md's pipelines section lacks a pipeline: %s" % sorted(found))
     return found
 
@@ -288,7 +296,7 @@ def gst_inspect(build, workdir):
     # ppssink is built with the server library (meson sets this when it is).
     if os.environ.get("PPS_GST_HAVE_SINK") == "1":
         elements.append(("ppssink", ["listen", "window-frames", "latency-budget-ms",
-                                     "transport-mode", "max-clients", "port"]))
+                                     "transport-mode", "max-clients", "port", "publish"]))
     for element, keys in elements:
         p = subprocess.run(["gst-inspect-1.0", element], env=env, capture_output=True,
                            text=True, timeout=60)
@@ -296,6 +304,9 @@ def gst_inspect(build, workdir):
         for k in keys:
             check(re.search(r"^\s+%s\s*:" % re.escape(k), p.stdout, re.M),
                   "gst-inspect-1.0 %s lacks %s" % (element, k))
+        if element == "ppssrc":
+            check(re.search(r"Supported URI protocols:\s+pps\s", p.stdout),
+                  "gst-inspect-1.0 ppssrc: no pps:// URI handler")
         # A property's text speaks of the element: no server source type in ppssink's.
         check("type=" not in p.stdout, "gst-inspect-1.0 %s speaks of a source type: %s" % (
             element, [ln.strip() for ln in p.stdout.splitlines() if "type=" in ln]))
@@ -516,6 +527,214 @@ def gst_ppssink_audio_to_client(build, workdir):
                                                  s["mouth_to_ear_p50_ms"],
                                                  ["%.1f" % g for g in gaps]))
 
+# ---- the relay: named streams, pps:// URIs, publishing ---------------------------------
+
+def gst_python():
+    """GStreamer's Python bindings with the plugin of the build tree, or SKIP."""
+    try:
+        import gi
+        gi.require_version("Gst", "1.0")
+        from gi.repository import GLib, Gst
+    except (ImportError, ValueError) as e:
+        print("GStreamer's Python bindings: %s" % e)
+        sys.exit(SKIP)
+    return GLib, Gst
+
+
+def run_to_end(Gst, pipeline, timeout_s=60):
+    """PLAYING until end of stream or an error; returns the bus message (EOS or ERROR)."""
+    try:
+        pipeline.set_state(Gst.State.PLAYING)
+        msg = pipeline.get_bus().timed_pop_filtered(timeout_s * Gst.SECOND,
+                                                    Gst.MessageType.EOS | Gst.MessageType.ERROR)
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+    check(msg is not None, "neither end of stream nor an error in %d s" % timeout_s)
+    return msg
+
+
+def gst_relay_ppssrc(build, workdir):
+    """pps-server --publish -> pps-relay -> the documented pipeline that views a
+    relay's stream by name (ppssrc location=RELAY/room/alice): 90 buffers a
+    frame apart, every one a frame shown, and the relay saw ppssrc's HELLO ask
+    for room/alice. A name the relay does not carry stops the pipeline with an
+    error that names the stream and says the relay's reason, of code
+    GST_RESOURCE_ERROR_NOT_FOUND (an application can tell it from a network
+    failure)."""
+    from test_relay import Relay, publish, stop_all
+    GLib, Gst = gst_python()
+    lines = readme_pipelines()
+    relay = Relay(build, workdir)
+    pub = None
+    log = os.path.join(workdir, "ppssrc.jsonl")
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        line = headless(lines["view_relay"]).replace(
+            "ppssrc location=%s/room/alice" % DOC_RELAY,
+            "ppssrc location=%s/room/alice log-file=%s num-buffers=90" % (relay.address, log))
+        check(relay.address in line, "the pipeline was not adapted: " + line)
+        view = Launch(build, workdir, line, "view-relay")
+        try:
+            rc = view.wait()
+            text = view.text()
+        finally:
+            view.stop()
+        check(rc == 0, "gst-launch exit %d:\n%s" % (rc, text[-3000:]))
+        wrong = Launch(build, workdir, line.replace("/room/alice", "/room/nobody").replace(
+            log, os.path.join(workdir, "nobody.jsonl")), "view-nobody")
+        try:
+            rc_wrong = wrong.wait()
+            text_wrong = wrong.text()
+        finally:
+            wrong.stop()
+        os.environ.update(Build(build).gst_env())
+        Gst.init(None)
+        msg = run_to_end(Gst, Gst.parse_launch("ppssrc location=%s/room/nobody ! fakesink"
+                                               % relay.address))
+    finally:
+        stop_all(pub, relay)
+    s, shown = ppssrc_summary(log)
+    check(s["frames_shown"] >= 90, "%d frames shown through the relay" % s["frames_shown"])
+    check_timestamps(buffer_pts_ms(text), "ppssrc through the relay")
+    check(re.search(r"client \S+ \"pps-client\" joined", relay.log()) and
+          "admitted for stream room/alice" in relay.log(), relay.log()[-2000:])
+    check(rc_wrong != 0, "gst-launch exit 0 for a stream the relay does not carry")
+    want = "no stream from %s/room/nobody: server said BYE (no-stream: no stream named room/nobody" \
+        % relay.address
+    check(want in text_wrong, "no error naming the stream:\n" + text_wrong[-2000:])
+    check(msg.type == Gst.MessageType.ERROR, "no error for room/nobody: %s" % msg.type)
+    err, _ = msg.parse_error()
+    check(err.matches(Gst.ResourceError.quark(), Gst.ResourceError.NOT_FOUND),
+          "room/nobody: error %s %d (%s), want GST_RESOURCE_ERROR_NOT_FOUND"
+          % (err.domain, err.code, err.message))
+    print("ppssrc through the relay: %d frames shown (%.1f%%), p50 %.1f ms; room/nobody: %s"
+          % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"], err.message))
+
+
+def gst_relay_uri(build, workdir):
+    """pps:// URIs: ppssrc is the source GStreamer makes for one (location =
+    the URI less its scheme, and back; a bad one refused with the loader's
+    message), and the documented playbin pipeline and a uridecodebin play a
+    relay's stream through it: 90 frames (num-buffers, set in source-setup)
+    to the video sink, then end of stream. The picture only: uridecodebin
+    follows a source's sometimes pads (ppssrc's audio) only when the source
+    has no pad at all when it is looked at (docs/GSTREAMER.md); the audio
+    buffers that reach playbin's audio sink are printed, not required."""
+    GLib, Gst = gst_python()
+    from test_relay import Relay, publish, stop_all
+    os.environ.update(Build(build).gst_env())
+    Gst.init(None)
+    # The handler, without a network.
+    src = Gst.Element.make_from_uri(Gst.URIType.SRC, "pps://127.0.0.1:9/room/alice", None)
+    check(src.get_factory().get_name() == "ppssrc", "pps:// made %s" % src.get_factory().get_name())
+    check(src.get_property("location") == "127.0.0.1:9/room/alice", src.get_property("location"))
+    check(src.get_uri() == "pps://127.0.0.1:9/room/alice", src.get_uri())
+    src.set_uri("pps://127.0.0.1:9/")
+    check(src.get_property("location") == "127.0.0.1:9", "pps://HOST:PORT/: %s" % src.get_property("location"))
+    for bad, why in (("pps://nowhere", "uri=pps://nowhere: must be HOST:PORT"),
+                     ("pps://127.0.0.1:9/room/../x", "uri=pps://127.0.0.1:9/room/../x: ")):
+        try:
+            src.set_uri(bad)
+            raise Failure("%s accepted" % bad)
+        except GLib.Error as e:
+            check(why in e.message, "%s: %s" % (bad, e.message))
+    check(src.get_property("location") == "127.0.0.1:9", "a refused URI changed the location")
+
+    lines = readme_pipelines()
+    relay = Relay(build, workdir)
+    pub = None
+    results = {}
+    try:
+        pub = publish(build, workdir, relay, "room/alice")
+        uri = "pps://%s/room/alice" % relay.address
+        play = lines["play_uri"].replace("pps://%s/" % DOC_RELAY, "pps://%s/" % relay.address)
+        check(uri in play, "the pipeline was not adapted: " + play)
+        decode = "uridecodebin name=decode uri=%s ! video/x-raw ! fakesink name=video" % uri
+        for name, line in (("playbin", play[len("gst-launch-1.0 "):]), ("uridecodebin", decode)):
+            log = os.path.join(workdir, "%s.jsonl" % name)
+            counts = {"video": 0, "audio": 0, "sources": []}
+
+            def source_setup(_bin, source, log=log, counts=counts):
+                counts["sources"].append(source.get_factory().get_name())
+                source.set_property("num-buffers", 90)
+                source.set_property("log-file", log)
+
+            def counter(kind, counts=counts):
+                def handoff(*_):
+                    counts[kind] += 1
+                return handoff
+
+            pipeline = Gst.parse_launch(line)
+            if name == "playbin":
+                sinks = {kind: Gst.ElementFactory.make("fakesink", kind) for kind in ("video", "audio")}
+                for kind, sink in sinks.items():
+                    sink.set_property("sync", False)
+                    pipeline.set_property(kind + "-sink", sink)
+            else:
+                sinks = {"video": pipeline.get_by_name("video")}
+            for kind, sink in sinks.items():
+                sink.set_property("signal-handoffs", True)
+                sink.connect("handoff", counter(kind))
+            bin_ = pipeline if name == "playbin" else pipeline.get_by_name("decode")
+            bin_.connect("source-setup", source_setup)
+            msg = run_to_end(Gst, pipeline)
+            if msg.type == Gst.MessageType.ERROR:
+                raise Failure("%s: %s" % (name, msg.parse_error()))
+            results[name] = (counts, ppssrc_summary(log)[0])
+    finally:
+        stop_all(pub, relay)
+    for name, (counts, s) in results.items():
+        check(counts["sources"] == ["ppssrc"], "%s's source: %s" % (name, counts["sources"]))
+        check(counts["video"] == 90, "%s: %d frames to the video sink" % (name, counts["video"]))
+        check(s["frames_shown"] >= 90, "%s: %d frames shown" % (name, s["frames_shown"]))
+        print("%s %s: %d frames, %d audio buffers, p50 %.1f ms" % (name, "pps://RELAY/room/alice",
+              counts["video"], counts["audio"], s["frame_latency_p50_ms"]))
+
+
+def gst_ppssink_publish(build, workdir):
+    """The documented publishing pipeline (ppssink publish=RELAY/room/alice) ->
+    pps-relay -> pps-client RELAY/room/alice: the client gets the caps' size
+    and shows >= 70% of its frames; the pipeline's end of stream ends the
+    stream at the relay with BYE (the viewer's end is clean). A second
+    publisher of the name is refused, with the relay's reason."""
+    from test_relay import Relay, stop_all
+    lines = readme_pipelines()
+    relay = Relay(build, workdir)
+    serve = taken = None
+    try:
+        line = lines["publish"].replace("publish=%s/" % DOC_RELAY, "publish=%s/" % relay.address)
+        check(relay.address in line, "the pipeline was not adapted: " + line)
+        serve = Launch(build, workdir, line, "publish")
+        serve.wait_for(r"pps-publishing, publish=\(string\)%s/room/alice" % re.escape(relay.address))
+        relay.wait_for_log("stream room/alice: ")
+        client = Client(build, workdir, relay.address + "/room/alice", "playout.policy=asap",
+                        duration=6)
+        taken = Launch(build, workdir, line, "publish-taken")
+        rc_taken = taken.wait()
+        text_taken = taken.text()
+        rc = client.wait()
+        check(rc == 0, "client exit %d: %s\n%s" % (rc, client.stderr, serve.text()[-2000:]))
+        check(serve.interrupt() == 0, "gst-launch failed:\n" + serve.text()[-3000:])
+        relay.wait_for_log("of stream room/alice left (normal")
+    finally:
+        if serve:
+            serve.stop()
+        if taken:
+            taken.stop()
+        stop_all(relay)
+    s = client.summary()
+    check("640x480@30" in client.stderr, "stream info: " + client.stderr)
+    # Its first picture waits for the IDR its join asks the publisher for
+    # (docs/RELAY.md), as test_relay.py's viewers' do.
+    check(s["frames_shown"] >= 90, "%d frames shown" % s["frames_shown"])
+    check(s["frames_shown_pct"] >= 70, "%.1f%% shown" % s["frames_shown_pct"])
+    check(rc_taken != 0 and "already has a publisher" in text_taken,
+          "a second publisher of room/alice: exit %d\n%s" % (rc_taken, text_taken[-2000:]))
+    print("ppssink publish -> relay -> pps-client: %d frames shown (%.1f%%), p50 %.1f ms p95 %.1f ms"
+          % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"],
+             s["frame_latency_p95_ms"]))
+
+
 class Xvfb:
     """A virtual X display (Xvfb :N, N of its choosing): .display once it
     accepts clients (it writes N to -displayfd then). -noreset: an X server
@@ -592,7 +811,8 @@ def gst_view_on_display(build, workdir):
 TESTS = {f.__name__: f for f in (gst_server_to_ppssrc, gst_ppssrc_no_server,
                                  gst_ppssink_to_client, gst_ppssink_to_ppssrc, gst_inspect,
                                  gst_bad_property, gst_server_to_ppssrc_audio,
-                                 gst_ppssink_audio_to_client, gst_view_on_display)}
+                                 gst_ppssink_audio_to_client, gst_view_on_display,
+                                 gst_relay_ppssrc, gst_relay_uri, gst_ppssink_publish)}
 
 if __name__ == "__main__":
     if not shutil.which("gst-launch-1.0"):

@@ -5,7 +5,8 @@
  * token never appears in HELLO, the AUTH answer is the MAC of the server's
  * nonce, and a CHALLENGE the client did not ask for, or a second one, ends
  * the connection as a protocol error; a server silent after STREAM_INFO
- * ends it once the data timeout passes. No sleeps: the loop runs what is
+ * ends it once the data timeout passes; a relay's stream name rides in
+ * HELLO, and the relay's BYE for it is reported with its reason. No sleeps: the loop runs what is
  * ready, or waits for the connection's own timer.
  */
 #include "pps-client-internal.h"
@@ -28,6 +29,7 @@ typedef struct {
 	bool got_stream_info, got_window_end;
 	bool closed;
 	bool failure;
+	int bye_reason;
 	char why[400];
 } sink_t;
 
@@ -58,6 +60,7 @@ closed_cb(const pps_connection_end_t *end, void *user)
 
 	s->closed = true;
 	s->failure = end->failure;
+	s->bye_reason = end->bye_reason;
 	snprintf(s->why, sizeof(s->why), "%s", end->why);
 }
 
@@ -105,15 +108,16 @@ typedef struct {
 	sink_t sink;
 } fixture_t;
 
-/* A connection to a loopback listener, accepted: its HELLO is read into @hello. */
+/* A connection to a loopback listener (HOST:PORT, or HOST:PORT/@stream when
+ * @stream is not NULL), accepted: its HELLO is read into @hello. */
 static void
 fixture_start_with(fixture_t *f, const char *token, unsigned data_timeout_windows,
-                   int64_t data_timeout_min_us, pps_wire_record_t *hello)
+                   int64_t data_timeout_min_us, const char *stream, pps_wire_record_t *hello)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
 	socklen_t len = sizeof(sin);
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	char address[64];
+	char address[160];
 	pps_connection_params_t params = {
 	    .server = address,
 	    .name = "unit",
@@ -131,7 +135,8 @@ fixture_start_with(fixture_t *f, const char *token, unsigned data_timeout_window
 	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
 	REQUIRE(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
 	REQUIRE(listen(lfd, 1) == 0 && getsockname(lfd, (struct sockaddr *)&sin, &len) == 0);
-	snprintf(address, sizeof(address), "127.0.0.1:%u", ntohs(sin.sin_port));
+	snprintf(address, sizeof(address), "127.0.0.1:%u%s%s", ntohs(sin.sin_port),
+	         stream ? "/" : "", stream ? stream : "");
 	f->base = event_base_new();
 	f->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES);
 	REQUIRE(f->base && f->parser);
@@ -149,7 +154,7 @@ fixture_start_with(fixture_t *f, const char *token, unsigned data_timeout_window
 static void
 fixture_start(fixture_t *f, const char *token, pps_wire_record_t *hello)
 {
-	fixture_start_with(f, token, 0, 0, hello);
+	fixture_start_with(f, token, 0, 0, NULL, hello);
 }
 
 static void
@@ -157,7 +162,8 @@ fixture_free(fixture_t *f)
 {
 	pps_connection_free(f->connection);
 	pps_wire_parser_free(f->parser);
-	close(f->server_fd);
+	if (f->server_fd >= 0)
+		close(f->server_fd);
 	event_base_free(f->base);
 }
 
@@ -304,7 +310,7 @@ test_silent_after_stream_info(void)
 	fixture_t f;
 	pps_wire_record_t hello, info = stream_info_record();
 
-	fixture_start_with(&f, "", 2, 100000, &hello);
+	fixture_start_with(&f, "", 2, 100000, NULL, &hello);
 	f.sink.connection = f.connection;
 	f.sink.window_us = 10000;
 	send_record(f.server_fd, &info);
@@ -319,6 +325,41 @@ test_silent_after_stream_info(void)
 	fixture_free(&f);
 }
 
+/* A relay's viewer: the stream named after the address rides in HELLO (with
+ * its flag), and the relay's BYE for a name it does not carry ends the
+ * connection as a failure whose reason is the BYE's (ppssrc makes it a
+ * "not found" error); a connection that just closes has no BYE reason. */
+static void
+test_named_stream_refused(void)
+{
+	fixture_t f;
+	pps_wire_record_t hello, bye = {.kind = PPS_WIRE_BYE};
+
+	fixture_start_with(&f, "", 0, 0, "room/alice", &hello);
+	CHECK(hello.u.hello.flags & PPS_WIRE_HELLO_STREAM);
+	CHECK_EQ_INT(hello.u.hello.stream_len, strlen("room/alice"));
+	CHECK(memcmp(hello.u.hello.stream, "room/alice", hello.u.hello.stream_len) == 0);
+	bye.u.bye.reason = PPS_WIRE_BYE_NO_STREAM;
+	bye.u.bye.text_len = (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text),
+	                                       "no stream named room/alice on this relay");
+	send_record(f.server_fd, &bye);
+	run_loop(f.base);
+	CHECK(f.sink.closed && f.sink.failure);
+	CHECK_EQ_INT(f.sink.bye_reason, PPS_WIRE_BYE_NO_STREAM);
+	CHECK(strstr(f.sink.why, "no stream named room/alice") != NULL);
+	fixture_free(&f);
+
+	fixture_start(&f, "", &hello);
+	CHECK_EQ_INT(hello.u.hello.flags & PPS_WIRE_HELLO_STREAM, 0);
+	close(f.server_fd);
+	f.server_fd = -1;
+	for (int i = 0; i < 100 && !f.sink.closed; i++)
+		event_base_loop(f.base, EVLOOP_ONCE);
+	CHECK(f.sink.closed && f.sink.failure);
+	CHECK_EQ_INT(f.sink.bye_reason, -1);
+	fixture_free(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -330,5 +371,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_unasked_pong);
 	PPS_TEST_RUN(test_data_timeout_length);
 	PPS_TEST_RUN(test_silent_after_stream_info);
+	PPS_TEST_RUN(test_named_stream_refused);
 	return pps_test_result();
 }
