@@ -358,9 +358,12 @@ stream_start_listener(relay_stream_t *s, char *why, size_t why_size)
 	struct timeval report_tv = pps_time_us_to_timeval(PPS_RELAY_REPORT_US);
 
 	lp.session.stream_info = s->info;
-	/* Audio (if any) goes on the subscriber's video connection. */
+	/* Audio (if any) goes to the viewers as the relay's [audio] transport
+	 * says, whatever way it came from the publisher: on connections of its
+	 * own, a viewer's thin audio stream does not share the video's
+	 * congestion window (each 20 ms frame is a packet of its own). */
 	if (lp.session.stream_info.audio_codec)
-		lp.session.stream_info.audio_transport = PPS_WIRE_AUDIO_IN_STREAM;
+		lp.session.stream_info.audio_transport = (uint8_t)r->params.audio_transport;
 	lp.session.sched.latency_budget_us = (int64_t)s->info.latency_budget_ms * 1000;
 	lp.frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
 	lp.tls_cert = lp.tls_key = NULL;

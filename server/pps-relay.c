@@ -211,6 +211,7 @@ main(int argc, char **argv)
 		return ret ? ret : 1;
 	}
 	params.listener = settings.server.listener;
+	params.audio_transport = settings.server.media.audio.transport;
 	params.max_streams = cli.max_streams;
 	params.log = (pps_log_t){.cb = log_cb};
 	cli.relay = pps_relay_new(cli.base, &params, err, sizeof(err));

@@ -47,6 +47,10 @@ typedef struct {
 	 * max_clients: subscribers per stream). The stream's STREAM_INFO, frame
 	 * duration and latency budget are the publisher's. No TLS. */
 	pps_listener_params_t listener;
+	/* Where a stream's audio goes to its viewers ([audio] transport, as a
+	 * pps-server sends it): PPS_WIRE_AUDIO_OWN_CONNECTION (connections of
+	 * their own, the default) or PPS_WIRE_AUDIO_IN_STREAM. */
+	unsigned audio_transport;
 	unsigned max_streams; /* publishers at once; 0: PPS_RELAY_DEFAULT_MAX_STREAMS */
 	pps_log_t log;
 } pps_relay_params_t;
