@@ -6,6 +6,12 @@
  * through a SIGCHLD signal event and waitpid(WNOHANG). A viewer has one timer
  * that means what its state says: start the next try (idle), give up on a
  * try that has no stream yet (trying), or nothing once it streams.
+ *
+ * With a window (display other than none), a try is a headless probe first
+ * (no --log, no --output, its lines kept to itself): a peer that has not
+ * published would otherwise open and close a window each second. A probe
+ * that gets the stream is stopped and the real viewer started at once; its
+ * join is the second, and the IDR the first one asked for serves it too.
  */
 #include "pps-call.h"
 #include "pps-time.h"
@@ -56,9 +62,11 @@ typedef struct {
 	struct event *timer;
 	/* Of the current try (a viewer): */
 	bool saw_no_stream, saw_bye;
+	bool probe;   /* a headless try, to learn whether the peer publishes */
+	bool promote; /* the probe found the stream: the real viewer next, at once */
 	/* Of the current wait for the peer: said once each. */
 	bool said_waiting, said_failing;
-	char last_line[200]; /* the publisher's last stderr line, for the reason it failed */
+	char last_line[200]; /* the last stderr line, for the reason it failed */
 } call_child_t;
 
 struct pps_call {
@@ -253,13 +261,23 @@ child_line(call_child_t *child, bool on_stdout, const char *line)
 			return;
 		if (starts_with(line, CLIENT_BYE_TEXT))
 			child->saw_bye = true;
+		if (child->probe) {
+			if (starts_with(line, CLIENT_CONNECTED_TEXT) && !child->promote) {
+				child->promote = true;
+				kill(-child->pid, SIGTERM);
+			}
+			snprintf(child->last_line, sizeof(child->last_line), "%s", line);
+			return;
+		}
 		if (starts_with(line, CLIENT_CONNECTED_TEXT) && child->state == CHILD_TRYING) {
 			child->state = CHILD_RUNNING;
 			event_del(child->timer);
 			child->said_waiting = child->said_failing = false;
 		}
 	}
-	if (!on_stdout && child->publisher)
+	if (on_stdout && child->probe)
+		return;
+	if (!on_stdout)
 		snprintf(child->last_line, sizeof(child->last_line), "%s", line);
 	if (call->events.line_cb)
 		call->events.line_cb(child->who, on_stdout, line, call->user);
@@ -400,11 +418,17 @@ viewer_exited(call_child_t *child, int status)
 		child->state = CHILD_DONE;
 		return;
 	}
+	if (child->promote) {
+		child->state = CHILD_IDLE;
+		child_start(child);
+		return;
+	}
 	describe_status(status, how, sizeof(how));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
 		child->state = CHILD_DONE;
-		snprintf(why, sizeof(why), "the viewer of %s refused its settings (%s)", child->who,
-		         how);
+		snprintf(why, sizeof(why), "the viewer of %s refused its settings (%s)%s%s",
+		         child->who, how, child->probe && child->last_line[0] ? ": " : "",
+		         child->probe ? child->last_line : "");
 		pps_call_stop(call, 2, why);
 		return;
 	}
@@ -425,9 +449,11 @@ viewer_exited(call_child_t *child, int status)
 			        child->who, streamed ? " again" : "");
 		child->said_waiting = true;
 	} else if (!child->said_failing) {
-		pps_log(&call->params.log, PPS_LOG_WARNING,
-		        "the viewer of %s ended without a stream (%s); trying again every %.0f s",
-		        child->who, how, (double)retry_interval_us(call) / 1e6);
+		pps_log(
+		    &call->params.log, PPS_LOG_WARNING,
+		    "the viewer of %s ended without a stream (%s)%s%s; trying again every %.0f s",
+		    child->who, how, child->last_line[0] ? ": " : "", child->last_line,
+		    (double)retry_interval_us(call) / 1e6);
 		child->said_failing = true;
 	}
 	viewer_retry_later(child);
@@ -571,17 +597,23 @@ child_start(call_child_t *child)
 			args_add(argv, &argc, p->server_settings[i]);
 		}
 	} else {
+		child->probe = strcmp(p->display, "none") != 0 && !child->promote;
+		child->promote = false;
 		snprintf(location, sizeof(location), "%s/%s/%s", p->relay, p->room, child->who);
 		args_add(argv, &argc, p->client_program);
 		args_add(argv, &argc, location);
 		args_add(argv, &argc, "--display");
-		args_add(argv, &argc, p->display);
-		if (p->log_dir) {
+		args_add(argv, &argc, child->probe ? "none" : p->display);
+		if (child->probe) {
+			args_add(argv, &argc, "--quiet");
+			args_add(argv, &argc, "--audio");
+			args_add(argv, &argc, "off");
+		} else if (p->log_dir) {
 			snprintf(log_path, sizeof(log_path), "%s/%s.jsonl", p->log_dir, child->who);
 			args_add(argv, &argc, "--log");
 			args_add(argv, &argc, log_path);
 		}
-		if (p->output_dir) {
+		if (p->output_dir && !child->probe) {
 			snprintf(output_path, sizeof(output_path), "%s/%s.y4m", p->output_dir,
 			         child->who);
 			args_add(argv, &argc, "--output");
@@ -596,7 +628,7 @@ child_start(call_child_t *child)
 		args_add(argv, &argc, "--duration");
 		args_add(argv, &argc, duration);
 	}
-	if (p->quiet)
+	if (p->quiet && (child->publisher || !child->probe))
 		args_add(argv, &argc, "--quiet");
 	argv[argc] = NULL;
 

@@ -20,7 +20,7 @@ typedef struct {
 	struct event_base *base;
 	int ended, exit_status;
 	char why[300];
-	unsigned waiting_said, lines, no_stream_lines;
+	unsigned waiting_said, lines, no_stream_lines, connected_lines;
 	char last_line[256];
 } run_t;
 
@@ -58,6 +58,8 @@ line_cb(const char *who, bool on_stdout, const char *line, void *user)
 	run->lines++;
 	if (strstr(line, "no stream named"))
 		run->no_stream_lines++;
+	if (strstr(line, "connected to"))
+		run->connected_lines++;
 	snprintf(run->last_line, sizeof(run->last_line), "[%s] %s", who, line);
 }
 
@@ -75,7 +77,8 @@ ended_cb(int exit_status, const char *why, void *user)
 static const char *const one_peer[] = {"bob"};
 
 static pps_call_t *
-call_new(run_t *run, const char *server, const char *client, double duration_s)
+call_new_on(run_t *run, const char *server, const char *client, double duration_s,
+            const char *display)
 {
 	pps_call_params_t params = {
 	    .server_program = server,
@@ -86,7 +89,7 @@ call_new(run_t *run, const char *server, const char *client, double duration_s)
 	    .peers = one_peer,
 	    .n_peers = 1,
 	    .duration_s = duration_s,
-	    .display = "none",
+	    .display = display,
 	    .retry_interval_us = 50000,
 	    .stop_grace_us = 2000000,
 	    .log = {.cb = log_cb, .user = run},
@@ -98,6 +101,12 @@ call_new(run_t *run, const char *server, const char *client, double duration_s)
 	if (!run->base)
 		return NULL;
 	return pps_call_new(run->base, &params, &events, run, err, sizeof(err));
+}
+
+static pps_call_t *
+call_new(run_t *run, const char *server, const char *client, double duration_s)
+{
+	return call_new_on(run, server, client, duration_s, "none");
 }
 
 static unsigned
@@ -173,6 +182,58 @@ test_call_publisher_fails(void)
 	CHECK(strstr(run.why, "the publisher of room/alice failed (exit status 1)") != NULL);
 	CHECK(strstr(run.why, "taken") != NULL);
 	CHECK(strcmp(run.last_line, "[alice] pps-server: the relay refused: taken") == 0);
+	pps_call_free(call);
+	event_base_free(run.base);
+}
+
+/* With a window, a try is a headless probe first: a peer that has not
+ * published opens no window, and one that has gets its real viewer (a
+ * window, once) as soon as the probe sees the stream. */
+static void
+test_call_probes_with_a_window(void)
+{
+	char server[512], client[512], tries[512], real[512], body[2048], args[256] = "";
+	FILE *f;
+	run_t run = {0};
+	pps_call_t *call;
+
+	snprintf(tries, sizeof(tries), "%s/probe-tries", tmp_dir);
+	snprintf(real, sizeof(real), "%s/real-tries", tmp_dir);
+	write_script("server-stays-3", "exec sleep 30", server, sizeof(server));
+	/* No stream for the first two tries, then the stream. */
+	snprintf(body, sizeof(body),
+	         "case \"$*\" in\n"
+	         "*'--display none'*)\n"
+	         "  echo try >> %s\n"
+	         "  if [ $(wc -l < %s) -le 2 ]; then\n"
+	         "    echo 'pps-client: server said BYE (no-stream: no stream named room/bob on "
+	         "this relay)' >&2; exit 1\n"
+	         "  fi\n"
+	         "  echo 'pps-client: connected to x' >&2; exec sleep 30;;\n"
+	         "*) echo \"$*\" >> %s; echo 'pps-client: connected to x' >&2; exec sleep 30;;\n"
+	         "esac",
+	         tries, tries, real);
+	write_script("client-probed", body, client, sizeof(client));
+	call = call_new_on(&run, server, client, 0.8, "sdl");
+	CHECK(call != NULL);
+	if (!call)
+		return;
+	CHECK(pps_call_start(call, NULL, 0) == 0);
+	event_base_dispatch(run.base);
+	CHECK(run.ended == 1);
+	CHECK(run.exit_status == 0, "%s", run.why);
+	CHECK(run.waiting_said == 1);
+	CHECK(count_lines(tries) == 3, "%u probes", count_lines(tries));
+	CHECK(count_lines(real) == 1, "%u real viewers", count_lines(real));
+	f = fopen(real, "r");
+	if (f) {
+		if (!fgets(args, sizeof(args), f))
+			args[0] = '\0';
+		fclose(f);
+	}
+	CHECK(strstr(args, "--display sdl") != NULL, "the real viewer's arguments: %s", args);
+	CHECK(run.connected_lines == 1, "%u connected lines", run.connected_lines);
+	CHECK(run.no_stream_lines == 0);
 	pps_call_free(call);
 	event_base_free(run.base);
 }
@@ -291,6 +352,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_call_waits_for_peer);
 	PPS_TEST_RUN(test_call_publisher_fails);
 	PPS_TEST_RUN(test_call_stop);
+	PPS_TEST_RUN(test_call_probes_with_a_window);
 	status = pps_test_result();
 	{
 		char cmd[128];

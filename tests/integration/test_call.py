@@ -5,6 +5,7 @@ peers headless with a log per peer. Every wait is on an event (a port
 written, a line printed, a program's exit)."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,17 +19,19 @@ from test_relay import Publisher, Relay
 class Call(programs.Program):
     """pps-call RELAY/ROOM --name NAME --peer P... --display none --log-dir DIR."""
 
-    def __init__(self, build, workdir, relay, name, peers, room="room", duration=6, extra=()):
+    def __init__(self, build, workdir, relay, name, peers, room="room", duration=6, extra=(), display="none",
+                 env=None):
         self.log_dir = os.path.join(workdir, "call-%s-%d" % (name, time.monotonic_ns()))
         self.err_path = self.log_dir + ".err"
         self.out_path = self.log_dir + ".out"
         argv = [os.path.join(build, "call", "pps-call"), "%s/%s" % (relay.address, room), "--name", name,
-                "--display", "none", "--log-dir", self.log_dir]
+                "--display", display, "--log-dir", self.log_dir]
         for p in peers:
             argv += ["--peer", p]
         if duration is not None:
             argv += ["--duration", str(duration)]
-        super().__init__(argv + list(extra), stdout=self.out_path, stderr=self.err_path, new_session=False)
+        super().__init__(argv + list(extra), stdout=self.out_path, stderr=self.err_path, new_session=False,
+                         env=env)
         self.name = name
 
     def summary(self, peer):
@@ -85,6 +88,29 @@ def call_two_party(build, workdir):
         check(c.stderr.count("waiting for") <= 1, "%s: said it waits more than once:\n%s" %
               (c.name, c.stderr[-2000:]))
         check("pps-call: call ended: the call's duration ended" in c.stderr, c.stderr[-2000:])
+
+
+def call_windows(build, workdir):
+    """With windows (SDL's dummy video driver: no screen needed), alice's tries
+    for bob are headless probes until he publishes, then one real viewer
+    shows him; the log is the real viewer's."""
+    env = dict(os.environ, SDL_VIDEODRIVER="dummy")
+    relay = Relay(build, workdir)
+    calls = []
+    try:
+        calls.append(Call(build, workdir, relay, "alice", ["bob"], duration=8, display="sdl", env=env))
+        wait_until(lambda: "waiting for bob to publish" in calls[0].stderr_text(),
+                   lambda: "alice to wait for bob:\n%s" % calls[0].stderr_text()[-2000:], 30, calls[0].proc)
+        calls.append(Call(build, workdir, relay, "bob", ["alice"], duration=7, display="sdl", env=env))
+        finish(calls)
+    finally:
+        stop_all(*calls, relay)
+    alice, bob = calls
+    sees(alice, "bob", 100, 85)
+    sees(bob, "alice", 100, 85)
+    check(alice.stderr.count("[bob] pps-client: connected to") == 1,
+          "alice's viewer of bob connected %d times (the probe's line passed on?):\n%s" %
+          (alice.stderr.count("[bob] pps-client: connected to"), alice.stderr[-3000:]))
 
 
 def call_three_party(build, workdir):
@@ -173,8 +199,38 @@ def call_sigterm(build, workdir):
         stop_all(call, relay)
 
 
+def call_bad_settings(build, workdir):
+    """A --set the publisher refuses, a --client-set the viewers refuse: the
+    call ends at once with exit status 2, the child's own message passed on."""
+    relay = Relay(build, workdir)
+    runs = []
+    try:
+        for extra, says in ((["--set", "source.pattern=bogus"], "[alice] pps-server: --set: [source] pattern"),
+                            (["--client-set", "client.bogus=1"], "[bob] pps-client: --set: [client] bogus")):
+            call = Call(build, workdir, relay, "alice", ["bob"], duration=20, extra=extra)
+            runs.append((call, call.wait(30), says))
+    finally:
+        stop_all(*(r[0] for r in runs), relay)
+    for call, rc, says in runs:
+        check(rc == 2, "%s: exit %s, expected 2:\n%s" % (call.argv, rc, call.stderr[-2000:]))
+        check(says in call.stderr, "%s: %r not passed on:\n%s" % (call.argv, says, call.stderr[-2000:]))
+
+
+def call_programs_missing(build, workdir):
+    """pps-call alone in a directory (no pps-server beside it, no ../server):
+    exit status 1, the places it looked named."""
+    lone = os.path.join(workdir, "lone")
+    os.mkdir(lone)
+    shutil.copy(os.path.join(build, "call", "pps-call"), lone)
+    p = subprocess.run([os.path.join(lone, "pps-call"), "127.0.0.1:9/room", "--name", "alice", "--peer", "bob"],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 1, "exit %d, expected 1: %s" % (p.returncode, p.stderr))
+    check("cannot find pps-server" in p.stderr and os.path.join(lone, "pps-server") in p.stderr, p.stderr)
+
+
 TESTS = {f.__name__: f for f in [call_two_party, call_three_party, call_peer_never_publishes,
-                                 call_publisher_fails, call_sigterm]}
+                                 call_publisher_fails, call_sigterm, call_bad_settings,
+                                 call_programs_missing, call_windows]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
