@@ -71,7 +71,7 @@ typedef struct {
 
 struct pps_call {
 	struct event_base *base;
-	pps_call_params_t params; /* strings point at the caller's */
+	pps_call_params_t params; /* its strings and arrays are the caller's */
 	pps_call_events_t events;
 	void *user;
 	call_child_t children[1 + PPS_CALL_MAX_PEERS]; /* [0] the publisher */

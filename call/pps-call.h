@@ -11,10 +11,12 @@
  *
  * Children run in process groups of their own (the terminal's Ctrl-C reaches
  * the call, which stops them) and get SIGTERM if the call's process dies
- * (PR_SET_PDEATHSIG). Their stdout and stderr are read by events, line by
- * line, and handed to the caller with the participant they concern. Child
- * exits arrive through a SIGCHLD signal event: the caller's event_base must
- * hold no other SIGCHLD event, and the call reaps any child of the process.
+ * (PR_SET_PDEATHSIG). With a window (display not "none"), a viewer's try is
+ * a headless probe until the peer's stream is there, then the real viewer.
+ * Their stdout and stderr are read by events, line by line, and handed to
+ * the caller with the participant they concern. Child exits arrive through
+ * a SIGCHLD signal event: the caller's event_base must hold no other SIGCHLD
+ * event, and the call reaps any child of the process.
  *
  * Thread: everything on the loop's thread. A library: it never prints; its
  * own messages go through params.log.
@@ -79,8 +81,9 @@ typedef struct {
 } pps_call_events_t;
 
 /*
- * A call on @base (not started). Copies what it keeps of @params. NULL with
- * errno (EINVAL: @params wrong, the reason in @err) on failure.
+ * A call on @base (not started). Copies @params but not the strings and
+ * arrays it points at: they must outlive the call. NULL with errno (EINVAL:
+ * @params wrong, the reason in @err; ENOMEM) on failure.
  */
 pps_call_t *pps_call_new(struct event_base *base, const pps_call_params_t *params,
                          const pps_call_events_t *events, void *user, char *err, size_t err_size);
