@@ -1,30 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pps_call (pps-call.h): a publisher and one viewer per peer as child
- * processes, supervised on the caller's loop. Each child's stdout and stderr
- * are pipes read by events (once per wake-up, bounded lines); exits come
- * through a SIGCHLD signal event and waitpid(WNOHANG). A viewer has one timer
- * that means what its state says: start the next try (idle), give up on a
- * try that has no stream yet (trying), or nothing once it streams.
+ * processes (pps_process: pipes read by events, bounded lines), supervised on
+ * the caller's loop; exits come through a SIGCHLD signal event and
+ * waitpid(WNOHANG). A viewer has one timer that means what its state says:
+ * start the next try (idle), give up on a try that has no stream yet
+ * (trying), or nothing once it streams.
  *
  * With a window (display other than none), a try is a headless probe first
  * (no --log, no --output, its lines kept to itself): a peer that has not
  * published would otherwise open and close a window each second. A probe
  * that gets the stream is stopped and the real viewer started at once; its
- * join is the second, and the IDR the first one asked for serves it too.
+ * join asks the publisher for an IDR again, within the recovery bounds.
  */
 #include "pps-call.h"
+#include "pps-process.h"
 #include "pps-time.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,13 +36,6 @@
 #define CLIENT_CONNECTED_TEXT "pps-client: connected to "
 #define CLIENT_BYE_TEXT       "pps-client: server said BYE"
 
-typedef struct {
-	int fd; /* -1: closed */
-	struct event *event;
-	char line[PPS_CALL_MAX_LINE_BYTES + 1];
-	size_t len;
-} call_pipe_t;
-
 typedef enum {
 	CHILD_IDLE,    /* not running; a viewer's timer starts the next try */
 	CHILD_TRYING,  /* a viewer running without a stream yet (its timer bounds the try) */
@@ -56,9 +47,8 @@ typedef struct {
 	pps_call_t *call;
 	char who[65];
 	bool publisher;
-	pid_t pid; /* 0: not running */
+	pps_process_t *proc;
 	child_state_t state;
-	call_pipe_t out, err;
 	struct event *timer;
 	/* Of the current try (a viewer): */
 	bool saw_no_stream, saw_bye;
@@ -158,7 +148,7 @@ static bool
 any_running(const pps_call_t *call)
 {
 	for (unsigned i = 0; i < call->n_children; i++)
-		if (call->children[i].pid > 0)
+		if (pps_process_pid(call->children[i].proc) > 0)
 			return true;
 	return false;
 }
@@ -176,8 +166,7 @@ static void
 signal_all(pps_call_t *call, int sig)
 {
 	for (unsigned i = 0; i < call->n_children; i++)
-		if (call->children[i].pid > 0)
-			kill(-call->children[i].pid, sig); /* its process group */
+		pps_process_signal(call->children[i].proc, sig);
 }
 
 static void
@@ -186,7 +175,7 @@ kill_cb(evutil_socket_t fd, short what, void *user)
 	pps_call_t *call = user;
 
 	for (unsigned i = 0; i < call->n_children; i++)
-		if (call->children[i].pid > 0)
+		if (pps_process_pid(call->children[i].proc) > 0)
 			pps_log(&call->params.log, PPS_LOG_WARNING,
 			        "%s's %s did not stop in %.0f s: killed", call->children[i].who,
 			        call->children[i].publisher ? "publisher" : "viewer",
@@ -208,7 +197,7 @@ pps_call_stop(pps_call_t *call, int exit_status, const char *why)
 	event_del(call->deadline);
 	for (unsigned i = 0; i < call->n_children; i++) {
 		event_del(call->children[i].timer);
-		if (call->children[i].pid == 0)
+		if (pps_process_pid(call->children[i].proc) == 0)
 			call->children[i].state = CHILD_DONE;
 	}
 	if (any_running(call)) {
@@ -226,17 +215,6 @@ deadline_cb(evutil_socket_t fd, short what, void *user)
 	pps_call_stop(user, 0, "the call's duration ended");
 }
 
-static void
-pipe_close(call_pipe_t *p)
-{
-	if (p->event)
-		event_free(p->event);
-	p->event = NULL;
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
-}
-
 /* ---- children's output ---------------------------------------------------- */
 
 static bool
@@ -246,10 +224,12 @@ starts_with(const char *s, const char *prefix)
 }
 
 /* One whole line of @child's: what it tells the call, then (unless it is a
- * viewer's "no stream yet", said once by the call instead) to the caller. */
+ * viewer's "no stream yet", said once by the call instead, or a probe's) to
+ * the caller. */
 static void
-child_line(call_child_t *child, bool on_stdout, const char *line)
+child_line_cb(bool on_stdout, const char *line, void *user)
 {
+	call_child_t *child = user;
 	pps_call_t *call = child->call;
 
 	if (!on_stdout && !child->publisher) {
@@ -264,7 +244,7 @@ child_line(call_child_t *child, bool on_stdout, const char *line)
 		if (child->probe) {
 			if (starts_with(line, CLIENT_CONNECTED_TEXT) && !child->promote) {
 				child->promote = true;
-				kill(-child->pid, SIGTERM);
+				pps_process_signal(child->proc, SIGTERM);
 			}
 			snprintf(child->last_line, sizeof(child->last_line), "%s", line);
 			return;
@@ -281,70 +261,6 @@ child_line(call_child_t *child, bool on_stdout, const char *line)
 		snprintf(child->last_line, sizeof(child->last_line), "%s", line);
 	if (call->events.line_cb)
 		call->events.line_cb(child->who, on_stdout, line, call->user);
-}
-
-/* Reads what the pipe holds (one read: the loop comes back for more) and
- * passes on each whole line; a line longer than the buffer goes in pieces.
- * 1: read something, 0: nothing there now, -1: the pipe ended (and is closed). */
-static int
-pipe_read(call_child_t *child, call_pipe_t *p)
-{
-	bool on_stdout = p == &child->out;
-	char buf[4096];
-	ssize_t n = read(p->fd, buf, sizeof(buf));
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		if (p->len > 0) {
-			p->line[p->len] = '\0';
-			child_line(child, on_stdout, p->line);
-			p->len = 0;
-		}
-		pipe_close(p);
-		return -1;
-	}
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] == '\n' || p->len == PPS_CALL_MAX_LINE_BYTES) {
-			p->line[p->len] = '\0';
-			child_line(child, on_stdout, p->line);
-			p->len = 0;
-			if (buf[i] == '\n')
-				continue;
-		}
-		p->line[p->len++] = buf[i];
-	}
-	return 1;
-}
-
-static void
-pipe_cb(evutil_socket_t fd, short what, void *user)
-{
-	call_child_t *child = user;
-
-	pipe_read(child, fd == child->out.fd ? &child->out : &child->err);
-}
-
-/* The child has exited: everything it wrote is in its pipes already (at most
- * a pipe's capacity each). Read that, pass on a last line without its
- * newline, and close them: a process the child left behind may still hold
- * their other ends, and what it writes is not the child's. */
-static void
-pipes_drain(call_child_t *child)
-{
-	call_pipe_t *pipes[2] = {&child->out, &child->err};
-
-	for (int i = 0; i < 2; i++) {
-		for (int reads = 0; pipes[i]->fd >= 0 && reads < 64; reads++)
-			if (pipe_read(child, pipes[i]) <= 0)
-				break;
-		if (pipes[i]->fd >= 0 && pipes[i]->len > 0) {
-			pipes[i]->line[pipes[i]->len] = '\0';
-			child_line(child, i == 0, pipes[i]->line);
-			pipes[i]->len = 0;
-		}
-		pipe_close(pipes[i]);
-	}
 }
 
 /* ---- children's lives ----------------------------------------------------- */
@@ -470,10 +386,9 @@ sigchld_cb(evutil_socket_t fd, short what, void *user)
 		for (unsigned i = 0; i < call->n_children; i++) {
 			call_child_t *child = &call->children[i];
 
-			if (child->pid != pid)
+			if (pps_process_pid(child->proc) != pid)
 				continue;
-			child->pid = 0;
-			pipes_drain(child);
+			pps_process_reaped(child->proc);
 			event_del(child->timer);
 			if (child->publisher)
 				publisher_exited(child, status);
@@ -499,7 +414,7 @@ child_timer_cb(evutil_socket_t fd, short what, void *user)
 		return;
 	if (child->state == CHILD_IDLE) {
 		child_start(child);
-	} else if (child->state == CHILD_TRYING && child->pid > 0) {
+	} else if (child->state == CHILD_TRYING && pps_process_pid(child->proc) > 0) {
 		if (!child->said_failing)
 			pps_log(&call->params.log, PPS_LOG_WARNING,
 			        "the viewer of %s has no stream after %.0f s: stopping it, trying "
@@ -509,57 +424,8 @@ child_timer_cb(evutil_socket_t fd, short what, void *user)
 			                         PPS_CALL_DEFAULT_ATTEMPT_TIMEOUT_US) /
 			            1e6);
 		child->said_failing = true;
-		kill(-child->pid, SIGKILL);
+		pps_process_signal(child->proc, SIGKILL);
 	}
-}
-
-static int
-pipe_open(pps_call_t *call, call_child_t *child, call_pipe_t *p, int fds[2])
-{
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	p->fd = fds[0];
-	p->len = 0;
-	p->event = event_new(call->base, p->fd, EV_READ | EV_PERSIST, pipe_cb, child);
-	if (!p->event) {
-		close(fds[0]);
-		close(fds[1]);
-		p->fd = -1;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The child's side of the fork: async-signal-safe calls only, then exec. */
-static void __attribute__((noreturn))
-child_exec(char *const argv[], int out_fd, int err_fd, pid_t parent)
-{
-	int null_fd = open("/dev/null", O_RDONLY);
-	struct sigaction default_action = {.sa_handler = SIG_DFL};
-	sigset_t none;
-
-	/* Signals are blocked since before the fork: the loop's handlers (which
-	 * write to the parent's signal socket) are reset before any can run. */
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &default_action, NULL);
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	if (getppid() != parent)
-		_exit(127);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
-	    dup2(err_fd, STDERR_FILENO) < 0)
-		_exit(127);
-	execv(argv[0], argv);
-	{
-		static const char msg[] = "cannot run the program (exec failed)\n";
-		ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-
-		(void)n;
-	}
-	_exit(127);
 }
 
 static void
@@ -577,9 +443,7 @@ child_start(call_child_t *child)
 	char *argv[CALL_MAX_ARGS];
 	char location[600], duration[32], log_path[PATH_MAX], output_path[PATH_MAX];
 	unsigned argc = 0;
-	int out_fds[2] = {-1, -1}, err_fds[2] = {-1, -1}, ret;
-	pid_t pid, parent = getpid();
-	sigset_t all, old_mask;
+	int ret;
 
 	duration[0] = '\0';
 	if (call->deadline_us) {
@@ -634,49 +498,22 @@ child_start(call_child_t *child)
 
 	child->saw_no_stream = child->saw_bye = false;
 	child->last_line[0] = '\0';
-	if ((ret = pipe_open(call, child, &child->out, out_fds)) < 0 ||
-	    (ret = pipe_open(call, child, &child->err, err_fds)) < 0)
-		goto err_pipes;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old_mask);
-	pid = fork();
-	if (pid == 0)
-		child_exec(argv, out_fds[1], err_fds[1], parent);
-	ret = -errno;
-	sigprocmask(SIG_SETMASK, &old_mask, NULL);
-	if (pid < 0)
-		goto err_pipes;
-	/* Both sides set the group, whichever runs first (a signal to it must
-	 * not miss the child). */
-	setpgid(pid, pid);
-	close(out_fds[1]);
-	close(err_fds[1]);
-	event_add(child->out.event, NULL);
-	event_add(child->err.event, NULL);
-	child->pid = pid;
-	if (child->publisher) {
-		child->state = CHILD_RUNNING;
-	} else {
-		child->state = CHILD_TRYING;
-		timer_in(child->timer,
-		         param_or(p->attempt_timeout_us, PPS_CALL_DEFAULT_ATTEMPT_TIMEOUT_US));
-	}
-	return;
-
-err_pipes:
-	if (out_fds[1] >= 0)
-		close(out_fds[1]);
-	if (err_fds[1] >= 0)
-		close(err_fds[1]);
-	pipe_close(&child->out);
-	pipe_close(&child->err);
-	{
+	ret = pps_process_spawn(child->proc, argv);
+	if (ret < 0) {
 		char why[200];
 
 		snprintf(why, sizeof(why), "cannot start %s's %s: %s", child->who,
 		         child->publisher ? "publisher" : "viewer", strerror(-ret));
 		child->state = CHILD_DONE;
 		pps_call_stop(call, 1, why);
+		return;
+	}
+	if (child->publisher) {
+		child->state = CHILD_RUNNING;
+	} else {
+		child->state = CHILD_TRYING;
+		timer_in(child->timer,
+		         param_or(p->attempt_timeout_us, PPS_CALL_DEFAULT_ATTEMPT_TIMEOUT_US));
 	}
 }
 
@@ -732,11 +569,14 @@ pps_call_new(struct event_base *base, const pps_call_params_t *params,
 		child->publisher = i == 0;
 		snprintf(child->who, sizeof(child->who), "%s",
 		         i == 0 ? params->name : params->peers[i - 1]);
-		child->out.fd = child->err.fd = -1;
 	}
 	for (unsigned i = 0; i < call->n_children; i++) {
-		call->children[i].timer = evtimer_new(base, child_timer_cb, &call->children[i]);
-		if (!call->children[i].timer)
+		const pps_process_events_t process_events = {.line_cb = child_line_cb};
+		call_child_t *child = &call->children[i];
+
+		child->timer = evtimer_new(base, child_timer_cb, child);
+		child->proc = pps_process_new(base, &process_events, child);
+		if (!child->timer || !child->proc)
 			goto err_events;
 	}
 	call->sigchld = evsignal_new(base, SIGCHLD, sigchld_cb, call);
@@ -783,12 +623,7 @@ pps_call_free(pps_call_t *call)
 	for (unsigned i = 0; i < call->n_children; i++) {
 		call_child_t *child = &call->children[i];
 
-		if (child->pid > 0) {
-			kill(-child->pid, SIGKILL);
-			waitpid(child->pid, NULL, 0);
-		}
-		pipe_close(&child->out);
-		pipe_close(&child->err);
+		pps_process_free(child->proc);
 		if (child->timer)
 			event_free(child->timer);
 	}

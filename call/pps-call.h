@@ -40,8 +40,6 @@
 #define PPS_CALL_DEFAULT_ATTEMPT_TIMEOUT_US 10000000
 /* SIGTERM to a child, then SIGKILL after this long. */
 #define PPS_CALL_DEFAULT_STOP_GRACE_US 5000000
-/* Longest line passed on from a child; longer lines are cut in pieces. */
-#define PPS_CALL_MAX_LINE_BYTES 1024
 
 typedef struct pps_call pps_call_t;
 
@@ -69,7 +67,7 @@ typedef struct {
 } pps_call_params_t;
 
 typedef struct {
-	/* One line a child wrote (no newline, at most PPS_CALL_MAX_LINE_BYTES):
+	/* One line a child wrote (no newline; PPS_PROCESS_MAX_LINE_BYTES at most):
 	 * @who is the participant (NAME for the publisher, PEER for a viewer),
 	 * @on_stdout which of the child's streams it came from. */
 	void (*line_cb)(const char *who, bool on_stdout, const char *line, void *user);
