@@ -10,7 +10,7 @@ import pathlib
 import re
 import sys
 
-FOLDERS = ["common", "config", "wire", "codec", "prioritizer", "adapt", "server", "client", "gst"]
+FOLDERS = ["common", "config", "wire", "codec", "prioritizer", "adapt", "server", "client", "call", "gst"]
 SECTION = "## How the code is organised"
 
 

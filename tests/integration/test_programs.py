@@ -230,8 +230,8 @@ def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, doc
                             "--destdir", root], capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             return ["meson install: exit %d: %s%s" % (p.returncode, p.stdout, p.stderr)]
-        for name in ("pps-server", "pps-client", "pps-linkem", "pps-mice", "pps-probe",
-                     "pps-netlab"):
+        for name in ("pps-server", "pps-client", "pps-relay", "pps-call", "pps-linkem", "pps-mice",
+                     "pps-probe", "pps-netlab"):
             path = under(root, bindir, name)
             if not os.access(path, os.X_OK):
                 failures.append("not installed (or not executable): %s" % path)
@@ -275,8 +275,8 @@ def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, doc
                     failures.append("systemd-analyze verify %s: exit %d: %s" %
                                     (unit, p.returncode, p.stderr.strip()))
         if man == "1":
-            for name in ("pps-server", "pps-client", "pps-linkem", "pps-mice", "pps-probe",
-                         "pps-netlab"):
+            for name in ("pps-server", "pps-client", "pps-relay", "pps-call", "pps-linkem",
+                         "pps-mice", "pps-probe", "pps-netlab"):
                 path = under(root, mandir, "man1", name + ".1")
                 if not os.path.exists(path):
                     failures.append("no man page: %s" % path)
