@@ -55,10 +55,8 @@ def split_values(text, n, what):
 
 def run(build, args):
     """One call: the lab, the relay, a pps-call per participant, then the report."""
-    build.require("netlab", "relay", "server", "client")
-    call_program = os.path.join(build.path, "client", "pps-call")
-    if not os.access(call_program, os.X_OK):
-        raise UsageError(f"missing {call_program} (build first)")
+    build.require("netlab", "relay", "server", "client", "call")
+    call_program = build.call
     n = args.participants
     if not 2 <= n <= len(NAMES):
         raise UsageError(f"--participants: 2..{len(NAMES)}")

@@ -38,6 +38,7 @@ class Build:
     PROGRAMS = {
         "server": ("server", "pps-server"),
         "relay": ("server", "pps-relay"),
+        "call": ("call", "pps-call"),
         "client": ("client", "pps-client"),
         "netlab": ("tools", "pps-netlab"),
         "config_doc": ("tools", "pps-config-doc"),
