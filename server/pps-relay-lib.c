@@ -85,6 +85,7 @@ struct relay_stream {
 	pps_wire_window_begin_t begin;
 	pps_window_t *window; /* NULL for a window announcing no ADU */
 	bool window_pushed;   /* handed to the listener */
+	bool window_grew;     /* ADUs joined it since the viewers were told */
 	size_t window_bytes;
 	assembling_t assembling[PPS_RELAY_ASSEMBLING_ADUS];
 	uint32_t last_frame_index;
@@ -163,6 +164,7 @@ drop_window(relay_stream_t *s)
 	pps_window_unref(s->window);
 	s->window = NULL;
 	s->window_pushed = false;
+	s->window_grew = false;
 	for (size_t i = 0; i < PPS_RELAY_ASSEMBLING_ADUS; i++) {
 		free(s->assembling[i].data);
 		s->assembling[i] = (assembling_t){0};
@@ -464,14 +466,32 @@ stream_fragment(relay_stream_t *s, const pps_wire_adu_fragment_t *f, char *why, 
 			         f->window_id);
 			return -EPROTO;
 		}
-		if (!s->window_pushed) {
-			s->window_pushed = true;
-			pps_listener_push_window(s->listener, s->window);
-		} else {
-			pps_listener_window_grew(s->listener, s->window);
-		}
+		/* The viewers hear of it once this read is parsed (stream_flush). */
+		s->window_grew = true;
 	}
 	return 0;
+}
+
+/*
+ * After each read from the publisher: the viewers' regulators hear of the
+ * ADUs that read brought in one go. The publisher writes a window in a burst;
+ * telling the regulators of each ADU as it is parsed would have each write
+ * the one ADU at once, a packet per ADU where the burst fills MSS-sized ones
+ * (on a path of a small fair share, a congestion window of a few packets
+ * then carries a fraction of the bytes).
+ */
+static void
+stream_flush(relay_stream_t *s)
+{
+	if (!s->window || !s->window_grew || !s->listener)
+		return;
+	s->window_grew = false;
+	if (!s->window_pushed) {
+		s->window_pushed = true;
+		pps_listener_push_window(s->listener, s->window);
+	} else {
+		pps_listener_window_grew(s->listener, s->window);
+	}
 }
 
 /* WINDOW_END: the window closes with what came of it (a window none of whose
@@ -523,6 +543,7 @@ stream_window_end(relay_stream_t *s, const pps_wire_window_end_t *e, char *why, 
 	else
 		pps_listener_push_window(s->listener, window);
 	s->window_pushed = false;
+	s->window_grew = false;
 	pps_window_unref(window);
 	s->relay->stats.windows_relayed++;
 	return 0;
@@ -634,8 +655,10 @@ stream_input(relay_stream_t *s, const uint8_t *data, size_t len)
 		pps_wire_record_t rec;
 		int ret = pps_wire_parser_next(s->parser, &data, &len, &rec);
 
-		if (ret == -EAGAIN)
+		if (ret == -EAGAIN) {
+			stream_flush(s);
 			return;
+		}
 		if (ret < 0) {
 			snprintf(why, sizeof(why), "protocol error: %s",
 			         pps_wire_parser_error(s->parser));
