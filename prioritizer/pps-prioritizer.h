@@ -102,6 +102,8 @@ bool pps_window_is_open(const pps_window_t *window);
  * base of a frame still to come is a reference picture every later frame
  * needs, worth waiting for past the deadline like any base anchor (what is
  * not one is dropped as it comes). The producer closes it within a frame.
+ * Also true while a relayed window (pps_window_new_relayed_open) is open:
+ * any ADU still to come may be a base anchor.
  */
 bool pps_window_anchors_to_come(const pps_window_t *window);
 /* The @i-th ADU in send (priority) order (i < pps_window_adu_count); owned by the window. */

@@ -91,7 +91,10 @@ pps_window_is_open(const pps_window_t *window)
 bool
 pps_window_anchors_to_come(const pps_window_t *window)
 {
-	return window->open && window->anchor_window;
+	/* A relayed window may still get any of its announced ADUs, base
+	 * anchors among them (a window that crossed a slow first hop reaches
+	 * the relay late, its base anchors within the publisher's grace). */
+	return window->open && (window->anchor_window || window->relayed_ids);
 }
 
 const pps_adu_t *

@@ -1325,6 +1325,60 @@ drain_count(pps_sched_t *s, int64_t now_us, unsigned adus[4][4], unsigned *ends)
 /* With a base grace, windows past their deadline still deliver their base
  * anchors (quality 0, temporal 0) and nothing else, until the grace ends;
  * without one, or after it, everything unsent is dropped. */
+/* A relayed window that reaches the relay past its deadline (it crossed a
+ * slow first hop) still gets its base anchors out within the grace, also
+ * those that come after the deadline. */
+static void
+test_sched_relayed_late(void)
+{
+	pps_sched_params_t params = {
+	    .latency_budget_us = 100000, .max_windows = 64, .base_grace_us = 500000};
+	window_list_t list;
+	pps_sched_t *s = pps_sched_new(&params);
+	unsigned adus[4][4] = {{0}}, anchors = 0, ends = 0;
+	const pps_window_t *w;
+	pps_window_t *r;
+	size_t n;
+	int64_t now;
+
+	REQUIRE(s);
+	make_windows(&list, 12, 4, 3, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 11, 1.0);
+	w = list.windows[0];
+	n = pps_window_adu_count(w);
+	r = pps_window_new_relayed_open(pps_window_id(w), pps_window_first_capture_us(w),
+	                                pps_window_frames(w), pps_window_first_adu_id(w), n,
+	                                pps_window_bytes(w));
+	REQUIRE(r);
+	for (size_t a = 0; a < n; a++) {
+		const pps_adu_info_t *info = pps_adu_info(pps_window_adu(w, a));
+
+		anchors += info->quality_layer == 0 && info->temporal_layer == 0;
+	}
+	REQUIRE(anchors >= 1);
+	/* Its first ADU in, then the deadline passes with the rest to come. */
+	CHECK_EQ_INT(pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, 0))), 0);
+	pps_sched_push_window(s, r);
+	now = pps_window_first_capture_us(w) + 100000 + 1;
+	CHECK_EQ_INT(pps_sched_expire(s, now), 1);
+	drain_count(s, now, adus, &ends);
+	CHECK_EQ_INT(ends, 0); /* waiting, late, for what may be anchors */
+	for (size_t a = 1; a < n; a++)
+		CHECK_EQ_INT(
+		    pps_window_relayed_add(r, pps_adu_ref((pps_adu_t *)pps_window_adu(w, a))), 0);
+	now += 1000;
+	drain_count(s, now, adus, &ends);
+	/* Every base anchor went out, nothing else (past the deadline). */
+	CHECK_EQ_INT(adus[0][0], anchors);
+	for (int t = 0; t < 4; t++)
+		for (int q = 0; q < 4; q++)
+			if (t || q)
+				CHECK_EQ_INT(adus[t][q], 0);
+	CHECK_EQ_INT(ends, 1);
+	pps_window_unref(r);
+	pps_sched_free(s);
+	free_windows(&list);
+}
+
 static void
 test_sched_base_grace(void)
 {
@@ -1758,6 +1812,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_windower);
 	PPS_TEST_RUN(test_window_relayed);
 	PPS_TEST_RUN(test_window_relayed_open);
+	PPS_TEST_RUN(test_sched_relayed_late);
 	PPS_TEST_RUN(test_priority_property);
 	PPS_TEST_RUN(test_priority_policies);
 	PPS_TEST_RUN(test_sched_complete);
