@@ -135,4 +135,15 @@ check("**missed**" in table and table.rstrip().endswith(f"of {len(v)} items."), 
 check(sorted(results, key=peers.result_order)[0]["system"] == "ppstream-default", "order: scenario, pattern, system")
 check(peers.run_order(["gst-tcp", "webrtc", "ppstream-default"])[0] == "ppstream-default", "the default server runs first without minbuf (auto rate)")
 check(peers.rate_source(["ppstream-default", "ppstream-minbuf"]) == "ppstream-minbuf", "minbuf sets the auto rate when it runs")
+
+# through the relay against served directly: shown within 1 point, p50 within 5 ms
+relayed = [result("idle", "ball", "ppstream-default", 100.0, 39, 43), result("idle", "ball", "ppstream-relay", 99.5, 43, 47),
+           result("paper", "smpte", "ppstream-default", 98.8, 219, 395), result("paper", "smpte", "ppstream-relay", 96.6, 209, 402),
+           result("steps", "ball", "ppstream-relay", 100.0, 47, 83)]
+rv = peers.relay_verdicts(relayed)
+check(len(rv) == 4, f"relay verdicts: two per cell where both ran ({len(rv)}), none for a cell without the direct run")
+check([x["verdict"] for x in rv if x["scenario"] == "idle"] == ["met", "met"], "idle: 99.5 vs 100 within 1 point; 43 <= 39 + 0 + 5")
+check([x["verdict"] for x in rv if x["scenario"] == "paper"] == ["missed", "met"], "paper: 96.6 vs 98.8 missed; 209 <= 224 met")
+check(peers.relay_verdicts(results) == [], "no relay run: no relay verdicts")
+check("ppstream-relay" not in [x.get("system") for x in peers.verdicts(relayed)], "the relay row is no peer of the must-show verdicts")
 sys.exit(1 if failures else 0)
