@@ -438,11 +438,17 @@ def server_log_metrics(log):
 
 
 def server_client_id(server_jsonl, addr):
-    """The server's client id for a receiver: its path records' address."""
+    """The server's client id for a receiver: its path records' address. A
+    client with audio connections of its own has several from one address:
+    the one the video went to (layers sent), else the first."""
+    first = None
     for e in read_jsonl(server_jsonl):
         if e.get("type") == "path" and str(e.get("address", "")).rsplit(":", 1)[0] == addr:
-            return e.get("client")
-    return None
+            if any(e.get("sent_layer_bps") or []):
+                return e.get("client")
+            if first is None:
+                first = e.get("client")
+    return first
 
 
 def layer_means(rows):
