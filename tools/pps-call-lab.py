@@ -42,7 +42,8 @@ def main(argv):
     ap.add_argument("--duration", type=float, default=30, help="seconds of the call (default 30)")
     ap.add_argument("--pattern", default="smpte", help="every participant's source.pattern (default smpte)")
     ap.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE", help="more publisher --set; repeatable")
-    ap.add_argument("--psnr", action="store_true", help="score the pictures shown with pps-peer-score (PSNR-Y)")
+    ap.add_argument("--psnr", action="store_true", help="score the pictures shown with pps-peer-score (PSNR-Y); every viewer then writes its pictures raw "
+                         "(about 14 MB/s each), a load of its own on a small machine")
     ap.add_argument("--out", required=True)
     ap.add_argument("--build", help="meson build directory (default: the one this script is in)")
     ap.add_argument("--lab-name")
