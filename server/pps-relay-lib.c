@@ -298,7 +298,7 @@ report_collect_cb(pps_session_t *session, void *user)
 
 	if (pps_session_state(session) != PPS_SESSION_STREAMING || pps_session_audio_only(session))
 		return;
-	q->flags |= pps_session_take_report_flags(session) &
+	q->flags |= pps_session_take_report_flags(session, NULL) &
 	            (PPS_WIRE_PATH_CUT | PPS_WIRE_PATH_COMPETING | PPS_WIRE_PATH_STARTING |
 	             PPS_WIRE_PATH_START_LOSSY);
 	if (pps_session_take_cut_windows(session) > 0)

@@ -23,7 +23,7 @@ struct pps_adapt_loop {
 	bool dropped;    /* filled by drops_cb during one step */
 	bool competing;  /* filled by drops_cb during one step */
 	bool starting;   /* filled by drops_cb: a client's start is not read yet */
-	char clean[160]; /* filled by drops_cb: the last client whose start read clean */
+	char clean[160]; /* filled by drops_cb: whose start read clean, for the log */
 	char why[160];   /* the first client that did either, for the log */
 	pps_log_t log;
 
@@ -77,10 +77,14 @@ drops_cb(pps_session_t *session, void *user)
 	uint64_t cut = pps_session_take_cut_windows(session);
 	bool competing = pps_session_take_competing(session);
 
-	uint8_t reported = pps_session_take_report_flags(session);
+	bool relay_start_read = false;
+	uint8_t reported = pps_session_take_report_flags(session, &relay_start_read);
 
 	/* What a relay reports of its subscribers counts as theirs; a start it
 	 * has not read yet is a join (B frames on until it reads clean). */
+	if (relay_start_read)
+		snprintf(a->clean, sizeof(a->clean), "the start of new subscriber(s) of relay %s",
+		         pps_session_peer(session));
 	if (reported & PPS_WIRE_PATH_STARTING) {
 		a->starting = true;
 		if (pps_b_frames_join(a->b_frames))
@@ -102,7 +106,8 @@ drops_cb(pps_session_t *session, void *user)
 		a->starting = true;
 		break;
 	case PPS_SESSION_START_CLEAN:
-		snprintf(a->clean, sizeof(a->clean), "%s", pps_session_peer(session));
+		snprintf(a->clean, sizeof(a->clean), "the start of client %s",
+		         pps_session_peer(session));
 		break;
 	case PPS_SESSION_START_LOSSY:
 		say_why(a, "the start of client ", pps_session_peer(session),
@@ -189,11 +194,9 @@ step_cb(evutil_socket_t fd, short what, void *user)
 		if (on && !was)
 			pps_log(&a->log, PPS_LOG_INFO, "B frames on: %s", a->why);
 		else if (!on && was && for_start)
-			pps_log(
-			    &a->log, PPS_LOG_INFO,
-			    "B frames off: the start of client %s read clean (no retransmission, "
-			    "no shared path)",
-			    a->clean[0] ? a->clean : "(gone)");
+			pps_log(&a->log, PPS_LOG_INFO,
+			        "B frames off: %s read clean (no retransmission, no shared path)",
+			        a->clean[0] ? a->clean : "the start of a client that left");
 		else if (!on && was)
 			pps_log(&a->log, PPS_LOG_INFO,
 			        "B frames off: no window cut short and no shared path for %.1f s",

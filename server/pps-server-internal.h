@@ -340,8 +340,10 @@ void pps_session_get_path(const pps_session_t *session, pps_path_estimate_t *est
 #define PPS_SESSION_REPORT_FRESH_US 3000000
 size_t pps_session_path_span(const pps_session_t *session, pps_ratealloc_client_t out[2],
                              uint32_t *subscribers);
-/* The PATH_REPORT flags (PPS_WIRE_PATH_*) of every report since the last call. */
-uint8_t pps_session_take_report_flags(pps_session_t *session);
+/* The PATH_REPORT flags (PPS_WIRE_PATH_*) of every report since the last call;
+ * *@start_read (may be NULL): a report since then no longer said STARTING
+ * after one that did (the relay's new subscribers' starts were read). */
+uint8_t pps_session_take_report_flags(pps_session_t *session, bool *start_read);
 
 /* Writes one record to @fd right away, uncorked (refusals, shutdown). */
 int pps_server_write_record_now(int fd, const pps_wire_record_t *record);

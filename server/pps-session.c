@@ -70,6 +70,7 @@ struct pps_session {
 	pps_wire_path_report_t report;
 	int64_t report_us;
 	uint8_t report_flags;
+	bool report_start_read;              /* a report without STARTING after one with it */
 	int64_t accepted_us;                 /* for the handshake timeout */
 	int bye_reason;                      /* the BYE reason we refused with, or -1 */
 	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
@@ -529,6 +530,9 @@ handle_record(pps_session_t *s, const pps_wire_record_t *r)
 			        s->peer, r->u.path_report.subscribers,
 			        r->u.path_report.slowest_bps / 1e6,
 			        r->u.path_report.fastest_bps / 1e6);
+		if ((s->report.flags & PPS_WIRE_PATH_STARTING) &&
+		    !(r->u.path_report.flags & PPS_WIRE_PATH_STARTING))
+			s->report_start_read = true;
 		s->report = r->u.path_report;
 		s->report_us = session_now(s);
 		s->report_flags |= r->u.path_report.flags;
@@ -1032,10 +1036,13 @@ pps_session_path_span(const pps_session_t *s, pps_ratealloc_client_t out[2], uin
 }
 
 uint8_t
-pps_session_take_report_flags(pps_session_t *s)
+pps_session_take_report_flags(pps_session_t *s, bool *start_read)
 {
 	uint8_t flags = s->report_flags;
 
 	s->report_flags = 0;
+	if (start_read)
+		*start_read = s->report_start_read;
+	s->report_start_read = false;
 	return flags;
 }
