@@ -1150,6 +1150,25 @@ pps_relay_free(pps_relay_t *r)
 
 /* ---- outbound connections ------------------------------------------------- */
 
+/* The HELLO a relay or a publisher opens an outbound connection with: @flags
+ * and the stream flag, the challenge flag when it holds a @token, the program
+ * @name, the @stream's name. */
+static pps_wire_record_t
+outbound_hello(uint16_t flags, const char *token, const char *name, const char *stream)
+{
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.flags = flags | PPS_WIRE_HELLO_STREAM;
+	if (token && token[0])
+		hello.u.hello.flags |= PPS_WIRE_HELLO_CHALLENGE;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "%s", name);
+	hello.u.hello.stream_len =
+	    (uint8_t)snprintf(hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", stream);
+	return hello;
+}
+
 /* A blocking TCP connection to @address (HOST:PORT), the connect and every
  * later send and receive bounded by @timeout_us; @what names the peer in
  * errors ("the relay"). Its address into @addr (may be NULL). The
@@ -1200,7 +1219,7 @@ pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char
                    size_t err_size)
 {
 	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1];
-	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+	pps_wire_record_t hello;
 	relay_stream_t *s;
 	int fd;
 
@@ -1241,14 +1260,7 @@ pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char
 	snprintf(s->name, sizeof(s->name), "%s", stream);
 	snprintf(s->peer, sizeof(s->peer), "upstream %s", location);
 	/* A viewer's HELLO: the upstream serves this relay as any viewer. */
-	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
-	hello.u.hello.flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_STREAM;
-	if (token && token[0])
-		hello.u.hello.flags |= PPS_WIRE_HELLO_CHALLENGE;
-	hello.u.hello.name_len =
-	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-relay");
-	hello.u.hello.stream_len =
-	    (uint8_t)snprintf(hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", stream);
+	hello = outbound_hello(PPS_WIRE_HELLO_AUDIO, token, "pps-relay", stream);
 	s->read_event = event_new(r->base, fd, EV_READ | EV_PERSIST, stream_read_cb, s);
 	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
 	    pps_server_write_record_now(fd, &hello) < 0) {
@@ -1302,7 +1314,7 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
                           size_t hello_size, size_t *hello_len, char *err, size_t err_size)
 {
 	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1];
-	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO}, rec;
+	pps_wire_record_t hello, rec;
 	pps_wire_parser_t *parser = NULL;
 	uint8_t buf[512];
 	size_t n;
@@ -1324,14 +1336,7 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 		snprintf(err, err_size, "out of memory");
 		goto fail;
 	}
-	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
-	hello.u.hello.flags = PPS_WIRE_HELLO_STREAM | PPS_WIRE_HELLO_PUBLISH;
-	if (token && token[0])
-		hello.u.hello.flags |= PPS_WIRE_HELLO_CHALLENGE;
-	hello.u.hello.name_len =
-	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-server");
-	hello.u.hello.stream_len =
-	    (uint8_t)snprintf(hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", stream);
+	hello = outbound_hello(PPS_WIRE_HELLO_PUBLISH, token, "pps-server", stream);
 	if (pps_wire_encode(&hello, buf, sizeof(buf), &n) < 0 ||
 	    send(fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n) {
 		ret = -EIO;

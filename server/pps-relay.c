@@ -4,7 +4,8 @@
  * reads the server's settings (the same keys, --set and --config): each
  * stream's subscribers are served as pps-server serves its viewers, with
  * [server] max_clients per stream, [server] access_token for subscribers and
- * publishers alike, [transport] and [pps] for their writers and regulators.
+ * publishers alike, [transport] and [pps] for their writers and regulators,
+ * [audio] transport for where the subscribers' audio goes.
  */
 #include "pps-relay.h"
 #include "pps-server-settings.h"
@@ -58,8 +59,9 @@ usage(FILE *out)
 	    "Settings: the server's keys (config/server.ini, docs/CONFIGURATION.md); the relay\n"
 	    "reads server.listen, server.max_clients (subscribers per stream),\n"
 	    "server.max_clients_per_address, server.access_token (subscribers and publishers\n"
-	    "prove it), [transport] and [pps]; the stream itself (size, rate, layers, latency\n"
-	    "budget) is the publisher's. No TLS yet.\n"
+	    "prove it), [transport], [pps] and audio.transport (the viewers' audio on\n"
+	    "connections of their own, or in the video's); the stream itself (size, rate,\n"
+	    "layers, latency budget) is the publisher's. No TLS yet.\n"
 	    "Examples:\n"
 	    "  pps-relay --listen 127.0.0.1:7500\n"
 	    "  pps-server --publish 127.0.0.1:7500/room/alice\n"

@@ -44,12 +44,11 @@ collect_cb(pps_session_t *session, void *user)
 	uint32_t viewers;
 	size_t n;
 
-	if (a->n_clients + 2 > PPS_ADAPT_MAX_CLIENTS ||
-	    pps_session_state(session) != PPS_SESSION_STREAMING)
+	if (pps_session_state(session) != PPS_SESSION_STREAMING)
 		return;
 	/* A relay counts as its slowest and its fastest subscriber. */
 	n = pps_session_path_span(session, span, &viewers);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && a->n_clients < PPS_ADAPT_MAX_CLIENTS; i++)
 		a->clients[a->n_clients++] = span[i];
 }
 
