@@ -113,6 +113,13 @@ int pps_socket_split_address(const char *address, char *host, size_t host_size, 
  */
 int pps_socket_listen_tcp(const char *listen_at, int backlog, char *err, size_t err_size);
 
+/*
+ * Raises this process's soft limit of open descriptors (RLIMIT_NOFILE) to its
+ * hard limit, so that a server can hold the connections its settings admit.
+ * Returns the soft limit in force afterwards (unchanged if raising failed).
+ */
+unsigned long pps_socket_raise_fd_limit(void);
+
 /* Longest stream name (the wire's PPS_WIRE_MAX_STREAM_BYTES). */
 #define PPS_STREAM_NAME_MAX_BYTES 64
 

@@ -883,3 +883,12 @@ pps_listener_free(pps_listener_t *l)
 	pps_tls_ctx_free(l->tls_ctx);
 	free(l);
 }
+
+unsigned long
+pps_listener_fds_needed(const pps_listener_params_t *params)
+{
+	unsigned long pending = params->max_pending ? params->max_pending : params->max_clients;
+
+	return (unsigned long)params->max_clients * (1 + PPS_LISTENER_AUDIO_PER_CLIENT) + pending +
+	       64;
+}

@@ -9,6 +9,7 @@
  */
 #include "pps-relay.h"
 #include "pps-server-settings.h"
+#include "pps-socket.h"
 #include "pps-time.h"
 #include "pps-version.h"
 
@@ -47,6 +48,8 @@ usage(FILE *out)
 	    "  --listen HOST:PORT       address to listen on (same as --set server.listen=...)\n"
 	    "  --port-file FILE         write the port actually bound (for --listen HOST:0)\n"
 	    "  --max-streams N          streams published at once (default %d)\n"
+	    "  --upstream HOST:PORT/NAME  take stream NAME from another relay and serve it\n"
+	    "                           here under the same name (a tree; repeatable, up to 8)\n"
 	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
 	    "  -q, --quiet              fewer messages\n"
 	    "  -h, --help               this help\n"
@@ -65,7 +68,8 @@ usage(FILE *out)
 	    "Examples:\n"
 	    "  pps-relay --listen 127.0.0.1:7500\n"
 	    "  pps-server --publish 127.0.0.1:7500/room/alice\n"
-	    "  pps-client 127.0.0.1:7500/room/alice\n\n"
+	    "  pps-client 127.0.0.1:7500/room/alice\n"
+	    "  pps-relay --listen 127.0.0.1:7501 --upstream 127.0.0.1:7500/room/alice\n\n"
 	    "Exit status: 0 stopped cleanly; 1 runtime error; 2 usage or configuration "
 	    "error.\n");
 }
@@ -213,6 +217,17 @@ main(int argc, char **argv)
 		return ret ? ret : 1;
 	}
 	params.listener = settings.server.listener;
+	{
+		unsigned long have = pps_socket_raise_fd_limit(),
+		              need = pps_listener_fds_needed(&settings.server.listener);
+
+		if (have < need)
+			fprintf(stderr,
+			        "pps-relay: warning: the open-files limit (%lu) is below what "
+			        "server.max_clients %u may need (%lu); raise it (ulimit -n) or "
+			        "lower max_clients\n",
+			        have, settings.server.listener.max_clients, need);
+	}
 	params.audio_transport = settings.server.media.audio.transport;
 	params.max_streams = cli.max_streams;
 	params.log = (pps_log_t){.cb = log_cb};

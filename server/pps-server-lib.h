@@ -120,6 +120,13 @@ typedef struct {
 	pps_log_t log;
 } pps_listener_params_t;
 
+/*
+ * Descriptors a listener with @params can hold at once (every admitted client
+ * with its audio connections, the handshakes, and a margin for the rest of the
+ * process). A program compares it with pps_socket_raise_fd_limit() and warns.
+ */
+unsigned long pps_listener_fds_needed(const pps_listener_params_t *params);
+
 typedef struct {
 	/* Ask the encoder for an IDR now (the recovery bounds are applied). */
 	void (*idr_cb)(void *user);

@@ -66,9 +66,10 @@ static const pps_config_key_t keys[] = {
         "server", "listen", "127.0.0.1:7400",
         "address and TCP port to listen on ([v6addr]:port for IPv6; port 0 = any free one)"),
     PPS_CONFIG_INT(
-        "server", "max_clients", "16", 1, 1024,
+        "server", "max_clients", "16", 1, PPS_SERVER_MAX_CLIENTS_BOUND,
         "clients streaming at once; more are refused with BYE (connections still in their "
-        "handshake are bounded apart: max_pending)"),
+        "handshake are bounded apart: max_pending); the open-files limit must allow them "
+        "(the server raises its soft limit to the hard one and warns when that is short)"),
     PPS_CONFIG_INT(
         "server", "max_pending", "64", 1, 1024,
         "connections in their handshake (TLS, HELLO, AUTH) at once; at the bound, the one "
@@ -77,7 +78,7 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
                    "seconds between status lines on stderr"),
     PPS_CONFIG_INT(
-        "server", "max_clients_per_address", "8", 1, 1024,
+        "server", "max_clients_per_address", "8", 1, PPS_SERVER_MAX_CLIENTS_BOUND,
         "connections from one IP address at once (streaming or in their handshake; a "
         "client with audio opens three by default: its video and two audio connections)"),
     PPS_CONFIG_INT(

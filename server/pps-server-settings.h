@@ -19,6 +19,10 @@
 /* A file URI's bytes at most: a path of PATH_MAX, some of it escaped. */
 #define PPS_SERVER_SETTINGS_URI_BYTES 8192
 
+/* Upper bound of server.max_clients and max_clients_per_address (the real
+ * bound is the open-files limit, which pps_socket_raise_fd_limit raises). */
+#define PPS_SERVER_MAX_CLIENTS_BOUND 65536
+
 /* Everything a pps_server is made of. Strings point into the configuration
  * they were read from, which must outlive them, or into the settings. */
 typedef struct {

@@ -356,10 +356,11 @@ test_window_routed(void)
 	CHECK(begun && got_fragment);
 	/* Garbage from the publisher: it is told, and so is the subscriber. */
 	REQUIRE(send(pub, "\x01\x63\x00\x00", 4, 0) == 4);
-	/* (The subscriber's join went upstream first: a RECOVERY_REQUEST.) */
+	/* (The subscriber's join went upstream first: a RECOVERY_REQUEST; and the
+	 * stream reports its viewers' paths upstream every 250 ms: PATH_REPORTs.) */
 	do
 		r = peer_read(&f, pub, pp);
-	while (r.kind == PPS_WIRE_RECOVERY_REQUEST);
+	while (r.kind == PPS_WIRE_RECOVERY_REQUEST || r.kind == PPS_WIRE_PATH_REPORT);
 	CHECK_EQ_INT(r.kind, PPS_WIRE_BYE);
 	CHECK_EQ_INT(r.u.bye.reason, PPS_WIRE_BYE_PROTOCOL);
 	do
