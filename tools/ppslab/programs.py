@@ -47,6 +47,7 @@ class Build:
         "peer_score": ("tools", "peers", "pps-peer-score"),
         "protolat": ("tools", "protolat", "pps-protolat"),
         "connect_flood": ("tools", "traffic", "pps-connect-flood"),
+        "swarm": ("tools", "swarm", "pps-swarm"),
     }
 
     def __init__(self, path=None, **overrides):
