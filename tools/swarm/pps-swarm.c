@@ -110,9 +110,11 @@ typedef struct {
 	bool have_ref;  /* ref_id/ref_capture_us hold a WINDOW_BEGIN's */
 	bool any_bad;   /* a counted window was not whole */
 	bool challenged;
+	bool at_end; /* still streaming when the run ended */
 	pps_wire_parser_t *parser;
 	int64_t opened_us;      /* monotonic, at connect() */
 	int64_t stream_info_us; /* realtime, at STREAM_INFO (0: none) */
+	int64_t ended_us;       /* realtime, when it was closed (0: open) */
 	int64_t window_us;      /* one window's duration, from STREAM_INFO */
 	uint32_t last_id;       /* the last window id begun or ended */
 	uint32_t cur_id;        /* the open window's */
@@ -232,7 +234,8 @@ usage(FILE *out)
 	        "  pending_at_end              viewers between connect() and STREAM_INFO then\n"
 	        "  not_started                 viewers the ramp had not opened by the end\n"
 	        "  closed_early {reason: n}    admitted or handshaking viewers that ended before\n"
-	        "                              the end: eof, read-ERRNO, send-ERRNO,\n"
+	        "                              the end: eof, eof-before-stream-info (closed\n"
+	        "                              without a BYE), read-ERRNO, send-ERRNO,\n"
 	        "                              bye-REASON (a BYE after STREAM_INFO),\n"
 	        "                              protocol-version|kind|too-long|short|trailing|field\n"
 	        "                              (the wire parser's refusals), protocol-order\n"
@@ -607,6 +610,7 @@ viewer_close(swarm_t *s, viewer_t *v)
 	if (v->fd >= 0)
 		close(v->fd); /* also leaves the epoll set */
 	v->fd = -1;
+	v->ended_us = pps_time_realtime_us();
 	pps_wire_parser_free(v->parser);
 	v->parser = NULL;
 	v->state = VIEWER_CLOSED;
@@ -854,7 +858,9 @@ viewer_readable(swarm_t *s, viewer_t *v)
 		return;
 	}
 	if (n == 0) {
-		viewer_fail(s, v, "eof");
+		/* Closed without a BYE: before STREAM_INFO, a refusal that did not
+		 * say why. */
+		viewer_fail(s, v, v->state == VIEWER_STREAMING ? "eof" : "eof-before-stream-info");
 		return;
 	}
 	now_us = pps_time_realtime_us();
@@ -1020,9 +1026,7 @@ close_all(swarm_t *s, unsigned *streaming_at_end, unsigned *pending_at_end)
 			continue;
 		if (v->state == VIEWER_STREAMING || v->state == VIEWER_HANDSHAKE)
 			(void)send_record(v, &bye);
-		/* Still streaming at the end: held till past the span's end. */
-		if (v->state == VIEWER_STREAMING)
-			v->stream_info_us = -v->stream_info_us; /* mark: streaming at end */
+		v->at_end = v->state == VIEWER_STREAMING;
 		viewer_close(s, v);
 	}
 }
@@ -1092,13 +1096,11 @@ report_json(swarm_t *s, const report_extra_t *x)
 
 	for (unsigned i = 0; i < s->opened; i++) {
 		const viewer_t *v = &s->v[i];
-		int64_t admitted = v->stream_info_us < 0 ? -v->stream_info_us : v->stream_info_us;
-		bool at_end = v->stream_info_us < 0;
-
 		with_drops += v->any_bad;
-		/* Streaming from before the span's start to the end (which is past
-		 * the span's end, or the span's end is past the run's). */
-		if (!admitted || !s->from_us || admitted > s->from_us || !at_end)
+		/* Streaming from before the span's start to past its end (or to
+		 * the run's end, if the span's end is later). */
+		if (!v->stream_info_us || !s->from_us || v->stream_info_us > s->from_us ||
+		    (!v->at_end && v->ended_us <= span_end))
 			continue;
 		full += v->counted && !v->any_bad;
 		if (span_s > 0)
