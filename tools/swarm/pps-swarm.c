@@ -214,8 +214,9 @@ usage(FILE *out)
 	    "  --token TOKEN          the server's access token (challenge and AUTH)\n"
 	    "  --status-interval S    a status line on stderr every S seconds (default %.0f;\n"
 	    "                         0: none): connected, streaming, closed, refused, pending,\n"
-	    "                         WINDOW_ENDs per second and their p99 latency since the\n"
-	    "                         last line (every window, counted or not)\n"
+	    "                         WINDOW_ENDs per second, p99 latency of the windows\n"
+	    "                         ended since the last line (counted or not) and of the\n"
+	    "                         windows counted so far\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          the version\n"
 	    "\n"
@@ -947,16 +948,20 @@ static void
 status_line(swarm_t *s, int64_t now_mono_us, double interval_s)
 {
 	double p99 = histogram_quantile_ms(&s->recent, 0.99);
-	char p99_text[32] = "-";
+	double p99_counted = histogram_quantile_ms(&s->hist, 0.99);
+	char p99_text[32] = "-", p99_counted_text[32] = "-";
 
 	if (p99 >= 0)
 		snprintf(p99_text, sizeof(p99_text), "%.1f ms", p99);
+	if (p99_counted >= 0)
+		snprintf(p99_counted_text, sizeof(p99_counted_text), "%.1f ms", p99_counted);
 	fprintf(stderr,
 	        PROGRAM ": %.0f s: connected %u, streaming %u, closed %u, refused %u, pending %u, "
-	                "%.0f windows/s, p99 %s\n",
+	                "%.0f windows/s, p99 %s (since the last line), %s (counted so far)\n",
 	        (double)(now_mono_us - s->start_mono_us) / 1e6, s->connected, s->streaming,
 	        s->closed, s->refused_n, s->pending,
-	        (double)(s->window_ends - s->window_ends_at_status) / interval_s, p99_text);
+	        (double)(s->window_ends - s->window_ends_at_status) / interval_s, p99_text,
+	        p99_counted_text);
 	s->window_ends_at_status = s->window_ends;
 	memset(&s->recent, 0, sizeof(s->recent));
 }
