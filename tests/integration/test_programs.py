@@ -231,7 +231,7 @@ def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, doc
         if p.returncode != 0:
             return ["meson install: exit %d: %s%s" % (p.returncode, p.stdout, p.stderr)]
         for name in ("pps-server", "pps-client", "pps-relay", "pps-call", "pps-linkem", "pps-mice",
-                     "pps-probe", "pps-netlab"):
+                     "pps-probe", "pps-swarm", "pps-netlab"):
             path = under(root, bindir, name)
             if not os.access(path, os.X_OK):
                 failures.append("not installed (or not executable): %s" % path)
@@ -276,7 +276,7 @@ def check_install(meson, build, prefix, bindir, sysconfdir, mandir, unitdir, doc
                                     (unit, p.returncode, p.stderr.strip()))
         if man == "1":
             for name in ("pps-server", "pps-client", "pps-relay", "pps-call", "pps-linkem",
-                         "pps-mice", "pps-probe", "pps-netlab"):
+                         "pps-mice", "pps-probe", "pps-swarm", "pps-netlab"):
                 path = under(root, mandir, "man1", name + ".1")
                 if not os.path.exists(path):
                     failures.append("no man page: %s" % path)

@@ -58,13 +58,13 @@
 
 #define PROGRAM "pps-swarm"
 
-#define PPS_DEFAULT_SWARM_VIEWERS         100
-#define PPS_SWARM_MAX_VIEWERS             60000
-#define PPS_DEFAULT_SWARM_CONNECT_RATE    500.0
-#define PPS_DEFAULT_SWARM_MAX_PENDING     64
-#define PPS_DEFAULT_SWARM_DURATION_S      30.0
-#define PPS_DEFAULT_SWARM_STATUS_S        5.0
-#define PPS_DEFAULT_SWARM_NAME            "swarm"
+#define PPS_DEFAULT_SWARM_VIEWERS      100
+#define PPS_SWARM_MAX_VIEWERS          60000
+#define PPS_DEFAULT_SWARM_CONNECT_RATE 500.0
+#define PPS_DEFAULT_SWARM_MAX_PENDING  64
+#define PPS_DEFAULT_SWARM_DURATION_S   30.0
+#define PPS_DEFAULT_SWARM_STATUS_S     5.0
+#define PPS_DEFAULT_SWARM_NAME         "swarm"
 /* From connect() to STREAM_INFO at most this long, else the viewer is given up
  * (a SYN a full backlog drops would otherwise be retried for minutes). */
 #define PPS_SWARM_HANDSHAKE_TIMEOUT_US 10000000LL
@@ -79,12 +79,12 @@
 
 /* The latency histogram: 0.1 ms buckets below 2 s, 1 ms buckets to 20 s, then
  * one overflow count. */
-#define HIST_FINE_US      100
-#define HIST_FINE_END_US  2000000
-#define HIST_COARSE_US    1000
+#define HIST_FINE_US       100
+#define HIST_FINE_END_US   2000000
+#define HIST_COARSE_US     1000
 #define HIST_COARSE_END_US 20000000
-#define HIST_FINE_BUCKETS (HIST_FINE_END_US / HIST_FINE_US)
-#define HIST_BUCKETS      (HIST_FINE_BUCKETS + (HIST_COARSE_END_US - HIST_FINE_END_US) / HIST_COARSE_US)
+#define HIST_FINE_BUCKETS  (HIST_FINE_END_US / HIST_FINE_US)
+#define HIST_BUCKETS       (HIST_FINE_BUCKETS + (HIST_COARSE_END_US - HIST_FINE_END_US) / HIST_COARSE_US)
 
 typedef struct {
 	uint64_t bucket[HIST_BUCKETS];
@@ -121,7 +121,7 @@ typedef struct {
 	int64_t cur_capture_us;
 	uint32_t ref_id;
 	int64_t ref_capture_us;
-	uint32_t counted; /* windows counted for this viewer */
+	uint32_t counted;    /* windows counted for this viewer */
 	uint64_t span_bytes; /* bytes read while the measure span was on */
 } viewer_t;
 
@@ -151,7 +151,7 @@ typedef struct {
 
 	/* times: monotonic for the timers, realtime for the windows */
 	int64_t start_mono_us, start_real_us, end_mono_us;
-	int64_t ramp_end_real_us; /* 0 until the ramp is over */
+	int64_t ramp_end_real_us;  /* 0 until the ramp is over */
 	int64_t from_us, until_us; /* the measure span in force (from 0: not known yet) */
 	double next_connect_mono_us;
 	int64_t next_status_mono_us;
@@ -190,85 +190,87 @@ stop_handler(int signal_number)
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-	        "Usage: " PROGRAM " [OPTION]... HOST:PORT/NAME\n"
-	        "Many light viewers of one stream of a pps-relay (or pps-server), for scale tests:\n"
-	        "each is one connection that speaks the wire protocol (HELLO with the stream's\n"
-	        "name, no audio) and counts what it reads, without decoding. One thread, one\n"
-	        "epoll. Writes a JSON report at the end.\n"
-	        "\n"
-	        "  --viewers N            connections, one viewer each (default %d, 1..%d)\n"
-	        "  --bind ADDR            source IPv4 address of every connection\n"
-	        "  --connect-rate R       new connections per second during the ramp (default %.0f)\n"
-	        "  --max-pending P        connections between connect() and STREAM_INFO at once\n"
-	        "                         (default %d; a relay holds 64 handshakes at once)\n"
-	        "  --duration S           run S seconds from the start, then send BYE on every\n"
-	        "                         connection, close it and write the report (default %.0f)\n"
-	        "  --measure-from US      count only windows whose first_capture_us (CLOCK_REALTIME,\n"
-	        "                         microseconds since 1970) is >= US (default: when the ramp\n"
-	        "                         ended, its last viewer admitted or refused, plus 2 s)\n"
-	        "  --measure-until US     and <= US (default: the run's end minus 1 s)\n"
-	        "  --out FILE             write the report to FILE (atomically), else on stdout\n"
-	        "  --name PREFIX          viewers' names in HELLO: PREFIX-K (default %s)\n"
-	        "  --token TOKEN          the server's access token (challenge and AUTH)\n"
-	        "  --status-interval S    a status line on stderr every S seconds (default %.0f;\n"
-	        "                         0: none): connected, streaming, closed, refused, pending,\n"
-	        "                         WINDOW_ENDs per second and their p99 latency since the\n"
-	        "                         last line (every window, counted or not)\n"
-	        "  -h, --help             this help\n"
-	        "  -V, --version          the version\n"
-	        "\n"
-	        "A viewer not streaming %lld s after its connect() is given up (closed_early\n"
-	        "\"handshake-timeout\", or connect_errors \"timeout\" before the TCP handshake).\n"
-	        "The soft RLIMIT_NOFILE is raised to the hard limit; more viewers than it allows\n"
-	        "is an error.\n"
-	        "\n",
-	        PPS_DEFAULT_SWARM_VIEWERS, PPS_SWARM_MAX_VIEWERS, PPS_DEFAULT_SWARM_CONNECT_RATE,
-	        PPS_DEFAULT_SWARM_MAX_PENDING, PPS_DEFAULT_SWARM_DURATION_S, PPS_DEFAULT_SWARM_NAME,
-	        PPS_DEFAULT_SWARM_STATUS_S, PPS_SWARM_HANDSHAKE_TIMEOUT_US / 1000000);
+	fprintf(
+	    out,
+	    "Usage: " PROGRAM " [OPTION]... HOST:PORT/NAME\n"
+	    "Many light viewers of one stream of a pps-relay (or pps-server), for scale tests:\n"
+	    "each is one connection that speaks the wire protocol (HELLO with the stream's\n"
+	    "name, no audio) and counts what it reads, without decoding. One thread, one\n"
+	    "epoll. Writes a JSON report at the end.\n"
+	    "\n"
+	    "  --viewers N            connections, one viewer each (default %d, 1..%d)\n"
+	    "  --bind ADDR            source IPv4 address of every connection\n"
+	    "  --connect-rate R       new connections per second during the ramp (default %.0f)\n"
+	    "  --max-pending P        connections between connect() and STREAM_INFO at once\n"
+	    "                         (default %d; a relay holds 64 handshakes at once)\n"
+	    "  --duration S           run S seconds from the start, then send BYE on every\n"
+	    "                         connection, close it and write the report (default %.0f)\n"
+	    "  --measure-from US      count only windows whose first_capture_us (CLOCK_REALTIME,\n"
+	    "                         microseconds since 1970) is >= US (default: when the ramp\n"
+	    "                         ended, its last viewer admitted or refused, plus 2 s)\n"
+	    "  --measure-until US     and <= US (default: the run's end minus 1 s)\n"
+	    "  --out FILE             write the report to FILE (atomically), else on stdout\n"
+	    "  --name PREFIX          viewers' names in HELLO: PREFIX-K (default %s)\n"
+	    "  --token TOKEN          the server's access token (challenge and AUTH)\n"
+	    "  --status-interval S    a status line on stderr every S seconds (default %.0f;\n"
+	    "                         0: none): connected, streaming, closed, refused, pending,\n"
+	    "                         WINDOW_ENDs per second, p99 latency of the windows\n"
+	    "                         ended since the last line (counted or not) and of the\n"
+	    "                         windows counted so far\n"
+	    "  -h, --help             this help\n"
+	    "  -V, --version          the version\n"
+	    "\n"
+	    "A viewer not streaming %lld s after its connect() is given up (closed_early\n"
+	    "\"handshake-timeout\", or connect_errors \"timeout\" before the TCP handshake).\n"
+	    "The soft RLIMIT_NOFILE is raised to the hard limit; more viewers than it allows\n"
+	    "is an error.\n"
+	    "\n",
+	    PPS_DEFAULT_SWARM_VIEWERS, PPS_SWARM_MAX_VIEWERS, PPS_DEFAULT_SWARM_CONNECT_RATE,
+	    PPS_DEFAULT_SWARM_MAX_PENDING, PPS_DEFAULT_SWARM_DURATION_S, PPS_DEFAULT_SWARM_NAME,
+	    PPS_DEFAULT_SWARM_STATUS_S, PPS_SWARM_HANDSHAKE_TIMEOUT_US / 1000000);
 	fputs("The report's keys:\n"
-	        "  target, viewers, name       the command line's\n"
-	        "  connected                   viewers whose TCP connect succeeded\n"
-	        "  got_stream_info             viewers that got STREAM_INFO (admitted)\n"
-	        "  streaming_at_end            viewers still streaming when the run ended\n"
-	        "  pending_at_end              viewers between connect() and STREAM_INFO then\n"
-	        "  not_started                 viewers the ramp had not opened by the end\n"
-	        "  closed_early {reason: n}    admitted or handshaking viewers that ended before\n"
-	        "                              the end: eof, eof-before-stream-info (closed\n"
-	        "                              without a BYE), read-ERRNO, send-ERRNO,\n"
-	        "                              bye-REASON (a BYE after STREAM_INFO),\n"
-	        "                              protocol-version|kind|too-long|short|trailing|field\n"
-	        "                              (the wire parser's refusals), protocol-order\n"
-	        "                              (records out of order), handshake-timeout\n"
-	        "  refused {bye reason: n}     viewers sent BYE before STREAM_INFO (no-stream,\n"
-	        "                              server-full, unauthorized, ...)\n"
-	        "  connect_errors {ERRNO: n}   viewers whose socket()/connect() failed (timeout:\n"
-	        "                              no TCP handshake within the handshake timeout)\n"
-	        "  ramp_s                      start to the ramp's end (every viewer opened and\n"
-	        "                              none pending); null if it did not end\n"
-	        "  measure_from_us, measure_until_us  the measure span in force (capture times)\n"
-	        "  latency_budget_ms, window_frames, fps  the first STREAM_INFO's\n"
-	        "  windows.counted             windows in the span, over all viewers\n"
-	        "  windows.whole               of them: adus_dropped 0 and not flagged dropped\n"
-	        "  windows.with_drops          begun, some ADUs dropped\n"
-	        "  windows.dropped             flagged dropped (lone or begun) or a gap in ids\n"
-	        "  windows.gaps                of the dropped: missing ids (discarded windows)\n"
-	        "  viewers_full                viewers streaming from before the span's start to\n"
-	        "                              past its end, with >= 1 counted window, all whole\n"
-	        "  viewers_partial             the other viewers that got STREAM_INFO\n"
-	        "  viewers_with_drops          viewers with a counted window not whole\n"
-	        "  window_latency_ms           p50/p95/p99/p999 (the upper edge of the histogram\n"
-	        "                              bucket: 0.1 ms below 2 s, 1 ms to 20 s), min, max\n"
-	        "                              (exact), over counted windows that had a\n"
-	        "                              WINDOW_BEGIN: WINDOW_END's arrival here minus\n"
-	        "                              first_capture_us; over_20s: beyond the histogram\n"
-	        "  per_viewer_kbps             min/p50/max of the bytes each viewer read while the\n"
-	        "                              span was on (arrival time in it), over the span's\n"
-	        "                              length, of viewers streaming through the whole span\n"
-	        "  bytes, payload_bytes        every byte read; ADU fragment payload bytes\n"
-	        "  cpu_s {user, sys}, maxrss_kb  this process's (getrusage)\n"
-	        "  run_s                       start to end, seconds\n"
-	        "\n"
+	      "  target, viewers, name       the command line's\n"
+	      "  connected                   viewers whose TCP connect succeeded\n"
+	      "  got_stream_info             viewers that got STREAM_INFO (admitted)\n"
+	      "  streaming_at_end            viewers still streaming when the run ended\n"
+	      "  pending_at_end              viewers between connect() and STREAM_INFO then\n"
+	      "  not_started                 viewers the ramp had not opened by the end\n"
+	      "  closed_early {reason: n}    admitted or handshaking viewers that ended before\n"
+	      "                              the end: eof, eof-before-stream-info (closed\n"
+	      "                              without a BYE), read-ERRNO, send-ERRNO,\n"
+	      "                              bye-REASON (a BYE after STREAM_INFO),\n"
+	      "                              protocol-version|kind|too-long|short|trailing|field\n"
+	      "                              (the wire parser's refusals), protocol-order\n"
+	      "                              (records out of order), handshake-timeout\n"
+	      "  refused {bye reason: n}     viewers sent BYE before STREAM_INFO (no-stream,\n"
+	      "                              server-full, unauthorized, ...)\n"
+	      "  connect_errors {ERRNO: n}   viewers whose socket()/connect() failed (timeout:\n"
+	      "                              no TCP handshake within the handshake timeout)\n"
+	      "  ramp_s                      start to the ramp's end (every viewer opened and\n"
+	      "                              none pending); null if it did not end\n"
+	      "  measure_from_us, measure_until_us  the measure span in force (capture times)\n"
+	      "  latency_budget_ms, window_frames, fps  the first STREAM_INFO's\n"
+	      "  windows.counted             windows in the span, over all viewers\n"
+	      "  windows.whole               of them: adus_dropped 0 and not flagged dropped\n"
+	      "  windows.with_drops          begun, some ADUs dropped\n"
+	      "  windows.dropped             flagged dropped (lone or begun) or a gap in ids\n"
+	      "  windows.gaps                of the dropped: missing ids (discarded windows)\n"
+	      "  viewers_full                viewers streaming from before the span's start to\n"
+	      "                              past its end, with >= 1 counted window, all whole\n"
+	      "  viewers_partial             the other viewers that got STREAM_INFO\n"
+	      "  viewers_with_drops          viewers with a counted window not whole\n"
+	      "  window_latency_ms           p50/p95/p99/p999 (the upper edge of the histogram\n"
+	      "                              bucket: 0.1 ms below 2 s, 1 ms to 20 s), min, max\n"
+	      "                              (exact), over counted windows that had a\n"
+	      "                              WINDOW_BEGIN: WINDOW_END's arrival here minus\n"
+	      "                              first_capture_us; over_20s: beyond the histogram\n"
+	      "  per_viewer_kbps             min/p50/max of the bytes each viewer read while the\n"
+	      "                              span was on (arrival time in it), over the span's\n"
+	      "                              length, of viewers streaming through the whole span\n"
+	      "  bytes, payload_bytes        every byte read; ADU fragment payload bytes\n"
+	      "  cpu_s {user, sys}, maxrss_kb  this process's (getrusage)\n"
+	      "  run_s                       start to end, seconds\n"
+	      "\n"
 	      "Exit status: 0 done (whatever the viewers saw); 1 runtime error; 2 usage error.\n",
 	      out);
 }
@@ -343,8 +345,8 @@ settings_parse(swarm_t *s, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, ":hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
-			s->viewers = (unsigned)parse_number("--viewers", optarg, 1,
-			                                    PPS_SWARM_MAX_VIEWERS, "a count 1..60000");
+			s->viewers = (unsigned)parse_number(
+			    "--viewers", optarg, 1, PPS_SWARM_MAX_VIEWERS, "a count 1..60000");
 			if ((double)s->viewers != strtod(optarg, NULL))
 				die_usage("--viewers", optarg, "a whole number");
 			break;
@@ -453,11 +455,12 @@ raise_fd_limit(const swarm_t *s)
 	}
 	if (lim.rlim_cur != RLIM_INFINITY &&
 	    (rlim_t)s->viewers + PPS_SWARM_SPARE_FDS > lim.rlim_cur) {
-		fprintf(stderr,
-		        PROGRAM ": %u viewers need %u descriptors, and RLIMIT_NOFILE allows %llu "
-		        "(its hard limit: raise it, e.g. ulimit -Hn, or run fewer viewers per "
-		        "process)\n",
-		        s->viewers, s->viewers + PPS_SWARM_SPARE_FDS, (unsigned long long)lim.rlim_cur);
+		fprintf(
+		    stderr,
+		    PROGRAM ": %u viewers need %u descriptors, and RLIMIT_NOFILE allows %llu "
+		            "(its hard limit: raise it, e.g. ulimit -Hn, or run fewer viewers per "
+		            "process)\n",
+		    s->viewers, s->viewers + PPS_SWARM_SPARE_FDS, (unsigned long long)lim.rlim_cur);
 		return -1;
 	}
 	return 0;
@@ -513,10 +516,11 @@ histogram_quantile_ms(const histogram_t *h, double q)
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 		seen += h->bucket[i];
 		if (seen >= rank) {
-			int64_t edge_us = i < HIST_FINE_BUCKETS
-			                      ? (int64_t)(i + 1) * HIST_FINE_US
-			                      : HIST_FINE_END_US +
-			                            (int64_t)(i - HIST_FINE_BUCKETS + 1) * HIST_COARSE_US;
+			int64_t edge_us =
+			    i < HIST_FINE_BUCKETS
+			        ? (int64_t)(i + 1) * HIST_FINE_US
+			        : HIST_FINE_END_US +
+			              (int64_t)(i - HIST_FINE_BUCKETS + 1) * HIST_COARSE_US;
 			/* Never above the largest seen. */
 			return (double)(edge_us < h->max_us ? edge_us : h->max_us) / 1000.0;
 		}
@@ -535,8 +539,8 @@ typedef enum { WIN_WHOLE, WIN_WITH_DROPS, WIN_DROPPED, WIN_GAP } window_fate_t;
 /* One window of viewer @v ended (or was seen missing): counted if its capture
  * time is in the span. @latency_us < 0: none (no WINDOW_BEGIN). */
 static void
-window_account(swarm_t *s, viewer_t *v, int64_t capture_us, window_fate_t fate,
-               int64_t latency_us, bool has_latency)
+window_account(swarm_t *s, viewer_t *v, int64_t capture_us, window_fate_t fate, int64_t latency_us,
+               bool has_latency)
 {
 	if (has_latency)
 		histogram_add(&s->recent, latency_us);
@@ -574,7 +578,8 @@ account_gap(swarm_t *s, viewer_t *v, uint32_t next_id)
 		return;
 	for (uint32_t id = v->last_id + 1; id < next_id; id++) {
 		if (v->have_ref)
-			window_account(s, v, v->ref_capture_us + (int64_t)(id - v->ref_id) * v->window_us,
+			window_account(s, v,
+			               v->ref_capture_us + (int64_t)(id - v->ref_id) * v->window_us,
 			               WIN_GAP, 0, false);
 		/* Without any WINDOW_BEGIN yet (a viewer that just joined), its
 		 * capture time is unknown: not counted. */
@@ -757,7 +762,8 @@ viewer_record(swarm_t *s, viewer_t *v, const pps_wire_record_t *r, int64_t now_u
 			break;
 		v->challenged = true;
 		auth.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
-		pps_wire_auth_mac(s->token, strlen(s->token), r->u.challenge.nonce, auth.u.auth.mac);
+		pps_wire_auth_mac(s->token, strlen(s->token), r->u.challenge.nonce,
+		                  auth.u.auth.mac);
 		ret = send_record(v, &auth);
 		if (ret < 0) {
 			viewer_fail_errno(s, v, "send", -ret);
@@ -779,7 +785,8 @@ viewer_record(swarm_t *s, viewer_t *v, const pps_wire_record_t *r, int64_t now_u
 			s->have_info = true;
 			s->info = *info;
 		}
-		v->window_us = (int64_t)info->window_frames * 1000000LL * info->fps_den / info->fps_num;
+		v->window_us =
+		    (int64_t)info->window_frames * 1000000LL * info->fps_den / info->fps_num;
 		return true;
 	}
 	case PPS_WIRE_CLOCK_PONG: /* never asked for; harmless */
@@ -817,8 +824,9 @@ viewer_record(swarm_t *s, viewer_t *v, const pps_wire_record_t *r, int64_t now_u
 				break;
 			v->in_window = false;
 			window_account(s, v, v->cur_capture_us,
-			               dropped ? WIN_DROPPED
-			                       : e->adus_dropped ? WIN_WITH_DROPS : WIN_WHOLE,
+			               dropped           ? WIN_DROPPED
+			               : e->adus_dropped ? WIN_WITH_DROPS
+			                                 : WIN_WHOLE,
 			               now_us - v->cur_capture_us, true);
 			return true;
 		}
@@ -828,7 +836,8 @@ viewer_record(swarm_t *s, viewer_t *v, const pps_wire_record_t *r, int64_t now_u
 		account_gap(s, v, e->window_id);
 		if (v->have_ref)
 			window_account(s, v,
-			               v->ref_capture_us + (int64_t)(e->window_id - v->ref_id) * v->window_us,
+			               v->ref_capture_us +
+			                   (int64_t)(e->window_id - v->ref_id) * v->window_us,
 			               WIN_DROPPED, 0, false);
 		v->have_last = true;
 		v->last_id = e->window_id;
@@ -876,7 +885,8 @@ viewer_readable(swarm_t *s, viewer_t *v)
 		if (ret == -EAGAIN)
 			return;
 		if (ret < 0) {
-			viewer_fail(s, v, parser_error_reason(pps_wire_parser_error_code(v->parser)));
+			viewer_fail(s, v,
+			            parser_error_reason(pps_wire_parser_error_code(v->parser)));
 			return;
 		}
 		if (!viewer_record(s, v, &record, now_us))
@@ -938,16 +948,20 @@ static void
 status_line(swarm_t *s, int64_t now_mono_us, double interval_s)
 {
 	double p99 = histogram_quantile_ms(&s->recent, 0.99);
-	char p99_text[32] = "-";
+	double p99_counted = histogram_quantile_ms(&s->hist, 0.99);
+	char p99_text[32] = "-", p99_counted_text[32] = "-";
 
 	if (p99 >= 0)
 		snprintf(p99_text, sizeof(p99_text), "%.1f ms", p99);
+	if (p99_counted >= 0)
+		snprintf(p99_counted_text, sizeof(p99_counted_text), "%.1f ms", p99_counted);
 	fprintf(stderr,
 	        PROGRAM ": %.0f s: connected %u, streaming %u, closed %u, refused %u, pending %u, "
-	        "%.0f windows/s, p99 %s\n",
-	        (double)(now_mono_us - s->start_mono_us) / 1e6, s->connected, s->streaming, s->closed,
-	        s->refused_n, s->pending,
-	        (double)(s->window_ends - s->window_ends_at_status) / interval_s, p99_text);
+	                "%.0f windows/s, p99 %s (since the last line), %s (counted so far)\n",
+	        (double)(now_mono_us - s->start_mono_us) / 1e6, s->connected, s->streaming,
+	        s->closed, s->refused_n, s->pending,
+	        (double)(s->window_ends - s->window_ends_at_status) / interval_s, p99_text,
+	        p99_counted_text);
 	s->window_ends_at_status = s->window_ends;
 	memset(&s->recent, 0, sizeof(s->recent));
 }
@@ -1145,8 +1159,8 @@ report_json(swarm_t *s, const report_extra_t *x)
 		json_builder_add_int_value(b, x->info->window_frames);
 	else
 		json_builder_add_null_value(b);
-	add_double_or_null(b, "fps",
-	                   x->info ? (double)x->info->fps_num / x->info->fps_den : 0, x->info != NULL);
+	add_double_or_null(b, "fps", x->info ? (double)x->info->fps_num / x->info->fps_den : 0,
+	                   x->info != NULL);
 
 	json_builder_set_member_name(b, "windows");
 	json_builder_begin_object(b);
@@ -1170,7 +1184,8 @@ report_json(swarm_t *s, const report_extra_t *x)
 		bool any = s->hist.total > 0;
 
 		for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-			add_double_or_null(b, qs[i].key, histogram_quantile_ms(&s->hist, qs[i].q), any);
+			add_double_or_null(b, qs[i].key, histogram_quantile_ms(&s->hist, qs[i].q),
+			                   any);
 		add_double_or_null(b, "min", (double)s->hist.min_us / 1000.0, any);
 		add_double_or_null(b, "max", (double)s->hist.max_us / 1000.0, any);
 		add_int(b, "over_20s", (int64_t)s->hist.overflow);
@@ -1180,8 +1195,10 @@ report_json(swarm_t *s, const report_extra_t *x)
 
 	json_builder_set_member_name(b, "per_viewer_kbps");
 	json_builder_begin_object(b);
-	add_double_or_null(b, "min", through ? (double)kbits[0] * 8 / span_s / 1000 : 0, through > 0);
-	add_double_or_null(b, "p50", through ? (double)kbits[(through - 1) / 2] * 8 / span_s / 1000 : 0,
+	add_double_or_null(b, "min", through ? (double)kbits[0] * 8 / span_s / 1000 : 0,
+	                   through > 0);
+	add_double_or_null(b, "p50",
+	                   through ? (double)kbits[(through - 1) / 2] * 8 / span_s / 1000 : 0,
 	                   through > 0);
 	add_double_or_null(b, "max", through ? (double)kbits[through - 1] * 8 / span_s / 1000 : 0,
 	                   through > 0);
@@ -1222,7 +1239,8 @@ write_atomically(const char *path, const char *text)
 		fprintf(stderr, PROGRAM ": cannot write %s: %s\n", tmp, strerror(errno));
 		ret = -1;
 	} else if (rename(tmp, path) < 0) {
-		fprintf(stderr, PROGRAM ": cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
+		fprintf(stderr, PROGRAM ": cannot rename %s to %s: %s\n", tmp, path,
+		        strerror(errno));
 		ret = -1;
 	}
 	if (ret < 0)
@@ -1263,9 +1281,9 @@ main(int argc, char **argv)
 	s.end_mono_us = s.start_mono_us + (int64_t)(s.duration_s * 1e6);
 	s.next_connect_mono_us = (double)s.start_mono_us;
 	s.from_us = s.measure_from_us;
-	s.until_us = s.measure_until_us ? s.measure_until_us
-	                                : s.start_real_us + (int64_t)(s.duration_s * 1e6) -
-	                                      PPS_SWARM_TAIL_US;
+	s.until_us = s.measure_until_us
+	                 ? s.measure_until_us
+	                 : s.start_real_us + (int64_t)(s.duration_s * 1e6) - PPS_SWARM_TAIL_US;
 
 	run(&s);
 
