@@ -194,6 +194,9 @@ typedef struct {
 typedef struct pps_ratealloc pps_ratealloc_t;
 
 /* Starts at every layer's maximum rate and configured CRF. */
+/* The lowest rate an enhancement layer is ever given (its cap may not be lower). */
+#define PPS_RATEALLOC_MIN_ENHANCEMENT_KBPS 50
+
 pps_ratealloc_t *pps_ratealloc_new(const pps_ratealloc_params_t *params);
 void pps_ratealloc_free(pps_ratealloc_t *ra);
 /*

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_ENHANCEMENT_KBPS   50
+#define MIN_ENHANCEMENT_KBPS   PPS_RATEALLOC_MIN_ENHANCEMENT_KBPS
 #define INCREASE_THRESHOLD_PCT 110
 #define DECREASE_THRESHOLD_PCT 90
 #define MAX_STEP_UP_PCT        125

@@ -236,7 +236,7 @@ def stream_sets(args):
     return {"source.pattern": args.pattern, "source.width": args.width, "source.height": args.height,
             "source.fps": args.fps, "encoder.base_vbv_kbps": args.base_kbps,
             "encoder.enhancement_vbv_kbps": args.enhancement_kbps,
-            "adapt.min_base_kbps": min(args.base_kbps, 100)}
+            "adapt.min_base_kbps": min(args.base_kbps, 100), "audio.source": "off"}
 
 
 def relay_sets(subscribers, args):
@@ -266,6 +266,14 @@ def run_one(build, args, viewers, out):
             root = Proc("relay-root", relay_common + _sets(relay_sets(root_subs, args)), tree.ns("root"), out)
             procs.append(root)
             _wait_log(root, r"relay listening", "the root relay")
+            # The origin first: an edge's subscription is refused (and not
+            # retried) while the root does not carry the stream yet.
+            total_s = ramp_s + SETTLE_S + measure_s + TAIL_S + 10
+            origin = Proc("origin", [build.server, "--publish", f"{tree.root_addr_for_origin}:{PORT}/{STREAM}",
+                                     "--duration", "%g" % (total_s + 15 + 5 * edges)] + _sets(stream_sets(args)),
+                          tree.ns("origin"), out)
+            procs.append(origin)
+            _wait_log(root, r"stream " + re.escape(STREAM) + r": \d+x\d+", "the root relay's stream")
             edge_procs = []
             for k in range(1, edges + 1):
                 e = Proc(f"relay-e{k}", relay_common + ["--upstream", f"{tree.root_addr_for_edge[k - 1]}:{PORT}/{STREAM}"]
@@ -273,13 +281,6 @@ def run_one(build, args, viewers, out):
                 procs.append(e)
                 edge_procs.append(e)
             for e in edge_procs:
-                _wait_log(e, r"relay listening", e.role)
-            total_s = ramp_s + SETTLE_S + measure_s + TAIL_S + 10
-            origin = Proc("origin", [build.server, "--publish", f"{tree.root_addr_for_origin}:{PORT}/{STREAM}",
-                                     "--duration", "%g" % (total_s + 15)] + _sets(stream_sets(args)), tree.ns("origin"), out)
-            procs.append(origin)
-            # Every edge has the stream before the first viewer comes.
-            for e in edge_procs or [root]:
                 _wait_log(e, r"stream " + re.escape(STREAM) + r": \d+x\d+", f"{e.role}'s stream")
             for p in procs:
                 p.sample("base")
