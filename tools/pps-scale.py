@@ -46,6 +46,8 @@ def main(argv):
     ap.add_argument("--fps", type=int, default=15)
     ap.add_argument("--base-kbps", type=int, default=64, help="the base layer's cap (encoder.base_vbv_kbps; default 64)")
     ap.add_argument("--enhancement-kbps", type=int, default=64, help="each enhancement layer's cap (default 64)")
+    ap.add_argument("--origin-set", action="append", metavar="SECTION.KEY=VALUE",
+                    help="more settings for the origin's pps-server (layers, window length, ...); repeatable")
     ap.add_argument("--out", required=True)
     ap.add_argument("--build", help="meson build directory (default: the one this script is in)")
     args = ap.parse_args(argv)

@@ -233,10 +233,14 @@ class Proc:
 def stream_sets(args):
     """The origin's settings: a small stream, so that the machine's two cores
     are spent on fan-out rather than on one encode."""
-    return {"source.pattern": args.pattern, "source.width": args.width, "source.height": args.height,
+    sets = {"source.pattern": args.pattern, "source.width": args.width, "source.height": args.height,
             "source.fps": args.fps, "encoder.base_vbv_kbps": args.base_kbps,
             "encoder.enhancement_vbv_kbps": args.enhancement_kbps,
             "adapt.min_base_kbps": min(args.base_kbps, 100), "audio.source": "off"}
+    for item in getattr(args, "origin_set", None) or []:
+        key, _, value = item.partition("=")
+        sets[key.strip()] = value.strip()
+    return sets
 
 
 def relay_sets(subscribers, args):
@@ -382,6 +386,8 @@ def results_one(out):
         "windows": windows,
         "whole_pct": 100.0 * windows["whole"] / windows["counted"] if windows["counted"] else None,
         "latency_budget_ms": budget,
+        "windows_per_s": max((r["fps"] / r["window_frames"] for r in reports if r.get("fps") and r.get("window_frames")),
+                             default=None),
         "window_latency_ms": {k: _merge_percentiles(reports, k) for k in ("p50", "p95", "p99", "p999", "max")},
         "per_viewer_kbps_min": min((r.get("per_viewer_kbps", {}).get("min") for r in reports
                                     if r.get("per_viewer_kbps", {}).get("min") is not None), default=None),
@@ -464,8 +470,8 @@ def report(out):
              f"{first['per_swarm']} viewers, each in the edge's viewer namespace with an address of its own; "
              f"links: {first['links']}; measured span {first['measure_s']:g} s after the ramp and {SETTLE_S:g} s more. "
              f"Stream: {stream['source.width']}x{stream['source.height']} at {stream['source.fps']} frames/s, "
-             f"pattern {stream['source.pattern']}, base layer at most {stream['encoder.base_vbv_kbps']} kbit/s, "
-             f"enhancement at most {stream['encoder.enhancement_vbv_kbps']} kbit/s. Congestion control: {first['congestion']}. "
+             f"pattern {stream['source.pattern']}; the origin's settings: "
+             + ", ".join(f"`{k}={v}`" for k, v in stream.items()) + f". Congestion control: {first['congestion']}. "
              f"Machine: {os.cpu_count()} cores.", "",
              "Window latency: a window's WINDOW_END at the viewer after its first frame's capture (one clock: every "
              "namespace shares CLOCK_REALTIME); merged over swarms as the largest swarm's percentile. Full stream: every "
@@ -523,13 +529,24 @@ def projection(runs):
         return ["No relay cost measured."]
     res, tier = best
     cost = tier["cpu_core_us_per_viewer_s"]
-    per_core = CORE_BUDGET * 1e6 / cost
+    by_cpu = CORE_BUDGET * 1e6 / cost
+    # A relay writes each window to its viewers one after another: the last
+    # of them waits for all the others, which must fit half the budget.
+    windows_s = res.get("windows_per_s") or 0
+    budget_ms = res.get("latency_budget_ms") or 0
+    by_latency = (budget_ms / 2 * 1e3) / (cost / windows_s) if windows_s and budget_ms else by_cpu
+    per_core = min(by_cpu, by_latency)
     kbps = res.get("per_viewer_kbps_p50") or 0
     out = [f"From the {res['viewers']}-viewer run: an edge relay spends {cost:.0f} µs of CPU per viewer per second "
-           f"(kernel TCP sending included, as system time) at {kbps:.0f} kbit/s per viewer, and "
-           f"{_f(tier.get('rss_kib_per_viewer'), '%.1f')} KiB of its own memory per viewer. At {CORE_BUDGET:.0%} of a core "
-           f"one relay process carries about {per_core:.0f} viewers of this stream; a machine with C cores runs C such "
-           f"processes (one event loop each) behind one address, or one per address.", ""]
+           f"at {kbps:.0f} kbit/s per viewer, and {_f(tier.get('rss_kib_per_viewer'), '%.1f')} KiB of its own memory "
+           f"per viewer. On one machine that CPU includes the viewers' side of TCP: a veth pair delivers a packet in "
+           f"the sender's system call, so the receiving socket's processing and wake-up are charged to the relay "
+           f"(about half of its time in a perf profile of this shape); across machines a relay pays less, and the "
+           f"figures below, which take the measured cost whole, are an upper bound. One relay process carries about "
+           f"{per_core:.0f} viewers of this stream: the fewer of {by_cpu:.0f} (its CPU at {CORE_BUDGET:.0%} of a core) and "
+           f"{by_latency:.0f} (a window written to every viewer within half the {budget_ms:.0f} ms budget, at "
+           f"{windows_s:.1f} windows/s, {cost / windows_s if windows_s else 0:.0f} µs per window and viewer); a machine "
+           f"with C cores runs C such processes (one event loop each).", ""]
     out.append("| viewers | edge relay processes | machines of 2 cores | of 16 cores | uplink per 16-core machine Gbit/s |")
     out.append("|---|---|---|---|---|")
     for n in (10_000, 100_000, 1_000_000):
