@@ -583,6 +583,7 @@ input_cb(const uint8_t *buf, size_t len, void *user)
 void
 pps_session_input(pps_session_t *s, const uint8_t *buf, size_t len)
 {
+	pps_transport_note_input(s->transport);
 	input_cb(buf, len, s);
 }
 

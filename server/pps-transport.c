@@ -308,6 +308,13 @@ pps_transport_kick(pps_transport_t *t)
 		t->ops->kick(t);
 }
 
+void
+pps_transport_note_input(pps_transport_t *t)
+{
+	if (t)
+		top_of(t)->input_seen = true;
+}
+
 bool
 pps_transport_input_seen(const pps_transport_t *t)
 {

@@ -246,6 +246,9 @@ const char *pps_transport_handshake_pending(const pps_transport_t *t);
 bool pps_transport_input_buffered(const pps_transport_t *t);
 /* The socket has signalled input (bytes, or the peer's end) at least once. */
 bool pps_transport_input_seen(const pps_transport_t *t);
+/* Input read before the transport had the socket (a relay routes a connection
+ * by its HELLO) counts as seen: the peer spoke, so it is told why it goes. */
+void pps_transport_note_input(pps_transport_t *t);
 /* One record now, uncorked, between packets: the caller checks that
  * pps_transport_pending_bytes() is 0 first. 0 or a negative errno. */
 int pps_transport_send_record(pps_transport_t *t, const pps_wire_record_t *record);

@@ -268,6 +268,38 @@ test_token(void)
 	peer_send(fd, &auth);
 	r = peer_read(&f, fd, p);
 	CHECK_EQ_INT(r.kind, PPS_WIRE_HELLO);
+	/* A viewer of the stream without the challenge flag: told why (BYE
+	 * unauthorized), as pps-server tells it, not just closed. */
+	{
+		pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
+		pps_wire_parser_t *pv = pps_wire_parser_new(65536);
+		int viewer;
+
+		info.u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
+		                                              .codec = 1,
+		                                              .width = 128,
+		                                              .height = 96,
+		                                              .base_width = 64,
+		                                              .base_height = 48,
+		                                              .fps_num = 30,
+		                                              .fps_den = 1,
+		                                              .window_frames = 1,
+		                                              .temporal_layers = 1,
+		                                              .quality_layers = 1,
+		                                              .latency_budget_ms = 60000,
+		                                              .gop_frames = 60};
+		peer_send(fd, &info);
+		for (int i = 0; i < 200; i++) {
+			event_base_loop(f.base, EVLOOP_NONBLOCK);
+			poll(NULL, 0, 1);
+		}
+		viewer = peer_connect(&f);
+		r = peer_ask(&f, viewer, pv, "room/a", false);
+		CHECK_EQ_INT(r.kind, PPS_WIRE_BYE);
+		CHECK_EQ_INT(r.u.bye.reason, PPS_WIRE_BYE_UNAUTHORIZED);
+		close(viewer);
+		pps_wire_parser_free(pv);
+	}
 	close(fd);
 	pps_wire_parser_free(p);
 	fixture_free(&f);
