@@ -495,7 +495,7 @@ def report(out):
             f"{_f(edge.get('cpu_cores_max'), '%.2f')} / {_f(edge.get('cpu_core_us_per_viewer_s'), '%.0f')} / "
             f"{_f(edge.get('rss_kib_per_viewer'), '%.1f')} | {_f(root.get('cpu_cores_max'), '%.2f')} | "
             f"{_f(t.get('swarm', {}).get('cpu_core_us_per_viewer_s'), '%.0f')} | {_f(t.get('origin', {}).get('cpu_cores_max'), '%.2f')} | "
-            f"{_f(res['machine_busy_cores'], '%.2f')} | {_f(tcp / 1024 if tcp else None)} |")
+            f"{_f(res['machine_busy_cores'], '%.2f')} | {_f(tcp / 1024 if tcp is not None else None)} |")
     lines += ["", "| viewers | check | verdict |", "|---|---|---|"]
     limit = None
     for run, res in runs:
@@ -521,7 +521,8 @@ def projection(runs):
     """Viewers one relay process can carry at CORE_BUDGET of a core, from the
     largest run's edge cost per viewer, and the tree a number of viewers needs."""
     best = None
-    for run, res in runs:
+    # The largest run that kept up (every check met), else the largest.
+    for run, res in sorted(runs, key=lambda rr: (all(rr[1]["checks"].values()), rr[1]["viewers"])):
         tier = res["tiers"].get("edge relay") or res["tiers"].get("root relay")
         if tier and tier.get("cpu_core_us_per_viewer_s"):
             best = (res, tier)
