@@ -69,6 +69,7 @@ struct pps_listener {
 	pps_log_limit_t peer_log_limit;
 	pps_log_t peer_log;
 	pps_tls_ctx_t *tls_ctx; /* from params.tls_cert/tls_key at listen; NULL: plaintext */
+	pps_fanout_guard_t guard; /* whether the loop keeps up with the stream */
 	/* Tries at the access token, per address: a token bucket each. */
 	struct auth_bucket {
 		uint32_t host_key;
@@ -237,6 +238,20 @@ session_admit_cb(pps_session_t *session, void *user)
 			return false;
 		l->stats.audio_connections_total++;
 		return true;
+	}
+	if (pps_fanout_guard_busy(&l->guard, listener_now(l))) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+		         "server busy: writing a window to its %u clients takes %lld ms of the %lld "
+		         "between windows",
+		         streaming, (long long)(l->guard.last_spent_us / 1000),
+		         (long long)(l->guard.interval_us / 1000));
+		log_refusal(l, "refused %s: %s", pps_session_peer(session), why);
+		pps_session_refuse(session, PPS_WIRE_BYE_SERVER_FULL, why);
+		l->stats.clients_refused++;
+		l->stats.clients_refused_busy++;
+		return false;
 	}
 	if (streaming < l->params.max_clients) {
 		l->stats.clients_total++;
@@ -790,15 +805,37 @@ count_recovery(pps_listener_t *l, const pps_window_t *window)
 	pps_recovery_add_window(l->recovery, &rw);
 }
 
+/* The fan-out guard's account of one write-out (@t0: CLOCK_MONOTONIC at its start). */
+static void
+note_fanout(pps_listener_t *l, pps_window_t *window, int64_t t0)
+{
+	int64_t spent = pps_time_monotonic_us() - t0;
+
+	unsigned streaming, pending;
+
+	if (!pps_fanout_guard_note(&l->guard, pps_window_id(window),
+	                           pps_window_first_capture_us(window), spent, listener_now(l)))
+		return;
+	count_sessions(l, &streaming, &pending);
+	pps_log(&l->params.log, PPS_LOG_WARNING,
+	        "busy: writing a window to %u clients took %lld ms of the %lld between windows; "
+	        "newcomers are refused until it takes less",
+	        streaming, (long long)(l->guard.spent_us / 1000),
+	        (long long)(l->guard.interval_us / 1000));
+}
+
 void
 pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 {
+	int64_t t0 = pps_time_monotonic_us();
+
 	if (!pps_window_is_open(window))
 		count_recovery(l, window);
 	for (link_t *k = l->sessions, *next; k; k = next) {
 		next = k->next; /* a push may close (and unlink) this session */
 		pps_session_push_window(k->session, window);
 	}
+	note_fanout(l, window, t0);
 }
 
 void
@@ -813,12 +850,15 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 void
 pps_listener_window_grew(pps_listener_t *l, pps_window_t *window)
 {
+	int64_t t0 = pps_time_monotonic_us();
+
 	if (!pps_window_is_open(window))
 		count_recovery(l, window);
 	for (link_t *k = l->sessions, *next; k; k = next) {
 		next = k->next;
 		pps_session_window_grew(k->session);
 	}
+	note_fanout(l, window, t0);
 }
 
 void
@@ -891,4 +931,40 @@ pps_listener_fds_needed(const pps_listener_params_t *params)
 
 	return (unsigned long)params->max_clients * (1 + PPS_LISTENER_AUDIO_PER_CLIENT) + pending +
 	       64;
+}
+
+bool
+pps_fanout_guard_note(pps_fanout_guard_t *g, uint32_t window_id, int64_t first_capture_us,
+                      int64_t spent_us, int64_t now_us)
+{
+	bool was_busy = pps_fanout_guard_busy(g, now_us);
+
+	if (!g->have_window || window_id != g->window_id) {
+		int64_t interval = first_capture_us - g->first_capture_us;
+
+		if (g->have_window)
+			g->last_spent_us = g->spent_us;
+		/* A gap (a stream that paused, or restarted) is not an interval. */
+		g->interval_us = g->have_window && interval > 0 && interval <= 10000000 ? interval : 0;
+		g->have_window = true;
+		g->window_id = window_id;
+		g->first_capture_us = first_capture_us;
+		g->spent_us = 0;
+	}
+	g->spent_us += spent_us > 0 ? spent_us : 0;
+	if (g->interval_us > 0 && g->spent_us * 100 >= g->interval_us * PPS_FANOUT_BUSY_PCT) {
+		g->last_spent_us = g->spent_us;
+		g->busy_until_us = now_us + PPS_FANOUT_BUSY_HOLD_US;
+		if (!was_busy) {
+			g->episodes++;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+pps_fanout_guard_busy(const pps_fanout_guard_t *g, int64_t now_us)
+{
+	return g->busy_until_us != 0 && now_us < g->busy_until_us;
 }

@@ -145,7 +145,9 @@ typedef struct {
 	uint64_t clients_total;           /* clients admitted to the stream (audio-only connections
 	                                   * apart) */
 	uint64_t audio_connections_total; /* audio-only connections admitted */
-	uint64_t clients_refused;         /* refused at accept or at HELLO (full, per address) */
+	uint64_t clients_refused;         /* refused at accept or at HELLO (full, per address,
+	                                   * busy) */
+	uint64_t clients_refused_busy;    /* of them, refused while the fan-out guard held */
 	uint64_t clients_unauthorized;    /* refused with BYE unauthorized */
 	uint64_t auth_throttled;     /* of them, refused untried: their address's tries spent */
 	uint64_t clients_evicted;    /* dropped with BYE too-slow */
@@ -155,6 +157,35 @@ typedef struct {
 } pps_listener_stats_t;
 
 typedef struct pps_listener pps_listener_t;
+
+/*
+ * The fan-out guard: whether the loop keeps up with the stream. Writing a
+ * window to every session takes time that grows with the sessions; once it
+ * takes PPS_FANOUT_BUSY_PCT of the time between two windows' captures, the
+ * loop is about to fall behind the stream, and then every viewer's windows
+ * go late together. Newcomers are refused (BYE server-full) while that holds
+ * and PPS_FANOUT_BUSY_HOLD_US after, so the viewers already in keep their
+ * stream. A pure state machine (times given), tested apart.
+ */
+#define PPS_FANOUT_BUSY_PCT     90
+#define PPS_FANOUT_BUSY_HOLD_US 2000000
+typedef struct {
+	bool have_window;
+	uint32_t window_id;       /* the window being written out */
+	int64_t first_capture_us; /* its first frame's */
+	int64_t interval_us;      /* between the last two windows' captures; 0: not known */
+	int64_t spent_us;         /* writing that window to the sessions, so far */
+	int64_t last_spent_us;    /* the last window's whole, for the log */
+	int64_t busy_until_us;    /* newcomers refused until then; 0: never busy */
+	uint64_t episodes;        /* times the guard went busy from idle */
+} pps_fanout_guard_t;
+
+/* @spent_us of the loop's time (at @now_us) went to writing window @window_id
+ * (captured from @first_capture_us) to the sessions. True when this made the
+ * guard busy from idle (the caller logs it once). */
+bool pps_fanout_guard_note(pps_fanout_guard_t *g, uint32_t window_id, int64_t first_capture_us,
+                           int64_t spent_us, int64_t now_us);
+bool pps_fanout_guard_busy(const pps_fanout_guard_t *g, int64_t now_us);
 
 /* Tries at the access token per address: a burst, then a rate; addresses
  * remembered at once (a full bucket is as good as forgotten). */

@@ -449,6 +449,7 @@ pps_server_report_json(const pps_server_report_t *r, const pps_server_snapshot_t
 	                           (gint64)l->audio_connections_total);
 	json_object_set_int_member(o, "connections_total", (gint64)l->connections_total);
 	json_object_set_int_member(o, "clients_refused", (gint64)l->clients_refused);
+	json_object_set_int_member(o, "clients_refused_busy", (gint64)l->clients_refused_busy);
 	json_object_set_int_member(o, "clients_unauthorized", (gint64)l->clients_unauthorized);
 	json_object_set_int_member(o, "clients_evicted", (gint64)l->clients_evicted);
 	json_object_set_int_member(o, "handshakes_dropped", (gint64)l->handshakes_dropped);

@@ -1156,6 +1156,40 @@ test_cut_windows_of_readers(void)
 	found_session[0] = found_session[1] = NULL;
 }
 
+/* The fan-out guard: busy once writing a window takes 90% of the time
+ * between windows (not on the first window: no interval yet), across the
+ * pieces of one window, held 2 s, and idle again after. */
+static void
+test_fanout_guard(void)
+{
+	pps_fanout_guard_t g = {0};
+	const int64_t t = 1000000000, frame = 200000;
+
+	/* Window 0: no interval known, whatever it costs. */
+	CHECK(!pps_fanout_guard_note(&g, 0, t, 500000, t + 10000));
+	CHECK(!pps_fanout_guard_busy(&g, t + 10000));
+	/* Window 1, 200 ms later: 100 ms to write it is fine. */
+	CHECK(!pps_fanout_guard_note(&g, 1, t + frame, 100000, t + frame + 100000));
+	CHECK_EQ_INT(g.interval_us, frame);
+	CHECK(!pps_fanout_guard_busy(&g, t + frame + 100000));
+	/* Window 2 in two pieces (a window pushed, then grown): 100 + 90 ms of
+	 * 200 is over 90%: busy from the second piece on. */
+	CHECK(!pps_fanout_guard_note(&g, 2, t + 2 * frame, 100000, t + 2 * frame + 100000));
+	CHECK(pps_fanout_guard_note(&g, 2, t + 2 * frame, 90000, t + 2 * frame + 190000));
+	CHECK(pps_fanout_guard_busy(&g, t + 2 * frame + 190000));
+	CHECK_EQ_INT(g.episodes, 1);
+	/* Still busy: told once. */
+	CHECK(!pps_fanout_guard_note(&g, 3, t + 3 * frame, 190000, t + 3 * frame + 190000));
+	CHECK_EQ_INT(g.episodes, 1);
+	/* Cheap windows from then on: busy for the hold, then not. */
+	CHECK(!pps_fanout_guard_note(&g, 4, t + 4 * frame, 10000, t + 4 * frame + 10000));
+	CHECK(pps_fanout_guard_busy(&g, t + 3 * frame + 190000 + PPS_FANOUT_BUSY_HOLD_US - 1));
+	CHECK(!pps_fanout_guard_busy(&g, t + 3 * frame + 190000 + PPS_FANOUT_BUSY_HOLD_US));
+	/* A gap in the captures (a paused stream) is not an interval. */
+	CHECK(!pps_fanout_guard_note(&g, 5, t + 60000000, 190000, t + 60000000 + 190000));
+	CHECK_EQ_INT(g.interval_us, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1178,5 +1212,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_listener_defers_idr);
 	PPS_TEST_RUN(test_recovery_bounds);
 	PPS_TEST_RUN(test_recovery_budget_under_churn);
+	PPS_TEST_RUN(test_fanout_guard);
 	return pps_test_result();
 }
