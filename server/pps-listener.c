@@ -243,10 +243,9 @@ session_admit_cb(pps_session_t *session, void *user)
 		char why[128];
 
 		snprintf(why, sizeof(why),
-		         "server busy: writing a window to its %u clients takes %lld ms of the %lld "
+		         "server busy: writing a window to its %u clients takes %.0f%% of the time "
 		         "between windows",
-		         streaming, (long long)(l->guard.last_spent_us / 1000),
-		         (long long)(l->guard.interval_us / 1000));
+		         streaming, 100.0 * l->guard.load);
 		log_refusal(l, "refused %s: %s", pps_session_peer(session), why);
 		pps_session_refuse(session, PPS_WIRE_BYE_SERVER_FULL, why);
 		l->stats.clients_refused++;
@@ -818,9 +817,9 @@ note_fanout(pps_listener_t *l, pps_window_t *window, int64_t t0)
 		return;
 	count_sessions(l, &streaming, &pending);
 	pps_log(&l->params.log, PPS_LOG_WARNING,
-	        "busy: writing a window to %u clients took %lld ms of the %lld between windows; "
-	        "newcomers are refused until it takes less",
-	        streaming, (long long)(l->guard.spent_us / 1000),
+	        "busy: writing a window to %u clients takes %.0f%% of the time between windows "
+	        "(the last: %lld of %lld ms); newcomers are refused until it takes less",
+	        streaming, 100.0 * l->guard.load, (long long)(l->guard.last_spent_us / 1000),
 	        (long long)(l->guard.interval_us / 1000));
 }
 
@@ -937,13 +936,21 @@ bool
 pps_fanout_guard_note(pps_fanout_guard_t *g, uint32_t window_id, int64_t first_capture_us,
                       int64_t spent_us, int64_t now_us)
 {
-	bool was_busy = pps_fanout_guard_busy(g, now_us);
+	bool was_busy = pps_fanout_guard_busy(g, now_us), over = false;
 
 	if (!g->have_window || window_id != g->window_id) {
 		int64_t interval = first_capture_us - g->first_capture_us;
 
-		if (g->have_window)
+		/* The window written out is whole: its share of the interval goes
+		 * into the smoothed load (one costly window, such as a joiner's
+		 * IDR, does not make the loop busy; a run of them does). */
+		if (g->have_window && g->interval_us > 0) {
+			double share = (double)g->spent_us / (double)g->interval_us;
+
+			g->load += (share - g->load) / PPS_FANOUT_LOAD_WINDOWS;
 			g->last_spent_us = g->spent_us;
+			over = g->load * 100 >= PPS_FANOUT_BUSY_PCT;
+		}
 		/* A gap (a stream that paused, or restarted) is not an interval. */
 		g->interval_us = g->have_window && interval > 0 && interval <= 10000000 ? interval : 0;
 		g->have_window = true;
@@ -952,15 +959,18 @@ pps_fanout_guard_note(pps_fanout_guard_t *g, uint32_t window_id, int64_t first_c
 		g->spent_us = 0;
 	}
 	g->spent_us += spent_us > 0 ? spent_us : 0;
-	if (g->interval_us > 0 && g->spent_us * 100 >= g->interval_us * PPS_FANOUT_BUSY_PCT) {
+	/* Far behind on this very window: no need to wait for the average. */
+	if (g->interval_us > 0 && g->spent_us >= 2 * g->interval_us) {
 		g->last_spent_us = g->spent_us;
-		g->busy_until_us = now_us + PPS_FANOUT_BUSY_HOLD_US;
-		if (!was_busy) {
-			g->episodes++;
-			return true;
-		}
+		over = true;
 	}
-	return false;
+	if (!over)
+		return false;
+	g->busy_until_us = now_us + PPS_FANOUT_BUSY_HOLD_US;
+	if (was_busy)
+		return false;
+	g->episodes++;
+	return true;
 }
 
 bool

@@ -161,14 +161,17 @@ typedef struct pps_listener pps_listener_t;
 /*
  * The fan-out guard: whether the loop keeps up with the stream. Writing a
  * window to every session takes time that grows with the sessions; once it
- * takes PPS_FANOUT_BUSY_PCT of the time between two windows' captures, the
- * loop is about to fall behind the stream, and then every viewer's windows
- * go late together. Newcomers are refused (BYE server-full) while that holds
- * and PPS_FANOUT_BUSY_HOLD_US after, so the viewers already in keep their
- * stream. A pure state machine (times given), tested apart.
+ * takes PPS_FANOUT_BUSY_PCT of the time between two windows' captures
+ * (averaged over about PPS_FANOUT_LOAD_WINDOWS windows, or twice that time
+ * for one window), the loop is about to fall behind the stream, and then
+ * every viewer's windows go late together. Newcomers are refused (BYE
+ * server-full) while that holds and PPS_FANOUT_BUSY_HOLD_US after, so the
+ * viewers already in keep their stream. A pure state machine (times given),
+ * tested apart.
  */
-#define PPS_FANOUT_BUSY_PCT     90
-#define PPS_FANOUT_BUSY_HOLD_US 2000000
+#define PPS_FANOUT_BUSY_PCT      90
+#define PPS_FANOUT_LOAD_WINDOWS  4
+#define PPS_FANOUT_BUSY_HOLD_US  2000000
 typedef struct {
 	bool have_window;
 	uint32_t window_id;       /* the window being written out */
@@ -176,6 +179,7 @@ typedef struct {
 	int64_t interval_us;      /* between the last two windows' captures; 0: not known */
 	int64_t spent_us;         /* writing that window to the sessions, so far */
 	int64_t last_spent_us;    /* the last window's whole, for the log */
+	double load;              /* smoothed share of the interval spent writing windows */
 	int64_t busy_until_us;    /* newcomers refused until then; 0: never busy */
 	uint64_t episodes;        /* times the guard went busy from idle */
 } pps_fanout_guard_t;

@@ -1156,37 +1156,58 @@ test_cut_windows_of_readers(void)
 	found_session[0] = found_session[1] = NULL;
 }
 
-/* The fan-out guard: busy once writing a window takes 90% of the time
- * between windows (not on the first window: no interval yet), across the
- * pieces of one window, held 2 s, and idle again after. */
+/* The fan-out guard: busy once writing windows takes 90% of the time between
+ * them on average (one costly window is not enough), or twice that time for
+ * one window; held 2 s, idle again after; never on the first window. */
 static void
 test_fanout_guard(void)
 {
 	pps_fanout_guard_t g = {0};
 	const int64_t t = 1000000000, frame = 200000;
+	uint32_t w = 0;
+	int64_t now = t;
 
 	/* Window 0: no interval known, whatever it costs. */
-	CHECK(!pps_fanout_guard_note(&g, 0, t, 500000, t + 10000));
-	CHECK(!pps_fanout_guard_busy(&g, t + 10000));
-	/* Window 1, 200 ms later: 100 ms to write it is fine. */
-	CHECK(!pps_fanout_guard_note(&g, 1, t + frame, 100000, t + frame + 100000));
+	CHECK(!pps_fanout_guard_note(&g, w++, t, 300000, now += 10000));
+	/* Half the interval each, a long run: never busy. */
+	for (int i = 0; i < 20; i++, w++)
+		CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 100000, now = t + w * frame + 100000));
 	CHECK_EQ_INT(g.interval_us, frame);
-	CHECK(!pps_fanout_guard_busy(&g, t + frame + 100000));
-	/* Window 2 in two pieces (a window pushed, then grown): 100 + 90 ms of
-	 * 200 is over 90%: busy from the second piece on. */
-	CHECK(!pps_fanout_guard_note(&g, 2, t + 2 * frame, 100000, t + 2 * frame + 100000));
-	CHECK(pps_fanout_guard_note(&g, 2, t + 2 * frame, 90000, t + 2 * frame + 190000));
-	CHECK(pps_fanout_guard_busy(&g, t + 2 * frame + 190000));
+	/* One window of 210 ms in two pieces (pushed, then grown): not busy. */
+	CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 110000, now = t + w * frame + 110000));
+	CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 100000, now += 100000));
+	w++;
+	CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 100000, now = t + w * frame + 100000));
+	w++;
+	CHECK(!pps_fanout_guard_busy(&g, now));
+	/* A run of windows at 100% of the interval: busy within a few. */
+	bool went = false;
+	int n = 0;
+	while (!went && n < 10) {
+		went = pps_fanout_guard_note(&g, w, t + w * frame, frame, now = t + w * frame + frame);
+		w++;
+		n++;
+	}
+	CHECK(went);
+	CHECK(n >= 2 && n <= 8);
+	CHECK(pps_fanout_guard_busy(&g, now));
 	CHECK_EQ_INT(g.episodes, 1);
 	/* Still busy: told once. */
-	CHECK(!pps_fanout_guard_note(&g, 3, t + 3 * frame, 190000, t + 3 * frame + 190000));
+	CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, frame, now = t + w * frame + frame));
+	w++;
 	CHECK_EQ_INT(g.episodes, 1);
 	/* Cheap windows from then on: busy for the hold, then not. */
-	CHECK(!pps_fanout_guard_note(&g, 4, t + 4 * frame, 10000, t + 4 * frame + 10000));
-	CHECK(pps_fanout_guard_busy(&g, t + 3 * frame + 190000 + PPS_FANOUT_BUSY_HOLD_US - 1));
-	CHECK(!pps_fanout_guard_busy(&g, t + 3 * frame + 190000 + PPS_FANOUT_BUSY_HOLD_US));
+	int64_t since = now;
+	for (int i = 0; i < 30; i++, w++)
+		(void)pps_fanout_guard_note(&g, w, t + w * frame, 1000, now = t + w * frame + 1000);
+	CHECK(!pps_fanout_guard_busy(&g, now));
+	CHECK(now - since > PPS_FANOUT_BUSY_HOLD_US);
+	/* One window at twice the interval: busy at once. */
+	CHECK(pps_fanout_guard_note(&g, w, t + w * frame, 2 * frame, now = t + w * frame + 2 * frame));
+	CHECK_EQ_INT(g.episodes, 2);
 	/* A gap in the captures (a paused stream) is not an interval. */
-	CHECK(!pps_fanout_guard_note(&g, 5, t + 60000000, 190000, t + 60000000 + 190000));
+	w++;
+	CHECK(!pps_fanout_guard_note(&g, w, t + 60000000, 190000, now = t + 60000000 + 190000));
 	CHECK_EQ_INT(g.interval_us, 0);
 }
 
