@@ -68,7 +68,7 @@ struct pps_listener {
 	 * sessions and their transports say) passes through one rate limit. */
 	pps_log_limit_t peer_log_limit;
 	pps_log_t peer_log;
-	pps_tls_ctx_t *tls_ctx; /* from params.tls_cert/tls_key at listen; NULL: plaintext */
+	pps_tls_ctx_t *tls_ctx;   /* from params.tls_cert/tls_key at listen; NULL: plaintext */
 	pps_fanout_guard_t guard; /* whether the loop keeps up with the stream */
 	/* Tries at the access token, per address: a token bucket each. */
 	struct auth_bucket {
@@ -952,7 +952,8 @@ pps_fanout_guard_note(pps_fanout_guard_t *g, uint32_t window_id, int64_t first_c
 			over = g->load * 100 >= PPS_FANOUT_BUSY_PCT;
 		}
 		/* A gap (a stream that paused, or restarted) is not an interval. */
-		g->interval_us = g->have_window && interval > 0 && interval <= 10000000 ? interval : 0;
+		g->interval_us =
+		    g->have_window && interval > 0 && interval <= 10000000 ? interval : 0;
 		g->have_window = true;
 		g->window_id = window_id;
 		g->first_capture_us = first_capture_us;

@@ -274,12 +274,15 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 		pps_media_set_b_frames(media, pps_b_frames_on(a->b_frames));
 	}
 	if (p->steer_rates) {
-		if (ap.quality_layers > 1 && enh_max > 0 && enh_max < PPS_RATEALLOC_MIN_ENHANCEMENT_KBPS) {
-			snprintf(err, err_size,
-			         "[encoder] enhancement_vbv_kbps = %d is below the rate allocator's floor "
-			         "for an enhancement layer (%d kbit/s): raise it, 0 for uncapped, or "
-			         "adapt.mode = fixed",
-			         enh_max, PPS_RATEALLOC_MIN_ENHANCEMENT_KBPS);
+		if (ap.quality_layers > 1 && enh_max > 0 &&
+		    enh_max < PPS_RATEALLOC_MIN_ENHANCEMENT_KBPS) {
+			snprintf(
+			    err, err_size,
+			    "[encoder] enhancement_vbv_kbps = %d is below the rate allocator's "
+			    "floor "
+			    "for an enhancement layer (%d kbit/s): raise it, 0 for uncapped, or "
+			    "adapt.mode = fixed",
+			    enh_max, PPS_RATEALLOC_MIN_ENHANCEMENT_KBPS);
 			errno = EINVAL;
 			goto err;
 		}

@@ -169,9 +169,9 @@ typedef struct pps_listener pps_listener_t;
  * viewers already in keep their stream. A pure state machine (times given),
  * tested apart.
  */
-#define PPS_FANOUT_BUSY_PCT      90
-#define PPS_FANOUT_LOAD_WINDOWS  4
-#define PPS_FANOUT_BUSY_HOLD_US  2000000
+#define PPS_FANOUT_BUSY_PCT     90
+#define PPS_FANOUT_LOAD_WINDOWS 4
+#define PPS_FANOUT_BUSY_HOLD_US 2000000
 typedef struct {
 	bool have_window;
 	uint32_t window_id;       /* the window being written out */

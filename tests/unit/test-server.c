@@ -1171,7 +1171,8 @@ test_fanout_guard(void)
 	CHECK(!pps_fanout_guard_note(&g, w++, t, 300000, now += 10000));
 	/* Half the interval each, a long run: never busy. */
 	for (int i = 0; i < 20; i++, w++)
-		CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 100000, now = t + w * frame + 100000));
+		CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 100000,
+		                             now = t + w * frame + 100000));
 	CHECK_EQ_INT(g.interval_us, frame);
 	/* One window of 210 ms in two pieces (pushed, then grown): not busy. */
 	CHECK(!pps_fanout_guard_note(&g, w, t + w * frame, 110000, now = t + w * frame + 110000));
@@ -1184,7 +1185,8 @@ test_fanout_guard(void)
 	bool went = false;
 	int n = 0;
 	while (!went && n < 10) {
-		went = pps_fanout_guard_note(&g, w, t + w * frame, frame, now = t + w * frame + frame);
+		went =
+		    pps_fanout_guard_note(&g, w, t + w * frame, frame, now = t + w * frame + frame);
 		w++;
 		n++;
 	}
@@ -1203,7 +1205,8 @@ test_fanout_guard(void)
 	CHECK(!pps_fanout_guard_busy(&g, now));
 	CHECK(now - since > PPS_FANOUT_BUSY_HOLD_US);
 	/* One window at twice the interval: busy at once. */
-	CHECK(pps_fanout_guard_note(&g, w, t + w * frame, 2 * frame, now = t + w * frame + 2 * frame));
+	CHECK(pps_fanout_guard_note(&g, w, t + w * frame, 2 * frame,
+	                            now = t + w * frame + 2 * frame));
 	CHECK_EQ_INT(g.episodes, 2);
 	/* A gap in the captures (a paused stream) is not an interval. */
 	w++;
