@@ -10,7 +10,7 @@ import struct
 import sys
 import time
 
-from harness import Client, Failure, Server, check, record, run, wait_until
+from harness import Client, Failure, Server, check, percentile, record, run, wait_until
 from ppslab import process, programs
 
 TOKEN = "relay-token-for-tests-0123"
@@ -70,6 +70,25 @@ def shown_well(client, least, pct=85):
     return s
 
 
+def p95_unchanged(client, attack_us, what, allow_ms=0):
+    """The viewer's frame latency p95 during and after an attack that began at
+    @attack_us (CLOCK_REALTIME) against its p95 before it, in the same run:
+    within 1.5x + 30 ms (loopback latencies are tens of ms, and a shared
+    machine moves them by a few), + @allow_ms where the design adds delay."""
+    frames = [e for e in client.events("frame") if e.get("shown") and e.get("latency_ms") is not None]
+    # The join's first second (its IDR, the playout settling) is not "before".
+    start = min((e["capture_us"] for e in frames), default=0) + 1_000_000
+    before = [e["latency_ms"] for e in frames if start <= e["capture_us"] < attack_us]
+    during = [e["latency_ms"] for e in frames if e["capture_us"] >= attack_us]
+    check(len(before) >= 30 and len(during) >= 30,
+          "%s: %d frames before the attack, %d during" % (what, len(before), len(during)))
+    p_before, p_during = percentile(before, 95), percentile(during, 95)
+    print("%s: p95 %.1f ms before, %.1f ms during (%d, %d frames)" % (what, p_before, p_during, len(before),
+                                                                      len(during)))
+    check(p_during <= 1.5 * p_before + 30 + allow_ms,
+          "%s: p95 %.1f ms during against %.1f before" % (what, p_during, p_before))
+
+
 def stop_all(*programs_):
     for p in programs_:
         if p is not None:
@@ -99,11 +118,18 @@ def relay_unknown_name(build, workdir):
     pub = None
     try:
         pub = publish(build, workdir, relay, "room/alice")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=8, name="viewer")
+        viewer.wait_for_stderr(" fps")
+        time.sleep(3)  # frames before the strangers, to compare with
+        attack_us = time.time_ns() // 1000
         nobody = Client(build, workdir, relay.address + "/room/nobody", duration=4, name="nobody")
         plain = Client(build, workdir, relay.address, duration=4, name="plain")
         rc_nobody, rc_plain = nobody.wait(30), plain.wait(30)
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
     finally:
         stop_all(pub, relay)
+    shown_well(viewer, 150)
+    p95_unchanged(viewer, attack_us, "the named stream's viewer")
     check(rc_nobody != 0 and "no stream named room/nobody" in nobody.stderr,
           "unknown name: rc %s, %s" % (rc_nobody, nobody.stderr[-600:]))
     check(rc_plain != 0 and "ask for a stream by name" in plain.stderr,
@@ -125,7 +151,10 @@ def relay_impostor(build, workdir):
     pub = None
     try:
         pub = publish(build, workdir, relay, "room/alice")
-        viewer = Client(build, workdir, relay.address + "/room/alice", duration=6, name="viewer")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=9, name="viewer")
+        viewer.wait_for_stderr(" fps")
+        time.sleep(3)  # frames before the attack, to compare with
+        attack_us = time.time_ns() // 1000
         impostor = Publisher(build, workdir, relay.address + "/room/alice", duration=5)
         rc_impostor = impostor.wait(30)
         check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-600:])
@@ -134,6 +163,7 @@ def relay_impostor(build, workdir):
     check(rc_impostor == 1 and "already has a publisher" in impostor.stderr,
           "impostor: rc %s, %s" % (rc_impostor, impostor.stderr[-600:]))
     shown_well(viewer, 120)
+    p95_unchanged(viewer, attack_us, "the first publisher's viewer")
 
     relay = Relay(build, workdir, "server.access_token=" + TOKEN)
     pub = None
@@ -165,8 +195,10 @@ def relay_garbage_publisher(build, workdir):
     pub = None
     try:
         pub = publish(build, workdir, relay, "room/alice")
-        viewer = Client(build, workdir, relay.address + "/room/alice", duration=7, name="viewer")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=9, name="viewer")
         viewer.wait_for_stderr(" fps")  # its status line: streaming
+        time.sleep(3)  # frames before the attack, to compare with
+        attack_us = time.time_ns() // 1000
         # Garbage where STREAM_INFO should be.
         bad = socket.create_connection(("127.0.0.1", relay.port))
         bad.sendall(publish_hello(b"room/bad"))
@@ -190,6 +222,7 @@ def relay_garbage_publisher(build, workdir):
         stop_all(pub, relay)
     shown_well(viewer, 150)
     check("outside its window" in relay.log(), relay.log()[-2000:])
+    p95_unchanged(viewer, attack_us, "the good stream's viewer")
 
 
 def subscribe_hello(name):
@@ -206,8 +239,10 @@ def relay_slow_subscriber(build, workdir):
     pub = slow = None
     try:
         pub = publish(build, workdir, relay, "room/alice")
-        viewer = Client(build, workdir, relay.address + "/room/alice", duration=9, name="viewer")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=11, name="viewer")
         viewer.wait_for_stderr(" fps")
+        time.sleep(3)  # frames before the attack, to compare with
+        attack_us = time.time_ns() // 1000
         slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.connect(("127.0.0.1", relay.port))
@@ -219,6 +254,11 @@ def relay_slow_subscriber(build, workdir):
             slow.close()
         stop_all(pub, relay)
     s = shown_well(viewer, 200, pct=95)
+    # Any join switches B frames on for the stream until the joiner's start
+    # reads clean, and a reader that stalls after its first kilobytes has
+    # windows cut: B frames stay on for the hold (5 s). Their reordering
+    # delays every viewer's pictures by up to two frame times (30 fps).
+    p95_unchanged(viewer, attack_us, "the other viewer", allow_ms=67)
     reports = re.search(r"path reports sent upstream (\d+)", relay.log())
     check(reports and int(reports.group(1)) >= 10, "no PATH_REPORTs went upstream: %s" % relay.log()[-600:])
     return s
