@@ -207,8 +207,11 @@ void pps_ratealloc_free(pps_ratealloc_t *ra);
  * pressing on its rate a coarser one, never beyond the configured CRF).
  * Decreases apply at once; increases need 10% and are bounded to x1.25 per
  * update (the probe). A layer top set by a rate_capped client is its estimate
- * itself, not probe_pct of it. Returns 1 when @out holds new settings for the encoder,
- * 0 when nothing changed enough to apply.
+ * itself, not probe_pct of it, and is shared by what the layers below
+ * produce (5/4 of their smoothed @encoded_bps, at most their rates) rather
+ * than by their rates; a layer under such a top gets a finer CRF below 80%
+ * of its rate and a coarser one above 95% (1/2 and 85% otherwise). Returns 1 when @out holds new settings for
+ * the encoder, 0 when nothing changed enough to apply.
  */
 int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_client_t *clients,
                          size_t n_clients, const uint64_t *encoded_bps, pps_layer_rates_t *out);
