@@ -375,6 +375,43 @@ test_tcp_friendly_rate(void)
 		CHECK(pps_path_rate_cap_bps(p) >= 750000 - 15000);
 	}
 	pps_path_free(p);
+	/* 2 Mbit/s, then a dip of 1.5 s to 0.4 Mbit/s (a layer cut until the
+	 * next IDR): the credit of the last seconds stays, and the rate with it;
+	 * sending little for longer than the credit lasts (4 s): 1.5 times that. */
+	p = pps_path_new(&pp);
+	REQUIRE(p);
+	{
+		pps_path_sample_t s = {.srtt_us = 50000, .min_rtt_us = 50000, .mss_bytes = MSS};
+
+		s.now_us = 1000000;
+		for (int k = 0; k < 3150; k++) {
+			uint64_t bps = k < 1500 || k >= 1650 ? 2000000 : 400000;
+
+			if (k >= 3000)
+				bps = 400000;
+			s.now_us += 10000;
+			s.bytes_acked += bps / 8 / 100;
+			s.delivery_rate_bps = bps;
+			s.delivery_app_limited = true;
+			pps_path_add_sample(p, &s);
+			if (k == 1499)
+				before = pps_path_rate_cap_bps(p);
+			if (k == 1649)
+				after = pps_path_rate_cap_bps(p);
+		}
+		CHECK(before >= 3000000 - 60000 && before <= 3000000 + 60000);
+		CHECK(after >= before);
+		/* 1.5 s into a dip: still the credit of the 2 Mbit/s before */
+		CHECK(pps_path_rate_cap_bps(p) >= 3000000 - 60000);
+		for (int k = 0; k < 500; k++) {
+			s.now_us += 10000;
+			s.bytes_acked += 400000 / 8 / 100;
+			s.delivery_rate_bps = 400000;
+			pps_path_add_sample(p, &s);
+		}
+		CHECK(pps_path_rate_cap_bps(p) <= 600000 + 15000);
+	}
+	pps_path_free(p);
 }
 
 static void
