@@ -58,6 +58,9 @@
  * one (COARSER_PCT otherwise). The band between is wider than one CRF step
  * (about 12% of rate), so a layer settles in it. */
 #define USED_MARGIN_PCT        125
+/* A capped top is filled to this % of the rate: the AIMD takes 30% off at
+ * a loss, and what the pacer then holds back waits for the deadline. */
+#define CAPPED_FILL_PCT        85
 #define FINER_PCT              50
 #define COARSER_PCT            85
 #define FINER_CAPPED_PCT       80
@@ -225,7 +228,8 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 				size_t idx =
 				    (size_t)(((int64_t)(m - 1) * q + layers - 2) / (layers - 1));
 				int64_t top = (int64_t)(est[idx].bps / 1000u) *
-				              (est[idx].capped ? 100 : p->probe_pct) / 100;
+				              (est[idx].capped ? CAPPED_FILL_PCT : p->probe_pct) /
+				              100;
 
 				/* A capped top is filled by what the layers
 				 * below produce, not by their targets. */

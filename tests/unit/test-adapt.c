@@ -564,7 +564,7 @@ test_ratealloc_one_client(void)
 	CHECK(r.kbps[0] >= 1820 && r.kbps[0] <= 2000);
 	CHECK(r.kbps[1] >= 2180 && r.kbps[1] <= 2400);
 	/* A rate-capped client (its estimate is its tcp-friendly rate): the
-	 * layers reach its estimate, not 110% above it. */
+	 * layers reach 85% of its estimate, not 110% above it. */
 	{
 		pps_ratealloc_t *rc = pps_ratealloc_new(&ap);
 		pps_ratealloc_client_t cc = {
@@ -574,7 +574,7 @@ test_ratealloc_one_client(void)
 		REQUIRE(rc);
 		CHECK_EQ_INT(pps_ratealloc_update(rc, 1000000, &cc, 1, NULL, &rr), 1);
 		CHECK_EQ_INT(rr.kbps[0], 500);
-		CHECK_EQ_INT(rr.kbps[0] + rr.kbps[1], 1000);
+		CHECK_EQ_INT(rr.kbps[0] + rr.kbps[1], 850);
 		pps_ratealloc_free(rc);
 	}
 	/* No client with an estimate: the rates stay. */
@@ -679,7 +679,7 @@ test_ratealloc_capped_easy_content(void)
 	int64_t now = 0;
 
 	/* The base makes 40 of its 350 kbit/s; the enhancement fills its rate:
-	 * the enhancement's rate is 500 - 5/4 x 40, not 500 - 350. */
+	 * the enhancement's rate is 85% of 500 - 5/4 x 40, not 85% of 500 - 350. */
 	ra = pps_ratealloc_new(&ap);
 	REQUIRE(ra);
 	for (int i = 0; i < 40; i++, now += 250000) {
@@ -691,7 +691,7 @@ test_ratealloc_capped_easy_content(void)
 		pps_ratealloc_update(ra, now, &capped, 1, enc, &r);
 	}
 	CHECK_EQ_INT(r.kbps[0], 350);
-	CHECK(r.kbps[1] >= 440 && r.kbps[1] <= 450);
+	CHECK(r.kbps[1] >= 370 && r.kbps[1] <= 375);
 	/* Pressing on its rate: the configured CRF, no finer. */
 	CHECK_EQ_INT(r.crf[1], 24);
 	pps_ratealloc_free(ra);
@@ -747,13 +747,14 @@ test_ratealloc_capped_easy_content(void)
  * towards it but never above 3/2 of what the stream sent (its ceiling in
  * adapt/pps-path.c: an application-limited stream earns no credit). Easy
  * content: the base makes at most 40 kbit/s, the enhancement at most
- * 600 kbit/s at CRF 18, half as much every 6 CRF steps coarser. The stream
- * must come to send most of its share (it held a third of it when the
- * enhancement's rate was the estimate minus the base's target). */
+ * 400 kbit/s at CRF 18, half as much every 6 CRF steps coarser (200 at the
+ * configured 24). The stream must come to send most of the 85% of the rate
+ * its layers are given (it held a fifth of the share when the
+ * enhancement's rate was the estimate minus the base's target, at CRF 24). */
 static double
 easy_content_kbps(int crf)
 {
-	double kbps = 600.0;
+	double kbps = 400.0;
 
 	/* 2^(1/6) per step (no libm here) */
 	for (int c = 18; c < crf; c++)
@@ -796,7 +797,7 @@ test_ratealloc_capped_loop_fills_share(void)
 	}
 	fprintf(stderr, "capped loop, easy content: sends %.0f of a %.0f kbit/s share, CRF %d\n",
 	        sum / n, share_kbps, r.crf[1]);
-	CHECK(sum / n >= 0.8 * share_kbps);
+	CHECK(sum / n >= 0.65 * share_kbps);
 	CHECK(r.crf[1] < 24);
 	pps_ratealloc_free(ra);
 }
