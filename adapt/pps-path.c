@@ -62,10 +62,10 @@
 #define FAIR_MIN_PKTS        2
 /* The tcp-friendly rate's ceiling remembers the acknowledged rate this long
  * (two GOPs of 2 s), in CREDIT_SLOTS slots. */
-#define FAIR_CREDIT_US       4000000
-#define CREDIT_SLOTS         8
-#define CREDIT_SLOT_US       (FAIR_CREDIT_US / CREDIT_SLOTS)
-#define FAIR_UNSENT_PKTS     2
+#define FAIR_CREDIT_US   4000000
+#define CREDIT_SLOTS     8
+#define CREDIT_SLOT_US   (FAIR_CREDIT_US / CREDIT_SLOTS)
+#define FAIR_UNSENT_PKTS 2
 
 const char *const pps_rate_control_names[] = {
     [PPS_RATE_CONTROL_CONGESTION] = "congestion",

@@ -13,8 +13,9 @@
  * a little more than fits is how a path's spare capacity shows up in its
  * delivery rate, and it costs no latency because what does not fit is dropped
  * in priority order, not queued. A client whose estimate is its tcp-friendly
- * rate (rate_capped) gets no probe: its AIMD finds the rate, and data beyond
- * it would only keep every window waiting until its deadline.
+ * rate (rate_capped) gets no probe, and 85% of that rate: its AIMD finds the
+ * rate and takes 30% off at a loss, and data beyond it would only keep every
+ * window waiting until its deadline.
  *
  * Such a top is a rate to fill, and the AIMD only grows while it is filled
  * (its ceiling is 3/2 of what was acknowledged). So a capped top is shared
@@ -39,8 +40,8 @@
  * Content that needs fewer bits than the cap would leave capacity unused, so
  * a layer producing less than half its rate (80% under a capped top, above)
  * gets a finer CRF (down to min_crf) and a layer pressing on its cap (over
- * 85%, 95% under a capped top) returns towards the configured CRF, which is therefore the coarsest quality
- * the loop ever asks for.
+ * 85%, 95% under a capped top) returns towards the configured CRF, which is therefore the coarsest
+ * quality the loop ever asks for.
  */
 #include "pps-adapt.h"
 
@@ -57,16 +58,16 @@
  * finer CRF (FINER_PCT otherwise), one above COARSER_CAPPED_PCT a coarser
  * one (COARSER_PCT otherwise). The band between is wider than one CRF step
  * (about 12% of rate), so a layer settles in it. */
-#define USED_MARGIN_PCT        125
+#define USED_MARGIN_PCT 125
 /* A capped top is filled to this % of the rate: the AIMD takes 30% off at
  * a loss, and what the pacer then holds back waits for the deadline. */
-#define CAPPED_FILL_PCT        85
-#define FINER_PCT              50
-#define COARSER_PCT            85
-#define FINER_CAPPED_PCT       80
-#define COARSER_CAPPED_PCT     95
+#define CAPPED_FILL_PCT    85
+#define FINER_PCT          50
+#define COARSER_PCT        85
+#define FINER_CAPPED_PCT   80
+#define COARSER_CAPPED_PCT 95
 /* Smoothing of the encoded rate: 1/USED_EWMA_DIV of each new update. */
-#define USED_EWMA_DIV          4
+#define USED_EWMA_DIV 4
 
 const char *const pps_adapt_mode_names[] = {
     [PPS_ADAPT_MODE_CLOSED_LOOP] = "closed-loop",
@@ -240,7 +241,8 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			next.kbps[q] = step(ra->current.kbps[q], (int)wanted_kbps);
 			below += next.kbps[q];
 			if (ra->have_used) {
-				int64_t used = (int64_t)(ra->used_bps[q] / 1000u) * USED_MARGIN_PCT / 100;
+				int64_t used =
+				    (int64_t)(ra->used_bps[q] / 1000u) * USED_MARGIN_PCT / 100;
 
 				below_used += used < next.kbps[q] ? used : next.kbps[q];
 			} else {

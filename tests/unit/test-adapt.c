@@ -767,7 +767,8 @@ test_ratealloc_capped_loop_fills_share(void)
 {
 	pps_ratealloc_params_t ap = server_params();
 	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
-	pps_ratealloc_client_t c = {.estimate_bps = 250000, .min_rtt_us = 50000, .rate_capped = true};
+	pps_ratealloc_client_t c = {
+	    .estimate_bps = 250000, .min_rtt_us = 50000, .rate_capped = true};
 	const double share_kbps = 450.0;
 	double sent_kbps = 0, sum = 0;
 	pps_layer_rates_t r;
