@@ -187,7 +187,8 @@ typedef struct {
 	uint32_t min_rtt_us;
 	/* The estimate is the client's tcp-friendly rate (the pacing cap): the
 	 * rate is set by its AIMD, not found by probing, so the layers do not
-	 * reach above it (more would only wait for the window deadline). */
+	 * reach above it (more would only wait for the window deadline); they
+	 * fill 85% of it. */
 	bool rate_capped;
 } pps_ratealloc_client_t;
 
@@ -206,9 +207,12 @@ void pps_ratealloc_free(pps_ratealloc_t *ra);
  * update (it steers the CRF: a layer far below its rate gets a finer CRF, one
  * pressing on its rate a coarser one, never beyond the configured CRF).
  * Decreases apply at once; increases need 10% and are bounded to x1.25 per
- * update (the probe). A layer top set by a rate_capped client is its estimate
- * itself, not probe_pct of it. Returns 1 when @out holds new settings for the encoder,
- * 0 when nothing changed enough to apply.
+ * update (the probe). A layer top set by a rate_capped client is 85% of its
+ * estimate, not probe_pct of it, and is shared by what the layers below
+ * produce (5/4 of their smoothed @encoded_bps, at most their rates) rather
+ * than by their rates; a layer under such a top gets a finer CRF below 80%
+ * of its rate and a coarser one above 95% (1/2 and 85% otherwise). Returns 1 when @out holds new
+ * settings for the encoder, 0 when nothing changed enough to apply.
  */
 int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_client_t *clients,
                          size_t n_clients, const uint64_t *encoded_bps, pps_layer_rates_t *out);

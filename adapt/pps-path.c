@@ -31,9 +31,15 @@
  * losses TCP_INFO reports: the rate grows by ALPHA packets per RTT every RTT
  * and shrinks to BETA of itself once per round trip with a retransmission, the
  * rule that gives a loss-based TCP its share of a drop-tail queue. It starts
- * from the first estimate, never exceeds 1.5 times what was acknowledged over
- * the last half second (an application-limited stream earns no credit) nor
- * falls below two packets per RTT. While others hold the queue (or always, under a
+ * from the first estimate, never exceeds 1.5 times the most that was
+ * acknowledged in half a second over the last FAIR_CREDIT_US (an
+ * application-limited stream earns no credit) nor falls below two packets per
+ * RTT. The credit is remembered for seconds, not half of one: a live stream
+ * sends less for a while when its regulator cut a layer (it comes back at the
+ * next IDR) or a picture is easy, and a ceiling that followed each dip pulled
+ * the rate down to 1.5 times the dip, the encoder's targets with it, so the
+ * stream never came back to its share (beside 20 cubic flows the rate sat at
+ * exactly 1.5 times what was acknowledged). While others hold the queue (or always, under a
  * cap policy that cannot tell) the writer paces at it and it is the estimate,
  * so the encoder offers what this rate carries.
  */
@@ -54,7 +60,12 @@
 #define MIN_CAP_PKTS         4
 #define TEST_MIN_US          200000
 #define FAIR_MIN_PKTS        2
-#define FAIR_UNSENT_PKTS     2
+/* The tcp-friendly rate's ceiling remembers the acknowledged rate this long
+ * (two GOPs of 2 s), in CREDIT_SLOTS slots. */
+#define FAIR_CREDIT_US   4000000
+#define CREDIT_SLOTS     8
+#define CREDIT_SLOT_US   (FAIR_CREDIT_US / CREDIT_SLOTS)
+#define FAIR_UNSENT_PKTS 2
 
 const char *const pps_rate_control_names[] = {
     [PPS_RATE_CONTROL_CONGESTION] = "congestion",
@@ -151,6 +162,9 @@ struct pps_path {
 	bool self_from_test; /* SELF was entered by a test, not at the start */
 	/* tcp-friendly rate */
 	uint64_t fair_bps; /* 0 = not started */
+	/* the most acked_bps per CREDIT_SLOT_US slot (slot number + 1; 0 unused) */
+	int64_t credit_slot[CREDIT_SLOTS];
+	uint64_t credit_bps[CREDIT_SLOTS];
 	int64_t fair_last_us;
 	int64_t fair_decrease_us;
 	uint64_t loss_events;
@@ -347,6 +361,27 @@ update_cap_state(pps_path_t *p, int64_t now)
 	}
 }
 
+/* The most acked_bps over the last FAIR_CREDIT_US, after adding this one. */
+static uint64_t
+credit_update(pps_path_t *p, int64_t now)
+{
+	int64_t slot = now / CREDIT_SLOT_US + 1;
+	int i = (int)(slot % CREDIT_SLOTS);
+	uint64_t best = 0;
+
+	if (p->credit_slot[i] != slot) {
+		p->credit_slot[i] = slot;
+		p->credit_bps[i] = 0;
+	}
+	if (p->acked_bps > p->credit_bps[i])
+		p->credit_bps[i] = p->acked_bps;
+	for (int k = 0; k < CREDIT_SLOTS; k++)
+		if (p->credit_slot[k] > slot - CREDIT_SLOTS && p->credit_slot[k] <= slot &&
+		    p->credit_bps[k] > best)
+			best = p->credit_bps[k];
+	return best;
+}
+
 /* The AIMD of the tcp-friendly rate, after the estimate of this sample. */
 static void
 fair_update(pps_path_t *p, const pps_path_sample_t *s, bool new_loss)
@@ -358,7 +393,7 @@ fair_update(pps_path_t *p, const pps_path_sample_t *s, bool new_loss)
 	/* Half as much again as what got through: an application-limited stream
 	 * earns no credit, and alone on a path (after a loss at a capacity step
 	 * marked it competing) the AIMD cannot run far past the capacity. */
-	uint64_t ceiling = p->acked_bps * 3 / 2;
+	uint64_t ceiling = credit_update(p, now) * 3 / 2;
 
 	if (!p->fair_bps) {
 		if (!p->estimate_bps)

@@ -13,8 +13,21 @@
  * a little more than fits is how a path's spare capacity shows up in its
  * delivery rate, and it costs no latency because what does not fit is dropped
  * in priority order, not queued. A client whose estimate is its tcp-friendly
- * rate (rate_capped) gets no probe: its AIMD finds the rate, and data beyond
- * it would only keep every window waiting until its deadline.
+ * rate (rate_capped) gets no probe, and 85% of that rate: its AIMD finds the
+ * rate and takes 30% off at a loss, and data beyond it would only keep every
+ * window waiting until its deadline.
+ *
+ * Such a top is a rate to fill, and the AIMD only grows while it is filled
+ * (its ceiling is 3/2 of what was acknowledged). So a capped top is shared
+ * by what the layers below actually produce (a smoothed encoded rate, 5/4 of
+ * it, at most their target), not by their targets: easy content leaves most
+ * of the base's share unused (ball's base made 30 of its 165 kbit/s beside
+ * 20 cubic flows), and that share goes to the layer above instead of being
+ * lost; and a layer under a capped top gets a finer CRF below 80% of its
+ * rate instead of 1/2, a coarser one above 95% instead of 85% (a rate held at
+ * 3/2 of what was sent leaves a layer at 2/3 of it: above 1/2, the CRF would
+ * never move and the rate never grow; and between 1/2 and 85% the stream
+ * would leave up to half of its share unsent).
  *
  * Per-frame bound: the VBV buffer is the largest frame x264 may produce at the
  * VBV rate. The base's is half of what the slowest client can carry between
@@ -25,9 +38,10 @@
  *
  * CRF: x264 codes each layer at constant quality (CRF) under its VBV cap.
  * Content that needs fewer bits than the cap would leave capacity unused, so
- * a layer producing less than half its rate gets a finer CRF (down to
- * min_crf) and a layer pressing on its cap returns towards the configured CRF,
- * which is therefore the coarsest quality the loop ever asks for.
+ * a layer producing less than half its rate (80% under a capped top, above)
+ * gets a finer CRF (down to min_crf) and a layer pressing on its cap (over
+ * 85%, 95% under a capped top) returns towards the configured CRF, which is therefore the coarsest
+ * quality the loop ever asks for.
  */
 #include "pps-adapt.h"
 
@@ -39,6 +53,21 @@
 #define INCREASE_THRESHOLD_PCT 110
 #define DECREASE_THRESHOLD_PCT 90
 #define MAX_STEP_UP_PCT        125
+/* Under a capped top: a layer below it counts as this % of what it
+ * produced (smoothed); a layer below FINER_CAPPED_PCT of its rate gets a
+ * finer CRF (FINER_PCT otherwise), one above COARSER_CAPPED_PCT a coarser
+ * one (COARSER_PCT otherwise). The band between is wider than one CRF step
+ * (about 12% of rate), so a layer settles in it. */
+#define USED_MARGIN_PCT 125
+/* A capped top is filled to this % of the rate: the AIMD takes 30% off at
+ * a loss, and what the pacer then holds back waits for the deadline. */
+#define CAPPED_FILL_PCT    85
+#define FINER_PCT          50
+#define COARSER_PCT        85
+#define FINER_CAPPED_PCT   80
+#define COARSER_CAPPED_PCT 95
+/* Smoothing of the encoded rate: 1/USED_EWMA_DIV of each new update. */
+#define USED_EWMA_DIV 4
 
 const char *const pps_adapt_mode_names[] = {
     [PPS_ADAPT_MODE_CLOSED_LOOP] = "closed-loop",
@@ -55,6 +84,10 @@ struct pps_ratealloc {
 	pps_layer_rates_t current;
 	int64_t last_update_us;
 	bool updated;
+	/* Each layer's encoded rate, smoothed over the updates (IDRs
+	 * included); valid once an update had encoded_bps. */
+	uint64_t used_bps[PPS_ADAPT_MAX_LAYERS];
+	bool have_used;
 };
 
 static int
@@ -146,13 +179,24 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 	uint32_t slow_rtt_us = 0;
 	uint64_t slow_bps = 0;
 	pps_layer_rates_t next = ra->current;
-	int64_t slack_us, below = 0;
+	int64_t slack_us, below = 0, below_used = 0;
+	bool capped[PPS_ADAPT_MAX_LAYERS] = {false};
 	int changed = 0;
 
 	if (ra->updated && now_us - ra->last_update_us < p->interval_us)
 		return 0;
 	ra->updated = true;
 	ra->last_update_us = now_us;
+	for (int q = 0; encoded_bps && q < layers; q++) {
+		if (!ra->have_used)
+			ra->used_bps[q] = encoded_bps[q];
+		else if (encoded_bps[q] >= ra->used_bps[q])
+			ra->used_bps[q] += (encoded_bps[q] - ra->used_bps[q]) / USED_EWMA_DIV;
+		else
+			ra->used_bps[q] -= (ra->used_bps[q] - encoded_bps[q]) / USED_EWMA_DIV;
+	}
+	if (encoded_bps)
+		ra->have_used = true;
 
 	for (size_t i = 0; i < n && m < sizeof(est) / sizeof(est[0]); i++) {
 		if (!clients[i].estimate_bps)
@@ -175,6 +219,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 			int64_t wanted_kbps, buffer;
 
 			if (q == 0) {
+				capped[q] = est[0].capped;
 				wanted_kbps =
 				    (int64_t)(est[0].bps / 1000u) * p->base_share_pct / 100;
 				wanted_kbps =
@@ -184,13 +229,25 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 				size_t idx =
 				    (size_t)(((int64_t)(m - 1) * q + layers - 2) / (layers - 1));
 				int64_t top = (int64_t)(est[idx].bps / 1000u) *
-				              (est[idx].capped ? 100 : p->probe_pct) / 100;
+				              (est[idx].capped ? CAPPED_FILL_PCT : p->probe_pct) /
+				              100;
 
-				wanted_kbps =
-				    clamp_int(top - below, MIN_ENHANCEMENT_KBPS, p->max_kbps[q]);
+				/* A capped top is filled by what the layers
+				 * below produce, not by their targets. */
+				capped[q] = est[idx].capped;
+				wanted_kbps = clamp_int(top - (capped[q] ? below_used : below),
+				                        MIN_ENHANCEMENT_KBPS, p->max_kbps[q]);
 			}
 			next.kbps[q] = step(ra->current.kbps[q], (int)wanted_kbps);
 			below += next.kbps[q];
+			if (ra->have_used) {
+				int64_t used =
+				    (int64_t)(ra->used_bps[q] / 1000u) * USED_MARGIN_PCT / 100;
+
+				below_used += used < next.kbps[q] ? used : next.kbps[q];
+			} else {
+				below_used += next.kbps[q];
+			}
 			/* The base must arrive whole; an enhancement picture that
 			 * does not fit is dropped, and a tight VBV buffer makes
 			 * x264 undershoot its rate badly: half a second. */
@@ -208,10 +265,13 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 	}
 	for (int q = 0; encoded_bps && q < layers; q++) {
 		uint64_t rate_bps = (uint64_t)next.kbps[q] * 1000u;
+		uint64_t finer_pct = capped[q] ? FINER_CAPPED_PCT : FINER_PCT;
+		uint64_t coarser_pct = capped[q] ? COARSER_CAPPED_PCT : COARSER_PCT;
 
-		if (encoded_bps[q] * 2 < rate_bps && next.crf[q] > p->min_crf)
+		if (encoded_bps[q] * 100 < rate_bps * finer_pct && next.crf[q] > p->min_crf)
 			next.crf[q]--;
-		else if (encoded_bps[q] * 100 > rate_bps * 85 && next.crf[q] < p->max_crf[q])
+		else if (encoded_bps[q] * 100 > rate_bps * coarser_pct &&
+		         next.crf[q] < p->max_crf[q])
 			next.crf[q]++;
 	}
 	for (int q = 0; q < layers; q++) {

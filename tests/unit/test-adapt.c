@@ -375,6 +375,43 @@ test_tcp_friendly_rate(void)
 		CHECK(pps_path_rate_cap_bps(p) >= 750000 - 15000);
 	}
 	pps_path_free(p);
+	/* 2 Mbit/s, then a dip of 1.5 s to 0.4 Mbit/s (a layer cut until the
+	 * next IDR): the credit of the last seconds stays, and the rate with it;
+	 * sending little for longer than the credit lasts (4 s): 1.5 times that. */
+	p = pps_path_new(&pp);
+	REQUIRE(p);
+	{
+		pps_path_sample_t s = {.srtt_us = 50000, .min_rtt_us = 50000, .mss_bytes = MSS};
+
+		s.now_us = 1000000;
+		for (int k = 0; k < 3150; k++) {
+			uint64_t bps = k < 1500 || k >= 1650 ? 2000000 : 400000;
+
+			if (k >= 3000)
+				bps = 400000;
+			s.now_us += 10000;
+			s.bytes_acked += bps / 8 / 100;
+			s.delivery_rate_bps = bps;
+			s.delivery_app_limited = true;
+			pps_path_add_sample(p, &s);
+			if (k == 1499)
+				before = pps_path_rate_cap_bps(p);
+			if (k == 1649)
+				after = pps_path_rate_cap_bps(p);
+		}
+		CHECK(before >= 3000000 - 60000 && before <= 3000000 + 60000);
+		CHECK(after >= before);
+		/* 1.5 s into a dip: still the credit of the 2 Mbit/s before */
+		CHECK(pps_path_rate_cap_bps(p) >= 3000000 - 60000);
+		for (int k = 0; k < 500; k++) {
+			s.now_us += 10000;
+			s.bytes_acked += 400000 / 8 / 100;
+			s.delivery_rate_bps = 400000;
+			pps_path_add_sample(p, &s);
+		}
+		CHECK(pps_path_rate_cap_bps(p) <= 600000 + 15000);
+	}
+	pps_path_free(p);
 }
 
 static void
@@ -527,7 +564,7 @@ test_ratealloc_one_client(void)
 	CHECK(r.kbps[0] >= 1820 && r.kbps[0] <= 2000);
 	CHECK(r.kbps[1] >= 2180 && r.kbps[1] <= 2400);
 	/* A rate-capped client (its estimate is its tcp-friendly rate): the
-	 * layers reach its estimate, not 110% above it. */
+	 * layers reach 85% of its estimate, not 110% above it. */
 	{
 		pps_ratealloc_t *rc = pps_ratealloc_new(&ap);
 		pps_ratealloc_client_t cc = {
@@ -537,7 +574,7 @@ test_ratealloc_one_client(void)
 		REQUIRE(rc);
 		CHECK_EQ_INT(pps_ratealloc_update(rc, 1000000, &cc, 1, NULL, &rr), 1);
 		CHECK_EQ_INT(rr.kbps[0], 500);
-		CHECK_EQ_INT(rr.kbps[0] + rr.kbps[1], 1000);
+		CHECK_EQ_INT(rr.kbps[0] + rr.kbps[1], 850);
 		pps_ratealloc_free(rc);
 	}
 	/* No client with an estimate: the rates stay. */
@@ -609,6 +646,160 @@ test_ratealloc_crf_steering(void)
 		pps_ratealloc_update(ra, now, &c, 1, high, &r);
 	CHECK_EQ_INT(r.crf[0], 26);
 	CHECK_EQ_INT(r.crf[1], 24);
+	pps_ratealloc_free(ra);
+}
+
+/* A client whose estimate is its tcp-friendly rate (rate_capped) beside
+ * loss-based flows, with content that needs fewer bits than its share: the
+ * base makes a fraction of its rate (x264 under a base's small VBV buffer
+ * at min_crf), the enhancement what its CRF gives. The layers' top is the
+ * estimate itself, and it is filled by what the base produces, not by the
+ * base's target; the enhancement's CRF gets finer below 80% of its rate. */
+static pps_ratealloc_params_t
+server_params(void)
+{
+	/* The server's defaults: base 70%, probe 125%, min CRF 18, CRF 26/24. */
+	pps_ratealloc_params_t ap = alloc_params(2);
+
+	ap.base_share_pct = 70;
+	ap.probe_pct = 125;
+	ap.min_crf = 18;
+	return ap;
+}
+
+static void
+test_ratealloc_capped_easy_content(void)
+{
+	pps_ratealloc_params_t ap = server_params();
+	pps_ratealloc_client_t capped = {
+	    .estimate_bps = 500000, .min_rtt_us = 50000, .rate_capped = true};
+	pps_ratealloc_client_t probing = {.estimate_bps = 500000, .min_rtt_us = 50000};
+	pps_layer_rates_t r;
+	pps_ratealloc_t *ra;
+	int64_t now = 0;
+
+	/* The base makes 40 of its 350 kbit/s; the enhancement fills its rate:
+	 * the enhancement's rate is 85% of 500 - 5/4 x 40, not 85% of 500 - 350. */
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	for (int i = 0; i < 40; i++, now += 250000) {
+		uint64_t enc[2];
+
+		pps_ratealloc_get(ra, &r);
+		enc[0] = 40000;
+		enc[1] = (uint64_t)r.kbps[1] * 1000u;
+		pps_ratealloc_update(ra, now, &capped, 1, enc, &r);
+	}
+	CHECK_EQ_INT(r.kbps[0], 350);
+	CHECK(r.kbps[1] >= 370 && r.kbps[1] <= 375);
+	/* Pressing on its rate: the configured CRF, no finer. */
+	CHECK_EQ_INT(r.crf[1], 24);
+	pps_ratealloc_free(ra);
+
+	/* A probing top (the client's own path estimate, not a rate cap): as
+	 * before, the layers span to 125% of it above the base's target. */
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	now = 0;
+	for (int i = 0; i < 40; i++, now += 250000) {
+		uint64_t enc[2] = {40000, 0};
+
+		pps_ratealloc_get(ra, &r);
+		enc[1] = (uint64_t)r.kbps[1] * 1000u;
+		pps_ratealloc_update(ra, now, &probing, 1, enc, &r);
+	}
+	CHECK_EQ_INT(r.kbps[0], 350);
+	CHECK_EQ_INT(r.kbps[0] + r.kbps[1], 625);
+	pps_ratealloc_free(ra);
+
+	/* Under a capped top, 2/3 of its rate is far below it: finer CRF.
+	 * (Under a probing top, 2/3 is not: the CRF stays.) */
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	now = 0;
+	for (int i = 0; i < 3; i++, now += 250000) {
+		uint64_t enc[2];
+
+		pps_ratealloc_get(ra, &r);
+		enc[0] = (uint64_t)r.kbps[0] * 1000u;
+		enc[1] = (uint64_t)r.kbps[1] * 1000u * 2 / 3;
+		pps_ratealloc_update(ra, now, &capped, 1, enc, &r);
+	}
+	CHECK(r.crf[1] < 24);
+	pps_ratealloc_free(ra);
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	now = 0;
+	for (int i = 0; i < 3; i++, now += 250000) {
+		uint64_t enc[2];
+
+		pps_ratealloc_get(ra, &r);
+		enc[0] = (uint64_t)r.kbps[0] * 1000u;
+		enc[1] = (uint64_t)r.kbps[1] * 1000u * 2 / 3;
+		pps_ratealloc_update(ra, now, &probing, 1, enc, &r);
+	}
+	CHECK_EQ_INT(r.crf[1], 24);
+	pps_ratealloc_free(ra);
+}
+
+/* The closed loop beside loss-based flows, modelled: the path leaves the
+ * stream a share of 450 kbit/s; the tcp-friendly rate (the estimate) grows
+ * towards it but never above 3/2 of what the stream sent (its ceiling in
+ * adapt/pps-path.c: an application-limited stream earns no credit). Easy
+ * content: the base makes at most 40 kbit/s, the enhancement at most
+ * 400 kbit/s at CRF 18, half as much every 6 CRF steps coarser (200 at the
+ * configured 24). The stream must come to send most of the 85% of the rate
+ * its layers are given (it held a fifth of the share when the
+ * enhancement's rate was the estimate minus the base's target, at CRF 24). */
+static double
+easy_content_kbps(int crf)
+{
+	double kbps = 400.0;
+
+	/* 2^(1/6) per step (no libm here) */
+	for (int c = 18; c < crf; c++)
+		kbps /= 1.122462;
+	return kbps;
+}
+
+static void
+test_ratealloc_capped_loop_fills_share(void)
+{
+	pps_ratealloc_params_t ap = server_params();
+	pps_ratealloc_t *ra = pps_ratealloc_new(&ap);
+	pps_ratealloc_client_t c = {
+	    .estimate_bps = 250000, .min_rtt_us = 50000, .rate_capped = true};
+	const double share_kbps = 450.0;
+	double sent_kbps = 0, sum = 0;
+	pps_layer_rates_t r;
+	int n = 0;
+
+	REQUIRE(ra);
+	for (int i = 0; i < 240; i++) {
+		uint64_t enc[2];
+		double e0, e1, est;
+
+		pps_ratealloc_get(ra, &r);
+		e0 = r.kbps[0] < 40 ? r.kbps[0] : 40.0;
+		e1 = easy_content_kbps(r.crf[1]);
+		if (e1 > r.kbps[1])
+			e1 = r.kbps[1];
+		enc[0] = (uint64_t)(e0 * 1000);
+		enc[1] = (uint64_t)(e1 * 1000);
+		sent_kbps = e0 + e1;
+		if (i >= 160) {
+			sum += sent_kbps;
+			n++;
+		}
+		est = sent_kbps * 1.5 < share_kbps ? sent_kbps * 1.5 : share_kbps;
+		if (i > 0)
+			c.estimate_bps = (uint64_t)(est * 1000);
+		pps_ratealloc_update(ra, (int64_t)i * 250000, &c, 1, enc, &r);
+	}
+	fprintf(stderr, "capped loop, easy content: sends %.0f of a %.0f kbit/s share, CRF %d\n",
+	        sum / n, share_kbps, r.crf[1]);
+	CHECK(sum / n >= 0.65 * share_kbps);
+	CHECK(r.crf[1] < 24);
 	pps_ratealloc_free(ra);
 }
 
@@ -723,6 +914,8 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_ratealloc_one_client);
 	PPS_TEST_RUN(test_ratealloc_heterogeneous);
 	PPS_TEST_RUN(test_ratealloc_crf_steering);
+	PPS_TEST_RUN(test_ratealloc_capped_easy_content);
+	PPS_TEST_RUN(test_ratealloc_capped_loop_fills_share);
 	PPS_TEST_RUN(test_b_frames_on_drops);
 	return pps_test_result();
 }
