@@ -34,7 +34,7 @@ import time
 
 from . import process
 from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
-from .files import read_json
+from .files import public_command, read_json
 from .netlab.state import require_permission
 
 PROGRAM = "pps-scale"
@@ -258,7 +258,7 @@ def run_one(build, args, viewers, out):
     rate_per_swarm = max(20.0, args.connect_rate / (groups * swarms_per_group))
     ramp_s = args.per_swarm / rate_per_swarm
     procs = []
-    runinfo = {"command": " ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]]), "viewers": viewers,
+    runinfo = {"command": public_command(" ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]])), "viewers": viewers,
                "edges": edges, "per_swarm": args.per_swarm, "swarms": groups * swarms_per_group,
                "connect_rate_per_swarm": rate_per_swarm, "ramp_s": ramp_s, "measure_s": measure_s,
                "stream": stream_sets(args), "congestion": "the relays' and the origin's default (bbr); viewers: "
@@ -466,7 +466,7 @@ def report(out):
     first = runs[0][0]
     stream = first["stream"]
     lines = [f"# pps-scale: viewers of one stream through a relay tree", "",
-             f"`{first['command']}`; edges (leaf relays) {first['edges']}, pps-swarm processes of up to "
+             f"`{public_command(first['command'])}`; edges (leaf relays) {first['edges']}, pps-swarm processes of up to "
              f"{first['per_swarm']} viewers, each in the edge's viewer namespace with an address of its own; "
              f"links: {first['links']}; measured span {first['measure_s']:g} s after the ramp and {SETTLE_S:g} s more. "
              f"Stream: {stream['source.width']}x{stream['source.height']} at {stream['source.fps']} frames/s, "
@@ -503,8 +503,10 @@ def report(out):
             lines.append(f"| {res['viewers']} | {check} | {'met' if ok else 'missed'} |")
         if limit is None and not all(res["checks"].values()):
             limit = res["viewers"]
-        extra = {k: v for k, v in (("closed early", res["closed_early"]), ("refused", res["refused"]),
-                                   ("connect errors", res["connect_errors"])) if v}
+        w = res["windows"]
+        extra = {k: v for k, v in (("windows with ADUs dropped", w["with_drops"]), ("windows dropped whole", w["dropped"]),
+                                   ("windows missing", w["gaps"]), ("closed early", res["closed_early"]),
+                                   ("refused", res["refused"]), ("connect errors", res["connect_errors"])) if v}
         if extra:
             lines.append(f"| {res['viewers']} | what went wrong | {json.dumps(extra)} |")
     lines += ["", "## On N machines (from the measured costs, on paper)", ""]
