@@ -246,7 +246,7 @@ session_admit_cb(pps_session_t *session, void *user)
 		         "server busy: writing a window to its %u clients takes %.0f%% of the time "
 		         "between windows",
 		         streaming, 100.0 * l->guard.load);
-		log_refusal(l, "refused %s: %s", pps_session_peer(session), why);
+		/* refuse() says it to the client and logs it (rate-limited). */
 		pps_session_refuse(session, PPS_WIRE_BYE_SERVER_FULL, why);
 		l->stats.clients_refused++;
 		l->stats.clients_refused_busy++;
@@ -923,13 +923,23 @@ pps_listener_free(pps_listener_t *l)
 	free(l);
 }
 
-unsigned long
-pps_listener_fds_needed(const pps_listener_params_t *params)
+bool
+pps_listener_raise_fd_limit(const pps_listener_params_t *params, char *why, size_t why_size)
 {
 	unsigned long pending = params->max_pending ? params->max_pending : params->max_clients;
+	/* Every admitted client with its audio connections, the handshakes, and
+	 * a margin for the rest of the process. */
+	unsigned long need =
+	    (unsigned long)params->max_clients * (1 + PPS_LISTENER_AUDIO_PER_CLIENT) + pending + 64;
+	unsigned long have = pps_socket_raise_fd_limit();
 
-	return (unsigned long)params->max_clients * (1 + PPS_LISTENER_AUDIO_PER_CLIENT) + pending +
-	       64;
+	if (have >= need)
+		return true;
+	snprintf(why, why_size,
+	         "the open-files limit (%lu) is below what server.max_clients %u may need (%lu); "
+	         "raise it (ulimit -n) or lower max_clients",
+	         have, params->max_clients, need);
+	return false;
 }
 
 bool

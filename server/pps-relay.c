@@ -9,7 +9,6 @@
  */
 #include "pps-relay.h"
 #include "pps-server-settings.h"
-#include "pps-socket.h"
 #include "pps-time.h"
 #include "pps-version.h"
 
@@ -217,17 +216,8 @@ main(int argc, char **argv)
 		return ret ? ret : 1;
 	}
 	params.listener = settings.server.listener;
-	{
-		unsigned long have = pps_socket_raise_fd_limit(),
-		              need = pps_listener_fds_needed(&settings.server.listener);
-
-		if (have < need)
-			fprintf(stderr,
-			        "pps-relay: warning: the open-files limit (%lu) is below what "
-			        "server.max_clients %u may need (%lu); raise it (ulimit -n) or "
-			        "lower max_clients\n",
-			        have, settings.server.listener.max_clients, need);
-	}
+	if (!pps_listener_raise_fd_limit(&settings.server.listener, err, sizeof(err)))
+		fprintf(stderr, "pps-relay: warning: %s\n", err);
 	params.audio_transport = settings.server.media.audio.transport;
 	params.max_streams = cli.max_streams;
 	params.log = (pps_log_t){.cb = log_cb};

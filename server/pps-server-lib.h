@@ -121,11 +121,13 @@ typedef struct {
 } pps_listener_params_t;
 
 /*
- * Descriptors a listener with @params can hold at once (every admitted client
- * with its audio connections, the handshakes, and a margin for the rest of the
- * process). A program compares it with pps_socket_raise_fd_limit() and warns.
+ * Raises this process's open-files soft limit to its hard one (a server's
+ * program calls it at start; a library embedding the server does not). False,
+ * with what to do in @why, when the limit is still below what a listener
+ * with @params may hold (every client with its audio connections, the
+ * handshakes).
  */
-unsigned long pps_listener_fds_needed(const pps_listener_params_t *params);
+bool pps_listener_raise_fd_limit(const pps_listener_params_t *params, char *why, size_t why_size);
 
 typedef struct {
 	/* Ask the encoder for an IDR now (the recovery bounds are applied). */

@@ -6,7 +6,6 @@
  * and state changes are printed here, a status line every status_interval_s.
  */
 #include "pps-server-settings.h"
-#include "pps-socket.h"
 #include "pps-time.h"
 #include "pps-version.h"
 
@@ -239,17 +238,8 @@ main(int argc, char **argv)
 		return 1;
 	}
 	settings.server.log = (pps_log_t){.cb = log_cb};
-	{
-		unsigned long have = pps_socket_raise_fd_limit(),
-		              need = pps_listener_fds_needed(&settings.server.listener);
-
-		if (have < need)
-			fprintf(stderr,
-			        "pps-server: warning: the open-files limit (%lu) is below what "
-			        "server.max_clients %u may need (%lu); raise it (ulimit -n) or "
-			        "lower max_clients\n",
-			        have, settings.server.listener.max_clients, need);
-	}
+	if (!pps_listener_raise_fd_limit(&settings.server.listener, err, sizeof(err)))
+		fprintf(stderr, "pps-server: warning: %s\n", err);
 	cli.server =
 	    pps_server_new(cli.base, &settings.server, &(pps_server_events_t){.state_cb = state_cb},
 	                   &cli, err, sizeof(err));

@@ -273,7 +273,9 @@ admit(pps_session_t *s)
 	int ret;
 
 	if (s->params.admit_cb && !s->params.admit_cb(s, s->user)) {
-		refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
+		/* The callback may have refused it already, with its own reason. */
+		if (!s->closing)
+			refuse(s, PPS_WIRE_BYE_SERVER_FULL, "server full");
 		return;
 	}
 	/* Where the audio goes (PROTOCOL.md, "Audio"): to an audio-only

@@ -667,6 +667,29 @@ server_params(void)
 	return ap;
 }
 
+/* The enhancement layer's CRF after three updates for @client, the base
+ * producing its rate and the enhancement 2/3 of its own. */
+static int
+enhancement_crf_at_two_thirds(const pps_ratealloc_params_t *ap,
+                              const pps_ratealloc_client_t *client)
+{
+	pps_ratealloc_t *ra = pps_ratealloc_new(ap);
+	pps_layer_rates_t r;
+	int64_t now = 0;
+
+	REQUIRE(ra);
+	for (int i = 0; i < 3; i++, now += 250000) {
+		uint64_t enc[2];
+
+		pps_ratealloc_get(ra, &r);
+		enc[0] = (uint64_t)r.kbps[0] * 1000u;
+		enc[1] = (uint64_t)r.kbps[1] * 1000u * 2 / 3;
+		pps_ratealloc_update(ra, now, client, 1, enc, &r);
+	}
+	pps_ratealloc_free(ra);
+	return r.crf[1];
+}
+
 static void
 test_ratealloc_capped_easy_content(void)
 {
@@ -714,32 +737,8 @@ test_ratealloc_capped_easy_content(void)
 
 	/* Under a capped top, 2/3 of its rate is far below it: finer CRF.
 	 * (Under a probing top, 2/3 is not: the CRF stays.) */
-	ra = pps_ratealloc_new(&ap);
-	REQUIRE(ra);
-	now = 0;
-	for (int i = 0; i < 3; i++, now += 250000) {
-		uint64_t enc[2];
-
-		pps_ratealloc_get(ra, &r);
-		enc[0] = (uint64_t)r.kbps[0] * 1000u;
-		enc[1] = (uint64_t)r.kbps[1] * 1000u * 2 / 3;
-		pps_ratealloc_update(ra, now, &capped, 1, enc, &r);
-	}
-	CHECK(r.crf[1] < 24);
-	pps_ratealloc_free(ra);
-	ra = pps_ratealloc_new(&ap);
-	REQUIRE(ra);
-	now = 0;
-	for (int i = 0; i < 3; i++, now += 250000) {
-		uint64_t enc[2];
-
-		pps_ratealloc_get(ra, &r);
-		enc[0] = (uint64_t)r.kbps[0] * 1000u;
-		enc[1] = (uint64_t)r.kbps[1] * 1000u * 2 / 3;
-		pps_ratealloc_update(ra, now, &probing, 1, enc, &r);
-	}
-	CHECK_EQ_INT(r.crf[1], 24);
-	pps_ratealloc_free(ra);
+	CHECK(enhancement_crf_at_two_thirds(&ap, &capped) < 24);
+	CHECK_EQ_INT(enhancement_crf_at_two_thirds(&ap, &probing), 24);
 }
 
 /* The closed loop beside loss-based flows, modelled: the path leaves the

@@ -138,6 +138,33 @@ peer_ask(fixture_t *f, int fd, pps_wire_parser_t *parser, const char *stream, bo
 	return peer_read(f, fd, parser);
 }
 
+/* A publisher's STREAM_INFO (128x96, one layer), and the loop run until the
+ * relay has read it: the stream is known to subscribers then. */
+static void
+publish_stream_info(fixture_t *f, int pub)
+{
+	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
+
+	info.u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
+	                                              .codec = 1,
+	                                              .width = 128,
+	                                              .height = 96,
+	                                              .base_width = 64,
+	                                              .base_height = 48,
+	                                              .fps_num = 30,
+	                                              .fps_den = 1,
+	                                              .window_frames = 1,
+	                                              .temporal_layers = 1,
+	                                              .quality_layers = 1,
+	                                              .latency_budget_ms = 60000,
+	                                              .gop_frames = 60};
+	peer_send(pub, &info);
+	for (int i = 0; i < 200; i++) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		poll(NULL, 0, 1);
+	}
+}
+
 static void
 test_stream_table(void)
 {
@@ -271,28 +298,10 @@ test_token(void)
 	/* A viewer of the stream without the challenge flag: told why (BYE
 	 * unauthorized), as pps-server tells it, not just closed. */
 	{
-		pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
 		pps_wire_parser_t *pv = pps_wire_parser_new(65536);
 		int viewer;
 
-		info.u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
-		                                              .codec = 1,
-		                                              .width = 128,
-		                                              .height = 96,
-		                                              .base_width = 64,
-		                                              .base_height = 48,
-		                                              .fps_num = 30,
-		                                              .fps_den = 1,
-		                                              .window_frames = 1,
-		                                              .temporal_layers = 1,
-		                                              .quality_layers = 1,
-		                                              .latency_budget_ms = 60000,
-		                                              .gop_frames = 60};
-		peer_send(fd, &info);
-		for (int i = 0; i < 200; i++) {
-			event_base_loop(f.base, EVLOOP_NONBLOCK);
-			poll(NULL, 0, 1);
-		}
+		publish_stream_info(&f, fd);
 		viewer = peer_connect(&f);
 		r = peer_ask(&f, viewer, pv, "room/a", false);
 		CHECK_EQ_INT(r.kind, PPS_WIRE_BYE);
@@ -312,7 +321,7 @@ test_window_routed(void)
 {
 	fixture_t f;
 	pps_wire_parser_t *pp = pps_wire_parser_new(65536), *ps = pps_wire_parser_new(65536);
-	pps_wire_record_t r, info = {.kind = PPS_WIRE_STREAM_INFO};
+	pps_wire_record_t r;
 	pps_wire_record_t begin = {.kind = PPS_WIRE_WINDOW_BEGIN},
 	                  end = {.kind = PPS_WIRE_WINDOW_END};
 	pps_wire_record_t frag = {.kind = PPS_WIRE_ADU_FRAGMENT};
@@ -324,25 +333,8 @@ test_window_routed(void)
 	pub = peer_connect(&f);
 	r = peer_ask(&f, pub, pp, "room/a", true);
 	REQUIRE(r.kind == PPS_WIRE_HELLO);
-	info.u.stream_info = (pps_wire_stream_info_t){.protocol_version = PPS_WIRE_VERSION,
-	                                              .codec = 1,
-	                                              .width = 128,
-	                                              .height = 96,
-	                                              .base_width = 64,
-	                                              .base_height = 48,
-	                                              .fps_num = 30,
-	                                              .fps_den = 1,
-	                                              .window_frames = 1,
-	                                              .temporal_layers = 1,
-	                                              .quality_layers = 1,
-	                                              .latency_budget_ms = 60000,
-	                                              .gop_frames = 60};
-	peer_send(pub, &info);
-	/* The subscriber: once the stream is known (the loop read STREAM_INFO). */
-	for (int i = 0; i < 200; i++) {
-		event_base_loop(f.base, EVLOOP_NONBLOCK);
-		poll(NULL, 0, 1);
-	}
+	/* The subscriber: once the stream is known. */
+	publish_stream_info(&f, pub);
 	sub = peer_connect(&f);
 	r = peer_ask(&f, sub, ps, "room/a", false);
 	CHECK_EQ_INT(r.kind, PPS_WIRE_STREAM_INFO);

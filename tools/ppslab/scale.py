@@ -33,6 +33,7 @@ import sys
 import time
 
 from . import process
+from .attacks import proc_usage
 from .errors import EXIT_INTERRUPTED, EXIT_SKIP, Failure, Interrupted, NotPermitted, UsageError
 from .files import public_command, read_json
 from .netlab.state import require_permission
@@ -172,14 +173,6 @@ def _cpu_s(pid):
         return None
 
 
-def _rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), None)
-    except OSError:
-        return None
-
-
 def _machine_cpu():
     """(busy, total) jiffies of the whole machine (/proc/stat's cpu line)."""
     with open("/proc/stat") as f:
@@ -215,7 +208,7 @@ class Proc:
 
     def sample(self, label):
         self.cpu[label] = _cpu_s(self.pid)
-        self.rss[label] = _rss_kib(self.pid)
+        self.rss[label] = proc_usage(self.pid)[0]
 
     def log_has(self, pattern):
         with open(self.log_path, errors="replace") as f:
