@@ -146,6 +146,9 @@ typedef struct {
 	/* More HELLO flags: PPS_WIRE_HELLO_AUDIO (play the audio track),
 	 * PPS_WIRE_HELLO_AUDIO_ONLY (the audio connection). */
 	uint16_t hello_flags;
+	/* An audio-only connection of a pool: the HELLO names it
+	 * (PPS_WIRE_HELLO_AUDIO_POOL); 0: none. */
+	uint32_t audio_pool;
 } pps_connection_params_t;
 
 typedef struct {
@@ -660,7 +663,13 @@ typedef struct {
 	unsigned connections;
 } pps_audio_params_t;
 
-#define PPS_AUDIO_MAX_CONNECTIONS 3
+#define PPS_AUDIO_MAX_CONNECTIONS 12
+/* Audio connections opened by default: a pool (the server sends each frame
+ * on a few of them, STREAM_INFO's audio_copies), or each carrying every
+ * frame (a server without pools, which admits three per client). */
+#define PPS_AUDIO_POOL_CONNECTIONS     10
+#define PPS_AUDIO_COPY_CONNECTIONS     2
+#define PPS_AUDIO_COPY_CONNECTIONS_MAX 3
 
 /* Audio may lead the picture by this much (ITU-R BT.1359 detects 45 ms). */
 #define PPS_AUDIO_SYNC_LEAD_US 30000

@@ -106,9 +106,11 @@ static const pps_config_key_t keys[] = {
         "keep the audio no more than 30 ms ahead of the picture: its playout delay waits for "
         "the video's recent latency (changed between talkspurts only)"),
     PPS_CONFIG_INT(
-        "audio", "connections", "2", 1, 3,
-        "when the server sends audio on connections of its own: how many to open; each carries "
-        "every frame and the first copy is played, so a loss holds up only its own connection"),
+        "audio", "connections", "0", 0, 12,
+        "when the server sends audio on connections of its own: how many to open (a loss "
+        "holds up only its own connection; the first copy of a frame to arrive is played); "
+        "0 = a pool of 10 when the server pools them (it sends each frame on a few, those "
+        "with nothing unacknowledged first), else 2, each carrying every frame (at most 3)"),
     PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,
                    "least margin of the audio's playout delay above its delay estimate"),
     PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,

@@ -31,6 +31,8 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,6 +419,16 @@ connection_recv(pps_connection_t *c, uint8_t *buf, size_t size)
 	n = recv(c->fd, buf, size, 0);
 	if (n < 0)
 		return errno == EINTR ? -EAGAIN : -errno;
+	if (c->params.hello_flags & PPS_WIRE_HELLO_AUDIO_ONLY) {
+		/* Acknowledge each audio frame at once, not after the delayed-ACK
+		 * timer: the server sends the next frames on the connections
+		 * that have nothing unacknowledged, and a prompt ACK also brings
+		 * a loss to light sooner. The kernel clears it again, so it is
+		 * set after every read. */
+		int one = 1;
+
+		(void)setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+	}
 	return n;
 }
 
@@ -513,6 +525,10 @@ connected(pps_connection_t *c)
 		hello.u.hello.flags |= PPS_WIRE_HELLO_STREAM;
 		hello.u.hello.stream_len = (uint8_t)snprintf(
 		    hello.u.hello.stream, sizeof(hello.u.hello.stream), "%s", c->stream);
+	}
+	if (c->params.audio_pool && (c->params.hello_flags & PPS_WIRE_HELLO_AUDIO_ONLY)) {
+		hello.u.hello.flags |= PPS_WIRE_HELLO_AUDIO_POOL;
+		hello.u.hello.audio_pool = c->params.audio_pool;
 	}
 	if (pps_connection_send(c, &hello) < 0) {
 		ended(c, "cannot send HELLO", true);

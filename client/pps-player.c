@@ -21,6 +21,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 typedef struct {
 	pps_player_t *player;
@@ -277,25 +279,51 @@ stop_audio_connections(pps_player_t *p)
 	p->n_audio_links = 0;
 }
 
+/* A pool's number: random, so that clients behind one address differ. */
+static uint32_t
+pps_random_u32(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = (uint32_t)pps_time_monotonic_us() ^ ((uint32_t)getpid() << 16);
+	return v;
+}
+
 /*
- * The stream's audio travels on connections of its own: open them. With
- * more than one, each carries every frame: a loss holds up the frames behind
- * it on its own connection only (TCP delivers in order), and the first copy
- * to arrive is played.
+ * The stream's audio travels on connections of its own: open them. A loss
+ * holds up the frames behind it on its own connection only (TCP delivers in
+ * order), and the first copy of a frame to arrive is played. A server that
+ * pools (STREAM_INFO's audio_copies) sends each frame on that many of the
+ * pool's connections, those with nothing unacknowledged first; one that does
+ * not sends every frame on each (and admits three).
  */
 static int
-start_audio_connections(pps_player_t *p, char *err, size_t size)
+start_audio_connections(pps_player_t *p, const pps_wire_stream_info_t *info, char *err, size_t size)
 {
 	static const pps_connection_callbacks_t callbacks = {
 	    .record_cb = audio_record_cb,
 	    .closed_cb = audio_closed_cb,
 	};
 	pps_connection_params_t cp = p->connection_params;
+	unsigned n = p->audio_connections;
 
 	stop_audio_connections(p);
 	cp.hello_flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY;
 	cp.reconnect = false;
-	for (unsigned i = 0; i < p->audio_connections; i++) {
+	cp.audio_pool = 0;
+	if (info->audio_copies) {
+		if (!n)
+			n = PPS_AUDIO_POOL_CONNECTIONS;
+		while (!cp.audio_pool)
+			cp.audio_pool = pps_random_u32();
+	} else {
+		if (!n)
+			n = PPS_AUDIO_COPY_CONNECTIONS;
+		if (n > PPS_AUDIO_COPY_CONNECTIONS_MAX)
+			n = PPS_AUDIO_COPY_CONNECTIONS_MAX;
+	}
+	for (unsigned i = 0; i < n; i++) {
 		audio_link_t *l = &p->audio_links[i];
 
 		l->player = p;
@@ -325,7 +353,7 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 		if (ret < 0)
 			return ret;
 		if (info->audio_transport == PPS_WIRE_AUDIO_OWN_CONNECTION &&
-		    (ret = start_audio_connections(p, err, size)) < 0)
+		    (ret = start_audio_connections(p, info, err, size)) < 0)
 			return ret;
 	}
 	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000, p->window_us);
@@ -446,8 +474,7 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	p->user = user;
 	p->base = base;
 	p->connection_params = params->connection;
-	p->audio_connections =
-	    params->audio_params.connections ? params->audio_params.connections : 1;
+	p->audio_connections = params->audio_params.connections; /* 0: the default */
 	if (p->audio_connections > PPS_AUDIO_MAX_CONNECTIONS)
 		p->audio_connections = PPS_AUDIO_MAX_CONNECTIONS;
 	if (params->audio)

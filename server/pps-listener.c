@@ -38,11 +38,13 @@
 typedef struct link {
 	pps_session_t *session;
 	struct link *next;
-	char host[NI_MAXHOST]; /* the peer's address, for the per-address limit */
-	uint32_t host_key;     /* a hash of host, for the pool's shares */
-	uint64_t seq;          /* accepted as the seq'th connection: the age */
-	bool bytes_seen;       /* MSG_PEEK found its first bytes waiting */
-	bool joined;           /* its first IDR request was its join */
+	char host[NI_MAXHOST];   /* the peer's address, for the per-address limit */
+	uint32_t host_key;       /* a hash of host, for the pool's shares */
+	uint64_t seq;            /* accepted as the seq'th connection: the age */
+	bool bytes_seen;         /* MSG_PEEK found its first bytes waiting */
+	bool joined;             /* its first IDR request was its join */
+	bool audio_carried;      /* a pooled audio connection that carried a frame, */
+	uint32_t audio_last_seq; /* the last one */
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -55,7 +57,9 @@ struct pps_listener {
 	struct event *accept_event;  /* its EV_READ, level-triggered */
 	struct event *accept_resume; /* the accept_event back after a failed accept */
 	link_t *sessions;            /* newest first */
-	link_t *dead;                /* closed, freed from reap_event */
+	struct pooled_audio *pooled; /* pps_listener_push_audio()'s scratch */
+	size_t pooled_size;
+	link_t *dead; /* closed, freed from reap_event */
 	unsigned reaped_since_trim;
 	int64_t trim_us;
 	struct event *reap_event;
@@ -837,12 +841,86 @@ pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 	note_fanout(l, window, t0);
 }
 
+/* One pooled audio connection, for the choice of which get a frame. */
+typedef struct pooled_audio {
+	link_t *link;
+	uint32_t pool;
+	size_t backlog; /* bytes not yet acknowledged */
+	uint32_t rest;  /* frames since it last carried one (UINT32_MAX: never) */
+} pooled_t;
+
+static int
+pooled_cmp(const void *a, const void *b)
+{
+	const pooled_t *x = a, *y = b;
+	int host = x->link->host_key != y->link->host_key
+	               ? (x->link->host_key < y->link->host_key ? -1 : 1)
+	               : strcmp(x->link->host, y->link->host);
+
+	if (host)
+		return host;
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	if (x->backlog != y->backlog)
+		return x->backlog < y->backlog ? -1 : 1;
+	return x->rest > y->rest ? -1 : x->rest < y->rest;
+}
+
+/* A frame goes to every audio connection outside a pool; each pool's
+ * connections (one client's: same address, same pool number) get it on
+ * audio_copies of them: those with least unacknowledged (an idle one first:
+ * nothing written there can wait behind a lost packet), of equals the one
+ * that rested longest, each later copy audio_copy_spacing_us after the one before. */
 void
 pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 {
+	unsigned copies = l->params.session.stream_info.audio_copies;
+	size_t n = 0;
+
 	for (link_t *k = l->sessions, *next; k; k = next) {
 		next = k->next;
+		if (copies && pps_session_audio_pool(k->session) &&
+		    pps_session_state(k->session) == PPS_SESSION_STREAMING) {
+			if (n == l->pooled_size) {
+				size_t size = l->pooled_size ? 2 * l->pooled_size : 16;
+				pooled_t *grown = realloc(l->pooled, size * sizeof(*grown));
+
+				if (!grown) {
+					/* Without room to choose, this one gets every frame. */
+					pps_session_push_audio(k->session, frame);
+					continue;
+				}
+				l->pooled = grown;
+				l->pooled_size = size;
+			}
+			l->pooled[n] = (pooled_t){
+			    .link = k,
+			    .pool = pps_session_audio_pool(k->session),
+			    .backlog = pps_session_audio_backlog(k->session),
+			    .rest = k->audio_carried ? frame->seq - k->audio_last_seq : UINT32_MAX,
+			};
+			n++;
+			continue;
+		}
 		pps_session_push_audio(k->session, frame);
+	}
+	if (n == 0)
+		return;
+	qsort(l->pooled, n, sizeof(*l->pooled), pooled_cmp);
+	for (size_t i = 0; i < n;) {
+		size_t end = i + 1;
+
+		while (end < n && l->pooled[end].pool == l->pooled[i].pool &&
+		       strcmp(l->pooled[end].link->host, l->pooled[i].link->host) == 0)
+			end++;
+		for (size_t j = i; j < end && j - i < copies; j++) {
+			l->pooled[j].link->audio_carried = true;
+			l->pooled[j].link->audio_last_seq = frame->seq;
+			pps_session_push_audio_later(l->pooled[j].link->session, frame,
+			                             (int64_t)(j - i) *
+			                                 l->params.session.audio_copy_spacing_us);
+		}
+		i = end;
 	}
 }
 
@@ -920,6 +998,7 @@ pps_listener_free(pps_listener_t *l)
 		event_free(l->recovery_timer);
 	pps_recovery_free(l->recovery);
 	pps_tls_ctx_free(l->tls_ctx);
+	free(l->pooled);
 	free(l);
 }
 

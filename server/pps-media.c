@@ -447,6 +447,9 @@ setup_audio(pps_media_t *m, const pps_media_params_t *params, char *err, size_t 
 	m->info.audio_codec = PPS_WIRE_AUDIO_CODEC_OPUS;
 	m->info.audio_channels = PPS_AUDIO_CHANNELS;
 	m->info.audio_transport = (uint8_t)params->audio.transport;
+	m->info.audio_copies = params->audio.transport == PPS_WIRE_AUDIO_OWN_CONNECTION
+	                           ? (uint8_t)params->audio.copies
+	                           : 0;
 	m->info.audio_frame_us = (uint16_t)(m->audio_frame_samples * 1000000LL / PPS_AUDIO_RATE_HZ);
 	m->info.audio_rate_hz = PPS_AUDIO_RATE_HZ;
 	return 0;

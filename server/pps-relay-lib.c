@@ -364,8 +364,13 @@ stream_start_listener(relay_stream_t *s, char *why, size_t why_size)
 	 * says, whatever way it came from the publisher: on connections of its
 	 * own, a viewer's thin audio stream does not share the video's
 	 * congestion window (each 20 ms frame is a packet of its own). */
-	if (lp.session.stream_info.audio_codec)
+	if (lp.session.stream_info.audio_codec) {
 		lp.session.stream_info.audio_transport = (uint8_t)r->params.audio_transport;
+		lp.session.stream_info.audio_copies =
+		    r->params.audio_transport == PPS_WIRE_AUDIO_OWN_CONNECTION
+		        ? (uint8_t)r->params.audio_copies
+		        : 0;
+	}
 	lp.session.sched.latency_budget_us = (int64_t)s->info.latency_budget_ms * 1000;
 	lp.frame_duration_us = (int64_t)s->info.fps_den * 1000000 / s->info.fps_num;
 	lp.tls_cert = lp.tls_key = NULL;

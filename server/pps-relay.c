@@ -219,6 +219,7 @@ main(int argc, char **argv)
 	if (!pps_listener_raise_fd_limit(&settings.server.listener, err, sizeof(err)))
 		fprintf(stderr, "pps-relay: warning: %s\n", err);
 	params.audio_transport = settings.server.media.audio.transport;
+	params.audio_copies = settings.server.media.audio.copies;
 	params.max_streams = cli.max_streams;
 	params.log = (pps_log_t){.cb = log_cb};
 	cli.relay = pps_relay_new(cli.base, &params, err, sizeof(err));

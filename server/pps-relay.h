@@ -51,7 +51,8 @@ typedef struct {
 	 * pps-server sends it): PPS_WIRE_AUDIO_OWN_CONNECTION (connections of
 	 * their own, the default) or PPS_WIRE_AUDIO_IN_STREAM. */
 	unsigned audio_transport;
-	unsigned max_streams; /* publishers at once; 0: PPS_RELAY_DEFAULT_MAX_STREAMS */
+	unsigned audio_copies; /* with _OWN_CONNECTION: STREAM_INFO's audio_copies */
+	unsigned max_streams;  /* publishers at once; 0: PPS_RELAY_DEFAULT_MAX_STREAMS */
 	pps_log_t log;
 } pps_relay_params_t;
 

@@ -62,6 +62,7 @@ typedef struct {
 typedef struct {
 	pps_audio_encoder_params_t encoder;
 	unsigned transport;           /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
+	unsigned copies;              /* _OWN_CONNECTION: STREAM_INFO's audio_copies */
 	double speech_threshold_dbfs; /* a frame above it is speech (talkspurts) */
 } pps_media_audio_params_t;
 
@@ -224,6 +225,11 @@ typedef struct {
 	/* An audio-only connection is a thin stream (pps_minbuf_params_t.thin);
 	 * false: plain mode tcp, for comparison. */
 	bool audio_thin;
+	/* With STREAM_INFO's audio_copies > 0: the time between the copies of
+	 * one audio frame on a pool's connections (the second this long after
+	 * the first, the third twice as long...), so that one burst of drops
+	 * at a full queue does not take them all. */
+	int64_t audio_copy_spacing_us;
 	/* Pages a browser's connection may ask for besides the embedded files
 	 * (GET /metrics); zeroed: none. */
 	pps_web_pages_t web_pages;
@@ -267,6 +273,15 @@ void pps_session_window_grew(pps_session_t *session);
 /* An audio frame, for a client that takes audio on this connection (copied;
  * a no-op for the others). */
 void pps_session_push_audio(pps_session_t *session, const pps_wire_audio_frame_t *frame);
+/* The same @delay_us from now (a pool's later copy); at once for <= 0. */
+void pps_session_push_audio_later(pps_session_t *session, const pps_wire_audio_frame_t *frame,
+                                  int64_t delay_us);
+/* Bytes of audio-only @session not yet acknowledged by its client (written
+ * or waiting to be): 0 when its connection is idle. */
+size_t pps_session_audio_backlog(const pps_session_t *session);
+/* The pool an audio-only session's HELLO named (PPS_WIRE_HELLO_AUDIO_POOL);
+ * 0: none. */
+uint32_t pps_session_audio_pool(const pps_session_t *session);
 /* The connection carries the audio track only (HELLO's audio-only flag). */
 bool pps_session_audio_only(const pps_session_t *session);
 /* BYE with @reason and @text, then the session closes (closed_cb). A peer

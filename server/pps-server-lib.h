@@ -41,8 +41,8 @@
  * every window, and one that stalls 2 s is already frozen. */
 #define PPS_LISTENER_DISPLACE_STALLED_US 2000000
 /* Audio-only connections admitted per max_clients slot (a client may carry
- * its audio on up to three, beside its video). */
-#define PPS_LISTENER_AUDIO_PER_CLIENT 3
+ * its audio on a pool of up to twelve, beside its video). */
+#define PPS_LISTENER_AUDIO_PER_CLIENT 12
 
 typedef struct {
 	int64_t min_interval_us;    /* between two forced IDRs */

@@ -77,10 +77,10 @@ static const pps_config_key_t keys[] = {
         "that has sent least, then the oldest (the newcomer itself if it is that one)"),
     PPS_CONFIG_INT("server", "status_interval_s", "5", 1, 3600,
                    "seconds between status lines on stderr"),
-    PPS_CONFIG_INT(
-        "server", "max_clients_per_address", "8", 1, PPS_SERVER_MAX_CLIENTS_BOUND,
-        "connections from one IP address at once (streaming or in their handshake; a "
-        "client with audio opens three by default: its video and two audio connections)"),
+    PPS_CONFIG_INT("server", "max_clients_per_address", "24", 1, PPS_SERVER_MAX_CLIENTS_BOUND,
+                   "connections from one IP address at once (streaming or in their handshake; a "
+                   "client with audio opens up to eleven by default: its video and a pool of ten "
+                   "audio connections)"),
     PPS_CONFIG_INT(
         "server", "evict_after_s", "10", 0, 3600,
         "a client that takes no data for this long (it stopped reading) is dropped with BYE "
@@ -173,6 +173,15 @@ static const pps_config_key_t keys[] = {
         "audio", "thin", "true",
         "transport = connection: the thin-stream settings on the audio connection (off: a "
         "plain TCP connection with the kernel's buffering and timeouts, for comparison)"),
+    PPS_CONFIG_INT(
+        "audio", "copies", "2", 0, PPS_WIRE_MAX_AUDIO_COPIES,
+        "transport = connection: a client that opens a pool of audio connections gets each "
+        "frame on this many of them, the idlest (nothing unacknowledged) first, so that a "
+        "frame rarely waits behind a lost one; 0 = every audio connection carries every frame "
+        "(as clients without pools always get it)"),
+    PPS_CONFIG_INT("audio", "copy_spacing_ms", "6", 0, 20,
+                   "copies = 2 or more: time between one frame's copies, so that one burst of "
+                   "drops at a full queue does not take them all"),
     PPS_CONFIG_INT("audio", "speech_threshold_dbfs", "-50", -96, 0,
                    "a frame louder than this is speech: talkspurts start where it is crossed"),
 
@@ -517,6 +526,8 @@ audio_params(const pps_config_t *c, pps_media_params_t *media, pps_session_param
 	session->sched.audio_deadline_us = pps_config_get_int(c, "audio", "deadline_ms") * 1000;
 	session->audio_rto_min_us = (uint32_t)(rto_min_ms * 1000);
 	session->audio_thin = pps_config_get_bool(c, "audio", "thin");
+	a->copies = (unsigned)pps_config_get_int(c, "audio", "copies");
+	session->audio_copy_spacing_us = pps_config_get_int(c, "audio", "copy_spacing_ms") * 1000;
 	return 0;
 }
 

@@ -14,15 +14,27 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <limits.h>
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* Records a client may send are small; anything longer is refused. */
 #define CLIENT_MAX_RECORD_BYTES 512
+/* Audio frames one session holds back for a later copy at once (a pool's
+ * later copies are a few ms apart: one or two wait at a time). */
+#define PPS_SESSION_DELAYED_AUDIO 4
+
+struct delayed_audio {
+	int64_t due_us; /* monotonic */
+	pps_wire_audio_frame_t frame;
+	uint8_t data[PPS_WIRE_MAX_AUDIO_BYTES];
+};
 
 struct pps_session {
 	int fd;
@@ -70,12 +82,19 @@ struct pps_session {
 	pps_wire_path_report_t report;
 	int64_t report_us;
 	uint8_t report_flags;
-	bool report_start_read;              /* a report without STARTING after one with it */
-	int64_t accepted_us;                 /* for the handshake timeout */
-	int bye_reason;                      /* the BYE reason we refused with, or -1 */
-	uint16_t max_record_bytes;           /* from HELLO, applied at admission */
-	uint16_t hello_flags;                /* PPS_WIRE_HELLO_*, applied at admission */
-	bool audio;                          /* audio frames go to this connection */
+	bool report_start_read;    /* a report without STARTING after one with it */
+	int64_t accepted_us;       /* for the handshake timeout */
+	int bye_reason;            /* the BYE reason we refused with, or -1 */
+	uint16_t max_record_bytes; /* from HELLO, applied at admission */
+	uint16_t hello_flags;      /* PPS_WIRE_HELLO_*, applied at admission */
+	bool audio;                /* audio frames go to this connection */
+	uint32_t audio_pool;       /* from an audio-only HELLO; 0: none */
+	/* Audio frames to push later (pps_session_push_audio_later()), oldest
+	 * first: a ring of PPS_SESSION_DELAYED_AUDIO, allocated on first use. */
+	struct delayed_audio *delayed;
+	unsigned delayed_head, delayed_count;
+	struct event *delay_timer;
+	struct event_base *base;
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 };
 
@@ -402,6 +421,8 @@ handle_hello(pps_session_t *s, const pps_wire_hello_t *hello)
 	}
 	s->max_record_bytes = hello->max_record_bytes;
 	s->hello_flags = hello->flags;
+	if (hello->flags & PPS_WIRE_HELLO_AUDIO_ONLY)
+		s->audio_pool = hello->audio_pool;
 	if (s->params.access_token && s->params.access_token[0]) {
 		pps_wire_record_t challenge = {.kind = PPS_WIRE_CHALLENGE};
 		int ret;
@@ -700,6 +721,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 		return NULL; /* errno: ENOMEM */
 	s->fd = fd;
 	s->id = id;
+	s->base = base;
 	s->params = *params;
 	s->ready_cb = ready_cb;
 	s->closed_cb = closed_cb;
@@ -769,6 +791,9 @@ pps_session_free(pps_session_t *s)
 		event_free(s->deadline_timer);
 	if (s->hello_timer)
 		event_free(s->hello_timer);
+	if (s->delay_timer)
+		event_free(s->delay_timer);
+	free(s->delayed);
 	pps_sched_free(s->sched);
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
@@ -802,6 +827,96 @@ pps_session_push_audio(pps_session_t *s, const pps_wire_audio_frame_t *frame)
 	/* A refused or overflowing frame is counted in the scheduler's stats. */
 	(void)pps_sched_push_audio(s->sched, frame);
 	pps_transport_kick(s->transport);
+}
+
+/* The delayed frames that are due go out; the timer waits for the next. */
+static void
+delay_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+	int64_t now = pps_time_monotonic_us();
+
+	(void)fd;
+	(void)what;
+	while (s->delayed_count > 0 && s->delayed[s->delayed_head].due_us <= now) {
+		struct delayed_audio *d = &s->delayed[s->delayed_head];
+
+		s->delayed_head = (s->delayed_head + 1) % PPS_SESSION_DELAYED_AUDIO;
+		s->delayed_count--;
+		pps_session_push_audio(s, &d->frame);
+	}
+	if (s->delayed_count > 0) {
+		struct timeval tv =
+		    pps_time_us_to_timeval(s->delayed[s->delayed_head].due_us - now);
+
+		event_add(s->delay_timer, &tv);
+	}
+}
+
+void
+pps_session_push_audio_later(pps_session_t *s, const pps_wire_audio_frame_t *frame,
+                             int64_t delay_us)
+{
+	struct delayed_audio *d;
+
+	if (s->state != PPS_SESSION_STREAMING || s->closing || !s->audio)
+		return;
+	if (delay_us <= 0) {
+		pps_session_push_audio(s, frame);
+		return;
+	}
+	if (!s->delayed) {
+		s->delayed = calloc(PPS_SESSION_DELAYED_AUDIO, sizeof(*s->delayed));
+		s->delay_timer = evtimer_new(s->base, delay_cb, s);
+		if (!s->delayed || !s->delay_timer) {
+			/* Without memory for the wait, the copy goes now. */
+			free(s->delayed);
+			s->delayed = NULL;
+			if (s->delay_timer)
+				event_free(s->delay_timer);
+			s->delay_timer = NULL;
+			pps_session_push_audio(s, frame);
+			return;
+		}
+	}
+	if (s->delayed_count == PPS_SESSION_DELAYED_AUDIO) {
+		/* Full (delays far longer than a frame): the oldest goes now. */
+		d = &s->delayed[s->delayed_head];
+		s->delayed_head = (s->delayed_head + 1) % PPS_SESSION_DELAYED_AUDIO;
+		s->delayed_count--;
+		pps_session_push_audio(s, &d->frame);
+		if (s->closing)
+			return;
+	}
+	d = &s->delayed[(s->delayed_head + s->delayed_count) % PPS_SESSION_DELAYED_AUDIO];
+	d->due_us = pps_time_monotonic_us() + delay_us;
+	d->frame = *frame;
+	memcpy(d->data, frame->payload, frame->payload_len);
+	d->frame.payload = d->data;
+	s->delayed_count++;
+	if (s->delayed_count == 1) {
+		struct timeval tv = pps_time_us_to_timeval(delay_us);
+
+		event_add(s->delay_timer, &tv);
+	}
+}
+
+size_t
+pps_session_audio_backlog(const pps_session_t *s)
+{
+	int unacked = 0;
+
+	/* SIOCOUTQ: bytes written and not yet acknowledged (sent or not). */
+	if (ioctl(s->fd, SIOCOUTQ, &unacked) < 0 || unacked < 0)
+		unacked = INT_MAX / 2;
+	return (size_t)unacked + pps_transport_pending_bytes(s->transport) +
+	       (size_t)s->delayed_count * 64;
+}
+
+uint32_t
+pps_session_audio_pool(const pps_session_t *s)
+{
+	return s->audio_pool;
 }
 
 bool

@@ -214,9 +214,15 @@ body_size(const pps_wire_record_t *r, size_t *bytes)
 		              r->u.hello.stream_len > PPS_WIRE_MAX_STREAM_BYTES
 		        : r->u.hello.stream_len != 0)
 			return -EINVAL;
+		/* A pool number travels only with its flag, and is never 0. */
+		if ((r->u.hello.flags & PPS_WIRE_HELLO_AUDIO_POOL) ? r->u.hello.audio_pool == 0
+		                                                   : r->u.hello.audio_pool != 0)
+			return -EINVAL;
 		*bytes = HELLO_FIXED_BYTES + (size_t)r->u.hello.name_len + r->u.hello.auth_len;
 		if (r->u.hello.flags & PPS_WIRE_HELLO_STREAM)
 			*bytes += 1 + (size_t)r->u.hello.stream_len;
+		if (r->u.hello.flags & PPS_WIRE_HELLO_AUDIO_POOL)
+			*bytes += 4;
 		return 0;
 	case PPS_WIRE_STREAM_INFO:
 		*bytes = STREAM_INFO_BYTES + (r->u.stream_info.audio_codec ? AUDIO_TRACK_BYTES : 0);
@@ -309,6 +315,8 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_
 			put_u8(&w, h->stream_len);
 			put_bytes(&w, h->stream, h->stream_len);
 		}
+		if (h->flags & PPS_WIRE_HELLO_AUDIO_POOL)
+			put_u32(&w, h->audio_pool);
 		break;
 	}
 	case PPS_WIRE_STREAM_INFO: {
@@ -333,7 +341,7 @@ pps_wire_encode(const pps_wire_record_t *r, uint8_t *buf, size_t capacity, size_
 			put_u8(&w, s->audio_codec);
 			put_u8(&w, s->audio_channels);
 			put_u8(&w, s->audio_transport);
-			put_u8(&w, 0); /* reserved */
+			put_u8(&w, s->audio_copies);
 			put_u16(&w, s->audio_frame_us);
 			put_u16(&w, s->audio_rate_hz);
 		}
@@ -574,18 +582,27 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		if (h->auth_len > PPS_WIRE_MAX_AUTH_BYTES)
 			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: auth_len %u over %d",
 			            h->auth_len, PPS_WIRE_MAX_AUTH_BYTES);
-		if (!get_bytes(r, h->auth, h->auth_len) || !(h->flags & PPS_WIRE_HELLO_STREAM))
+		if (!get_bytes(r, h->auth, h->auth_len))
 			return check_length(p, r, name);
-		h->stream_len = get_u8(r);
-		if (!r->short_read &&
-		    (h->stream_len == 0 || h->stream_len > PPS_WIRE_MAX_STREAM_BYTES))
-			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: stream_len %u not in 1..%d",
-			            h->stream_len, PPS_WIRE_MAX_STREAM_BYTES);
-		if (!get_bytes(r, h->stream, h->stream_len))
-			return check_length(p, r, name);
-		if (memchr(h->stream, '\0', h->stream_len))
-			return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: stream holds a NUL byte");
-		h->stream[h->stream_len] = '\0';
+		if (h->flags & PPS_WIRE_HELLO_STREAM) {
+			h->stream_len = get_u8(r);
+			if (!r->short_read &&
+			    (h->stream_len == 0 || h->stream_len > PPS_WIRE_MAX_STREAM_BYTES))
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "HELLO: stream_len %u not in 1..%d", h->stream_len,
+				            PPS_WIRE_MAX_STREAM_BYTES);
+			if (!get_bytes(r, h->stream, h->stream_len))
+				return check_length(p, r, name);
+			if (memchr(h->stream, '\0', h->stream_len))
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "HELLO: stream holds a NUL byte");
+			h->stream[h->stream_len] = '\0';
+		}
+		if (h->flags & PPS_WIRE_HELLO_AUDIO_POOL) {
+			h->audio_pool = get_u32(r);
+			if (!r->short_read && h->audio_pool == 0)
+				return fail(p, PPS_WIRE_ERR_FIELD, "HELLO: audio_pool 0");
+		}
 		return check_length(p, r, name);
 	}
 	case PPS_WIRE_STREAM_INFO: {
@@ -610,15 +627,12 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		/* The audio tail, when the record has one (only a client that
 		 * asked for audio is sent it). */
 		if (!r->short_read && r->end - r->p == AUDIO_TRACK_BYTES) {
-			uint8_t reserved;
-
 			s->audio_codec = get_u8(r);
 			s->audio_channels = get_u8(r);
 			s->audio_transport = get_u8(r);
-			reserved = get_u8(r);
+			s->audio_copies = get_u8(r);
 			s->audio_frame_us = get_u16(r);
 			s->audio_rate_hz = get_u16(r);
-			(void)reserved; /* 0 today; ignored, for what a later revision adds */
 			if (s->audio_codec != PPS_WIRE_AUDIO_CODEC_OPUS)
 				return fail(p, PPS_WIRE_ERR_FIELD,
 				            "STREAM_INFO: audio codec %u unknown", s->audio_codec);
@@ -630,6 +644,10 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 				return fail(p, PPS_WIRE_ERR_FIELD,
 				            "STREAM_INFO: audio transport %u not 0..1",
 				            s->audio_transport);
+			if (s->audio_copies > PPS_WIRE_MAX_AUDIO_COPIES)
+				return fail(p, PPS_WIRE_ERR_FIELD,
+				            "STREAM_INFO: audio copies %u over %d", s->audio_copies,
+				            PPS_WIRE_MAX_AUDIO_COPIES);
 			if (s->audio_frame_us < 2500 || s->audio_frame_us > 60000)
 				return fail(p, PPS_WIRE_ERR_FIELD,
 				            "STREAM_INFO: audio frame %u us not 2500..60000",

@@ -71,6 +71,13 @@ typedef enum {
  * admitted, the relay answers with a HELLO of its own and the roles turn
  * (PROTOCOL.md, "Publishing to a relay"). */
 #define PPS_WIRE_HELLO_PUBLISH 0x0010
+/* With PPS_WIRE_HELLO_AUDIO_ONLY: the HELLO ends with audio_pool (after the
+ * stream name, when there is one), a number the client picked for all its
+ * audio connections. A server whose STREAM_INFO says audio_copies > 0 sends
+ * each audio frame on that many of a pool's connections, not on every one
+ * (PROTOCOL.md, "Audio connections in a pool"). A client sends it only to
+ * such a server. */
+#define PPS_WIRE_HELLO_AUDIO_POOL 0x0020
 /* Longest stream name (the HELLO's stream field). */
 #define PPS_WIRE_MAX_STREAM_BYTES 64
 
@@ -79,6 +86,8 @@ typedef enum {
 /* Where the audio frames travel (STREAM_INFO's audio_transport). */
 #define PPS_WIRE_AUDIO_IN_STREAM      0 /* on this connection, ahead of the video */
 #define PPS_WIRE_AUDIO_OWN_CONNECTION 1 /* on a second connection (HELLO_AUDIO_ONLY) */
+/* Most copies of an audio frame a pool's connections carry (STREAM_INFO). */
+#define PPS_WIRE_MAX_AUDIO_COPIES 4
 /* AUDIO_FRAME flags. */
 #define PPS_WIRE_AUDIO_SPEECH 0x01 /* voice activity: the frame is not silence */
 /* Largest audio payload (Opus's largest packet). */
@@ -126,6 +135,8 @@ typedef struct {
 	 * bytes, no NUL); else stream_len 0. */
 	uint8_t stream_len;
 	char stream[PPS_WIRE_MAX_STREAM_BYTES + 1]; /* NUL-terminated copy */
+	/* With flag PPS_WIRE_HELLO_AUDIO_POOL only (not 0); else 0. */
+	uint32_t audio_pool;
 } pps_wire_hello_t;
 
 typedef struct {
@@ -146,6 +157,10 @@ typedef struct {
 	uint8_t audio_codec;     /* PPS_WIRE_AUDIO_CODEC_* */
 	uint8_t audio_channels;  /* 1..2 */
 	uint8_t audio_transport; /* PPS_WIRE_AUDIO_IN_STREAM or _OWN_CONNECTION */
+	uint8_t audio_copies;    /* _OWN_CONNECTION: each frame on this many of a client's
+	                          * pooled connections (PPS_WIRE_HELLO_AUDIO_POOL);
+	                          * 0 = every audio connection carries every frame;
+	                          * at most PPS_WIRE_MAX_AUDIO_COPIES */
 	uint16_t audio_frame_us; /* 2500..60000 */
 	uint16_t audio_rate_hz;  /* 8000, 12000, 16000, 24000 or 48000 */
 } pps_wire_stream_info_t;

@@ -3,6 +3,7 @@
 """The audio track on loopback: real pps-server (test source: ticks in step
 with a flash) and pps-client (audio played on the clock, measured, written to
 a WAV file)."""
+import select
 import socket
 import struct
 import sys
@@ -42,8 +43,8 @@ def raw_session(address, flags, seconds=2.0):
 
 def audio_stream(transport):
     def test(build, workdir):
-        """6 s with audio on the given transport (connection: the client's two
-        audio connections by default): nearly every slot played,
+        """6 s with audio on the given transport (connection: the client's pool
+        of ten audio connections by default): nearly every slot played,
         mouth-to-ear within a loopback's reach, the log and the summary
         agree, the server counts what it sent."""
         srv = Server(build, workdir, "audio.transport=" + transport)
@@ -69,7 +70,8 @@ def audio_stream(transport):
         st = srv.stats()
         check(st.get("audio_frames", 0) >= 250, "server encoded %s audio frames" % st.get("audio_frames"))
         only = srv.log().count("audio only)")
-        check(only == (2 if transport == "connection" else 0),
+        # A pool of ten by default: the server sends each frame on two of them.
+        check(only == (10 if transport == "connection" else 0),
               "%d audio-only connections with transport %s:\n%s" % (only, transport, srv.log()[-1500:]))
         print("%s: %d slots, %.1f%% played, mouth-to-ear p50/p95 %.1f/%.1f ms, delay std %.1f ms, "
               "|skew| p95 %.1f ms" % (transport, s["audio_slots"], s["audio_played_pct"],
@@ -154,8 +156,61 @@ def audio_only_without_track(build, workdir):
           "video client: %d frames, audio fields %s" % (s["frames_shown"], "audio_slots" in s))
 
 
+def audio_pool(build, workdir):
+    """Four audio connections of one pool and one outside it, for 3 s: the
+    server announces two copies; each frame reaches exactly two of the pool
+    (on loopback every copy arrives), the pool's connections take turns, and
+    the one outside the pool gets every frame."""
+    pool_flag = 0x0020
+    srv = Server(build, workdir, "audio.transport=connection", "audio.copies=2")
+    host, port = srv.address.rsplit(":", 1)
+    socks, data = [], []
+    try:
+        for i in range(5):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            hello = struct.pack(">HHHB", 1, HELLO_AUDIO | HELLO_AUDIO_ONLY | (pool_flag if i < 4 else 0), 0, 0) + b"\x00"
+            if i < 4:
+                hello += struct.pack(">I", 0x5eed)
+            sock.sendall(record(KIND_HELLO, hello))
+            sock.setblocking(False)
+            socks.append(sock)
+            data.append(b"")
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            ready, _, _ = select.select(socks, [], [], 0.1)
+            for sock in ready:
+                chunk = sock.recv(65536)
+                check(chunk, "the server closed an audio connection")
+                data[socks.index(sock)] += chunk
+    finally:
+        for sock in socks:
+            sock.close()
+        srv.stop()
+    seqs = []
+    for i, d in enumerate(data):
+        recs = split_records(d)
+        info = [b for k, b in recs if k == KIND_STREAM_INFO]
+        check(len(info) == 1 and len(info[0]) == 36, "connection %d: STREAM_INFO %s" % (i, [len(b) for b in info]))
+        copies = info[0][31]
+        check(copies == 2, "connection %d: audio_copies %d, expected 2" % (i, copies))
+        seqs.append([struct.unpack(">I", b[:4])[0] for k, b in recs if k == KIND_AUDIO_FRAME])
+    outside = seqs[4]
+    check(len(outside) >= 100 and all(b == a + 1 for a, b in zip(outside, outside[1:])),
+          "outside the pool: %d frames, not every one" % len(outside))
+    # The span every pooled connection was there for.
+    first = max(min(s) for s in seqs[:4] if s) + 2
+    last = min(max(s) for s in seqs[:4] if s) - 2
+    check(last - first >= 50, "the pool overlapped for %d frames only" % (last - first))
+    for seq in range(first, last + 1):
+        holders = sum(seq in s for s in seqs[:4])
+        check(holders == 2, "frame %d reached %d of the pool's connections, expected 2" % (seq, holders))
+    for i, s in enumerate(seqs[:4]):
+        share = sum(first <= q <= last for q in s) / (last - first + 1)
+        check(0.25 <= share <= 0.75, "pooled connection %d carried %.0f%% of the frames" % (i, 100 * share))
+
+
 TESTS = {f.__name__: f for f in [audio_stream("connection"), audio_stream("window"), audio_wav_ticks,
-                                 audio_old_client, audio_only_without_track]}
+                                 audio_old_client, audio_only_without_track, audio_pool]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))

@@ -144,7 +144,8 @@ same_record(const pps_wire_record_t *a, const pps_wire_record_t *b)
 		       memcmp(a->u.hello.auth, b->u.hello.auth, a->u.hello.auth_len) == 0 &&
 		       a->u.hello.flags == b->u.hello.flags &&
 		       a->u.hello.stream_len == b->u.hello.stream_len &&
-		       strcmp(a->u.hello.stream, b->u.hello.stream) == 0;
+		       strcmp(a->u.hello.stream, b->u.hello.stream) == 0 &&
+		       a->u.hello.audio_pool == b->u.hello.audio_pool;
 	case PPS_WIRE_STREAM_INFO:
 		return memcmp(&a->u.stream_info, &b->u.stream_info, sizeof(a->u.stream_info)) == 0;
 	case PPS_WIRE_WINDOW_BEGIN:
@@ -665,6 +666,87 @@ test_hello_stream(void)
 	CHECK_EQ_INT(parse_one(buf, 4 + 8, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_SHORT);
 }
 
+/* The audio pool: a number only with its flag, never 0, after the stream
+ * name when there is one; STREAM_INFO's audio_copies within its bound. */
+static void
+test_audio_pool(void)
+{
+	pps_wire_record_t r = {.kind = PPS_WIRE_HELLO}, out;
+	pps_wire_record_t info = {.kind = PPS_WIRE_STREAM_INFO};
+	uint8_t buf[512];
+	char msg[256];
+	size_t n = 0, plain = 0;
+	pps_wire_parser_t *p;
+	const uint8_t *data;
+
+	r.u.hello.protocol_version = PPS_WIRE_VERSION;
+	r.u.hello.flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY;
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &plain) == 0);
+	r.u.hello.flags |= PPS_WIRE_HELLO_AUDIO_POOL;
+	CHECK_EQ_INT(pps_wire_encode(&r, buf, sizeof(buf), &n), -EINVAL); /* pool 0 */
+	r.u.hello.audio_pool = 0xdeadbeef;
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &n) == 0);
+	CHECK_EQ_INT(n, plain + 4);
+	p = pps_wire_parser_new(4096);
+	REQUIRE(p);
+	data = buf;
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &n, &out), 0);
+	CHECK(same_record(&r, &out));
+	CHECK_EQ_INT(out.u.hello.audio_pool, 0xdeadbeef);
+	pps_wire_parser_free(p);
+	/* 0 on the wire; the flag without the number (short). */
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &n) == 0);
+	memset(buf + n - 4, 0, 4);
+	CHECK_EQ_INT(parse_one(buf, n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	buf[3] = (uint8_t)(buf[3] - 4);
+	CHECK_EQ_INT(parse_one(buf, n - 4, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_SHORT);
+	/* A number without the flag is not encoded. */
+	r.u.hello.flags = PPS_WIRE_HELLO_AUDIO_ONLY;
+	CHECK_EQ_INT(pps_wire_encode(&r, buf, sizeof(buf), &n), -EINVAL);
+	/* With a stream name too: the number comes after it. */
+	r.u.hello.flags =
+	    PPS_WIRE_HELLO_AUDIO_ONLY | PPS_WIRE_HELLO_AUDIO_POOL | PPS_WIRE_HELLO_STREAM;
+	r.u.hello.stream_len = 4;
+	memcpy(r.u.hello.stream, "room", 5);
+	REQUIRE(pps_wire_encode(&r, buf, sizeof(buf), &n) == 0);
+	CHECK_EQ_INT(buf[n - 1], 0xef);
+	p = pps_wire_parser_new(4096);
+	REQUIRE(p);
+	data = buf;
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &n, &out), 0);
+	CHECK(same_record(&r, &out));
+	CHECK_EQ_INT(strcmp(out.u.hello.stream, "room"), 0);
+	pps_wire_parser_free(p);
+
+	/* STREAM_INFO's copies: round trip, and over the bound refused. */
+	info.u.stream_info.protocol_version = PPS_WIRE_VERSION;
+	info.u.stream_info.width = info.u.stream_info.base_width = 64;
+	info.u.stream_info.height = info.u.stream_info.base_height = 48;
+	info.u.stream_info.fps_num = 30;
+	info.u.stream_info.fps_den = 1;
+	info.u.stream_info.window_frames = 1;
+	info.u.stream_info.temporal_layers = 1;
+	info.u.stream_info.quality_layers = 1;
+	info.u.stream_info.codec = 1;
+	info.u.stream_info.audio_codec = PPS_WIRE_AUDIO_CODEC_OPUS;
+	info.u.stream_info.audio_channels = 1;
+	info.u.stream_info.audio_transport = PPS_WIRE_AUDIO_OWN_CONNECTION;
+	info.u.stream_info.audio_frame_us = 20000;
+	info.u.stream_info.audio_rate_hz = 48000;
+	info.u.stream_info.audio_copies = 2;
+	REQUIRE(pps_wire_encode(&info, buf, sizeof(buf), &n) == 0);
+	p = pps_wire_parser_new(4096);
+	REQUIRE(p);
+	data = buf;
+	CHECK_EQ_INT(pps_wire_parser_next(p, &data, &n, &out), 0);
+	CHECK_EQ_INT(out.u.stream_info.audio_copies, 2);
+	pps_wire_parser_free(p);
+	info.u.stream_info.audio_copies = PPS_WIRE_MAX_AUDIO_COPIES + 1;
+	REQUIRE(pps_wire_encode(&info, buf, sizeof(buf), &n) == 0);
+	CHECK_EQ_INT(parse_one(buf, n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "audio copies") != NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -675,5 +757,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_rejections);
 	PPS_TEST_RUN(test_sender);
 	PPS_TEST_RUN(test_hello_stream);
+	PPS_TEST_RUN(test_audio_pool);
 	return pps_test_result();
 }
