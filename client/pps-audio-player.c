@@ -464,7 +464,8 @@ pps_audio_player_stream(pps_audio_player_t *a, const pps_wire_stream_info_t *inf
 }
 
 void
-pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, int64_t now_us)
+pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, int64_t now_us,
+                       unsigned conn)
 {
 	int ret;
 
@@ -481,10 +482,12 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 
 			a->duplicates++;
 			snprintf(event, sizeof(event),
-			         "\"type\":\"audio_copy\",\"seq\":%" PRIu32 ",\"delay_ms\":%.3f",
+			         "\"type\":\"audio_copy\",\"seq\":%" PRIu32
+			         ",\"delay_ms\":%.3f,\"conn\":%u",
 			         f->seq,
 			         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) /
-			             1000.0);
+			             1000.0,
+			         conn);
 			pps_stats_event(a->stats, event);
 			return;
 		}
@@ -498,10 +501,10 @@ pps_audio_player_frame(pps_audio_player_t *a, const pps_wire_audio_frame_t *f, i
 
 		snprintf(event, sizeof(event),
 		         "\"type\":\"audio_arrival\",\"seq\":%" PRIu32
-		         ",\"delay_ms\":%.3f,\"speech\":%s",
+		         ",\"delay_ms\":%.3f,\"speech\":%s,\"conn\":%u",
 		         f->seq,
 		         (double)(now_us - pps_clock_to_client(a->clock, f->capture_us)) / 1000.0,
-		         f->flags & PPS_WIRE_AUDIO_SPEECH ? "true" : "false");
+		         f->flags & PPS_WIRE_AUDIO_SPEECH ? "true" : "false", conn);
 		pps_stats_event(a->stats, event);
 	}
 	ret = pps_jitter_put(a->jitter, f->seq, pps_clock_to_client(a->clock, f->capture_us),

@@ -701,10 +701,11 @@ void pps_audio_player_free(pps_audio_player_t *audio);
 /* The track STREAM_INFO announced: 0, or -EPROTO/-ENOMEM with @err. */
 int pps_audio_player_stream(pps_audio_player_t *audio, const pps_wire_stream_info_t *info,
                             char *err, size_t err_size);
-/* One AUDIO_FRAME received at @now_us (client clock). Never fails the stream:
- * a frame the buffer refuses is counted. */
+/* One AUDIO_FRAME received at @now_us (client clock) on connection @conn
+ * (0: the video's; 1..: the audio connections, for the log). Never fails the
+ * stream: a frame the buffer refuses is counted. */
 void pps_audio_player_frame(pps_audio_player_t *audio, const pps_wire_audio_frame_t *frame,
-                            int64_t now_us);
+                            int64_t now_us, unsigned conn);
 /* A new connection: forget the track (the next STREAM_INFO starts it again). */
 void pps_audio_player_reset(pps_audio_player_t *audio);
 /* What the output says (one line): "SDL audio (pulseaudio)", "none". */

@@ -234,7 +234,8 @@ audio_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
 		return 0;
 	case PPS_WIRE_AUDIO_FRAME:
 		/* With several connections the first copy of a frame counts. */
-		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us());
+		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us(),
+		                       (unsigned)(l - p->audio_links) + 1);
 		return 0;
 	case PPS_WIRE_CLOCK_PONG:
 		/* The same server clock: one more sample for the offset. */
@@ -409,7 +410,7 @@ connection_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *u
 			snprintf(err, size, "AUDIO_FRAME in a stream without an audio track");
 			return -EPROTO;
 		}
-		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us());
+		pps_audio_player_frame(p->audio, &r->u.audio_frame, pps_time_realtime_us(), 0);
 		return 0;
 	default:
 		snprintf(err, size, "%s is a client record", pps_wire_kind_name(r->kind));
