@@ -667,7 +667,7 @@ typedef struct {
 /* Audio connections opened by default: a pool (the server sends each frame
  * on a few of them, STREAM_INFO's audio_copies), or each carrying every
  * frame (a server without pools, which admits three per client). */
-#define PPS_AUDIO_POOL_CONNECTIONS     10
+#define PPS_AUDIO_POOL_CONNECTIONS     12
 #define PPS_AUDIO_COPY_CONNECTIONS     2
 #define PPS_AUDIO_COPY_CONNECTIONS_MAX 3
 

@@ -109,7 +109,7 @@ static const pps_config_key_t keys[] = {
         "audio", "connections", "0", 0, 12,
         "when the server sends audio on connections of its own: how many to open (a loss "
         "holds up only its own connection; the first copy of a frame to arrive is played); "
-        "0 = a pool of 10 when the server pools them (it sends each frame on a few, those "
+        "0 = a pool of 12 when the server pools them (it sends each frame on a few, those "
         "with nothing unacknowledged first), else 2, each carrying every frame (at most 3)"),
     PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,
                    "least margin of the audio's playout delay above its delay estimate"),

@@ -845,7 +845,9 @@ pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 typedef struct pooled_audio {
 	link_t *link;
 	uint32_t pool;
+	unsigned rank;  /* 0 idle, 1 busy, 2 overdue (its oldest frame likely lost) */
 	size_t backlog; /* bytes not yet acknowledged */
+	int64_t age_us; /* of its oldest unacknowledged frame */
 	uint32_t rest;  /* frames since it last carried one (UINT32_MAX: never) */
 } pooled_t;
 
@@ -861,6 +863,10 @@ pooled_cmp(const void *a, const void *b)
 		return host;
 	if (x->pool != y->pool)
 		return x->pool < y->pool ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->rank == 2 && x->age_us != y->age_us)
+		return x->age_us < y->age_us ? -1 : 1;
 	if (x->backlog != y->backlog)
 		return x->backlog < y->backlog ? -1 : 1;
 	return x->rest > y->rest ? -1 : x->rest < y->rest;
@@ -868,13 +874,18 @@ pooled_cmp(const void *a, const void *b)
 
 /* A frame goes to every audio connection outside a pool; each pool's
  * connections (one client's: same address, same pool number) get it on
- * audio_copies of them: those with least unacknowledged (an idle one first:
- * nothing written there can wait behind a lost packet), of equals the one
- * that rested longest, each later copy audio_copy_spacing_us after the one before. */
+ * audio_copies of them: idle ones first (nothing unacknowledged: nothing
+ * written there can wait behind a lost packet), of those the one that rested
+ * longest; then busy ones, least unacknowledged first; last the overdue
+ * (their oldest frame unacknowledged for more than a round trip: likely lost,
+ * and what is written there waits for its retransmission), youngest first;
+ * each later copy audio_copy_spacing_us after the one before. */
 void
 pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 {
 	unsigned copies = l->params.session.stream_info.audio_copies;
+	int64_t now_us = pps_time_monotonic_us();
+	pps_session_audio_state_t state;
 	size_t n = 0;
 
 	for (link_t *k = l->sessions, *next; k; k = next) {
@@ -893,10 +904,15 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 				l->pooled = grown;
 				l->pooled_size = size;
 			}
+			pps_session_audio_state(k->session, now_us, &state);
 			l->pooled[n] = (pooled_t){
 			    .link = k,
 			    .pool = pps_session_audio_pool(k->session),
-			    .backlog = pps_session_audio_backlog(k->session),
+			    .rank = state.backlog_bytes == 0 ? 0
+			            : state.overdue          ? 2
+			                                     : 1,
+			    .backlog = state.backlog_bytes,
+			    .age_us = state.oldest_age_us,
 			    .rest = k->audio_carried ? frame->seq - k->audio_last_seq : UINT32_MAX,
 			};
 			n++;

@@ -276,9 +276,15 @@ void pps_session_push_audio(pps_session_t *session, const pps_wire_audio_frame_t
 /* The same @delay_us from now (a pool's later copy); at once for <= 0. */
 void pps_session_push_audio_later(pps_session_t *session, const pps_wire_audio_frame_t *frame,
                                   int64_t delay_us);
-/* Bytes of audio-only @session not yet acknowledged by its client (written
- * or waiting to be): 0 when its connection is idle. */
-size_t pps_session_audio_backlog(const pps_session_t *session);
+/* How an audio-only connection of a pool stands, for the choice of the ones
+ * that carry the next frame. */
+typedef struct {
+	size_t backlog_bytes;  /* not yet acknowledged (written or waiting to be); 0: idle */
+	int64_t oldest_age_us; /* since the oldest unacknowledged frame was pushed */
+	bool overdue;          /* that is more than a round trip ago: likely lost */
+} pps_session_audio_state_t;
+void pps_session_audio_state(const pps_session_t *session, int64_t now_us,
+                             pps_session_audio_state_t *state);
 /* The pool an audio-only session's HELLO named (PPS_WIRE_HELLO_AUDIO_POOL);
  * 0: none. */
 uint32_t pps_session_audio_pool(const pps_session_t *session);

@@ -79,8 +79,8 @@ static const pps_config_key_t keys[] = {
                    "seconds between status lines on stderr"),
     PPS_CONFIG_INT("server", "max_clients_per_address", "24", 1, PPS_SERVER_MAX_CLIENTS_BOUND,
                    "connections from one IP address at once (streaming or in their handshake; a "
-                   "client with audio opens up to eleven by default: its video and a pool of ten "
-                   "audio connections)"),
+                   "client with audio opens thirteen by default: its video and a pool of "
+                   "twelve audio connections)"),
     PPS_CONFIG_INT(
         "server", "evict_after_s", "10", 0, 3600,
         "a client that takes no data for this long (it stopped reading) is dropped with BYE "
@@ -174,12 +174,13 @@ static const pps_config_key_t keys[] = {
         "transport = connection: the thin-stream settings on the audio connection (off: a "
         "plain TCP connection with the kernel's buffering and timeouts, for comparison)"),
     PPS_CONFIG_INT(
-        "audio", "copies", "2", 0, PPS_WIRE_MAX_AUDIO_COPIES,
+        "audio", "copies", "3", 0, PPS_WIRE_MAX_AUDIO_COPIES,
         "transport = connection: a client that opens a pool of audio connections gets each "
-        "frame on this many of them, the idlest (nothing unacknowledged) first, so that a "
-        "frame rarely waits behind a lost one; 0 = every audio connection carries every frame "
+        "frame on this many of them: idle ones (nothing unacknowledged) first, those whose "
+        "oldest frame is overdue (likely lost) last, so that a frame rarely waits behind a "
+        "lost one; 0 = every audio connection carries every frame "
         "(as clients without pools always get it)"),
-    PPS_CONFIG_INT("audio", "copy_spacing_ms", "6", 0, 20,
+    PPS_CONFIG_INT("audio", "copy_spacing_ms", "12", 0, 20,
                    "copies = 2 or more: time between one frame's copies, so that one burst of "
                    "drops at a full queue does not take them all"),
     PPS_CONFIG_INT("audio", "speech_threshold_dbfs", "-50", -96, 0,

@@ -17,6 +17,8 @@
 #include <limits.h>
 #include <linux/sockios.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,8 @@
 /* Audio frames one session holds back for a later copy at once (a pool's
  * later copies are a few ms apart: one or two wait at a time). */
 #define PPS_SESSION_DELAYED_AUDIO 4
+/* Audio pushes whose times a session keeps (pps_session_audio_state()). */
+#define PPS_SESSION_PUSH_TIMES 8
 
 struct delayed_audio {
 	int64_t due_us; /* monotonic */
@@ -89,6 +93,11 @@ struct pps_session {
 	uint16_t hello_flags;      /* PPS_WIRE_HELLO_*, applied at admission */
 	bool audio;                /* audio frames go to this connection */
 	uint32_t audio_pool;       /* from an audio-only HELLO; 0: none */
+	/* When the last PPS_SESSION_PUSH_TIMES audio frames were pushed
+	 * (monotonic), the newest at audio_push_next - 1: how long a pool's
+	 * connection has had its oldest frame unacknowledged. */
+	int64_t audio_push_us[PPS_SESSION_PUSH_TIMES];
+	unsigned audio_push_next;
 	/* Audio frames to push later (pps_session_push_audio_later()), oldest
 	 * first: a ring of PPS_SESSION_DELAYED_AUDIO, allocated on first use. */
 	struct delayed_audio *delayed;
@@ -826,6 +835,7 @@ pps_session_push_audio(pps_session_t *s, const pps_wire_audio_frame_t *frame)
 		return;
 	/* A refused or overflowing frame is counted in the scheduler's stats. */
 	(void)pps_sched_push_audio(s->sched, frame);
+	s->audio_push_us[s->audio_push_next++ % PPS_SESSION_PUSH_TIMES] = pps_time_monotonic_us();
 	pps_transport_kick(s->transport);
 }
 
@@ -901,16 +911,42 @@ pps_session_push_audio_later(pps_session_t *s, const pps_wire_audio_frame_t *fra
 	}
 }
 
-size_t
-pps_session_audio_backlog(const pps_session_t *s)
+void
+pps_session_audio_state(const pps_session_t *s, int64_t now_us, pps_session_audio_state_t *out)
 {
-	int unacked = 0;
+	int queued = 0;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
 
+	memset(out, 0, sizeof(*out));
 	/* SIOCOUTQ: bytes written and not yet acknowledged (sent or not). */
-	if (ioctl(s->fd, SIOCOUTQ, &unacked) < 0 || unacked < 0)
-		unacked = INT_MAX / 2;
-	return (size_t)unacked + pps_transport_pending_bytes(s->transport) +
-	       (size_t)s->delayed_count * 64;
+	if (ioctl(s->fd, SIOCOUTQ, &queued) < 0 || queued < 0)
+		queued = INT_MAX / 2;
+	out->backlog_bytes = (size_t)queued + pps_transport_pending_bytes(s->transport) +
+	                     (size_t)s->delayed_count * 64;
+	if (out->backlog_bytes == 0)
+		return;
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) {
+		out->overdue = true;
+		return;
+	}
+	/* One frame a packet on a thin stream: the oldest of the unacknowledged
+	 * packets is the push that many back. Pushed longer ago than a round
+	 * trip and a margin, it has most likely been lost, and what is written
+	 * behind it waits for its retransmission. */
+	if (ti.tcpi_unacked > 0 && s->audio_push_next > 0) {
+		unsigned back = ti.tcpi_unacked < PPS_SESSION_PUSH_TIMES ? ti.tcpi_unacked
+		                                                         : PPS_SESSION_PUSH_TIMES;
+		unsigned i;
+
+		if (back > s->audio_push_next)
+			back = s->audio_push_next;
+		i = (s->audio_push_next - back) % PPS_SESSION_PUSH_TIMES;
+		out->oldest_age_us = now_us - s->audio_push_us[i];
+		out->overdue =
+		    out->oldest_age_us > (int64_t)ti.tcpi_rtt + 2 * (int64_t)ti.tcpi_rttvar + 5000;
+	}
 }
 
 uint32_t

@@ -44,7 +44,7 @@ def raw_session(address, flags, seconds=2.0):
 def audio_stream(transport):
     def test(build, workdir):
         """6 s with audio on the given transport (connection: the client's pool
-        of ten audio connections by default): nearly every slot played,
+        of twelve audio connections by default): nearly every slot played,
         mouth-to-ear within a loopback's reach, the log and the summary
         agree, the server counts what it sent."""
         srv = Server(build, workdir, "audio.transport=" + transport)
@@ -70,8 +70,8 @@ def audio_stream(transport):
         st = srv.stats()
         check(st.get("audio_frames", 0) >= 250, "server encoded %s audio frames" % st.get("audio_frames"))
         only = srv.log().count("audio only)")
-        # A pool of ten by default: the server sends each frame on two of them.
-        check(only == (10 if transport == "connection" else 0),
+        # A pool of twelve by default: the server sends each frame on three.
+        check(only == (12 if transport == "connection" else 0),
               "%d audio-only connections with transport %s:\n%s" % (only, transport, srv.log()[-1500:]))
         print("%s: %d slots, %.1f%% played, mouth-to-ear p50/p95 %.1f/%.1f ms, delay std %.1f ms, "
               "|skew| p95 %.1f ms" % (transport, s["audio_slots"], s["audio_played_pct"],
