@@ -45,6 +45,13 @@ typedef struct link {
 	bool joined;             /* its first IDR request was its join */
 	bool audio_carried;      /* a pooled audio connection that carried a frame, */
 	uint32_t audio_last_seq; /* the last one */
+	/* Its retransmitted share of segments (smoothed), read from TCP_INFO
+	 * every PPS_LISTENER_POOL_LOSS_FRAMES frames: how many copies the pool
+	 * needs. */
+	bool audio_loss_read;
+	uint32_t audio_loss_seq, audio_retrans;
+	uint32_t audio_frames, audio_frames_read; /* frames pushed to it: now, and at the reading */
+	double audio_loss;
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -851,6 +858,41 @@ typedef struct pooled_audio {
 	uint32_t rest;  /* frames since it last carried one (UINT32_MAX: never) */
 } pooled_t;
 
+/* How often a pooled connection's loss is read (frames), and the pool's
+ * loss above which each frame goes on two, and on three, of its
+ * connections (at most STREAM_INFO's audio_copies). A clean path takes one
+ * copy: the pool still keeps it off a connection held up by a loss, and
+ * copies would only queue on a thin path. */
+#define PPS_LISTENER_POOL_LOSS_FRAMES 25
+#define PPS_LISTENER_POOL_LOSS_TWO    0.005
+#define PPS_LISTENER_POOL_LOSS_THREE  0.03
+
+/* Reads the connection's retransmissions since the last reading, over the
+ * frames it carried since (a thin stream: a packet a frame), into its
+ * smoothed loss (a quarter weight per reading). */
+static void
+read_pool_loss(link_t *k, uint32_t seq)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (k->audio_loss_read && seq - k->audio_loss_seq < PPS_LISTENER_POOL_LOSS_FRAMES)
+		return;
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(pps_session_fd(k->session), IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return;
+	if (k->audio_loss_read && k->audio_frames > k->audio_frames_read) {
+		double sample = (double)(ti.tcpi_total_retrans - k->audio_retrans) /
+		                (double)(k->audio_frames - k->audio_frames_read);
+
+		k->audio_loss = 0.75 * k->audio_loss + 0.25 * (sample < 1 ? sample : 1);
+	}
+	k->audio_loss_read = true;
+	k->audio_loss_seq = seq;
+	k->audio_retrans = ti.tcpi_total_retrans;
+	k->audio_frames_read = k->audio_frames;
+}
+
 static int
 pooled_cmp(const void *a, const void *b)
 {
@@ -874,7 +916,8 @@ pooled_cmp(const void *a, const void *b)
 
 /* A frame goes to every audio connection outside a pool; each pool's
  * connections (one client's: same address, same pool number) get it on
- * audio_copies of them: idle ones first (nothing unacknowledged: nothing
+ * up to audio_copies of them (one on a clean path, two or three as the pool's
+ * connections retransmit more): idle ones first (nothing unacknowledged: nothing
  * written there can wait behind a lost packet), of those the one that rested
  * longest; then busy ones, least unacknowledged first; last the overdue
  * (their oldest frame unacknowledged for more than a round trip: likely lost,
@@ -905,6 +948,7 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 				l->pooled_size = size;
 			}
 			pps_session_audio_state(k->session, now_us, &state);
+			read_pool_loss(k, frame->seq);
 			l->pooled[n] = (pooled_t){
 			    .link = k,
 			    .pool = pps_session_audio_pool(k->session),
@@ -925,13 +969,21 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 	qsort(l->pooled, n, sizeof(*l->pooled), pooled_cmp);
 	for (size_t i = 0; i < n;) {
 		size_t end = i + 1;
+		double loss = l->pooled[i].link->audio_loss;
+		unsigned want;
 
 		while (end < n && l->pooled[end].pool == l->pooled[i].pool &&
 		       strcmp(l->pooled[end].link->host, l->pooled[i].link->host) == 0)
-			end++;
-		for (size_t j = i; j < end && j - i < copies; j++) {
+			loss += l->pooled[end++].link->audio_loss;
+		loss /= (double)(end - i);
+		want =
+		    1 + (loss > PPS_LISTENER_POOL_LOSS_TWO) + (loss > PPS_LISTENER_POOL_LOSS_THREE);
+		if (want > copies)
+			want = copies;
+		for (size_t j = i; j < end && j - i < want; j++) {
 			l->pooled[j].link->audio_carried = true;
 			l->pooled[j].link->audio_last_seq = frame->seq;
+			l->pooled[j].link->audio_frames++;
 			pps_session_push_audio_later(l->pooled[j].link->session, frame,
 			                             (int64_t)(j - i) *
 			                                 l->params.session.audio_copy_spacing_us);

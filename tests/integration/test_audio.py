@@ -158,9 +158,10 @@ def audio_only_without_track(build, workdir):
 
 def audio_pool(build, workdir):
     """Four audio connections of one pool and one outside it, for 3 s: the
-    server announces two copies; each frame reaches exactly two of the pool
-    (on loopback every copy arrives), the pool's connections take turns, and
-    the one outside the pool gets every frame."""
+    server announces up to two copies; on loopback (no retransmissions: a
+    clean path takes one copy) each frame reaches exactly one of the pool,
+    the pool's connections take turns, and the one outside the pool gets
+    every frame."""
     pool_flag = 0x0020
     srv = Server(build, workdir, "audio.transport=connection", "audio.copies=2")
     host, port = srv.address.rsplit(":", 1)
@@ -203,10 +204,10 @@ def audio_pool(build, workdir):
     check(last - first >= 50, "the pool overlapped for %d frames only" % (last - first))
     for seq in range(first, last + 1):
         holders = sum(seq in s for s in seqs[:4])
-        check(holders == 2, "frame %d reached %d of the pool's connections, expected 2" % (seq, holders))
+        check(holders == 1, "frame %d reached %d of the pool's connections, expected 1" % (seq, holders))
     for i, s in enumerate(seqs[:4]):
         share = sum(first <= q <= last for q in s) / (last - first + 1)
-        check(0.25 <= share <= 0.75, "pooled connection %d carried %.0f%% of the frames" % (i, 100 * share))
+        check(0.15 <= share <= 0.35, "pooled connection %d carried %.0f%% of the frames" % (i, 100 * share))
 
 
 TESTS = {f.__name__: f for f in [audio_stream("connection"), audio_stream("window"), audio_wav_ticks,
