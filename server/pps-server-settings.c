@@ -174,7 +174,7 @@ static const pps_config_key_t keys[] = {
         "transport = connection: the thin-stream settings on the audio connection (off: a "
         "plain TCP connection with the kernel's buffering and timeouts, for comparison)"),
     PPS_CONFIG_INT(
-        "audio", "copies", "3", 0, PPS_WIRE_MAX_AUDIO_COPIES,
+        "audio", "copies", "2", 0, PPS_WIRE_MAX_AUDIO_COPIES,
         "transport = connection: a client that opens a pool of audio connections gets each "
         "frame on this many of them: idle ones (nothing unacknowledged) first, those whose "
         "oldest frame is overdue (likely lost) last, so that a frame rarely waits behind a "
