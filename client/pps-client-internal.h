@@ -658,10 +658,19 @@ typedef struct {
 	 * hysteresis_us); under a quarter frame: a quarter frame. */
 	int64_t hysteresis_us;
 	/* Audio connections opened when the server sends audio on connections
-	 * of its own (1..PPS_AUDIO_MAX_CONNECTIONS; 0 = 1): each carries every
-	 * frame, the first copy counts. */
+	 * of its own (1..PPS_AUDIO_MAX_CONNECTIONS; 0: PPS_AUDIO_POOL_CONNECTIONS
+	 * for a pool, else PPS_AUDIO_COPY_CONNECTIONS); the first copy of a
+	 * frame counts. */
 	unsigned connections;
+	/* Whether they form a pool when the server offers one (STREAM_INFO's
+	 * audio_copies): PPS_AUDIO_POOL_AUTO (only with lip_sync off), _ON, _OFF
+	 * (each connection then carries every frame). */
+	int pool;
 } pps_audio_params_t;
+
+#define PPS_AUDIO_POOL_AUTO 0
+#define PPS_AUDIO_POOL_ON   1
+#define PPS_AUDIO_POOL_OFF  2
 
 #define PPS_AUDIO_MAX_CONNECTIONS 12
 /* Audio connections opened by default: a pool (the server sends each frame

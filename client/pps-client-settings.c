@@ -20,6 +20,8 @@
 /* [display] output_timing, in the order of pps_client_settings_t.output_every
  * (0 real-time, 1 every). */
 static const char *const output_timing_names[] = {"real-time", "every", NULL};
+/* [audio] pool, indexed by PPS_AUDIO_POOL_*. */
+static const char *const audio_pool_names[] = {"auto", "on", "off", NULL};
 
 static const pps_config_key_t keys[] = {
     /* [client] */
@@ -110,7 +112,12 @@ static const pps_config_key_t keys[] = {
         "when the server sends audio on connections of its own: how many to open (a loss "
         "holds up only its own connection; the first copy of a frame to arrive is played); "
         "0 = a pool of 12 when the server pools them (it sends each frame on a few, those "
-        "with nothing unacknowledged first), else 2, each carrying every frame (at most 3)"),
+        "with nothing unacknowledged first) and pool says so, else 2, each carrying every "
+        "frame (at most 3 then)"),
+    PPS_CONFIG_ENUM("audio", "pool", "auto", audio_pool_names,
+                    "when the server offers a pool of audio connections: auto (take it when "
+                    "lip_sync is off: with it on, the audio waits for the picture anyway, and a "
+                    "pool's earlier audio followed the picture's latency up and down), on, or off"),
     PPS_CONFIG_INT("audio", "min_delay_ms", "20", 0, 1000,
                    "least margin of the audio's playout delay above its delay estimate"),
     PPS_CONFIG_INT("audio", "max_delay_ms", "1000", 20, 10000,
@@ -178,6 +185,7 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	p->audio_params.wav_path = pps_config_get_string(c, "audio", "wav");
 	p->audio_params.lip_sync = pps_config_get_bool(c, "audio", "lip_sync");
 	p->audio_params.connections = (unsigned)pps_config_get_int(c, "audio", "connections");
+	p->audio_params.pool = (int)pps_config_get_enum(c, "audio", "pool");
 	p->audio_params.min_delay_us = pps_config_get_int(c, "audio", "min_delay_ms") * 1000;
 	p->audio_params.max_delay_us = pps_config_get_int(c, "audio", "max_delay_ms") * 1000;
 	p->audio_params.playout_quantile =

@@ -50,7 +50,9 @@ struct pps_player {
 	pps_audio_player_t *audio;
 	audio_link_t audio_links[PPS_AUDIO_MAX_CONNECTIONS];
 	unsigned n_audio_links, audio_connections;
-	int64_t window_us; /* the stream's window length, from its STREAM_INFO */
+	bool audio_lip_sync; /* [audio] lip_sync: decides, by default, whether to pool */
+	int audio_pool;      /* PPS_AUDIO_POOL_* */
+	int64_t window_us;   /* the stream's window length, from its STREAM_INFO */
 };
 
 static uint32_t
@@ -297,7 +299,11 @@ pps_random_u32(void)
  * order), and the first copy of a frame to arrive is played. A server that
  * pools (STREAM_INFO's audio_copies) sends each frame on that many of the
  * pool's connections, those with nothing unacknowledged first; one that does
- * not sends every frame on each (and admits three).
+ * not sends every frame on each (and admits three). By default
+ * (PPS_AUDIO_POOL_AUTO) the client pools only with lip sync off: with it on,
+ * the audio waits for the picture anyway, and a pool's earlier audio then
+ * follows the picture's latency up and down (its playout delay moved more in
+ * the 20-flow runs, AUDIO.md).
  */
 static int
 start_audio_connections(pps_player_t *p, const pps_wire_stream_info_t *info, char *err, size_t size)
@@ -313,7 +319,8 @@ start_audio_connections(pps_player_t *p, const pps_wire_stream_info_t *info, cha
 	cp.hello_flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY;
 	cp.reconnect = false;
 	cp.audio_pool = 0;
-	if (info->audio_copies) {
+	if (info->audio_copies && p->audio_pool != PPS_AUDIO_POOL_OFF &&
+	    (p->audio_pool == PPS_AUDIO_POOL_ON || !p->audio_lip_sync)) {
 		if (!n)
 			n = PPS_AUDIO_POOL_CONNECTIONS;
 		while (!cp.audio_pool)
@@ -476,6 +483,8 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	p->base = base;
 	p->connection_params = params->connection;
 	p->audio_connections = params->audio_params.connections; /* 0: the default */
+	p->audio_lip_sync = params->audio_params.lip_sync;
+	p->audio_pool = params->audio_params.pool;
 	if (p->audio_connections > PPS_AUDIO_MAX_CONNECTIONS)
 		p->audio_connections = PPS_AUDIO_MAX_CONNECTIONS;
 	if (params->audio)

@@ -43,8 +43,8 @@ def raw_session(address, flags, seconds=2.0):
 
 def audio_stream(transport):
     def test(build, workdir):
-        """6 s with audio on the given transport (connection: the client's pool
-        of twelve audio connections by default): nearly every slot played,
+        """6 s with audio on the given transport (connection: the client's two
+        audio connections by default, lip sync on: no pool): nearly every slot played,
         mouth-to-ear within a loopback's reach, the log and the summary
         agree, the server counts what it sent."""
         srv = Server(build, workdir, "audio.transport=" + transport)
@@ -70,8 +70,9 @@ def audio_stream(transport):
         st = srv.stats()
         check(st.get("audio_frames", 0) >= 250, "server encoded %s audio frames" % st.get("audio_frames"))
         only = srv.log().count("audio only)")
-        # A pool of twelve by default: the server sends each frame on three.
-        check(only == (12 if transport == "connection" else 0),
+        # Two by default (the client pools only with lip sync off), each
+        # carrying every frame.
+        check(only == (2 if transport == "connection" else 0),
               "%d audio-only connections with transport %s:\n%s" % (only, transport, srv.log()[-1500:]))
         print("%s: %d slots, %.1f%% played, mouth-to-ear p50/p95 %.1f/%.1f ms, delay std %.1f ms, "
               "|skew| p95 %.1f ms" % (transport, s["audio_slots"], s["audio_played_pct"],
@@ -210,8 +211,31 @@ def audio_pool(build, workdir):
         check(0.15 <= share <= 0.35, "pooled connection %d carried %.0f%% of the frames" % (i, 100 * share))
 
 
+def audio_pool_client(build, workdir):
+    """pps-client with lip sync off takes the server's pool: twelve audio
+    connections, each frame on one of them on loopback (the server's JSON:
+    every frame sent about once over the pool, not twelve times), nearly
+    every slot played."""
+    srv = Server(build, workdir)
+    try:
+        c = Client(build, workdir, srv.address, "audio.output=none", "audio.lip_sync=false", duration=5)
+        rc = c.wait()
+        check(rc == 0, "client exit %d: %s" % (rc, c.stderr))
+    finally:
+        srv.stop()
+    st = srv.stats()
+    only = srv.log().count("audio only)")
+    check(only == 12, "%d audio-only connections, expected a pool of 12" % only)
+    s = c.summary()
+    check(s["audio_played_pct"] >= 95, "%.1f%% of the audio played" % s["audio_played_pct"])
+    sent = sum(cl.get("audio_sent", 0) for cl in st.get("clients", []) if cl.get("audio_only"))
+    frames = st.get("audio_frames", 0)
+    check(frames >= 200 and sent <= 1.2 * frames,
+          "the pool carried %d frames for %d encoded (one copy each on a clean path)" % (sent, frames))
+
+
 TESTS = {f.__name__: f for f in [audio_stream("connection"), audio_stream("window"), audio_wav_ticks,
-                                 audio_old_client, audio_only_without_track, audio_pool]}
+                                 audio_old_client, audio_only_without_track, audio_pool, audio_pool_client]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
