@@ -130,6 +130,7 @@ static const pps_gst_property_rule_t src_rules[] = {
     {"audio", "enabled", "audio", NULL},
     {"audio", "output", NULL, NULL}, /* the audio pad is the output */
     {"audio", "connections", "audio-connections", NULL},
+    {"audio", "pool", "audio-pool", NULL},
     {NULL, NULL, NULL, NULL},
 };
 
