@@ -45,9 +45,9 @@ typedef struct link {
 	bool joined;             /* its first IDR request was its join */
 	bool audio_carried;      /* a pooled audio connection that carried a frame, */
 	uint32_t audio_last_seq; /* the last one */
-	/* Its retransmitted share of segments (smoothed), read from TCP_INFO
-	 * every PPS_LISTENER_POOL_LOSS_FRAMES frames: how many copies the pool
-	 * needs. */
+	/* Its retransmissions over the frames it carried (smoothed), read from
+	 * TCP_INFO every PPS_LISTENER_POOL_LOSS_FRAMES frames: how many copies
+	 * the pool needs. */
 	bool audio_loss_read;
 	uint32_t audio_loss_seq, audio_retrans;
 	uint32_t audio_frames, audio_frames_read; /* frames pushed to it: now, and at the reading */

@@ -33,6 +33,9 @@
 #define PPS_SESSION_DELAYED_AUDIO 4
 /* Audio pushes whose times a session keeps (pps_session_audio_state()). */
 #define PPS_SESSION_PUSH_TIMES 8
+/* What a copy held back for later counts as in pps_session_audio_state()'s
+ * backlog: enough to rank its connection busy, not idle. */
+#define PPS_SESSION_DELAYED_BYTES 64
 
 struct delayed_audio {
 	int64_t due_us; /* monotonic */
@@ -923,7 +926,7 @@ pps_session_audio_state(const pps_session_t *s, int64_t now_us, pps_session_audi
 	if (ioctl(s->fd, SIOCOUTQ, &queued) < 0 || queued < 0)
 		queued = INT_MAX / 2;
 	out->backlog_bytes = (size_t)queued + pps_transport_pending_bytes(s->transport) +
-	                     (size_t)s->delayed_count * 64;
+	                     (size_t)s->delayed_count * PPS_SESSION_DELAYED_BYTES;
 	if (out->backlog_bytes == 0)
 		return;
 	memset(&ti, 0, sizeof(ti));
