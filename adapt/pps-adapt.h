@@ -35,6 +35,10 @@ typedef struct {
 	uint32_t cwnd_pkts;          /* tcpi_snd_cwnd */
 	uint32_t unacked_pkts;       /* tcpi_unacked: packets in flight or lost */
 	uint32_t mss_bytes;          /* tcpi_snd_mss */
+	/* The sender holds data past its deadline (the regulator's base anchors,
+	 * late): it has more to send than the path takes, so it is not
+	 * application-limited, whatever the kernel's last rate sample says. */
+	bool behind;
 } pps_path_sample_t;
 
 /*
@@ -122,6 +126,9 @@ typedef struct {
 	pps_path_cap_state_t cap_state;
 	uint64_t fair_rate_bps; /* tcp-friendly rate cap in force (then the estimate); 0 = none */
 	uint64_t loss_events;   /* round trips with a retransmission (the AIMD's decreases) */
+	/* Times the estimate (and the tcp-friendly rate) came down to what was
+	 * acknowledged while the sender was behind its deadlines for a whole span. */
+	uint64_t behind_events;
 } pps_path_estimate_t;
 
 typedef struct pps_path pps_path_t;

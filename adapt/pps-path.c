@@ -59,6 +59,7 @@
 #define QUEUE_MIN_WINDOW_US  1000000
 #define MIN_CAP_PKTS         4
 #define TEST_MIN_US          200000
+#define TEST_MAX_US          2000000
 #define FAIR_MIN_PKTS        2
 /* The tcp-friendly rate's ceiling remembers the acknowledged rate this long
  * (two GOPs of 2 s), in CREDIT_SLOTS slots. */
@@ -168,6 +169,8 @@ struct pps_path {
 	int64_t fair_last_us;
 	int64_t fair_decrease_us;
 	uint64_t loss_events;
+	int64_t behind_since_us; /* first of the samples in a row that were behind; 0 none */
+	uint64_t behind_events;
 };
 
 const char *
@@ -274,6 +277,32 @@ queue_margin_us(const pps_path_t *p)
 	return p->params.queue_target_us / 2 > 10000 ? p->params.queue_target_us / 2 : 10000;
 }
 
+/*
+ * The cap for a moment, to see whether the queue drains: long enough for what
+ * is in flight already to drain at the rate that got through (a capacity step
+ * down leaves a congestion window of the faster path in flight: 45 packets
+ * are 0.65 s at 0.8 Mbit/s), for the smoothed RTT to show it, and a few
+ * minimum round trips; at most TEST_MAX_US. A test as long as the smoothed
+ * RTT and two minimum ones failed there every time the queue had not
+ * happened to be short when it began.
+ */
+static void
+start_test(pps_path_t *p, int64_t now)
+{
+	int64_t len = 2 * (int64_t)p->last.srtt_us + 2 * (int64_t)p->last.min_rtt_us;
+
+	if (p->acked_bps)
+		len += (int64_t)((uint64_t)p->last.unacked_pkts * p->last.mss_bytes * 8u *
+		                 1000000u / p->acked_bps);
+	if (len < TEST_MIN_US)
+		len = TEST_MIN_US;
+	if (len > TEST_MAX_US)
+		len = TEST_MAX_US;
+	p->cap_state = PPS_PATH_CAP_TEST;
+	p->cap_state_since_us = now;
+	p->test_until_us = now + len;
+}
+
 /* A test failed, or the cap it restored did not last: test half as often. */
 static void
 retest_backoff(pps_path_t *p)
@@ -319,7 +348,11 @@ update_cap_state(pps_path_t *p, int64_t now)
 		 * queue that never drains below it, or a loss (the queue
 		 * overflowed; the minimum RTT itself may include others' standing
 		 * queue if they were there before this connection), means
-		 * somebody else fills it. */
+		 * somebody else fills it. (A loss may also be the stream's own
+		 * queue at a capacity step down; a test at once instead kept the
+		 * stream capped at what an application-limited stream had
+		 * acknowledged, beside cubic flows and under random loss alike,
+		 * and it lost half of its share there.) */
 		if ((now - p->cap_state_since_us >= window &&
 		     (int64_t)min_queue > allowed + margin) ||
 		    (p->last_retrans_us && p->last_retrans_us > p->cap_state_since_us)) {
@@ -335,14 +368,8 @@ update_cap_state(pps_path_t *p, int64_t now)
 		}
 		break;
 	case PPS_PATH_CAP_COMPETING:
-		if (now - p->cap_state_since_us >= p->retest_us) {
-			/* Long enough for a queue of our own to drain, and a few RTTs. */
-			int64_t len = (int64_t)p->last.srtt_us + 2 * (int64_t)p->last.min_rtt_us;
-
-			p->cap_state = PPS_PATH_CAP_TEST;
-			p->cap_state_since_us = now;
-			p->test_until_us = now + (len > TEST_MIN_US ? len : TEST_MIN_US);
-		}
+		if (now - p->cap_state_since_us >= p->retest_us)
+			start_test(p, now);
 		break;
 	case PPS_PATH_CAP_TEST: {
 		int64_t queue = (int64_t)p->last.srtt_us - (int64_t)p->last.min_rtt_us;
@@ -419,6 +446,46 @@ fair_update(pps_path_t *p, const pps_path_sample_t *s, bool new_loss)
 		p->fair_bps = ceiling;
 	if (p->fair_bps < floor)
 		p->fair_bps = floor;
+}
+
+/*
+ * A sender that was behind (data past its deadline waiting) for a whole span
+ * of the acknowledged rate had more to send than the path took all along:
+ * what was acknowledged over that span is what the path gives the stream,
+ * with or without others on it, and neither the estimate nor the
+ * tcp-friendly rate may stay above it. Without this a stream alone after a
+ * capacity step down (its loss there marked the path competing) kept a
+ * tcp-friendly rate of 1.5 times what it had been acknowledged at the
+ * higher capacity for seconds, the encoder sized its base to that, and the
+ * base alone, never dropped, filled the link with a second of queue. Each
+ * clamp needs a span of its own, so a sender held back by its own pacer (at
+ * the tcp-friendly rate) loses a few percent per half second at most while
+ * the encoder, told the lower rate, brings it back under.
+ */
+static void
+behind_update(pps_path_t *p, const pps_path_sample_t *s, int64_t span)
+{
+	if (!s->behind) {
+		p->behind_since_us = 0;
+		return;
+	}
+	if (!p->behind_since_us) {
+		p->behind_since_us = s->now_us;
+		return;
+	}
+	/* A retransmission in the span: recovery, not the path's rate, may
+	 * have held the acknowledgements back (the AIMD answers losses). */
+	if (s->now_us - p->behind_since_us < span || span < ACKED_SPAN_US || !p->acked_bps ||
+	    (p->last_retrans_us && s->now_us - p->last_retrans_us < span))
+		return;
+	if (p->estimate_bps > p->acked_bps) {
+		p->estimate_bps = p->acked_bps;
+		window_clamp(&p->max_rate, p->acked_bps);
+	}
+	if (p->fair_bps > p->acked_bps)
+		p->fair_bps = p->acked_bps;
+	p->behind_since_us = s->now_us;
+	p->behind_events++;
 }
 
 void
@@ -500,6 +567,8 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 	}
 	if (p->params.rate_control == PPS_RATE_CONTROL_TCP_FRIENDLY)
 		fair_update(p, s, new_loss);
+	if (p->estimate_bps)
+		behind_update(p, s, span);
 }
 
 /*
@@ -556,6 +625,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->estimate_bps = usable_bps(p);
 	out->fair_rate_bps = pps_path_rate_cap_bps(p);
 	out->loss_events = p->loss_events;
+	out->behind_events = p->behind_events;
 	out->delivery_rate_bps = s->delivery_rate_bps;
 	out->acked_bps = p->acked_bps;
 	out->bytes_acked = s->bytes_acked;
@@ -580,9 +650,18 @@ pps_path_inflight_cap_pkts(const pps_path_t *p)
 
 	if ((p->cap_state == PPS_PATH_CAP_SELF || p->cap_state == PPS_PATH_CAP_TEST) &&
 	    p->estimate_bps) {
-		/* estimate * (5/4 min RTT + queue target), in bytes */
+		uint64_t rate = usable_bps(p);
+
+		/* A test caps at what got through, if that is less: the estimate
+		 * while competing was lifted to the congestion window's rate, and a
+		 * cap at it keeps a queue of the stream's own from draining, so a
+		 * stream alone again (after a loss at a capacity step) failed its
+		 * tests and kept the competing rate for seconds. */
+		if (p->cap_state == PPS_PATH_CAP_TEST && p->acked_bps && p->acked_bps < rate)
+			rate = p->acked_bps;
+		/* rate * (5/4 min RTT + queue target), in bytes */
 		bytes =
-		    usable_bps(p) / 8u *
+		    rate / 8u *
 		    (uint64_t)(5 * (int64_t)p->last.min_rtt_us / 4 + p->params.queue_target_us) /
 		    1000000u;
 		cap = (bytes + mss - 1) / mss;

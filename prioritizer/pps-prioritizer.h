@@ -370,6 +370,10 @@ int64_t pps_sched_next_deadline_us(const pps_sched_t *sched);
  * @path->queued_bytes until the next call. */
 void pps_sched_set_path(pps_sched_t *sched, const pps_sched_path_t *path);
 
+/* True while a window past its deadline still has base anchors to send (in
+ * its base grace): the client's path carries less than the base, for now. */
+bool pps_sched_behind(const pps_sched_t *sched);
+
 /* True if a call to pps_sched_next_packet() now would produce a packet. */
 bool pps_sched_has_data(const pps_sched_t *sched);
 

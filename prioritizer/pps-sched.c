@@ -422,6 +422,18 @@ pps_sched_expire(pps_sched_t *s, int64_t now_us)
 	return ended;
 }
 
+bool
+pps_sched_behind(const pps_sched_t *s)
+{
+	for (size_t i = 0; i < s->count; i++) {
+		const entry_t *e = &s->entries[(s->head + i) % s->params.max_windows];
+
+		if (e->state != ENTRY_ENDED && e->late)
+			return true;
+	}
+	return false;
+}
+
 int64_t
 pps_sched_next_deadline_us(const pps_sched_t *s)
 {

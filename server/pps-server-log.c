@@ -131,6 +131,7 @@ path_line_cb(pps_session_t *session, void *user)
 		json_object_set_int_member(o, "fair_rate_bps", (gint64)e.fair_rate_bps);
 		json_object_set_int_member(o, "loss_events", (gint64)e.loss_events);
 	}
+	json_object_set_int_member(o, "behind_events", (gint64)e.behind_events);
 	json_object_set_array_member(o, "sent_layer_bps", int_array(v, g->layers));
 	json_object_set_int_member(o, "windows_dropped",
 	                           (gint64)(st.windows_dropped - mark->windows_dropped));

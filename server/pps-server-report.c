@@ -410,6 +410,7 @@ client_object(const pps_server_client_t *c)
 		json_object_set_int_member(o, "fair_rate_bps", (gint64)pe->fair_rate_bps);
 		json_object_set_int_member(o, "loss_events", (gint64)pe->loss_events);
 	}
+	json_object_set_int_member(o, "behind_events", (gint64)pe->behind_events);
 	return o;
 }
 

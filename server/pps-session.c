@@ -241,6 +241,7 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	    .cwnd_pkts = ms->cwnd_pkts,
 	    .unacked_pkts = ms->unacked_pkts,
 	    .mss_bytes = ms->mss_bytes,
+	    .behind = pps_sched_behind(s->sched),
 	};
 
 	pps_path_add_sample(s->path, &sample);

@@ -898,6 +898,140 @@ test_b_frames_on_drops(void)
 	pps_b_frames_free(a);
 }
 
+/* @seconds of samples every 10 ms: @acked_bps acknowledged, @srtt_us, the
+ * sender behind its deadlines as @behind says for each sample's time. */
+static void
+run_behind(pps_path_t *p, pps_path_sample_t *s, double seconds, uint64_t acked_bps,
+           uint32_t srtt_us, bool (*behind)(int64_t t_us))
+{
+	for (int64_t t = 0; t < (int64_t)(seconds * 1e6); t += 10000) {
+		s->now_us += 10000;
+		s->bytes_acked += acked_bps / 8 / 100;
+		s->srtt_us = srtt_us;
+		s->behind = behind(t);
+		pps_path_add_sample(p, s);
+	}
+}
+
+static bool
+never(int64_t t_us)
+{
+	(void)t_us;
+	return false;
+}
+
+static bool
+always(int64_t t_us)
+{
+	(void)t_us;
+	return true;
+}
+
+/* Behind for 300 ms out of every 400: never a whole span. */
+static bool
+mostly(int64_t t_us)
+{
+	return t_us % 400000 < 300000;
+}
+
+/* The server's default path (yielding cap, tcp-friendly rate) after a
+ * capacity step down from 8 to 0.8 Mbit/s that cost a retransmission: the
+ * stream is then alone behind a queue it fills itself, with no loss to bring
+ * the tcp-friendly rate down from where the faster path left it. */
+static void
+test_behind_sender_takes_acked_rate(void)
+{
+	bool (*cases[])(int64_t) = {always, never, mostly};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_YIELDING,
+		                        .queue_target_us = 50000,
+		                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
+		pps_path_t *p = pps_path_new(&pp);
+		pps_path_sample_t s = {.now_us = 1000000,
+		                       .delivery_rate_bps = 8000000,
+		                       .min_rtt_us = 50000,
+		                       .cwnd_pkts = 100,
+		                       .unacked_pkts = 40,
+		                       .mss_bytes = MSS};
+		pps_path_estimate_t e;
+
+		REQUIRE(p);
+		/* 8 Mbit/s, the stream sending 5. */
+		run_behind(p, &s, 3.0, 5000000, 52000, never);
+		pps_path_get_estimate(p, &e);
+		CHECK(e.estimate_bps >= 7000000);
+		/* The step: a retransmission, the queue grows. */
+		s.total_retrans_pkts++;
+		run_behind(p, &s, 0.3, 2000000, 200000, never);
+		pps_path_get_estimate(p, &e);
+		CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
+		/* 0.8 Mbit/s, 300 ms of queue, no further loss. */
+		run_behind(p, &s, 2.0, 800000, 350000, cases[i]);
+		pps_path_get_estimate(p, &e);
+		if (cases[i] == always) {
+			/* Within a second or two the rate is what got through. */
+			CHECK(e.estimate_bps <= 900000);
+			CHECK(e.fair_rate_bps <= 900000);
+			CHECK(e.behind_events >= 2);
+		} else {
+			/* Not behind for a whole span: nothing says the stream
+			 * could not send more (the queue may be others'). */
+			CHECK(e.estimate_bps > 2000000);
+			CHECK_EQ_INT(e.behind_events, 0);
+		}
+		pps_path_free(p);
+	}
+}
+
+/* Alone again after a capacity step down that cost a loss (the path was taken
+ * for shared): the retest caps at what got through and waits for what the
+ * faster path left in flight to drain before it judges the queue. */
+static void
+test_retest_waits_for_the_drain(void)
+{
+	pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_YIELDING,
+	                        .queue_target_us = 50000,
+	                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
+	pps_path_t *p = pps_path_new(&pp);
+	pps_path_sample_t s = {.now_us = 1000000,
+	                       .delivery_rate_bps = 8000000,
+	                       .min_rtt_us = 50000,
+	                       .cwnd_pkts = 100,
+	                       .unacked_pkts = 40,
+	                       .mss_bytes = MSS};
+	pps_path_estimate_t e;
+	int64_t t0;
+
+	REQUIRE(p);
+	run_behind(p, &s, 3.0, 5000000, 52000, never);
+	s.total_retrans_pkts++;
+	run_behind(p, &s, 0.3, 2000000, 250000, never);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
+	/* 0.8 Mbit/s with 45 packets in flight (0.65 s of it) until the retest. */
+	s.unacked_pkts = 45;
+	t0 = s.now_us;
+	do {
+		run_behind(p, &s, 0.01, 800000, 300000, never);
+		pps_path_get_estimate(p, &e);
+	} while (e.cap_state == PPS_PATH_CAP_COMPETING && s.now_us - t0 < 6000000);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_TEST);
+	/* Capped at what got through: 0.8 Mbit/s x 112.5 ms is 8 packets. */
+	CHECK(e.inflight_cap_pkts <= 9);
+	/* What was in flight and the queue take 0.8 s to drain; then the
+	 * smoothed RTT comes down. */
+	run_behind(p, &s, 0.8, 800000, 300000, never);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_TEST);
+	s.unacked_pkts = 8;
+	run_behind(p, &s, 0.2, 800000, 100000, never);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
+	CHECK(!pps_path_shared(p));
+	pps_path_free(p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -908,6 +1042,8 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_policies_off_and_always);
 	PPS_TEST_RUN(test_retransmission_and_order);
 	PPS_TEST_RUN(test_tcp_friendly_rate);
+	PPS_TEST_RUN(test_behind_sender_takes_acked_rate);
+	PPS_TEST_RUN(test_retest_waits_for_the_drain);
 	if (argc > 1)
 		test_recorded_trace(argv[1]);
 	PPS_TEST_RUN(test_ratealloc_one_client);

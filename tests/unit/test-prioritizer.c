@@ -1403,9 +1403,11 @@ test_sched_base_grace(void)
 		}
 	}
 	REQUIRE(anchors >= 3);
+	CHECK(!pps_sched_behind(s));
 	/* Every deadline passed before anything was sent (a stalled socket). */
 	now = pps_window_first_capture_us(list.windows[2]) + 100000 + 1;
 	CHECK_EQ_INT(pps_sched_expire(s, now), 3);
+	CHECK(pps_sched_behind(s)); /* base anchors late, still to send */
 	/* The timer's next event is the end of the first window's grace. */
 	CHECK_EQ_INT(pps_sched_next_deadline_us(s),
 	             pps_window_first_capture_us(list.windows[0]) + 100000 + 500000);
@@ -1416,6 +1418,7 @@ test_sched_base_grace(void)
 			if (t || q)
 				CHECK_EQ_INT(adus[t][q], 0);
 	CHECK_EQ_INT(ends, 3);
+	CHECK(!pps_sched_behind(s)); /* sent and ended: caught up */
 	pps_sched_get_stats(s, &st);
 	CHECK_EQ_INT(st.windows_base_late, 3);
 	CHECK_EQ_INT(st.windows_partial, 3);

@@ -26,6 +26,34 @@ import tempfile
 SKIP = 77
 
 
+def print_path_timeline(cell_dir):
+    """The server's view of the video connection once a second, beside the
+    link's capacity: when frames shown fall short, whether the estimate (and
+    the cap state: self = alone, competing = others hold the queue) followed
+    the steps is the first thing to know."""
+    try:
+        with open(os.path.join(cell_dir, "server.jsonl")) as f:
+            records = [json.loads(line) for line in f if line.startswith("{")]
+        with open(os.path.join(cell_dir, "cell.json")) as f:
+            steps = json.load(f).get("steps") or {}
+    except (OSError, ValueError) as e:
+        print(f"info no path timeline: {e}")
+        return
+    start = next((r.get("time_us") for r in records if r.get("type") == "start"), None)
+    capacity = steps.get("capacity") or []
+    if start is None:
+        return
+    print("path (server's video connection, once a second): t_s capacity_mbit state estimate_mbit acked_mbit srtt_ms retrans")
+    for r in records:
+        if r.get("type") != "path" or not r.get("valid"):
+            continue
+        t = r["t_us"]
+        cap = next((c[1] for c in reversed(capacity) if c[0] <= t), None)
+        print(f"  {(t - start) / 1e6:5.1f} {'-' if cap is None else f'{cap / 1e6:.1f}':>4} {r.get('cap_state', '-'):9s} "
+              f"{r.get('estimate_bps', 0) / 1e6:5.2f} {r.get('acked_bps', 0) / 1e6:5.2f} "
+              f"{r.get('srtt_us', 0) / 1e3:4.0f} {r.get('retrans_pkts', 0)}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sweep", help="build/tools/pps-sweep")
@@ -77,6 +105,7 @@ def main():
         print(f"figures: frames shown {shown:.1f}%, p50/p95/p99 {c['frame_latency_p50_ms']:.0f}/{p95:.0f}/{c['frame_latency_p99_ms']:.0f} ms, "
               f"longest freeze {c['longest_freeze_ms']:.0f} ms ({freeze:.0f} ms outside the 1 s after step downs), "
               f"total frozen {c['total_frozen_ms'] / 1e3:.1f} s, received {c['received_bps'] / 1e6:.2f} Mbit/s")
+        print_path_timeline(os.path.join(out, "cells", cid))
         targets = [(shown >= args.min_shown_pct, f"target: frames shown {shown:.1f}% >= {args.min_shown_pct:g}%"),
                    (freeze <= args.max_freeze_ms, f"target: longest freeze outside steps {freeze:.0f} ms <= {args.max_freeze_ms:g} ms"),
                    (p95 <= args.max_p95_ms, f"target: frame latency p95 {p95:.0f} ms <= {args.max_p95_ms:g} ms")]
