@@ -170,6 +170,7 @@ struct pps_path {
 	int64_t fair_decrease_us;
 	uint64_t loss_events;
 	int64_t behind_since_us; /* first of the samples in a row that were behind; 0 none */
+	bool behind_competing;   /* behind for a whole span since COMPETING began */
 	uint64_t behind_events;
 };
 
@@ -301,6 +302,7 @@ start_test(pps_path_t *p, int64_t now)
 	p->cap_state = PPS_PATH_CAP_TEST;
 	p->cap_state_since_us = now;
 	p->test_until_us = now + len;
+	p->behind_competing = false;
 }
 
 /* A test failed, or the cap it restored did not last: test half as often. */
@@ -365,10 +367,16 @@ update_cap_state(pps_path_t *p, int64_t now)
 				p->retest_us = PPS_PATH_RETEST_US;
 			p->cap_state = PPS_PATH_CAP_COMPETING;
 			p->cap_state_since_us = now;
+			p->behind_competing = false;
 		}
 		break;
 	case PPS_PATH_CAP_COMPETING:
-		if (now - p->cap_state_since_us >= p->retest_us)
+		/* Behind while competing: the queue that never drains may be
+		 * the stream's own (a base beyond the path's rate), and the
+		 * retest finds out; a quarter of its interval after the state
+		 * began, which still backs off while tests fail beside others. */
+		if (now - p->cap_state_since_us >=
+		    (p->behind_competing ? p->retest_us / 4 : p->retest_us))
 			start_test(p, now);
 		break;
 	case PPS_PATH_CAP_TEST: {
@@ -486,6 +494,8 @@ behind_update(pps_path_t *p, const pps_path_sample_t *s, int64_t span)
 		p->fair_bps = p->acked_bps;
 	p->behind_since_us = s->now_us;
 	p->behind_events++;
+	if (p->cap_state == PPS_PATH_CAP_COMPETING)
+		p->behind_competing = true;
 }
 
 void

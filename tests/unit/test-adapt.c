@@ -974,11 +974,15 @@ test_behind_sender_takes_acked_rate(void)
 			CHECK(e.estimate_bps <= 900000);
 			CHECK(e.fair_rate_bps <= 900000);
 			CHECK(e.behind_events >= 2);
+			/* ... and the queue is retested a second after the
+			 * state began competing, not four. */
+			CHECK(e.cap_state != PPS_PATH_CAP_COMPETING);
 		} else {
 			/* Not behind for a whole span: nothing says the stream
 			 * could not send more (the queue may be others'). */
 			CHECK(e.estimate_bps > 2000000);
 			CHECK_EQ_INT(e.behind_events, 0);
+			CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
 		}
 		pps_path_free(p);
 	}
