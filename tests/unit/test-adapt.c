@@ -934,6 +934,35 @@ mostly(int64_t t_us)
 	return t_us % 400000 < 300000;
 }
 
+/* The server's default path (yielding cap, tcp-friendly rate): 3 s at 8
+ * Mbit/s with the stream sending 5, then a capacity step down that cost a
+ * retransmission and grew the queue, which takes the path for competing. */
+static pps_path_t *
+path_after_step_down(pps_path_sample_t *s)
+{
+	pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_YIELDING,
+	                        .queue_target_us = 50000,
+	                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
+	pps_path_t *p = pps_path_new(&pp);
+	pps_path_estimate_t e;
+
+	REQUIRE(p);
+	*s = (pps_path_sample_t){.now_us = 1000000,
+	                         .delivery_rate_bps = 8000000,
+	                         .min_rtt_us = 50000,
+	                         .cwnd_pkts = 100,
+	                         .unacked_pkts = 40,
+	                         .mss_bytes = MSS};
+	run_behind(p, s, 3.0, 5000000, 52000, never);
+	pps_path_get_estimate(p, &e);
+	CHECK(e.estimate_bps >= 7000000);
+	s->total_retrans_pkts++;
+	run_behind(p, s, 0.3, 2000000, 200000, never);
+	pps_path_get_estimate(p, &e);
+	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
+	return p;
+}
+
 /* The server's default path (yielding cap, tcp-friendly rate) after a
  * capacity step down from 8 to 0.8 Mbit/s that cost a retransmission: the
  * stream is then alone behind a queue it fills itself, with no loss to bring
@@ -944,28 +973,10 @@ test_behind_sender_takes_acked_rate(void)
 	bool (*cases[])(int64_t) = {always, never, mostly};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_YIELDING,
-		                        .queue_target_us = 50000,
-		                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
-		pps_path_t *p = pps_path_new(&pp);
-		pps_path_sample_t s = {.now_us = 1000000,
-		                       .delivery_rate_bps = 8000000,
-		                       .min_rtt_us = 50000,
-		                       .cwnd_pkts = 100,
-		                       .unacked_pkts = 40,
-		                       .mss_bytes = MSS};
+		pps_path_sample_t s;
+		pps_path_t *p = path_after_step_down(&s);
 		pps_path_estimate_t e;
 
-		REQUIRE(p);
-		/* 8 Mbit/s, the stream sending 5. */
-		run_behind(p, &s, 3.0, 5000000, 52000, never);
-		pps_path_get_estimate(p, &e);
-		CHECK(e.estimate_bps >= 7000000);
-		/* The step: a retransmission, the queue grows. */
-		s.total_retrans_pkts++;
-		run_behind(p, &s, 0.3, 2000000, 200000, never);
-		pps_path_get_estimate(p, &e);
-		CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
 		/* 0.8 Mbit/s, 300 ms of queue, no further loss. */
 		run_behind(p, &s, 2.0, 800000, 350000, cases[i]);
 		pps_path_get_estimate(p, &e);
@@ -994,25 +1005,11 @@ test_behind_sender_takes_acked_rate(void)
 static void
 test_retest_waits_for_the_drain(void)
 {
-	pps_path_params_t pp = {.cap_policy = PPS_LATENCY_CAP_YIELDING,
-	                        .queue_target_us = 50000,
-	                        .rate_control = PPS_RATE_CONTROL_TCP_FRIENDLY};
-	pps_path_t *p = pps_path_new(&pp);
-	pps_path_sample_t s = {.now_us = 1000000,
-	                       .delivery_rate_bps = 8000000,
-	                       .min_rtt_us = 50000,
-	                       .cwnd_pkts = 100,
-	                       .unacked_pkts = 40,
-	                       .mss_bytes = MSS};
+	pps_path_sample_t s;
+	pps_path_t *p = path_after_step_down(&s);
 	pps_path_estimate_t e;
 	int64_t t0;
 
-	REQUIRE(p);
-	run_behind(p, &s, 3.0, 5000000, 52000, never);
-	s.total_retrans_pkts++;
-	run_behind(p, &s, 0.3, 2000000, 250000, never);
-	pps_path_get_estimate(p, &e);
-	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
 	/* 0.8 Mbit/s with 45 packets in flight (0.65 s of it) until the retest. */
 	s.unacked_pkts = 45;
 	t0 = s.now_us;
