@@ -25,7 +25,11 @@
  * 27 dB) a poor first picture, such as a starved first IDR, can be nearer
  * n + 2 than n, and every picture after it is then scored two buffers off.
  * Every 30th picture is also compared with n - 1 and n + 1, and ref_check
- * says whether n won: the proof that the mapping held.
+ * says whether n won: the proof that the mapping held; ref_best says which
+ * of the three did (-1, 0, 1). When most checks name a neighbour, the
+ * caller scores again with --shift (a second reference in this process
+ * would not repeat the first: the noise of smpte and snow comes from a
+ * generator seeded once per process).
  *
  * Quality: PSNR and SSIM (8x8 windows, step 4) of the luma, leaving out the
  * timecode's blocks in the top-left corner.
@@ -35,8 +39,9 @@
  * repeats are skipped, so each shown picture is scored once.
  *
  * Output (stdout, TSV): ordinal timecode_ok frame_index capture_us ref_frame
- * psnr_y ssim_y ref_check (1 won, 0 lost, -1 not checked); pictures without a
- * timecode have ref_frame -1 and no scores.
+ * psnr_y ssim_y ref_check (1 won, 0 lost, -1 not checked) ref_best (the
+ * offset of the best of n - 1, n, n + 1 where checked, else empty); pictures
+ * without a timecode have ref_frame -1 and no scores.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -317,6 +322,9 @@ usage(FILE *out)
 	             "with the same timecode, one TSV line per picture (docs/PEERS.md).\n"
 	             "\n"
 	             "  --pattern NAME           the sender's test pattern (default smpte)\n"
+	             "  --shift N                score against buffer n + N instead of the\n"
+	             "                           anchored n (-32..32: when the checks named a\n"
+	             "                           neighbour)\n"
 	             "  -h, --help               this help\n"
 	             "  -V, --version            the version\n"
 	             "\n"
@@ -329,6 +337,7 @@ main(int argc, char **argv)
 {
 	static const struct option options[] = {
 	    {"pattern", required_argument, NULL, 'p'},
+	    {"shift", required_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
@@ -340,7 +349,7 @@ main(int argc, char **argv)
 	size_t picture_bytes;
 	FILE *in;
 	char line[64];
-	int64_t n_first = 0, capture_first = 0, scored = 0;
+	int64_t n_first = 0, capture_first = 0, scored = 0, shift = 0;
 	double period_us;
 
 	if (pps_cli_refuse_abbreviated(argc, argv, options, "pps-peer-score"))
@@ -350,6 +359,21 @@ main(int argc, char **argv)
 		case 'p':
 			pattern = optarg;
 			break;
+		case 's': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || v < -SEARCH_FRAMES ||
+			    v > SEARCH_FRAMES) {
+				fprintf(
+				    stderr,
+				    "pps-peer-score: --shift %s: not a whole number in -%d..%d\n",
+				    optarg, SEARCH_FRAMES, SEARCH_FRAMES);
+				return 2;
+			}
+			shift = v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -372,7 +396,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("ordinal\ttimecode_ok\tframe_index\tcapture_us\tref_frame\tpsnr_y\tssim_y\tref_"
-	       "check\n");
+	       "check\tref_best\n");
 	if (parse_y4m_header(in, &width, &height, &fps) < 0 || fps < 1) {
 		/* An empty file (nothing was shown) is a valid, empty result. */
 		fclose(in);
@@ -398,6 +422,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	status = 0;
+	n_first += shift;
 	for (int64_t ordinal = 0; fgets(line, sizeof(line), in); ordinal++) {
 		uint32_t index;
 		int64_t capture_us, n;
@@ -411,31 +436,38 @@ main(int argc, char **argv)
 			continue;
 		}
 		if (pps_timecode_read(picture, width, width, height, &index, &capture_us) < 0) {
-			printf("%" PRId64 "\t0\t0\t0\t-1\t\t\t-1\n", ordinal);
+			printf("%" PRId64 "\t0\t0\t0\t-1\t\t\t-1\t\n", ordinal);
 			continue;
 		}
 		n = n_first + llround((double)(capture_us - capture_first) / period_us);
 		r = reference_get(&ref, n);
 		if (!r) {
-			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t-1\t\t\t-1\n", ordinal, index,
+			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t-1\t\t\t-1\t\n", ordinal, index,
 			       capture_us);
 			continue;
 		}
 		{
 			double p = psnr_y(&ref, r, picture), s = ssim_y(&ref, r, picture);
 			int check = -1;
+			char best[8] = "";
 
 			if (scored++ % CHECK_EVERY == 0) {
 				const uint8_t *before = reference_get(&ref, n - 1);
 				const uint8_t *after = reference_get(&ref, n + 1);
+				double pb = before ? psnr_y(&ref, before, picture) : -1;
+				double pa = after ? psnr_y(&ref, after, picture) : -1;
 
 				/* reference_get(n + 1) may not evict n: the ring holds 96. */
 				r = reference_get(&ref, n);
-				check = r && (!before || psnr_y(&ref, before, picture) < p) &&
-				        (!after || psnr_y(&ref, after, picture) < p);
+				check = r && pb < p && pa < p;
+				snprintf(best, sizeof(best), "%d",
+				         check                 ? 0
+				         : pb >= pa && pb >= p ? -1
+				         : pa >= p             ? 1
+				                               : 0);
 			}
-			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t%" PRId64 "\t%.3f\t%.5f\t%d\n",
-			       ordinal, index, capture_us, n, p, s, check);
+			printf("%" PRId64 "\t1\t%u\t%" PRId64 "\t%" PRId64 "\t%.3f\t%.5f\t%d\t%s\n",
+			       ordinal, index, capture_us, n, p, s, check, best);
 		}
 	}
 out:

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 
 from . import metrics, process, programs
@@ -130,9 +129,8 @@ def run(build, args):
             for sender in names:
                 y4m = os.path.join(out, viewer, f"{sender}.y4m")
                 if sender != viewer and os.path.exists(y4m):
-                    with open(os.path.join(out, viewer, f"scores-{sender}.tsv"), "w") as f:
-                        subprocess.run([build.peer_score, "--pattern", args.pattern, y4m], stdout=f,
-                                       stderr=subprocess.DEVNULL, timeout=900)
+                    metrics.peer_score(build.peer_score, args.pattern, y4m,
+                                       os.path.join(out, viewer, f"scores-{sender}.tsv"))
                     os.unlink(y4m)
     sys.stdout.write(report(out))
     return 0 if all(v == 0 for v in runinfo.get("call_exit", {}).values()) else 1

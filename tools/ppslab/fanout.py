@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 
 from . import metrics, plots, process, programs
@@ -104,8 +103,7 @@ def run(build, args):
         for k in range(1, n + 1):
             y4m = os.path.join(out, f"shown-rcv{k}.y4m")
             if os.path.exists(y4m):
-                with open(os.path.join(out, f"scores-rcv{k}.tsv"), "w") as f:
-                    subprocess.run([build.peer_score, "--pattern", args.pattern, y4m], stdout=f, stderr=subprocess.DEVNULL, timeout=900)
+                metrics.peer_score(build.peer_score, args.pattern, y4m, os.path.join(out, f"scores-rcv{k}.tsv"))
                 os.unlink(y4m)
     sys.stdout.write(report(out))
     return 0 if runinfo.get("server_exit") == 0 else 1

@@ -48,6 +48,7 @@ import bisect
 import math
 import os
 import statistics
+import subprocess
 
 from .files import read_jsonl
 
@@ -460,6 +461,31 @@ def layer_means(rows):
 
 
 # ---------------------------------------------------------------- pictures scored
+
+
+def peer_score(program, pattern, y4m, scores_path, timeout=900):
+    """pps-peer-score of @y4m into @scores_path (its TSV). Scored again with
+    --shift when most of its reference checks found the same neighbour of the
+    anchored buffer better than it (a poor first picture misled the anchor:
+    ball beside 20 flows was once scored a buffer off throughout). Returns the
+    last run's CompletedProcess (stderr captured)."""
+    def run(extra):
+        with open(scores_path, "w") as f:
+            return subprocess.run([program, "--pattern", pattern, *extra, y4m], stdout=f,
+                                  stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+    r = run([])
+    if r.returncode != 0:
+        return r
+    with open(scores_path) as f:
+        lines = f.read().splitlines()
+    head = lines[0].split("\t") if lines else []
+    best = [row.get("ref_best") for row in (dict(zip(head, line.split("\t"))) for line in lines[1:])
+            if row.get("ref_best")]
+    for shift in ("-1", "1"):
+        if best and best.count(shift) * 2 > len(best):
+            return run(["--shift", shift])
+    return r
 
 
 def psnr_metrics(scores_path, span_us=None):

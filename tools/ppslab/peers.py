@@ -260,8 +260,7 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
 
 def score(build, rdir, pattern=PATTERN):
     """pps-peer-score of the pictures shown -> scores.tsv."""
-    with open(os.path.join(rdir, "scores.tsv"), "w") as out:
-        r = subprocess.run([build.peer_score, "--pattern", pattern, os.path.join(rdir, "shown.y4m")], stdout=out, stderr=subprocess.PIPE, text=True, timeout=600)
+    r = metrics.peer_score(build.peer_score, pattern, os.path.join(rdir, "shown.y4m"), os.path.join(rdir, "scores.tsv"), timeout=600)
     if r.returncode != 0:
         raise Failure(f"pps-peer-score failed: {r.stderr.strip()}")
     return read_tsv(os.path.join(rdir, "scores.tsv"))

@@ -24,7 +24,7 @@ from .files import read_json, write_json
 from .lab import Lab, other_labs, parse_steps, step_trace_write
 from .matrix import FPS, PPS_DEFAULT_DRD_CONGEST_BDP, PPS_DEFAULT_DRD_MIN_BDP, QUEUES, transport_sets
 from .netlab.state import require_permission
-from .metrics import PSNR_PATTERNS
+from .metrics import PSNR_PATTERNS, peer_score
 from .wrappers.ppstream import Ppstream
 
 PROGRAM = "pps-sweep"
@@ -387,8 +387,7 @@ def score_pictures(ctx, pattern, celldir, y4m_name="shown.y4m", scores_name="sco
     if not os.path.exists(y4m):
         return
     try:
-        with open(os.path.join(celldir, scores_name), "w") as out:
-            r = subprocess.run([ctx.score, "--pattern", pattern, y4m], stdout=out, stderr=subprocess.PIPE, text=True, timeout=900)
+        r = peer_score(ctx.score, pattern, y4m, os.path.join(celldir, scores_name))
         if r.returncode != 0:
             log(f"pps-peer-score failed: {r.stderr.strip()[-300:]}")
     finally:

@@ -4,9 +4,11 @@
 client's nearest rank (client/pps-stats.c: the value of rank
 ceil(p/100 x n), rank 1 at least, of the sorted values), so a figure the lab
 computes from the client's events is the one in the client's summary."""
+import os
 import sys
+import tempfile
 
-from ppslab.metrics import freeze_figures, percentile, within_pct
+from ppslab.metrics import freeze_figures, peer_score, percentile, within_pct
 
 failures = 0
 
@@ -37,4 +39,33 @@ fz = freeze_figures([0, 33_000, 600_000, 633_000], step_downs_us=[133_000])
 check(fz["longest_us"] == 567_000 and fz["frozen_us"] == 567_000, f"longest gap and frozen time {fz['longest_us']}, {fz['frozen_us']}")
 check(fz["over_500ms"] == 1 and fz["over_500ms_after_step"] == 1, "the long gap is excused by the step down")
 check(fz["longest_outside_steps_us"] == 100_000, f"longest outside steps {fz['longest_outside_steps_us']} (the 100 ms before the step)")
+
+# peer_score: scored again with --shift when most reference checks name the same neighbour. A
+# stand-in scorer names n - 1 in 2 of 3 checks unless given --shift.
+with tempfile.TemporaryDirectory() as d:
+    fake = os.path.join(d, "score")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\n"
+                "echo \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
+                "printf 'ordinal\\tref_check\\tref_best\\n'\n"
+                "case \"$*\" in *--shift*) printf '0\\t1\\t0\\n1\\t1\\t0\\n' ;;\n"
+                "*) printf '0\\t0\\t-1\\n1\\t-1\\t\\n2\\t0\\t-1\\n3\\t1\\t0\\n' ;; esac\n")
+    os.chmod(fake, 0o755)
+    tsv = os.path.join(d, "scores.tsv")
+    r = peer_score(fake, "ball", "shown.y4m", tsv)
+    with open(os.path.join(d, "calls")) as f:
+        calls = f.read().splitlines()
+    with open(tsv) as f:
+        rows = f.read().splitlines()
+    check(r.returncode == 0 and calls == ["--pattern ball shown.y4m", "--pattern ball --shift -1 shown.y4m"],
+          f"scored again with --shift -1: {calls}")
+    check(len(rows) == 3 and rows[1].endswith("\t0"), "the shifted scores are the ones kept")
+    os.unlink(os.path.join(d, "calls"))
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
+                "printf 'ordinal\\tref_check\\tref_best\\n0\\t0\\t-1\\n1\\t1\\t0\\n'\n")
+    peer_score(fake, "ball", "shown.y4m", tsv)
+    with open(os.path.join(d, "calls")) as f:
+        calls = f.read().splitlines()
+    check(calls == ["--pattern ball shown.y4m"], f"half the checks naming a neighbour: scored once ({calls})")
 sys.exit(1 if failures else 0)

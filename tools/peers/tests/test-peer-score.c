@@ -5,7 +5,11 @@
  * and a little noise, except the first, which shows buffer 42's picture (a
  * poor first picture, nearer a later buffer than its own; ball has no noise
  * square to tell them apart). Every picture must still be scored against its
- * own buffer. Usage: test-peer-score PPS-PEER-SCORE DIR.
+ * own buffer. Then a shown.y4m whose first eight pictures show the buffer
+ * after their own (the anchor's pictures, all misleading): the scorer anchors
+ * a buffer late, its reference checks name n - 1 (ref_best), and --shift -1
+ * scores every later picture against its own buffer again.
+ * Usage: test-peer-score PPS-PEER-SCORE DIR.
  */
 #include <gst/app/gstappsink.h>
 #include <gst/gst.h>
@@ -117,6 +121,54 @@ main(int argc, char **argv)
 	}
 	CHECK(pclose(scores) == 0, "pps-peer-score failed");
 	CHECK(rows == LAST - FIRST + 1, "%d rows", rows);
+
+	out = fopen(path, "wb");
+	if (!out)
+		return 1;
+	fprintf(out, "YUV4MPEG2 W%d H%d F30:1 Ip A1:1 C420jpeg\n", W, H);
+	for (int n = FIRST; n <= LAST; n++) {
+		pps_timecode_stamp(frames[n < FIRST + 8 ? n + 1 : n], W, W, H, (uint32_t)n,
+		                   1700000000000000LL + (int64_t)n * 1000000 / 30);
+		fprintf(out, "FRAME\n");
+		fwrite(frames[n < FIRST + 8 ? n + 1 : n], 1, fs, out);
+	}
+	fclose(out);
+	for (int shift = 0; shift >= -1; shift--) {
+		int named = 0, checked = 0;
+
+		rows = 0;
+		snprintf(cmd, sizeof(cmd), "'%s' --pattern ball --shift %d '%s'", argv[1], shift,
+		         path);
+		scores = popen(cmd, "r");
+		if (!scores)
+			return 1;
+		while (fgets(line, sizeof(line), scores)) {
+			long ordinal, ok, index, ref, check, best;
+			long long capture;
+			char psnr[32], ssim[32];
+			int got =
+			    sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld\t%31s\t%31s\t%ld\t%ld", &ordinal,
+			           &ok, &index, &capture, &ref, psnr, ssim, &check, &best);
+
+			if (got < 8)
+				continue; /* the header */
+			rows++;
+			if (index < FIRST + 8)
+				continue;
+			CHECK(ref == index + 1 + shift, "shift %d: picture %ld scored against %ld",
+			      shift, index, ref);
+			if (got == 9) {
+				checked++;
+				named += best == (shift ? 0 : -1);
+			}
+		}
+		CHECK(pclose(scores) == 0, "pps-peer-score --shift %d failed", shift);
+		CHECK(rows == LAST - FIRST + 1, "%d rows", rows);
+		CHECK(checked >= 3 && named == checked, "shift %d: %d of %d checks as expected",
+		      shift, named, checked);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' --shift 99 '%s' >/dev/null 2>&1", argv[1], path);
+	CHECK(system(cmd) != 0, "--shift 99 accepted");
 	remove(path);
 	return pps_test_failures ? 1 : 0;
 }
