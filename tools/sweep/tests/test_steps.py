@@ -13,7 +13,10 @@ The must-show bounds, with a margin, on what is measured (never on wall-clock
 speed): frames shown >= --min-shown-pct, the longest freeze outside the 1 s
 after each step down <= --max-freeze-ms, frame latency p95 <= --max-p95-ms.
 They are printed always and enforced with --enforce (as the netlab suite
-runs it; the first version's server, before adaptation, missed them).
+runs it; the first version's server, before adaptation, missed them). The
+server's path state once a second (estimate, acknowledged rate, cap state)
+is printed beside the link's capacity, so a miss says whether the estimate
+followed the steps.
 Exit 77 without root or /dev/net/tun; nothing is left behind.
 """
 import argparse
