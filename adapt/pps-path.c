@@ -24,8 +24,10 @@
  * second, as Copa tells its competitive mode from a queue that never empties),
  * or a retransmission while capped (the queue overflowed, which the cap alone
  * does not do unless the buffer is smaller than the target), lifts the cap,
- * and every PPS_PATH_RETEST_US the cap is tried for a few round trips: if the
- * queue drains, it was the stream's own.
+ * and every PPS_PATH_RETEST_US (a quarter of it once the sender fell behind
+ * its deadlines) the cap is tried again, at the rate that got through, until
+ * what was in flight has drained: if the queue drains, it was the stream's
+ * own.
  *
  * Tcp-friendly rate (rate_control tcp-friendly). The stream's own AIMD on the
  * losses TCP_INFO reports: the rate grows by ALPHA packets per RTT every RTT
