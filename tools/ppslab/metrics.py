@@ -50,7 +50,7 @@ import os
 import statistics
 import subprocess
 
-from .files import read_jsonl
+from .files import read_jsonl, read_tsv
 
 FPS = 30.0
 FREEZE_GAP_MS = 100.0
@@ -477,11 +477,7 @@ def peer_score(program, pattern, y4m, scores_path, timeout=900):
     r = run([])
     if r.returncode != 0:
         return r
-    with open(scores_path) as f:
-        lines = f.read().splitlines()
-    head = lines[0].split("\t") if lines else []
-    best = [row.get("ref_best") for row in (dict(zip(head, line.split("\t"))) for line in lines[1:])
-            if row.get("ref_best")]
+    best = [row["ref_best"] for row in read_tsv(scores_path) if row.get("ref_best")]
     for shift in ("-1", "1"):
         if best and best.count(shift) * 2 > len(best):
             return run(["--shift", shift])
