@@ -265,6 +265,10 @@ typedef struct {
 	 * (its seq gap tells the client); 0 = PPS_DEFAULT_AUDIO_DEADLINE_US. */
 	int64_t audio_deadline_us;
 	pps_deadlines_t deadlines; /* when unsent data is dropped */
+	/* A client's enhancement layer whose restart at an IDR failed (the IDR
+	 * cut part-sent, or the layer cut within a second of it) skips its
+	 * next IDR, then 2, 4, ... up to this many; 0 = every IDR restarts it. */
+	unsigned restart_backoff_max;
 } pps_sched_params_t;
 
 /*
@@ -308,6 +312,9 @@ typedef struct {
 	/* Of the dropped ADUs, those dropped before their deadline because the
 	 * path estimate said they could not arrive by it (PPS_DEADLINES_PREDICTIVE). */
 	uint64_t adus_predicted;
+	/* Of the dropped ADUs, enhancement IDRs skipped while their layer backs
+	 * off after a failed restart (restart_backoff_max). */
+	uint64_t adus_restart_skipped;
 	/* Windows still sending after their first frame's deadline, a later
 	 * frame's ADUs within their own (PPS_DEADLINES_ADU, _PREDICTIVE). */
 	uint64_t windows_extended;

@@ -15,6 +15,14 @@
  * (it joined later), counts as not sent, so the client waits for the next
  * intra picture of that layer instead of receiving something it cannot use.
  *
+ * Restarts of an enhancement layer back off (restart_t): a client whose
+ * layer was cut takes it up again at the layer's next IDR, and on a path that
+ * cannot carry the layer that IDR is cut too, part-sent: its bytes only
+ * delay the base behind them, at every GOP. A restart that fails (its IDR cut
+ * before it was whole, or the layer cut within RESTART_TRIAL_US of it) makes
+ * the client skip the layer's next IDR, then 2, 4, ... up to
+ * restart_backoff_max; a layer that lasts past the trial clears it.
+ *
  * Deadlines per ADU (pps_deadlines_t, after Time-lined TCP, paper 004): the
  * window's deadline becomes the earliest deadline of what it has not sent,
  * each ADU's from its window (pps_window_adu_due_capture_us); windows are
@@ -78,6 +86,19 @@ typedef struct {
 
 enum { ADU_UNKNOWN = 0, ADU_SENT = 1, ADU_DROPPED = 2 };
 
+/* A restart that fails within this of its IDR going out counts against the
+ * layer (restart_t): the queue an IDR too big for the path leaves behind
+ * cuts the layer within a few windows. */
+#define RESTART_TRIAL_US 1000000
+
+/* One quality layer's restarts for this client (quality layers 1 and up). */
+typedef struct {
+	bool live;          /* its last anchor went out whole */
+	int64_t restart_us; /* when its last restart's IDR went out whole */
+	uint8_t backoff;    /* IDRs to skip at the next failure: 1, 2, 4, ... */
+	uint8_t skip;       /* IDRs still to skip before the next restart */
+} restart_t;
+
 typedef struct {
 	pps_wire_audio_frame_t frame; /* payload points into data */
 	uint8_t data[PPS_SCHED_MAX_AUDIO_BYTES];
@@ -97,6 +118,8 @@ struct pps_sched {
 	 * when it was set: what was handed out since is queued on top. */
 	pps_sched_path_t path;
 	uint64_t path_mark_bytes;
+	restart_t restart[PPS_ADU_MAX_QUALITY_LAYERS];
+	int64_t now_us; /* the latest time the owner gave */
 };
 
 pps_sched_t *
@@ -191,6 +214,77 @@ adu_deadline_us(const pps_sched_t *s, const entry_t *e, size_t i)
 	return pps_window_adu_due_capture_us(e->window, i) + s->params.latency_budget_us;
 }
 
+/* A restart of @r failed: the next IDRs of its layer are skipped. */
+static void
+restart_failed(const pps_sched_t *s, restart_t *r)
+{
+	unsigned next = r->backoff ? 2u * r->backoff : 1u;
+
+	if (next > s->params.restart_backoff_max)
+		next = s->params.restart_backoff_max;
+	r->backoff = (uint8_t)next;
+	r->skip = r->backoff;
+}
+
+/* An ADU of @info's layer is dropped (@part_sent: some of it went out). */
+static void
+restart_dropped(pps_sched_t *s, const pps_adu_info_t *info, bool part_sent)
+{
+	restart_t *r = &s->restart[info->quality_layer];
+
+	if (info->quality_layer == 0 || info->temporal_layer != 0)
+		return; /* the base, or a picture nothing references across windows */
+	if (part_sent && info->frame_type == PPS_ADU_FRAME_IDR) {
+		/* A restart's IDR, or a live layer's next one, cut: the path
+		 * cannot take the layer's IDRs in time. */
+		r->live = false;
+		restart_failed(s, r);
+		return;
+	}
+	if (r->live) {
+		r->live = false;
+		if (s->now_us - r->restart_us < RESTART_TRIAL_US)
+			restart_failed(s, r);
+		else
+			r->backoff = 0; /* it lasted: the next IDR is worth a try */
+	}
+}
+
+/*
+ * The IDR @info of an enhancement layer is up next: true if this client skips
+ * it (its layer backs off). An IDR of a live layer continues it and clears
+ * the backoff (the layer lasted from its restart to here).
+ */
+static bool
+restart_skipped(pps_sched_t *s, const pps_adu_info_t *info)
+{
+	restart_t *r = &s->restart[info->quality_layer];
+
+	if (info->quality_layer == 0 || info->frame_type != PPS_ADU_FRAME_IDR)
+		return false;
+	if (r->live) {
+		r->backoff = 0;
+		return false;
+	}
+	if (r->skip == 0)
+		return false;
+	r->skip--;
+	return true;
+}
+
+/* An ADU went out whole: an enhancement IDR (re)starts its layer. */
+static void
+restart_sent(pps_sched_t *s, const pps_adu_info_t *info)
+{
+	restart_t *r = &s->restart[info->quality_layer];
+
+	if (info->quality_layer == 0 || info->frame_type != PPS_ADU_FRAME_IDR)
+		return;
+	if (!r->live)
+		r->restart_us = s->now_us;
+	r->live = true;
+}
+
 /* Drops the @i-th ADU of @e in send order. */
 static void
 drop_adu(pps_sched_t *s, entry_t *e, size_t i)
@@ -203,6 +297,7 @@ drop_adu(pps_sched_t *s, entry_t *e, size_t i)
 	if (deadline_us < e->cap_us)
 		e->cap_us = deadline_us;
 
+	restart_dropped(s, pps_adu_info(adu), i == e->next_adu && e->next_offset > 0);
 	ring_set(s, pps_adu_info(adu)->id, ADU_DROPPED);
 	e->adus_dropped++;
 	e->bytes_dropped += (uint32_t)pps_adu_size(adu);
@@ -389,6 +484,7 @@ pps_sched_expire(pps_sched_t *s, int64_t now_us)
 {
 	int ended = 0;
 
+	s->now_us = now_us;
 	for (size_t i = 0; i < s->count; i++) {
 		entry_t *e = entry_at(s, i);
 		int64_t due_us;
@@ -574,6 +670,12 @@ append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_
 			e->next_adu++;
 			continue;
 		}
+		if (e->next_offset == 0 && restart_skipped(s, info)) {
+			drop_adu(s, e, e->next_adu);
+			s->stats.adus_restart_skipped++;
+			e->next_adu++;
+			continue;
+		}
 		/* Base anchors keep their grace and are never dropped on a guess:
 		 * a lost one costs the GOP. */
 		if (e->next_offset == 0 && !e->late && !is_base_anchor(adu) &&
@@ -622,6 +724,7 @@ append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_
 			pps_sched_layer_stats_t *ls = layer_stats(s, adu);
 
 			ring_set(s, info->id, ADU_SENT);
+			restart_sent(s, info);
 			e->adus_sent++;
 			e->bytes_sent += (uint32_t)size;
 			ls->adus_sent++;

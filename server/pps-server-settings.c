@@ -221,6 +221,12 @@ static const pps_config_key_t keys[] = {
         "pps", "base_grace_ms", "1000", 0, 10000,
         "base-layer reference pictures (the IDR/P chain later frames need) are still sent "
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
+    PPS_CONFIG_INT(
+        "pps", "restart_backoff", "8", 0, 64,
+        "a client's enhancement layer whose restart at an IDR failed (the IDR cut part-sent, "
+        "or the layer cut within a second of it) skips its next IDR, then 2, 4, ... up to "
+        "this many, so that a path too slow for the layer does not take its IDR at every GOP; "
+        "a layer that lasts a second clears it; 0 = every IDR restarts the layer"),
     PPS_CONFIG_ENUM(
         "pps", "deadlines", "window", pps_deadlines_names,
         "when the regulator drops unsent data: window drops what is left at the window's "
@@ -376,6 +382,7 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	sp->sched.latency_budget_us = pps_config_get_int(c, "pps", "latency_budget_ms") * 1000;
 	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
 	sp->sched.deadlines = (pps_deadlines_t)pps_config_get_enum(c, "pps", "deadlines");
+	sp->sched.restart_backoff_max = (unsigned)pps_config_get_int(c, "pps", "restart_backoff");
 	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
 	minbuf_params(c, &sp->transport);
 	if (sp->transport.rto_min_us == 1000) {

@@ -43,6 +43,8 @@ def main(argv):
     ap.add_argument("--pattern", default="smpte", help="source.pattern (default smpte)")
     ap.add_argument("--transport", default="minbuf(1,3)", help="tcp or minbuf(A,B) (default minbuf(1,3), the server's default)")
     ap.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE", help="more pps-server --set; repeatable")
+    ap.add_argument("--client-set", action="append", metavar="SECTION.KEY=VALUE",
+                    help="pps-client --set for every receiver; repeatable")
     ap.add_argument("--playout", default="asap", choices=("fixed", "asap", "adaptive"), help="client playout (default asap)")
     ap.add_argument("--relay", type=int, default=0, choices=(0, 1, 2),
                     help="1: the stream goes through pps-relay (pps-server publishing into it); 2: through a tree of two "

@@ -1805,6 +1805,102 @@ test_sched_predictive_drop(void)
 	}
 }
 
+/*
+ * A link of @bytes_per_ms under the regulator: 12 GOPs of 30 frames, windows
+ * of 2 (pushed once their last frame is captured), P only, two qualities,
+ * a 100 ms budget. Counts the enhancement IDRs of which anything went out
+ * and the base ADUs that went out whole.
+ */
+static void
+run_slow_link(unsigned backoff_max, unsigned bytes_per_ms, unsigned *idr_started,
+              unsigned *idr_whole, unsigned *base_whole, unsigned *base_total,
+              pps_sched_stats_t *st)
+{
+	window_list_t list;
+	pps_sched_params_t params = {.latency_budget_us = 100000,
+	                             .max_windows = 64,
+	                             .base_grace_us = 1000000,
+	                             .restart_backoff_max = backoff_max};
+	pps_sched_t *s = pps_sched_new(&params);
+	receiver_t rx;
+	uint8_t buf[1500];
+	size_t len, pushed = 0;
+	bool push;
+	int64_t credit = 0;
+
+	REQUIRE(s);
+	memset(&rx, 0, sizeof(rx));
+	make_windows(&list, 360, 2, 1, 2, 30, PPS_PRIORITY_TEMPORAL_FIRST, 1, 0.25);
+	for (int64_t now = 1000000; now < 1000000 + 13 * 1000000; now += 1000) {
+		while (pushed < list.n &&
+		       pps_window_first_capture_us(list.windows[pushed]) +
+		               (int64_t)(pps_window_frames(list.windows[pushed]) - 1) * FRAME_US <=
+		           now)
+			pps_sched_push_window(s, list.windows[pushed++]);
+		credit += bytes_per_ms;
+		if (credit > 1500)
+			credit = 1500; /* an idle link banks no more than a packet */
+		while (credit > 0 && pps_sched_next_packet(s, now, 1448, buf, &len, &push) == 1) {
+			receive_packet(&rx, buf, len, now);
+			credit -= (int64_t)len;
+		}
+	}
+	*idr_started = *idr_whole = *base_whole = *base_total = 0;
+	for (size_t i = 0; i < list.n; i++) {
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++) {
+			const pps_adu_info_t *info =
+			    pps_adu_info(pps_window_adu(list.windows[i], a));
+
+			if (info->quality_layer == 0) {
+				(*base_total)++;
+				*base_whole += adu_intact(&rx, info->id);
+			} else if (info->frame_type == PPS_ADU_FRAME_IDR) {
+				*idr_started += rx.data[info->id % 4096] != NULL;
+				*idr_whole += adu_intact(&rx, info->id);
+			}
+		}
+	}
+	pps_sched_get_stats(s, st);
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
+/* An enhancement layer whose IDR the path cannot carry in time is not tried
+ * at every GOP: after each cut restart the client skips 1, 2, 4 IDRs. On a
+ * path that carries it, no IDR is ever skipped. */
+static void
+test_sched_restart_backoff(void)
+{
+	unsigned started, whole, base_whole, base_total;
+	pps_sched_stats_t st;
+
+	/* 80 bytes/ms (640 kbit/s): the base and the enhancement's P pictures
+	 * fit, an IDR picture's enhancement (about 5 kB) does not within the
+	 * budget. Without a backoff every one of the 12 is started and cut. */
+	run_slow_link(0, 80, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 12);
+	CHECK_EQ_INT(whole, 0);
+	CHECK_EQ_INT(base_whole, base_total);
+	CHECK_EQ_INT(st.adus_restart_skipped, 0);
+	/* With it: tried at GOPs 0, 2, 5 and 10 (skipping 1, then 2, then 4). */
+	run_slow_link(8, 80, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 4);
+	CHECK_EQ_INT(whole, 0);
+	CHECK_EQ_INT(base_whole, base_total);
+	CHECK_EQ_INT(st.adus_restart_skipped, 8);
+	/* The most it skips is restart_backoff_max: 1, 2, 2, 2 ... */
+	run_slow_link(2, 80, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 5); /* GOPs 0, 2, 5, 8, 11 */
+	CHECK_EQ_INT(st.adus_restart_skipped, 7);
+	/* A path that carries the layer: every IDR goes out whole, none skipped. */
+	run_slow_link(8, 1000, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 12);
+	CHECK_EQ_INT(whole, 12);
+	CHECK_EQ_INT(base_whole, base_total);
+	CHECK_EQ_INT(st.adus_restart_skipped, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1834,5 +1930,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_sched_adu_deadline_later_frame);
 	PPS_TEST_RUN(test_sched_adu_deadline_drop);
 	PPS_TEST_RUN(test_sched_predictive_drop);
+	PPS_TEST_RUN(test_sched_restart_backoff);
 	return pps_test_result();
 }

@@ -55,6 +55,10 @@ def run(build, args):
     for item in args.server_set or []:
         key, _, value = item.partition("=")
         sets[key.strip()] = value.strip()
+    client_sets = {}
+    for item in getattr(args, "client_set", None) or []:
+        key, _, value = item.partition("=")
+        client_sets[key.strip()] = value.strip()
     psnr = args.psnr and args.pattern in metrics.PSNR_PATTERNS and build.has("peer_score")
     up = ["--receivers", n, "--rate", ",".join(r if re.search(r"[a-z]", r) else r + "mbit" for r in rates),
           "--delay", args.delays, "--queue", args.queue, "--aqm", "droptail", "--ecn", "off", "--congestion", "cubic",
@@ -63,11 +67,13 @@ def run(build, args):
     has_log = programs.has_option(build.server, "--log")
     runinfo = {"command": " ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]]), "rates": rates, "delays": args.delays,
                "queue": args.queue, "duration_s": args.duration, "pattern": args.pattern, "server_set": sets,
+               "client_set": client_sets,
                "congestion": "the stream: " + sets.get("transport.congestion", "the server's default (bbr)") + "; the lab's routes: cubic", "psnr": bool(psnr),
                "server_log": has_log, "playout": args.playout, "relay": getattr(args, "relay", 0)}
     if runinfo["relay"]:
         build.require("relay")
     system = Ppstream(build, out, sets=sets, server_log=True, client_extra_s=EXIT_GRACE_S, policy=args.playout, output=psnr,
+                      client_sets=client_sets,
                       relay=runinfo["relay"])
     try:
         with Lab(build.netlab, name, up, args.duration + LAB_SLACK_S) as lab:
@@ -144,6 +150,7 @@ def report(out):
          f"`{public_command(runinfo['command'])}`; {runinfo['duration_s']:g} s; pattern {runinfo['pattern']}; playout {runinfo['playout']}; "
          f"{relay_words(runinfo.get('relay', 0))}; "
          f"server settings: " + ", ".join(f"`{a}={b}`" for a, b in runinfo["server_set"].items()) +
+         "".join(f", client `{a}={b}`" for a, b in (runinfo.get("client_set") or {}).items()) +
          f"; server --log: {'yes' if runinfo['server_log'] else 'no (this server has none)'}; congestion control: {runinfo['congestion']}.", "",
          "| receiver | link Mbit/s | RTT ms | queue pkts | frames shown % | p50 / p95 / p99 ms | longest freeze ms | frozen s | received Mbit/s | PSNR dB | estimate Mbit/s |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
