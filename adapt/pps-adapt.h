@@ -171,8 +171,11 @@ extern const char *const pps_adapt_mode_names[]; /* in enum order, NULL-terminat
 #define PPS_ADAPT_MAX_CLIENTS 1024
 
 typedef struct {
-	int quality_layers;                 /* 1..PPS_ADAPT_MAX_LAYERS */
-	int base_share_pct;                 /* base rate: this % of the slowest client's estimate */
+	int quality_layers; /* 1..PPS_ADAPT_MAX_LAYERS */
+	int base_share_pct; /* base rate: this % of the slowest client's estimate */
+	/* ... its lowest over this long: a path whose rate swings (an AIMD's
+	 * sawtooth) carries the base in its troughs too; 0 = its latest. */
+	int64_t base_memory_us;
 	int probe_pct;                      /* top of the layers: this % of the fastest's */
 	int min_base_kbps;                  /* the base never goes below this */
 	int max_kbps[PPS_ADAPT_MAX_LAYERS]; /* per layer upper bound ([encoder] *_vbv_kbps) */

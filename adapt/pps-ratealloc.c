@@ -29,6 +29,14 @@
  * never move and the rate never grow; and between 1/2 and 85% the stream
  * would leave up to half of its share unsent).
  *
+ * The slowest estimate the base is sized to is its lowest over base_memory_us
+ * (a GOP by default): a client whose estimate is a tcp-friendly AIMD swings
+ * by 30% every few round trips, and a base that followed it up was too large
+ * for the path at each trough, where nothing of it may be dropped (the
+ * layers above still follow the latest estimates, so the total does not
+ * shrink: what the base leaves goes to them, and the regulator drops it if
+ * it does not fit).
+ *
  * Per-frame bound: the VBV buffer is the largest frame x264 may produce at the
  * VBV rate. The base's is half of what the slowest client can carry between
  * a window's last capture and its deadline (budget - window - min RTT/2), so
@@ -68,6 +76,9 @@
 #define COARSER_CAPPED_PCT 95
 /* Smoothing of the encoded rate: 1/USED_EWMA_DIV of each new update. */
 #define USED_EWMA_DIV 4
+/* The slowest estimates of the last base_memory_us: at most this many
+ * updates' worth (longer memories keep a coarser history). */
+#define BASE_HISTORY 64
 
 const char *const pps_adapt_mode_names[] = {
     [PPS_ADAPT_MODE_CLOSED_LOOP] = "closed-loop",
@@ -88,6 +99,13 @@ struct pps_ratealloc {
 	 * included); valid once an update had encoded_bps. */
 	uint64_t used_bps[PPS_ADAPT_MAX_LAYERS];
 	bool have_used;
+	/* The slowest client's estimate at recent updates, oldest first
+	 * (ring of BASE_HISTORY from base_head). */
+	struct {
+		int64_t t_us;
+		uint64_t bps;
+	} base_history[BASE_HISTORY];
+	size_t base_head, base_count;
 };
 
 static int
@@ -145,6 +163,46 @@ typedef struct {
 	uint64_t bps;
 	bool capped;
 } est_t;
+
+/* Adds the slowest estimate of this update; returns the lowest of those
+ * within base_memory_us. Entries closer together than the memory's
+ * 1/BASE_HISTORY are merged (the lower one kept). */
+static uint64_t
+base_low(pps_ratealloc_t *ra, int64_t now_us, uint64_t bps)
+{
+	int64_t memory = ra->params.base_memory_us;
+	size_t newest = (ra->base_head + ra->base_count + BASE_HISTORY - 1) % BASE_HISTORY;
+	uint64_t low = bps;
+
+	if (memory <= 0)
+		return bps;
+	while (ra->base_count > 0 && now_us - ra->base_history[ra->base_head].t_us > memory) {
+		ra->base_head = (ra->base_head + 1) % BASE_HISTORY;
+		ra->base_count--;
+	}
+	if (ra->base_count > 0 && now_us - ra->base_history[newest].t_us < memory / BASE_HISTORY) {
+		if (bps < ra->base_history[newest].bps)
+			ra->base_history[newest].bps = bps;
+	} else {
+		size_t slot;
+
+		if (ra->base_count == BASE_HISTORY) {
+			ra->base_head = (ra->base_head + 1) % BASE_HISTORY;
+			ra->base_count--;
+		}
+		slot = (ra->base_head + ra->base_count) % BASE_HISTORY;
+		ra->base_history[slot].t_us = now_us;
+		ra->base_history[slot].bps = bps;
+		ra->base_count++;
+	}
+	for (size_t i = 0; i < ra->base_count; i++) {
+		uint64_t v = ra->base_history[(ra->base_head + i) % BASE_HISTORY].bps;
+
+		if (v < low)
+			low = v;
+	}
+	return low;
+}
 
 static int
 compare_est(const void *a, const void *b)
@@ -209,7 +267,10 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 		est[m++].capped = clients[i].rate_capped;
 	}
 	if (m > 0) {
+		uint64_t base_bps;
+
 		qsort(est, m, sizeof(est[0]), compare_est);
+		base_bps = base_low(ra, now_us, est[0].bps);
 		/* Time the slowest client has to carry one base picture. */
 		slack_us = p->latency_budget_us - p->window_us - slow_rtt_us / 2;
 		if (slack_us < p->window_us)
@@ -220,8 +281,7 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 
 			if (q == 0) {
 				capped[q] = est[0].capped;
-				wanted_kbps =
-				    (int64_t)(est[0].bps / 1000u) * p->base_share_pct / 100;
+				wanted_kbps = (int64_t)(base_bps / 1000u) * p->base_share_pct / 100;
 				wanted_kbps =
 				    clamp_int(wanted_kbps, p->min_base_kbps, p->max_kbps[0]);
 			} else {

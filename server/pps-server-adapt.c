@@ -229,6 +229,7 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 	pps_ratealloc_params_t ap = {
 	    .quality_layers = si->quality_layers,
 	    .base_share_pct = p->base_share_pct,
+	    .base_memory_us = p->base_memory_us,
 	    .probe_pct = p->probe_pct,
 	    .min_base_kbps = p->min_base_kbps,
 	    .min_crf = p->min_crf,

@@ -273,8 +273,9 @@ void pps_listener_free(pps_listener_t *listener);
 typedef struct pps_adapt_loop pps_adapt_loop_t;
 
 typedef struct {
-	int base_share_pct; /* the base layer's rate, % of the slowest client's estimate */
-	int probe_pct;      /* the top layer's, % of the fastest client's estimate */
+	int base_share_pct;     /* the base layer's rate, % of the slowest client's estimate */
+	int64_t base_memory_us; /* ... its lowest over this long (0: its latest) */
+	int probe_pct;          /* the top layer's, % of the fastest client's estimate */
 	int min_base_kbps;
 	int min_crf; /* finest CRF the loop may ask for */
 	int64_t interval_us;

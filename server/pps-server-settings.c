@@ -295,6 +295,10 @@ static const pps_config_key_t keys[] = {
         "CRF; fixed: the [encoder] CRF and VBV settings for the whole run"),
     PPS_CONFIG_INT("adapt", "base_share_pct", "70", 10, 100,
                    "base layer rate as a share of the slowest client's estimated rate"),
+    PPS_CONFIG_INT("adapt", "base_memory_ms", "2000", 0, 10000,
+                   "the base layer is sized to the slowest client's lowest estimate over this "
+                   "long (a rate that swings, as an AIMD's does, must carry the base in its "
+                   "troughs too; rises wait this long, falls act at once); 0 = its latest"),
     PPS_CONFIG_INT("adapt", "probe_pct", "125", 100, 200,
                    "top of the enhancement layers as a share of the fastest client's estimate (the "
                    "excess is the probe; the regulator drops what does not fit)"),
@@ -564,6 +568,7 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	sp->media.anchor_windows = ep->anchor_windows;
 	sp->adapt = (pps_adapt_loop_params_t){
 	    .base_share_pct = (int)pps_config_get_int(c, "adapt", "base_share_pct"),
+	    .base_memory_us = pps_config_get_int(c, "adapt", "base_memory_ms") * 1000,
 	    .probe_pct = (int)pps_config_get_int(c, "adapt", "probe_pct"),
 	    .min_base_kbps = (int)pps_config_get_int(c, "adapt", "min_base_kbps"),
 	    .min_crf = (int)pps_config_get_int(c, "adapt", "min_crf"),

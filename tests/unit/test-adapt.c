@@ -589,6 +589,59 @@ test_ratealloc_one_client(void)
 	pps_ratealloc_free(ra);
 }
 
+/* With base_memory_us, the base follows the slowest estimate's low over that
+ * long: an AIMD's sawtooth sizes it at the trough, while the layers above
+ * follow the latest estimate; a fall acts at once, a rise once the low has
+ * aged out. */
+static void
+test_ratealloc_base_memory(void)
+{
+	pps_ratealloc_params_t ap = alloc_params(2);
+	pps_ratealloc_t *ra;
+	pps_ratealloc_client_t c = {
+	    .estimate_bps = 1000000, .min_rtt_us = 50000, .rate_capped = true};
+	pps_layer_rates_t r;
+	int64_t now = 1000000;
+
+	ap.base_memory_us = 2000000;
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	/* A sawtooth between 0.7 and 1 Mbit/s, a period of 1 s. */
+	for (int i = 0; i < 16; i++, now += 250000) {
+		c.estimate_bps = 700000 + 100000 * (uint64_t)(i % 4);
+		pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+		if (i >= 4) /* 50% of the trough; the layer above takes the rest */
+			CHECK_EQ_INT(r.kbps[0], 350);
+	}
+	/* The path settles at 1 Mbit/s: the base stays while the last trough
+	 * (1 s ago) is within the 2 s, then rises by the allocator's steps. */
+	c.estimate_bps = 1000000;
+	pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+	CHECK_EQ_INT(r.kbps[0], 350);
+	for (int i = 0; i < 8; i++) {
+		now += 250000;
+		pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+	}
+	CHECK_EQ_INT(r.kbps[0], 500);
+	/* A fall acts at once. */
+	now += 250000;
+	c.estimate_bps = 400000;
+	pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+	CHECK_EQ_INT(r.kbps[0], 200);
+	pps_ratealloc_free(ra);
+	/* Without it the base follows the latest: at a peak, 50% of the peak. */
+	ap.base_memory_us = 0;
+	ra = pps_ratealloc_new(&ap);
+	REQUIRE(ra);
+	now = 1000000;
+	for (int i = 0; i < 16; i++, now += 250000) {
+		c.estimate_bps = 700000 + 100000 * (uint64_t)(i % 4);
+		pps_ratealloc_update(ra, now, &c, 1, NULL, &r);
+	}
+	CHECK(r.kbps[0] > 350);
+	pps_ratealloc_free(ra);
+}
+
 static void
 test_ratealloc_heterogeneous(void)
 {
@@ -1049,6 +1102,7 @@ main(int argc, char **argv)
 		test_recorded_trace(argv[1]);
 	PPS_TEST_RUN(test_ratealloc_one_client);
 	PPS_TEST_RUN(test_ratealloc_heterogeneous);
+	PPS_TEST_RUN(test_ratealloc_base_memory);
 	PPS_TEST_RUN(test_ratealloc_crf_steering);
 	PPS_TEST_RUN(test_ratealloc_capped_easy_content);
 	PPS_TEST_RUN(test_ratealloc_capped_loop_fills_share);
