@@ -266,8 +266,8 @@ typedef struct {
 	int64_t audio_deadline_us;
 	pps_deadlines_t deadlines; /* when unsent data is dropped */
 	/* A client's enhancement layer whose restart at an IDR failed (the IDR
-	 * cut part-sent, or the layer cut within a second of it) skips its
-	 * next IDR, then 2, 4, ... up to this many; 0 = every IDR restarts it. */
+	 * cut part-sent, or the layer cut within 300 ms of it) skips its next
+	 * IDR, then 2, 4, ... up to this many; 0 = every IDR restarts it. */
 	unsigned restart_backoff_max;
 } pps_sched_params_t;
 

@@ -18,10 +18,13 @@
  * Restarts of an enhancement layer back off (restart_t): a client whose
  * layer was cut takes it up again at the layer's next IDR, and on a path that
  * cannot carry the layer that IDR is cut too, part-sent: its bytes only
- * delay the base behind them, at every GOP. A restart that fails (its IDR cut
- * before it was whole, or the layer cut within RESTART_TRIAL_US of it) makes
- * the client skip the layer's next IDR, then 2, 4, ... up to
- * restart_backoff_max; a layer that lasts past the trial clears it.
+ * delay the base behind them, at every GOP. A restart fails when its IDR is
+ * cut before it was whole, or the layer is cut within RESTART_TRIAL_US of it
+ * (the IDR's queue cut the pictures after it: a few enhanced pictures for
+ * the price of an IDR); the client then skips the layer's next IDR, then 2,
+ * 4, ... up to restart_backoff_max. A layer that lasts past the trial clears
+ * it: a client whose path takes part of the layer gets it for part of each
+ * GOP, and those pictures were worth their bytes.
  *
  * Deadlines per ADU (pps_deadlines_t, after Time-lined TCP, paper 004): the
  * window's deadline becomes the earliest deadline of what it has not sent,
@@ -86,16 +89,15 @@ typedef struct {
 
 enum { ADU_UNKNOWN = 0, ADU_SENT = 1, ADU_DROPPED = 2 };
 
-/* A restart that fails within this of its IDR going out counts against the
- * layer (restart_t): the queue an IDR too big for the path leaves behind
- * cuts the layer within a few windows. */
-#define RESTART_TRIAL_US 1000000
+/* A restart whose layer is cut within this of its IDR going out whole
+ * failed (restart_t): about ten frames at 30 frames/s. */
+#define RESTART_TRIAL_US 300000
 
 /* One quality layer's restarts for this client (quality layers 1 and up). */
 typedef struct {
 	bool live;          /* its last anchor went out whole */
 	int64_t restart_us; /* when its last restart's IDR went out whole */
-	uint8_t backoff;    /* IDRs to skip at the next failure: 1, 2, 4, ... */
+	uint8_t backoff;    /* IDRs skipped at the last failure: 1, 2, 4, ... */
 	uint8_t skip;       /* IDRs still to skip before the next restart */
 } restart_t;
 
@@ -234,26 +236,20 @@ restart_dropped(pps_sched_t *s, const pps_adu_info_t *info, bool part_sent)
 
 	if (info->quality_layer == 0 || info->temporal_layer != 0)
 		return; /* the base, or a picture nothing references across windows */
-	if (part_sent && info->frame_type == PPS_ADU_FRAME_IDR) {
-		/* A restart's IDR, or a live layer's next one, cut: the path
-		 * cannot take the layer's IDRs in time. */
-		r->live = false;
+	/* A restart's IDR, or a live layer's next one, cut: the path cannot
+	 * take the layer's IDRs in time. A restarted layer cut within the
+	 * trial: its IDR's queue cut it. */
+	if ((part_sent && info->frame_type == PPS_ADU_FRAME_IDR) ||
+	    (r->live && s->now_us - r->restart_us < RESTART_TRIAL_US))
 		restart_failed(s, r);
-		return;
-	}
-	if (r->live) {
-		r->live = false;
-		if (s->now_us - r->restart_us < RESTART_TRIAL_US)
-			restart_failed(s, r);
-		else
-			r->backoff = 0; /* it lasted: the next IDR is worth a try */
-	}
+	else if (r->live)
+		r->backoff = 0; /* it lasted */
+	r->live = false;
 }
 
 /*
  * The IDR @info of an enhancement layer is up next: true if this client skips
- * it (its layer backs off). An IDR of a live layer continues it and clears
- * the backoff (the layer lasted from its restart to here).
+ * it (its layer backs off). An IDR of a live layer continues it.
  */
 static bool
 restart_skipped(pps_sched_t *s, const pps_adu_info_t *info)
@@ -262,11 +258,7 @@ restart_skipped(pps_sched_t *s, const pps_adu_info_t *info)
 
 	if (info->quality_layer == 0 || info->frame_type != PPS_ADU_FRAME_IDR)
 		return false;
-	if (r->live) {
-		r->backoff = 0;
-		return false;
-	}
-	if (r->skip == 0)
+	if (r->live || r->skip == 0)
 		return false;
 	r->skip--;
 	return true;

@@ -223,10 +223,10 @@ static const pps_config_key_t keys[] = {
         "up to this long after their window's deadline; 0 = dropped at the deadline"),
     PPS_CONFIG_INT(
         "pps", "restart_backoff", "8", 0, 64,
-        "a client's enhancement layer whose restart at an IDR failed (the IDR cut part-sent, "
-        "or the layer cut within a second of it) skips its next IDR, then 2, 4, ... up to "
-        "this many, so that a path too slow for the layer does not take its IDR at every GOP; "
-        "a layer that lasts a second clears it; 0 = every IDR restarts the layer"),
+        "a client's enhancement layer whose restart at an IDR failed (the IDR cut before it "
+        "was whole, or the layer cut within 300 ms of it) skips its next IDR, then 2, 4, ... "
+        "up to this many, so that a path too slow for the layer's IDRs does not take one at "
+        "every GOP; a layer that lasts longer clears it; 0 = every IDR restarts the layer"),
     PPS_CONFIG_ENUM(
         "pps", "deadlines", "window", pps_deadlines_names,
         "when the regulator drops unsent data: window drops what is left at the window's "
