@@ -76,9 +76,10 @@
 #define COARSER_CAPPED_PCT 95
 /* Smoothing of the encoded rate: 1/USED_EWMA_DIV of each new update. */
 #define USED_EWMA_DIV 4
-/* The slowest estimates of the last base_memory_us: at most this many
- * updates' worth (longer memories keep a coarser history). */
-#define BASE_HISTORY 64
+/* The slowest estimates of the last base_memory_us, one per update: the
+ * longest memory over the shortest interval ([adapt] base_memory_ms 10000,
+ * interval_ms 50). Past it the oldest goes. */
+#define BASE_HISTORY (10000 / 50)
 
 const char *const pps_adapt_mode_names[] = {
     [PPS_ADAPT_MODE_CLOSED_LOOP] = "closed-loop",
@@ -164,37 +165,24 @@ typedef struct {
 	bool capped;
 } est_t;
 
-/* Adds the slowest estimate of this update; returns the lowest of those
- * within base_memory_us. Entries closer together than the memory's
- * 1/BASE_HISTORY are merged (the lower one kept). */
+/* Adds the slowest estimate of this update (at most one per interval);
+ * returns the lowest of those within base_memory_us. */
 static uint64_t
 base_low(pps_ratealloc_t *ra, int64_t now_us, uint64_t bps)
 {
-	int64_t memory = ra->params.base_memory_us;
-	size_t newest = (ra->base_head + ra->base_count + BASE_HISTORY - 1) % BASE_HISTORY;
 	uint64_t low = bps;
 
-	if (memory <= 0)
+	if (ra->params.base_memory_us <= 0)
 		return bps;
-	while (ra->base_count > 0 && now_us - ra->base_history[ra->base_head].t_us > memory) {
+	while (ra->base_count > 0 &&
+	       (ra->base_count == BASE_HISTORY ||
+	        now_us - ra->base_history[ra->base_head].t_us > ra->params.base_memory_us)) {
 		ra->base_head = (ra->base_head + 1) % BASE_HISTORY;
 		ra->base_count--;
 	}
-	if (ra->base_count > 0 && now_us - ra->base_history[newest].t_us < memory / BASE_HISTORY) {
-		if (bps < ra->base_history[newest].bps)
-			ra->base_history[newest].bps = bps;
-	} else {
-		size_t slot;
-
-		if (ra->base_count == BASE_HISTORY) {
-			ra->base_head = (ra->base_head + 1) % BASE_HISTORY;
-			ra->base_count--;
-		}
-		slot = (ra->base_head + ra->base_count) % BASE_HISTORY;
-		ra->base_history[slot].t_us = now_us;
-		ra->base_history[slot].bps = bps;
-		ra->base_count++;
-	}
+	ra->base_history[(ra->base_head + ra->base_count) % BASE_HISTORY].t_us = now_us;
+	ra->base_history[(ra->base_head + ra->base_count) % BASE_HISTORY].bps = bps;
+	ra->base_count++;
 	for (size_t i = 0; i < ra->base_count; i++) {
 		uint64_t v = ra->base_history[(ra->base_head + i) % BASE_HISTORY].bps;
 
