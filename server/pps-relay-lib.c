@@ -9,9 +9,13 @@
 
 #include "pps-socket.h"
 #include "pps-time.h"
+#include "pps-transport.h"
+#include "pps-web.h"
+#include "pps-websocket.h"
 
 #include <errno.h>
 #include <event2/event.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -28,6 +32,9 @@
 #define STREAM_LINGER_US 500000
 /* Bytes read from a publisher per wake-up. */
 #define PUBLISHER_READ_BYTES 65536
+/* A browser's HTTP exchange with the relay itself (a page, the stream
+ * list): done within this, or closed. */
+#define WEB_EXCHANGE_US 10000000
 
 typedef struct relay_stream relay_stream_t;
 
@@ -42,13 +49,28 @@ typedef struct door_conn {
 	struct event *read_event;
 	struct event *timer;
 	pps_wire_parser_t *parser;
-	uint8_t buf[PPS_RELAY_HELLO_BYTES];
+	/* A HELLO (PPS_RELAY_HELLO_BYTES at most) or a browser's request head. */
+	uint8_t buf[PPS_WS_MAX_REQUEST_BYTES];
 	size_t len;    /* bytes in buf */
+	bool http;     /* an HTTP request came first */
 	size_t parsed; /* of them, fed to the parser */
 	bool await_auth;
 	pps_wire_hello_t hello;
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES];
 } door_conn_t;
+
+/* A browser's HTTP exchange with the relay itself: a page of web/, the
+ * stream list, or the error that answers a WebSocket for a stream that is
+ * not here. The browser layer over a plain socket transport answers it. */
+typedef struct web_conn {
+	pps_relay_t *relay;
+	struct web_conn *next;
+	int fd;
+	pps_transport_t *t;
+	/* The exchange's bound; made active when the exchange is over, so the
+	 * connection is freed from the loop, never inside its own callback. */
+	struct event *timer;
+} web_conn_t;
 
 /* An ADU whose fragments are coming in. */
 typedef struct {
@@ -98,6 +120,8 @@ struct pps_relay {
 	struct event *accept_event;
 	door_conn_t *door;
 	unsigned n_door;
+	web_conn_t *web; /* HTTP exchanges with the relay itself */
+	unsigned n_web;
 	relay_stream_t *streams; /* published (a publisher connected) */
 	relay_stream_t *dying;   /* publisher gone, lingering for the BYEs */
 	pps_relay_stats_t stats;
@@ -921,19 +945,238 @@ door_record(door_conn_t *c, const pps_wire_record_t *rec)
 	return false;
 }
 
+/* ---- the relay's own pages ------------------------------------------------- */
+
+/* Appends to @b (of @size, at *@len); false once it is full. */
+static bool json_add(char *b, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static bool
+json_add(char *b, size_t size, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(b + *len, size - *len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size - *len)
+		return false;
+	*len += (size_t)n;
+	return true;
+}
+
+static void
+count_viewer_cb(pps_session_t *session, void *user)
+{
+	if (pps_session_state(session) == PPS_SESSION_STREAMING && !pps_session_audio_only(session))
+		(*(unsigned *)user)++;
+}
+
+/*
+ * GET /streams: the streams this relay hosts now, for the browser's stream
+ * list and room page. Names are checked at publish (letters, digits, '.',
+ * '_', '-', '/'): nothing in them needs escaping. At most max_streams
+ * entries of ~200 bytes.
+ */
+static char *
+streams_json(pps_relay_t *r, size_t *len_out)
+{
+	const char *token = r->params.listener.session.access_token;
+	size_t size = 256 + (size_t)r->params.max_streams * 256, len = 0;
+	char *b = malloc(size);
+	bool first = true;
+
+	if (!b)
+		return NULL;
+	json_add(b, size, &len, "{\"relay\": true, \"access_token\": %s, \"streams\": [",
+	         token && token[0] ? "true" : "false");
+	for (relay_stream_t *s = r->streams; s; s = s->next) {
+		const pps_wire_stream_info_t *i = &s->info;
+		unsigned viewers = 0;
+
+		if (!s->have_info || !s->listener)
+			continue; /* not streaming yet */
+		pps_listener_foreach(s->listener, count_viewer_cb, &viewers);
+		if (!json_add(
+		        b, size, &len,
+		        "%s\n  {\"name\": \"%s\", \"width\": %u, \"height\": %u, \"fps\": %.3f, "
+		        "\"layers\": %u, \"audio\": %s, \"viewers\": %u, \"upstream\": %s}",
+		        first ? "" : ",", s->name, i->width, i->height,
+		        i->fps_den ? (double)i->fps_num / i->fps_den : 0.0,
+		        (unsigned)i->quality_layers, i->audio_codec ? "true" : "false", viewers,
+		        s->upstream ? "true" : "false"))
+			break;
+		first = false;
+	}
+	json_add(b, size, &len, "\n]}\n");
+	*len_out = len;
+	return b;
+}
+
+static bool
+relay_page_cb(const pps_ws_request_t *req, pps_web_page_t *page, void *user)
+{
+	pps_relay_t *r = user;
+
+	if (strcmp(req->path, "/streams") == 0) {
+		*page = (pps_web_page_t){.status = 200, .reason = "OK"};
+		page->body = streams_json(r, &page->body_len);
+		page->content_type = "application/json";
+		if (!page->body)
+			*page = (pps_web_page_t){.status = 503, .reason = "Service Unavailable"};
+		return true;
+	}
+	if (strcmp(req->path, "/") == 0) {
+		/* A relay's front page is its stream list (web/relay.html), not
+		 * the one-stream viewer a pps-server's is. */
+		const pps_web_file_t *f = pps_web_file_find("/relay.html");
+
+		*page = (pps_web_page_t){.status = 404, .reason = "Not Found"};
+		if (f && (page->body = malloc(f->size))) {
+			memcpy(page->body, f->data, f->size);
+			*page = (pps_web_page_t){.status = 200,
+			                         .reason = "OK",
+			                         .content_type = f->content_type,
+			                         .body = page->body,
+			                         .body_len = f->size};
+		}
+		return true;
+	}
+	return false;
+}
+
+static void
+web_free(web_conn_t *w)
+{
+	pps_relay_t *r = w->relay;
+
+	for (web_conn_t **p = &r->web; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			r->n_web--;
+			break;
+		}
+	}
+	pps_transport_free(w->t);
+	if (w->timer)
+		event_free(w->timer);
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w);
+}
+
+static void
+web_timer_cb(evutil_socket_t fd, short what, void *user)
+{
+	web_free(user);
+}
+
+static void
+web_input_cb(const uint8_t *buf, size_t len, void *user)
+{
+	/* Wire records after an upgrade: none, upgrades are refused here. */
+}
+
+static void
+web_ended_cb(pps_transport_end_t how, const char *why, void *user)
+{
+	web_conn_t *w = user;
+
+	if (why)
+		pps_log(&w->relay->peer_log, PPS_LOG_INFO, "http: %s", why);
+	event_active(w->timer, EV_TIMEOUT, 0);
+}
+
+/* The door's connection @c becomes an HTTP exchange with the relay itself;
+ * the bytes it read are the request. */
+static void
+web_open(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	const pps_web_pages_t pages = {
+	    .page_cb = relay_page_cb, .user = r, .refuse_upgrades = true};
+	const pps_transport_events_t events = {.input_cb = web_input_cb, .ended_cb = web_ended_cb};
+	struct timeval tv = pps_time_us_to_timeval(WEB_EXCHANGE_US);
+	web_conn_t *w;
+
+	if (r->n_web >= PPS_RELAY_MAX_PENDING || !(w = calloc(1, sizeof(*w)))) {
+		r->stats.handshakes_dropped++;
+		door_free(c, true);
+		return;
+	}
+	w->relay = r;
+	w->fd = c->fd;
+	c->fd = -1;
+	w->next = r->web;
+	r->web = w;
+	r->n_web++;
+	r->stats.web_requests++;
+	w->timer = evtimer_new(r->base, web_timer_cb, w);
+	w->t = pps_transport_tcp_open(r->base, w->fd, &r->params.listener.session.transport);
+	w->t = pps_transport_web_over(w->t, c->peer, NULL, &r->peer_log, &pages);
+	if (!w->timer || !w->t || event_add(w->timer, &tv) < 0 ||
+	    pps_transport_set_events(w->t, &events, w) < 0 ||
+	    pps_transport_replay(w->t, c->buf, c->len) < 0) {
+		door_free(c, false);
+		web_free(w);
+		return;
+	}
+	door_free(c, false);
+}
+
+/* An HTTP request came to the door: a WebSocket for a stream here goes to
+ * that stream's listener (its session's browser layer reads the request
+ * again); anything else is the relay's own exchange. */
+static void
+door_http(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	pps_ws_request_t req;
+	const char *name = "";
+	relay_stream_t *s = NULL;
+	int ret = pps_ws_request_parse((const char *)c->buf, c->len, &req);
+	bool stream_upgrade;
+	int fd = c->fd;
+
+	if (ret == -EAGAIN && c->len < sizeof(c->buf))
+		return; /* more of the head to come */
+	stream_upgrade =
+	    ret == 0 && pps_ws_request_is_upgrade(&req) && pps_web_stream_path(req.path, &name);
+	if (stream_upgrade)
+		s = find_stream(r, name);
+	if (!s || !s->listener) {
+		if (stream_upgrade) {
+			r->stats.subscribers_no_stream++;
+			pps_log(&r->peer_log, PPS_LOG_INFO, "refused %s: no stream named %.64s",
+			        c->peer, name);
+		}
+		web_open(c);
+		return;
+	}
+	r->stats.subscribers_routed++;
+	c->fd = -1;
+	pps_listener_add_with_input(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len,
+	                            c->buf, c->len);
+	door_free(c, false);
+}
+
 static void
 door_read_cb(evutil_socket_t fd, short what, void *user)
 {
 	door_conn_t *c = user;
 	pps_relay_t *r = c->relay;
+	size_t limit = c->http ? sizeof(c->buf) : PPS_RELAY_HELLO_BYTES;
 	ssize_t n;
 
-	if (c->len == sizeof(c->buf)) {
+	if (c->len >= limit) {
 		r->stats.handshakes_dropped++;
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "protocol error: HELLO too long");
 		return;
 	}
-	n = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+	/* A HELLO is at most PPS_RELAY_HELLO_BYTES; a browser's request head
+	 * (the first byte says which) may be longer. */
+	n = recv(fd, c->buf + c->len, limit - c->len, 0);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -941,7 +1184,13 @@ door_read_cb(evutil_socket_t fd, short what, void *user)
 		door_free(c, true);
 		return;
 	}
+	if (c->len == 0)
+		c->http = pps_web_sniff(c->buf, (size_t)n);
 	c->len += (size_t)n;
+	if (c->http) {
+		door_http(c);
+		return;
+	}
 	/* Records are handled one at a time: a HELLO hands the connection on,
 	 * and what follows it is the new owner's. */
 	for (;;) {
@@ -1133,6 +1382,8 @@ pps_relay_free(pps_relay_t *r)
 		return;
 	while (r->door)
 		door_free(r->door, true);
+	while (r->web)
+		web_free(r->web);
 	while (r->streams) {
 		relay_stream_t *s = r->streams;
 

@@ -277,7 +277,7 @@ main(int argc, char **argv)
 		    stderr,
 		    "pps-relay: publishers %llu (refused %llu, dropped %llu), subscribers routed "
 		    "%llu, refused for no stream %llu, windows relayed %llu, IDR requests sent "
-		    "upstream %llu, path reports sent upstream %llu\n",
+		    "upstream %llu, path reports sent upstream %llu, web requests %llu\n",
 		    (unsigned long long)stats.publishers_total,
 		    (unsigned long long)stats.publishers_refused,
 		    (unsigned long long)stats.publishers_dropped,
@@ -285,7 +285,8 @@ main(int argc, char **argv)
 		    (unsigned long long)stats.subscribers_no_stream,
 		    (unsigned long long)stats.windows_relayed,
 		    (unsigned long long)stats.recovery_requests_sent,
-		    (unsigned long long)stats.path_reports_sent);
+		    (unsigned long long)stats.path_reports_sent,
+		    (unsigned long long)stats.web_requests);
 out:
 	pps_relay_free(cli.relay);
 	for (size_t i = 0; i < sizeof(cli.events) / sizeof(cli.events[0]); i++)

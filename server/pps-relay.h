@@ -64,6 +64,8 @@ typedef struct {
 	uint64_t publishers_dropped;     /* garbage or a broken stream */
 	uint64_t subscribers_routed;     /* handed to a stream's listener */
 	uint64_t subscribers_no_stream;  /* refused: no stream of that name */
+	uint64_t web_requests;           /* HTTP exchanges with the relay itself (pages,
+	                                  * the stream list, a WebSocket for no stream) */
 	uint64_t handshakes_dropped;     /* no HELLO in time, garbage, pool full */
 	uint64_t windows_relayed;        /* pushed into a stream's listener */
 	uint64_t recovery_requests_sent; /* RECOVERY_REQUESTs to publishers */

@@ -255,10 +255,12 @@ pps_session_t *pps_session_new(struct event_base *base, int fd, const struct soc
                                pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,
                                void *user);
 void pps_session_free(pps_session_t *session);
-/* Bytes of wire records that were read from the session's socket before it
- * was made (a relay read the HELLO to route it; a publisher read its relay's
- * HELLO): handled as if they came from the transport now. It may close the
- * session (closed_cb). Plaintext connections only. */
+/* Bytes that were read from the session's socket before it was made (a
+ * relay read the HELLO, or a browser's HTTP request, to route it; a
+ * publisher read its relay's HELLO): wire records are handled now, as if
+ * they came from the transport; an HTTP request goes through the transport's
+ * layers from the loop (pps_transport_replay()). It may close the session
+ * (closed_cb). Plaintext connections only. */
 void pps_session_input(pps_session_t *session, const uint8_t *buf, size_t len);
 pps_session_state_t pps_session_state(const pps_session_t *session);
 /* How far its handshake got: 0 nothing received, 1 bytes received (a TLS

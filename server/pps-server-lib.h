@@ -244,8 +244,9 @@ int pps_listener_add(pps_listener_t *listener, int fd, const struct sockaddr *ad
 /*
  * pps_listener_add(), and the session then handles @input (@input_len
  * bytes, may be 0) as the first bytes its client sent: the records a relay
- * read from the connection to route it by its HELLO, or a publisher's
- * relay's HELLO (pps_session_input()). Plaintext connections only.
+ * read from the connection to route it by its HELLO (or a browser's HTTP
+ * request, routed by its path), or a publisher's relay's HELLO
+ * (pps_session_input()). Plaintext connections only.
  */
 int pps_listener_add_with_input(pps_listener_t *listener, int fd, const struct sockaddr *addr,
                                 socklen_t addr_len, const uint8_t *input, size_t input_len);

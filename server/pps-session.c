@@ -619,6 +619,16 @@ input_cb(const uint8_t *buf, size_t len, void *user)
 void
 pps_session_input(pps_session_t *s, const uint8_t *buf, size_t len)
 {
+	int ret;
+
+	/* An HTTP request (a browser routed by its path) is the browser
+	 * layer's to read: it goes through the stack from the loop. */
+	if (pps_web_sniff(buf, len)) {
+		ret = pps_transport_replay(s->transport, buf, len);
+		if (ret < 0)
+			refuse(s, PPS_WIRE_BYE_INTERNAL, "cannot take the routed request");
+		return;
+	}
 	pps_transport_note_input(s->transport);
 	input_cb(buf, len, s);
 }

@@ -34,6 +34,10 @@ struct pps_transport {
 	double read_tokens;
 	int64_t read_refill_us;
 	struct event *read_resume;
+	/* The bottom's: bytes read from the socket before the stack had it,
+	 * returned by the first reads (pps_transport_replay()). */
+	uint8_t *replay;
+	size_t replay_len, replay_off;
 };
 
 /* Sets up @t with @ops over @underlying (NULL for a bottom transport, which

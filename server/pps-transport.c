@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -191,6 +192,19 @@ ssize_t
 pps_transport_read(pps_transport_t *t, uint8_t *buf, size_t size)
 {
 	DOWN_TO(t, read);
+	if (t && !t->underlying && t->replay) {
+		size_t n = t->replay_len - t->replay_off;
+
+		if (n > size)
+			n = size;
+		memcpy(buf, t->replay + t->replay_off, n);
+		t->replay_off += n;
+		if (t->replay_off == t->replay_len) {
+			free(t->replay);
+			t->replay = NULL;
+		}
+		return (ssize_t)n;
+	}
 	return t ? t->ops->read(t, buf, size) : -EOPNOTSUPP;
 }
 
@@ -323,9 +337,36 @@ pps_transport_input_seen(const pps_transport_t *t)
 	return t && t->input_seen;
 }
 
+int
+pps_transport_replay(pps_transport_t *t, const uint8_t *buf, size_t len)
+{
+	pps_transport_t *bottom = bottom_of(t);
+
+	if (pps_transport_caps(t) & PPS_TRANSPORT_CAP_BUFFERED_INPUT)
+		return -EOPNOTSUPP;
+	if (bottom->replay || pps_transport_input_seen(t))
+		return -EALREADY;
+	if (len == 0)
+		return 0;
+	bottom->replay = malloc(len);
+	if (!bottom->replay)
+		return -ENOMEM;
+	memcpy(bottom->replay, buf, len);
+	bottom->replay_len = len;
+	bottom->replay_off = 0;
+	pps_transport_wake_input(t);
+	return 0;
+}
+
 bool
 pps_transport_input_buffered(const pps_transport_t *t)
 {
+	const pps_transport_t *bottom = t;
+
+	while (bottom && bottom->underlying)
+		bottom = bottom->underlying;
+	if (bottom && bottom->replay)
+		return true;
 	DOWN_TO(t, input_buffered);
 	return t ? t->ops->input_buffered(t) : false;
 }
@@ -392,6 +433,7 @@ pps_transport_free(pps_transport_t *t)
 
 		if (t->read_resume)
 			event_free(t->read_resume);
+		free(t->replay);
 		t->ops->free(t);
 		t = next;
 	}

@@ -249,6 +249,13 @@ bool pps_transport_input_seen(const pps_transport_t *t);
 /* Input read before the transport had the socket (a relay routes a connection
  * by its HELLO) counts as seen: the peer spoke, so it is told why it goes. */
 void pps_transport_note_input(pps_transport_t *t);
+/* Bytes read from the socket before the stack had it (a relay read an HTTP
+ * request to route it by its path): copied, they come first out of the
+ * reads, through every layer, as if the socket had just delivered them; a
+ * read runs from the loop. Plaintext stacks only (a TLS layer reads its
+ * records from the socket itself). 0, -EOPNOTSUPP (TLS), -EALREADY (bytes
+ * already replayed or read), -ENOMEM. */
+int pps_transport_replay(pps_transport_t *t, const uint8_t *buf, size_t len);
 /* One record now, uncorked, between packets: the caller checks that
  * pps_transport_pending_bytes() is 0 first. 0 or a negative errno. */
 int pps_transport_send_record(pps_transport_t *t, const pps_wire_record_t *record);

@@ -72,6 +72,18 @@ pps_web_file_find(const char *path)
 }
 
 bool
+pps_web_stream_path(const char *path, const char **name)
+{
+	size_t n = strlen(PPS_WEB_STREAM_PATH);
+
+	if (strncmp(path, PPS_WEB_STREAM_PATH, n) != 0 || (path[n] && path[n] != '/'))
+		return false;
+	if (name)
+		*name = path[n] ? path + n + 1 : "";
+	return true;
+}
+
+bool
 pps_web_sniff(const uint8_t *buf, size_t len)
 {
 	return len > 0 && buf[0] >= 'A' && buf[0] <= 'Z';
@@ -171,7 +183,7 @@ answer(pps_web_t *w, int status, const char *reason, const pps_web_file_t *file,
 
 /* Sends the 101 now: nothing else can be queued on a fresh connection. */
 static int
-upgrade(pps_web_t *w, const char *accept)
+upgrade(pps_web_t *w, const char *accept, const char *path)
 {
 	char head[256];
 	int n = snprintf(head, sizeof(head),
@@ -187,7 +199,7 @@ upgrade(pps_web_t *w, const char *accept)
 	if (!w->reader)
 		return -ENOMEM;
 	w->state = WEB_UPGRADED;
-	pps_log(&w->log, PPS_LOG_INFO, "http %s: WebSocket %s", w->peer, PPS_WEB_STREAM_PATH);
+	pps_log(&w->log, PPS_LOG_INFO, "http %s: WebSocket %s", w->peer, path);
 	return 0;
 }
 
@@ -277,7 +289,7 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 		return 0;
 	}
 	if (pps_ws_request_is_upgrade(&req)) {
-		if (strcmp(req.path, PPS_WEB_STREAM_PATH) != 0) {
+		if (w->pages.refuse_upgrades || !pps_web_stream_path(req.path, NULL)) {
 			answer(w, 404, "Not Found", NULL, false, NULL);
 			return 0;
 		}
@@ -288,7 +300,7 @@ pps_web_input(pps_web_t *w, uint8_t *buf, size_t len, size_t capacity, size_t *w
 			answer(w, 400, "Bad Request", NULL, false, "Sec-WebSocket-Version: 13\r\n");
 			return 0;
 		}
-		if (upgrade(w, accept) < 0) {
+		if (upgrade(w, accept, req.path) < 0) {
 			snprintf(w->error, sizeof(w->error), "cannot answer the upgrade");
 			w->state = WEB_FAILED;
 			return -ECONNRESET;

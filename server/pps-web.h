@@ -40,7 +40,8 @@
 
 typedef struct pps_transport pps_transport_t;
 
-/* Where the viewer opens its WebSocket. */
+/* Where the viewer opens its WebSocket: this path, or a stream's name
+ * under it on a relay ("/stream/room/alice"; the relay routes by it). */
 #define PPS_WEB_STREAM_PATH "/stream"
 /* Largest client message (one wire record of a client, HELLO at most ~140 bytes). */
 #define PPS_WEB_MAX_CLIENT_MESSAGE_BYTES 512
@@ -80,11 +81,18 @@ typedef bool (*pps_web_page_cb)(const pps_ws_request_t *request, pps_web_page_t 
 typedef struct {
 	pps_web_page_cb page_cb; /* NULL: the embedded files only */
 	void *user;
+	/* No stream behind this connection (a relay's own exchange): a
+	 * WebSocket upgrade is answered 404. */
+	bool refuse_upgrades;
 } pps_web_pages_t;
 
 /* The HTTP exchange is over (response written, or the socket failed): the
  * owner closes the connection. Never called from inside pps_web_input(). */
 typedef void (*pps_web_done_cb)(void *user);
+
+/* True if @path is PPS_WEB_STREAM_PATH or a name under it; *@name (if not
+ * NULL) is then the name, "" for none (not checked: pps_stream_name_check()). */
+bool pps_web_stream_path(const char *path, const char **name);
 
 /* True if a connection that starts with @buf speaks HTTP. */
 bool pps_web_sniff(const uint8_t *buf, size_t len);

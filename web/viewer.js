@@ -17,7 +17,9 @@
 // browser's missing WebCodecs.
 //
 // URL parameters: policy=fixed|asap|adaptive|smooth (default asap, as
-// pps-client), tolerance_ms (fixed policy; 0 = from the stream), token
+// pps-client), tolerance_ms (fixed policy; 0 = from the stream), stream
+// (a stream's name on a relay: room/alice; the relay's front page, relay.html,
+// lists them), token
 // (the server's access token; else the one typed into the page's token
 // field, kept for the tab in sessionStorage), name, overlay=0 (hide the overlay),
 // renderer=webgl2|cpu|auto (auto: the WebGL2 combine unless WebGL is a
@@ -388,8 +390,15 @@ const link = { ws: null, stopPings: null, startedMs: 0, streamingMs: 0, lastData
   retryTimer: 0, retryAtMs: 0, why: '' };
 let withAudio = false;
 
+// On a relay the stream is named (?stream=room/alice): its WebSocket is
+// /stream/room/alice, which the relay routes to that stream.
+const streamName = params.get('stream') || '';
+if (streamName) document.title = `${streamName} · ppstream`;
+
 function streamUrl() {
-  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/stream`;
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  const path = streamName.split('/').map(encodeURIComponent).join('/');
+  return `${scheme}://${location.host}/stream${streamName ? `/${path}` : ''}`;
 }
 
 function unixMs(perfMs) { return performance.timeOrigin + perfMs; }
@@ -443,7 +452,9 @@ function connect() {
     if (link.ws !== ws) return;
     const bye = stats.bye;
     if (bye) ended(byeMessage(bye));
-    else if (!opened) ended(`cannot reach the server at ${location.host}`);
+    else if (!opened && streamName) {
+      ended(`no stream named ${streamName} at ${location.host} (not published yet, or the relay is down)`);
+    } else if (!opened) ended(`cannot reach the server at ${location.host}`);
     else ended(`the connection to ${location.host} was lost (WebSocket close ${ev.code})`);
   };
 }

@@ -13,6 +13,7 @@
  *    records, a record said now (CHALLENGE) is a binary message, each packet
  *    is one binary message, a BYE is followed by a close frame, and an
  *    unmasked client frame ends the connection as a framing error;
+ *  - bytes read before the stack had the socket, replayed through it;
  *  - names and capabilities of modes minbuf and tcp.
  * No sleeps: the loop runs what is ready, the peer waits for bytes with
  * poll(2).
@@ -313,6 +314,41 @@ test_http_get(void)
 	fixture_free(&f);
 }
 
+/* Bytes read before the stack had the socket (a relay read the request to
+ * route it): replayed through every layer, as if they had just come. */
+static void
+test_replay(void)
+{
+	static const char get[] = "GET /viewer.js HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char head[] = "HTTP/1.1 200 OK\r\n";
+	uint8_t back[sizeof(head) - 1];
+	fixture_t f;
+
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	CHECK(pps_transport_replay(f.t, (const uint8_t *)get, sizeof(get) - 1) == 0);
+	CHECK(pps_transport_replay(f.t, (const uint8_t *)get, sizeof(get) - 1) == -EALREADY);
+	/* Nothing from the peer: the replayed request alone is answered. */
+	CHECK(peer_recv(&f, back, sizeof(back)) && memcmp(back, head, sizeof(back)) == 0);
+	fixture_free(&f);
+
+	/* Wire records replayed reach the owner as they were; then the socket's. */
+	fixture_new(&f, PPS_MINBUF_MODE_MINBUF);
+	{
+		uint8_t rec[64];
+		size_t n = encode(&ping, rec, sizeof(rec));
+
+		CHECK(pps_transport_replay(f.t, rec, n) == 0);
+		run_loop(&f);
+		CHECK_EQ_INT(f.owner.input_len, n);
+		CHECK(memcmp(f.owner.input, rec, n) == 0);
+		peer_send(&f, rec, n);
+		CHECK_EQ_INT(f.owner.input_len, 2 * n);
+		/* Once the socket was read, there is nothing to replay before it. */
+		CHECK(pps_transport_replay(f.t, rec, n) == -EALREADY);
+	}
+	fixture_free(&f);
+}
+
 /* A masked client frame carrying @len bytes of @payload. */
 static size_t
 client_frame(uint8_t opcode, const uint8_t *payload, size_t len, uint8_t *out)
@@ -586,6 +622,7 @@ main(void)
 	test_plain_client();
 	test_names_and_caps();
 	test_http_get();
+	test_replay();
 	test_websocket();
 	test_websocket_bad_frame();
 	test_websocket_ping();

@@ -37,6 +37,9 @@
   browser_token    a server with an access token: the page without one and
                    with a wrong one shows the token field; the right one
                    typed into it streams, and a reload streams with it.
+  browser_relay    on pps-relay: the front page lists the streams and their
+                   room, the viewer plays one by name, the room page shows
+                   each participant in a tile and drops one who left.
   browser_http     HTTP and WebSocket errors, raw sockets, no browser: 404,
                    405, bad handshake -> 400, unmasked frame -> close 1002,
                    oversize message -> close 1009, text -> close 1003; a
@@ -998,12 +1001,76 @@ def test_browser_token(build, workdir, keep=None):
     check("wrong access token" in log or "unauthorized" in log, "the server's log: %s" % log[-1500:])
 
 
+def test_browser_relay(build, workdir, keep=None):
+    """The browser on a relay: its front page lists the published streams
+    and their room; the viewer plays a stream by name
+    (index.html?stream=room/alice); the room page (room.html?room=room)
+    shows every participant in a tile that streams, and drops the tile of
+    one who stopped publishing."""
+    from selenium.webdriver.common.by import By
+    from test_relay import Relay, publish, stop_all
+    found = browser_or_skip()
+    settings = ("source.type=test", "source.width=%d" % WIDTH, "source.height=%d" % HEIGHT,
+                "source.fps=15", "audio.source=off")
+    relay = Relay(build, workdir, "server.max_clients_per_address=16")
+    alice = bob = driver = None
+    base = "http://%s/" % relay.address
+    try:
+        alice = publish(build, workdir, relay, "room/alice", *settings, duration=90)
+        bob = publish(build, workdir, relay, "room/bob", *settings, duration=90)
+        driver = start_browser(found[0], found[1], workdir)
+        driver.get(base)
+
+        def listed():
+            rows = driver.find_elements(By.CSS_SELECTOR, "#streams tbody tr")
+            rooms = driver.find_elements(By.CSS_SELECTOR, "#rooms a")
+            names = sorted(r.find_element(By.TAG_NAME, "a").text for r in rows)
+            return names == ["room/alice", "room/bob"] and [a.text for a in rooms] == ["room"]
+
+        wait_until(listed, lambda: "the front page to list both streams and the room: %s"
+                   % driver.find_element(By.TAG_NAME, "body").text, timeout_s=15, poll_s=0.2)
+
+        driver.get(base + "index.html?stream=room/alice&name=selenium")
+        wait_for(driver, lambda s: s["state"] == "streaming" and s["frames_shown"] >= 30,
+                 "room/alice by name", 20)
+        check("room/alice" in driver.title, "title %r" % driver.title)
+
+        driver.get(base + "room.html?room=room")
+
+        def tiles():
+            # One script: a tile may go between a lookup and a read.
+            return sorted(driver.execute_script(
+                "return [...document.querySelectorAll('iframe')].map((f) => f.title)"))
+
+        wait_until(lambda: tiles() == ["room/alice", "room/bob"],
+                   lambda: "two tiles: %s" % tiles(), timeout_s=15, poll_s=0.2)
+        for name in ("room/alice", "room/bob"):
+            frame = driver.find_element(By.CSS_SELECTOR, 'iframe[title="%s"]' % name)
+            driver.switch_to.frame(frame)
+            try:
+                stats = wait_for(driver, lambda s: s["state"] == "streaming" and s["frames_shown"] >= 20,
+                                 "the tile of %s" % name, 30)
+            finally:
+                driver.switch_to.default_content()
+            print("room tile %s: %d frames shown" % (name, stats["frames_shown"]))
+        bob.stop()
+        bob = None
+        wait_until(lambda: tiles() == ["room/alice"], lambda: "bob's tile to go: %s" % tiles(),
+                   timeout_s=15, poll_s=0.2)
+    finally:
+        if driver:
+            driver.quit()
+        stop_all(alice, bob, relay)
+    log = relay.log()
+    check("web requests" in log, "the relay's summary: %s" % log[-600:])
+
+
 TESTS = {"browser_stream": test_browser_stream, "browser_stream_early": test_browser_stream_early,
          "browser_http": test_browser_http, "browser_audio": test_browser_audio,
          "browser_audio_window": test_browser_audio_window, "browser_jitter": test_browser_jitter,
          "browser_audio_unmute": test_browser_audio_unmute,
          "browser_keepalive": test_browser_keepalive, "browser_reconnect": test_browser_reconnect,
-         "browser_token": test_browser_token}
+         "browser_token": test_browser_token, "browser_relay": test_browser_relay}
 
 if __name__ == "__main__":
     build, name = sys.argv[1], sys.argv[2]

@@ -3,6 +3,8 @@
 (pps-server --publish) pushes its stream into pps-relay, viewers
 (pps-client HOST:PORT/NAME) take it from there. Every wait is on an event (a
 port written, a line logged, a program's exit)."""
+import base64
+import json
 import os
 import re
 import socket
@@ -10,7 +12,7 @@ import struct
 import sys
 import time
 
-from harness import Client, Failure, Server, check, percentile, record, run, wait_until
+from harness import Client, Failure, Server, check, percentile, read_all, record, run, wait_until
 from ppslab import process, programs
 
 TOKEN = "relay-token-for-tests-0123"
@@ -306,8 +308,90 @@ def relay_tree(build, workdir):
           pub.stderr_text()[-600:])
 
 
+def http_get(relay, path, extra=b""):
+    s = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+    s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
+    data = read_all(s)
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+def ws_masked(payload, mask=b"\x5a\x17\xc3\x08"):
+    return bytes([0x82, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def relay_web(build, workdir):
+    """The relay's browser side, raw sockets: its front page (the stream
+    list page), GET /streams (the streams published now, as JSON), a
+    WebSocket to /stream/NAME routed to that stream (a masked HELLO gets its
+    STREAM_INFO and windows), a WebSocket for a name that is not published
+    (404), and bad requests; a pps-client viewer of the same stream keeps
+    streaming through all of it."""
+    relay = Relay(build, workdir)
+    pub = viewer = None
+    ua = b"User-Agent: " + b"x" * 900 + b"\r\n"  # a head longer than a HELLO may be
+    try:
+        pub = publish(build, workdir, relay, "room/alice", duration=30)
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=8, name="v")
+        head, body = http_get(relay, b"/", ua)
+        check(head.startswith(b"HTTP/1.1 200 ") and b"text/html" in head and b"ppstream relay" in body,
+              "GET /: %r" % head[:200])
+        head, body = http_get(relay, b"/streams")
+        check(head.startswith(b"HTTP/1.1 200 ") and b"application/json" in head, "GET /streams: %r" % head)
+        listing = json.loads(body)
+        names = [s["name"] for s in listing["streams"]]
+        check(listing["relay"] is True and names == ["room/alice"], "the list: %s" % listing)
+        alice = listing["streams"][0]
+        check(alice["width"] == 640 and alice["height"] == 480 and alice["layers"] >= 1,
+              "the stream's entry: %s" % alice)
+        for path in (b"/viewer.js", b"/room.html", b"/index.html"):
+            check(http_get(relay, path)[0].startswith(b"HTTP/1.1 200 "), "GET %s" % path)
+        check(http_get(relay, b"/nothing")[0].startswith(b"HTTP/1.1 404 "), "GET /nothing")
+
+        def upgrade(path):
+            s = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+            key = base64.b64encode(os.urandom(16))
+            s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n" + ua + b"Upgrade: websocket\r\n"
+                      b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key +
+                      b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            return s
+
+        # No such stream, or no name: 404, and the stream goes on.
+        for path in (b"/stream/room/nobody", b"/stream", b"/stream/../etc"):
+            r = read_all(upgrade(path))
+            check(r.startswith(b"HTTP/1.1 404 "), "upgrade to %s: %r" % (path, r[:100]))
+        # The stream's WebSocket: 101, then its records for a masked HELLO.
+        body = struct.pack(">HHHB", 1, 0, 0, 7) + b"browser" + b"\x00"
+        hello = struct.pack(">BBH", 1, 1, len(body)) + body
+        s = upgrade(b"/stream/room/alice")
+        s.sendall(ws_masked(hello))
+        s.settimeout(5)
+        data = b""
+        while len(data) < 20000:
+            c = s.recv(65536)
+            check(c, "the browser's stream ended early: %r" % data[:200])
+            data += c
+        s.close()
+        check(data.startswith(b"HTTP/1.1 101 "), "no 101: %r" % data[:100])
+        # The first message after the head: STREAM_INFO (kind 2).
+        i = data.find(b"\r\n\r\n") + 4
+        check(data[i] == 0x82 and data[i + 2:i + 4] == b"\x01\x02", "first message: %r" % data[i:i + 8])
+        # A head that never ends is dropped at the door's timeout.
+        slow = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+        slow.sendall(b"GET /streams HTTP/1.1\r\nHost: x\r\n")
+        check(viewer.wait() == 0, "the viewer failed: %s" % viewer.stderr)
+        slow.close()
+    finally:
+        stop_all(pub, relay)
+    shown_well(viewer, 150)
+    log = relay.log()
+    check("no stream named room/nobody" in log, "the refusal is not logged: %s" % log[-2000:])
+    check(re.search(r"web requests [1-9]", log), "web requests not counted: %s" % log[-600:])
+
+
 TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor, relay_slow_subscriber,
-                                 relay_garbage_publisher, relay_late_joiner, relay_tree]}
+                                 relay_garbage_publisher, relay_late_joiner, relay_tree, relay_web]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
