@@ -398,8 +398,12 @@ main(int argc, char **argv)
 	event_add(cli.sigint_event, NULL);
 	event_add(cli.sigterm_event, NULL);
 	if (!cli.quiet)
-		fprintf(stderr, "pps-call: %s in %s/%s: publishing %s/%s, showing %u peer(s)\n",
-		        cli.name, cli.relay, cli.room, cli.room, cli.name, cli.n_peers);
+		fprintf(
+		    stderr,
+		    "pps-call: %s in %s/%s: publishing %s/%s, showing %u peer(s); the room in a "
+		    "browser: http://%s/room.html?room=%s\n",
+		    cli.name, cli.relay, cli.room, cli.room, cli.name, cli.n_peers, cli.relay,
+		    cli.room);
 	if (pps_call_start(cli.call, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pps-call: %s\n", err);
 		cli.exit_status = 1;

@@ -1345,6 +1345,8 @@ pps_relay_listen(pps_relay_t *r, const char *listen_at, unsigned *port_out, char
 	pps_log(&r->params.log, PPS_LOG_INFO, "relay listening on %s%s%s:%s (at most %u streams)",
 	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport,
 	        r->params.max_streams);
+	pps_log(&r->params.log, PPS_LOG_INFO, "streams and rooms in a browser: http://%s%s%s:%s/",
+	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport);
 	return 0;
 }
 
