@@ -32,11 +32,18 @@
 #define STREAM_LINGER_US 500000
 /* Bytes read from a publisher per wake-up. */
 #define PUBLISHER_READ_BYTES 65536
+/* An upstream (pps_relay_upstream()) that was lost, or could not be
+ * reached, is tried again after this, doubling up to the maximum; a stream
+ * that lasted UPSTREAM_STABLE_US starts the series again. */
+#define UPSTREAM_RETRY_FIRST_US 500000
+#define UPSTREAM_RETRY_MAX_US   5000000
+#define UPSTREAM_STABLE_US      10000000
 /* A browser's HTTP exchange with the relay itself (a page, the stream
  * list): done within this, or closed. */
 #define WEB_EXCHANGE_US 10000000
 
 typedef struct relay_stream relay_stream_t;
+typedef struct upstream upstream_t;
 
 /* A connection whose HELLO is being read (or, for a publisher, whose AUTH). */
 typedef struct door_conn {
@@ -93,9 +100,9 @@ struct relay_stream {
 	pps_wire_parser_t *parser;
 	bool have_info;
 	/* Subscribed to another relay (pps_relay_upstream()): it may challenge
-	 * before STREAM_INFO, answered with this token. */
-	bool upstream;
-	const char *upstream_token;
+	 * before STREAM_INFO, answered with its token; when the stream ends
+	 * the upstream is tried again. NULL for a publisher's stream. */
+	upstream_t *upstream;
 	bool answered;
 	pps_wire_stream_info_t info;
 	pps_listener_t *listener; /* from STREAM_INFO on */
@@ -113,6 +120,28 @@ struct relay_stream {
 	uint32_t last_frame_index;
 };
 
+/* A stream this relay takes from another (--upstream): connected from the
+ * loop, tried again with a backoff whenever it is lost or unreachable; its
+ * name is kept for it meanwhile (a publisher cannot take it). */
+struct upstream {
+	pps_relay_t *relay;
+	upstream_t *next;
+	char location[320]; /* HOST:PORT/NAME, for the log */
+	char name[PPS_WIRE_MAX_STREAM_BYTES + 1];
+	const char *token;
+	struct sockaddr_storage addr; /* resolved once, at start */
+	socklen_t addr_len;
+	int fd;                  /* while connecting; the stream's once it is up */
+	struct event *connected; /* the connecting socket's EV_WRITE */
+	struct event *timer;     /* the next try, or the connect's bound */
+	relay_stream_t *stream;  /* up: the stream; NULL while down */
+	int64_t retry_us;        /* the next delay */
+	int64_t began_us;        /* when the current stream began */
+	unsigned tries;          /* failed in a row */
+	bool was_up;             /* a stream came at least once */
+	char last_why[160];      /* why it is down */
+};
+
 struct pps_relay {
 	struct event_base *base;
 	pps_relay_params_t params;
@@ -122,6 +151,7 @@ struct pps_relay {
 	unsigned n_door;
 	web_conn_t *web; /* HTTP exchanges with the relay itself */
 	unsigned n_web;
+	upstream_t *upstreams;
 	relay_stream_t *streams; /* published (a publisher connected) */
 	relay_stream_t *dying;   /* publisher gone, lingering for the BYEs */
 	pps_relay_stats_t stats;
@@ -231,6 +261,10 @@ linger_cb(evutil_socket_t fd, short what, void *user)
 	stream_free(s);
 }
 
+static void upstream_lost(upstream_t *u, const char *why);
+static void upstream_free(upstream_t *u);
+static void upstream_up(upstream_t *u);
+
 /*
  * The publisher is gone (it left, or it was dropped for @why with a BYE of
  * @reason): the name is free at once, the subscribers are told, and the
@@ -249,7 +283,11 @@ stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const 
 			break;
 		}
 	}
-	if (dropped) {
+	if (s->upstream) {
+		/* Not a publisher: the stream this relay takes from another. */
+		if (dropped)
+			send_bye(s->fd, reason, why);
+	} else if (dropped) {
 		send_bye(s->fd, reason, why);
 		r->stats.publishers_dropped++;
 		pps_log(&r->peer_log, PPS_LOG_WARNING, "publisher %s of stream %s dropped: %s",
@@ -266,8 +304,16 @@ stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const 
 	s->fd = -1;
 	drop_window(s);
 	if (s->listener) {
-		snprintf(text, sizeof(text), "stream %s ended: its publisher left", s->name);
+		snprintf(text, sizeof(text), "stream %s ended: its %s", s->name,
+		         s->upstream ? "upstream was lost; the relay takes it again when it can"
+		                     : "publisher left");
 		pps_listener_say_bye_all(s->listener, PPS_WIRE_BYE_NORMAL, text);
+	}
+	if (s->upstream) {
+		upstream_t *u = s->upstream;
+
+		s->upstream = NULL;
+		upstream_lost(u, why);
 	}
 	s->next = r->dying;
 	r->dying = s;
@@ -585,7 +631,7 @@ stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t
 {
 	if (s->upstream && !s->have_info && !s->answered && rec->kind == PPS_WIRE_CHALLENGE) {
 		pps_wire_record_t auth = {.kind = PPS_WIRE_AUTH};
-		const char *token = s->upstream_token;
+		const char *token = s->upstream->token;
 
 		if (!token || !token[0]) {
 			snprintf(why, why_size, "the upstream wants an access token");
@@ -616,6 +662,8 @@ stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t
 		}
 		s->info = rec->u.stream_info;
 		s->have_info = true;
+		if (s->upstream)
+			upstream_up(s->upstream);
 		if (stream_start_listener(s, why, why_size) < 0)
 			return -ENOMEM;
 		pps_log(&s->relay->params.log, PPS_LOG_INFO,
@@ -772,6 +820,15 @@ door_admit_publisher(door_conn_t *c)
 	size_t rest = c->len - c->parsed;
 
 	/* Checked again: another publisher may have taken the name meanwhile. */
+	for (const upstream_t *u = r->upstreams; u; u = u->next) {
+		if (strcmp(u->name, c->hello.stream) == 0) {
+			snprintf(why, sizeof(why), "stream %s comes from another relay here",
+			         c->hello.stream);
+			r->stats.publishers_refused++;
+			door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
+			return;
+		}
+	}
 	if (find_stream(r, c->hello.stream)) {
 		snprintf(why, sizeof(why), "stream %s already has a publisher", c->hello.stream);
 		r->stats.publishers_refused++;
@@ -844,6 +901,15 @@ door_hello_publisher(door_conn_t *c)
 		r->stats.publishers_refused++;
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, name_why);
 		return false;
+	}
+	for (const upstream_t *u = r->upstreams; u; u = u->next) {
+		if (strcmp(u->name, c->hello.stream) == 0) {
+			snprintf(why, sizeof(why), "stream %s comes from another relay here",
+			         c->hello.stream);
+			r->stats.publishers_refused++;
+			door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
+			return false;
+		}
 	}
 	if (find_stream(r, c->hello.stream)) {
 		snprintf(why, sizeof(why), "stream %s already has a publisher", c->hello.stream);
@@ -1386,6 +1452,12 @@ pps_relay_free(pps_relay_t *r)
 		door_free(r->door, true);
 	while (r->web)
 		web_free(r->web);
+	while (r->upstreams) {
+		upstream_t *u = r->upstreams;
+
+		r->upstreams = u->next;
+		upstream_free(u);
+	}
 	while (r->streams) {
 		relay_stream_t *s = r->streams;
 
@@ -1472,14 +1544,171 @@ connect_bounded(const char *address, const char *what, int64_t timeout_us,
 
 /* ---- a stream from another relay ------------------------------------------ */
 
+static void upstream_try(upstream_t *u);
+
+static void
+upstream_timer_cb(evutil_socket_t fd, short what, void *user)
+{
+	upstream_t *u = user;
+
+	if (u->fd >= 0 && !u->stream) {
+		/* The connect's bound passed. */
+		upstream_lost(u, "no answer to connect in time");
+		return;
+	}
+	upstream_try(u);
+}
+
+/* Not connected, or the stream ended: the next try after the backoff. */
+static void
+upstream_lost(upstream_t *u, const char *why)
+{
+	pps_relay_t *r = u->relay;
+	int64_t now = pps_time_monotonic_us();
+	struct timeval tv;
+
+	if (u->connected)
+		event_del(u->connected);
+	if (!u->stream && u->fd >= 0)
+		close(u->fd); /* a stream's socket is the stream's to close */
+	u->fd = -1;
+	u->stream = NULL;
+	if (u->began_us && now - u->began_us >= UPSTREAM_STABLE_US)
+		u->retry_us = UPSTREAM_RETRY_FIRST_US;
+	u->began_us = 0;
+	snprintf(u->last_why, sizeof(u->last_why), "%s", why);
+	/* The first failure of a series is said; the next are the rate-limited
+	 * log's (at most one a UPSTREAM_RETRY_MAX_US each once the backoff is
+	 * at its maximum). */
+	pps_log(u->tries == 0 ? &r->params.log : &r->peer_log, PPS_LOG_WARNING,
+	        "upstream %s: %s; trying again in %.1f s", u->location, why,
+	        (double)u->retry_us / 1e6);
+	u->tries++;
+	tv = pps_time_us_to_timeval(u->retry_us);
+	event_add(u->timer, &tv);
+	u->retry_us =
+	    u->retry_us * 2 > UPSTREAM_RETRY_MAX_US ? UPSTREAM_RETRY_MAX_US : u->retry_us * 2;
+}
+
+/* The connect finished: subscribe as a viewer would, and host the stream. */
+static void
+upstream_connected_cb(evutil_socket_t fd, short what, void *user)
+{
+	upstream_t *u = user;
+	pps_relay_t *r = u->relay;
+	pps_wire_record_t hello;
+	relay_stream_t *s;
+	int soerr = 0;
+	socklen_t len = sizeof(soerr);
+	char why[160];
+
+	event_del(u->timer);
+	if (getsockopt(u->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		soerr = errno;
+	if (soerr) {
+		snprintf(why, sizeof(why), "cannot connect: %s", strerror(soerr));
+		upstream_lost(u, why);
+		return;
+	}
+	if (find_stream(r, u->name) || count_streams(r) >= r->params.max_streams) {
+		upstream_lost(u, "the relay is full");
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES))) {
+		free(s);
+		upstream_lost(u, "out of memory");
+		return;
+	}
+	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
+	s->relay = r;
+	s->fd = u->fd;
+	snprintf(s->name, sizeof(s->name), "%s", u->name);
+	snprintf(s->peer, sizeof(s->peer), "upstream %s", u->location);
+	/* A viewer's HELLO: the upstream serves this relay as any viewer. */
+	hello = outbound_hello(PPS_WIRE_HELLO_AUDIO, u->token, "pps-relay", u->name);
+	s->read_event = event_new(r->base, s->fd, EV_READ | EV_PERSIST, stream_read_cb, s);
+	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
+	    pps_server_write_record_now(s->fd, &hello) < 0) {
+		s->fd = -1; /* still the upstream's */
+		stream_free(s);
+		upstream_lost(u, "cannot send HELLO");
+		return;
+	}
+	s->upstream = u;
+	u->stream = s;
+	u->began_us = pps_time_monotonic_us();
+	s->next = r->streams;
+	r->streams = s;
+}
+
+/* The upstream's STREAM_INFO came: the stream is up (again). */
+static void
+upstream_up(upstream_t *u)
+{
+	pps_relay_t *r = u->relay;
+
+	if (u->was_up)
+		r->stats.upstream_reconnects++;
+	if (u->tries)
+		pps_log(&r->params.log, PPS_LOG_INFO,
+		        "subscribed to %s as stream %s (%safter %u tries: %s)", u->location,
+		        u->name, u->was_up ? "again, " : "", u->tries, u->last_why);
+	else
+		pps_log(&r->params.log, PPS_LOG_INFO, "subscribed to %s as stream %s", u->location,
+		        u->name);
+	u->was_up = true;
+	u->tries = 0;
+}
+
+/* One try: a non-blocking connect, bounded by the handshake timeout. */
+static void
+upstream_try(upstream_t *u)
+{
+	struct timeval tv = pps_time_us_to_timeval(PPS_DEFAULT_HELLO_TIMEOUT_US);
+	char why[160];
+
+	u->fd = socket(u->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (u->fd < 0 || (connect(u->fd, (struct sockaddr *)&u->addr, u->addr_len) < 0 &&
+	                  errno != EINPROGRESS)) {
+		snprintf(why, sizeof(why), "cannot connect: %s", strerror(errno));
+		upstream_lost(u, why);
+		return;
+	}
+	if (u->connected)
+		event_free(u->connected);
+	u->connected = event_new(u->relay->base, u->fd, EV_WRITE, upstream_connected_cb, u);
+	if (!u->connected || event_add(u->connected, NULL) < 0 || event_add(u->timer, &tv) < 0) {
+		upstream_lost(u, "out of memory");
+		return;
+	}
+}
+
+static void
+upstream_free(upstream_t *u)
+{
+	if (u->connected)
+		event_free(u->connected);
+	if (u->timer)
+		event_free(u->timer);
+	if (!u->stream && u->fd >= 0)
+		close(u->fd);
+	if (u->stream)
+		u->stream->upstream = NULL;
+	free(u);
+}
+
 int
 pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char *err,
                    size_t err_size)
 {
 	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1];
-	pps_wire_record_t hello;
-	relay_stream_t *s;
-	int fd;
+	char host[256], port[16];
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	unsigned n = 0;
+	upstream_t *u;
+	int ret;
 
 	if (pps_stream_location_split(location, address, sizeof(address), stream, sizeof(stream),
 	                              err, err_size) < 0)
@@ -1488,47 +1717,55 @@ pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char
 		snprintf(err, err_size, "--upstream %s: not HOST:PORT/NAME", location);
 		return -EINVAL;
 	}
-	if (find_stream(r, stream) || count_streams(r) >= r->params.max_streams) {
+	/* Upstreams that are down hold their names too. */
+	for (u = r->upstreams; u; u = u->next) {
+		if (strcmp(u->name, stream) == 0)
+			break;
+		if (!u->stream)
+			n++;
+	}
+	if (u || find_stream(r, stream) || n + count_streams(r) >= r->params.max_streams) {
 		snprintf(err, err_size, "--upstream %s: the name is taken or the relay is full",
 		         location);
 		return -EBUSY;
 	}
-	/* Blocking connect at start-up (bounded), like a publisher's; then the loop's. */
-	fd = connect_bounded(address, "the upstream", PPS_DEFAULT_HELLO_TIMEOUT_US, NULL, NULL, err,
-	                     err_size);
-	if (fd < 0)
-		return fd;
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		snprintf(err, err_size, "upstream socket: %s", strerror(errno));
-		close(fd);
-		return -EIO;
+	/* Resolved once, at start (a name that does not resolve is a usage
+	 * error); connecting is the loop's, now and after every loss. */
+	if (pps_socket_split_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, err_size, "--upstream %s: not HOST:PORT/NAME", location);
+		return -EINVAL;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s || !(s->parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES))) {
-		free(s);
-		close(fd);
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret != 0) {
+		snprintf(err, err_size, "--upstream %s: cannot resolve %s: %s", location, host,
+		         gai_strerror(ret));
+		return -EINVAL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u || res->ai_addrlen > sizeof(u->addr)) {
+		freeaddrinfo(res);
+		free(u);
 		snprintf(err, err_size, "out of memory");
 		return -ENOMEM;
 	}
-	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
-	s->relay = r;
-	s->fd = fd;
-	s->upstream = true;
-	s->upstream_token = token;
-	snprintf(s->name, sizeof(s->name), "%s", stream);
-	snprintf(s->peer, sizeof(s->peer), "upstream %s", location);
-	/* A viewer's HELLO: the upstream serves this relay as any viewer. */
-	hello = outbound_hello(PPS_WIRE_HELLO_AUDIO, token, "pps-relay", stream);
-	s->read_event = event_new(r->base, fd, EV_READ | EV_PERSIST, stream_read_cb, s);
-	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
-	    pps_server_write_record_now(fd, &hello) < 0) {
-		snprintf(err, err_size, "cannot subscribe to %s", location);
-		stream_free(s);
-		return -EIO;
+	memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
+	u->addr_len = res->ai_addrlen;
+	freeaddrinfo(res);
+	u->relay = r;
+	u->fd = -1;
+	u->token = token;
+	u->retry_us = UPSTREAM_RETRY_FIRST_US;
+	snprintf(u->location, sizeof(u->location), "%s", location);
+	snprintf(u->name, sizeof(u->name), "%s", stream);
+	u->timer = evtimer_new(r->base, upstream_timer_cb, u);
+	if (!u->timer) {
+		free(u);
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
 	}
-	s->next = r->streams;
-	r->streams = s;
-	pps_log(&r->params.log, PPS_LOG_INFO, "subscribed to %s as stream %s", location, s->name);
+	u->next = r->upstreams;
+	r->upstreams = u;
+	upstream_try(u);
 	return 0;
 }
 

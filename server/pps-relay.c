@@ -50,7 +50,8 @@ usage(FILE *out)
 	    "  --port-file FILE         write the port actually bound (for --listen HOST:0)\n"
 	    "  --max-streams N          streams published at once (default %d)\n"
 	    "  --upstream HOST:PORT/NAME  take stream NAME from another relay and serve it\n"
-	    "                           here under the same name (a tree; repeatable, up to 8)\n"
+	    "                           here under the same name (a tree; repeatable, up to 8);\n"
+	    "                           tried again (0.5 s doubling to 5 s) while it is down\n"
 	    "  --duration SECONDS       stop after this long (default: until SIGINT/SIGTERM)\n"
 	    "  -q, --quiet              fewer messages\n"
 	    "  -h, --help               this help\n"
@@ -279,7 +280,8 @@ main(int argc, char **argv)
 		    stderr,
 		    "pps-relay: publishers %llu (refused %llu, dropped %llu), subscribers routed "
 		    "%llu, refused for no stream %llu, windows relayed %llu, IDR requests sent "
-		    "upstream %llu, path reports sent upstream %llu, web requests %llu\n",
+		    "upstream %llu, path reports sent upstream %llu, upstream reconnects %llu, web "
+		    "requests %llu\n",
 		    (unsigned long long)stats.publishers_total,
 		    (unsigned long long)stats.publishers_refused,
 		    (unsigned long long)stats.publishers_dropped,
@@ -288,6 +290,7 @@ main(int argc, char **argv)
 		    (unsigned long long)stats.windows_relayed,
 		    (unsigned long long)stats.recovery_requests_sent,
 		    (unsigned long long)stats.path_reports_sent,
+		    (unsigned long long)stats.upstream_reconnects,
 		    (unsigned long long)stats.web_requests);
 out:
 	pps_relay_free(cli.relay);

@@ -70,6 +70,7 @@ typedef struct {
 	uint64_t windows_relayed;        /* pushed into a stream's listener */
 	uint64_t recovery_requests_sent; /* RECOVERY_REQUESTs to publishers */
 	uint64_t path_reports_sent;      /* PATH_REPORTs to publishers */
+	uint64_t upstream_reconnects;    /* upstream streams taken again after a loss */
 } pps_relay_stats_t;
 
 typedef struct pps_relay pps_relay_t;
@@ -84,10 +85,16 @@ int pps_relay_listen(pps_relay_t *relay, const char *listen_at, unsigned *port_o
 /*
  * A tree: subscribes to @location (HOST:PORT/NAME: another relay's stream,
  * or a pps-server's) as a viewer would, proving @token if challenged (NULL
- * or "": none), and hosts what it receives as its own stream NAME, exactly
- * as if a publisher pushed it (its viewers' joins go upstream as
- * RECOVERY_REQUESTs). Connects now (blocking); the stream ends when that
- * connection does (no reconnect yet). 0 or a negative errno with @err.
+ * or "": none; not copied, it must outlive the relay), and hosts what it
+ * receives as its own stream NAME, exactly as if a publisher pushed it (its
+ * viewers' joins go upstream as RECOVERY_REQUESTs). The address is resolved
+ * now; connecting is the loop's: at once, and again after a backoff
+ * (0.5 s doubling to 5 s) whenever the upstream cannot be reached, refuses
+ * (no such stream yet, a wrong token) or the stream ends; its viewers are
+ * told the stream ended and come back to it as they would to a publisher's.
+ * The name stays this upstream's meanwhile. 0, or a negative errno with
+ * @err (a bad location, a name that does not resolve, the name taken, the
+ * relay full).
  */
 int pps_relay_upstream(pps_relay_t *relay, const char *location, const char *token, char *err,
                        size_t err_size);

@@ -21,11 +21,12 @@ TOKEN = "relay-token-for-tests-0123"
 class Relay(programs.Program):
     """pps-relay on 127.0.0.1, a port of the kernel's choosing (its FIFO)."""
 
-    def __init__(self, build, workdir, *settings, extra=()):
+    def __init__(self, build, workdir, *settings, extra=(), port=0):
         fifo = os.path.join(workdir, "relay-port-%d.fifo" % time.monotonic_ns())
         fd = programs.open_port_fifo(fifo)
         self.err_path = os.path.join(workdir, "relay-%d.err" % time.monotonic_ns())
-        argv = [os.path.join(build, "server", "pps-relay"), "--listen", "127.0.0.1:0", "--port-file", fifo]
+        argv = [os.path.join(build, "server", "pps-relay"), "--listen", "127.0.0.1:%d" % port,
+                "--port-file", fifo]
         for s in settings:
             argv += ["--set", s]
         try:
@@ -308,6 +309,55 @@ def relay_tree(build, workdir):
           pub.stderr_text()[-600:])
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def relay_tree_reconnect(build, workdir):
+    """A tree that heals: relay B starts before its upstream A exists and
+    keeps trying; once A and a publisher are up, B takes the stream; the
+    publisher stops and another starts under the same name, and B takes the
+    stream again; a viewer of B with --reconnect shows frames from both
+    publishers. A publisher cannot take the name on B meanwhile."""
+    port_a = free_port()
+    up = "127.0.0.1:%d/room/alice" % port_a
+    b = Relay(build, workdir, extra=["--upstream", up])
+    a = pub = pub2 = viewer = None
+    try:
+        b.wait_for_log("upstream %s: cannot connect" % up)
+        a = Relay(build, workdir, port=port_a)
+        pub = publish(build, workdir, a, "room/alice", duration=60)
+        b.wait_for_log("subscribed to %s as stream room/alice (after" % up, timeout_s=15)
+        viewer = Client(build, workdir, b.address + "/room/alice", duration=18, name="viewer",
+                        extra=["--reconnect"])
+        time.sleep(5)
+        # The name is the upstream's on B.
+        s = socket.create_connection(("127.0.0.1", b.port), timeout=5)
+        s.sendall(publish_hello(b"room/alice"))
+        refused = read_all(s)
+        check(b"comes from another relay" in refused, "a publisher took the name: %r" % refused)
+        pub.stop()
+        pub = None
+        b.wait_for_log("its publisher left; trying again")
+        restart_us = time.time() * 1e6
+        pub2 = publish(build, workdir, a, "room/alice", duration=60)
+        b.wait_for_log("(again, after", timeout_s=15)
+        check(viewer.wait() == 0, "viewer: %s" % viewer.stderr[-800:])
+    finally:
+        stop_all(pub, pub2, b, a)
+    after = [e for e in viewer.events("frame") if e.get("shown") and e["capture_us"] > restart_us]
+    before = [e for e in viewer.events("frame") if e.get("shown") and e["capture_us"] <= restart_us]
+    first = min(e["capture_us"] for e in after) if after else restart_us
+    print("viewer of the leaf relay: %d frames shown from the first publisher, %d from the second; its "
+          "first frame captured %.1f s after the second publisher started"
+          % (len(before), len(after), (first - restart_us) / 1e6))
+    check(len(before) >= 60 and len(after) >= 60, "frames shown before/after: %d/%d" % (len(before), len(after)))
+    m = re.search(r"upstream reconnects (\d+)", b.log())
+    check(m and int(m.group(1)) >= 1, "the reconnect is not counted: %s" % b.log()[-800:])
+
+
 def http_get(relay, path, extra=b""):
     s = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
     s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
@@ -391,7 +441,8 @@ def relay_web(build, workdir):
 
 
 TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor, relay_slow_subscriber,
-                                 relay_garbage_publisher, relay_late_joiner, relay_tree, relay_web]}
+                                 relay_garbage_publisher, relay_late_joiner, relay_tree, relay_web,
+                                 relay_tree_reconnect]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
