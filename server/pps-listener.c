@@ -503,6 +503,21 @@ pool_victim(pps_listener_t *l, uint32_t host_key, uint64_t newcomer_seq, int new
 	}
 }
 
+/* A record now, before any session: sealed when the connection is TLS. */
+static void
+say_now(int fd, pps_tls_t *tls, const pps_wire_record_t *record)
+{
+	uint8_t buf[PPS_WIRE_HEADER_BYTES + 512];
+	size_t n;
+
+	if (!tls) {
+		(void)pps_server_write_record_now(fd, record);
+		return;
+	}
+	if (pps_wire_encode(record, buf, sizeof(buf), &n) == 0)
+		(void)pps_tls_send(tls, buf, n);
+}
+
 int
 pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen_t addr_len)
 {
@@ -512,6 +527,13 @@ pps_listener_add(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen
 int
 pps_listener_add_with_input(pps_listener_t *l, int fd, const struct sockaddr *addr,
                             socklen_t addr_len, const uint8_t *input, size_t input_len)
+{
+	return pps_listener_add_routed(l, fd, addr, addr_len, NULL, input, input_len);
+}
+
+int
+pps_listener_add_routed(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen_t addr_len,
+                        pps_tls_t *tls, const uint8_t *input, size_t input_len)
 {
 	link_t *k;
 	pps_session_t *session;
@@ -550,7 +572,8 @@ pps_listener_add_with_input(pps_listener_t *l, int fd, const struct sockaddr *ad
 			         l->params.max_per_address);
 		bye.u.bye.text_len =
 		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%s", why);
-		pps_server_write_record_now(fd, &bye);
+		say_now(fd, tls, &bye);
+		pps_tls_free(tls);
 		log_refusal(l, "refused %s:%s: %s", host, port, why);
 		l->stats.clients_refused++;
 		close(fd);
@@ -565,6 +588,7 @@ pps_listener_add_with_input(pps_listener_t *l, int fd, const struct sockaddr *ad
 			log_refusal(l, "refused %s:%s: handshake pool full (%u pending)", host,
 			            port, pending);
 			l->stats.handshakes_dropped++;
+			pps_tls_free(tls);
 			close(fd);
 			return -EBUSY;
 		}
@@ -577,8 +601,9 @@ pps_listener_add_with_input(pps_listener_t *l, int fd, const struct sockaddr *ad
 	(void)pps_socket_set_rcvbuf(fd, PPS_LISTENER_RCVBUF_BYTES);
 	k = calloc(1, sizeof(*k));
 	session = k ? pps_session_new(l->base, fd, addr, addr_len, ++l->next_id, &l->params.session,
-	                              session_ready_cb, session_closed_cb, l)
-	            : NULL;
+	                              tls, session_ready_cb, session_closed_cb, l)
+	            : (pps_tls_free(tls), NULL);
+	tls = NULL; /* the session's, or freed */
 	if (!session) {
 		int ret = k ? -errno : -ENOMEM;
 

@@ -9,6 +9,7 @@
 
 #include "pps-socket.h"
 #include "pps-time.h"
+#include "pps-tls.h"
 #include "pps-transport.h"
 #include "pps-web.h"
 #include "pps-websocket.h"
@@ -64,6 +65,10 @@ typedef struct door_conn {
 	bool await_auth;
 	pps_wire_hello_t hello;
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES];
+	/* TLS (the relay has a certificate and the peer's first byte began a
+	 * handshake): the door reads plaintext through it, then hands it on. */
+	pps_tls_t *tls;
+	struct event *write_event; /* the handshake's, when the socket was full */
 } door_conn_t;
 
 /* A browser's HTTP exchange with the relay itself: a page of web/, the
@@ -145,6 +150,7 @@ struct upstream {
 struct pps_relay {
 	struct event_base *base;
 	pps_relay_params_t params;
+	pps_tls_ctx_t *tls_ctx; /* listener.tls_cert and tls_key; NULL: plaintext only */
 	int listen_fd;
 	struct event *accept_event;
 	door_conn_t *door;
@@ -791,8 +797,11 @@ door_free(door_conn_t *c, bool close_fd)
 	}
 	if (c->read_event)
 		event_free(c->read_event);
+	if (c->write_event)
+		event_free(c->write_event);
 	if (c->timer)
 		event_free(c->timer);
+	pps_tls_free(c->tls);
 	pps_wire_parser_free(c->parser);
 	if (close_fd && c->fd >= 0)
 		close(c->fd);
@@ -804,7 +813,19 @@ door_refuse(door_conn_t *c, pps_wire_bye_reason_t reason, const char *why)
 {
 	pps_relay_t *r = c->relay;
 
-	send_bye(c->fd, reason, why);
+	if (c->tls) {
+		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
+		uint8_t buf[PPS_WIRE_HEADER_BYTES + 512];
+		size_t n;
+
+		bye.u.bye.reason = (uint16_t)reason;
+		bye.u.bye.text_len =
+		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%.200s", why);
+		if (pps_wire_encode(&bye, buf, sizeof(buf), &n) == 0)
+			(void)pps_tls_send(c->tls, buf, n);
+	} else {
+		send_bye(c->fd, reason, why);
+	}
 	pps_log(&r->peer_log, PPS_LOG_INFO, "refused %s: %s", c->peer, why);
 	door_free(c, true);
 }
@@ -897,6 +918,12 @@ door_hello_publisher(door_conn_t *c)
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "a publisher must name its stream");
 		return false;
 	}
+	if (c->tls) {
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL,
+		            "this relay takes publishers in plaintext only (TLS is for viewers)");
+		return false;
+	}
 	if (pps_stream_name_check(c->hello.stream, name_why, sizeof(name_why)) < 0) {
 		r->stats.publishers_refused++;
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, name_why);
@@ -966,8 +993,9 @@ door_hello_subscriber(door_conn_t *c)
 	r->stats.subscribers_routed++;
 	c->fd = -1;
 	/* The listener owns the socket from here, and reads the HELLO again. */
-	pps_listener_add_with_input(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len,
-	                            c->buf, c->len);
+	pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len, c->tls,
+	                        c->buf, c->len);
+	c->tls = NULL; /* the session's */
 	door_free(c, false);
 }
 
@@ -1180,6 +1208,12 @@ web_open(door_conn_t *c)
 	r->stats.web_requests++;
 	w->timer = evtimer_new(r->base, web_timer_cb, w);
 	w->t = pps_transport_tcp_open(r->base, w->fd, &r->params.listener.session.transport);
+	if (c->tls) {
+		w->t = w->t ? pps_transport_tls_over(w->t, c->tls) : NULL;
+		if (!w->t)
+			pps_tls_free(c->tls);
+		c->tls = NULL; /* the stack's, or freed */
+	}
 	w->t = pps_transport_web_over(w->t, c->peer, NULL, &r->peer_log, &pages);
 	if (!w->timer || !w->t || event_add(w->timer, &tv) < 0 ||
 	    pps_transport_set_events(w->t, &events, w) < 0 ||
@@ -1193,8 +1227,9 @@ web_open(door_conn_t *c)
 
 /* An HTTP request came to the door: a WebSocket for a stream here goes to
  * that stream's listener (its session's browser layer reads the request
- * again); anything else is the relay's own exchange. */
-static void
+ * again); anything else is the relay's own exchange. True while the head
+ * is not whole (the connection stays at the door). */
+static bool
 door_http(door_conn_t *c)
 {
 	pps_relay_t *r = c->relay;
@@ -1206,7 +1241,7 @@ door_http(door_conn_t *c)
 	int fd = c->fd;
 
 	if (ret == -EAGAIN && c->len < sizeof(c->buf))
-		return; /* more of the head to come */
+		return true; /* more of the head to come */
 	stream_upgrade =
 	    ret == 0 && pps_ws_request_is_upgrade(&req) && pps_web_stream_path(req.path, &name);
 	if (stream_upgrade)
@@ -1218,45 +1253,30 @@ door_http(door_conn_t *c)
 			        c->peer, name);
 		}
 		web_open(c);
-		return;
+		return false;
 	}
 	r->stats.subscribers_routed++;
 	c->fd = -1;
-	pps_listener_add_with_input(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len,
-	                            c->buf, c->len);
+	pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len, c->tls,
+	                        c->buf, c->len);
+	c->tls = NULL; /* the session's */
 	door_free(c, false);
+	return false;
 }
 
-static void
-door_read_cb(evutil_socket_t fd, short what, void *user)
+/* The bytes in c->buf so far: a browser's request, or records up to the
+ * HELLO (and a publisher's AUTH). False once the connection left the door
+ * (handed on, refused, freed). */
+static bool
+door_input(door_conn_t *c, size_t n)
 {
-	door_conn_t *c = user;
 	pps_relay_t *r = c->relay;
-	size_t limit = c->http ? sizeof(c->buf) : PPS_RELAY_HELLO_BYTES;
-	ssize_t n;
 
-	if (c->len >= limit) {
-		r->stats.handshakes_dropped++;
-		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "protocol error: HELLO too long");
-		return;
-	}
-	/* A HELLO is at most PPS_RELAY_HELLO_BYTES; a browser's request head
-	 * (the first byte says which) may be longer. */
-	n = recv(fd, c->buf + c->len, limit - c->len, 0);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (n <= 0) {
-		r->stats.handshakes_dropped++;
-		door_free(c, true);
-		return;
-	}
 	if (c->len == 0)
-		c->http = pps_web_sniff(c->buf, (size_t)n);
-	c->len += (size_t)n;
-	if (c->http) {
-		door_http(c);
-		return;
-	}
+		c->http = pps_web_sniff(c->buf, n);
+	c->len += n;
+	if (c->http)
+		return door_http(c);
 	/* Records are handled one at a time: a HELLO hands the connection on,
 	 * and what follows it is the new owner's. */
 	for (;;) {
@@ -1278,7 +1298,7 @@ door_read_cb(evutil_socket_t fd, short what, void *user)
 		}
 		c->parsed += before - len;
 		if (ret == -EAGAIN)
-			return;
+			return true;
 		if (ret < 0) {
 			char why[224];
 
@@ -1290,12 +1310,111 @@ door_read_cb(evutil_socket_t fd, short what, void *user)
 			                ? PPS_WIRE_BYE_VERSION
 			                : PPS_WIRE_BYE_PROTOCOL,
 			            why);
-			return;
+			return false;
 		}
 		/* Only a publisher's CHALLENGE keeps the connection here. */
 		if (!door_record(c, &rec))
+			return false;
+	}
+}
+
+/* A TLS connection at the door: the handshake, then its plaintext. */
+static void
+door_tls(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	char why[160];
+
+	if (!pps_tls_handshake_done(c->tls)) {
+		int ret = pps_tls_handshake(c->tls, why, sizeof(why));
+
+		if (ret == -EAGAIN) {
+			if (pps_tls_want_write(c->tls))
+				event_add(c->write_event, NULL);
+			return;
+		}
+		if (ret < 0) {
+			r->stats.handshakes_dropped++;
+			pps_log(&r->peer_log, PPS_LOG_INFO, "TLS handshake with %s failed: %s",
+			        c->peer, why);
+			door_free(c, true);
+			return;
+		}
+	}
+	/* OpenSSL may hold records the socket will not signal again: read
+	 * while it has some, a few times at most (a HELLO is one record). */
+	for (int reads = 0; reads < PPS_TRANSPORT_READS_PER_WAKEUP; reads++) {
+		size_t limit = c->http ? sizeof(c->buf) : PPS_RELAY_HELLO_BYTES;
+		ssize_t n;
+
+		if (c->len >= limit) {
+			r->stats.handshakes_dropped++;
+			door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "protocol error: HELLO too long");
+			return;
+		}
+		n = pps_tls_read(c->tls, c->buf + c->len, limit - c->len);
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0) {
+			r->stats.handshakes_dropped++;
+			door_free(c, true);
+			return;
+		}
+		if (!door_input(c, (size_t)n) || !pps_tls_has_pending(c->tls))
 			return;
 	}
+}
+
+static void
+door_write_cb(evutil_socket_t fd, short what, void *user)
+{
+	door_tls(user);
+}
+
+static void
+door_read_cb(evutil_socket_t fd, short what, void *user)
+{
+	door_conn_t *c = user;
+	pps_relay_t *r = c->relay;
+	size_t limit = c->http ? sizeof(c->buf) : PPS_RELAY_HELLO_BYTES;
+	ssize_t n;
+
+	if (!c->tls && c->len == 0 && r->tls_ctx) {
+		uint8_t first;
+
+		/* A TLS handshake record first: TLS; else plaintext, as without
+		 * a certificate (publishers and upstream relays speak it). */
+		n = recv(fd, &first, 1, MSG_PEEK);
+		if (n == 1 && first == 0x16) {
+			c->tls = pps_tls_new(r->tls_ctx, fd, NULL);
+			c->write_event = event_new(r->base, fd, EV_WRITE, door_write_cb, c);
+			if (!c->tls || !c->write_event) {
+				r->stats.handshakes_dropped++;
+				door_free(c, true);
+				return;
+			}
+		}
+	}
+	if (c->tls) {
+		door_tls(c);
+		return;
+	}
+	if (c->len >= limit) {
+		r->stats.handshakes_dropped++;
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "protocol error: HELLO too long");
+		return;
+	}
+	/* A HELLO is at most PPS_RELAY_HELLO_BYTES; a browser's request head
+	 * (the first byte says which) may be longer. */
+	n = recv(fd, c->buf + c->len, limit - c->len, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		r->stats.handshakes_dropped++;
+		door_free(c, true);
+		return;
+	}
+	door_input(c, (size_t)n);
 }
 
 static void
@@ -1364,16 +1483,23 @@ pps_relay_new(struct event_base *base, const pps_relay_params_t *params, char *e
 		errno = EINVAL;
 		return NULL;
 	}
-	if (params->listener.tls_cert && params->listener.tls_cert[0]) {
-		snprintf(err, err_size, "pps-relay does not speak TLS yet (server.tls_cert)");
-		errno = EINVAL;
-		return NULL;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		snprintf(err, err_size, "out of memory");
 		errno = ENOMEM;
 		return NULL;
+	}
+	if (params->listener.tls_cert && params->listener.tls_cert[0]) {
+		char why[256];
+
+		r->tls_ctx = pps_tls_ctx_new_server(params->listener.tls_cert,
+		                                    params->listener.tls_key, why, sizeof(why));
+		if (!r->tls_ctx) {
+			snprintf(err, err_size, "[server] tls_cert/tls_key: %s", why);
+			free(r);
+			errno = EINVAL;
+			return NULL;
+		}
 	}
 	r->base = base;
 	r->params = *params;
@@ -1411,8 +1537,9 @@ pps_relay_listen(pps_relay_t *r, const char *listen_at, unsigned *port_out, char
 	pps_log(&r->params.log, PPS_LOG_INFO, "relay listening on %s%s%s:%s (at most %u streams)",
 	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport,
 	        r->params.max_streams);
-	pps_log(&r->params.log, PPS_LOG_INFO, "streams and rooms in a browser: http://%s%s%s:%s/",
-	        strchr(bhost, ':') ? "[" : "", bhost, strchr(bhost, ':') ? "]" : "", bport);
+	pps_log(&r->params.log, PPS_LOG_INFO, "streams and rooms in a browser: %s://%s%s%s:%s/",
+	        r->tls_ctx ? "https" : "http", strchr(bhost, ':') ? "[" : "", bhost,
+	        strchr(bhost, ':') ? "]" : "", bport);
 	return 0;
 }
 
@@ -1474,6 +1601,7 @@ pps_relay_free(pps_relay_t *r)
 		event_free(r->accept_event);
 	if (r->listen_fd >= 0)
 		close(r->listen_fd);
+	pps_tls_ctx_free(r->tls_ctx);
 	pps_log_limit_flush(&r->peer_log_limit);
 	free(r);
 }

@@ -45,7 +45,10 @@ typedef struct {
 	/* Every stream's listener is made from this (its session params carry
 	 * the access token subscribers must prove, the writer, the regulator;
 	 * max_clients: subscribers per stream). The stream's STREAM_INFO, frame
-	 * duration and latency budget are the publisher's. No TLS. */
+	 * duration and latency budget are the publisher's. With tls_cert and
+	 * tls_key, a connection whose first byte begins a TLS handshake gets
+	 * TLS (the door runs the handshake, reads the HELLO or the request,
+	 * and hands the endpoint on); others stay plaintext. */
 	pps_listener_params_t listener;
 	/* Where a stream's audio goes to its viewers ([audio] transport, as a
 	 * pps-server sends it): PPS_WIRE_AUDIO_OWN_CONNECTION (connections of

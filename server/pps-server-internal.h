@@ -27,6 +27,7 @@
 #include "pps-wire.h"
 
 struct event_base;
+struct pps_tls;
 
 /* ---- media ------------------------------------------------------------- */
 
@@ -248,12 +249,15 @@ typedef void (*pps_session_closed_cb)(pps_session_t *session, void *user);
 typedef void (*pps_session_ready_cb)(pps_session_t *session, void *user);
 
 /* A session for the accepted socket @fd, which it owns from then on (closed by
- * pps_session_free). NULL with errno set (EINVAL for missing arguments or
- * path parameters out of range, ENOMEM), the caller still owning @fd. */
+ * pps_session_free). @tls: a TLS endpoint already made on @fd (a relay's
+ * door ran its handshake), the session's from now on, freed here if it
+ * fails; NULL: params->tls_ctx decides. NULL with errno set (EINVAL for
+ * missing arguments or path parameters out of range, ENOMEM), the caller
+ * still owning @fd. */
 pps_session_t *pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr,
                                socklen_t addr_len, unsigned id, const pps_session_params_t *params,
-                               pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb,
-                               void *user);
+                               struct pps_tls *tls, pps_session_ready_cb ready_cb,
+                               pps_session_closed_cb closed_cb, void *user);
 void pps_session_free(pps_session_t *session);
 /* Bytes that were read from the session's socket before it was made (a
  * relay read the HELLO, or a browser's HTTP request, to route it; a

@@ -250,6 +250,13 @@ int pps_listener_add(pps_listener_t *listener, int fd, const struct sockaddr *ad
  */
 int pps_listener_add_with_input(pps_listener_t *listener, int fd, const struct sockaddr *addr,
                                 socklen_t addr_len, const uint8_t *input, size_t input_len);
+/* pps_listener_add_with_input() for a connection whose TLS handshake the
+ * router already ran (@tls, made on @fd; NULL: plaintext): @input is the
+ * decrypted bytes it read. The session owns @tls from now on, or it is
+ * freed here. */
+int pps_listener_add_routed(pps_listener_t *listener, int fd, const struct sockaddr *addr,
+                            socklen_t addr_len, struct pps_tls *tls, const uint8_t *input,
+                            size_t input_len);
 /* Queues @window for every streaming client (the caller keeps its reference). */
 void pps_listener_push_window(pps_listener_t *listener, pps_window_t *window);
 /* An open window pushed before got an ADU or closed (pps_media_events_t):

@@ -10,6 +10,7 @@
 #include "pps-server-internal.h"
 #include "pps-socket.h"
 #include "pps-time.h"
+#include "pps-tls.h"
 #include "pps-transport.h"
 
 #include <errno.h>
@@ -728,20 +729,23 @@ format_peer(const struct sockaddr *addr, socklen_t len, char *out, size_t size)
 
 pps_session_t *
 pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, socklen_t addr_len,
-                unsigned id, const pps_session_params_t *params, pps_session_ready_cb ready_cb,
-                pps_session_closed_cb closed_cb, void *user)
+                unsigned id, const pps_session_params_t *params, pps_tls_t *tls,
+                pps_session_ready_cb ready_cb, pps_session_closed_cb closed_cb, void *user)
 {
 	pps_session_t *s;
 	struct timeval hello_tv;
 	int saved_errno;
 
 	if (!base || fd < 0 || !params || !ready_cb || !closed_cb) {
+		pps_tls_free(tls);
 		errno = EINVAL;
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		pps_tls_free(tls);
 		return NULL; /* errno: ENOMEM */
+	}
 	s->fd = fd;
 	s->id = id;
 	s->base = base;
@@ -771,11 +775,12 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 		errno = ENOMEM;
 		goto err_free;
 	}
-	/* Reading starts here. */
+	/* Reading starts here; the stack owns @tls from now on. */
 	s->transport = pps_transport_open(base, fd,
 	                                  &(pps_transport_params_t){
 	                                      .writer = writer_params(params),
 	                                      .tls_ctx = params->tls_ctx,
+	                                      .tls = tls,
 	                                      .peer = s->peer,
 	                                      .log = params->log,
 	                                      .pages = params->web_pages,
@@ -787,6 +792,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 	                                      .ended_cb = ended_cb,
 	                                  },
 	                                  s);
+	tls = NULL;
 	if (!s->transport)
 		goto err_free; /* errno: ENOMEM, EIO */
 	hello_tv = pps_time_us_to_timeval(params->hello_timeout_us);
@@ -798,6 +804,7 @@ pps_session_new(struct event_base *base, int fd, const struct sockaddr *addr, so
 
 err_free:
 	saved_errno = errno;
+	pps_tls_free(tls);
 	s->fd = -1; /* the caller keeps its socket when there is no session */
 	pps_session_free(s);
 	errno = saved_errno;

@@ -34,8 +34,8 @@ struct pps_transport {
 	double read_tokens;
 	int64_t read_refill_us;
 	struct event *read_resume;
-	/* The bottom's: bytes read from the socket before the stack had it,
-	 * returned by the first reads (pps_transport_replay()). */
+	/* Bytes read from the socket (decrypted) before the stack had it,
+	 * returned first by this layer's reads (pps_transport_replay()). */
 	uint8_t *replay;
 	size_t replay_len, replay_off;
 };

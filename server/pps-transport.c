@@ -191,8 +191,11 @@ pps_transport_wake_input(pps_transport_t *t)
 ssize_t
 pps_transport_read(pps_transport_t *t, uint8_t *buf, size_t size)
 {
-	DOWN_TO(t, read);
-	if (t && !t->underlying && t->replay) {
+	/* Down to the first layer that reads, or that holds replayed bytes,
+	 * which come first. */
+	while (t && !t->ops->read && !t->replay)
+		t = t->underlying;
+	if (t && t->replay) {
 		size_t n = t->replay_len - t->replay_off;
 
 		if (n > size)
@@ -340,20 +343,24 @@ pps_transport_input_seen(const pps_transport_t *t)
 int
 pps_transport_replay(pps_transport_t *t, const uint8_t *buf, size_t len)
 {
-	pps_transport_t *bottom = bottom_of(t);
+	/* What the top layer reads from below: held by the layer under it (the
+	 * plaintext side of TLS), or by a lone bottom itself. */
+	pps_transport_t *top = top_of(t);
+	pps_transport_t *holder = top->underlying ? top->underlying : top;
 
-	if (pps_transport_caps(t) & PPS_TRANSPORT_CAP_BUFFERED_INPUT)
-		return -EOPNOTSUPP;
-	if (bottom->replay || pps_transport_input_seen(t))
+	for (pps_transport_t *l = top; l; l = l->underlying)
+		if (l->replay)
+			return -EALREADY;
+	if (pps_transport_input_seen(t))
 		return -EALREADY;
 	if (len == 0)
 		return 0;
-	bottom->replay = malloc(len);
-	if (!bottom->replay)
+	holder->replay = malloc(len);
+	if (!holder->replay)
 		return -ENOMEM;
-	memcpy(bottom->replay, buf, len);
-	bottom->replay_len = len;
-	bottom->replay_off = 0;
+	memcpy(holder->replay, buf, len);
+	holder->replay_len = len;
+	holder->replay_off = 0;
 	pps_transport_wake_input(t);
 	return 0;
 }
@@ -361,12 +368,9 @@ pps_transport_replay(pps_transport_t *t, const uint8_t *buf, size_t len)
 bool
 pps_transport_input_buffered(const pps_transport_t *t)
 {
-	const pps_transport_t *bottom = t;
-
-	while (bottom && bottom->underlying)
-		bottom = bottom->underlying;
-	if (bottom && bottom->replay)
-		return true;
+	for (const pps_transport_t *l = t; l; l = l->underlying)
+		if (l->replay)
+			return true;
 	DOWN_TO(t, input_buffered);
 	return t ? t->ops->input_buffered(t) : false;
 }
@@ -450,13 +454,16 @@ pps_transport_open(struct event_base *base, int fd, const pps_transport_params_t
 	int ret;
 
 	if (!base || fd < 0 || !params || !events) {
+		pps_tls_free(params ? params->tls : NULL);
 		errno = EINVAL;
 		return NULL;
 	}
 	check = params->writer.mode == PPS_MINBUF_MODE_MINBUF ? &params->writer : NULL;
 	t = pps_transport_tcp_open(base, fd, &params->writer);
-	if (t && params->tls_ctx) {
-		pps_tls_t *tls = pps_tls_new(params->tls_ctx, fd, NULL);
+	if (!t)
+		pps_tls_free(params->tls);
+	if (t && (params->tls || params->tls_ctx)) {
+		pps_tls_t *tls = params->tls ? params->tls : pps_tls_new(params->tls_ctx, fd, NULL);
 
 		if (!tls) {
 			int saved = errno;

@@ -197,6 +197,10 @@ typedef struct {
 	/* TLS over the socket, its handshake first; NULL: plaintext. Not owned,
 	 * it must outlive the transport. */
 	pps_tls_ctx_t *tls_ctx;
+	/* Or an endpoint already made on this socket (a relay's door ran its
+	 * handshake to read the HELLO): the stack's from now on, freed with it
+	 * (and by pps_transport_open() if it fails). Wins over tls_ctx. */
+	pps_tls_t *tls;
 	const char *peer; /* "addr:port", for the browser layer's log lines */
 	pps_log_t log;
 	pps_web_pages_t pages; /* the owner's HTTP pages (pps-web.h); zeroed: none */
@@ -250,11 +254,10 @@ bool pps_transport_input_seen(const pps_transport_t *t);
  * by its HELLO) counts as seen: the peer spoke, so it is told why it goes. */
 void pps_transport_note_input(pps_transport_t *t);
 /* Bytes read from the socket before the stack had it (a relay read an HTTP
- * request to route it by its path): copied, they come first out of the
- * reads, through every layer, as if the socket had just delivered them; a
- * read runs from the loop. Plaintext stacks only (a TLS layer reads its
- * records from the socket itself). 0, -EOPNOTSUPP (TLS), -EALREADY (bytes
- * already replayed or read), -ENOMEM. */
+ * request to route it; over TLS, decrypted): copied, they come first out of
+ * the reads of the layer under the top, as if that layer had just delivered
+ * them; a read runs from the loop. 0, -EALREADY (bytes already replayed or
+ * read), -ENOMEM. */
 int pps_transport_replay(pps_transport_t *t, const uint8_t *buf, size_t len);
 /* One record now, uncorked, between packets: the caller checks that
  * pps_transport_pending_bytes() is 0 first. 0 or a negative errno. */

@@ -358,6 +358,48 @@ def relay_tree_reconnect(build, workdir):
     check(m and int(m.group(1)) >= 1, "the reconnect is not counted: %s" % b.log()[-800:])
 
 
+def relay_tls(build, workdir):
+    """A relay with a certificate: a pps-client over TLS and one in plaintext
+    both stream the same stream; its pages over https (the stream list);
+    a publisher over TLS is refused with the reason; a broken handshake is
+    dropped; the viewers stream on through all of it."""
+    import ssl
+    cert, key = programs.make_cert(workdir)
+    relay = Relay(build, workdir, "server.tls_cert=" + cert, "server.tls_key=" + key)
+    pub = tls_viewer = plain = None
+    ctx = ssl.create_default_context(cafile=cert)
+    ctx.check_hostname = False
+    try:
+        pub = publish(build, workdir, relay, "room/alice", duration=30)
+        tls_viewer = Client(build, workdir, relay.address + "/room/alice", "client.tls=true",
+                            "client.tls_ca=" + cert, duration=8, name="tls")
+        plain = Client(build, workdir, relay.address + "/room/alice", duration=8, name="plain")
+        time.sleep(2)
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", relay.port), timeout=5)) as t:
+            t.sendall(b"GET /streams HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = read_all(t)
+        head, _, body = data.partition(b"\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 200 "), "https GET /streams: %r" % head[:100])
+        check([x["name"] for x in json.loads(body)["streams"]] == ["room/alice"], "the list: %r" % body)
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", relay.port), timeout=5)) as t:
+            t.sendall(publish_hello(b"room/bob"))
+            refused = read_all(t)
+        check(b"plaintext only" in refused, "a publisher over TLS: %r" % refused)
+        bad = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+        bad.sendall(b"\x16\x03\x01\x00\x05hello" + b"\x00" * 64)
+        read_all(bad)
+        check(tls_viewer.wait() == 0 and plain.wait() == 0,
+              "a viewer failed: %s %s" % (tls_viewer.stderr[-400:], plain.stderr[-400:]))
+    finally:
+        stop_all(pub, relay)
+    for c in (tls_viewer, plain):
+        shown_well(c, 150)
+    log = relay.log()
+    check('joined (minbuf, TLS)' in log and 'joined (minbuf)' in log, log[-2000:])
+    check("TLS handshake with" in log and "failed" in log, "the broken handshake: %s" % log[-1500:])
+    check("https://" in log, "the browser's address: %s" % log[:400])
+
+
 def http_get(relay, path, extra=b""):
     s = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
     s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
@@ -442,7 +484,7 @@ def relay_web(build, workdir):
 
 TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor, relay_slow_subscriber,
                                  relay_garbage_publisher, relay_late_joiner, relay_tree, relay_web,
-                                 relay_tree_reconnect]}
+                                 relay_tree_reconnect, relay_tls]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))

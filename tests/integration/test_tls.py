@@ -313,6 +313,60 @@ def tls_browser(build, workdir):
           "MIN_BUF check: %s" % (bound.group(0) if bound else log))
 
 
+def tls_relay_browser(build, workdir):
+    """A relay's room over https:// and wss:// in headless Chromium (the test
+    certificate accepted): the room page of a TLS relay shows its two
+    participants, each tile streaming through the relay's door over TLS."""
+    import test_browser
+    from test_relay import Relay, publish, stop_all
+    found = test_browser.find_browser()
+    if not found:
+        print("SKIP: chromium, chromedriver or python3-selenium not installed")
+        sys.exit(SKIP)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    cert, key = make_cert(workdir)
+    relay = Relay(build, workdir, "server.tls_cert=" + cert, "server.tls_key=" + key,
+                  "server.max_clients_per_address=16")
+    settings = ("source.type=test", "source.width=320", "source.height=240", "source.fps=15",
+                "audio.source=off")
+    pubs = []
+    driver = None
+    try:
+        for name in ("call/alice", "call/bob"):
+            pubs.append(publish(build, workdir, relay, name, *settings, duration=60))
+        options = webdriver.ChromeOptions()
+        options.binary_location = found[0]
+        options.accept_insecure_certs = True
+        for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                    "--window-size=900,600", "--enable-unsafe-swiftshader",
+                    "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
+                    "--user-data-dir=" + os.path.join(workdir, "chromium")]:
+            options.add_argument(arg)
+        driver = webdriver.Chrome(service=Service(executable_path=found[1]), options=options)
+        driver.get("https://%s/room.html?room=call" % relay.address)
+        check(driver.execute_script("return window.isSecureContext"), "not a secure context")
+        test_browser.wait_until(
+            lambda: driver.execute_script(
+                "return [...document.querySelectorAll('iframe')].map((f) => f.title).sort()")
+            == ["call/alice", "call/bob"], lambda: "two tiles", timeout_s=15, poll_s=0.2)
+        for name in ("call/alice", "call/bob"):
+            driver.switch_to.frame(driver.find_element("css selector", 'iframe[title="%s"]' % name))
+            try:
+                stats = test_browser.wait_for(driver, lambda st: st["frames_shown"] >= 20,
+                                              "the tile of %s over wss://" % name, 30)
+            finally:
+                driver.switch_to.default_content()
+            print("tile %s over TLS: %d frames shown" % (name, stats["frames_shown"]))
+    finally:
+        if driver:
+            driver.quit()
+        stop_all(*pubs, relay)
+    log = relay.log()
+    check(log.count("joined (minbuf, TLS)") >= 2 and "WebSocket /stream/call/alice" in log, log[-2000:])
+
+
 if __name__ == "__main__":
     if not shutil.which("openssl"):
         print("SKIP: no openssl(1) to make a certificate")
@@ -321,5 +375,5 @@ if __name__ == "__main__":
                                           tls_plain_client_to_tls_server,
                                           tls_client_to_plain_server, tls_config,
                                           tls_https, tls_reconnect, tls_silent,
-                                          tls_browser)},
+                                          tls_browser, tls_relay_browser)},
                  sys.argv))
