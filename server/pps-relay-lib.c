@@ -99,6 +99,7 @@ struct relay_stream {
 	char name[PPS_WIRE_MAX_STREAM_BYTES + 1];
 	char peer[NI_MAXHOST + NI_MAXSERV + 4]; /* the publisher's */
 	int fd;                                 /* the publisher's; -1 once it left */
+	pps_tls_t *tls; /* on that connection (a publisher or an upstream over TLS); NULL: none */
 	struct event *read_event;
 	struct event *linger;
 	struct event *report_timer; /* PATH_REPORT upstream, from STREAM_INFO on */
@@ -136,7 +137,9 @@ struct upstream {
 	const char *token;
 	struct sockaddr_storage addr; /* resolved once, at start */
 	socklen_t addr_len;
+	char host[256];          /* the certificate must be valid for it (relay_tls) */
 	int fd;                  /* while connecting; the stream's once it is up */
+	pps_tls_t *tls;          /* while its handshake runs; then the stream's */
 	struct event *connected; /* the connecting socket's EV_WRITE */
 	struct event *timer;     /* the next try, or the connect's bound */
 	relay_stream_t *stream;  /* up: the stream; NULL while down */
@@ -150,7 +153,8 @@ struct upstream {
 struct pps_relay {
 	struct event_base *base;
 	pps_relay_params_t params;
-	pps_tls_ctx_t *tls_ctx; /* listener.tls_cert and tls_key; NULL: plaintext only */
+	pps_tls_ctx_t *tls_ctx;          /* listener.tls_cert and tls_key; NULL: plaintext only */
+	pps_tls_ctx_t *upstream_tls_ctx; /* params.relay_tls: the client side, upstream */
 	int listen_fd;
 	struct event *accept_event;
 	door_conn_t *door;
@@ -172,15 +176,33 @@ limit_clock_cb(void *user)
 	return pps_time_monotonic_us();
 }
 
+/* A record now on a connection that is TLS (@tls) or plaintext: 0, or a
+ * negative errno. Over TLS a tail the socket did not take is kept and goes
+ * with the next record (pps_tls_send()). */
+static int
+say_record(int fd, pps_tls_t *tls, const pps_wire_record_t *rec)
+{
+	uint8_t buf[PPS_WIRE_HEADER_BYTES + 512];
+	size_t n;
+	int ret;
+
+	if (!tls)
+		return pps_server_write_record_now(fd, rec);
+	if (pps_wire_encode(rec, buf, sizeof(buf), &n) < 0)
+		return -EINVAL;
+	ret = pps_tls_send(tls, buf, n);
+	return ret == -EAGAIN ? 0 : ret;
+}
+
 static void
-send_bye(int fd, pps_wire_bye_reason_t reason, const char *text)
+send_bye(int fd, pps_tls_t *tls, pps_wire_bye_reason_t reason, const char *text)
 {
 	pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
 
 	bye.u.bye.reason = (uint16_t)reason;
 	bye.u.bye.text_len =
 	    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%.200s", text);
-	(void)pps_server_write_record_now(fd, &bye);
+	(void)say_record(fd, tls, &bye);
 }
 
 static void
@@ -245,6 +267,7 @@ stream_free(relay_stream_t *s)
 		event_free(s->linger);
 	if (s->report_timer)
 		event_free(s->report_timer);
+	pps_tls_free(s->tls);
 	if (s->fd >= 0)
 		close(s->fd);
 	pps_wire_parser_free(s->parser);
@@ -292,9 +315,9 @@ stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const 
 	if (s->upstream) {
 		/* Not a publisher: the stream this relay takes from another. */
 		if (dropped)
-			send_bye(s->fd, reason, why);
+			send_bye(s->fd, s->tls, reason, why);
 	} else if (dropped) {
-		send_bye(s->fd, reason, why);
+		send_bye(s->fd, s->tls, reason, why);
 		r->stats.publishers_dropped++;
 		pps_log(&r->peer_log, PPS_LOG_WARNING, "publisher %s of stream %s dropped: %s",
 		        s->peer, s->name, why);
@@ -336,10 +359,18 @@ stream_say(relay_stream_t *s, const pps_wire_record_t *rec, const char *what)
 {
 	uint8_t buf[64];
 	size_t n;
+	int ret;
 
 	if (s->fd < 0 || pps_wire_encode(rec, buf, sizeof(buf), &n) < 0)
 		return -EINVAL;
-	if (send(s->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n) {
+	if (s->tls) {
+		/* A tail the socket did not take goes with the next record. */
+		ret = pps_tls_send(s->tls, buf, n);
+		ret = ret == -EAGAIN ? 0 : ret;
+	} else {
+		ret = send(s->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)n ? 0 : -EIO;
+	}
+	if (ret < 0) {
 		pps_log(&s->relay->peer_log, PPS_LOG_WARNING, "stream %s: cannot %s", s->name,
 		        what);
 		return -EAGAIN;
@@ -646,7 +677,7 @@ stream_record(relay_stream_t *s, const pps_wire_record_t *rec, char *why, size_t
 		auth.u.auth.method = PPS_WIRE_AUTH_HMAC_SHA256;
 		pps_wire_auth_mac(token, strlen(token), rec->u.challenge.nonce, auth.u.auth.mac);
 		s->answered = true;
-		if (pps_server_write_record_now(s->fd, &auth) < 0) {
+		if (say_record(s->fd, s->tls, &auth) < 0) {
 			snprintf(why, why_size, "cannot answer the upstream's CHALLENGE");
 			return -EIO;
 		}
@@ -769,8 +800,29 @@ stream_read_cb(evutil_socket_t fd, short what, void *user)
 {
 	relay_stream_t *s = user;
 	uint8_t buf[PUBLISHER_READ_BYTES];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	ssize_t n;
 
+	if (s->tls) {
+		/* OpenSSL may hold records the socket will not signal again:
+		 * read while it has some, a few times, then come back from the
+		 * loop behind the other connections. */
+		for (int reads = 0; reads < PPS_TRANSPORT_READS_PER_WAKEUP; reads++) {
+			n = pps_tls_read(s->tls, buf, sizeof(buf));
+			if (n == -EAGAIN)
+				return;
+			if (n <= 0) {
+				stream_end(s, false, PPS_WIRE_BYE_NORMAL,
+				           n == 0 ? "connection closed" : pps_tls_error(s->tls));
+				return;
+			}
+			stream_input(s, buf, (size_t)n);
+			if (s->fd < 0 || !pps_tls_has_pending(s->tls))
+				return;
+		}
+		event_active(s->read_event, EV_READ, 0);
+		return;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -813,19 +865,7 @@ door_refuse(door_conn_t *c, pps_wire_bye_reason_t reason, const char *why)
 {
 	pps_relay_t *r = c->relay;
 
-	if (c->tls) {
-		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
-		uint8_t buf[PPS_WIRE_HEADER_BYTES + 512];
-		size_t n;
-
-		bye.u.bye.reason = (uint16_t)reason;
-		bye.u.bye.text_len =
-		    (uint8_t)snprintf(bye.u.bye.text, sizeof(bye.u.bye.text), "%.200s", why);
-		if (pps_wire_encode(&bye, buf, sizeof(buf), &n) == 0)
-			(void)pps_tls_send(c->tls, buf, n);
-	} else {
-		send_bye(c->fd, reason, why);
-	}
+	send_bye(c->fd, c->tls, reason, why);
 	pps_log(&r->peer_log, PPS_LOG_INFO, "refused %s: %s", c->peer, why);
 	door_free(c, true);
 }
@@ -871,6 +911,8 @@ door_admit_publisher(door_conn_t *c)
 	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
 	s->relay = r;
 	s->fd = c->fd;
+	s->tls = c->tls;
+	c->tls = NULL; /* the stream's */
 	snprintf(s->name, sizeof(s->name), "%s", c->hello.stream);
 	snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
 	s->read_event = event_new(r->base, s->fd, EV_READ | EV_PERSIST, stream_read_cb, s);
@@ -880,18 +922,18 @@ door_admit_publisher(door_conn_t *c)
 	hello.u.hello.name_len =
 	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-relay");
 	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
-	    pps_server_write_record_now(s->fd, &hello) < 0) {
+	    say_record(s->fd, s->tls, &hello) < 0) {
 		c->fd = -1; /* the stream owns it now */
 		door_free(c, false);
-		send_bye(s->fd, PPS_WIRE_BYE_INTERNAL, "cannot start the stream");
+		send_bye(s->fd, s->tls, PPS_WIRE_BYE_INTERNAL, "cannot start the stream");
 		stream_free(s);
 		return;
 	}
 	s->next = r->streams;
 	r->streams = s;
 	r->stats.publishers_total++;
-	pps_log(&r->params.log, PPS_LOG_INFO, "publisher %s admitted for stream %s", s->peer,
-	        s->name);
+	pps_log(&r->params.log, PPS_LOG_INFO, "publisher %s admitted for stream %s%s", s->peer,
+	        s->name, s->tls ? " (TLS)" : "");
 	/* Anything the publisher sent past its HELLO or AUTH is its stream's. */
 	if (rest) {
 		uint8_t tail[PPS_RELAY_HELLO_BYTES];
@@ -904,6 +946,9 @@ door_admit_publisher(door_conn_t *c)
 	}
 	c->fd = -1;
 	door_free(c, false);
+	/* What OpenSSL read past the HELLO the socket will not signal again. */
+	if (s->tls && pps_tls_has_pending(s->tls))
+		event_active(s->read_event, EV_READ, 0);
 }
 
 static bool
@@ -916,12 +961,6 @@ door_hello_publisher(door_conn_t *c)
 	if (!(c->hello.flags & PPS_WIRE_HELLO_STREAM)) {
 		r->stats.publishers_refused++;
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "a publisher must name its stream");
-		return false;
-	}
-	if (c->tls) {
-		r->stats.publishers_refused++;
-		door_refuse(c, PPS_WIRE_BYE_PROTOCOL,
-		            "this relay takes publishers in plaintext only (TLS is for viewers)");
 		return false;
 	}
 	if (pps_stream_name_check(c->hello.stream, name_why, sizeof(name_why)) < 0) {
@@ -958,7 +997,7 @@ door_hello_publisher(door_conn_t *c)
 		}
 		challenge.u.challenge.method = PPS_WIRE_AUTH_HMAC_SHA256;
 		memcpy(challenge.u.challenge.nonce, c->nonce, PPS_WIRE_NONCE_BYTES);
-		if (pps_server_write_record_now(c->fd, &challenge) < 0) {
+		if (say_record(c->fd, c->tls, &challenge) < 0) {
 			door_free(c, true);
 			return false;
 		}
@@ -1441,7 +1480,7 @@ accept_cb(evutil_socket_t lfd, short what, void *user)
 		if (fd < 0)
 			return;
 		if (r->n_door >= PPS_RELAY_MAX_PENDING) {
-			send_bye(fd, PPS_WIRE_BYE_SERVER_FULL, "too many handshakes at once");
+			send_bye(fd, NULL, PPS_WIRE_BYE_SERVER_FULL, "too many handshakes at once");
 			r->stats.handshakes_dropped++;
 			close(fd);
 			continue;
@@ -1501,6 +1540,19 @@ pps_relay_new(struct event_base *base, const pps_relay_params_t *params, char *e
 			return NULL;
 		}
 	}
+	if (params->relay_tls) {
+		char why[256];
+
+		r->upstream_tls_ctx =
+		    pps_tls_ctx_new_client(params->relay_tls_ca, why, sizeof(why));
+		if (!r->upstream_tls_ctx) {
+			snprintf(err, err_size, "[server] relay_tls_ca: %s", why);
+			pps_tls_ctx_free(r->tls_ctx);
+			free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	r->base = base;
 	r->params = *params;
 	if (!r->params.max_streams)
@@ -1550,7 +1602,7 @@ pps_relay_say_bye(pps_relay_t *r, const char *text)
 		if (s->listener)
 			pps_listener_say_bye_all(s->listener, PPS_WIRE_BYE_NORMAL, text);
 		if (s->fd >= 0)
-			send_bye(s->fd, PPS_WIRE_BYE_NORMAL, text);
+			send_bye(s->fd, s->tls, PPS_WIRE_BYE_NORMAL, text);
 	}
 }
 
@@ -1602,6 +1654,7 @@ pps_relay_free(pps_relay_t *r)
 	if (r->listen_fd >= 0)
 		close(r->listen_fd);
 	pps_tls_ctx_free(r->tls_ctx);
+	pps_tls_ctx_free(r->upstream_tls_ctx);
 	pps_log_limit_flush(&r->peer_log_limit);
 	free(r);
 }
@@ -1681,7 +1734,8 @@ upstream_timer_cb(evutil_socket_t fd, short what, void *user)
 
 	if (u->fd >= 0 && !u->stream) {
 		/* The connect's bound passed. */
-		upstream_lost(u, "no answer to connect in time");
+		upstream_lost(u,
+		              u->tls ? "no TLS handshake in time" : "no answer to connect in time");
 		return;
 	}
 	upstream_try(u);
@@ -1697,6 +1751,8 @@ upstream_lost(upstream_t *u, const char *why)
 
 	if (u->connected)
 		event_del(u->connected);
+	pps_tls_free(u->tls);
+	u->tls = NULL;
 	if (!u->stream && u->fd >= 0)
 		close(u->fd); /* a stream's socket is the stream's to close */
 	u->fd = -1;
@@ -1718,26 +1774,16 @@ upstream_lost(upstream_t *u, const char *why)
 	    u->retry_us * 2 > UPSTREAM_RETRY_MAX_US ? UPSTREAM_RETRY_MAX_US : u->retry_us * 2;
 }
 
-/* The connect finished: subscribe as a viewer would, and host the stream. */
+/* Connected (and TLS done, if any): subscribe as a viewer would, and host
+ * the stream. */
 static void
-upstream_connected_cb(evutil_socket_t fd, short what, void *user)
+upstream_subscribe(upstream_t *u)
 {
-	upstream_t *u = user;
 	pps_relay_t *r = u->relay;
 	pps_wire_record_t hello;
 	relay_stream_t *s;
-	int soerr = 0;
-	socklen_t len = sizeof(soerr);
-	char why[160];
 
 	event_del(u->timer);
-	if (getsockopt(u->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
-		soerr = errno;
-	if (soerr) {
-		snprintf(why, sizeof(why), "cannot connect: %s", strerror(soerr));
-		upstream_lost(u, why);
-		return;
-	}
 	if (find_stream(r, u->name) || count_streams(r) >= r->params.max_streams) {
 		upstream_lost(u, "the relay is full");
 		return;
@@ -1757,17 +1803,75 @@ upstream_connected_cb(evutil_socket_t fd, short what, void *user)
 	hello = outbound_hello(PPS_WIRE_HELLO_AUDIO, u->token, "pps-relay", u->name);
 	s->read_event = event_new(r->base, s->fd, EV_READ | EV_PERSIST, stream_read_cb, s);
 	if (!s->read_event || event_add(s->read_event, NULL) < 0 ||
-	    pps_server_write_record_now(s->fd, &hello) < 0) {
+	    say_record(s->fd, u->tls, &hello) < 0) {
 		s->fd = -1; /* still the upstream's */
 		stream_free(s);
 		upstream_lost(u, "cannot send HELLO");
 		return;
 	}
+	s->tls = u->tls;
+	u->tls = NULL; /* the stream's */
 	s->upstream = u;
 	u->stream = s;
 	u->began_us = pps_time_monotonic_us();
 	s->next = r->streams;
 	r->streams = s;
+}
+
+/* One step of the TLS handshake with the upstream, from the socket's events
+ * (the connect's bound still runs). */
+static void
+upstream_handshake_cb(evutil_socket_t fd, short what, void *user)
+{
+	upstream_t *u = user;
+	char why[160], msg[200];
+	int ret = pps_tls_handshake(u->tls, why, sizeof(why));
+
+	if (ret == -EAGAIN) {
+		event_free(u->connected);
+		u->connected = event_new(u->relay->base, u->fd,
+		                         pps_tls_want_write(u->tls) ? EV_WRITE : EV_READ,
+		                         upstream_handshake_cb, u);
+		if (!u->connected || event_add(u->connected, NULL) < 0)
+			upstream_lost(u, "out of memory");
+		return;
+	}
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "TLS: %s", why);
+		upstream_lost(u, msg);
+		return;
+	}
+	upstream_subscribe(u);
+}
+
+/* The connect finished: TLS first if the relay speaks it upstream. */
+static void
+upstream_connected_cb(evutil_socket_t fd, short what, void *user)
+{
+	upstream_t *u = user;
+	pps_relay_t *r = u->relay;
+	int soerr = 0;
+	socklen_t len = sizeof(soerr);
+	char why[160];
+
+	if (getsockopt(u->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		soerr = errno;
+	if (soerr) {
+		event_del(u->timer);
+		snprintf(why, sizeof(why), "cannot connect: %s", strerror(soerr));
+		upstream_lost(u, why);
+		return;
+	}
+	if (!r->upstream_tls_ctx) {
+		upstream_subscribe(u);
+		return;
+	}
+	u->tls = pps_tls_new(r->upstream_tls_ctx, u->fd, u->host);
+	if (!u->tls) {
+		upstream_lost(u, "out of memory");
+		return;
+	}
+	upstream_handshake_cb(fd, what, u);
 }
 
 /* The upstream's STREAM_INFO came: the stream is up (again). */
@@ -1780,8 +1884,9 @@ upstream_up(upstream_t *u)
 		r->stats.upstream_reconnects++;
 	if (u->tries)
 		pps_log(&r->params.log, PPS_LOG_INFO,
-		        "subscribed to %s as stream %s (%safter %u tries: %s)", u->location,
-		        u->name, u->was_up ? "again, " : "", u->tries, u->last_why);
+		        "subscribed to %s as stream %s (%safter %u %s: %s)", u->location, u->name,
+		        u->was_up ? "again, " : "", u->tries, u->tries == 1 ? "try" : "tries",
+		        u->last_why);
 	else
 		pps_log(&r->params.log, PPS_LOG_INFO, "subscribed to %s as stream %s", u->location,
 		        u->name);
@@ -1819,6 +1924,7 @@ upstream_free(upstream_t *u)
 		event_free(u->connected);
 	if (u->timer)
 		event_free(u->timer);
+	pps_tls_free(u->tls);
 	if (!u->stream && u->fd >= 0)
 		close(u->fd);
 	if (u->stream)
@@ -1885,6 +1991,7 @@ pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char
 	u->retry_us = UPSTREAM_RETRY_FIRST_US;
 	snprintf(u->location, sizeof(u->location), "%s", location);
 	snprintf(u->name, sizeof(u->name), "%s", stream);
+	snprintf(u->host, sizeof(u->host), "%s", host);
 	u->timer = evtimer_new(r->base, upstream_timer_cb, u);
 	if (!u->timer) {
 		free(u);
@@ -1899,10 +2006,88 @@ pps_relay_upstream(pps_relay_t *r, const char *location, const char *token, char
 
 /* ---- the publisher's side -------------------------------------------------- */
 
-/* Reads one whole record (blocking, within the socket's timeout) into @buf
- * and parses it. 0, or a negative errno. */
+/* The publisher's connection before the loop has it: a non-blocking socket,
+ * TLS over it or not, every wait bounded by one deadline. */
+typedef struct {
+	int fd;
+	pps_tls_t *tls;
+	int64_t deadline_us;
+} outbound_t;
+
+/* Waits until @c's socket is readable (or writable, @write) or the deadline
+ * passes: 0, or -ETIMEDOUT. */
 static int
-read_record(int fd, pps_wire_parser_t *parser, uint8_t *buf, size_t size, size_t *len,
+outbound_wait(const outbound_t *c, bool write)
+{
+	struct pollfd p = {.fd = c->fd, .events = write ? POLLOUT : POLLIN};
+	int64_t left = c->deadline_us - pps_time_monotonic_us();
+	int ret;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	ret = poll(&p, 1, (int)(left / 1000) + 1);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	return ret == 0 ? -ETIMEDOUT : 0;
+}
+
+/* Some bytes into @buf (> 0), or a negative errno (-ECONNRESET: closed). */
+static ssize_t
+outbound_recv(outbound_t *c, uint8_t *buf, size_t size)
+{
+	for (;;) {
+		ssize_t n = c->tls ? pps_tls_read(c->tls, buf, size) : recv(c->fd, buf, size, 0);
+		int ret;
+
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return -ECONNRESET;
+		if (!c->tls && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (c->tls && n != -EAGAIN)
+			return n;
+		ret = outbound_wait(c, c->tls && pps_tls_want_write(c->tls));
+		if (ret < 0)
+			return ret;
+	}
+}
+
+/* All of @len bytes out: 0, or a negative errno. */
+static int
+outbound_send(outbound_t *c, const uint8_t *buf, size_t len)
+{
+	int ret;
+
+	if (c->tls) {
+		ret = pps_tls_send(c->tls, buf, len);
+		while (ret == -EAGAIN) {
+			ret = outbound_wait(c, true);
+			if (ret == 0)
+				ret = pps_tls_flush(c->tls);
+		}
+		return ret;
+	}
+	while (len > 0) {
+		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			ret = outbound_wait(c, true);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads one whole record into @buf and parses it. 0, or a negative errno. */
+static int
+read_record(outbound_t *c, pps_wire_parser_t *parser, uint8_t *buf, size_t size, size_t *len,
             pps_wire_record_t *rec)
 {
 	size_t have = 0, want = PPS_WIRE_HEADER_BYTES;
@@ -1911,12 +2096,10 @@ read_record(int fd, pps_wire_parser_t *parser, uint8_t *buf, size_t size, size_t
 	int ret;
 
 	while (have < want) {
-		ssize_t got = recv(fd, buf + have, want - have, 0);
+		ssize_t got = outbound_recv(c, buf + have, want - have);
 
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return got == 0 ? -ECONNRESET : -errno;
+		if (got < 0)
+			return (int)got;
 		have += (size_t)got;
 		if (have == PPS_WIRE_HEADER_BYTES && want == PPS_WIRE_HEADER_BYTES) {
 			want += (size_t)buf[2] << 8 | buf[3];
@@ -1932,17 +2115,20 @@ read_record(int fd, pps_wire_parser_t *parser, uint8_t *buf, size_t size, size_t
 }
 
 int
-pps_relay_publish_connect(const char *location, const char *token, int64_t timeout_us, int *fd_out,
+pps_relay_publish_connect(const char *location, const char *token, pps_tls_ctx_t *tls_ctx,
+                          int64_t timeout_us, int *fd_out, pps_tls_t **tls_out,
                           struct sockaddr_storage *addr, socklen_t *addr_len, uint8_t *hello_out,
                           size_t hello_size, size_t *hello_len, char *err, size_t err_size)
 {
-	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1];
+	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
 	pps_wire_record_t hello, rec;
 	pps_wire_parser_t *parser = NULL;
+	outbound_t c = {.fd = -1, .deadline_us = pps_time_monotonic_us() + timeout_us};
 	uint8_t buf[512];
 	size_t n;
-	int fd = -1, ret;
+	int ret;
 
+	*tls_out = NULL;
 	if (pps_stream_location_split(location, address, sizeof(address), stream, sizeof(stream),
 	                              err, err_size) < 0)
 		return -EINVAL;
@@ -1950,9 +2136,43 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 		snprintf(err, err_size, "--publish %s: name the stream (HOST:PORT/NAME)", location);
 		return -EINVAL;
 	}
-	fd = connect_bounded(address, "the relay", timeout_us, addr, addr_len, err, err_size);
-	if (fd < 0)
-		return fd;
+	c.fd = connect_bounded(address, "the relay", timeout_us, addr, addr_len, err, err_size);
+	if (c.fd < 0)
+		return c.fd;
+	/* From here on non-blocking, every wait bounded by the deadline. */
+	(void)setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){0, 0},
+	                 sizeof(struct timeval));
+	(void)setsockopt(c.fd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){0, 0},
+	                 sizeof(struct timeval));
+	if (fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "relay socket: %s", strerror(errno));
+		goto fail;
+	}
+	if (tls_ctx) {
+		char why[200];
+
+		/* The certificate must be valid for the host named. */
+		(void)pps_socket_split_address(address, host, sizeof(host), port, sizeof(port));
+		c.tls = pps_tls_new(tls_ctx, c.fd, host);
+		if (!c.tls) {
+			ret = -ENOMEM;
+			snprintf(err, err_size, "out of memory");
+			goto fail;
+		}
+		while ((ret = pps_tls_handshake(c.tls, why, sizeof(why))) == -EAGAIN) {
+			ret = outbound_wait(&c, pps_tls_want_write(c.tls));
+			if (ret < 0) {
+				snprintf(err, err_size, "relay %s: no TLS handshake in time",
+				         address);
+				goto fail;
+			}
+		}
+		if (ret < 0) {
+			snprintf(err, err_size, "relay %s: TLS: %s", address, why);
+			goto fail;
+		}
+	}
 	parser = pps_wire_parser_new(sizeof(buf));
 	if (!parser) {
 		ret = -ENOMEM;
@@ -1960,20 +2180,18 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 		goto fail;
 	}
 	hello = outbound_hello(PPS_WIRE_HELLO_PUBLISH, token, "pps-server", stream);
-	if (pps_wire_encode(&hello, buf, sizeof(buf), &n) < 0 ||
-	    send(fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n) {
+	if (pps_wire_encode(&hello, buf, sizeof(buf), &n) < 0 || outbound_send(&c, buf, n) < 0) {
 		ret = -EIO;
 		snprintf(err, err_size, "cannot send HELLO to the relay %s", address);
 		goto fail;
 	}
 	for (;;) {
-		ret = read_record(fd, parser, buf, sizeof(buf), &n, &rec);
+		ret = read_record(&c, parser, buf, sizeof(buf), &n, &rec);
 		if (ret < 0) {
 			snprintf(err, err_size, "relay %s: %s", address,
-			         ret == -EPROTO ? pps_wire_parser_error(parser)
-			         : ret == -EAGAIN || ret == -EWOULDBLOCK
-			             ? "no answer to HELLO in time"
-			             : strerror(-ret));
+			         ret == -EPROTO      ? pps_wire_parser_error(parser)
+			         : ret == -ETIMEDOUT ? "no answer to HELLO in time"
+			                             : strerror(-ret));
 			goto fail;
 		}
 		if (rec.kind == PPS_WIRE_BYE) {
@@ -1999,7 +2217,7 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 			pps_wire_auth_mac(token, strlen(token), rec.u.challenge.nonce,
 			                  auth.u.auth.mac);
 			if (pps_wire_encode(&auth, out, sizeof(out), &m) < 0 ||
-			    send(fd, out, m, MSG_NOSIGNAL) != (ssize_t)m) {
+			    outbound_send(&c, out, m) < 0) {
 				ret = -EIO;
 				snprintf(err, err_size, "cannot send AUTH to the relay %s",
 				         address);
@@ -2017,23 +2235,15 @@ pps_relay_publish_connect(const char *location, const char *token, int64_t timeo
 	}
 	memcpy(hello_out, buf, n);
 	*hello_len = n;
-	/* From here on the loop's: no timeouts, nonblocking. */
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){0, 0},
-	                 sizeof(struct timeval));
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){0, 0},
-	                 sizeof(struct timeval));
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "relay socket: %s", strerror(errno));
-		goto fail;
-	}
 	pps_wire_parser_free(parser);
-	*fd_out = fd;
+	*fd_out = c.fd;
+	*tls_out = c.tls;
 	return 0;
 
 fail:
 	pps_wire_parser_free(parser);
-	if (fd >= 0)
-		close(fd);
+	pps_tls_free(c.tls);
+	if (c.fd >= 0)
+		close(c.fd);
 	return ret;
 }

@@ -68,8 +68,9 @@ usage(FILE *out)
 	    "prove it), [transport], [pps] and audio.transport (the viewers' audio on\n"
 	    "connections of their own, or in the video's); the stream itself (size, rate,\n"
 	    "layers, latency budget) is the publisher's. With server.tls_cert and tls_key,\n"
-	    "viewers and browsers that begin with TLS get it (https://, pps-client with\n"
-	    "client.tls); publishers and upstream relays speak plaintext on the same port.\n"
+	    "whoever begins with TLS gets it (https://, pps-client with client.tls,\n"
+	    "publishers and relays with server.relay_tls), the rest plaintext on the same\n"
+	    "port; server.relay_tls and relay_tls_ca: TLS to the --upstream relays.\n"
 	    "Examples:\n"
 	    "  pps-relay --listen 127.0.0.1:7500\n"
 	    "  pps-server --publish 127.0.0.1:7500/room/alice\n"
@@ -226,6 +227,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "pps-relay: warning: %s\n", err);
 	params.audio_transport = settings.server.media.audio.transport;
 	params.audio_copies = settings.server.media.audio.copies;
+	params.relay_tls = settings.server.relay_tls;
+	params.relay_tls_ca = settings.server.relay_tls_ca;
 	params.max_streams = cli.max_streams;
 	params.log = (pps_log_t){.cb = log_cb};
 	cli.relay = pps_relay_new(cli.base, &params, err, sizeof(err));

@@ -23,6 +23,7 @@
 #define PPS_RELAY_H
 
 #include "pps-server-lib.h"
+#include "pps-tls.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,7 +49,8 @@ typedef struct {
 	 * duration and latency budget are the publisher's. With tls_cert and
 	 * tls_key, a connection whose first byte begins a TLS handshake gets
 	 * TLS (the door runs the handshake, reads the HELLO or the request,
-	 * and hands the endpoint on); others stay plaintext. */
+	 * and hands the endpoint on, to a viewer's session or a publisher's
+	 * stream); others stay plaintext. */
 	pps_listener_params_t listener;
 	/* Where a stream's audio goes to its viewers ([audio] transport, as a
 	 * pps-server sends it): PPS_WIRE_AUDIO_OWN_CONNECTION (connections of
@@ -56,6 +58,11 @@ typedef struct {
 	unsigned audio_transport;
 	unsigned audio_copies; /* with _OWN_CONNECTION: STREAM_INFO's audio_copies */
 	unsigned max_streams;  /* publishers at once; 0: PPS_RELAY_DEFAULT_MAX_STREAMS */
+	/* TLS to the upstream relays (pps_relay_upstream()): their certificates
+	 * verified for the host named, against relay_tls_ca (NULL or "": the
+	 * system's store). */
+	bool relay_tls;
+	const char *relay_tls_ca;
 	pps_log_t log;
 } pps_relay_params_t;
 
@@ -108,17 +115,19 @@ void pps_relay_free(pps_relay_t *relay);
 
 /*
  * The publisher's side (pps-server --publish): connects to @location
- * (HOST:PORT/NAME), says HELLO with the publish and stream flags, proves
- * @token if the relay challenges (NULL or "": none), and waits for the
- * relay's HELLO, all blocking, within @timeout_us. On success the socket
- * (non-blocking from then on) in *fd_out, its address in @addr/@addr_len,
- * and the relay's HELLO record's bytes in @hello (*hello_len of at most
- * @hello_size) for pps_listener_add_with_input(). 0, or a negative errno
- * with the reason in @err (the relay's BYE text when it refused).
+ * (HOST:PORT/NAME), runs a TLS handshake with @tls_ctx (a client context:
+ * the relay's certificate verified for HOST; NULL: plaintext), says HELLO
+ * with the publish and stream flags, proves @token if the relay challenges
+ * (NULL or "": none), and waits for the relay's HELLO, all within
+ * @timeout_us. On success the socket (non-blocking) in *fd_out, its TLS
+ * endpoint in *tls_out (NULL: plaintext; for pps_listener_add_routed()),
+ * its address in @addr/@addr_len, and the relay's HELLO record's bytes in
+ * @hello (*hello_len of at most @hello_size). 0, or a negative errno with
+ * the reason in @err (the relay's BYE text when it refused).
  */
-int pps_relay_publish_connect(const char *location, const char *token, int64_t timeout_us,
-                              int *fd_out, struct sockaddr_storage *addr, socklen_t *addr_len,
-                              uint8_t *hello, size_t hello_size, size_t *hello_len, char *err,
-                              size_t err_size);
+int pps_relay_publish_connect(const char *location, const char *token, pps_tls_ctx_t *tls_ctx,
+                              int64_t timeout_us, int *fd_out, pps_tls_t **tls_out,
+                              struct sockaddr_storage *addr, socklen_t *addr_len, uint8_t *hello,
+                              size_t hello_size, size_t *hello_len, char *err, size_t err_size);
 
 #endif /* PPS_RELAY_H */

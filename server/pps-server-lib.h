@@ -528,6 +528,10 @@ typedef struct {
 	 * on that connection. The server fails once the connection ends.
 	 * NULL or "": listen. */
 	const char *publish;
+	/* TLS to the relay (its certificate verified for the host named,
+	 * against relay_tls_ca, or the system's store when NULL or ""). */
+	bool relay_tls;
+	const char *relay_tls_ca;
 } pps_server_params_t;
 
 /*

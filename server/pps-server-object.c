@@ -33,9 +33,10 @@ struct pps_server {
 	char record_error[512];        /* ... in words */
 	pps_wire_stream_info_t info;
 	unsigned port;
-	char listen[80];           /* as bound */
-	bool publishing;           /* params.publish: the relay is the one client */
-	const char *publish_token; /* answers the relay's challenge */
+	char listen[80];              /* as bound */
+	bool publishing;              /* params.publish: the relay is the one client */
+	pps_tls_ctx_t *relay_tls_ctx; /* params.relay_tls: the client side, to the relay */
+	const char *publish_token;    /* answers the relay's challenge */
 };
 
 const char *
@@ -266,21 +267,34 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 		socklen_t addr_len = 0;
 		uint8_t hello[PPS_RELAY_HELLO_BYTES];
 		size_t hello_len = 0;
+		pps_tls_t *tls = NULL;
 		int fd = -1;
 
+		if (s->params.relay_tls && !s->relay_tls_ctx) {
+			char why[256];
+
+			s->relay_tls_ctx =
+			    pps_tls_ctx_new_client(s->params.relay_tls_ca, why, sizeof(why));
+			if (!s->relay_tls_ctx) {
+				snprintf(err, err_size, "[server] relay_tls_ca: %s", why);
+				return -EINVAL;
+			}
+		}
 		ret = pps_relay_publish_connect(s->params.publish, s->publish_token,
-		                                PPS_DEFAULT_HELLO_TIMEOUT_US, &fd, &addr, &addr_len,
-		                                hello, sizeof(hello), &hello_len, err, err_size);
+		                                s->relay_tls_ctx, PPS_DEFAULT_HELLO_TIMEOUT_US, &fd,
+		                                &tls, &addr, &addr_len, hello, sizeof(hello),
+		                                &hello_len, err, err_size);
 		if (ret < 0)
 			return ret;
 		/* The relay's HELLO, read above, is the session's first record. */
-		ret = pps_listener_add_with_input(s->listener, fd, (struct sockaddr *)&addr,
-		                                  addr_len, hello, hello_len);
+		ret = pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&addr, addr_len,
+		                              tls, hello, hello_len);
 		if (ret < 0) {
 			snprintf(err, err_size, "cannot serve the relay: %s", strerror(-ret));
 			return ret;
 		}
-		pps_log(&s->params.log, PPS_LOG_INFO, "publishing to %s", s->params.publish);
+		pps_log(&s->params.log, PPS_LOG_INFO, "publishing to %s%s", s->params.publish,
+		        tls ? " over TLS" : "");
 	} else {
 		ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
 		if (ret < 0)
@@ -470,5 +484,6 @@ pps_server_free(pps_server_t *s)
 	pps_adapt_loop_free(s->adapt);
 	(void)pps_server_log_close(s->log);
 	pps_media_free(s->media);
+	pps_tls_ctx_free(s->relay_tls_ctx);
 	free(s);
 }

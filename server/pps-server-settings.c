@@ -104,6 +104,14 @@ static const pps_config_key_t keys[] = {
         "MIN_BUF packet is one record of at most one MSS"),
     PPS_CONFIG_STRING("server", "tls_key", "",
                       "PEM file of tls_cert's private key (both or neither)"),
+    PPS_CONFIG_BOOL("server", "relay_tls", "false",
+                    "TLS 1.3 on the connection to a relay (pps-server --publish, ppssink "
+                    "publish=, pps-relay --upstream): the relay's certificate is verified "
+                    "for the host named, against relay_tls_ca"),
+    PPS_CONFIG_STRING("server", "relay_tls_ca", "",
+                      "with relay_tls: PEM file of the CAs or certificate that vouch for "
+                      "the relay (its own self-signed one will do); empty: the system's "
+                      "store"),
     PPS_CONFIG_ENUM(
         "server", "metrics", "off", pps_server_metrics_mode_names,
         "GET /metrics on the listener: the server's and each streaming client's figures in "
@@ -588,6 +596,8 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	if (ret < 0)
 		return ret;
 	sp->listen = pps_config_get_string(c, "server", "listen");
+	sp->relay_tls = pps_config_get_bool(c, "server", "relay_tls");
+	sp->relay_tls_ca = pps_config_get_string(c, "server", "relay_tls_ca");
 	sp->metrics = (pps_server_metrics_mode_t)pps_config_get_enum(c, "server", "metrics");
 	if (sp->metrics == PPS_SERVER_METRICS_TOKEN && !sp->listener.session.access_token[0]) {
 		snprintf(err, err_size, "[server] metrics = token: needs [server] access_token");

@@ -485,5 +485,9 @@ pps_transport_open(struct event_base *base, int fd, const pps_transport_params_t
 		errno = -ret;
 		return NULL;
 	}
+	/* An endpoint someone else read from may hold decrypted bytes the
+	 * socket will not signal again. */
+	if (params->tls)
+		pps_transport_wake_input(t);
 	return t;
 }

@@ -359,21 +359,27 @@ def relay_tree_reconnect(build, workdir):
 
 
 def relay_tls(build, workdir):
-    """A relay with a certificate: a pps-client over TLS and one in plaintext
-    both stream the same stream; its pages over https (the stream list);
-    a publisher over TLS is refused with the reason; a broken handshake is
-    dropped; the viewers stream on through all of it."""
+    """A relay with a certificate: a publisher over TLS (server.relay_tls), a
+    second relay taking the stream over TLS (--upstream with relay_tls), a
+    pps-client over TLS and one in plaintext, each showing the stream; the
+    list over https; a publisher whose CA does not vouch for the relay, and
+    one that asks a plaintext relay for TLS, each fail with the reason; a
+    broken handshake is dropped; the viewers stream on through all of it."""
     import ssl
     cert, key = programs.make_cert(workdir)
+    other, _ = programs.make_cert(workdir, name="other")
+    up_tls = ("server.relay_tls=true", "server.relay_tls_ca=" + cert)
     relay = Relay(build, workdir, "server.tls_cert=" + cert, "server.tls_key=" + key)
-    pub = tls_viewer = plain = None
+    pub = leaf = tls_viewer = plain = None
     ctx = ssl.create_default_context(cafile=cert)
     ctx.check_hostname = False
     try:
-        pub = publish(build, workdir, relay, "room/alice", duration=30)
+        pub = publish(build, workdir, relay, "room/alice", *up_tls, duration=30)
+        leaf = Relay(build, workdir, *up_tls, extra=["--upstream", relay.address + "/room/alice"])
+        leaf.wait_for_log("stream room/alice: ")
         tls_viewer = Client(build, workdir, relay.address + "/room/alice", "client.tls=true",
                             "client.tls_ca=" + cert, duration=8, name="tls")
-        plain = Client(build, workdir, relay.address + "/room/alice", duration=8, name="plain")
+        plain = Client(build, workdir, leaf.address + "/room/alice", duration=8, name="plain")
         time.sleep(2)
         with ctx.wrap_socket(socket.create_connection(("127.0.0.1", relay.port), timeout=5)) as t:
             t.sendall(b"GET /streams HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -381,24 +387,28 @@ def relay_tls(build, workdir):
         head, _, body = data.partition(b"\r\n\r\n")
         check(head.startswith(b"HTTP/1.1 200 "), "https GET /streams: %r" % head[:100])
         check([x["name"] for x in json.loads(body)["streams"]] == ["room/alice"], "the list: %r" % body)
-        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", relay.port), timeout=5)) as t:
-            t.sendall(publish_hello(b"room/bob"))
-            refused = read_all(t)
-        check(b"plaintext only" in refused, "a publisher over TLS: %r" % refused)
+        # The wrong CA; TLS asked of a plaintext relay (the leaf has no certificate).
+        for where, settings, want in ((relay, ("server.relay_tls=true", "server.relay_tls_ca=" + other),
+                                       "certificate verification failed"),
+                                      (leaf, up_tls, "TLS")):
+            bad = Publisher(build, workdir, where.address + "/room/bob", *settings, duration=5)
+            check(bad.wait(timeout=20) == 1, "a publisher that should fail did not")
+            err = bad.stderr_text()
+            check(want in err, "the failing publisher says: %s" % err[-400:])
         bad = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
         bad.sendall(b"\x16\x03\x01\x00\x05hello" + b"\x00" * 64)
         read_all(bad)
         check(tls_viewer.wait() == 0 and plain.wait() == 0,
               "a viewer failed: %s %s" % (tls_viewer.stderr[-400:], plain.stderr[-400:]))
     finally:
-        stop_all(pub, relay)
+        stop_all(pub, leaf, relay)
     for c in (tls_viewer, plain):
         shown_well(c, 150)
     log = relay.log()
-    check('joined (minbuf, TLS)' in log and 'joined (minbuf)' in log, log[-2000:])
+    check("admitted for stream room/alice (TLS)" in log, "the publisher over TLS: %s" % log[-2000:])
+    check(log.count("joined (minbuf, TLS)") >= 2, "the leaf relay and the viewer over TLS: %s" % log[-2000:])
     check("TLS handshake with" in log and "failed" in log, "the broken handshake: %s" % log[-1500:])
     check("https://" in log, "the browser's address: %s" % log[:400])
-
 
 def http_get(relay, path, extra=b""):
     s = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
