@@ -1248,10 +1248,12 @@ web_open(door_conn_t *c)
 	w->timer = evtimer_new(r->base, web_timer_cb, w);
 	w->t = pps_transport_tcp_open(r->base, w->fd, &r->params.listener.session.transport);
 	if (c->tls) {
-		w->t = w->t ? pps_transport_tls_over(w->t, c->tls) : NULL;
-		if (!w->t)
+		/* The layer takes the endpoint, or frees it if it cannot be made. */
+		if (w->t)
+			w->t = pps_transport_tls_over(w->t, c->tls);
+		else
 			pps_tls_free(c->tls);
-		c->tls = NULL; /* the stack's, or freed */
+		c->tls = NULL;
 	}
 	w->t = pps_transport_web_over(w->t, c->peer, NULL, &r->peer_log, &pages);
 	if (!w->timer || !w->t || event_add(w->timer, &tv) < 0 ||

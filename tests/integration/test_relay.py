@@ -428,14 +428,14 @@ def relay_web(build, workdir):
     list page), GET /streams (the streams published now, as JSON), a
     WebSocket to /stream/NAME routed to that stream (a masked HELLO gets its
     STREAM_INFO and windows), a WebSocket for a name that is not published
-    (404), and bad requests; a pps-client viewer of the same stream keeps
-    streaming through all of it."""
+    (404), bad requests, and more heads that never end than the door holds;
+    a pps-client viewer of the same stream keeps streaming through all of it."""
     relay = Relay(build, workdir)
     pub = viewer = None
     ua = b"User-Agent: " + b"x" * 900 + b"\r\n"  # a head longer than a HELLO may be
     try:
         pub = publish(build, workdir, relay, "room/alice", duration=30)
-        viewer = Client(build, workdir, relay.address + "/room/alice", duration=8, name="v")
+        viewer = Client(build, workdir, relay.address + "/room/alice", duration=14, name="v")
         head, body = http_get(relay, b"/", ua)
         check(head.startswith(b"HTTP/1.1 200 ") and b"text/html" in head and b"ppstream relay" in body,
               "GET /: %r" % head[:200])
@@ -479,14 +479,28 @@ def relay_web(build, workdir):
         # The first message after the head: STREAM_INFO (kind 2).
         i = data.find(b"\r\n\r\n") + 4
         check(data[i] == 0x82 and data[i + 2:i + 4] == b"\x01\x02", "first message: %r" % data[i:i + 8])
-        # A head that never ends is dropped at the door's timeout.
-        slow = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
-        slow.sendall(b"GET /streams HTTP/1.1\r\nHost: x\r\n")
+        # Heads that never end, more than the door holds at once: the door
+        # refuses the excess, drops the rest at its timeout, and serves
+        # pages again after; the viewer streams throughout.
+        slow = []
+        for _ in range(80):
+            c = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+            c.sendall(b"GET /streams HTTP/1.1\r\nHost: x\r\n")
+            slow.append(c)
+        t0 = time.monotonic()
+        answered = sum(1 for c in slow if read_all(c, timeout=8))
+        waited = time.monotonic() - t0
+        check(answered == len(slow), "%d of %d slow heads never ended by the relay" % (len(slow) - answered,
+                                                                                      len(slow)))
+        print("80 heads that never end: all closed by the relay within %.1f s" % waited)
+        for c in slow:
+            c.close()
+        head, _ = http_get(relay, b"/streams")
+        check(head.startswith(b"HTTP/1.1 200 "), "GET /streams after the slow heads: %r" % head[:100])
         check(viewer.wait() == 0, "the viewer failed: %s" % viewer.stderr)
-        slow.close()
     finally:
         stop_all(pub, relay)
-    shown_well(viewer, 150)
+    shown_well(viewer, 300)
     log = relay.log()
     check("no stream named room/nobody" in log, "the refusal is not logged: %s" % log[-2000:])
     check(re.search(r"web requests [1-9]", log), "web requests not counted: %s" % log[-600:])
