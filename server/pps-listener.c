@@ -52,6 +52,12 @@ typedef struct link {
 	uint32_t audio_loss_seq, audio_retrans;
 	uint32_t audio_frames, audio_frames_read; /* frames pushed to it: now, and at the reading */
 	double audio_loss;
+	/* Not pooled: a client's first audio connection stops its others'
+	 * copies while it retransmits above audio_copies_off_loss
+	 * (copies_off, on the first), and they carry nothing meanwhile
+	 * (audio_withheld, on the others). */
+	bool audio_copies_off;
+	bool audio_withheld;
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -66,6 +72,8 @@ struct pps_listener {
 	link_t *sessions;            /* newest first */
 	struct pooled_audio *pooled; /* pps_listener_push_audio()'s scratch */
 	size_t pooled_size;
+	struct audio_peer *peers; /* copies_off_review()'s scratch */
+	size_t peers_size;
 	link_t *dead; /* closed, freed from reap_event */
 	unsigned reaped_since_trim;
 	int64_t trim_us;
@@ -939,6 +947,99 @@ pooled_cmp(const void *a, const void *b)
 	return x->rest > y->rest ? -1 : x->rest < y->rest;
 }
 
+/* One streaming connection, for copies_off_review(). */
+typedef struct audio_peer {
+	link_t *link;
+	bool audio; /* an audio-only connection outside a pool; else a client's video */
+} audio_peer_t;
+
+static int
+audio_peer_cmp(const void *a, const void *b)
+{
+	const audio_peer_t *x = a, *y = b;
+	int host = x->link->host_key != y->link->host_key
+	               ? (x->link->host_key < y->link->host_key ? -1 : 1)
+	               : strcmp(x->link->host, y->link->host);
+
+	if (host)
+		return host;
+	if (x->audio != y->audio)
+		return x->audio ? -1 : 1;
+	return x->link->seq < y->link->seq ? -1 : x->link->seq > y->link->seq;
+}
+
+/*
+ * Every PPS_LISTENER_POOL_LOSS_FRAMES frames: for each address with one
+ * client (one video connection) and two or more audio connections outside
+ * a pool, whether the later ones carry copies. The first one's
+ * retransmissions per frame decide: above audio_copies_off_loss the copies
+ * stop (a queue so short in packets that the audio's own copies fill it:
+ * measured, a 0.5 Mbit/s path with a 3-packet queue retransmitted 10-13%
+ * of frames with the copies, a path shared with 20 TCP flows 4-9%, 1%
+ * random loss 0-2%), below half of it they resume. Where one address has
+ * several clients the connections cannot be told apart: every one carries
+ * every frame, as before. Sorting once per review keeps the per-frame cost
+ * at a flag per connection.
+ */
+static void
+copies_off_review(pps_listener_t *l)
+{
+	double off = l->params.session.audio_copies_off_loss;
+	size_t n = 0;
+
+	for (link_t *k = l->sessions; k; k = k->next) {
+		k->audio_withheld = false;
+		if (off <= 0 || pps_session_state(k->session) != PPS_SESSION_STREAMING ||
+		    pps_session_audio_pool(k->session))
+			continue;
+		if (n == l->peers_size) {
+			size_t size = l->peers_size ? 2 * l->peers_size : 16;
+			audio_peer_t *grown = realloc(l->peers, size * sizeof(*grown));
+
+			if (!grown)
+				return; /* every connection carries every frame */
+			l->peers = grown;
+			l->peers_size = size;
+		}
+		l->peers[n++] =
+		    (audio_peer_t){.link = k, .audio = pps_session_audio_only(k->session)};
+	}
+	if (n == 0)
+		return;
+	qsort(l->peers, n, sizeof(*l->peers), audio_peer_cmp);
+	for (size_t i = 0; i < n;) {
+		size_t end = i, audio = 0, video = 0;
+		link_t *first = l->peers[i].link;
+
+		while (end < n && l->peers[end].link->host_key == first->host_key &&
+		       strcmp(l->peers[end].link->host, first->host) == 0) {
+			if (l->peers[end].audio)
+				audio++;
+			else
+				video++;
+			end++;
+		}
+		if (audio >= 2 && video == 1 && l->peers[i].audio) {
+			if (!first->audio_copies_off && first->audio_loss > off) {
+				first->audio_copies_off = true;
+				pps_log(&l->peer_log, PPS_LOG_INFO,
+				        "client %s: audio copies off (%.1f%% of its frames "
+				        "retransmitted: "
+				        "the audio fills the path's queue)",
+				        first->host, 100 * first->audio_loss);
+			} else if (first->audio_copies_off && first->audio_loss < off / 2) {
+				first->audio_copies_off = false;
+				pps_log(&l->peer_log, PPS_LOG_INFO,
+				        "client %s: audio copies on again (%.1f%% retransmitted)",
+				        first->host, 100 * first->audio_loss);
+			}
+			for (size_t j = i + 1; j < i + audio; j++)
+				l->peers[j].link->audio_withheld = first->audio_copies_off;
+		}
+		i = end;
+	}
+}
+
 /* A frame goes to every audio connection outside a pool; each pool's
  * connections (one client's: same address, same pool number) get it on
  * up to audio_copies of them (one on a clean path, two or three as the pool's
@@ -987,8 +1088,19 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 			n++;
 			continue;
 		}
+		if (pps_session_audio_only(k->session) && !pps_session_audio_pool(k->session) &&
+		    pps_session_state(k->session) == PPS_SESSION_STREAMING) {
+			/* Outside a pool: its retransmissions are read as a pool's
+			 * are, for copies_off_review(). */
+			read_pool_loss(k, frame->seq);
+			if (k->audio_withheld)
+				continue;
+			k->audio_frames++;
+		}
 		pps_session_push_audio(k->session, frame);
 	}
+	if (frame->seq % PPS_LISTENER_POOL_LOSS_FRAMES == 0)
+		copies_off_review(l);
 	if (n == 0)
 		return;
 	qsort(l->pooled, n, sizeof(*l->pooled), pooled_cmp);
@@ -1092,6 +1204,7 @@ pps_listener_free(pps_listener_t *l)
 	pps_recovery_free(l->recovery);
 	pps_tls_ctx_free(l->tls_ctx);
 	free(l->pooled);
+	free(l->peers);
 	free(l);
 }
 

@@ -231,6 +231,10 @@ typedef struct {
 	 * the first, the third twice as long...), so that one burst of drops
 	 * at a full queue does not take them all. */
 	int64_t audio_copy_spacing_us;
+	/* A client's audio connections outside a pool: its first one's
+	 * retransmissions per frame above which the others carry no copies
+	 * (again below half of it); 0: they always do. */
+	double audio_copies_off_loss;
 	/* Pages a browser's connection may ask for besides the embedded files
 	 * (GET /metrics); zeroed: none. */
 	pps_web_pages_t web_pages;

@@ -189,6 +189,12 @@ static const pps_config_key_t keys[] = {
         "oldest frame is overdue (likely lost) last, so that a frame rarely waits behind a "
         "lost one; 0 = every audio connection carries every frame "
         "(as clients without pools always get it)"),
+    PPS_CONFIG_INT("audio", "copies_off_loss_permille", "95", 0, 1000,
+                   "transport = connection, a client's audio connections outside a pool "
+                   "(each carrying every frame): while its first one retransmits more than "
+                   "this many frames per thousand, the others carry none (a queue so short "
+                   "that the audio's own copies fill it), again below half of it; only where "
+                   "the address has one client; 0 = always every frame on every one"),
     PPS_CONFIG_INT("audio", "copy_spacing_ms", "12", 0, 20,
                    "copies = 2 or more: time between one frame's copies, so that one burst of "
                    "drops at a full queue does not take them all"),
@@ -549,6 +555,8 @@ audio_params(const pps_config_t *c, pps_media_params_t *media, pps_session_param
 	session->audio_thin = pps_config_get_bool(c, "audio", "thin");
 	a->copies = (unsigned)pps_config_get_int(c, "audio", "copies");
 	session->audio_copy_spacing_us = pps_config_get_int(c, "audio", "copy_spacing_ms") * 1000;
+	session->audio_copies_off_loss =
+	    pps_config_get_int(c, "audio", "copies_off_loss_permille") / 1000.0;
 	return 0;
 }
 

@@ -137,7 +137,8 @@ def report(out):
             if rr["side"] == r["side"]:
                 m["rtt_ms"] = rr["rtt_ms"]
         rows.append(m)
-        title = f"receiver {r['side']}: {r['rate']} Mbit/s, RTT {m['rtt_ms']:g} ms, {runinfo['pattern']}, " + \
+        rtt = f"RTT {m['rtt_ms']:g} ms" if m["rtt_ms"] is not None else "RTT unknown"
+        title = f"receiver {r['side']}: {r['rate']} Mbit/s, {rtt}, {runinfo['pattern']}, " + \
                 ", ".join(f"{a}={b}" for a, b in runinfo["server_set"].items() if a.startswith(("transport.mode", "adapt")))
         plots.plot_timeline(os.path.join(out, f"timeline-rcv{k}.png"), title, cj, slog if cid is not None else None,
                                   [(r["start_unix"] * 1e6, m["capacity_bps"])] if m["capacity_bps"] else None, (), client_id=cid)
