@@ -870,6 +870,24 @@ door_refuse(door_conn_t *c, pps_wire_bye_reason_t reason, const char *why)
 	door_free(c, true);
 }
 
+/* True if a publisher cannot have @name: an upstream holds it (up or
+ * reconnecting) or another publisher has it; why in @why. */
+static bool
+name_taken(pps_relay_t *r, const char *name, char *why, size_t why_size)
+{
+	for (const upstream_t *u = r->upstreams; u; u = u->next) {
+		if (strcmp(u->name, name) == 0) {
+			snprintf(why, why_size, "stream %s comes from another relay here", name);
+			return true;
+		}
+	}
+	if (find_stream(r, name)) {
+		snprintf(why, why_size, "stream %s already has a publisher", name);
+		return true;
+	}
+	return false;
+}
+
 /* The publisher proved itself (or needed not): its stream begins. */
 static void
 door_admit_publisher(door_conn_t *c)
@@ -881,17 +899,7 @@ door_admit_publisher(door_conn_t *c)
 	size_t rest = c->len - c->parsed;
 
 	/* Checked again: another publisher may have taken the name meanwhile. */
-	for (const upstream_t *u = r->upstreams; u; u = u->next) {
-		if (strcmp(u->name, c->hello.stream) == 0) {
-			snprintf(why, sizeof(why), "stream %s comes from another relay here",
-			         c->hello.stream);
-			r->stats.publishers_refused++;
-			door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
-			return;
-		}
-	}
-	if (find_stream(r, c->hello.stream)) {
-		snprintf(why, sizeof(why), "stream %s already has a publisher", c->hello.stream);
+	if (name_taken(r, c->hello.stream, why, sizeof(why))) {
 		r->stats.publishers_refused++;
 		door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
 		return;
@@ -968,17 +976,7 @@ door_hello_publisher(door_conn_t *c)
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, name_why);
 		return false;
 	}
-	for (const upstream_t *u = r->upstreams; u; u = u->next) {
-		if (strcmp(u->name, c->hello.stream) == 0) {
-			snprintf(why, sizeof(why), "stream %s comes from another relay here",
-			         c->hello.stream);
-			r->stats.publishers_refused++;
-			door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
-			return false;
-		}
-	}
-	if (find_stream(r, c->hello.stream)) {
-		snprintf(why, sizeof(why), "stream %s already has a publisher", c->hello.stream);
+	if (name_taken(r, c->hello.stream, why, sizeof(why))) {
 		r->stats.publishers_refused++;
 		door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
 		return false;

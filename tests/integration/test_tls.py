@@ -271,6 +271,23 @@ def tls_https(build, workdir):
     check("plain HTTP on a TLS listener" in log, log)
 
 
+def insecure_chrome(found, workdir, window):
+    """Headless Chromium that accepts the test's self-signed certificate
+    (acceptInsecureCerts); @found is test_browser.find_browser()'s."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = found[0]
+    options.accept_insecure_certs = True
+    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                "--window-size=" + window, "--enable-unsafe-swiftshader",
+                "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
+                "--user-data-dir=" + os.path.join(workdir, "chromium")]:
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=found[1]), options=options)
+
+
 def tls_browser(build, workdir):
     """The viewer page in headless Chromium over https:// and wss:// (the test
     certificate accepted with acceptInsecureCerts): it streams and shows frames,
@@ -280,22 +297,11 @@ def tls_browser(build, workdir):
     if not found:
         print("SKIP: chromium, chromedriver or python3-selenium not installed")
         sys.exit(SKIP)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     os.environ["PPS_WEB_CHECK_BOUND"] = "1"
     srv, _ = tls_server(build, workdir, *test_browser.server_settings())
     driver = None
     try:
-        options = webdriver.ChromeOptions()
-        options.binary_location = found[0]
-        options.accept_insecure_certs = True
-        for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                    "--window-size=720,600", "--enable-unsafe-swiftshader",
-                    "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
-                    "--user-data-dir=" + os.path.join(workdir, "chromium")]:
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(executable_path=found[1]), options=options)
+        driver = insecure_chrome(found, workdir, "720,600")
         driver.get("https://127.0.0.1:%d/?name=selenium-tls" % srv.port)
         check(driver.execute_script("return window.isSecureContext"), "not a secure context")
         stats = test_browser.wait_for(driver, lambda s: s["frames_shown"] >= 90,
@@ -323,9 +329,6 @@ def tls_relay_browser(build, workdir):
     if not found:
         print("SKIP: chromium, chromedriver or python3-selenium not installed")
         sys.exit(SKIP)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     cert, key = make_cert(workdir)
     relay = Relay(build, workdir, "server.tls_cert=" + cert, "server.tls_key=" + key,
                   "server.max_clients_per_address=16")
@@ -336,15 +339,7 @@ def tls_relay_browser(build, workdir):
     try:
         for name in ("call/alice", "call/bob"):
             pubs.append(publish(build, workdir, relay, name, *settings, duration=60))
-        options = webdriver.ChromeOptions()
-        options.binary_location = found[0]
-        options.accept_insecure_certs = True
-        for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                    "--window-size=900,600", "--enable-unsafe-swiftshader",
-                    "--use-angle=swiftshader", "--no-first-run", "--disable-extensions",
-                    "--user-data-dir=" + os.path.join(workdir, "chromium")]:
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(executable_path=found[1]), options=options)
+        driver = insecure_chrome(found, workdir, "900,600")
         driver.get("https://%s/room.html?room=call" % relay.address)
         check(driver.execute_script("return window.isSecureContext"), "not a secure context")
         test_browser.wait_until(
