@@ -1091,8 +1091,9 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 		if (pps_session_audio_only(k->session) && !pps_session_audio_pool(k->session) &&
 		    pps_session_state(k->session) == PPS_SESSION_STREAMING) {
 			/* Outside a pool: its retransmissions are read as a pool's
-			 * are, for copies_off_review(). */
-			read_pool_loss(k, frame->seq);
+			 * are, for copies_off_review() (when the rule is on). */
+			if (l->params.session.audio_copies_off_loss > 0)
+				read_pool_loss(k, frame->seq);
 			if (k->audio_withheld)
 				continue;
 			k->audio_frames++;

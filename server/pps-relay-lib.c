@@ -1006,13 +1006,28 @@ door_hello_publisher(door_conn_t *c)
 	return false;
 }
 
+/* A viewer's connection goes to its stream's listener with what the door
+ * read (its HELLO, or a browser's request, read there again) and its TLS
+ * endpoint if any; the door forgets it. */
+static void
+door_route(door_conn_t *c, relay_stream_t *s)
+{
+	int fd = c->fd;
+
+	c->relay->stats.subscribers_routed++;
+	c->fd = -1;
+	pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len, c->tls,
+	                        c->buf, c->len);
+	c->tls = NULL; /* the session's */
+	door_free(c, false);
+}
+
 static void
 door_hello_subscriber(door_conn_t *c)
 {
 	pps_relay_t *r = c->relay;
 	relay_stream_t *s;
 	char why[224];
-	int fd = c->fd;
 
 	if (!(c->hello.flags & PPS_WIRE_HELLO_STREAM)) {
 		r->stats.subscribers_no_stream++;
@@ -1027,13 +1042,7 @@ door_hello_subscriber(door_conn_t *c)
 		door_refuse(c, PPS_WIRE_BYE_NO_STREAM, why);
 		return;
 	}
-	r->stats.subscribers_routed++;
-	c->fd = -1;
-	/* The listener owns the socket from here, and reads the HELLO again. */
-	pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len, c->tls,
-	                        c->buf, c->len);
-	c->tls = NULL; /* the session's */
-	door_free(c, false);
+	door_route(c, s);
 }
 
 /* True while @c stays at the door (a publisher challenged, its AUTH to
@@ -1277,7 +1286,6 @@ door_http(door_conn_t *c)
 	relay_stream_t *s = NULL;
 	int ret = pps_ws_request_parse((const char *)c->buf, c->len, &req);
 	bool stream_upgrade;
-	int fd = c->fd;
 
 	if (ret == -EAGAIN && c->len < sizeof(c->buf))
 		return true; /* more of the head to come */
@@ -1294,12 +1302,7 @@ door_http(door_conn_t *c)
 		web_open(c);
 		return false;
 	}
-	r->stats.subscribers_routed++;
-	c->fd = -1;
-	pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&c->addr, c->addr_len, c->tls,
-	                        c->buf, c->len);
-	c->tls = NULL; /* the session's */
-	door_free(c, false);
+	door_route(c, s);
 	return false;
 }
 
