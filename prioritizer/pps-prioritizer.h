@@ -269,10 +269,17 @@ typedef struct {
 	 * cut part-sent, or the layer cut within 300 ms of it) skips its next
 	 * IDR, then 2, 4, ... up to this many; 0 = every IDR restarts it. */
 	unsigned restart_backoff_max;
+	/* A client's enhancement layer restarts at an IDR only while its path
+	 * estimate (pps_sched_set_path) is at least this % of what the encoder
+	 * makes of that layer and every layer below it (over the last windows):
+	 * a path that cannot carry the layer gets no IDR of it, whose bytes
+	 * would only delay the base behind them. 0 = no such check. */
+	unsigned restart_fit_pct;
 } pps_sched_params_t;
 
 /*
- * What the predictive drop knows of the path (PPS_DEADLINES_PREDICTIVE): the
+ * What the regulator knows of the path, for the predictive drop
+ * (PPS_DEADLINES_PREDICTIVE) and the restarts' fit (restart_fit_pct): the
  * owner sets it from each TCP_INFO reading, before it asks for packets.
  */
 typedef struct {
@@ -315,6 +322,9 @@ typedef struct {
 	/* Of the dropped ADUs, enhancement IDRs skipped while their layer backs
 	 * off after a failed restart (restart_backoff_max). */
 	uint64_t adus_restart_skipped;
+	/* Of the dropped ADUs, enhancement IDRs not sent because the path
+	 * estimate was below restart_fit_pct of the layers' encoded rate. */
+	uint64_t adus_restart_unfit;
 	/* Windows still sending after their first frame's deadline, a later
 	 * frame's ADUs within their own (PPS_DEADLINES_ADU, _PREDICTIVE). */
 	uint64_t windows_extended;

@@ -101,6 +101,16 @@ typedef struct {
 	uint8_t skip;       /* IDRs still to skip before the next restart */
 } restart_t;
 
+/* Windows whose encoded bytes per quality layer the restarts' fit reads:
+ * about 4 s of 2-frame windows, two GOPs. */
+#define ENCODED_RING 64
+
+/* What the encoder made of one window, per quality layer, sent or not. */
+typedef struct {
+	int64_t capture_us; /* its first frame's */
+	uint32_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];
+} encoded_t;
+
 typedef struct {
 	pps_wire_audio_frame_t frame; /* payload points into data */
 	uint8_t data[PPS_SCHED_MAX_AUDIO_BYTES];
@@ -121,6 +131,9 @@ struct pps_sched {
 	pps_sched_path_t path;
 	uint64_t path_mark_bytes;
 	restart_t restart[PPS_ADU_MAX_QUALITY_LAYERS];
+	encoded_t
+	    encoded[ENCODED_RING]; /* the last windows ended, oldest first from encoded_next */
+	size_t encoded_next, encoded_count;
 	int64_t now_us; /* the latest time the owner gave */
 };
 
@@ -216,6 +229,51 @@ adu_deadline_us(const pps_sched_t *s, const entry_t *e, size_t i)
 	return pps_window_adu_due_capture_us(e->window, i) + s->params.latency_budget_us;
 }
 
+/* Keeps what the encoder made of @window, per quality layer. */
+static void
+encoded_add(pps_sched_t *s, const pps_window_t *window)
+{
+	encoded_t *w = &s->encoded[s->encoded_next];
+
+	memset(w, 0, sizeof(*w));
+	w->capture_us = pps_window_first_capture_us(window);
+	for (size_t i = 0; i < pps_window_adu_count(window); i++) {
+		const pps_adu_t *adu = pps_window_adu(window, i);
+		unsigned q = pps_adu_info(adu)->quality_layer;
+
+		if (q < PPS_ADU_MAX_QUALITY_LAYERS)
+			w->bytes[q] += (uint32_t)pps_adu_size(adu);
+	}
+	s->encoded_next = (s->encoded_next + 1) % ENCODED_RING;
+	if (s->encoded_count < ENCODED_RING)
+		s->encoded_count++;
+}
+
+/* What the encoder made of quality layers 0..@layer over the windows kept,
+ * bits/s; 0 while fewer than 8 windows are known. The oldest window's bytes
+ * are left out: the span runs from its capture to the newest's. */
+static uint64_t
+encoded_rate_bps(const pps_sched_t *s, unsigned layer)
+{
+	size_t oldest = (s->encoded_next + ENCODED_RING - s->encoded_count) % ENCODED_RING;
+	size_t newest = (s->encoded_next + ENCODED_RING - 1) % ENCODED_RING;
+	uint64_t bytes = 0;
+	int64_t span_us;
+
+	if (s->encoded_count < 8)
+		return 0;
+	span_us = s->encoded[newest].capture_us - s->encoded[oldest].capture_us;
+	if (span_us <= 0)
+		return 0;
+	for (size_t k = 1; k < s->encoded_count; k++) {
+		const encoded_t *w = &s->encoded[(oldest + k) % ENCODED_RING];
+
+		for (unsigned q = 0; q <= layer && q < PPS_ADU_MAX_QUALITY_LAYERS; q++)
+			bytes += w->bytes[q];
+	}
+	return bytes * 8u * 1000000u / (uint64_t)span_us;
+}
+
 /* A restart of @r failed: the next IDRs of its layer are skipped. */
 static void
 restart_failed(const pps_sched_t *s, restart_t *r)
@@ -262,6 +320,24 @@ restart_skipped(pps_sched_t *s, const pps_adu_info_t *info)
 		return false;
 	r->skip--;
 	return true;
+}
+
+/*
+ * The IDR @info of an enhancement layer this client does not have is up
+ * next: true if its path cannot carry the layer (restart_fit_pct of what the
+ * encoder makes of it and the layers below). Without an estimate, or before
+ * the encoder's rate is known, it restarts.
+ */
+static bool
+restart_unfit(const pps_sched_t *s, const pps_adu_info_t *info)
+{
+	uint64_t need;
+
+	if (info->quality_layer == 0 || info->frame_type != PPS_ADU_FRAME_IDR ||
+	    s->restart[info->quality_layer].live || !s->params.restart_fit_pct || !s->path.rate_bps)
+		return false;
+	need = encoded_rate_bps(s, info->quality_layer);
+	return need && s->path.rate_bps * 100u < need * s->params.restart_fit_pct;
 }
 
 /* An ADU went out whole: an enhancement IDR (re)starts its layer. */
@@ -320,6 +396,7 @@ end_entry(pps_sched_t *s, entry_t *e)
 	else
 		s->stats.windows_partial++;
 	e->state = ENTRY_ENDED;
+	encoded_add(s, e->window);
 	pps_window_unref(e->window);
 	e->window = NULL;
 }
@@ -665,6 +742,12 @@ append_fragments(pps_sched_t *s, entry_t *e, int64_t now_us, uint8_t *buf, size_
 		if (e->next_offset == 0 && restart_skipped(s, info)) {
 			drop_adu(s, e, e->next_adu);
 			s->stats.adus_restart_skipped++;
+			e->next_adu++;
+			continue;
+		}
+		if (e->next_offset == 0 && restart_unfit(s, info)) {
+			drop_adu(s, e, e->next_adu);
+			s->stats.adus_restart_unfit++;
 			e->next_adu++;
 			continue;
 		}

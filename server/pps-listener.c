@@ -402,7 +402,12 @@ session_ready_cb(pps_session_t *session, void *user)
 	k->joined = true;
 	if (join && l->callbacks.joined_cb)
 		l->callbacks.joined_cb(session, l->user);
-	ret = pps_recovery_request(l->recovery, &k->recovery, join, listener_now(l), &when);
+	/* A relay asks for its viewers, each held to the relay's own bound per
+	 * viewer: its requests are heard as joins, held only in time and in
+	 * bits. Two viewers joining within 2 s of each other behind one relay
+	 * would otherwise wait for the next periodic IDR. */
+	ret = pps_recovery_request(l->recovery, &k->recovery, join || pps_session_is_relay(session),
+	                           listener_now(l), &when);
 	if (ret == PPS_RECOVERY_NOW)
 		l->callbacks.idr_cb(l->user);
 	else if (ret == PPS_RECOVERY_DEFERRED)

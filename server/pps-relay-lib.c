@@ -493,6 +493,9 @@ stream_start_listener(relay_stream_t *s, char *why, size_t why_size)
 		snprintf(why, why_size, "cannot start the stream's path reports");
 		return -ENOMEM;
 	}
+	/* One report now, before any viewer: the publisher knows this is a
+	 * relay by the time a viewer's join asks it for an IDR. */
+	stream_report_cb(-1, 0, s);
 	return 0;
 }
 

@@ -371,6 +371,10 @@ void pps_session_get_path(const pps_session_t *session, pps_path_estimate_t *est
 #define PPS_SESSION_REPORT_FRESH_US 3000000
 size_t pps_session_path_span(const pps_session_t *session, pps_ratealloc_client_t out[2],
                              uint32_t *subscribers);
+/* True once the client sent a PATH_REPORT: a relay, whose IDR requests are
+ * its viewers' joins and losses, each already held to the relay's own
+ * per-viewer bound. */
+bool pps_session_is_relay(const pps_session_t *session);
 /* The PATH_REPORT flags (PPS_WIRE_PATH_*) of every report since the last call;
  * *@start_read (may be NULL): a report since then no longer said STARTING
  * after one that did (the relay's new subscribers' starts were read). */

@@ -383,6 +383,7 @@ client_object(const pps_server_client_t *c)
 	json_object_set_int_member(o, "adus_undecodable", (gint64)st->adus_undecodable);
 	json_object_set_int_member(o, "adus_predicted", (gint64)st->adus_predicted);
 	json_object_set_int_member(o, "adus_restart_skipped", (gint64)st->adus_restart_skipped);
+	json_object_set_int_member(o, "adus_restart_unfit", (gint64)st->adus_restart_unfit);
 	json_object_set_int_member(o, "windows_extended", (gint64)st->windows_extended);
 	json_object_set_int_member(o, "adu_bytes_sent", (gint64)c->adu_bytes_sent);
 	if (c->has_transport) {

@@ -241,6 +241,12 @@ static const pps_config_key_t keys[] = {
         "was whole, or the layer cut within 300 ms of it) skips its next IDR, then 2, 4, ... "
         "up to this many, so that a path too slow for the layer's IDRs does not take one at "
         "every GOP; a layer that lasts longer clears it; 0 = every IDR restarts the layer"),
+    PPS_CONFIG_INT(
+        "pps", "restart_fit_pct", "50", 0, 1000,
+        "a client's enhancement layer restarts at an IDR only while its path estimate is at "
+        "least this % of what the encoder makes of that layer and the layers below it (the "
+        "last 64 windows): a path that cannot carry the layer gets none of its IDRs; "
+        "0 = no such check"),
     PPS_CONFIG_ENUM(
         "pps", "deadlines", "window", pps_deadlines_names,
         "when the regulator drops unsent data: window drops what is left at the window's "
@@ -401,6 +407,7 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	sp->sched.base_grace_us = pps_config_get_int(c, "pps", "base_grace_ms") * 1000;
 	sp->sched.deadlines = (pps_deadlines_t)pps_config_get_enum(c, "pps", "deadlines");
 	sp->sched.restart_backoff_max = (unsigned)pps_config_get_int(c, "pps", "restart_backoff");
+	sp->sched.restart_fit_pct = (unsigned)pps_config_get_int(c, "pps", "restart_fit_pct");
 	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
 	minbuf_params(c, &sp->transport);
 	if (sp->transport.rto_min_us == 1000) {

@@ -246,7 +246,7 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	};
 
 	pps_path_add_sample(s->path, &sample);
-	if (s->params.sched.deadlines == PPS_DEADLINES_PREDICTIVE) {
+	{
 		pps_path_estimate_t est;
 
 		pps_path_get_estimate(s->path, &est);
@@ -1208,6 +1208,12 @@ pps_session_path_span(const pps_session_t *s, pps_ratealloc_client_t out[2], uin
 	}
 	out[1].min_rtt_us = add_rtt(out[1].min_rtt_us, q->fastest_min_rtt_us);
 	return 2;
+}
+
+bool
+pps_session_is_relay(const pps_session_t *s)
+{
+	return s->report_us != 0;
 }
 
 uint8_t

@@ -1808,19 +1808,22 @@ test_sched_predictive_drop(void)
 /*
  * A link of @bytes_per_ms under the regulator: 12 GOPs of 30 frames, windows
  * of 2 (pushed once their last frame is captured), P only, two qualities,
- * a 100 ms budget. Counts the enhancement IDRs of which anything went out
- * and the base ADUs that went out whole.
+ * a 100 ms budget; the regulator told the path carries @path_bps (0: told
+ * nothing) and checks restarts against @fit_pct of the encoder's rate.
+ * Counts the enhancement IDRs of which anything went out and the base ADUs
+ * that went out whole.
  */
 static void
-run_slow_link(unsigned backoff_max, unsigned bytes_per_ms, unsigned *idr_started,
-              unsigned *idr_whole, unsigned *base_whole, unsigned *base_total,
-              pps_sched_stats_t *st)
+run_slow_link_fit(unsigned backoff_max, unsigned bytes_per_ms, unsigned fit_pct, uint64_t path_bps,
+                  unsigned *idr_started, unsigned *idr_whole, unsigned *base_whole,
+                  unsigned *base_total, pps_sched_stats_t *st)
 {
 	window_list_t list;
 	pps_sched_params_t params = {.latency_budget_us = 100000,
 	                             .max_windows = 64,
 	                             .base_grace_us = 1000000,
-	                             .restart_backoff_max = backoff_max};
+	                             .restart_backoff_max = backoff_max,
+	                             .restart_fit_pct = fit_pct};
 	pps_sched_t *s = pps_sched_new(&params);
 	receiver_t rx;
 	uint8_t buf[1500];
@@ -1831,6 +1834,9 @@ run_slow_link(unsigned backoff_max, unsigned bytes_per_ms, unsigned *idr_started
 	REQUIRE(s);
 	memset(&rx, 0, sizeof(rx));
 	make_windows(&list, 360, 2, 1, 2, 30, PPS_PRIORITY_TEMPORAL_FIRST, 1, 0.25);
+	if (path_bps)
+		pps_sched_set_path(s,
+		                   &(pps_sched_path_t){.rate_bps = path_bps, .one_way_us = 10000});
 	for (int64_t now = 1000000; now < 1000000 + 13 * 1000000; now += 1000) {
 		while (pushed < list.n &&
 		       pps_window_first_capture_us(list.windows[pushed]) +
@@ -1864,6 +1870,15 @@ run_slow_link(unsigned backoff_max, unsigned bytes_per_ms, unsigned *idr_started
 	free_windows(&list);
 	pps_sched_free(s);
 	receiver_free(&rx);
+}
+
+static void
+run_slow_link(unsigned backoff_max, unsigned bytes_per_ms, unsigned *idr_started,
+              unsigned *idr_whole, unsigned *base_whole, unsigned *base_total,
+              pps_sched_stats_t *st)
+{
+	run_slow_link_fit(backoff_max, bytes_per_ms, 0, 0, idr_started, idr_whole, base_whole,
+	                  base_total, st);
 }
 
 /* An enhancement layer whose IDR the path cannot carry in time is not tried
@@ -1901,6 +1916,37 @@ test_sched_restart_backoff(void)
 	CHECK_EQ_INT(st.adus_restart_skipped, 0);
 }
 
+/* A path whose estimate is below what the encoder makes of the base and the
+ * enhancement gets no enhancement IDR once that rate is known (after the
+ * first 8 windows: GOP 0's IDR still goes); one whose estimate covers it
+ * restarts as the backoff says. */
+static void
+test_sched_restart_fit(void)
+{
+	unsigned started, whole, base_whole, base_total;
+	pps_sched_stats_t st;
+
+	run_slow_link_fit(8, 80, 50, 100000, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 1);
+	CHECK_EQ_INT(base_whole, base_total);
+	/* GOP 0's cut restart backs off over GOP 1; the other ten do not fit. */
+	CHECK_EQ_INT(st.adus_restart_skipped, 1);
+	CHECK_EQ_INT(st.adus_restart_unfit, 10);
+	/* The same estimate without the check: the backoff's 4 tries. */
+	run_slow_link_fit(8, 80, 0, 100000, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 4);
+	CHECK_EQ_INT(st.adus_restart_unfit, 0);
+	/* An estimate far above the encoder's rate: the check lets every try by. */
+	run_slow_link_fit(8, 80, 50, 100000000, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 4);
+	CHECK_EQ_INT(st.adus_restart_unfit, 0);
+	/* A path that carries the layer, told its rate: every IDR whole. */
+	run_slow_link_fit(8, 1000, 50, 8000000, &started, &whole, &base_whole, &base_total, &st);
+	CHECK_EQ_INT(started, 12);
+	CHECK_EQ_INT(whole, 12);
+	CHECK_EQ_INT(st.adus_restart_unfit, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1931,5 +1977,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_sched_adu_deadline_drop);
 	PPS_TEST_RUN(test_sched_predictive_drop);
 	PPS_TEST_RUN(test_sched_restart_backoff);
+	PPS_TEST_RUN(test_sched_restart_fit);
 	return pps_test_result();
 }
