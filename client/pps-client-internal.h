@@ -476,6 +476,9 @@ typedef struct {
 	uint64_t freezes;         /* gaps > 100 ms */
 	double freeze_longest_ms; /* longest gap between two shown frames */
 	double frozen_total_ms;   /* sum of the gaps > 100 ms */
+	/* from the client's start to its first picture shown (connect, join,
+	 * the first IDR, decoding); < 0 = none shown */
+	double first_picture_ms;
 	/* per shown frame, client side: capture->received, received->decoded,
 	 * decoded->displayed (the server's encode and send times are not on the wire) */
 	double stage_p50_ms[3], stage_p95_ms[3];

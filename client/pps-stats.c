@@ -97,6 +97,7 @@ struct pps_stats {
 	/* the start record, and the last STREAM_INFO, for the summaries */
 	char program[32], server[256], policy[32];
 	int64_t start_us;
+	int64_t first_shown_us; /* the first picture's display time; 0 = none yet */
 	bool have_stream;
 	pps_wire_stream_info_t stream;
 	/* the interval records: counters at the last one */
@@ -201,6 +202,8 @@ pps_stats_frame(pps_stats_t *s, const pps_stats_frame_t *f)
 			s->freezes++;
 		}
 		s->last_shown_us = f->display_us;
+		if (!s->first_shown_us)
+			s->first_shown_us = f->display_us;
 		if (f->received_us && f->decoded_us &&
 		    grow((void **)&s->stage_ms[0], &s->cap_stage, s->n_stage, sizeof(float))) {
 			/* All stage arrays grow together (same capacity). */
@@ -797,6 +800,9 @@ pps_stats_summarize(pps_stats_t *s, pps_stats_summary_t *o)
 	o->windows_join = s->windows_join;
 	o->freeze_longest_ms = (double)s->freeze_longest_us / 1000.0;
 	o->frozen_total_ms = (double)s->frozen_total_us / 1000.0;
+	o->first_picture_ms = s->first_shown_us && s->start_us
+	                          ? (double)(s->first_shown_us - s->start_us) / 1000.0
+	                          : -1.0;
 	o->freezes = s->freezes;
 	for (int i = 0; i < N_STAGES; i++) {
 		float *v = s->n_stage ? malloc(s->n_stage * sizeof(*v)) : NULL;
@@ -872,6 +878,10 @@ write_summary_json(FILE *out, const pps_stats_t *s, const pps_stats_summary_t *o
 	        o->frames_overflow, o->frames_other, o->windows_join, o->freezes);
 	json_number(out, "freeze_longest_ms", o->freeze_longest_ms);
 	json_number(out, "frozen_total_ms", o->frozen_total_ms);
+	if (o->first_picture_ms >= 0)
+		json_number(out, "first_picture_ms", o->first_picture_ms);
+	else
+		fprintf(out, ",\"first_picture_ms\":null");
 	for (int i = 0; i < N_STAGES; i++) {
 		char name[64];
 
@@ -943,6 +953,9 @@ pps_stats_write_summary(pps_stats_t *s, const pps_stats_summary_t *o, FILE *tabl
 	        o->frames_lost, o->frames_overflow + o->frames_other, FREEZE_MS, o->freezes,
 	        o->freeze_longest_ms, o->frozen_total_ms / 1000.0, o->stage_p50_ms[STAGE_NETWORK],
 	        o->stage_p50_ms[STAGE_DECODE], o->stage_p50_ms[STAGE_PLAYOUT]);
+	if (o->first_picture_ms >= 0)
+		fprintf(table, "  first picture            %7.0f ms after the start\n",
+		        o->first_picture_ms);
 	if (o->has_audio)
 		fprintf(table,
 		        "  audio slots              %8" PRIu64

@@ -267,22 +267,31 @@ def relay_slow_subscriber(build, workdir):
     return s
 
 
-def relay_late_joiner(build, workdir):
-    """A viewer that joins a stream flowing for seconds gets pictures: its
-    join's IDR request travels to the publisher as a RECOVERY_REQUEST."""
-    relay = Relay(build, workdir)
-    pub = None
+def second_joins(build, workdir, relay, status_lines, durations, *settings):
+    """A publisher of room/alice (@settings), a first viewer, and a second one
+    that joins once the first has shown @status_lines status lines (a second
+    each); both run to their end (@durations, s). Stops the publisher and the
+    relay; returns (publisher, first, second)."""
+    pub = first = None
     try:
-        pub = publish(build, workdir, relay, "room/alice", "encoder.gop_frames=300")
-        first = Client(build, workdir, relay.address + "/room/alice", duration=8, name="first")
-        # The late one joins once the first has shown three status lines
-        # of pictures: mid-GOP (a GOP is 10 s).
-        wait_until(lambda: first.output()[1].count(" fps") >= 3,
-                   lambda: "three status lines: %s" % first.output()[1][-600:], 30, first.proc)
-        late = Client(build, workdir, relay.address + "/room/alice", duration=5, name="late")
-        check(late.wait() == 0 and first.wait() == 0, "%s %s" % (late.stderr[-600:], first.stderr[-600:]))
+        pub = publish(build, workdir, relay, "room/alice", *settings)
+        first = Client(build, workdir, relay.address + "/room/alice", duration=durations[0], name="first")
+        wait_until(lambda: first.output()[1].count(" fps") >= status_lines,
+                   lambda: "%d status lines: %s" % (status_lines, first.output()[1][-600:]), 30, first.proc)
+        second = Client(build, workdir, relay.address + "/room/alice", duration=durations[1], name="second")
+        check(second.wait() == 0 and first.wait() == 0, "%s %s" % (second.stderr[-600:], first.stderr[-600:]))
     finally:
         stop_all(pub, relay)
+    return pub, first, second
+
+
+def relay_late_joiner(build, workdir):
+    """A viewer that joins a stream flowing for seconds gets pictures: its
+    join's IDR request travels to the publisher as a RECOVERY_REQUEST. It
+    joins once the first has shown three status lines of pictures: mid-GOP
+    (a GOP is 10 s)."""
+    relay = Relay(build, workdir)
+    pub, _, late = second_joins(build, workdir, relay, 3, (8, 5), "encoder.gop_frames=300")
     shown_well(late, 60, pct=0)
     check("IDR requests sent upstream" in relay.log(), relay.log()[-1000:])
     sent = int(relay.log().split("IDR requests sent upstream ")[1].split()[0].rstrip(","))
@@ -291,11 +300,16 @@ def relay_late_joiner(build, workdir):
 
 
 def first_picture_s(client):
-    """Seconds from the viewer's start to its first picture shown."""
+    """Seconds from the viewer's start to its first picture shown: the
+    summary's first_picture_ms, which the log's own records must agree with."""
     start = client.events("start")[0]["time_us"]
     shown = [e["display_us"] for e in client.events("frame") if e.get("shown")]
     check(shown, "%s: no picture shown" % client.log_path)
-    return (min(shown) - start) / 1e6
+    reported = client.summary().get("first_picture_ms")
+    check(reported is not None and abs(reported - (min(shown) - start) / 1e3) < 1.0,
+          "%s: first_picture_ms %s against %.1f ms from the records" % (client.log_path, reported,
+                                                                       (min(shown) - start) / 1e3))
+    return reported / 1e3
 
 
 def relay_joins_close_together(build, workdir):
@@ -304,22 +318,12 @@ def relay_joins_close_together(build, workdir):
     the relay forwards within 2 s of its own (the publisher's bound per
     client between loss requests), is heard (a relay asks for its viewers,
     each bounded at the relay), not left for a retry 2 s later or the next
-    periodic IDR (a GOP of 10 s here)."""
+    periodic IDR (a GOP of 10 s here). The bound in bits is out of the way
+    (a forced IDR may follow the one before it after 500 ms): what is left
+    to hold a join is the bound per client."""
     relay = Relay(build, workdir)
-    pub = first = second = None
-    try:
-        # The bound in bits out of the way (a forced IDR may follow the one
-        # before it after 500 ms): what is left to hold a join is the bound
-        # per client.
-        pub = publish(build, workdir, relay, "room/alice", "encoder.gop_frames=300",
-                      "server.recovery_budget_pct=100")
-        first = Client(build, workdir, relay.address + "/room/alice", duration=6, name="first")
-        wait_until(lambda: first.output()[1].count(" fps") >= 1,
-                   lambda: "a status line: %s" % first.output()[1][-600:], 30, first.proc)
-        second = Client(build, workdir, relay.address + "/room/alice", duration=5, name="second")
-        check(second.wait() == 0 and first.wait() == 0, "%s %s" % (second.stderr[-600:], first.stderr[-600:]))
-    finally:
-        stop_all(pub, relay)
+    _, first, second = second_joins(build, workdir, relay, 1, (6, 5), "encoder.gop_frames=300",
+                                    "server.recovery_budget_pct=100")
     t1, t2 = first_picture_s(first), first_picture_s(second)
     print("first picture after %.2f s (first viewer), %.2f s (second)" % (t1, t2))
     # Held by the per-client bound, the first waited 2.1 s and the second

@@ -442,6 +442,9 @@ test_stats_accounting(void)
 	CHECK(buf &&
 	      strstr(buf, "\"type\":\"frames_missing\",\"first_frame\":11,\"frames\":100000"));
 	CHECK(buf && strstr(buf, "\"freeze_longest_ms\":567.000"));
+	/* No start recorded: no time to the first picture. */
+	CHECK(o.first_picture_ms < 0);
+	CHECK(buf && strstr(buf, "\"first_picture_ms\":null"));
 	CHECK(buf && strstr(buf, "\"status\":\"join\""));
 	free(buf);
 	pps_stats_free(s);

@@ -115,6 +115,26 @@ def run(build, args):
     return 0 if runinfo.get("server_exit") == 0 else 1
 
 
+def first_picture_s(client_jsonl):
+    """Seconds from the client's start record to its first picture shown (None
+    when it showed none): connecting, joining, the first IDR, decoding."""
+    start = first = None
+    try:
+        with open(client_jsonl) as fh:
+            for line in fh:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("type") == "start" and start is None:
+                    start = e.get("time_us")
+                elif e.get("type") == "frame" and e.get("shown") and e.get("display_us"):
+                    first = e["display_us"] if first is None else min(first, e["display_us"])
+    except OSError:
+        return None
+    return (first - start) / 1e6 if start and first else None
+
+
 def report(out):
     with open(os.path.join(out, "run.json")) as f:
         runinfo = json.load(f)
@@ -127,6 +147,7 @@ def report(out):
         cid = metrics.server_client_id(slog, r["addr"]) if os.path.exists(slog) else None
         m["server_client"] = (m.get("clients") or {}).get(cid) if cid is not None else None
         m.pop("clients", None)
+        m["first_picture_s"] = first_picture_s(cj)
         stats = read_json(per_receiver_path(os.path.join(out, "linkem.json"), k, len(runinfo["receivers"])))
         link = (stats or {}).get("settings", {}).get("fwd", {})
         m.update({"side": r["side"], "rate": r["rate"], "capacity_bps": link.get("rate_bps"), "rtt_ms": None,
@@ -153,15 +174,15 @@ def report(out):
          f"server settings: " + ", ".join(f"`{a}={b}`" for a, b in runinfo["server_set"].items()) +
          "".join(f", client `{a}={b}`" for a, b in (runinfo.get("client_set") or {}).items()) +
          f"; server --log: {'yes' if runinfo['server_log'] else 'no (this server has none)'}; congestion control: {runinfo['congestion']}.", "",
-         "| receiver | link Mbit/s | RTT ms | queue pkts | frames shown % | p50 / p95 / p99 ms | longest freeze ms | frozen s | received Mbit/s | PSNR dB | estimate Mbit/s |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| receiver | link Mbit/s | RTT ms | queue pkts | frames shown % | p50 / p95 / p99 ms | longest freeze ms | frozen s | first picture s | received Mbit/s | PSNR dB | estimate Mbit/s |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     f = fmt
     for m in rows:
         sc = m.get("server_client") or {}
         L.append(f"| {m['side']} | {f((m['capacity_bps'] or 0) / 1e6, '.2f')} | {f(m['rtt_ms'], '.0f')} | {m['queue_pkts']} | "
                  f"{f(m['frames_shown_pct'])} | {f(m['frame_latency_p50_ms'], '.0f')} / {f(m['frame_latency_p95_ms'], '.0f')} / "
                  f"{f(m['frame_latency_p99_ms'], '.0f')} | {f(m['longest_freeze_ms'], '.0f')} | {f((m['total_frozen_ms'] or 0) / 1e3, '.1f')} | "
-                 f"{f((m['received_bps'] or 0) / 1e6, '.2f')} | {f(m.get('psnr_y_mean'), '.2f')} | "
+                 f"{f(m['first_picture_s'], '.2f')} | {f((m['received_bps'] or 0) / 1e6, '.2f')} | {f(m.get('psnr_y_mean'), '.2f')} | "
                  f"{f((sc.get('estimate_bps_mean') or 0) / 1e6 if sc.get('estimate_bps_mean') else None, '.2f')} |")
     L += ["", "| check | wanted | measured | verdict |", "|---|---|---|---|"]
     for c in checks:
