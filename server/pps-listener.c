@@ -931,13 +931,21 @@ read_pool_loss(link_t *k, uint32_t seq)
 	k->audio_frames_read = k->audio_frames;
 }
 
+/* Orders connections by their address (its hash first, then the address):
+ * 0 for two of one address. */
+static int
+link_host_cmp(const link_t *x, const link_t *y)
+{
+	if (x->host_key != y->host_key)
+		return x->host_key < y->host_key ? -1 : 1;
+	return strcmp(x->host, y->host);
+}
+
 static int
 pooled_cmp(const void *a, const void *b)
 {
 	const pooled_t *x = a, *y = b;
-	int host = x->link->host_key != y->link->host_key
-	               ? (x->link->host_key < y->link->host_key ? -1 : 1)
-	               : strcmp(x->link->host, y->link->host);
+	int host = link_host_cmp(x->link, y->link);
 
 	if (host)
 		return host;
@@ -962,9 +970,7 @@ static int
 audio_peer_cmp(const void *a, const void *b)
 {
 	const audio_peer_t *x = a, *y = b;
-	int host = x->link->host_key != y->link->host_key
-	               ? (x->link->host_key < y->link->host_key ? -1 : 1)
-	               : strcmp(x->link->host, y->link->host);
+	int host = link_host_cmp(x->link, y->link);
 
 	if (host)
 		return host;
@@ -1016,8 +1022,7 @@ copies_off_review(pps_listener_t *l)
 		size_t end = i, audio = 0, video = 0;
 		link_t *first = l->peers[i].link;
 
-		while (end < n && l->peers[end].link->host_key == first->host_key &&
-		       strcmp(l->peers[end].link->host, first->host) == 0) {
+		while (end < n && link_host_cmp(l->peers[end].link, first) == 0) {
 			if (l->peers[end].audio)
 				audio++;
 			else
@@ -1116,7 +1121,7 @@ pps_listener_push_audio(pps_listener_t *l, const pps_wire_audio_frame_t *frame)
 		unsigned want;
 
 		while (end < n && l->pooled[end].pool == l->pooled[i].pool &&
-		       strcmp(l->pooled[end].link->host, l->pooled[i].link->host) == 0)
+		       link_host_cmp(l->pooled[end].link, l->pooled[i].link) == 0)
 			loss += l->pooled[end++].link->audio_loss;
 		loss /= (double)(end - i);
 		want =

@@ -227,6 +227,7 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 {
 	pps_session_t *s = user;
 	unsigned caps = pps_transport_caps(s->transport);
+	pps_path_estimate_t est;
 	int err;
 	if (pps_session_audio_only(s))
 		return; /* a thin stream: no path estimate, nothing to steer */
@@ -246,16 +247,12 @@ sample_cb(const pps_minbuf_sample_t *ms, void *user)
 	};
 
 	pps_path_add_sample(s->path, &sample);
-	{
-		pps_path_estimate_t est;
-
-		pps_path_get_estimate(s->path, &est);
-		pps_sched_set_path(s->sched, &(pps_sched_path_t){
-		                                 .rate_bps = est.valid ? est.estimate_bps : 0,
-		                                 .queued_bytes = ms->notsent_bytes,
-		                                 .one_way_us = ms->srtt_us / 2,
-		                             });
-	}
+	pps_path_get_estimate(s->path, &est);
+	pps_sched_set_path(s->sched, &(pps_sched_path_t){
+	                                 .rate_bps = est.valid ? est.estimate_bps : 0,
+	                                 .queued_bytes = ms->notsent_bytes,
+	                                 .one_way_us = ms->srtt_us / 2,
+	                             });
 	if (caps & PPS_TRANSPORT_CAP_LATENCY_CAP)
 		pps_transport_set_latency_cap(s->transport, pps_path_inflight_cap_pkts(s->path));
 	if ((caps & PPS_TRANSPORT_CAP_CONGESTION) &&
