@@ -460,6 +460,12 @@ child_start(call_child_t *child)
 			args_add(argv, &argc, "--set");
 			args_add(argv, &argc, p->server_settings[i]);
 		}
+		if (p->log_dir) {
+			/* This participant's own name: never a peer's, so never a viewer's log. */
+			snprintf(log_path, sizeof(log_path), "%s/%s.jsonl", p->log_dir, p->name);
+			args_add(argv, &argc, "--log");
+			args_add(argv, &argc, log_path);
+		}
 	} else {
 		child->probe = strcmp(p->display, "none") != 0 && !child->promote;
 		child->promote = false;

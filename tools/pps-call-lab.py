@@ -39,9 +39,12 @@ def main(argv):
     ap.add_argument("--up", default="1,8", help="each participant's uplink, 1 or N values (default 1,8: alice's is asymmetric)")
     ap.add_argument("--delays", default="25ms", help="one-way delay of each participant's link (1 or N values; default 25ms)")
     ap.add_argument("--queue", default="auto", help="queue of each link in packets, or auto = 1 BDP (default auto)")
+    ap.add_argument("--queue-bytes", help="queue of each link in bytes, or auto = 1 BDP of bytes whatever the packets' sizes "
+                         "(default: as --queue, 1500 bytes a packet)")
     ap.add_argument("--duration", type=float, default=30, help="seconds of the call (default 30)")
     ap.add_argument("--pattern", default="smpte", help="every participant's source.pattern (default smpte)")
     ap.add_argument("--server-set", action="append", metavar="SECTION.KEY=VALUE", help="more publisher --set; repeatable")
+    ap.add_argument("--client-set", action="append", metavar="SECTION.KEY=VALUE", help="more viewer --set (pps-call --client-set); repeatable")
     ap.add_argument("--psnr", action="store_true", help="score the pictures shown with pps-peer-score (PSNR-Y); every viewer then writes its pictures raw "
                          "(about 14 MB/s each), a load of its own on a small machine")
     ap.add_argument("--out", required=True)

@@ -144,6 +144,19 @@ def check_json(linkem):
             if settings[direction]["trace"] != trace:
                 failures.append("pps-linkem --check: %s trace %r, expected %r" %
                                 (direction, settings[direction]["trace"], trace))
+    # The queue's two counts: 1 BDP (1 Mbit/s x 50 ms = 6,250 bytes) in
+    # 1500-byte packets by default, in bytes with --queue-bytes auto.
+    for extra, pkts, size in (([], 5, 7500), (["--queue-bytes", "auto"], 6250 // 40 + 1, 6250)):
+        p = subprocess.run([linkem, "--snd-netns", "a", "--rcv-netns", "b", "--rate", "1mbit",
+                            "--delay", "25ms", "--check"] + extra, capture_output=True, text=True,
+                           timeout=30)
+        if p.returncode != 0:
+            failures.append("pps-linkem --check %s: exit %d: %s" % (extra, p.returncode, p.stderr.strip()))
+            continue
+        got = json.loads(p.stdout)["settings"]["fwd"]
+        if (got["queue_limit_pkts"], got["queue_limit_bytes"]) != (pkts, size):
+            failures.append("pps-linkem --check %s: queue %d pkts / %d bytes, expected %d / %d" %
+                            (extra, got["queue_limit_pkts"], got["queue_limit_bytes"], pkts, size))
     return failures
 
 

@@ -139,8 +139,9 @@ usage(FILE *out)
 	    "  --delay TIME         one-way propagation delay: 25ms, 500us (default 0)\n"
 	    "  --queue N|auto       queue limit in packets (default auto: 1 BDP, DRD: 2x "
 	    "drdcongest)\n"
-	    "  --queue-bytes N|auto queue limit in bytes (default auto: as --queue, 1500 "
-	    "B/packet)\n"
+	    "  --queue-bytes N|auto queue limit in bytes (default: as --queue, 1500 B/packet;\n"
+	    "                       auto: 1 BDP of bytes, packets counted only as 40-byte\n"
+	    "                       headers, so small packets do not fill it early)\n"
 	    "  --aqm droptail|drd   queue discipline (default droptail)\n"
 	    "  --drd-min X          DRD: mark ECT packets above X BDP (default %.1f)\n"
 	    "  --drd-congest Y      DRD: drop above Y BDP (default %.1f)\n"
@@ -416,7 +417,17 @@ direction_configure(linkem_t *lk, int d)
 	 */
 	pkts = settings_queue_value(ds->name, "queue", ds->queue_pkts_text);
 	bytes = settings_queue_value(ds->name, "queue-bytes", ds->queue_bytes_text);
-	if (!pkts && !bytes) {
+	if (!pkts && !bytes && ds->queue_bytes_text) {
+		/*
+		 * --queue-bytes auto: one BDP of bytes whatever the packets' sizes (a
+		 * link that carries acknowledgements and small audio frames beside
+		 * full packets, as an uplink does, holds more of them).
+		 */
+		bytes = ds->aqm == PPS_LINKEM_AQM_DRD ? 2 * c->drd_congest_bytes : bdp_bytes;
+		if (bytes < 2 * LINKEM_MTU_BYTES)
+			bytes = 2 * LINKEM_MTU_BYTES;
+		pkts = bytes / 40 + 1;
+	} else if (!pkts && !bytes) {
 		uint64_t target =
 		    ds->aqm == PPS_LINKEM_AQM_DRD ? 2 * c->drd_congest_bytes : bdp_bytes;
 

@@ -43,6 +43,16 @@ def rate_arg(r):
     return r if re.search(r"[a-z]", r) else r + "mbit"
 
 
+def queue_text(runinfo):
+    """How the report names the queues."""
+    qb = runinfo.get("queue_bytes")
+    if qb == "auto":
+        return "queues 1 BDP of bytes (small packets count by their size)"
+    if qb:
+        return f"queues {qb} bytes"
+    return f"queues {runinfo['queue']} (1 BDP when auto, in 1500-byte packets)"
+
+
 def split_values(text, n, what):
     values = [v.strip() for v in str(text).split(",") if v.strip()]
     if len(values) == 1:
@@ -75,9 +85,11 @@ def run(build, args):
     up = ["--receivers", n, "--rate", ",".join(rate_arg(r) for r in downs), "--rev-rate", ",".join(rate_arg(r) for r in ups),
           "--delay", ",".join(delays), "--queue", args.queue, "--aqm", "droptail", "--ecn", "off", "--congestion", "cubic",
           "--stats", os.path.join(out, "linkem.json")]
+    if args.queue_bytes:
+        up += ["--queue-bytes", args.queue_bytes]
     name = args.lab_name or "call%d" % (os.getpid() % 10000)
     runinfo = {"command": " ".join([PROGRAM] + [shlex.quote(a) for a in sys.argv[1:]]), "participants": names,
-               "down": downs, "up": ups, "delays": delays, "queue": args.queue, "duration_s": args.duration,
+               "down": downs, "up": ups, "delays": delays, "queue": args.queue, "queue_bytes": args.queue_bytes, "duration_s": args.duration,
                "pattern": args.pattern, "psnr": bool(psnr), "room": ROOM,
                "congestion": "the streams: the server's default (bbr); the lab's routes: cubic"}
     relay = None
@@ -101,6 +113,8 @@ def run(build, args):
                     argv += ["--output-dir", os.path.join(out, who)]
                 for item in args.server_set or []:
                     argv += ["--set", item]
+                for item in args.client_set or []:
+                    argv += ["--client-set", item]
                 calls.append(programs.Program(argv, lab, f"rcv{k}", stderr=os.path.join(out, f"call-{who}.err")))
             runinfo["start_unix"] = min(c.start_unix for c in calls)
             for c in calls:
@@ -165,7 +179,7 @@ def report(out):
     L = [f"# pps-call-lab: a {len(names)}-party call through pps-relay", "",
          f"`{public_command(runinfo['command'])}`; {runinfo['duration_s']:g} s; pattern {runinfo['pattern']}; "
          f"every participant one `pps-call` in its own namespace, the relay on the far side of every link; "
-         f"links: {links}; queues {runinfo['queue']} (1 BDP when auto), drop-tail; congestion control: {runinfo['congestion']}.", "",
+         f"links: {links}; {queue_text(runinfo)}, drop-tail; congestion control: {runinfo['congestion']}.", "",
          "| direction | sender's uplink Mbit/s | receiver's downlink Mbit/s | frames shown % | p50 / p95 / p99 ms | longest freeze ms | received Mbit/s | PSNR dB |",
          "|---|---|---|---|---|---|---|---|"]
     for m in rows:
