@@ -456,6 +456,12 @@ child_start(call_child_t *child)
 		args_add(argv, &argc, p->server_program);
 		args_add(argv, &argc, "--publish");
 		args_add(argv, &argc, location);
+		/* A call is a conversation: what would reach the relay after its
+		 * deadline is dropped before it is written (predictive deadlines),
+		 * at the price of some throughput share; the participant's own
+		 * --set, later on the line, may say otherwise. */
+		args_add(argv, &argc, "--set");
+		args_add(argv, &argc, PPS_CALL_PUBLISHER_DEADLINES);
 		for (unsigned i = 0; i < p->n_server_settings; i++) {
 			args_add(argv, &argc, "--set");
 			args_add(argv, &argc, p->server_settings[i]);

@@ -41,6 +41,9 @@
 /* SIGTERM to a child, then SIGKILL after this long. */
 #define PPS_CALL_DEFAULT_STOP_GRACE_US 5000000
 
+/* The publisher's deadlines in a call, before the participant's --set. */
+#define PPS_CALL_PUBLISHER_DEADLINES "pps.deadlines=predictive"
+
 typedef struct pps_call pps_call_t;
 
 typedef struct {

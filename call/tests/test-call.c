@@ -186,6 +186,58 @@ test_call_publisher_fails(void)
 	event_base_free(run.base);
 }
 
+/* The publisher's command line: the call's deadlines first, the
+ * participant's --set after them (so that it wins), then its log. */
+static void
+test_call_publisher_arguments(void)
+{
+	static const char *const settings[] = {"pps.deadlines=window"};
+	char server[512], client[512], want[1024];
+	run_t run = {0};
+	pps_call_t *call;
+	pps_call_params_t params = {
+	    .relay = "127.0.0.1:9",
+	    .room = "room",
+	    .name = "alice",
+	    .peers = one_peer,
+	    .n_peers = 1,
+	    .display = "none",
+	    .server_settings = settings,
+	    .n_server_settings = 1,
+	    .log_dir = tmp_dir,
+	    .retry_interval_us = 50000,
+	    .stop_grace_us = 2000000,
+	    .log = {.cb = log_cb, .user = &run},
+	};
+	const pps_call_events_t events = {.line_cb = line_cb, .ended_cb = ended_cb};
+	char err[256];
+
+	write_script("server-args", "echo \"pps-server: $*\" >&2\nexit 1", server, sizeof(server));
+	write_script("client-waits", "exec sleep 30", client, sizeof(client));
+	params.server_program = server;
+	params.client_program = client;
+	run.base = event_base_new();
+	CHECK(run.base != NULL);
+	if (!run.base)
+		return;
+	call = pps_call_new(run.base, &params, &events, &run, err, sizeof(err));
+	CHECK(call != NULL, "%s", err);
+	if (!call) {
+		event_base_free(run.base);
+		return;
+	}
+	CHECK(pps_call_start(call, NULL, 0) == 0);
+	event_base_dispatch(run.base);
+	snprintf(want, sizeof(want),
+	         "[alice] pps-server: --publish 127.0.0.1:9/room/alice --set "
+	         "pps.deadlines=predictive --set pps.deadlines=window --log %s/alice.jsonl",
+	         tmp_dir);
+	CHECK(run.ended == 1);
+	CHECK(strcmp(run.last_line, want) == 0, "%s", run.last_line);
+	pps_call_free(call);
+	event_base_free(run.base);
+}
+
 /* With a window, a try is a headless probe first: a peer that has not
  * published opens no window, and one that has gets its real viewer (a
  * window, once) as soon as the probe sees the stream. */
@@ -351,6 +403,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_call_bad_params);
 	PPS_TEST_RUN(test_call_waits_for_peer);
 	PPS_TEST_RUN(test_call_publisher_fails);
+	PPS_TEST_RUN(test_call_publisher_arguments);
 	PPS_TEST_RUN(test_call_stop);
 	PPS_TEST_RUN(test_call_probes_with_a_window);
 	status = pps_test_result();
