@@ -544,6 +544,12 @@ pps_listener_add_with_input(pps_listener_t *l, int fd, const struct sockaddr *ad
 	return pps_listener_add_routed(l, fd, addr, addr_len, NULL, input, input_len);
 }
 
+void
+pps_listener_set_audio_transport(pps_listener_t *l, uint8_t transport)
+{
+	l->params.session.stream_info.audio_transport = transport;
+}
+
 int
 pps_listener_add_routed(pps_listener_t *l, int fd, const struct sockaddr *addr, socklen_t addr_len,
                         pps_tls_t *tls, const uint8_t *input, size_t input_len)

@@ -124,6 +124,16 @@ struct relay_stream {
 	size_t window_bytes;
 	assembling_t assembling[PPS_RELAY_ASSEMBLING_ADUS];
 	uint32_t last_frame_index;
+	/* The publisher's host, for its audio connection (the same host only). */
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	/* The publisher's audio on a connection of its own (a thin stream on
+	 * its side): AUDIO_FRAMEs only, pushed as the stream's own are; -1
+	 * while there is none. */
+	int audio_fd;
+	pps_tls_t *audio_tls;
+	struct event *audio_event;
+	pps_wire_parser_t *audio_parser;
 };
 
 /* A stream this relay takes from another (--upstream): connected from the
@@ -255,11 +265,30 @@ drop_window(relay_stream_t *s)
 	s->window_bytes = 0;
 }
 
+/* The publisher's audio connection goes; the stream (and its audio in
+ * the windows, if the publisher falls back to that) stays. */
+static void
+stream_audio_close(relay_stream_t *s)
+{
+	if (s->audio_event) {
+		event_free(s->audio_event);
+		s->audio_event = NULL;
+	}
+	pps_tls_free(s->audio_tls);
+	s->audio_tls = NULL;
+	if (s->audio_fd >= 0)
+		close(s->audio_fd);
+	s->audio_fd = -1;
+	pps_wire_parser_free(s->audio_parser);
+	s->audio_parser = NULL;
+}
+
 static void
 stream_free(relay_stream_t *s)
 {
 	if (!s)
 		return;
+	stream_audio_close(s);
 	drop_window(s);
 	if (s->read_event)
 		event_free(s->read_event);
@@ -331,6 +360,7 @@ stream_end(relay_stream_t *s, bool dropped, pps_wire_bye_reason_t reason, const 
 		event_del(s->report_timer);
 	close(s->fd);
 	s->fd = -1;
+	stream_audio_close(s);
 	drop_window(s);
 	if (s->listener) {
 		snprintf(text, sizeof(text), "stream %s ended: its %s", s->name,
@@ -836,6 +866,77 @@ stream_read_cb(evutil_socket_t fd, short what, void *user)
 	stream_input(s, buf, (size_t)n);
 }
 
+/* The publisher's audio connection: its STREAM_INFO (the stream's already
+ * came on the first), AUDIO_FRAMEs, its BYE; anything else, or a broken
+ * connection, closes it alone. */
+static void
+stream_audio_input(relay_stream_t *s, const uint8_t *data, size_t len)
+{
+	while (s->audio_fd >= 0) {
+		pps_wire_record_t rec;
+		int ret = pps_wire_parser_next(s->audio_parser, &data, &len, &rec);
+		const char *why = NULL;
+
+		if (ret == -EAGAIN)
+			return;
+		if (ret < 0)
+			why = pps_wire_parser_error(s->audio_parser);
+		else if (rec.kind == PPS_WIRE_AUDIO_FRAME && s->listener)
+			pps_listener_push_audio(s->listener, &rec.u.audio_frame);
+		else if (rec.kind == PPS_WIRE_BYE) {
+			pps_log(&s->relay->params.log, PPS_LOG_INFO,
+			        "stream %s: the publisher's audio connection ended (%s)", s->name,
+			        pps_wire_bye_reason_name(rec.u.bye.reason));
+			stream_audio_close(s);
+			return;
+		} else if (rec.kind != PPS_WIRE_STREAM_INFO && rec.kind != PPS_WIRE_AUDIO_FRAME)
+			why = pps_wire_kind_name(rec.kind);
+		if (why) {
+			pps_log(&s->relay->peer_log, PPS_LOG_WARNING,
+			        "stream %s: the publisher's audio connection closed: %s", s->name,
+			        why);
+			stream_audio_close(s);
+			return;
+		}
+	}
+}
+
+static void
+stream_audio_read_cb(evutil_socket_t fd, short what, void *user)
+{
+	relay_stream_t *s = user;
+	uint8_t buf[PUBLISHER_READ_BYTES];
+	ssize_t n;
+
+	(void)what;
+	for (int reads = 0; reads < PPS_TRANSPORT_READS_PER_WAKEUP; reads++) {
+		if (s->audio_tls) {
+			n = pps_tls_read(s->audio_tls, buf, sizeof(buf));
+		} else {
+			n = recv(fd, buf, sizeof(buf), 0);
+			if (n < 0)
+				n = errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+				        ? -EAGAIN
+				        : -errno;
+		}
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0) {
+			pps_log(&s->relay->params.log, PPS_LOG_INFO,
+			        "stream %s: the publisher's audio connection closed (%s)", s->name,
+			        n == 0         ? "connection closed"
+			        : s->audio_tls ? pps_tls_error(s->audio_tls)
+			                       : strerror((int)-n));
+			stream_audio_close(s);
+			return;
+		}
+		stream_audio_input(s, buf, (size_t)n);
+		if (s->audio_fd < 0 || !s->audio_tls || !pps_tls_has_pending(s->audio_tls))
+			return;
+	}
+	event_active(s->audio_event, EV_READ, 0);
+}
+
 /* ---- the door ------------------------------------------------------------ */
 
 static void
@@ -891,6 +992,79 @@ name_taken(pps_relay_t *r, const char *name, char *why, size_t why_size)
 	return false;
 }
 
+/* Same host (the ports differ): a stream's audio connection comes from
+ * where its publisher is. */
+static bool
+same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		              &((const struct sockaddr_in6 *)b)->sin6_addr,
+		              sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+/* A publisher's audio connection (HELLO with PUBLISH and AUDIO_ONLY, after
+ * its stream's): checked against the stream, answered as an audio-only
+ * client would, then read beside the stream. */
+static void
+door_admit_audio(door_conn_t *c)
+{
+	pps_relay_t *r = c->relay;
+	relay_stream_t *s = find_stream(r, c->hello.stream);
+	pps_wire_record_t hello = {.kind = PPS_WIRE_HELLO};
+	char why[160];
+
+	if (!s || s->upstream || !same_host(&s->addr, &c->addr)) {
+		snprintf(why, sizeof(why), "no stream %.64s published from this host",
+		         c->hello.stream);
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_NO_STREAM, why);
+		return;
+	}
+	if (s->audio_fd >= 0) {
+		snprintf(why, sizeof(why), "stream %.64s has its audio connection", s->name);
+		r->stats.publishers_refused++;
+		door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
+		return;
+	}
+	if (c->len > c->parsed) {
+		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, "audio before the relay's HELLO");
+		return;
+	}
+	s->audio_parser = pps_wire_parser_new(PPS_WIRE_DEFAULT_MAX_RECORD_BYTES);
+	if (s->audio_parser)
+		pps_wire_parser_set_sender(s->audio_parser, PPS_WIRE_FROM_SERVER);
+	s->audio_event = event_new(r->base, c->fd, EV_READ | EV_PERSIST, stream_audio_read_cb, s);
+	hello.u.hello.protocol_version = PPS_WIRE_VERSION;
+	hello.u.hello.flags = PPS_WIRE_HELLO_AUDIO | PPS_WIRE_HELLO_AUDIO_ONLY;
+	hello.u.hello.name_len =
+	    (uint8_t)snprintf(hello.u.hello.name, sizeof(hello.u.hello.name), "pps-relay");
+	s->audio_fd = c->fd;
+	s->audio_tls = c->tls;
+	c->fd = -1;
+	c->tls = NULL;
+	if (!s->audio_parser || !s->audio_event || event_add(s->audio_event, NULL) < 0 ||
+	    say_record(s->audio_fd, s->audio_tls, &hello) < 0) {
+		send_bye(s->audio_fd, s->audio_tls, PPS_WIRE_BYE_INTERNAL,
+		         "cannot take the audio connection");
+		stream_audio_close(s);
+		door_free(c, false);
+		return;
+	}
+	pps_log(&r->params.log, PPS_LOG_INFO,
+	        "stream %s: the publisher's audio on a connection of its own%s", s->name,
+	        s->audio_tls ? " (TLS)" : "");
+	door_free(c, false);
+	if (s->audio_tls && pps_tls_has_pending(s->audio_tls))
+		event_active(s->audio_event, EV_READ, 0);
+}
+
 /* The publisher proved itself (or needed not): its stream begins. */
 static void
 door_admit_publisher(door_conn_t *c)
@@ -901,6 +1075,10 @@ door_admit_publisher(door_conn_t *c)
 	char why[160];
 	size_t rest = c->len - c->parsed;
 
+	if (c->hello.flags & PPS_WIRE_HELLO_AUDIO_ONLY) {
+		door_admit_audio(c);
+		return;
+	}
 	/* Checked again: another publisher may have taken the name meanwhile. */
 	if (name_taken(r, c->hello.stream, why, sizeof(why))) {
 		r->stats.publishers_refused++;
@@ -921,7 +1099,10 @@ door_admit_publisher(door_conn_t *c)
 	}
 	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
 	s->relay = r;
+	s->audio_fd = -1;
 	s->fd = c->fd;
+	s->addr = c->addr;
+	s->addr_len = c->addr_len;
 	s->tls = c->tls;
 	c->tls = NULL; /* the stream's */
 	snprintf(s->name, sizeof(s->name), "%s", c->hello.stream);
@@ -979,7 +1160,8 @@ door_hello_publisher(door_conn_t *c)
 		door_refuse(c, PPS_WIRE_BYE_PROTOCOL, name_why);
 		return false;
 	}
-	if (name_taken(r, c->hello.stream, why, sizeof(why))) {
+	if (!(c->hello.flags & PPS_WIRE_HELLO_AUDIO_ONLY) &&
+	    name_taken(r, c->hello.stream, why, sizeof(why))) {
 		r->stats.publishers_refused++;
 		door_refuse(c, PPS_WIRE_BYE_STREAM_TAKEN, why);
 		return false;
@@ -1802,6 +1984,7 @@ upstream_subscribe(upstream_t *u)
 	}
 	pps_wire_parser_set_sender(s->parser, PPS_WIRE_FROM_SERVER);
 	s->relay = r;
+	s->audio_fd = -1;
 	s->fd = u->fd;
 	snprintf(s->name, sizeof(s->name), "%s", u->name);
 	snprintf(s->peer, sizeof(s->peer), "upstream %s", u->location);
@@ -2121,10 +2304,11 @@ read_record(outbound_t *c, pps_wire_parser_t *parser, uint8_t *buf, size_t size,
 }
 
 int
-pps_relay_publish_connect(const char *location, const char *token, pps_tls_ctx_t *tls_ctx,
-                          int64_t timeout_us, int *fd_out, pps_tls_t **tls_out,
-                          struct sockaddr_storage *addr, socklen_t *addr_len, uint8_t *hello_out,
-                          size_t hello_size, size_t *hello_len, char *err, size_t err_size)
+pps_relay_publish_connect(const char *location, bool audio, const char *token,
+                          pps_tls_ctx_t *tls_ctx, int64_t timeout_us, int *fd_out,
+                          pps_tls_t **tls_out, struct sockaddr_storage *addr, socklen_t *addr_len,
+                          uint8_t *hello_out, size_t hello_size, size_t *hello_len, char *err,
+                          size_t err_size)
 {
 	char address[300], stream[PPS_WIRE_MAX_STREAM_BYTES + 1], host[256], port[16];
 	pps_wire_record_t hello, rec;
@@ -2185,7 +2369,8 @@ pps_relay_publish_connect(const char *location, const char *token, pps_tls_ctx_t
 		snprintf(err, err_size, "out of memory");
 		goto fail;
 	}
-	hello = outbound_hello(PPS_WIRE_HELLO_PUBLISH, token, "pps-server", stream);
+	hello = outbound_hello(PPS_WIRE_HELLO_PUBLISH | (audio ? PPS_WIRE_HELLO_AUDIO_ONLY : 0),
+	                       token, "pps-server", stream);
 	if (pps_wire_encode(&hello, buf, sizeof(buf), &n) < 0 || outbound_send(&c, buf, n) < 0) {
 		ret = -EIO;
 		snprintf(err, err_size, "cannot send HELLO to the relay %s", address);

@@ -123,11 +123,15 @@ void pps_relay_free(pps_relay_t *relay);
  * endpoint in *tls_out (NULL: plaintext; for pps_listener_add_routed()),
  * its address in @addr/@addr_len, and the relay's HELLO record's bytes in
  * @hello (*hello_len of at most @hello_size). 0, or a negative errno with
- * the reason in @err (the relay's BYE text when it refused).
+ * the reason in @err (the relay's BYE text when it refused). @audio: the
+ * stream's audio connection instead (HELLO with AUDIO_ONLY too, after the
+ * stream's own connection, from the same host; the relay answers as an
+ * audio-only client).
  */
-int pps_relay_publish_connect(const char *location, const char *token, pps_tls_ctx_t *tls_ctx,
-                              int64_t timeout_us, int *fd_out, pps_tls_t **tls_out,
-                              struct sockaddr_storage *addr, socklen_t *addr_len, uint8_t *hello,
-                              size_t hello_size, size_t *hello_len, char *err, size_t err_size);
+int pps_relay_publish_connect(const char *location, bool audio, const char *token,
+                              pps_tls_ctx_t *tls_ctx, int64_t timeout_us, int *fd_out,
+                              pps_tls_t **tls_out, struct sockaddr_storage *addr,
+                              socklen_t *addr_len, uint8_t *hello, size_t hello_size,
+                              size_t *hello_len, char *err, size_t err_size);
 
 #endif /* PPS_RELAY_H */

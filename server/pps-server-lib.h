@@ -250,6 +250,10 @@ int pps_listener_add(pps_listener_t *listener, int fd, const struct sockaddr *ad
  */
 int pps_listener_add_with_input(pps_listener_t *listener, int fd, const struct sockaddr *addr,
                                 socklen_t addr_len, const uint8_t *input, size_t input_len);
+/* Sessions from now on announce @transport (STREAM_INFO's audio_transport)
+ * instead of the one the listener was made with: a publisher whose relay
+ * did not take its audio connection sends the audio in the windows. */
+void pps_listener_set_audio_transport(pps_listener_t *listener, uint8_t transport);
 /* pps_listener_add_with_input() for a connection whose TLS handshake the
  * router already ran (@tls, made on @fd; NULL: plaintext): @input is the
  * decrypted bytes it read. The session owns @tls from now on, or it is
@@ -525,9 +529,11 @@ typedef struct {
 	 * listening: the relay is the one client, served by the same session,
 	 * regulator and writer as a viewer; listener.session.access_token is
 	 * what the relay's challenge is answered with. The audio, if any, goes
-	 * on that connection. The server fails once the connection ends.
-	 * NULL or "": listen. */
+	 * on that connection, or with publish_audio_own on a second one of its
+	 * own (in the windows when the relay does not take it). The server
+	 * fails once the connection ends. NULL or "": listen. */
 	const char *publish;
+	bool publish_audio_own;
 	/* TLS to the relay (its certificate verified for the host named,
 	 * against relay_tls_ca, or the system's store when NULL or ""). */
 	bool relay_tls;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct pps_server {
 	struct event_base *base;
@@ -37,6 +38,13 @@ struct pps_server {
 	bool publishing;              /* params.publish: the relay is the one client */
 	pps_tls_ctx_t *relay_tls_ctx; /* params.relay_tls: the client side, to the relay */
 	const char *publish_token;    /* answers the relay's challenge */
+	/* The audio connection to the relay, between its connect and its
+	 * session (-1: none), and whether the relay took it. */
+	int audio_fd;
+	pps_tls_t *audio_tls;
+	uint8_t audio_hello[PPS_RELAY_HELLO_BYTES];
+	size_t audio_hello_len;
+	bool audio_own;
 };
 
 const char *
@@ -184,6 +192,7 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 		snprintf(err, err_size, "out of memory");
 		return NULL;
 	}
+	s->audio_fd = -1;
 	s->base = base;
 	s->params = *params;
 	s->params.media.log = params->log;
@@ -194,11 +203,14 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 	s->user = user;
 	s->state = PPS_SERVER_STATE_READY;
 	if (params->publish && params->publish[0]) {
-		/* The relay takes the audio on the one connection it holds. */
+		/* The relay takes the audio in the windows of the one connection,
+		 * or (publish_audio_own) on a connection of its own. */
 		s->publishing = true;
 		s->publish_token = params->listener.session.access_token;
 		s->params.listener.session.access_token = NULL;
-		s->params.media.audio.transport = PPS_WIRE_AUDIO_IN_STREAM;
+		s->params.media.audio.transport = params->publish_audio_own
+		                                      ? PPS_WIRE_AUDIO_OWN_CONNECTION
+		                                      : PPS_WIRE_AUDIO_IN_STREAM;
 	}
 	s->media =
 	    params->pushed
@@ -248,6 +260,46 @@ err:
 	return NULL;
 }
 
+static void
+publish_audio_drop(pps_server_t *s)
+{
+	pps_tls_free(s->audio_tls);
+	s->audio_tls = NULL;
+	if (s->audio_fd >= 0)
+		close(s->audio_fd);
+	s->audio_fd = -1;
+}
+
+/* The stream's audio connection to the relay, after the stream's own: a
+ * thin stream of its own, so that a voice frame does not wait behind the
+ * video's retransmissions on the uplink. A relay that does not take it
+ * (one before this connection existed refuses the name as taken) gets the
+ * audio in the windows: negative then, said once. */
+static int
+publish_audio_connect(pps_server_t *s)
+{
+	struct sockaddr_storage addr;
+	socklen_t addr_len = 0;
+	char why[256];
+	int ret;
+
+	ret = pps_relay_publish_connect(s->params.publish, true, s->publish_token, s->relay_tls_ctx,
+	                                PPS_DEFAULT_HELLO_TIMEOUT_US, &s->audio_fd, &s->audio_tls,
+	                                &addr, &addr_len, s->audio_hello, sizeof(s->audio_hello),
+	                                &s->audio_hello_len, why, sizeof(why));
+	if (ret < 0) {
+		s->audio_fd = -1;
+		s->audio_tls = NULL;
+		pps_log(&s->params.log, PPS_LOG_WARNING,
+		        "the relay did not take an audio connection (%s): the audio goes in the "
+		        "windows",
+		        why);
+		return ret;
+	}
+	s->audio_own = true;
+	return 0;
+}
+
 int
 pps_server_start(pps_server_t *s, char *err, size_t err_size)
 {
@@ -280,21 +332,42 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 				return -EINVAL;
 			}
 		}
-		ret = pps_relay_publish_connect(s->params.publish, s->publish_token,
+		ret = pps_relay_publish_connect(s->params.publish, false, s->publish_token,
 		                                s->relay_tls_ctx, PPS_DEFAULT_HELLO_TIMEOUT_US, &fd,
 		                                &tls, &addr, &addr_len, hello, sizeof(hello),
 		                                &hello_len, err, err_size);
 		if (ret < 0)
 			return ret;
+		if (s->info.audio_codec &&
+		    s->info.audio_transport == PPS_WIRE_AUDIO_OWN_CONNECTION &&
+		    publish_audio_connect(s) < 0)
+			pps_listener_set_audio_transport(s->listener, PPS_WIRE_AUDIO_IN_STREAM);
 		/* The relay's HELLO, read above, is the session's first record. */
 		ret = pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&addr, addr_len,
 		                              tls, hello, hello_len);
 		if (ret < 0) {
 			snprintf(err, err_size, "cannot serve the relay: %s", strerror(-ret));
+			publish_audio_drop(s);
 			return ret;
 		}
-		pps_log(&s->params.log, PPS_LOG_INFO, "publishing to %s%s", s->params.publish,
-		        tls ? " over TLS" : "");
+		if (s->audio_fd >= 0) {
+			ret = pps_listener_add_routed(
+			    s->listener, s->audio_fd, (struct sockaddr *)&addr, addr_len,
+			    s->audio_tls, s->audio_hello, s->audio_hello_len);
+			s->audio_fd = -1;
+			s->audio_tls = NULL; /* the session's, or freed */
+			if (ret < 0)
+				pps_log(&s->params.log, PPS_LOG_WARNING,
+				        "the relay's audio connection could not be served (%s): no "
+				        "audio",
+				        strerror(-ret));
+		}
+		pps_log(&s->params.log, PPS_LOG_INFO, "publishing to %s%s%s", s->params.publish,
+		        tls ? " over TLS" : "",
+		        s->info.audio_codec
+		            ? (s->audio_own ? ", the audio on a connection of its own"
+		                            : ", the audio in the windows")
+		            : "");
 	} else {
 		ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
 		if (ret < 0)
@@ -485,5 +558,6 @@ pps_server_free(pps_server_t *s)
 	(void)pps_server_log_close(s->log);
 	pps_media_free(s->media);
 	pps_tls_ctx_free(s->relay_tls_ctx);
+	publish_audio_drop(s);
 	free(s);
 }

@@ -228,6 +228,58 @@ def relay_garbage_publisher(build, workdir):
     p95_unchanged(viewer, attack_us, "the good stream's viewer")
 
 
+def audio_publish_hello(name):
+    """A raw publisher's audio HELLO: flags stream | publish | audio only."""
+    body = struct.pack(">HHHBB", 1, 0x001C, 0, 0, 0) + struct.pack(">B", len(name)) + name
+    return record(1, body)
+
+
+def refused_with(relay, hello, text):
+    """The bytes the relay answers @hello with before it closes, and whether
+    they carry @text (its BYE's)."""
+    sock = socket.create_connection(("127.0.0.1", relay.port))
+    sock.settimeout(10)
+    sock.sendall(hello)
+    got = read_all(sock)
+    sock.close()
+    return text.encode() in got, got
+
+
+def relay_publisher_audio(build, workdir):
+    """A publisher's audio on a connection of its own (server.publish_audio =
+    connection): the relay takes it beside the stream, from the stream's
+    host only, once; the viewer plays it. By default it comes in the
+    windows, and the viewer plays it as well."""
+    relay = Relay(build, workdir)
+    pub = pub2 = None
+    try:
+        pub = publish(build, workdir, relay, "room/alice", "server.publish_audio=connection")
+        relay.wait_for_log("stream room/alice: the publisher's audio on a connection of its own")
+        viewer = Client(build, workdir, relay.address + "/room/alice", "audio.output=none", duration=6,
+                        name="viewer")
+        viewer.wait_for_stderr(" fps")
+        # A second audio connection for the stream, and one for a stream
+        # that does not exist: refused, the stream's own goes on.
+        taken, got = refused_with(relay, audio_publish_hello(b"room/alice"), "has its audio connection")
+        check(taken, "a second audio connection: %r" % got)
+        missing, got = refused_with(relay, audio_publish_hello(b"room/nobody"), "no stream room/nobody")
+        check(missing, "audio for no stream: %r" % got)
+        pub2 = publish(build, workdir, relay, "room/bob")
+        viewer2 = Client(build, workdir, relay.address + "/room/bob", "audio.output=none", duration=6,
+                         name="viewer-window")
+        check(viewer.wait() == 0 and viewer2.wait() == 0,
+              "a viewer failed: %s %s" % (viewer.stderr[-600:], viewer2.stderr[-600:]))
+    finally:
+        stop_all(pub, pub2, relay)
+    log = relay.log()
+    check("stream room/bob: the publisher's audio on a connection of its own" not in log,
+          "the default opened an audio connection: %s" % log[-2000:])
+    for c in (viewer, viewer2):
+        s = shown_well(c, 100)
+        check(s.get("audio_slots", 0) >= 150 and s["audio_played_pct"] >= 90,
+              "%s: %s audio slots, %.1f%% played" % (c.log_path, s.get("audio_slots"), s.get("audio_played_pct") or 0))
+
+
 def subscribe_hello(name):
     """A raw viewer's HELLO for the stream @name: flags stream, no client name, no auth."""
     body = struct.pack(">HHHBB", 1, 0x0008, 0, 0, 0) + struct.pack(">B", len(name)) + name
@@ -551,7 +603,8 @@ def relay_web(build, workdir):
 
 TESTS = {f.__name__: f for f in [relay_two_viewers, relay_unknown_name, relay_impostor, relay_slow_subscriber,
                                  relay_garbage_publisher, relay_late_joiner, relay_tree, relay_web,
-                                 relay_tree_reconnect, relay_tls, relay_joins_close_together]}
+                                 relay_tree_reconnect, relay_tls, relay_joins_close_together,
+                                 relay_publisher_audio]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
