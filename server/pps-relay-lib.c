@@ -828,42 +828,53 @@ stream_input(relay_stream_t *s, const uint8_t *data, size_t len)
 	}
 }
 
+/* One read of @fd, through @tls when there is one: bytes, 0 when the peer
+ * closed, -EAGAIN, or another negative errno (with TLS, pps_tls_error()
+ * says why). */
+static ssize_t
+conn_read(int fd, pps_tls_t *tls, uint8_t *buf, size_t size)
+{
+	ssize_t n;
+
+	if (tls)
+		return pps_tls_read(tls, buf, size);
+	n = recv(fd, buf, size, 0);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	return n;
+}
+
+/* Why conn_read() returned @n <= 0 (not -EAGAIN). */
+static const char *
+conn_read_error(ssize_t n, pps_tls_t *tls)
+{
+	return n == 0 ? "connection closed" : tls ? pps_tls_error(tls) : strerror((int)-n);
+}
+
+/* A publisher's (or upstream's) connection readable. OpenSSL may hold
+ * records the socket will not signal again: read while it has some, a few
+ * times, then come back from the loop behind the other connections. */
 static void
 stream_read_cb(evutil_socket_t fd, short what, void *user)
 {
 	relay_stream_t *s = user;
 	uint8_t buf[PUBLISHER_READ_BYTES];
-	ssize_t n;
 
-	if (s->tls) {
-		/* OpenSSL may hold records the socket will not signal again:
-		 * read while it has some, a few times, then come back from the
-		 * loop behind the other connections. */
-		for (int reads = 0; reads < PPS_TRANSPORT_READS_PER_WAKEUP; reads++) {
-			n = pps_tls_read(s->tls, buf, sizeof(buf));
-			if (n == -EAGAIN)
-				return;
-			if (n <= 0) {
-				stream_end(s, false, PPS_WIRE_BYE_NORMAL,
-				           n == 0 ? "connection closed" : pps_tls_error(s->tls));
-				return;
-			}
-			stream_input(s, buf, (size_t)n);
-			if (s->fd < 0 || !pps_tls_has_pending(s->tls))
-				return;
+	(void)what;
+	for (int reads = 0; reads < PPS_TRANSPORT_READS_PER_WAKEUP; reads++) {
+		ssize_t n = conn_read(fd, s->tls, buf, sizeof(buf));
+
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0) {
+			stream_end(s, false, PPS_WIRE_BYE_NORMAL, conn_read_error(n, s->tls));
+			return;
 		}
-		event_active(s->read_event, EV_READ, 0);
-		return;
+		stream_input(s, buf, (size_t)n);
+		if (s->fd < 0 || !s->tls || !pps_tls_has_pending(s->tls))
+			return;
 	}
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (n <= 0) {
-		stream_end(s, false, PPS_WIRE_BYE_NORMAL,
-		           n == 0 ? "connection closed" : strerror(errno));
-		return;
-	}
-	stream_input(s, buf, (size_t)n);
+	event_active(s->read_event, EV_READ, 0);
 }
 
 /* The publisher's audio connection: its STREAM_INFO (the stream's already
@@ -901,32 +912,23 @@ stream_audio_input(relay_stream_t *s, const uint8_t *data, size_t len)
 	}
 }
 
+/* The publisher's audio connection readable: as stream_read_cb(). */
 static void
 stream_audio_read_cb(evutil_socket_t fd, short what, void *user)
 {
 	relay_stream_t *s = user;
 	uint8_t buf[PUBLISHER_READ_BYTES];
-	ssize_t n;
 
 	(void)what;
 	for (int reads = 0; reads < PPS_TRANSPORT_READS_PER_WAKEUP; reads++) {
-		if (s->audio_tls) {
-			n = pps_tls_read(s->audio_tls, buf, sizeof(buf));
-		} else {
-			n = recv(fd, buf, sizeof(buf), 0);
-			if (n < 0)
-				n = errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
-				        ? -EAGAIN
-				        : -errno;
-		}
+		ssize_t n = conn_read(fd, s->audio_tls, buf, sizeof(buf));
+
 		if (n == -EAGAIN)
 			return;
 		if (n <= 0) {
 			pps_log(&s->relay->params.log, PPS_LOG_INFO,
 			        "stream %s: the publisher's audio connection closed (%s)", s->name,
-			        n == 0         ? "connection closed"
-			        : s->audio_tls ? pps_tls_error(s->audio_tls)
-			                       : strerror((int)-n));
+			        conn_read_error(n, s->audio_tls));
 			stream_audio_close(s);
 			return;
 		}

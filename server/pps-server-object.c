@@ -38,13 +38,6 @@ struct pps_server {
 	bool publishing;              /* params.publish: the relay is the one client */
 	pps_tls_ctx_t *relay_tls_ctx; /* params.relay_tls: the client side, to the relay */
 	const char *publish_token;    /* answers the relay's challenge */
-	/* The audio connection to the relay, between its connect and its
-	 * session (-1: none), and whether the relay took it. */
-	int audio_fd;
-	pps_tls_t *audio_tls;
-	uint8_t audio_hello[PPS_RELAY_HELLO_BYTES];
-	size_t audio_hello_len;
-	bool audio_own;
 };
 
 const char *
@@ -192,7 +185,6 @@ pps_server_new(struct event_base *base, const pps_server_params_t *params,
 		snprintf(err, err_size, "out of memory");
 		return NULL;
 	}
-	s->audio_fd = -1;
 	s->base = base;
 	s->params = *params;
 	s->params.media.log = params->log;
@@ -260,44 +252,41 @@ err:
 	return NULL;
 }
 
-static void
-publish_audio_drop(pps_server_t *s)
+/* The relay's side of a connection to it, between its connect and its
+ * session. */
+typedef struct {
+	int fd; /* -1: none */
+	pps_tls_t *tls;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	uint8_t hello[PPS_RELAY_HELLO_BYTES]; /* the relay's HELLO, the session's first record */
+	size_t hello_len;
+} relay_conn_t;
+
+/* The stream's connection to the relay (@audio: its audio's, after the
+ * stream's own; a thin stream of its own). 0, or a negative errno with
+ * @err. */
+static int
+relay_connect(pps_server_t *s, bool audio, relay_conn_t *c, char *err, size_t err_size)
 {
-	pps_tls_free(s->audio_tls);
-	s->audio_tls = NULL;
-	if (s->audio_fd >= 0)
-		close(s->audio_fd);
-	s->audio_fd = -1;
+	c->fd = -1;
+	c->tls = NULL;
+	return pps_relay_publish_connect(s->params.publish, audio, s->publish_token,
+	                                 s->relay_tls_ctx, PPS_DEFAULT_HELLO_TIMEOUT_US, &c->fd,
+	                                 &c->tls, &c->addr, &c->addr_len, c->hello,
+	                                 sizeof(c->hello), &c->hello_len, err, err_size);
 }
 
-/* The stream's audio connection to the relay, after the stream's own: a
- * thin stream of its own, so that a voice frame does not wait behind the
- * video's retransmissions on the uplink. A relay that does not take it
- * (one before this connection existed refuses the name as taken) gets the
- * audio in the windows: negative then, said once. */
+/* Hands @c to the listener, which owns it from then on, or frees it. */
 static int
-publish_audio_connect(pps_server_t *s)
+relay_serve(pps_server_t *s, relay_conn_t *c)
 {
-	struct sockaddr_storage addr;
-	socklen_t addr_len = 0;
-	char why[256];
-	int ret;
+	int ret = pps_listener_add_routed(s->listener, c->fd, (struct sockaddr *)&c->addr,
+	                                  c->addr_len, c->tls, c->hello, c->hello_len);
 
-	ret = pps_relay_publish_connect(s->params.publish, true, s->publish_token, s->relay_tls_ctx,
-	                                PPS_DEFAULT_HELLO_TIMEOUT_US, &s->audio_fd, &s->audio_tls,
-	                                &addr, &addr_len, s->audio_hello, sizeof(s->audio_hello),
-	                                &s->audio_hello_len, why, sizeof(why));
-	if (ret < 0) {
-		s->audio_fd = -1;
-		s->audio_tls = NULL;
-		pps_log(&s->params.log, PPS_LOG_WARNING,
-		        "the relay did not take an audio connection (%s): the audio goes in the "
-		        "windows",
-		        why);
-		return ret;
-	}
-	s->audio_own = true;
-	return 0;
+	c->fd = -1;
+	c->tls = NULL;
+	return ret;
 }
 
 int
@@ -315,16 +304,11 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 	if (ret < 0)
 		return ret;
 	if (s->publishing) {
-		struct sockaddr_storage addr;
-		socklen_t addr_len = 0;
-		uint8_t hello[PPS_RELAY_HELLO_BYTES];
-		size_t hello_len = 0;
-		pps_tls_t *tls = NULL;
-		int fd = -1;
+		relay_conn_t stream, audio = {.fd = -1};
+		bool stream_tls, audio_own;
+		char why[256];
 
 		if (s->params.relay_tls && !s->relay_tls_ctx) {
-			char why[256];
-
 			s->relay_tls_ctx =
 			    pps_tls_ctx_new_client(s->params.relay_tls_ca, why, sizeof(why));
 			if (!s->relay_tls_ctx) {
@@ -332,42 +316,41 @@ pps_server_start(pps_server_t *s, char *err, size_t err_size)
 				return -EINVAL;
 			}
 		}
-		ret = pps_relay_publish_connect(s->params.publish, false, s->publish_token,
-		                                s->relay_tls_ctx, PPS_DEFAULT_HELLO_TIMEOUT_US, &fd,
-		                                &tls, &addr, &addr_len, hello, sizeof(hello),
-		                                &hello_len, err, err_size);
+		ret = relay_connect(s, false, &stream, err, err_size);
 		if (ret < 0)
 			return ret;
+		stream_tls = stream.tls != NULL;
+		/* The audio on a connection of its own, if asked for: a relay
+		 * that does not take it (one before this connection existed
+		 * refuses the name as taken) gets it in the windows. */
 		if (s->info.audio_codec &&
 		    s->info.audio_transport == PPS_WIRE_AUDIO_OWN_CONNECTION &&
-		    publish_audio_connect(s) < 0)
+		    relay_connect(s, true, &audio, why, sizeof(why)) < 0) {
+			pps_log(
+			    &s->params.log, PPS_LOG_WARNING,
+			    "the relay did not take an audio connection (%s): the audio goes in "
+			    "the windows",
+			    why);
 			pps_listener_set_audio_transport(s->listener, PPS_WIRE_AUDIO_IN_STREAM);
-		/* The relay's HELLO, read above, is the session's first record. */
-		ret = pps_listener_add_routed(s->listener, fd, (struct sockaddr *)&addr, addr_len,
-		                              tls, hello, hello_len);
+		}
+		audio_own = audio.fd >= 0;
+		ret = relay_serve(s, &stream);
 		if (ret < 0) {
 			snprintf(err, err_size, "cannot serve the relay: %s", strerror(-ret));
-			publish_audio_drop(s);
+			pps_tls_free(audio.tls);
+			if (audio.fd >= 0)
+				close(audio.fd);
 			return ret;
 		}
-		if (s->audio_fd >= 0) {
-			ret = pps_listener_add_routed(
-			    s->listener, s->audio_fd, (struct sockaddr *)&addr, addr_len,
-			    s->audio_tls, s->audio_hello, s->audio_hello_len);
-			s->audio_fd = -1;
-			s->audio_tls = NULL; /* the session's, or freed */
-			if (ret < 0)
-				pps_log(&s->params.log, PPS_LOG_WARNING,
-				        "the relay's audio connection could not be served (%s): no "
-				        "audio",
-				        strerror(-ret));
-		}
+		if (audio_own && (ret = relay_serve(s, &audio)) < 0)
+			pps_log(&s->params.log, PPS_LOG_WARNING,
+			        "the relay's audio connection could not be served (%s): no audio",
+			        strerror(-ret));
 		pps_log(&s->params.log, PPS_LOG_INFO, "publishing to %s%s%s", s->params.publish,
-		        tls ? " over TLS" : "",
-		        s->info.audio_codec
-		            ? (s->audio_own ? ", the audio on a connection of its own"
-		                            : ", the audio in the windows")
-		            : "");
+		        stream_tls ? " over TLS" : "",
+		        !s->info.audio_codec ? ""
+		        : audio_own          ? ", the audio on a connection of its own"
+		                             : ", the audio in the windows");
 	} else {
 		ret = pps_listener_listen(s->listener, s->params.listen, &s->port, err, err_size);
 		if (ret < 0)
@@ -558,6 +541,5 @@ pps_server_free(pps_server_t *s)
 	(void)pps_server_log_close(s->log);
 	pps_media_free(s->media);
 	pps_tls_ctx_free(s->relay_tls_ctx);
-	publish_audio_drop(s);
 	free(s);
 }

@@ -117,7 +117,9 @@ def run(build, args):
 
 def first_picture_s(client_jsonl):
     """Seconds from the client's start record to its first picture shown (None
-    when it showed none): connecting, joining, the first IDR, decoding."""
+    when it showed none): connecting, joining, the first IDR, decoding. The
+    client's summary has it too (first_picture_ms); read from the events, it
+    is there for runs older than that field as well."""
     start = first = None
     try:
         with open(client_jsonl) as fh:
