@@ -229,6 +229,20 @@ int pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_rateallo
 /* The settings last returned (or the initial ones). */
 void pps_ratealloc_get(const pps_ratealloc_t *ra, pps_layer_rates_t *out);
 
+/*
+ * The drain: how much coarser (CRF, added to every layer's) the encoder codes
+ * the next mini-GOP when the viewer that waits least has had pictures waiting
+ * in the sender @wait_us (the first capture of its oldest window with data
+ * unsent, to the moment the next window is ready). A window's pictures
+ * normally wait its span and their encoding, and the previous window has
+ * gone out by then: up to two windows (@window_us each) of wait is 0, past
+ * that PPS_DRAIN_FIRST_CRF plus PPS_DRAIN_CRF_PER_100MS per 100 ms more, at
+ * most @max_crf (0: never).
+ */
+#define PPS_DRAIN_FIRST_CRF     3
+#define PPS_DRAIN_CRF_PER_100MS 6
+int pps_drain_crf(int64_t wait_us, int64_t window_us, int max_crf);
+
 /* ------------------------------------------------------------ B frames */
 
 /*

@@ -336,3 +336,14 @@ pps_ratealloc_update(pps_ratealloc_t *ra, int64_t now_us, const pps_ratealloc_cl
 	*out = ra->current;
 	return changed;
 }
+
+int
+pps_drain_crf(int64_t wait_us, int64_t window_us, int max_crf)
+{
+	int64_t excess = wait_us - 2 * window_us, crf;
+
+	if (max_crf <= 0 || excess <= 0)
+		return 0;
+	crf = PPS_DRAIN_FIRST_CRF + excess * PPS_DRAIN_CRF_PER_100MS / 100000;
+	return crf > max_crf ? max_crf : (int)crf;
+}

@@ -374,6 +374,14 @@ typedef struct {
  */
 int pps_encoder_set_rates(pps_encoder_t *encoder, const pps_encoder_rates_t *rates);
 
+/*
+ * Codes every layer @crf_offset coarser (added to each layer's CRF, at most
+ * 51) from the start of the next mini-GOP, until called again with 0: the
+ * sender's queue drains by the bits left out. Needs rate_adaptive (without
+ * it the call is ignored). Same thread as pps_encoder_encode().
+ */
+void pps_encoder_set_crf_offset(pps_encoder_t *encoder, int crf_offset);
+
 typedef struct {
 	uint64_t frames;                             /* frames encoded */
 	uint64_t bytes[PPS_ADU_MAX_QUALITY_LAYERS];  /* ADU payload bytes per quality layer */
@@ -387,7 +395,8 @@ typedef struct {
 	uint64_t reconfig_errors; /* ... that x264 refused */
 	uint64_t
 	    anchor_windows; /* windows coded as anchors only (pps_encoder_set_anchor_windows) */
-	uint64_t anchor_switches; /* times the windows changed between anchors only and B frames */
+	uint64_t anchor_switches;  /* times the windows changed between anchors only and B frames */
+	uint64_t drained_minigops; /* mini-GOPs coded coarser (pps_encoder_set_crf_offset) */
 } pps_encoder_stats_t;
 void pps_encoder_get_stats(const pps_encoder_t *encoder, pps_encoder_stats_t *stats);
 

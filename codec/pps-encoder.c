@@ -108,6 +108,9 @@ struct pps_encoder {
 	bool anchor_windows; /* wanted from the next window on (pps_encoder_set_anchor_windows) */
 	pps_encoder_rates_t rates; /* pending when rates_pending */
 	bool rates_pending;
+	int crf_offset_wanted; /* pps_encoder_set_crf_offset, from the next mini-GOP */
+	int crf_offset;        /* in force: added to rates.crf */
+	bool rates_valid;      /* rates were set once: the offset has CRFs to add to */
 	pps_encoder_stats_t stats;
 };
 
@@ -714,13 +717,15 @@ static void
 apply_rates(pps_encoder_t *e)
 {
 	e->rates_pending = false;
+	e->crf_offset = e->crf_offset_wanted;
 	for (int q = 0; q < e->layers; q++) {
+		int crf = e->rates.crf[q] + e->crf_offset;
 		x264_param_t xp;
 
 		x264_encoder_parameters(e->layer[q].x264, &xp);
 		xp.rc.i_vbv_max_bitrate = vbv_rate_for_x264(e, &e->layer[q], e->rates.kbps[q]);
 		xp.rc.i_vbv_buffer_size = e->rates.buffer_kbit[q];
-		xp.rc.f_rf_constant = (float)e->rates.crf[q];
+		xp.rc.f_rf_constant = (float)(crf > 51 ? 51 : crf);
 		if (x264_encoder_reconfig(e->layer[q].x264, &xp) < 0)
 			e->stats.reconfig_errors++;
 		else
@@ -740,7 +745,16 @@ pps_encoder_set_rates(pps_encoder_t *e, const pps_encoder_rates_t *rates)
 	}
 	e->rates = *rates;
 	e->rates_pending = true;
+	e->rates_valid = true;
 	return 0;
+}
+
+void
+pps_encoder_set_crf_offset(pps_encoder_t *e, int crf_offset)
+{
+	if (!e->params.rate_adaptive)
+		return;
+	e->crf_offset_wanted = crf_offset < 0 ? 0 : crf_offset > 51 ? 51 : crf_offset;
 }
 
 int
@@ -758,8 +772,11 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		return -EINVAL;
 	if (idx >= e->gop.minigop_frames)
 		return -EIO;
-	if (idx == 0 && e->rates_pending)
+	if (idx == 0 &&
+	    (e->rates_pending || (e->rates_valid && e->crf_offset != e->crf_offset_wanted)))
 		apply_rates(e);
+	if (idx == 0 && e->crf_offset > 0)
+		e->stats.drained_minigops++;
 	/* A window's first frame (frame 0 is window 0 by itself): the window
 	 * takes the mode wanted now. Every round ended with the last window. */
 	if (idx == 0 && e->gop.minigop_frames > 1 &&

@@ -394,6 +394,13 @@ bool pps_sched_behind(const pps_sched_t *sched);
 /* True if a call to pps_sched_next_packet() now would produce a packet. */
 bool pps_sched_has_data(const pps_sched_t *sched);
 
+/* The first capture time of the oldest window with data not on the wire: in
+ * the kernel's unsent bytes at the last pps_sched_set_path() (its
+ * queued_bytes), else the oldest window here with ADUs still to hand out
+ * (not ended, not waiting for the encoder); INT64_MAX when everything is
+ * sent. How long the client's pictures wait in this sender. */
+int64_t pps_sched_unsent_since_us(const pps_sched_t *sched);
+
 /*
  * Builds the next packet into @buf: whole records only, at most @mss bytes
  * (@mss >= 128; it may differ on every call). Control records first, then

@@ -105,6 +105,11 @@ typedef struct {
  * about 4 s of 2-frame windows, two GOPs. */
 #define ENCODED_RING 64
 
+/* Window starts remembered for pps_sched_unsent_since_us(): more than the
+ * kernel ever holds under MIN_BUF (a few packets, each of one window or
+ * more). */
+#define BEGAN_RING 32
+
 /* What the encoder made of one window, per quality layer, sent or not. */
 typedef struct {
 	int64_t capture_us; /* its first frame's */
@@ -135,6 +140,14 @@ struct pps_sched {
 	    encoded[ENCODED_RING]; /* the last windows ended, oldest first from encoded_next */
 	size_t encoded_next, encoded_count;
 	int64_t now_us; /* the latest time the owner gave */
+	/* Where the last windows began in the bytes handed out (stats.packet_bytes
+	 * before their WINDOW_BEGIN) and their first capture, oldest first from
+	 * began_next: which window the kernel's unsent bytes belong to. */
+	struct {
+		uint64_t offset;
+		int64_t capture_us;
+	} began[BEGAN_RING];
+	size_t began_next, began_count;
 };
 
 pps_sched_t *
@@ -600,6 +613,35 @@ pps_sched_behind(const pps_sched_t *s)
 }
 
 int64_t
+pps_sched_unsent_since_us(const pps_sched_t *s)
+{
+	/* The oldest byte handed out that the kernel had not sent at the last
+	 * reading (pps_sched_set_path) is in the last window begun before it. */
+	if (s->path_mark_bytes > 0 && s->path.queued_bytes > 0 &&
+	    s->path.queued_bytes <= s->path_mark_bytes) {
+		uint64_t unsent = s->path_mark_bytes - s->path.queued_bytes;
+		int64_t capture = INT64_MAX;
+
+		for (size_t i = 0; i < s->began_count; i++) {
+			size_t k = (s->began_next + BEGAN_RING - s->began_count + i) % BEGAN_RING;
+
+			if (s->began[k].offset > unsent)
+				break;
+			capture = s->began[k].capture_us;
+		}
+		if (capture != INT64_MAX)
+			return capture;
+	}
+	for (size_t i = 0; i < s->count; i++) {
+		const entry_t *e = &s->entries[(s->head + i) % s->params.max_windows];
+
+		if (e->state != ENTRY_ENDED && e->next_adu < pps_window_adu_count(e->window))
+			return pps_window_first_capture_us(e->window);
+	}
+	return INT64_MAX;
+}
+
+int64_t
 pps_sched_next_deadline_us(const pps_sched_t *s)
 {
 	int64_t next = INT64_MAX;
@@ -815,6 +857,7 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
                       bool *push)
 {
 	size_t pos = 0;
+	uint64_t begin_at = 0;
 	bool full = false;
 
 	if (mss < 128)
@@ -847,6 +890,7 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 			r.u.window_begin.adus = (uint16_t)pps_window_adu_total(e->window);
 			r.u.window_begin.bytes = (uint32_t)pps_window_bytes_bound(e->window);
 			r.u.window_begin.first_adu_id = pps_window_first_adu_id(e->window);
+			begin_at = s->stats.packet_bytes + pos;
 			if (!append(buf, mss, &pos, &r)) {
 				full = true;
 				break;
@@ -854,6 +898,11 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 			e->state = ENTRY_ACTIVE;
 			e->begin_sent = true;
 			e->bytes_announced = r.u.window_begin.bytes;
+			s->began[s->began_next].offset = begin_at;
+			s->began[s->began_next].capture_us = r.u.window_begin.first_capture_us;
+			s->began_next = (s->began_next + 1) % BEGAN_RING;
+			if (s->began_count < BEGAN_RING)
+				s->began_count++;
 		}
 		if (e->state == ENTRY_ACTIVE) {
 			fragments_t f = append_fragments(s, e, now_us, buf, mss, &pos);

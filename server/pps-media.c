@@ -84,6 +84,7 @@ struct pps_media {
 	bool failure_reported; /* failed_cb called (set by the loop thread, under lock) */
 	atomic_bool idr_requested;
 	atomic_bool b_frames;        /* wanted: the loop sets, the encoder thread takes */
+	atomic_int drain_crf;        /* wanted: the loop sets, the encoder thread takes */
 	int64_t last_idr_request_us; /* loop thread only */
 	struct event *idr_timer;     /* a deferred request */
 	uint64_t idr_requests, idr_deferred;
@@ -269,6 +270,7 @@ capture_frame_cb(const pps_frame_t *frame, void *user)
 	if (atomic_exchange(&m->idr_requested, false))
 		pps_encoder_request_idr(m->encoder);
 	pps_encoder_set_anchor_windows(m->encoder, !atomic_load(&m->b_frames));
+	pps_encoder_set_crf_offset(m->encoder, atomic_load(&m->drain_crf));
 	pthread_mutex_lock(&m->lock);
 	if (m->rates_pending) {
 		pps_encoder_rates_t rates = m->pending_rates;
@@ -567,6 +569,7 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 
 	m->rate_adaptive = ep->rate_adaptive;
 	atomic_init(&m->b_frames, !ep->anchor_windows);
+	atomic_init(&m->drain_crf, 0);
 	m->encoder = pps_encoder_new(ep);
 	if (!m->encoder) {
 		snprintf(err, err_size, "encoder: cannot create the x264 encoders for %dx%d: %s",
@@ -773,6 +776,12 @@ pps_media_set_b_frames(pps_media_t *m, bool on)
 }
 
 void
+pps_media_set_drain(pps_media_t *m, int crf_offset)
+{
+	atomic_store(&m->drain_crf, crf_offset);
+}
+
+void
 pps_media_get_rates(pps_media_t *m, pps_encoder_rates_t *rates)
 {
 	*rates = m->rates;
@@ -819,6 +828,7 @@ pps_media_get_stats(pps_media_t *m, pps_media_stats_t *stats)
 		                                    : 0;
 	stats->windows_anchors = m->encoder_stats.anchor_windows;
 	stats->b_frames_switches = m->encoder_stats.anchor_switches;
+	stats->windows_drained = m->encoder_stats.drained_minigops;
 	pthread_mutex_unlock(&m->lock);
 	pps_capture_get_stats(m->capture, &cs);
 	stats->capture_frames = cs.frames_captured;

@@ -34,7 +34,18 @@ struct pps_adapt_loop {
 	pps_ratealloc_client_t clients[PPS_ADAPT_MAX_CLIENTS];
 	size_t n_clients;
 	int64_t audio_max_bps; /* the configured audio rate: the loop only lowers it */
+	/* The drain (pps_adapt_loop_window_ready): the most CRF it adds (0:
+	 * off), a window's duration, and the least wait of this window's
+	 * viewers (filled by backlog_cb). */
+	int drain_crf;
+	int64_t window_us;
+	int64_t least_wait_us;
+	int64_t now_us;
 };
+
+/* A viewer whose writer took no packet for this long has stopped reading:
+ * its queue says nothing about the encoder's rate. */
+#define DRAIN_READER_US 1000000
 
 static void
 collect_cb(pps_session_t *session, void *user)
@@ -221,6 +232,47 @@ step_cb(evutil_socket_t fd, short what, void *user)
 	steer_audio(a);
 }
 
+static void
+backlog_cb(pps_session_t *session, void *user)
+{
+	pps_adapt_loop_t *a = user;
+	int64_t since = pps_session_unsent_since_us(session);
+	int64_t wait;
+
+	if (pps_session_state(session) != PPS_SESSION_STREAMING ||
+	    pps_session_audio_only(session) || pps_session_stalled_us(session) > DRAIN_READER_US)
+		return;
+	wait = since == INT64_MAX ? 0 : a->now_us - since;
+	if (a->least_wait_us < 0 || wait < a->least_wait_us)
+		a->least_wait_us = wait;
+}
+
+/*
+ * The drain. A window's pictures wait in this sender for its own span and
+ * their encoding, and the previous window is normally on the wire by the
+ * time the next one is ready. When every viewer still has part of an
+ * earlier window unsent (in the regulator or in the kernel behind the
+ * pacer), the stream offers more than the paths take right now (an AIMD
+ * that took 30% off at a loss, a large picture): what is queued drains
+ * only as fast as the paths exceed the encoder's rate, and under a
+ * tcp-friendly rate that is filled to 85% it took a second and more, each
+ * picture meanwhile as late as the queue. Coding the next pictures coarser
+ * drains it in a few windows; the rates and CRFs the closed loop set stay
+ * as they are and come back the window after the queue is gone. The least
+ * wait of the viewers decides: one viewer behind is what its regulator's
+ * drops are for, and must not coarsen everyone's pictures.
+ */
+void
+pps_adapt_loop_window_ready(pps_adapt_loop_t *a)
+{
+	if (!a || !a->ratealloc || a->drain_crf <= 0)
+		return;
+	a->now_us = pps_time_realtime_us();
+	a->least_wait_us = -1;
+	pps_listener_foreach(a->listener, backlog_cb, a);
+	pps_media_set_drain(a->media, pps_drain_crf(a->least_wait_us, a->window_us, a->drain_crf));
+}
+
 pps_adapt_loop_t *
 pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
                    const pps_wire_stream_info_t *si, int64_t latency_budget_us, pps_media_t *media,
@@ -264,6 +316,8 @@ pps_adapt_loop_new(struct event_base *base, const pps_adapt_loop_params_t *p,
 	a->media = media;
 	a->listener = listener;
 	a->log = p->log;
+	a->drain_crf = p->drain_crf;
+	a->window_us = ap.window_us;
 	a->audio_max_bps = pps_media_audio_bitrate(media);
 	/* Windows of one frame have no B frames to switch. */
 	if (p->b_frames.policy != PPS_B_FRAMES_ALWAYS && si->temporal_layers > 1) {

@@ -94,6 +94,7 @@ typedef struct {
 	uint64_t windows_early;     /* of which sent from their base on, the rest still encoding */
 	uint64_t windows_anchors;   /* windows encoded as anchors alone (pps_media_set_b_frames) */
 	uint64_t b_frames_switches; /* the windows changed between anchors alone and B frames */
+	uint64_t windows_drained;   /* mini-GOPs coded coarser to drain the viewers' queues */
 	uint64_t queue_waits;       /* encoder thread waited: the loop fell behind */
 	uint64_t capture_dropped;   /* raw frames the capture queue dropped */
 	uint64_t capture_frames;
@@ -153,6 +154,9 @@ int pps_media_set_rates(pps_media_t *media, const pps_encoder_rates_t *rates);
  * encoder starts on (pps_encoder_set_anchor_windows()). No effect on a stream
  * without B frames. */
 void pps_media_set_b_frames(pps_media_t *media, bool on);
+/* Loop thread: how much coarser (CRF) the encoder codes from its next
+ * mini-GOP on, 0 for the rates as set (pps_encoder_set_crf_offset()). */
+void pps_media_set_drain(pps_media_t *media, int crf_offset);
 /* Loop thread: the rate control last handed to the encoder. */
 void pps_media_get_rates(pps_media_t *media, pps_encoder_rates_t *rates);
 void pps_media_stream_info(const pps_media_t *media, pps_wire_stream_info_t *info);
@@ -320,6 +324,10 @@ int pps_session_bye_reason(const pps_session_t *session);
 /* How long a streaming session's writer has taken no packet (µs, by the
  * session's clock); 0 before it streams. */
 int64_t pps_session_stalled_us(const pps_session_t *session);
+/* The first capture time of the oldest window this streaming video client
+ * still has data of to send (pps_sched_unsent_since_us); INT64_MAX when
+ * everything queued for it is sent, or it takes no windows. */
+int64_t pps_session_unsent_since_us(const pps_session_t *session);
 /* Applies the handshake timeout and the slow-client eviction at the session
  * clock's now; the session's own timers call it, tests call it after moving
  * their clock. It may close the session (closed_cb). */

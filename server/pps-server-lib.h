@@ -291,6 +291,10 @@ typedef struct {
 	int min_base_kbps;
 	int min_crf; /* finest CRF the loop may ask for */
 	int64_t interval_us;
+	/* While every viewer still has a window unsent when the next is ready,
+	 * the encoder codes up to this much coarser (CRF) so their queues
+	 * drain (pps_adapt_loop_window_ready); 0: never. */
+	int drain_crf;
 	/* The encoder's fixed settings bound each layer: its CRF is the
 	 * coarsest, its VBV cap (0: none) the largest rate. */
 	int base_crf, enhancement_crf;
@@ -317,6 +321,10 @@ void pps_adapt_loop_free(pps_adapt_loop_t *loop);
 /* A video client joined: with B frames on drops, they come on now, until its
  * path reads clean (pps_session_take_start()). */
 void pps_adapt_loop_joined(pps_adapt_loop_t *loop, pps_session_t *session);
+/* A window is ready for the viewers (call before it is pushed to them):
+ * decides how much coarser the encoder codes from its next mini-GOP on,
+ * from how long the viewers' pictures wait in this sender. */
+void pps_adapt_loop_window_ready(pps_adapt_loop_t *loop);
 
 /* ---- --log ------------------------------------------------------------- */
 

@@ -75,6 +75,7 @@ window_cb(pps_window_t *window, void *user)
 
 	if (s->log && !pps_window_is_open(window))
 		pps_server_log_window(s->log, window);
+	pps_adapt_loop_window_ready(s->adapt);
 	pps_listener_push_window(s->listener, window);
 	pps_window_unref(window);
 }

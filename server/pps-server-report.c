@@ -443,6 +443,7 @@ pps_server_report_json(const pps_server_report_t *r, const pps_server_snapshot_t
 	json_object_set_int_member(o, "windows_early", (gint64)m->windows_early);
 	json_object_set_int_member(o, "windows_anchors", (gint64)m->windows_anchors);
 	json_object_set_int_member(o, "b_frames_switches", (gint64)m->b_frames_switches);
+	json_object_set_int_member(o, "windows_drained", (gint64)m->windows_drained);
 	json_object_set_double_member(o, "capture_to_ready_p50_ms", m->capture_to_ready_p50_ms);
 	json_object_set_double_member(o, "capture_to_ready_p95_ms", m->capture_to_ready_p95_ms);
 	json_object_set_int_member(o, "sessions", l->sessions);

@@ -338,6 +338,10 @@ static const pps_config_key_t keys[] = {
                    "coarsest)"),
     PPS_CONFIG_INT("adapt", "interval_ms", "250", 50, 5000,
                    "time between rate decisions (each applied at the next mini-GOP)"),
+    PPS_CONFIG_INT(
+        "adapt", "drain_crf", "9", 0, 24,
+        "while every viewer still has a window unsent when the next one is ready, the "
+        "encoder codes up to this much coarser (CRF) until the queue is gone; 0 = never"),
 
 };
 
@@ -605,6 +609,7 @@ pps_server_settings_from_config(const pps_config_t *c, pps_server_settings_t *s,
 	    .min_base_kbps = (int)pps_config_get_int(c, "adapt", "min_base_kbps"),
 	    .min_crf = (int)pps_config_get_int(c, "adapt", "min_crf"),
 	    .interval_us = pps_config_get_int(c, "adapt", "interval_ms") * 1000,
+	    .drain_crf = (int)pps_config_get_int(c, "adapt", "drain_crf"),
 	    .base_crf = ep->base_crf,
 	    .enhancement_crf = ep->enhancement_crf,
 	    .base_vbv_kbps = ep->base_vbv_kbps,

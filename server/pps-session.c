@@ -1078,6 +1078,14 @@ pps_session_stalled_us(const pps_session_t *s)
 	return session_now(s) - s->last_progress_us;
 }
 
+int64_t
+pps_session_unsent_since_us(const pps_session_t *s)
+{
+	if (s->state != PPS_SESSION_STREAMING || s->closing || pps_session_audio_only(s))
+		return INT64_MAX;
+	return pps_sched_unsent_since_us(s->sched);
+}
+
 int
 pps_session_bye_reason(const pps_session_t *s)
 {

@@ -1009,6 +1009,98 @@ case_rates(void)
 	return 0;
 }
 
+/* pps_encoder_set_crf_offset() codes every layer coarser from the next
+ * mini-GOP until it is set back to 0; each mini-GOP coded so is counted;
+ * an encoder with fixed rates ignores it. */
+static int
+case_crf_offset(void)
+{
+	pps_encoder_params_t p = {
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = 2,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 30,
+	    .window_frames = 2,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 24,
+	    .base_vbv_kbps = 0,
+	    .enhancement_crf = 24,
+	    .enhancement_vbv_kbps = 0,
+	    .rate_adaptive = true,
+	};
+	/* Caps far above what CRF 24 makes of the picture: the CRF decides. */
+	pps_encoder_rates_t rates = {
+	    .kbps = {20000, 40000}, .buffer_kbit = {10000, 20000}, .crf = {24, 24}};
+	pps_encoder_t *e = pps_encoder_new(&p);
+	pps_frame_t *frame = pps_frame_new(W, H);
+	rate_count_t phase[3] = {{.counting = true}, {.counting = true}, {.counting = true}};
+	pps_encoder_stats_t st;
+	uint64_t total[3];
+
+	if (!e || !frame) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK(pps_encoder_set_rates(e, &rates) == 0, "set_rates refused");
+	/* Frames 0..59 as set, 60..119 twelve CRF coarser, 120..179 as set;
+	 * each phase's GOPs (30 frames) alike, counted from its second GOP. */
+	for (int n = 0; n < 180; n++) {
+		rate_count_t *c = &phase[n / 60];
+
+		if (n == 60)
+			pps_encoder_set_crf_offset(e, 12);
+		if (n == 120)
+			pps_encoder_set_crf_offset(e, 0);
+		c->counting = n % 60 >= 31;
+		fill_noise(frame, (uint32_t)(n % 30) * 7919u + 1u);
+		frame->capture_us = T0_US + n * 33333LL;
+		if (pps_encoder_encode(e, frame, rate_adu_cb, c) < 0) {
+			fprintf(stderr, "encode failed at %d\n", n);
+			exit(1);
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		total[i] = phase[i].bytes[0] + phase[i].bytes[1];
+	fprintf(stderr, "crf offset: %llu bytes as set, %llu at +12, %llu as set again\n",
+	        (unsigned long long)total[0], (unsigned long long)total[1],
+	        (unsigned long long)total[2]);
+	CHECK(total[1] * 2 < total[0], "+12 CRF made %llu bytes against %llu",
+	      (unsigned long long)total[1], (unsigned long long)total[0]);
+	CHECK(phase[1].bytes[0] < phase[0].bytes[0] && phase[1].bytes[1] < phase[0].bytes[1],
+	      "a layer did not get coarser");
+	CHECK(total[2] * 10 > total[0] * 8 && total[2] * 10 < total[0] * 12,
+	      "back at 0: %llu bytes against %llu", (unsigned long long)total[2],
+	      (unsigned long long)total[0]);
+	pps_encoder_get_stats(e, &st);
+	/* Mini-GOPs of the 60 frames from 60 on: about 30. */
+	CHECK(st.drained_minigops >= 28 && st.drained_minigops <= 34, "drained %llu mini-GOPs",
+	      (unsigned long long)st.drained_minigops);
+	pps_frame_free(frame);
+	pps_encoder_free(e);
+	p.rate_adaptive = false;
+	e = pps_encoder_new(&p);
+	frame = pps_frame_new(W, H);
+	CHECK(e && frame, "fixed encoder");
+	pps_encoder_set_crf_offset(e, 12);
+	for (int n = 0; n < 8; n++) {
+		rate_count_t c = {.counting = false};
+
+		fill_noise(frame, (uint32_t)n + 1u);
+		frame->capture_us = T0_US + n * 33333LL;
+		CHECK(pps_encoder_encode(e, frame, rate_adu_cb, &c) >= 0, "encode failed");
+	}
+	pps_encoder_get_stats(e, &st);
+	CHECK(st.drained_minigops == 0, "a fixed encoder drained %llu mini-GOPs",
+	      (unsigned long long)st.drained_minigops);
+	pps_frame_free(frame);
+	pps_encoder_free(e);
+	return 0;
+}
+
 /*
  * STREAM_INFO <-> stream parameters: a round trip is the identity for every
  * layer/window shape the encoder makes, and the client's mini-GOP (not on the
@@ -1150,6 +1242,8 @@ main(int argc, char **argv)
 		case_holdback(3, 4);
 	if (all || !strcmp(what, "rates"))
 		case_rates();
+	if (all || !strcmp(what, "crf-offset"))
+		case_crf_offset();
 	if (all || !strcmp(what, "anchor-windows"))
 		case_anchor_windows();
 	if (all || !strcmp(what, "switch-timecode"))
@@ -1159,8 +1253,9 @@ main(int argc, char **argv)
 	if (all || !strcmp(what, "upscale"))
 		case_upscale();
 	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
-	             !strcmp(what, "anchor-windows") || !strcmp(what, "switch-timecode") ||
-	             !strcmp(what, "stream-wire") || !strcmp(what, "upscale")))
+	             !strcmp(what, "crf-offset") || !strcmp(what, "anchor-windows") ||
+	             !strcmp(what, "switch-timecode") || !strcmp(what, "stream-wire") ||
+	             !strcmp(what, "upscale")))
 		goto out;
 
 	encode_sequence();

@@ -1086,6 +1086,30 @@ test_retest_waits_for_the_drain(void)
 	pps_path_free(p);
 }
 
+/* The drain: nothing up to two windows of wait, then a first step and 6 CRF
+ * per 100 ms more, bounded by the setting; 0 turns it off. */
+static void
+test_drain_crf(void)
+{
+	const int64_t w = 66667;
+
+	CHECK_EQ_INT(pps_drain_crf(-1, w, 9), 0); /* no viewer counted */
+	CHECK_EQ_INT(pps_drain_crf(0, w, 9), 0);
+	CHECK_EQ_INT(pps_drain_crf(2 * w, w, 9), 0);
+	CHECK_EQ_INT(pps_drain_crf(2 * w + 1, w, 9), PPS_DRAIN_FIRST_CRF);
+	CHECK_EQ_INT(pps_drain_crf(2 * w + 50000, w, 9),
+	             PPS_DRAIN_FIRST_CRF + PPS_DRAIN_CRF_PER_100MS / 2);
+	CHECK_EQ_INT(pps_drain_crf(2 * w + 100000, w, 9), 9);
+	CHECK_EQ_INT(pps_drain_crf(2 * w + 1000000, w, 9), 9);
+	CHECK_EQ_INT(pps_drain_crf(2 * w + 1000000, w, 24), 24);
+	CHECK_EQ_INT(pps_drain_crf(2 * w + 1000000, w, 0), 0);
+	/* One-frame windows: the threshold follows the window (2 x 33 ms). */
+	CHECK_EQ_INT(pps_drain_crf(2 * (w / 2), w / 2, 9), 0);
+	CHECK_EQ_INT(pps_drain_crf(2 * w, w / 2, 9),
+	             PPS_DRAIN_FIRST_CRF +
+	                 (int)((2 * w - 2 * (w / 2)) * PPS_DRAIN_CRF_PER_100MS / 100000));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1107,5 +1131,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_ratealloc_capped_easy_content);
 	PPS_TEST_RUN(test_ratealloc_capped_loop_fills_share);
 	PPS_TEST_RUN(test_b_frames_on_drops);
+	PPS_TEST_RUN(test_drain_crf);
 	return pps_test_result();
 }

@@ -536,6 +536,51 @@ test_sched_complete(void)
 	receiver_free(&rx);
 }
 
+/* How long pictures wait in the sender: the oldest window with ADUs unsent,
+ * then the next one once the first is sent, then none. */
+static void
+test_sched_unsent_since(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(1000000, 64);
+	uint8_t buf[1500];
+	size_t len, first_adus;
+	bool push;
+	int r;
+
+	make_windows(&list, 5, 2, 1, 2, 60, PPS_PRIORITY_TEMPORAL_FIRST, 3, 1.0);
+	REQUIRE(list.n >= 3);
+	CHECK(pps_sched_unsent_since_us(s) == INT64_MAX);
+	for (size_t i = 0; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	CHECK(pps_sched_unsent_since_us(s) == pps_window_first_capture_us(list.windows[0]));
+	/* Send the first window's ADUs: up to its last fragment it is the
+	 * oldest unsent, and after it the second window is. */
+	first_adus = pps_window_adu_count(list.windows[0]);
+	REQUIRE(first_adus > 0);
+	while ((r = pps_sched_next_packet(s, 1000000, 200, buf, &len, &push)) == 1) {
+		if (pps_sched_unsent_since_us(s) != pps_window_first_capture_us(list.windows[0]))
+			break;
+	}
+	REQUIRE(r == 1);
+	CHECK(pps_sched_unsent_since_us(s) == pps_window_first_capture_us(list.windows[1]));
+	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1)
+		;
+	CHECK(pps_sched_unsent_since_us(s) == INT64_MAX);
+	/* Handed out, but still in the kernel: a reading from before the
+	 * packets (nothing unsent then) leaves every byte unsent, the first
+	 * window's included; one byte unsent is the last window's. */
+	pps_sched_set_path(s, &(pps_sched_path_t){.queued_bytes = 0});
+	CHECK(pps_sched_unsent_since_us(s) == pps_window_first_capture_us(list.windows[0]));
+	pps_sched_set_path(s, &(pps_sched_path_t){.queued_bytes = 1});
+	CHECK(pps_sched_unsent_since_us(s) ==
+	      pps_window_first_capture_us(list.windows[list.n - 1]));
+	pps_sched_set_path(s, &(pps_sched_path_t){.queued_bytes = 0});
+	CHECK(pps_sched_unsent_since_us(s) == INT64_MAX);
+	free_windows(&list);
+	pps_sched_free(s);
+}
+
 /* MSS changes on every call: every packet fits its own MSS and ADUs arrive
  * byte for byte. */
 static void
@@ -1960,6 +2005,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_sched_relayed_late);
 	PPS_TEST_RUN(test_priority_property);
 	PPS_TEST_RUN(test_priority_policies);
+	PPS_TEST_RUN(test_sched_unsent_since);
 	PPS_TEST_RUN(test_sched_complete);
 	PPS_TEST_RUN(test_sched_mss_changes);
 	PPS_TEST_RUN(test_sched_record_limit);
