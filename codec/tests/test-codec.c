@@ -929,13 +929,12 @@ rate_adu_cb(pps_adu_t *adu, void *user)
 	pps_adu_unref(adu);
 }
 
-/* pps_encoder_set_rates() steers x264's VBV rate, buffer and CRF mid-stream:
- * on noise the layers follow the rate they are given (fillers included), and
- * no base picture, IDR included, exceeds the buffer. */
-static int
-case_rates(void)
+/* Two layers, B frames, GOP 30, both layers at @crf without a VBV cap: the
+ * rate cases steer them from there. */
+static pps_encoder_params_t
+steered_params(int crf)
 {
-	pps_encoder_params_t p = {
+	return (pps_encoder_params_t){
 	    .width = W,
 	    .height = H,
 	    .fps = 30,
@@ -946,12 +945,19 @@ case_rates(void)
 	    .window_frames = 2,
 	    .preset = "veryfast",
 	    .threads = 1,
-	    .base_crf = 20,
-	    .base_vbv_kbps = 0,
-	    .enhancement_crf = 20,
-	    .enhancement_vbv_kbps = 0,
+	    .base_crf = crf,
+	    .enhancement_crf = crf,
 	    .rate_adaptive = true,
 	};
+}
+
+/* pps_encoder_set_rates() steers x264's VBV rate, buffer and CRF mid-stream:
+ * on noise the layers follow the rate they are given (fillers included), and
+ * no base picture, IDR included, exceeds the buffer. */
+static int
+case_rates(void)
+{
+	pps_encoder_params_t p = steered_params(20);
 	pps_encoder_rates_t high = {
 	    .kbps = {3000, 6000}, .buffer_kbit = {1500, 3000}, .crf = {20, 20}};
 	pps_encoder_rates_t low = {.kbps = {300, 600}, .buffer_kbit = {40, 300}, .crf = {26, 24}};
@@ -1015,23 +1021,7 @@ case_rates(void)
 static int
 case_crf_offset(void)
 {
-	pps_encoder_params_t p = {
-	    .width = W,
-	    .height = H,
-	    .fps = 30,
-	    .temporal_layers = 2,
-	    .quality_layers = 2,
-	    .base_scale = 2,
-	    .gop_frames = 30,
-	    .window_frames = 2,
-	    .preset = "veryfast",
-	    .threads = 1,
-	    .base_crf = 24,
-	    .base_vbv_kbps = 0,
-	    .enhancement_crf = 24,
-	    .enhancement_vbv_kbps = 0,
-	    .rate_adaptive = true,
-	};
+	pps_encoder_params_t p = steered_params(24);
 	/* Caps far above what CRF 24 makes of the picture: the CRF decides. */
 	pps_encoder_rates_t rates = {
 	    .kbps = {20000, 40000}, .buffer_kbit = {10000, 20000}, .crf = {24, 24}};

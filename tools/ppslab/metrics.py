@@ -463,24 +463,35 @@ def layer_means(rows):
 # ---------------------------------------------------------------- pictures scored
 
 
+# Shifts tried one buffer at a time: the checks only compare with the two
+# neighbours, and an anchor two buffers off (ball beside 20 flows, once) needs
+# two steps.
+PEER_SCORE_SHIFTS = 4
+
+
 def peer_score(program, pattern, y4m, scores_path, timeout=900):
     """pps-peer-score of @y4m into @scores_path (its TSV). Scored again with
-    --shift when most of its reference checks found the same neighbour of the
-    anchored buffer better than it (a poor first picture misled the anchor:
-    ball beside 20 flows was once scored a buffer off throughout). Returns the
-    last run's CompletedProcess (stderr captured)."""
+    --shift, a buffer further each time, while most of its reference checks
+    found the same neighbour of the anchored buffer better than it (a poor
+    first picture misled the anchor: ball beside 20 flows was scored one and
+    once two buffers off throughout), at most PEER_SCORE_SHIFTS times. Returns
+    the last run's CompletedProcess (stderr captured)."""
     def run(extra):
         with open(scores_path, "w") as f:
             return subprocess.run([program, "--pattern", pattern, *extra, y4m], stdout=f,
                                   stderr=subprocess.PIPE, text=True, timeout=timeout)
 
     r = run([])
-    if r.returncode != 0:
-        return r
-    best = [row["ref_best"] for row in read_tsv(scores_path) if row.get("ref_best")]
-    for shift in ("-1", "1"):
-        if best and best.count(shift) * 2 > len(best):
-            return run(["--shift", shift])
+    shift = 0
+    for _ in range(PEER_SCORE_SHIFTS):
+        if r.returncode != 0:
+            return r
+        best = [row["ref_best"] for row in read_tsv(scores_path) if row.get("ref_best")]
+        step = next((s for s in (-1, 1) if best and best.count(str(s)) * 2 > len(best)), 0)
+        if not step:
+            break
+        shift += step
+        r = run(["--shift", str(shift)])
     return r
 
 

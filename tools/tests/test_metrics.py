@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 
-from ppslab.metrics import freeze_figures, peer_score, percentile, within_pct
+from ppslab.metrics import PEER_SCORE_SHIFTS, freeze_figures, peer_score, percentile, within_pct
 
 failures = 0
 
@@ -68,4 +68,27 @@ with tempfile.TemporaryDirectory() as d:
     with open(os.path.join(d, "calls")) as f:
         calls = f.read().splitlines()
     check(calls == ["--pattern ball shown.y4m"], f"half the checks naming a neighbour: scored once ({calls})")
+    # Two buffers off: the first shift's checks still name n - 1, the second's n.
+    os.unlink(os.path.join(d, "calls"))
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\n"
+                "echo \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
+                "printf 'ordinal\\tref_check\\tref_best\\n'\n"
+                "case \"$*\" in *'--shift -2'*) printf '0\\t1\\t0\\n' ;;\n"
+                "*) printf '0\\t0\\t-1\\n1\\t0\\t-1\\n' ;; esac\n")
+    peer_score(fake, "ball", "shown.y4m", tsv)
+    with open(os.path.join(d, "calls")) as f:
+        calls = f.read().splitlines()
+    check(calls == ["--pattern ball shown.y4m", "--pattern ball --shift -1 shown.y4m",
+                    "--pattern ball --shift -2 shown.y4m"], f"two buffers off: shifted twice ({calls})")
+    # A scorer whose checks never agree with it stops after PEER_SCORE_SHIFTS runs more.
+    os.unlink(os.path.join(d, "calls"))
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
+                "printf 'ordinal\\tref_check\\tref_best\\n0\\t0\\t1\\n'\n")
+    peer_score(fake, "ball", "shown.y4m", tsv)
+    with open(os.path.join(d, "calls")) as f:
+        calls = f.read().splitlines()
+    check(len(calls) == 1 + PEER_SCORE_SHIFTS and calls[-1].endswith(f"--shift {PEER_SCORE_SHIFTS} shown.y4m"),
+          f"bounded: {len(calls)} runs")
 sys.exit(1 if failures else 0)
