@@ -41,54 +41,43 @@ check(fz["over_500ms"] == 1 and fz["over_500ms_after_step"] == 1, "the long gap 
 check(fz["longest_outside_steps_us"] == 100_000, f"longest outside steps {fz['longest_outside_steps_us']} (the 100 ms before the step)")
 
 # peer_score: scored again with --shift when most reference checks name the same neighbour. A
-# stand-in scorer names n - 1 in 2 of 3 checks unless given --shift.
+# stand-in scorer records its arguments and prints checks chosen by a shell `case` on them.
 with tempfile.TemporaryDirectory() as d:
     fake = os.path.join(d, "score")
-    with open(fake, "w") as f:
-        f.write("#!/bin/sh\n"
-                "echo \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
-                "printf 'ordinal\\tref_check\\tref_best\\n'\n"
-                "case \"$*\" in *--shift*) printf '0\\t1\\t0\\n1\\t1\\t0\\n' ;;\n"
-                "*) printf '0\\t0\\t-1\\n1\\t-1\\t\\n2\\t0\\t-1\\n3\\t1\\t0\\n' ;; esac\n")
-    os.chmod(fake, 0o755)
     tsv = os.path.join(d, "scores.tsv")
-    r = peer_score(fake, "ball", "shown.y4m", tsv)
-    with open(os.path.join(d, "calls")) as f:
-        calls = f.read().splitlines()
+
+    def score_with(cases):
+        """Runs peer_score with a stand-in whose checks are @cases (shell case arms on its
+        arguments); returns (CompletedProcess, the argument lines it was called with)."""
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "echo \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
+                    "printf 'ordinal\\tref_check\\tref_best\\n'\n"
+                    f"case \"$*\" in {cases} esac\n")
+        os.chmod(fake, 0o755)
+        if os.path.exists(os.path.join(d, "calls")):
+            os.unlink(os.path.join(d, "calls"))
+        r = peer_score(fake, "ball", "shown.y4m", tsv)
+        with open(os.path.join(d, "calls")) as f:
+            return r, f.read().splitlines()
+
+    # n - 1 in 2 of 3 checks unless given --shift.
+    r, calls = score_with("*--shift*) printf '0\\t1\\t0\\n1\\t1\\t0\\n' ;; "
+                          "*) printf '0\\t0\\t-1\\n1\\t-1\\t\\n2\\t0\\t-1\\n3\\t1\\t0\\n' ;;")
     with open(tsv) as f:
         rows = f.read().splitlines()
     check(r.returncode == 0 and calls == ["--pattern ball shown.y4m", "--pattern ball --shift -1 shown.y4m"],
           f"scored again with --shift -1: {calls}")
     check(len(rows) == 3 and rows[1].endswith("\t0"), "the shifted scores are the ones kept")
-    os.unlink(os.path.join(d, "calls"))
-    with open(fake, "w") as f:
-        f.write("#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
-                "printf 'ordinal\\tref_check\\tref_best\\n0\\t0\\t-1\\n1\\t1\\t0\\n'\n")
-    peer_score(fake, "ball", "shown.y4m", tsv)
-    with open(os.path.join(d, "calls")) as f:
-        calls = f.read().splitlines()
+    r, calls = score_with("*) printf '0\\t0\\t-1\\n1\\t1\\t0\\n' ;;")
     check(calls == ["--pattern ball shown.y4m"], f"half the checks naming a neighbour: scored once ({calls})")
     # Two buffers off: the first shift's checks still name n - 1, the second's n.
-    os.unlink(os.path.join(d, "calls"))
-    with open(fake, "w") as f:
-        f.write("#!/bin/sh\n"
-                "echo \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
-                "printf 'ordinal\\tref_check\\tref_best\\n'\n"
-                "case \"$*\" in *'--shift -2'*) printf '0\\t1\\t0\\n' ;;\n"
-                "*) printf '0\\t0\\t-1\\n1\\t0\\t-1\\n' ;; esac\n")
-    peer_score(fake, "ball", "shown.y4m", tsv)
-    with open(os.path.join(d, "calls")) as f:
-        calls = f.read().splitlines()
+    r, calls = score_with("*'--shift -2'*) printf '0\\t1\\t0\\n' ;; "
+                          "*) printf '0\\t0\\t-1\\n1\\t0\\t-1\\n' ;;")
     check(calls == ["--pattern ball shown.y4m", "--pattern ball --shift -1 shown.y4m",
                     "--pattern ball --shift -2 shown.y4m"], f"two buffers off: shifted twice ({calls})")
     # A scorer whose checks never agree with it stops after PEER_SCORE_SHIFTS runs more.
-    os.unlink(os.path.join(d, "calls"))
-    with open(fake, "w") as f:
-        f.write("#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/calls\"\n"
-                "printf 'ordinal\\tref_check\\tref_best\\n0\\t0\\t1\\n'\n")
-    peer_score(fake, "ball", "shown.y4m", tsv)
-    with open(os.path.join(d, "calls")) as f:
-        calls = f.read().splitlines()
+    r, calls = score_with("*) printf '0\\t0\\t1\\n' ;;")
     check(len(calls) == 1 + PEER_SCORE_SHIFTS and calls[-1].endswith(f"--shift {PEER_SCORE_SHIFTS} shown.y4m"),
           f"bounded: {len(calls)} runs")
 sys.exit(1 if failures else 0)
