@@ -35,12 +35,9 @@ struct pps_adapt_loop {
 	size_t n_clients;
 	int64_t audio_max_bps; /* the configured audio rate: the loop only lowers it */
 	/* The drain (pps_adapt_loop_window_ready): the most CRF it adds (0:
-	 * off), a window's duration, and the least wait of this window's
-	 * viewers (filled by backlog_cb). */
+	 * off) and a window's duration. */
 	int drain_crf;
 	int64_t window_us;
-	int64_t least_wait_us;
-	int64_t now_us;
 };
 
 /* A viewer whose writer took no packet for this long has stopped reading:
@@ -232,19 +229,25 @@ step_cb(evutil_socket_t fd, short what, void *user)
 	steer_audio(a);
 }
 
+/* The least wait of the video viewers that read (-1: none), at now_us. */
+typedef struct {
+	int64_t now_us;
+	int64_t least_wait_us;
+} backlog_t;
+
 static void
 backlog_cb(pps_session_t *session, void *user)
 {
-	pps_adapt_loop_t *a = user;
+	backlog_t *b = user;
 	int64_t since = pps_session_unsent_since_us(session);
 	int64_t wait;
 
 	if (pps_session_state(session) != PPS_SESSION_STREAMING ||
 	    pps_session_audio_only(session) || pps_session_stalled_us(session) > DRAIN_READER_US)
 		return;
-	wait = since == INT64_MAX ? 0 : a->now_us - since;
-	if (a->least_wait_us < 0 || wait < a->least_wait_us)
-		a->least_wait_us = wait;
+	wait = since == INT64_MAX ? 0 : b->now_us - since;
+	if (b->least_wait_us < 0 || wait < b->least_wait_us)
+		b->least_wait_us = wait;
 }
 
 /*
@@ -265,12 +268,12 @@ backlog_cb(pps_session_t *session, void *user)
 void
 pps_adapt_loop_window_ready(pps_adapt_loop_t *a)
 {
+	backlog_t b = {.now_us = pps_time_realtime_us(), .least_wait_us = -1};
+
 	if (!a || !a->ratealloc || a->drain_crf <= 0)
 		return;
-	a->now_us = pps_time_realtime_us();
-	a->least_wait_us = -1;
-	pps_listener_foreach(a->listener, backlog_cb, a);
-	pps_media_set_drain(a->media, pps_drain_crf(a->least_wait_us, a->window_us, a->drain_crf));
+	pps_listener_foreach(a->listener, backlog_cb, &b);
+	pps_media_set_drain(a->media, pps_drain_crf(b.least_wait_us, a->window_us, a->drain_crf));
 }
 
 pps_adapt_loop_t *
