@@ -18,7 +18,7 @@
  * Lip sync. The picture is the laggard on every path that matters (a window
  * of video is larger than a frame of audio and waits behind more), so audio
  * waits for it: the jitter buffer's smallest delay is kept at the video's
- * recent median latency minus PPS_AUDIO_SYNC_LEAD_US, a change the buffer
+ * recent median latency minus [audio] sync_lead_ms, a change the buffer
  * applies at the next talkspurt like its own.
  */
 #include "pps-audio.h"
@@ -308,7 +308,7 @@ timer_cb(evutil_socket_t fd, short what, void *user)
 		int64_t video_us =
 		    pps_stats_video_latency_recent_us(a->stats, now, PPS_AUDIO_SYNC_PERCENTILE);
 
-		pps_jitter_set_floor(a->jitter, video_us ? video_us - PPS_AUDIO_SYNC_LEAD_US : 0);
+		pps_jitter_set_floor(a->jitter, video_us ? video_us - a->params.sync_lead_us : 0);
 	}
 	for (int i = 0; i < MAX_SLOTS_PER_WAKE && pps_jitter_pop(a->jitter, now, &slot) == 1; i++)
 		play_slot(a, &slot, now);

@@ -647,10 +647,11 @@ typedef struct {
 	pps_audio_output_t output;
 	const char *wav_path; /* write what is played to this WAV file; "" or NULL: none */
 	/* Lip sync: the playout delay is kept no shorter than the video's recent
-	 * latency (its PPS_AUDIO_SYNC_PERCENTILE) minus PPS_AUDIO_SYNC_LEAD_US
-	 * (audio at most that much ahead of the picture), changed at talkspurt
-	 * starts like any delay change. */
+	 * latency (its PPS_AUDIO_SYNC_PERCENTILE) minus sync_lead_us (audio at
+	 * most that much ahead of the picture), changed at talkspurt starts like
+	 * any delay change. */
 	bool lip_sync;
+	int64_t sync_lead_us;
 	int64_t min_delay_us, max_delay_us; /* bounds of the playout delay */
 	/* The playout delay's target: the quantile (0 < q < 1) of the last
 	 * 10 s of arrival delays (pps_jitter_params_t's target_quantile); 0:
@@ -683,7 +684,8 @@ typedef struct {
 #define PPS_AUDIO_COPY_CONNECTIONS     2
 #define PPS_AUDIO_COPY_CONNECTIONS_MAX 3
 
-/* Audio may lead the picture by this much (ITU-R BT.1359 detects 45 ms). */
+/* Audio may lead the picture by this much by default ([audio] sync_lead_ms;
+ * ITU-R BT.1359 detects 45 ms). */
 #define PPS_AUDIO_SYNC_LEAD_US 30000
 /*
  * The picture's latency that audio waits for: the median of the last frames

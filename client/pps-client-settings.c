@@ -105,8 +105,11 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_STRING("audio", "wav", "", "write the audio played to this WAV file (mono, 48 kHz)"),
     PPS_CONFIG_BOOL(
         "audio", "lip_sync", "true",
-        "keep the audio no more than 30 ms ahead of the picture: its playout delay waits for "
-        "the video's recent latency (changed between talkspurts only)"),
+        "keep the audio no more than sync_lead_ms ahead of the picture: its playout delay "
+        "waits for the video's recent latency (changed between talkspurts only)"),
+    PPS_CONFIG_INT("audio", "sync_lead_ms", "30", 0, 45,
+                   "lip_sync: how far the audio may play ahead of the picture's median latency "
+                   "(ITU-R BT.1359 detects 45 ms)"),
     PPS_CONFIG_INT(
         "audio", "connections", "0", 0, 12,
         "when the server sends audio on connections of its own: how many to open (a loss "
@@ -184,6 +187,7 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	p->audio_params.output = (pps_audio_output_t)pps_config_get_enum(c, "audio", "output");
 	p->audio_params.wav_path = pps_config_get_string(c, "audio", "wav");
 	p->audio_params.lip_sync = pps_config_get_bool(c, "audio", "lip_sync");
+	p->audio_params.sync_lead_us = pps_config_get_int(c, "audio", "sync_lead_ms") * 1000;
 	p->audio_params.connections = (unsigned)pps_config_get_int(c, "audio", "connections");
 	p->audio_params.pool = (int)pps_config_get_enum(c, "audio", "pool");
 	p->audio_params.min_delay_us = pps_config_get_int(c, "audio", "min_delay_ms") * 1000;

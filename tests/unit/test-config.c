@@ -338,6 +338,12 @@ test_settings(void)
 	CHECK(strcmp(cs.player.connection.server, "127.0.0.1:7400") == 0);
 	CHECK_EQ_INT(cs.player.connection.handshake_timeout_us, 5000000);
 	CHECK(cs.display_mode == PPS_DISPLAY_AUTO);
+	/* Lip sync's lead reaches the audio player, within BT.1359's 45 ms. */
+	CHECK_EQ_INT(cs.player.audio_params.sync_lead_us, PPS_AUDIO_SYNC_LEAD_US);
+	CHECK_EQ_INT(pps_config_set(c, "audio.sync_lead_ms=10", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_client_settings_from_config(c, &cs, err, sizeof(err)), 0);
+	CHECK_EQ_INT(cs.player.audio_params.sync_lead_us, 10000);
+	CHECK(pps_config_set(c, "audio.sync_lead_ms=46", err, sizeof(err)) < 0);
 	pps_config_free(c);
 }
 
