@@ -268,10 +268,11 @@ backlog_cb(pps_session_t *session, void *user)
 void
 pps_adapt_loop_window_ready(pps_adapt_loop_t *a)
 {
-	backlog_t b = {.now_us = pps_time_realtime_us(), .least_wait_us = -1};
+	backlog_t b = {.least_wait_us = -1};
 
 	if (!a || !a->ratealloc || a->drain_crf <= 0)
 		return;
+	b.now_us = pps_time_realtime_us();
 	pps_listener_foreach(a->listener, backlog_cb, &b);
 	pps_media_set_drain(a->media, pps_drain_crf(b.least_wait_us, a->window_us, a->drain_crf));
 }
