@@ -105,6 +105,9 @@ typedef struct {
 	 * from the latency budget ([transport] queue_target_ms). */
 	int64_t queue_target_us;
 	pps_rate_control_t rate_control;
+	/* The pacing rate under the tcp-friendly rate control, in percent of
+	 * that rate ([transport] pacing_gain_pct; 0 reads as 100). */
+	int pacing_gain_pct;
 } pps_path_params_t;
 
 typedef struct {
@@ -262,10 +265,15 @@ int pps_drain_crf(int64_t wait_us, int64_t window_us, int max_crf);
  *             start counts as a drop without a hold: B frames from its
  *             join until its path reads clean (no retransmission, no
  *             window cut, not shared), anchors at once then.
+ *   on-cuts   as on-drops, but a shared path alone does not switch them on:
+ *             only a window a regulator cut short (or a start) does. A
+ *             latency cap steps aside at a retransmission, so random loss
+ *             on a path nobody shares reads as competing too.
  */
 typedef enum {
 	PPS_B_FRAMES_ALWAYS = 0,
 	PPS_B_FRAMES_ON_DROPS,
+	PPS_B_FRAMES_ON_CUTS,
 	PPS_B_FRAMES_POLICY_COUNT
 } pps_b_frames_policy_t;
 

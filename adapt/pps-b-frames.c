@@ -17,6 +17,7 @@
 const char *const pps_b_frames_names[] = {
     [PPS_B_FRAMES_ALWAYS] = "always",
     [PPS_B_FRAMES_ON_DROPS] = "on-drops",
+    [PPS_B_FRAMES_ON_CUTS] = "on-cuts",
     [PPS_B_FRAMES_POLICY_COUNT] = NULL,
 };
 _Static_assert(sizeof(pps_b_frames_names) / sizeof(pps_b_frames_names[0]) ==
@@ -62,7 +63,8 @@ pps_b_frames_free(pps_b_frames_t *b)
 bool
 pps_b_frames_update(pps_b_frames_t *b, int64_t now_us, bool dropped, bool competing, bool starting)
 {
-	dropped = dropped || competing;
+	if (b->params.policy != PPS_B_FRAMES_ON_CUTS)
+		dropped = dropped || competing;
 	if (b->params.policy == PPS_B_FRAMES_ALWAYS)
 		return b->on;
 	if (dropped) {

@@ -199,7 +199,8 @@ pps_path_new(const pps_path_params_t *params)
 
 	if (!params || params->queue_target_us < 0 ||
 	    (unsigned)params->cap_policy > PPS_LATENCY_CAP_YIELDING ||
-	    (unsigned)params->rate_control > PPS_RATE_CONTROL_TCP_FRIENDLY) {
+	    (unsigned)params->rate_control > PPS_RATE_CONTROL_TCP_FRIENDLY ||
+	    params->pacing_gain_pct < 0 || params->pacing_gain_pct > 1000) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -612,10 +613,19 @@ usable_bps(const pps_path_t *p)
 	return fair_in_force(p) ? p->fair_bps : p->estimate_bps;
 }
 
+/*
+ * The pacing rate: the tcp-friendly rate times the pacing gain. The average
+ * stays at the tcp-friendly rate by the window (pps_path_inflight_cap_pkts:
+ * that rate times a round trip, plus a few packets); the gain only shortens
+ * the burst a picture leaves in, which at a gain of 1 spreads over most of a
+ * frame time when the stream sends near its rate.
+ */
 uint64_t
 pps_path_rate_cap_bps(const pps_path_t *p)
 {
-	return fair_in_force(p) ? p->fair_bps : 0;
+	int gain = p->params.pacing_gain_pct > 100 ? p->params.pacing_gain_pct : 100;
+
+	return fair_in_force(p) ? p->fair_bps * (uint64_t)gain / 100u : 0;
 }
 
 bool
@@ -635,7 +645,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 		return;
 	out->valid = p->estimate_bps > 0;
 	out->estimate_bps = usable_bps(p);
-	out->fair_rate_bps = pps_path_rate_cap_bps(p);
+	out->fair_rate_bps = fair_in_force(p) ? p->fair_bps : 0;
 	out->loss_events = p->loss_events;
 	out->behind_events = p->behind_events;
 	out->delivery_rate_bps = s->delivery_rate_bps;

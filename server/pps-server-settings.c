@@ -269,7 +269,8 @@ static const pps_config_key_t keys[] = {
         "window wait for its last frame): on-drops: only while the regulator of a client "
         "that is still reading drops, a client's path is shared with other flows, or a "
         "client that joined has not had its path read clean yet; anchors alone (each frame "
-        "out as it is captured) otherwise; always: in every window"),
+        "out as it is captured) otherwise; on-cuts: the same but a shared path alone does not "
+        "count (random loss reads as one); always: in every window"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
                    "b_frames = on-drops: time without a drop or competition before the anchors "
                    "come back (doubled, up to 8 times, while they do not last)"),
@@ -316,6 +317,11 @@ static const pps_config_key_t keys[] = {
         "congestion: the congestion control alone sets the sending rate; tcp-friendly (minbuf "
         "mode): while other flows hold the queue, the kernel paces each connection at most at "
         "an AIMD rate on its losses (a loss-based TCP's share), best with congestion = bbr"),
+    PPS_CONFIG_INT(
+        "transport", "pacing_gain_pct", "200", 100, 400,
+        "tcp-friendly rate control: the pacing rate as a share of the AIMD rate; what is held in "
+        "the kernel stays at the AIMD rate times a round trip, so above 100 a picture leaves in "
+        "a shorter burst at the same average rate"),
 
     /* [adapt] */
     PPS_CONFIG_ENUM(
@@ -437,6 +443,7 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	    sp->transport.mode == PPS_MINBUF_MODE_MINBUF
 	        ? (pps_rate_control_t)pps_config_get_enum(c, "transport", "rate_control")
 	        : PPS_RATE_CONTROL_CONGESTION;
+	sp->path.pacing_gain_pct = pps_config_get_int(c, "transport", "pacing_gain_pct");
 	if (sp->path.queue_target_us == 0)
 		sp->path.queue_target_us = sp->sched.latency_budget_us / 5;
 	/* Only the yielding cap knows whether others share the path, and a
@@ -540,7 +547,7 @@ encoder_params(const pps_config_t *c, pps_encoder_params_t *p)
 	p->enhancement_crf = (int)pps_config_get_int(c, "encoder", "enhancement_crf");
 	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
 	p->rate_adaptive = pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
-	p->anchor_windows = pps_config_get_enum(c, "pps", "b_frames") == PPS_B_FRAMES_ON_DROPS;
+	p->anchor_windows = pps_config_get_enum(c, "pps", "b_frames") != PPS_B_FRAMES_ALWAYS;
 }
 
 /* [audio]: the capture's audio, the Opus encoder, and the sessions'

@@ -30,7 +30,7 @@ benchmark: it prints figures; it does not pass or fail on them.
 import argparse
 import sys
 
-from ppslab import programs, sweep
+from ppslab import programs, report, sweep
 from ppslab.version import add_version_option
 from ppslab.errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, UsageError
 
@@ -49,7 +49,7 @@ def build_parser():
     p = argparse.ArgumentParser(
         prog=PROGRAM,
         description="Latency-tolerance sweeps of ppstream in the network lab: each cell one pps-server and one "
-        "pps-client with long-lived cubic cross traffic. Subcommands: run (default), report, presets. Two server "
+        "pps-client with long-lived cubic cross traffic. Subcommands: run (default), report, presets, table. Two server "
         "builds side by side: pps-sweep run --preset benchmarks --server-build old=OLD_BUILD --server-build "
         "new=NEW_BUILD --out DIR (see run --help).",
         epilog="Exit status: 0 done, 1 some cells failed, 2 bad settings, 77 no root or /dev/net/tun, 130 interrupted "
@@ -63,7 +63,7 @@ def build_parser():
                        "build's pps-server and pps-client, interleaved cell by cell, and report.md opens with a table "
                        "comparing the builds cell by cell; --duration S shortens every cell.")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, spread, drain, drain-steps, quality-layers, ...)")
+    src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, spread, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, ...)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")
@@ -97,11 +97,18 @@ def build_parser():
                           "--markdown file, between its <!-- figures:begin --> and <!-- figures:end --> "
                           "markers, with the command that made it")
     sub.add_parser("presets", help="list the presets with their size")
+    tab = sub.add_parser("table", help="a Markdown table of a sweep's runs, side by side by server_set",
+                         description="Print a Markdown table of a sweep folder's runs: one row per path, pattern "
+                         "and server_set, each run's figure (frames shown, p50, p95, longest freeze, share, PSNR-Y, "
+                         "Mbit/s) separated by ' / '. The tables in docs/DESIGN.md are made with it.")
+    tab.add_argument("dir")
+    tab.add_argument("--label", action="append", default=[], metavar="SET=WORDS",
+                     help="show server_set SET as WORDS; repeatable")
     return p
 
 
 def main(argv):
-    if not argv or argv[0] not in ("run", "report", "presets", "-h", "--help", "-V", "--version"):
+    if not argv or argv[0] not in ("run", "report", "presets", "table", "-h", "--help", "-V", "--version"):
         argv = ["run"] + list(argv)
     args = build_parser().parse_args(argv)
     try:
@@ -109,6 +116,15 @@ def main(argv):
             return sweep.cmd_report(args)
         if args.command == "presets":
             return sweep.cmd_presets(programs.Build())
+        if args.command == "table":
+            labels = {}
+            for item in args.label:
+                name, eq, words = item.partition("=")
+                if not eq or not name:
+                    raise UsageError(f"--label '{item}': expected SET=WORDS")
+                labels[name] = words
+            sys.stdout.write(report.runs_table(args.dir, labels))
+            return 0
         if args.server_build and (args.server or args.client):
             raise UsageError("--server-build gives each build's pps-server and pps-client: no --server or --client with it")
         build = programs.Build(args.build, netlab=args.netlab, server=args.server, client=args.client)

@@ -279,7 +279,35 @@ test_tcp_friendly_rate(void)
 	pps_path_get_estimate(p, &e);
 	CHECK(e.estimate_bps <= e.fair_rate_bps);
 	CHECK_EQ_INT(e.loss_events, 0);
+	CHECK_EQ_INT(e.fair_rate_bps, after);
 	pps_path_free(p);
+
+	/* A pacing gain raises the pacing rate alone: the rate reported, the
+	 * estimate and the window stay at the tcp-friendly rate's. */
+	{
+		pps_path_params_t g = pp;
+		pps_path_sample_t sg = {0};
+		pps_path_t *q;
+		pps_path_estimate_t eg;
+
+		g.pacing_gain_pct = 250;
+		q = pps_path_new(&g);
+		p = pps_path_new(&pp);
+		REQUIRE(p && q);
+		memset(&st, 0, sizeof(st));
+		run_tcp_friendly(p, &st, 1.0, 100000, 0, 1000000);
+		run_tcp_friendly(q, &sg, 1.0, 100000, 0, 1000000);
+		pps_path_get_estimate(p, &e);
+		pps_path_get_estimate(q, &eg);
+		CHECK(e.fair_rate_bps > 0);
+		CHECK_EQ_INT(eg.fair_rate_bps, e.fair_rate_bps);
+		CHECK_EQ_INT(eg.estimate_bps, e.estimate_bps);
+		CHECK_EQ_INT(pps_path_inflight_cap_pkts(q), pps_path_inflight_cap_pkts(p));
+		CHECK_EQ_INT(pps_path_rate_cap_bps(q), e.fair_rate_bps * 5 / 2);
+		CHECK_EQ_INT(pps_path_rate_cap_bps(p), e.fair_rate_bps);
+		pps_path_free(q);
+		pps_path_free(p);
+	}
 
 	/* At a steady loss rate the mean is a Reno flow's (Mathis et al.:
 	 * 1.22 MSS / (RTT sqrt(p))), here 2% and 6% loss at 100 ms. */
@@ -918,6 +946,23 @@ test_b_frames_on_drops(void)
 		CHECK(pps_b_frames_update(c, t0 + 5 * s, false, true, false));
 		CHECK(pps_b_frames_update(c, t0 + 9 * s, false, false, false));
 		CHECK(!pps_b_frames_update(c, t0 + 10 * s, false, false, false));
+		pps_b_frames_free(c);
+	}
+	/* on-cuts: a shared path alone keeps the anchors; a cut window and a
+	 * join still switch B frames on. */
+	{
+		pps_b_frames_params_t pc = {.policy = PPS_B_FRAMES_ON_CUTS, .hold_us = 5 * s};
+		pps_b_frames_t *c = pps_b_frames_new(&pc);
+
+		REQUIRE(c);
+		CHECK(strcmp(pps_b_frames_names[PPS_B_FRAMES_ON_CUTS], "on-cuts") == 0);
+		CHECK(!pps_b_frames_update(c, t0, false, true, false));
+		CHECK(!pps_b_frames_update(c, t0 + s, false, true, false));
+		CHECK(pps_b_frames_update(c, t0 + 2 * s, true, true, false));
+		CHECK(pps_b_frames_update(c, t0 + 6 * s, false, true, false));
+		CHECK(!pps_b_frames_update(c, t0 + 7 * s, false, true, false));
+		CHECK(pps_b_frames_join(c));
+		CHECK(!pps_b_frames_update(c, t0 + 8 * s, false, true, false));
 		pps_b_frames_free(c);
 	}
 	/* A join: B frames at once, while its start is unread; anchors at the

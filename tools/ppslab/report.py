@@ -635,6 +635,7 @@ pps-sweep run --preset NAME --server-build old=BUILD_DIR --server-build new=BUIL
 pps-sweep --resume DIR            # finish an interrupted sweep (or give the same --out again)
 pps-sweep report DIR [--markdown FILE] [--plots-dir DIR]
 pps-sweep presets                 # the presets, their size and run time
+pps-sweep table DIR [--label SET=WORDS]   # its runs side by side per server_set, as DESIGN.md quotes them
 ```
 
 A sweep file (tools/sweep/presets/*.ini) has `[sweep]` (duration_s, warmup_s, repetitions, seed, playout,
@@ -650,7 +651,7 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 records); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
 to every cell; `--server-build NAME=BUILD_DIR` (twice or more) runs every cell with each build's
-pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, drain, drain-steps, quality-layers. A
+pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts. A
 client with an audio track plays it on its clock (`audio.output = none` unless `[client]` says otherwise). The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
@@ -693,3 +694,73 @@ def write_section(text, title, path, sweep_dir):
     _, tail = rest.split(FIGURES_END, 1)
     with open(path, "w") as f:
         f.write(head + block + FIGURES_END + tail)
+
+
+def _path_name(row):
+    """The path a summary.csv row ran on, in words."""
+    if row.get("trace"):
+        return "capacity steps"
+    loss = row.get("loss_pct") or ""
+    if loss and float(loss) > 0:
+        return f"{float(loss):g}% random loss"
+    flows = int(row.get("flows") or 0)
+    return f"{flows} cubic flows" if flows else "idle"
+
+
+_PATH_ORDER = {"idle": 0, "capacity steps": 9}
+
+
+def runs_table(folder, labels=None):
+    """A Markdown table of a sweep's runs, one row per path x pattern x
+    server_set and each run's figure separated by " / " (repetitions in
+    order): what docs/DESIGN.md quotes for a side-by-side of settings.
+    @labels maps a server_set's name to the words shown for it."""
+    import csv
+
+    labels = labels or {}
+    path = os.path.join(folder, "summary.csv")
+    if not os.path.exists(path):
+        raise UsageError(f"{folder}: no summary.csv (run pps-sweep report on it first)")
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    groups = {}
+    several = {k: len({r.get(k) or "" for r in rows}) > 1 for k in ("transport", "window_frames")}
+    for r in rows:
+        setting = " ".join(x for x in (
+            r.get("transport") if several["transport"] else "",
+            f"window {r.get('window_frames')}" if several["window_frames"] else "",
+            labels.get(r.get("server_set") or "", r.get("server_set") or "")) if x)
+        key = (_path_name(r), r.get("pattern") or "", setting)
+        groups.setdefault(key, []).append(r)
+
+    def order(key):
+        p = key[0]
+        return (_PATH_ORDER.get(p, 1 if "loss" in p else 2), p, key[1], key[2])
+
+    def figures(runs, column, fmt):
+        out = []
+        for r in sorted(runs, key=lambda r: int(r.get("rep") or 0)):
+            v = r.get(column)
+            out.append("–" if v in (None, "") else fmt(float(v)))
+        return " / ".join(out)
+
+    columns = (
+        ("frames shown %", "frames_shown_pct", lambda v: f"{v:.1f}"),
+        ("p50 ms", "frame_latency_p50_ms", lambda v: f"{v:.0f}"),
+        ("p95 ms", "frame_latency_p95_ms", lambda v: f"{v:.0f}"),
+        ("longest freeze ms", "longest_freeze_ms", lambda v: f"{v:.0f}"),
+        ("share", "throughput_share", lambda v: f"{v:.2f}"),
+        ("PSNR-Y dB", "psnr_y_mean", lambda v: f"{v:.2f}"),
+        ("Mbit/s", "received_bps", lambda v: f"{v / 1e6:.2f}"),
+    )
+    lines = ["| path | content | setting | " + " | ".join(c[0] for c in columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
+    last = None
+    for key in sorted(groups, key=order):
+        p, pattern, setting = key
+        first = (p, pattern) != last
+        last = (p, pattern)
+        cells = [figures(groups[key], c[1], c[2]) for c in columns]
+        lines.append(f"| {p if first else ''} | {pattern if first else ''} | {setting or 'default'} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -89,6 +89,13 @@ def main(sweep):
                 head = f.read(8)
             check(head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(os.path.join(out, "plots", p)) > 5000, "%s is a PNG" % p)
         check(os.path.getsize(os.path.join(out, "report.md")) > 1000, "report.md")
+        # The side-by-side table: one row per transport here, two runs' worth of columns.
+        t = subprocess.run(["/usr/bin/python3", sweep, "table", out], capture_output=True, text=True, timeout=60)
+        check(t.returncode == 0, "pps-sweep table exit %d: %s" % (t.returncode, t.stderr))
+        lines = t.stdout.splitlines()
+        check(len(lines) == 4 and lines[0].startswith("| path | content | setting |"), "table: %r" % t.stdout)
+        check(lines[2].startswith("| 4 cubic flows | ") and "minbuf(1,3)" in t.stdout and "tcp" in lines[2] + lines[3],
+              "table rows: %r" % t.stdout)
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         check("swt%d" % (os.getpid() % 10000) not in left, "namespaces left behind: " + left)
     print("ok")
