@@ -613,6 +613,13 @@ usable_bps(const pps_path_t *p)
 	return fair_in_force(p) ? p->fair_bps : p->estimate_bps;
 }
 
+/* The tcp-friendly rate in force, 0 when none is. */
+static uint64_t
+fair_rate_bps(const pps_path_t *p)
+{
+	return fair_in_force(p) ? p->fair_bps : 0;
+}
+
 /*
  * The pacing rate: the tcp-friendly rate times the pacing gain. The average
  * stays at the tcp-friendly rate by the window (pps_path_inflight_cap_pkts:
@@ -625,7 +632,7 @@ pps_path_rate_cap_bps(const pps_path_t *p)
 {
 	int gain = p->params.pacing_gain_pct > 100 ? p->params.pacing_gain_pct : 100;
 
-	return fair_in_force(p) ? p->fair_bps * (uint64_t)gain / 100u : 0;
+	return fair_rate_bps(p) * (uint64_t)gain / 100u;
 }
 
 bool
@@ -645,7 +652,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 		return;
 	out->valid = p->estimate_bps > 0;
 	out->estimate_bps = usable_bps(p);
-	out->fair_rate_bps = fair_in_force(p) ? p->fair_bps : 0;
+	out->fair_rate_bps = fair_rate_bps(p);
 	out->loss_events = p->loss_events;
 	out->behind_events = p->behind_events;
 	out->delivery_rate_bps = s->delivery_rate_bps;

@@ -109,19 +109,18 @@
  * rate (an AIMD on the retransmissions TCP_INFO reports, +0.53 packet per RTT
  * each RTT and x0.7 per round trip with a loss, the rule a cubic flow follows
  * in a small window) times a pacing gain (pps_path_rate_cap_bps()). Beside
- * loss-based flows
- * the stream then takes about one flow's share, and under a congestion
- * control that keeps its window through losses (bbr) it does so without the
- * retransmission timeouts a cubic window of 2-4 packets runs into. The cap
- * holds only while others hold the queue (the yielding latency cap's
- * "competing"), and then also bounds what the writer keeps in the kernel to
- * rate x min(srtt, min RTT + 2 x queue target) + 2 packets, so nothing waits
- * unsent behind the pacer and the bound does not grow with the stream's own
- * queue: that bound holds the average at the rate, the gain above 1 only
- * lets a picture leave in a shorter burst. Alone on a path there is no cap,
- * and the latency cap above decides the queue. The
- * server uses it in mode minbuf only: in mode tcp the kernel's send buffer
- * would hold what the pacer holds back.
+ * loss-based flows the stream then takes about one flow's share, and under a
+ * congestion control that keeps its window through losses (bbr) it does so
+ * without the retransmission timeouts a cubic window of 2-4 packets runs
+ * into. The cap holds only while others hold the queue (the yielding latency
+ * cap's "competing"), and then also bounds what the writer keeps in the
+ * kernel to rate x min(srtt, min RTT + 2 x queue target) + 2 packets, so
+ * nothing waits unsent behind the pacer and the bound does not grow with the
+ * stream's own queue: that bound holds the average at the rate, a gain above
+ * 1 only lets a picture leave in a shorter burst. Alone on a path there is no
+ * cap, and the latency cap above decides the queue. The server uses it in
+ * mode minbuf only: in mode tcp the kernel's send buffer would hold what the
+ * pacer holds back.
  *
  * Congestion control by path state ([transport] congestion_alone,
  * pps_minbuf_set_congestion()). bbr is what competes well, but alone on a

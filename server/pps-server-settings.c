@@ -272,8 +272,9 @@ static const pps_config_key_t keys[] = {
         "out as it is captured) otherwise; on-cuts: the same but a shared path alone does not "
         "count (random loss reads as one); always: in every window"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
-                   "b_frames = on-drops: time without a drop or competition before the anchors "
-                   "come back (doubled, up to 8 times, while they do not last)"),
+                   "b_frames = on-drops or on-cuts: time without a drop (on-drops: or "
+                   "competition) before the anchors come back (doubled, up to 8 times, while "
+                   "they do not last)"),
     PPS_CONFIG_INT("pps", "max_windows", STR(PPS_DEFAULT_MAX_WINDOWS), 2, 1024,
                    "windows queued per client; past it the oldest is dropped and counted"),
 

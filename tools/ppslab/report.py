@@ -4,6 +4,7 @@ report.md (docs/BENCHMARKS.md with --markdown) with the papers' published
 figures beside ours, the per-run and must-show tables, and, when a sweep ran
 server builds side by side, their comparison cell by cell."""
 import contextlib
+import csv
 import json
 import math
 import os
@@ -696,46 +697,55 @@ def write_section(text, title, path, sweep_dir):
         f.write(head + block + FIGURES_END + tail)
 
 
+
 def _path_name(row):
-    """The path a summary.csv row ran on, in words."""
-    if row.get("trace"):
-        return "capacity steps"
-    loss = row.get("loss_pct") or ""
-    if loss and float(loss) > 0:
-        return f"{float(loss):g}% random loss"
+    """The path a summary.csv row ran on, in words: its cross traffic, random
+    loss and capacity trace, or idle."""
+    parts = []
     flows = int(row.get("flows") or 0)
-    return f"{flows} cubic flows" if flows else "idle"
+    if flows:
+        parts.append(f"{flows} cubic flows")
+    loss = float(row.get("loss_pct") or 0)
+    if loss > 0:
+        parts.append(f"{loss:g}% random loss")
+    reverse = int(row.get("reverse_flows") or 0)
+    if reverse:
+        parts.append(f"{reverse} reverse-path flows")
+    if row.get("trace"):
+        parts.append("capacity steps" if row["trace"] == "steps" else f"trace {row['trace']}")
+    return ", ".join(parts) or "idle"
 
 
-_PATH_ORDER = {"idle": 0, "capacity steps": 9}
+# Axes the path name, the content and the server_set do not already say: shown
+# in the setting column when they vary within the sweep.
+_OTHER_AXES = (("transport", "{}"), ("window_frames", "window {}"), ("rate_mbit", "{} Mbit/s"),
+               ("rtt_ms", "{} ms"), ("queue", "{}"), ("congestion", "{}"), ("playout", "playout {}"),
+               ("build", "build {}"))
 
 
 def runs_table(folder, labels=None):
-    """A Markdown table of a sweep's runs, one row per path x pattern x
-    server_set and each run's figure separated by " / " (repetitions in
-    order): what docs/DESIGN.md quotes for a side-by-side of settings.
+    """A Markdown table of a sweep's runs, one row per scenario (every axis
+    but the repetition) and each run's figure separated by " / " (repetitions
+    in order): what docs/DESIGN.md quotes for a side-by-side of settings.
     @labels maps a server_set's name to the words shown for it."""
-    import csv
-
     labels = labels or {}
     path = os.path.join(folder, "summary.csv")
     if not os.path.exists(path):
         raise UsageError(f"{folder}: no summary.csv (run pps-sweep report on it first)")
     with open(path) as f:
         rows = list(csv.DictReader(f))
-    groups = {}
-    several = {k: len({r.get(k) or "" for r in rows}) > 1 for k in ("transport", "window_frames")}
-    for r in rows:
-        setting = " ".join(x for x in (
-            r.get("transport") if several["transport"] else "",
-            f"window {r.get('window_frames')}" if several["window_frames"] else "",
-            labels.get(r.get("server_set") or "", r.get("server_set") or "")) if x)
-        key = (_path_name(r), r.get("pattern") or "", setting)
-        groups.setdefault(key, []).append(r)
+    def axis(r, k):
+        # Under a trace the link's rate is the trace's, whatever rate_mbit says.
+        return None if k == "rate_mbit" and r.get("trace") else r.get(k) or ""
 
-    def order(key):
-        p = key[0]
-        return (_PATH_ORDER.get(p, 1 if "loss" in p else 2), p, key[1], key[2])
+    varying = [(k, fmt) for k, fmt in _OTHER_AXES if len({axis(r, k) for r in rows} - {None}) > 1]
+    groups = {}
+    for r in rows:
+        words = [fmt.format(axis(r, k)) for k, fmt in varying if axis(r, k) is not None]
+        if r.get("server_set"):
+            words.append(labels.get(r["server_set"], r["server_set"]))
+        key = (_path_name(r), r.get("pattern") or "", " ".join(words) or "default")
+        groups.setdefault(key, []).append(r)
 
     def figures(runs, column, fmt):
         out = []
@@ -756,11 +766,12 @@ def runs_table(folder, labels=None):
     lines = ["| path | content | setting | " + " | ".join(c[0] for c in columns) + " |",
              "|---|---|---|" + "---|" * len(columns)]
     last = None
-    for key in sorted(groups, key=order):
+    # Idle first, the capacity steps last, in between as their names sort.
+    for key in sorted(groups, key=lambda k: (k[0] != "idle", "capacity steps" in k[0], k)):
         p, pattern, setting = key
         first = (p, pattern) != last
         last = (p, pattern)
         cells = [figures(groups[key], c[1], c[2]) for c in columns]
-        lines.append(f"| {p if first else ''} | {pattern if first else ''} | {setting or 'default'} | "
+        lines.append(f"| {p if first else ''} | {pattern if first else ''} | {setting} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
