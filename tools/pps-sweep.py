@@ -63,7 +63,7 @@ def build_parser():
                        "build's pps-server and pps-client, interleaved cell by cell, and report.md opens with a table "
                        "comparing the builds cell by cell; --duration S shortens every cell.")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, spread, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, ...)")
+    src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, spread, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, tail, ...)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")
@@ -104,6 +104,11 @@ def build_parser():
     tab.add_argument("dir")
     tab.add_argument("--label", action="append", default=[], metavar="SET=WORDS",
                      help="show server_set SET as WORDS; repeatable")
+    tab.add_argument("--tail", action="store_true",
+                     help="where the latency goes instead: capture to the decoder and to the screen (p50, p95), "
+                          "anchors against B frames at the decoder, stalls (a frame reaching the decoder 50 ms or "
+                          "more later after its capture than the one before it) per second and their p50, the "
+                          "bottleneck's drops and the video connection's retransmissions per second")
     return p
 
 
@@ -123,7 +128,8 @@ def main(argv):
                 if not eq or not name:
                     raise UsageError(f"--label '{item}': expected SET=WORDS")
                 labels[name] = words
-            sys.stdout.write(report.runs_table(args.dir, labels))
+            table = report.tail_table if args.tail else report.runs_table
+            sys.stdout.write(table(args.dir, labels))
             return 0
         if args.server_build and (args.server or args.client):
             raise UsageError("--server-build gives each build's pps-server and pps-client: no --server or --client with it")

@@ -15,7 +15,7 @@ from .errors import UsageError
 from .files import public_command, read_json
 from .cells import aggregate, load_cells, run_figures, scenario_name, scenario_of, transport_key, write_tables
 from .matrix import base_id, build_names, cell_id
-from .metrics import mean
+from .metrics import analysed_span_us, mean, percentile
 from .paper import PAPER_FIGURES, PAPER_TABLE_II, PAPER_TABLE_III
 from .plots import plots, run_av_plots, run_plots
 
@@ -652,7 +652,7 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 records); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
 to every cell; `--server-build NAME=BUILD_DIR` (twice or more) runs every cell with each build's
-pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts. A
+pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, tail. A
 client with an audio track plays it on its clock (`audio.output = none` unless `[client]` says otherwise). The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
@@ -723,17 +723,18 @@ _OTHER_AXES = (("transport", "{}"), ("window_frames", "window {}"), ("rate_mbit"
                ("build", "build {}"))
 
 
-def runs_table(folder, labels=None):
-    """A Markdown table of a sweep's runs, one row per scenario (every axis
-    but the repetition) and each run's figure separated by " / " (repetitions
-    in order): what docs/DESIGN.md quotes for a side-by-side of settings.
-    @labels maps a server_set's name to the words shown for it."""
-    labels = labels or {}
+def _summary_rows(folder):
     path = os.path.join(folder, "summary.csv")
     if not os.path.exists(path):
         raise UsageError(f"{folder}: no summary.csv (run pps-sweep report on it first)")
     with open(path) as f:
-        rows = list(csv.DictReader(f))
+        return list(csv.DictReader(f))
+
+
+def _scenarios(rows, labels):
+    """The rows by scenario: (path, content, setting) -> the runs in
+    repetition order, the setting naming the server_set (as @labels says) and
+    the other axes that vary within the sweep."""
     def axis(r, k):
         # Under a trace the link's rate is the trace's, whatever rate_mbit says.
         return None if k == "rate_mbit" and r.get("trace") else r.get(k) or ""
@@ -746,14 +747,33 @@ def runs_table(folder, labels=None):
             words.append(labels.get(r["server_set"], r["server_set"]))
         key = (_path_name(r), r.get("pattern") or "", " ".join(words) or "default")
         groups.setdefault(key, []).append(r)
+    for runs in groups.values():
+        runs.sort(key=lambda r: int(r.get("rep") or 0))
+    return groups
 
-    def figures(runs, column, fmt):
-        out = []
-        for r in sorted(runs, key=lambda r: int(r.get("rep") or 0)):
-            v = r.get(column)
-            out.append("–" if v in (None, "") else fmt(float(v)))
-        return " / ".join(out)
 
+def _render(groups, titles, cell_text):
+    """Markdown: a row per scenario, idle first and the capacity steps last;
+    cell_text(runs, column index) gives each cell."""
+    lines = ["| path | content | setting | " + " | ".join(titles) + " |",
+             "|---|---|---|" + "---|" * len(titles)]
+    last = None
+    for key in sorted(groups, key=lambda k: (k[0] != "idle", "capacity steps" in k[0], k)):
+        p, pattern, setting = key
+        first = (p, pattern) != last
+        last = (p, pattern)
+        cells_ = [cell_text(groups[key], i) for i in range(len(titles))]
+        lines.append(f"| {p if first else ''} | {pattern if first else ''} | {setting} | "
+                     + " | ".join(cells_) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def runs_table(folder, labels=None):
+    """A Markdown table of a sweep's runs, one row per scenario (every axis
+    but the repetition) and each run's figure separated by " / " (repetitions
+    in order): what docs/DESIGN.md quotes for a side-by-side of settings.
+    @labels maps a server_set's name to the words shown for it."""
+    groups = _scenarios(_summary_rows(folder), labels or {})
     columns = (
         ("frames shown %", "frames_shown_pct", lambda v: f"{v:.1f}"),
         ("p50 ms", "frame_latency_p50_ms", lambda v: f"{v:.0f}"),
@@ -763,15 +783,100 @@ def runs_table(folder, labels=None):
         ("PSNR-Y dB", "psnr_y_mean", lambda v: f"{v:.2f}"),
         ("Mbit/s", "received_bps", lambda v: f"{v / 1e6:.2f}"),
     )
-    lines = ["| path | content | setting | " + " | ".join(c[0] for c in columns) + " |",
-             "|---|---|---|" + "---|" * len(columns)]
-    last = None
-    # Idle first, the capacity steps last, in between as their names sort.
-    for key in sorted(groups, key=lambda k: (k[0] != "idle", "capacity steps" in k[0], k)):
-        p, pattern, setting = key
-        first = (p, pattern) != last
-        last = (p, pattern)
-        cells = [figures(groups[key], c[1], c[2]) for c in columns]
-        lines.append(f"| {p if first else ''} | {pattern if first else ''} | {setting} | "
-                     + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+
+    def cell_text(runs, i):
+        _, column, fmt = columns[i]
+        return " / ".join("–" if r.get(column) in (None, "") else fmt(float(r[column])) for r in runs)
+
+    return _render(groups, [c[0] for c in columns], cell_text)
+
+
+# A shown frame that reached the decoder this much later after its capture than
+# the frame shown before it: the stream stalled between them (a retransmission
+# holding what follows, or the sender behind), not the usual jitter.
+STALL_JUMP_MS = 50.0
+
+
+def cell_tail(celldir):
+    """Where a cell's frame latency goes, from its client log (every shown
+    frame's capture, arrival at the decoder and display), the bottleneck's
+    counters and the server's: a dict of figures, None where a file or a
+    figure is missing."""
+    out = {}
+    frames = []
+    try:
+        with open(os.path.join(celldir, "client.jsonl")) as f:
+            for line in f:
+                if '"type":"frame"' not in line:
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if r.get("shown") and r.get("received_us") and r.get("capture_us"):
+                    frames.append(r)
+    except OSError:
+        return out
+    # The span and the percentile rule of the summary's frame figures.
+    span = analysed_span_us(frames)
+    if span:
+        frames = [r for r in frames if span[0] <= r["capture_us"] <= span[1]]
+    frames.sort(key=lambda r: r["frame"])
+    received = [(r["received_us"] - r["capture_us"]) / 1e3 for r in frames]
+    shown = [r["latency_ms"] for r in frames if r.get("latency_ms") is not None]
+    out["received_p50_ms"] = percentile(received, 50)
+    out["received_p95_ms"] = percentile(received, 95)
+    out["shown_p50_ms"] = percentile(shown, 50)
+    out["shown_p95_ms"] = percentile(shown, 95)
+    # Frames of the base frame rate against the droppable layer's (B frames
+    # wait for the anchor after them).
+    anchors = [x for r, x in zip(frames, received) if r.get("temporal_layers") == 1]
+    top = [x for r, x in zip(frames, received) if (r.get("temporal_layers") or 0) > 1]
+    out["anchor_received_p50_ms"] = percentile(anchors, 50)
+    out["b_received_p50_ms"] = percentile(top, 50)
+    jumps = [b - a for a, b in zip(received, received[1:]) if b - a >= STALL_JUMP_MS]
+    span_s = (frames[-1]["capture_us"] - frames[0]["capture_us"]) / 1e6 if len(frames) > 1 else 0
+    out["stalls_per_s"] = len(jumps) / span_s if span_s > 0 else None
+    out["stall_jump_p50_ms"] = percentile(jumps, 50)
+    link = read_json(os.path.join(celldir, "linkem.json")) or {}
+    fwd = link.get("fwd") or {}
+    if fwd.get("arrived_pkts"):
+        out["bottleneck_drop_pct"] = 100.0 * fwd.get("dropped_queue_pkts", 0) / fwd["arrived_pkts"]
+    server = read_json(os.path.join(celldir, "server.json")) or {}
+    video = [c for c in server.get("clients") or [] if not c.get("audio_only")]
+    duration = server.get("duration_s")
+    if video and duration:
+        out["video_retrans_per_s"] = video[0].get("retrans_pkts", 0) / duration
+    return out
+
+
+def tail_table(folder, labels=None):
+    """Like runs_table, with where the latency goes: capture to the decoder
+    (the sender and the network) against capture to the screen (and the
+    client's catch-up after a stall), anchors against the droppable layer's
+    frames, stalls, and the bottleneck's and the stream's losses."""
+    groups = _scenarios(_summary_rows(folder), labels or {})
+    tails = {id(r): cell_tail(os.path.join(folder, "cells", r.get("id") or ""))
+             for runs in groups.values() for r in runs}
+
+    def one(v, spec):
+        return "–" if v in (None, "") else format(float(v), spec)
+
+    columns = (
+        ("frames shown %", lambda r, t: one(r.get("frames_shown_pct"), ".1f")),
+        ("to the decoder p50, p95 ms",
+         lambda r, t: f"{one(t.get('received_p50_ms'), '.0f')}, {one(t.get('received_p95_ms'), '.0f')}"),
+        ("on screen p50, p95 ms",
+         lambda r, t: f"{one(t.get('shown_p50_ms'), '.0f')}, {one(t.get('shown_p95_ms'), '.0f')}"),
+        ("anchors, B frames at the decoder p50 ms",
+         lambda r, t: f"{one(t.get('anchor_received_p50_ms'), '.0f')}, {one(t.get('b_received_p50_ms'), '.0f')}"),
+        ("stalls /s", lambda r, t: one(t.get("stalls_per_s"), ".1f")),
+        ("stall p50 ms", lambda r, t: one(t.get("stall_jump_p50_ms"), ".0f")),
+        ("bottleneck drops %", lambda r, t: one(t.get("bottleneck_drop_pct"), ".1f")),
+        ("video retransmissions /s", lambda r, t: one(t.get("video_retrans_per_s"), ".1f")),
+    )
+
+    def cell_text(runs, i):
+        return " / ".join(columns[i][1](r, tails[id(r)]) for r in runs)
+
+    return _render(groups, [c[0] for c in columns], cell_text)

@@ -7,6 +7,7 @@ the CSVs and the PNG plots, with sane contents. Exit 77 without root or
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,20 @@ def main(sweep):
         check(len(lines) == 4 and lines[0].startswith("| path | content | setting |"), "table: %r" % t.stdout)
         check(lines[2].startswith("| 4 cubic flows | ") and "minbuf(1,3)" in t.stdout and "tcp" in lines[2] + lines[3],
               "table rows: %r" % t.stdout)
+        # Where the latency goes: the same rows, figures from each cell's logs.
+        t = subprocess.run(["/usr/bin/python3", sweep, "table", "--tail", out], capture_output=True, text=True,
+                           timeout=60)
+        check(t.returncode == 0, "pps-sweep table --tail exit %d: %s" % (t.returncode, t.stderr))
+        lines = t.stdout.splitlines()
+        check(len(lines) == 4 and "to the decoder p50, p95 ms" in lines[0], "tail table: %r" % t.stdout)
+        for line in lines[2:]:
+            cols = [c.strip() for c in line.strip("|").split("|")]
+            decoder, screen = cols[4].split(", "), cols[5].split(", ")
+            check(all(re.fullmatch(r"\d+", v) for v in decoder + screen), "tail figures: %r" % line)
+            # A frame is on screen no sooner than it reached the decoder.
+            check(int(screen[0]) >= int(decoder[0]) and int(screen[1]) >= int(decoder[1]),
+                  "screen before decoder: %r" % line)
+            check(re.fullmatch(r"\d+\.\d", cols[9]) is not None, "bottleneck drops: %r" % line)
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         check("swt%d" % (os.getpid() % 10000) not in left, "namespaces left behind: " + left)
     print("ok")
