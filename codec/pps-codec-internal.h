@@ -24,6 +24,10 @@ typedef struct {
 	 * are ever asked about, and a window's last frame is an anchor either
 	 * way, so one flag, changed at window boundaries, is the whole state. */
 	bool anchors_only;
+	/* The droppable pictures are disposable P frames (PPS_ADU_FRAME_PD:
+	 * coded at once, referencing the anchor before them) instead of B
+	 * frames; mini-GOPs of at most 2. */
+	bool disposable_p;
 } pps_gop_t;
 
 /* S for @temporal_layers: 4, 2 or 1 frames, halved until it divides

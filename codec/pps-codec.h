@@ -302,6 +302,10 @@ typedef struct {
 	bool rate_adaptive;
 	/* Start with anchor windows (pps_encoder_set_anchor_windows()). */
 	bool anchor_windows;
+	/* The droppable temporal layer as disposable P frames (PPS_ADU_FRAME_PD,
+	 * coded when captured) instead of B frames (coded after the anchor that
+	 * follows them); more than 2 temporal_layers are taken as 2. */
+	bool disposable_p;
 } pps_encoder_params_t;
 
 /* The x264 presets the encoder offers (fast enough for live), NULL-terminated. */

@@ -454,6 +454,12 @@ pps_decoder_push(pps_decoder_t *d, const pps_adu_t *adu)
 	}
 	mark_decoded(d, info->id);
 	d->stats.adus_decoded++;
+	/* A stream whose SPS says nothing is reordered (its droppable frames
+	 * are disposable P frames, coded in display order) is as one without B
+	 * frames: a frame's top layer is its last ADU. */
+	if (s > 1 && rec && q == d->params.quality_layers - 1 && d->codec[q]->has_b_frames == 0 &&
+	    (int64_t)info->frame_index > d->safe_through)
+		d->safe_through = info->frame_index;
 	release(d, false);
 	return 0;
 }

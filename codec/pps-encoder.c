@@ -74,6 +74,7 @@ typedef struct {
 	x264_t *x264;
 	int width, height;
 	int64_t pts;
+	int64_t last_real_pts; /* the pts of the last real picture fed */
 	/* num_reorder_frames x264 writes in the SPS: fillers needed after the
 	 * last real picture for libavcodec to output it. */
 	int reorder_pictures;
@@ -149,6 +150,11 @@ layer_open(layer_t *l, const pps_encoder_params_t *p, int width, int height, int
 	xp.b_intra_refresh = 0;
 	/* One reference: a P must never lean on a droppable BREF. */
 	xp.i_frame_reference = 1;
+	/* Disposable P frames: x264 forgets each after coding it
+	 * (x264_encoder_invalidate_reference), and the next picture references
+	 * the anchor before it, which a picture buffer of two still holds. */
+	if (p->disposable_p)
+		xp.i_dpb_size = 2;
 	xp.b_full_recon = 1;
 	xp.b_repeat_headers = 1;
 	xp.b_annexb = 1;
@@ -353,8 +359,10 @@ layer_feed(pps_encoder_t *e, int q, const pps_frame_t *picture, int x264_type, i
 	in.i_qpplus1 = qp ? qp + 1 : X264_QP_AUTO;
 	in.i_pts = l->pts++;
 	in.opaque = (void *)tag;
-	if (tag)
+	if (tag) {
 		l->real_in++;
+		l->last_real_pts = in.i_pts;
+	}
 	size = x264_encoder_encode(l->x264, &nal, &nal_count, &in, &out);
 	if (size < 0)
 		return -EIO;
@@ -390,6 +398,8 @@ x264_type_of(pps_adu_frame_type_t t)
 		return X264_TYPE_P;
 	case PPS_ADU_FRAME_BREF:
 		return X264_TYPE_BREF;
+	case PPS_ADU_FRAME_PD:
+		return X264_TYPE_P;
 	default:
 		return X264_TYPE_B;
 	}
@@ -523,14 +533,18 @@ pps_encoder_new(const pps_encoder_params_t *params)
 	e->stream.fps = params->fps;
 	e->stream.base_width = base_w;
 	e->stream.base_height = base_h;
-	e->stream.temporal_layers = pps_gop_init(&e->gop, params->temporal_layers,
-	                                         params->window_frames, params->gop_frames);
+	/* Disposable P frames make one droppable layer: mini-GOPs of two. */
+	e->stream.temporal_layers = pps_gop_init(
+	    &e->gop,
+	    params->disposable_p && params->temporal_layers > 2 ? 2 : params->temporal_layers,
+	    params->window_frames, params->gop_frames);
 	e->stream.quality_layers = e->layers;
 	e->stream.minigop_frames = e->gop.minigop_frames;
 	e->stream.window_frames = params->window_frames;
 	e->stream.gop_frames = e->gop.gop_frames;
 	e->stream.upscale_filter = PPS_CODEC_UPSCALE_BILINEAR_Q8;
-	bframes = e->gop.minigop_frames - 1;
+	e->gop.disposable_p = params->disposable_p;
+	bframes = params->disposable_p ? 0 : e->gop.minigop_frames - 1;
 	e->anchor_windows = params->anchor_windows;
 
 	err = layer_open(&e->layer[0], &e->params, base_w, base_h, params->base_crf,
@@ -672,6 +686,8 @@ emit_round(pps_encoder_t *e, int slots, int first_layer, pps_encoder_adu_cb cb, 
 		}
 		e->decode_count++;
 	}
+	if (anchor->type == PPS_ADU_FRAME_PD)
+		return 0; /* nothing references it, and no fillers follow it */
 	e->have_anchor = true;
 	e->anchor_frame = anchor->frame_index;
 	for (int q = 0; q < e->layers; q++) {
@@ -757,6 +773,17 @@ pps_encoder_set_crf_offset(pps_encoder_t *e, int crf_offset)
 	e->crf_offset_wanted = crf_offset < 0 ? 0 : crf_offset > 51 ? 51 : crf_offset;
 }
 
+/* Layer @q's last picture is disposable: no later picture may reference it. */
+static int
+forget(pps_encoder_t *e, int q)
+{
+	layer_t *l = &e->layer[q];
+
+	if (x264_encoder_invalidate_reference(l->x264, l->last_real_pts) < 0)
+		return -EIO;
+	return 0;
+}
+
 int
 pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_cb cb, void *user)
 {
@@ -811,7 +838,10 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 	if (idx == 0)
 		e->layer[0].order_count = 0;
 	r = layer_feed(e, 0, s->base, x264_type_of(s->type), 0, idx + 1);
-	if (r == 0 && (s->type == PPS_ADU_FRAME_IDR || s->type == PPS_ADU_FRAME_P))
+	if (r == 0 && s->type == PPS_ADU_FRAME_PD)
+		r = forget(e, 0);
+	if (r == 0 && (s->type == PPS_ADU_FRAME_IDR || s->type == PPS_ADU_FRAME_P ||
+	               s->type == PPS_ADU_FRAME_PD))
 		r = layer_flush(e, 0, s->base);
 	e->stats.cpu_us[0] += (uint64_t)pps_time_thread_cpu_us() - t0;
 	e->stats.wall_us[0] += (uint64_t)(pps_time_monotonic_us() - w0);
@@ -819,7 +849,8 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 	e->stats.frames++;
 	if (r < 0)
 		return r;
-	if (s->type != PPS_ADU_FRAME_IDR && s->type != PPS_ADU_FRAME_P)
+	if (s->type != PPS_ADU_FRAME_IDR && s->type != PPS_ADU_FRAME_P &&
+	    s->type != PPS_ADU_FRAME_PD)
 		return 0; /* B frames wait for their anchor */
 	/* A round of one picture (no B frames): its base goes out now, so the
 	 * server can send it while the enhancement is encoded. */
@@ -834,6 +865,8 @@ pps_encoder_encode(pps_encoder_t *e, const pps_frame_t *frame, pps_encoder_adu_c
 		for (int i = 0; i <= idx && r == 0; i++) {
 			make_residual(e->residual, e->slot[i].source, e->slot[i].prediction);
 			r = layer_feed(e, q, e->residual, x264_type_of(e->slot[i].type), 0, i + 1);
+			if (r == 0 && e->slot[i].type == PPS_ADU_FRAME_PD)
+				r = forget(e, q);
 		}
 		/* e->residual now holds the anchor's residual: the filler source. */
 		if (r == 0)

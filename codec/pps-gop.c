@@ -25,6 +25,7 @@ pps_gop_init(pps_gop_t *gop, int temporal_layers, int window_frames, int gop_fra
 	gop->gop_frames = (gop_frames + window_frames - 1) / window_frames * window_frames;
 	gop->origin = gop->previous_origin = 0;
 	gop->anchors_only = false;
+	gop->disposable_p = false;
 	return s == 4 ? 3 : s == 2 ? 2 : 1;
 }
 
@@ -49,7 +50,7 @@ pps_gop_frame_type(const pps_gop_t *gop, uint32_t n)
 		return PPS_ADU_FRAME_P;
 	if (s == 4 && n % s == 2)
 		return PPS_ADU_FRAME_BREF;
-	return PPS_ADU_FRAME_B;
+	return gop->disposable_p ? PPS_ADU_FRAME_PD : PPS_ADU_FRAME_B;
 }
 
 uint8_t
@@ -76,6 +77,7 @@ pps_gop_ref_frames(const pps_gop_t *gop, uint32_t n, uint32_t refs[2])
 	case PPS_ADU_FRAME_IDR:
 		return 0;
 	case PPS_ADU_FRAME_P:
+	case PPS_ADU_FRAME_PD:
 		/* The previous I/P picture (n - S, or n - 1 in a forced-P run). */
 		refs[0] = n - 1;
 		while (pps_gop_frame_type(gop, refs[0]) >= PPS_ADU_FRAME_BREF)

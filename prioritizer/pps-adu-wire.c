@@ -12,7 +12,7 @@ _Static_assert(PPS_ADU_MAX_TEMPORAL_LAYERS == PPS_WIRE_MAX_TEMPORAL_LAYERS,
                "temporal layers: ADU and wire limits differ");
 _Static_assert(PPS_ADU_MAX_QUALITY_LAYERS == PPS_WIRE_MAX_QUALITY_LAYERS,
                "quality layers: ADU and wire limits differ");
-_Static_assert(PPS_ADU_FRAME_B == PPS_WIRE_MAX_FRAME_TYPE,
+_Static_assert(PPS_ADU_FRAME_PD == PPS_WIRE_MAX_FRAME_TYPE,
                "frame types: ADU and wire ranges differ");
 /* WINDOW_BEGIN.adus and ADU_FRAGMENT.priority (an index in the window) are u16. */
 _Static_assert(PPS_WINDOW_MAX_ADUS <= UINT16_MAX, "a window's ADUs must fit the wire's u16");

@@ -19,7 +19,7 @@ info_valid(const pps_adu_info_t *info)
 	return info->dep_count <= PPS_ADU_MAX_DEPS &&
 	       info->temporal_layer < PPS_ADU_MAX_TEMPORAL_LAYERS &&
 	       info->quality_layer < PPS_ADU_MAX_QUALITY_LAYERS &&
-	       info->frame_type <= PPS_ADU_FRAME_B;
+	       info->frame_type <= PPS_ADU_FRAME_PD;
 }
 
 pps_adu_t *

@@ -27,6 +27,9 @@ typedef enum {
 	PPS_ADU_FRAME_P = 1,    /* reference, temporal layer 0 */
 	PPS_ADU_FRAME_BREF = 2, /* B used as reference (hierarchical GOP middle layer) */
 	PPS_ADU_FRAME_B = 3,    /* disposable B, top temporal layer */
+	/* Disposable P, top temporal layer: references the anchor before it,
+	 * nothing references it, decoded in display order (no reordering). */
+	PPS_ADU_FRAME_PD = 4,
 } pps_adu_frame_type_t;
 
 typedef struct {

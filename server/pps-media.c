@@ -594,10 +594,12 @@ media_new(struct event_base *base, const pps_media_params_t *params, bool pushed
 		                             (size_t)m->stream.width * (size_t)m->stream.height * 3,
 		                             windower_grow_cb);
 	/* With B frames, windows of anchors alone when asked for: each of
-	 * their frames is its quality layers' ADUs and their filler ADUs. */
-	else if (params->anchor_windows && m->stream.minigop_frames > 1 &&
+	 * their frames is its quality layers' ADUs and their filler ADUs. With
+	 * disposable P frames every window goes out as it is encoded: nothing
+	 * waits for a later frame, and there are no fillers. */
+	else if ((params->anchor_windows || ep->disposable_p) && m->stream.minigop_frames > 1 &&
 	         pps_windower_set_anchor_windows(
-	             m->windower, 2 * (unsigned)m->stream.quality_layers,
+	             m->windower, (ep->disposable_p ? 1 : 2) * (unsigned)m->stream.quality_layers,
 	             (size_t)m->stream.width * (size_t)m->stream.height * 3, windower_grow_cb) < 0)
 		pps_log(&m->log, PPS_LOG_WARNING,
 		        "windower: windows of %d frames cannot be published as anchors alone",

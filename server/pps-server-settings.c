@@ -27,6 +27,9 @@
 static const char *const pps_server_publish_audio_names[] = {"window", "connection", NULL};
 
 /* [audio] transport, indexed by STREAM_INFO's audio_transport. */
+/* [pps] droppable, in pps_encoder_params_t.disposable_p. */
+enum { DROPPABLE_B_FRAMES, DROPPABLE_P_FRAMES };
+static const char *const droppable_names[] = {"b-frames", "p-frames", NULL};
 static const char *const audio_transport_names[] = {
     [PPS_WIRE_AUDIO_IN_STREAM] = "window",
     [PPS_WIRE_AUDIO_OWN_CONNECTION] = "connection",
@@ -271,6 +274,12 @@ static const pps_config_key_t keys[] = {
         "client that joined has not had its path read clean yet; anchors alone (each frame "
         "out as it is captured) otherwise; on-cuts: the same but a shared path alone does not "
         "count (random loss reads as one); always: in every window"),
+    PPS_CONFIG_ENUM(
+        "pps", "droppable", "b-frames", droppable_names,
+        "what the droppable temporal layer's pictures are: b-frames, coded after the anchor "
+        "that follows them (a window's first frame waits for its last); p-frames, disposable "
+        "P frames coded when captured and referencing the anchor before them (at most two "
+        "temporal layers; clients of this version)"),
     PPS_CONFIG_INT("pps", "b_frames_hold_ms", "5000", 100, 600000,
                    "b_frames = on-drops or on-cuts: time without a drop (on-drops: or "
                    "competition) before the anchors come back (doubled, up to 8 times, while "
@@ -549,6 +558,7 @@ encoder_params(const pps_config_t *c, pps_encoder_params_t *p)
 	p->enhancement_vbv_kbps = (int)pps_config_get_int(c, "encoder", "enhancement_vbv_kbps");
 	p->rate_adaptive = pps_config_get_enum(c, "adapt", "mode") == PPS_ADAPT_MODE_CLOSED_LOOP;
 	p->anchor_windows = pps_config_get_enum(c, "pps", "b_frames") != PPS_B_FRAMES_ALWAYS;
+	p->disposable_p = pps_config_get_enum(c, "pps", "droppable") == DROPPABLE_P_FRAMES;
 }
 
 /* [audio]: the capture's audio, the Opus encoder, and the sessions'

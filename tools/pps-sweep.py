@@ -63,7 +63,7 @@ def build_parser():
                        "build's pps-server and pps-client, interleaved cell by cell, and report.md opens with a table "
                        "comparing the builds cell by cell; --duration S shortens every cell.")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, spread, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, tail, ...)")
+    src.add_argument("--preset", help="a matrix from tools/sweep/presets (quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, spread, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, tail, droppable, ...)")
     src.add_argument("--config", help="a sweep INI file (see presets/*.ini for the format)")
     r.add_argument("--out", help="output folder (default ./sweep-PRESET-DATE); an existing one with the same plan resumes")
     r.add_argument("--resume", metavar="DIR", help="finish the sweep in DIR (its plan.json)")

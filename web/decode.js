@@ -19,6 +19,7 @@ const MAX_PICTURES_PER_ADU = 15;
 const ADU_FILLERS_ONLY = 0x80;
 const ADU_COUNT_MASK = 0x0f;
 const FRAME_IDR = 0;
+const FRAME_PD = 4;
 const DECODED_RING = 1024;
 const MAX_RECORDS = 64;
 
@@ -195,6 +196,7 @@ export class LayeredDecoder {
     this.decodedCount = 0;
     this.records = new Map();
     this.safeThrough = -1;
+    this.noReorder = false;
     this.laterThrough = -1;
     this.lastOutput = -1;
     this.broken = new Array(this.layers).fill(true); // until each layer's first IDR
@@ -258,7 +260,10 @@ export class LayeredDecoder {
       this.safeThrough = Math.max(this.safeThrough, settled);
       this.laterThrough = Math.max(this.laterThrough, settled);
     }
-    if (s === 1 && !split.fillersOnly && q === this.layers - 1)
+    // Disposable P frames instead of B frames: nothing is reordered, so a
+    // frame's top layer is its last ADU, as without B frames.
+    if (info.frame_type === FRAME_PD) this.noReorder = true;
+    if ((s === 1 || this.noReorder) && !split.fillersOnly && q === this.layers - 1)
       this.safeThrough = Math.max(this.safeThrough, info.frame_index);
     let decodable = info.deps.every((d) => this.wasDecoded(d));
     if (this.broken[q]) {

@@ -175,7 +175,7 @@ function fragmentFields(v, body, r) {
   r.offset = v.getUint32(at);
   r.total_bytes = v.getUint32(at + 4);
   r.payload = body.subarray(at + 8);
-  need(r.frame_type <= 3, 'ADU_FRAGMENT: frame_type');
+  need(r.frame_type <= 4, 'ADU_FRAGMENT: frame_type');
   need(r.temporal_layer <= 3, 'ADU_FRAGMENT: temporal_layer');
   need(r.quality_layer <= 3, 'ADU_FRAGMENT: quality_layer');
   need(r.offset + r.payload.byteLength <= r.total_bytes, 'ADU_FRAGMENT: beyond total_bytes');

@@ -34,7 +34,7 @@
 /* Ranges the parser enforces (prioritizer/ asserts its own limits match). */
 #define PPS_WIRE_MAX_TEMPORAL_LAYERS 4 /* layer ids 0..3 */
 #define PPS_WIRE_MAX_QUALITY_LAYERS  4
-#define PPS_WIRE_MAX_FRAME_TYPE      3
+#define PPS_WIRE_MAX_FRAME_TYPE      4
 #define PPS_WIRE_MAX_WINDOW_FRAMES   64
 /* Most payload bytes a WINDOW_BEGIN may announce (receivers refuse more; a
  * sender's bound for a window begun before its last ADUs exist stays under). */

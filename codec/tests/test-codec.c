@@ -752,6 +752,139 @@ case_anchor_windows(void)
 	return 0;
 }
 
+/* ------------------------------------------------------ disposable P frames */
+
+/* Windows of 2 whose droppable frames are disposable P frames, switched to
+ * anchor windows and back (an IDR request in between): every frame comes out
+ * of the encoder in the call that inputs it and out of the decoder once its
+ * ADUs are pushed (nothing reordered, no fillers); a disposable frame depends
+ * on the anchor before it alone and no ADU depends on it; with every
+ * disposable frame's ADUs left out, the anchors decode whole. */
+static int
+case_disposable_p(void)
+{
+	pps_encoder_params_t p = {
+	    .width = W,
+	    .height = H,
+	    .fps = 30,
+	    .temporal_layers = 2,
+	    .quality_layers = 2,
+	    .base_scale = 2,
+	    .gop_frames = 32,
+	    .window_frames = 2,
+	    .preset = "veryfast",
+	    .threads = 1,
+	    .base_crf = 30,
+	    .enhancement_crf = 26,
+	    .disposable_p = true,
+	};
+	pps_encoder_t *e = pps_encoder_new(&p);
+	anchor_adus_t a = {.list.count = 0};
+	bool disposable[ANCHOR_FRAMES] = {false};
+	int pd = 0;
+	pps_encoder_stats_t st;
+	pps_stream_params_t sp;
+	pps_frame_t *pictures[ANCHOR_FRAMES];
+
+	if (!e) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int n = 0; n < ANCHOR_FRAMES; n++) {
+		if (n == 20)
+			pps_encoder_set_anchor_windows(e, true);
+		if (n == 30)
+			pps_encoder_set_anchor_windows(e, false);
+		if (n == 45)
+			pps_encoder_request_idr(e);
+		pictures[n] = pps_frame_new(W, H);
+		pps_testutil_generate(pictures[n], (uint32_t)n, T0_US + n * 33333LL);
+		a.current = n;
+		CHECK(pps_encoder_encode(e, pictures[n], anchor_adu_cb, &a) == 0, "encode %d", n);
+		CHECK(pps_encoder_frames_complete(e) == (uint32_t)n + 1,
+		      "frame %d not complete in its own call", n);
+	}
+	pps_encoder_get_stream_params(e, &sp);
+	pps_encoder_get_stats(e, &st);
+	CHECK(sp.temporal_layers == 2 && sp.minigop_frames == 2, "stream %dT S%d",
+	      sp.temporal_layers, sp.minigop_frames);
+	CHECK(st.filler_pictures == 0, "%llu filler pictures",
+	      (unsigned long long)st.filler_pictures);
+	for (int i = 0; i < a.list.count; i++) {
+		const pps_adu_info_t *info = pps_adu_info(a.list.adu[i]);
+
+		CHECK(a.call[i] == (int)info->frame_index, "frame %u: ADU %u came at frame %d",
+		      info->frame_index, info->id, a.call[i]);
+		CHECK(info->frame_type != PPS_ADU_FRAME_B && info->frame_type != PPS_ADU_FRAME_BREF,
+		      "frame %u: type %u", info->frame_index, info->frame_type);
+		if (info->frame_type != PPS_ADU_FRAME_PD)
+			continue;
+		pd++;
+		disposable[info->frame_index] = true;
+		CHECK(info->temporal_layer == 1 && info->frame_index % 2 == 1,
+		      "disposable frame %u: temporal layer %u", info->frame_index,
+		      info->temporal_layer);
+		/* Its own layer's reference: the anchor just before it. */
+		for (int j = i - 1; j >= 0; j--) {
+			const pps_adu_info_t *ref = pps_adu_info(a.list.adu[j]);
+
+			if (ref->frame_index + 1 == info->frame_index &&
+			    ref->quality_layer == info->quality_layer) {
+				CHECK(pps_adu_depends_on(a.list.adu[i], ref->id),
+				      "disposable frame %u: not on the anchor before it",
+				      info->frame_index);
+				break;
+			}
+		}
+		for (int j = i + 1; j < a.list.count; j++)
+			if (pps_adu_info(a.list.adu[j])->frame_index != info->frame_index)
+				CHECK(!pps_adu_depends_on(a.list.adu[j], info->id),
+				      "ADU %u depends on disposable ADU %u",
+				      pps_adu_info(a.list.adu[j])->id, info->id);
+	}
+	/* Frames 1, 3, ..., 63 but the anchor windows' (21..29) and the P
+	 * before each IDR (31: the period, 47: the request), two layers each. */
+	CHECK(pd == 2 * (32 - 5 - 2), "%d disposable ADUs", pd);
+
+	for (int drop = 0; drop < 2; drop++) {
+		anchor_out_t o = {.last_output = -1};
+		pps_decoder_t *d = pps_decoder_new(&sp, anchor_frame_cb, &o);
+
+		CHECK(d != NULL, "pps_decoder_new");
+		for (int n = 0; n < ANCHOR_FRAMES; n++)
+			o.source[n] = pictures[n];
+		for (int i = 0; i < a.list.count; i++) {
+			const pps_adu_info_t *info = pps_adu_info(a.list.adu[i]);
+
+			if (drop && info->frame_type == PPS_ADU_FRAME_PD)
+				continue;
+			CHECK(pps_decoder_push(d, a.list.adu[i]) == 0, "push %d", i);
+			/* A frame's last ADU: the frame is out. */
+			if (i + 1 == a.list.count || a.call[i + 1] != a.call[i])
+				CHECK(o.last_output == a.call[i],
+				      "%s: frame %d pushed, frames out through %lld",
+				      drop ? "without disposables" : "all", a.call[i],
+				      (long long)o.last_output);
+		}
+		pps_decoder_drain(d);
+		pps_decoder_free(d);
+		for (int n = 0; n < ANCHOR_FRAMES; n++) {
+			if (drop && disposable[n])
+				continue;
+			CHECK(o.shown[n], "%s: frame %d not shown",
+			      drop ? "without disposables" : "all", n);
+			CHECK(o.psnr[n] > 27.0, "%s: frame %d: PSNR-Y %.1f dB",
+			      drop ? "without disposables" : "all", n, o.psnr[n]);
+		}
+	}
+	for (int n = 0; n < ANCHOR_FRAMES; n++)
+		pps_frame_free(pictures[n]);
+	for (int i = 0; i < a.list.count; i++)
+		pps_adu_unref(a.list.adu[i]);
+	pps_encoder_free(e);
+	return 0;
+}
+
 /* ------------------------------------------- switches against the timecode */
 
 #define SWITCH_FRAMES 40
@@ -1236,6 +1369,8 @@ main(int argc, char **argv)
 		case_crf_offset();
 	if (all || !strcmp(what, "anchor-windows"))
 		case_anchor_windows();
+	if (all || !strcmp(what, "disposable-p"))
+		case_disposable_p();
 	if (all || !strcmp(what, "switch-timecode"))
 		case_switch_timecode();
 	if (all || !strcmp(what, "stream-wire"))
@@ -1244,8 +1379,8 @@ main(int argc, char **argv)
 		case_upscale();
 	if (!all && (!strncmp(what, "holdback", 8) || !strcmp(what, "rates") ||
 	             !strcmp(what, "crf-offset") || !strcmp(what, "anchor-windows") ||
-	             !strcmp(what, "switch-timecode") || !strcmp(what, "stream-wire") ||
-	             !strcmp(what, "upscale")))
+	             !strcmp(what, "disposable-p") || !strcmp(what, "switch-timecode") ||
+	             !strcmp(what, "stream-wire") || !strcmp(what, "upscale")))
 		goto out;
 
 	encode_sequence();

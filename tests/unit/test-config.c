@@ -300,6 +300,13 @@ test_settings(void)
 	CHECK_EQ_INT(s.server.adapt.interval_us, 250000);
 	CHECK_EQ_INT(s.status_interval_us, 5000000);
 	CHECK(strcmp(s.server.listen, "127.0.0.1:7400") == 0);
+	/* The droppable pictures: B frames unless asked for disposable P frames. */
+	CHECK(!s.server.media.encoder.disposable_p);
+	CHECK_EQ_INT(pps_config_set(c, "pps.droppable=p-frames", err, sizeof(err)), 0);
+	CHECK_EQ_INT(pps_server_settings_from_config(c, &s, err, sizeof(err)), 0);
+	CHECK(s.server.media.encoder.disposable_p);
+	CHECK(pps_config_set(c, "pps.droppable=i-frames", err, sizeof(err)) < 0);
+	CHECK_EQ_INT(pps_config_set(c, "pps.droppable=b-frames", err, sizeof(err)), 0);
 	CHECK_EQ_INT(pps_config_set(c, "source.type=file", err, sizeof(err)), 0);
 	CHECK(pps_server_settings_from_config(c, &s, err, sizeof(err)) < 0);
 	CHECK(strcmp(err, "source file: [source] file is not set") == 0);

@@ -1024,6 +1024,85 @@ test_windower_early(void)
 	receiver_free(&rx);
 }
 
+/* One ADU of a stream whose droppable frames are disposable P frames
+ * (windows of 2, two quality layers, no fillers: ids 2f + q in decode order,
+ * which is display order; odd frames disposable, on the anchor before them). */
+static pps_adu_t *
+disposable_adu(uint32_t f, unsigned q)
+{
+	uint32_t anchor = f % 2 ? f - 1 : f >= 2 ? f - 2 : 0;
+	pps_adu_info_t info = {.id = 2 * f + q,
+	                       .frame_index = f,
+	                       .capture_us = 1000000 + (int64_t)f * FRAME_US,
+	                       .decode_order = f,
+	                       .frame_type = f == 0       ? PPS_ADU_FRAME_IDR
+	                                     : f % 2 == 1 ? PPS_ADU_FRAME_PD
+	                                                  : PPS_ADU_FRAME_P,
+	                       .temporal_layer = (uint8_t)(f % 2),
+	                       .quality_layer = (uint8_t)q};
+	uint8_t data[64] = {0};
+	pps_adu_t *adu;
+
+	if (f)
+		info.deps[info.dep_count++] = 2 * anchor + q;
+	if (q)
+		info.deps[info.dep_count++] = 2 * f;
+	adu = pps_adu_new(&info, data, sizeof(data));
+	REQUIRE(adu);
+	return adu;
+}
+
+/* Windows that open with a disposable P frame go out as anchor windows do:
+ * the disposable frame's base publishes the window with both frames' ADUs
+ * announced, and each ADU is appended as it comes; a B frame (which only
+ * comes after its anchor) still may not be appended to an anchor window. */
+static void
+test_windower_disposable_p(void)
+{
+	window_list_t list = {.n = 0};
+	pps_windower_t *wr =
+	    pps_windower_new(2, PPS_PRIORITY_TEMPORAL_FIRST, collect_window_cb, &list);
+	pps_window_t *w;
+
+	REQUIRE(wr && pps_windower_set_anchor_windows(wr, 2, 1000, count_grow_cb) == 0);
+	for (unsigned q = 0; q < 2; q++)
+		CHECK_EQ_INT(pps_windower_add(wr, disposable_adu(0, q)), 0);
+	CHECK_EQ_INT(pps_windower_frames_done(wr, 0), 0);
+	REQUIRE(list.n == 1);
+	CHECK_EQ_INT(pps_windower_add(wr, disposable_adu(1, 0)), 0);
+	REQUIRE(list.n == 2);
+	w = list.windows[1];
+	CHECK(pps_window_is_open(w));
+	CHECK_EQ_INT(pps_window_adu_count(w), 1);
+	CHECK_EQ_INT(pps_window_adu_total(w), 4);
+	CHECK_EQ_INT(pps_window_frames(w), 2);
+	CHECK_EQ_INT(pps_windower_add(wr, disposable_adu(1, 1)), 0);
+	CHECK_EQ_INT(pps_windower_add(wr, disposable_adu(2, 0)), 0);
+	CHECK(pps_window_is_open(w));
+	CHECK_EQ_INT(pps_windower_add(wr, disposable_adu(2, 1)), 0);
+	CHECK(!pps_window_is_open(w));
+	CHECK_EQ_INT(pps_window_adu_count(w), 4);
+	/* Window 2 opens the same way; a B frame in it breaks the promise. */
+	CHECK_EQ_INT(pps_windower_add(wr, disposable_adu(3, 0)), 0);
+	REQUIRE(list.n == 3);
+	{
+		pps_adu_info_t info = {.id = 7,
+		                       .frame_index = 3,
+		                       .capture_us = 1000000 + 3 * FRAME_US,
+		                       .decode_order = 3,
+		                       .frame_type = PPS_ADU_FRAME_B,
+		                       .temporal_layer = 1,
+		                       .quality_layer = 1};
+		uint8_t data[8] = {0};
+		pps_adu_t *b = pps_adu_new(&info, data, sizeof(data));
+
+		REQUIRE(b);
+		CHECK_EQ_INT(pps_windower_add(wr, b), -EPROTO);
+	}
+	free_windows(&list);
+	pps_windower_free(wr);
+}
+
 /* One ADU of an anchor window's stream (windows of 2, two quality layers and
  * a filler ADU per layer after each frame: 4 ADUs a frame, ids 4f + k in
  * decode order: base, enhancement, base filler, enhancement filler). */
@@ -2014,6 +2093,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_sched_enhancement_needs_base);
 	PPS_TEST_RUN(test_windower_early);
 	PPS_TEST_RUN(test_windower_anchor_windows);
+	PPS_TEST_RUN(test_windower_disposable_p);
 	PPS_TEST_RUN(test_sched_overload);
 	PPS_TEST_RUN(test_sched_control);
 	PPS_TEST_RUN(test_sched_audio);

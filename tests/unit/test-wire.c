@@ -501,6 +501,12 @@ test_rejections(void)
 	n = encode_into(&r[3], buf);
 	buf[4 + 25] = 7; /* temporal_layer */
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	/* Frame types: 4 (a disposable P frame) is the last there is. */
+	n = encode_into(&r[3], buf);
+	buf[4 + 24] = 4; /* frame_type */
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_OK);
+	buf[4 + 24] = 5;
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
 
 	/* WINDOW_END: dropped flag with ADUs sent, unknown flags. */
 	r[4].u.window_end.flags = PPS_WIRE_WINDOW_END_DROPPED;

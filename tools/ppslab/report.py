@@ -652,7 +652,7 @@ the axes, each a comma-separated list: `transport` (tcp, minbuf(A,B)), `window_f
 records); `[sweep] psnr =
 true` scores the pictures shown with pps-peer-score; `--server-set KEY=VALUE` adds a server setting
 to every cell; `--server-build NAME=BUILD_DIR` (twice or more) runs every cell with each build's
-pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, tail. A
+pps-server and pps-client, interleaved cell by cell, and compares them cell by cell. Presets: quick, paper, full, steps, steps-tiny, mustshow, benchmarks, playout, congestion-alone, audio, b-frames, b-frames-steps, keyframes, keyframes-gop, deadlines, deadlines-steps, b-frames-ondrops, timeouts, share, drain, drain-steps, quality-layers, pacing-gain, pacing-gain-high, b-frames-cuts, tail, droppable. A
 client with an audio track plays it on its clock (`audio.output = none` unless `[client]` says otherwise). The sweep runs the union of the matrices' cross
 products times the repetitions, in an order shuffled with the seed. Each cell: a lab (`pps-netlab
 up`), the elephants and `warmup_s` of them alone, then pps-server in the sender namespace and
@@ -832,6 +832,11 @@ def cell_tail(celldir):
     # wait for the anchor after them).
     anchors = [x for r, x in zip(frames, received) if r.get("temporal_layers") == 1]
     top = [x for r, x in zip(frames, received) if (r.get("temporal_layers") or 0) > 1]
+    # Frames shown with every quality layer the stream has (a cut enhancement
+    # layer waits for its next IDR).
+    layers = max((r.get("quality_layers") or 0 for r in frames), default=0)
+    if frames and layers:
+        out["all_layers_pct"] = 100.0 * sum(1 for r in frames if r.get("quality_layers") == layers) / len(frames)
     out["anchor_received_p50_ms"] = percentile(anchors, 50)
     out["b_received_p50_ms"] = percentile(top, 50)
     jumps = [b - a for a, b in zip(received, received[1:]) if b - a >= STALL_JUMP_MS]
@@ -864,6 +869,7 @@ def tail_table(folder, labels=None):
 
     columns = (
         ("frames shown %", lambda r, t: one(r.get("frames_shown_pct"), ".1f")),
+        ("of them with every layer %", lambda r, t: one(t.get("all_layers_pct"), ".1f")),
         ("to the decoder p50, p95 ms",
          lambda r, t: f"{one(t.get('received_p50_ms'), '.0f')}, {one(t.get('received_p95_ms'), '.0f')}"),
         ("on screen p50, p95 ms",

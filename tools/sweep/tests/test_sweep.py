@@ -105,12 +105,13 @@ def main(sweep):
         check(len(lines) == 4 and "to the decoder p50, p95 ms" in lines[0], "tail table: %r" % t.stdout)
         for line in lines[2:]:
             cols = [c.strip() for c in line.strip("|").split("|")]
-            decoder, screen = cols[4].split(", "), cols[5].split(", ")
+            decoder, screen = cols[5].split(", "), cols[6].split(", ")
             check(all(re.fullmatch(r"\d+", v) for v in decoder + screen), "tail figures: %r" % line)
             # A frame is on screen no sooner than it reached the decoder.
             check(int(screen[0]) >= int(decoder[0]) and int(screen[1]) >= int(decoder[1]),
                   "screen before decoder: %r" % line)
-            check(re.fullmatch(r"\d+\.\d", cols[9]) is not None, "bottleneck drops: %r" % line)
+            check(re.fullmatch(r"\d+\.\d", cols[10]) is not None, "bottleneck drops: %r" % line)
+            check(0 <= float(cols[4]) <= 100, "frames with every layer: %r" % line)
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         check("swt%d" % (os.getpid() % 10000) not in left, "namespaces left behind: " + left)
     print("ok")
