@@ -24,9 +24,11 @@ typedef struct {
 	 * are ever asked about, and a window's last frame is an anchor either
 	 * way, so one flag, changed at window boundaries, is the whole state. */
 	bool anchors_only;
-	/* The droppable pictures are disposable P frames (PPS_ADU_FRAME_PD:
-	 * coded at once, referencing the anchor before them) instead of B
-	 * frames; mini-GOPs of at most 2. */
+	/* The droppable pictures are disposable P frames (PPS_ADU_FRAME_PD: the
+	 * last frame of each mini-GOP of 2, coded when captured, referencing the
+	 * anchor just before it) instead of B frames. A window's last frame is
+	 * then no anchor; the encoder takes each frame's reference from what it
+	 * coded, not from this model (pps-encoder.c, emit_adu). */
 	bool disposable_p;
 } pps_gop_t;
 

@@ -29,6 +29,13 @@
  * their own anchor's ADU; their ADU dependencies say so. Leading fillers
  * before an IDR are discarded (the IDR resets every reference).
  *
+ * Disposable P frames (params.disposable_p): no B frames at all. Each frame
+ * is a round of its own, coded when it is input; a window's last frame is
+ * coded as a P frame and then forgotten (x264_encoder_invalidate_reference
+ * with a picture buffer of two), so the next frame references the anchor
+ * before it and nothing references the disposable one. No reordering, so no
+ * fillers.
+ *
  * Quality layers: the base is coded at 1/base_scale; its exact reconstruction
  * (b_full_recon, equal to libavcodec's output) is upscaled with the shared
  * integer filter and the residual (source - prediction + 128) is coded by the
@@ -641,6 +648,13 @@ emit_adu(pps_encoder_t *e, slot_t *s, int q, pps_encoder_adu_cb cb, void *user)
 	info.frame_type = (uint8_t)s->type;
 	info.temporal_layer = pps_gop_temporal_layer(&e->gop, s->frame_index);
 	info.quality_layer = (uint8_t)q;
+	if (e->gop.disposable_p) {
+		/* Rounds of one frame and one reference: x264's, the last
+		 * picture it did not forget, which is the last anchor coded. */
+		if (s->type != PPS_ADU_FRAME_IDR && e->have_anchor)
+			info.deps[info.dep_count++] = e->chain_id[q];
+		nrefs = 0;
+	}
 	for (int r = 0; r < nrefs; r++) {
 		uint32_t f = refs[r];
 

@@ -39,6 +39,20 @@ pps_gop_frame_type(const pps_gop_t *gop, uint32_t n)
 
 	if ((n - origin) % g == 0)
 		return PPS_ADU_FRAME_IDR;
+	/* Disposable P frames close their mini-GOP (the window's last frame):
+	 * the anchor before them in the window goes out first, and what a late
+	 * window loses first is its tail, the disposable frame. */
+	if (gop->disposable_p && s > 1 && !gop->anchors_only) {
+		/* Every picture is a reference to x264, so frame_num counts the
+		 * pictures since the IDR (modulo 2^k, k >= 4). A missing picture
+		 * of frame_num 0 leaves libavcodec (picture order from frame_num,
+		 * as x264 writes it without B frames) ordering every later one
+		 * before the ones it already output, and it shows none of them:
+		 * that picture stays an anchor. */
+		uint32_t idr = origin + (n - origin) / g * g;
+
+		return n % s == 0 && (n - idr) % 16 != 0 ? PPS_ADU_FRAME_PD : PPS_ADU_FRAME_P;
+	}
 	if (n % s == 0 || gop->anchors_only)
 		return PPS_ADU_FRAME_P;
 	/* Closed GOP: the frames before a forced IDR become P so nothing
@@ -50,7 +64,7 @@ pps_gop_frame_type(const pps_gop_t *gop, uint32_t n)
 		return PPS_ADU_FRAME_P;
 	if (s == 4 && n % s == 2)
 		return PPS_ADU_FRAME_BREF;
-	return gop->disposable_p ? PPS_ADU_FRAME_PD : PPS_ADU_FRAME_B;
+	return PPS_ADU_FRAME_B;
 }
 
 uint8_t

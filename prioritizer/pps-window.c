@@ -565,10 +565,9 @@ pps_windower_add(pps_windower_t *w, pps_adu_t *adu)
 	if (w->early_quality_layers && info->quality_layer == 0 &&
 	    info->frame_index == last_frame_of(w, id))
 		return close_open_window(w, w->early_quality_layers - 1, false);
-	/* An anchor window: its first frame's base came first (an anchor, or a
-	 * disposable P frame: neither waits for a later frame). */
+	/* An anchor window: its first frame's base came first. */
 	if (w->anchor_frame_adus && w->n_adus == 1 && id > 0 && info->quality_layer == 0 &&
-	    (info->temporal_layer == 0 || info->frame_type == PPS_ADU_FRAME_PD) &&
+	    info->temporal_layer == 0 &&
 	    last_frame_of(w, id) - info->frame_index + 1 == w->window_frames)
 		return close_open_window(w, (size_t)w->anchor_frame_adus * w->window_frames - 1,
 		                         true);

@@ -754,7 +754,7 @@ case_anchor_windows(void)
 
 /* ------------------------------------------------------ disposable P frames */
 
-/* Windows of 2 whose droppable frames are disposable P frames, switched to
+/* Windows of 2 whose last frames are disposable P frames, switched to
  * anchor windows and back (an IDR request in between): every frame comes out
  * of the encoder in the call that inputs it and out of the decoder once its
  * ADUs are pushed (nothing reordered, no fillers); a disposable frame depends
@@ -821,7 +821,7 @@ case_disposable_p(void)
 			continue;
 		pd++;
 		disposable[info->frame_index] = true;
-		CHECK(info->temporal_layer == 1 && info->frame_index % 2 == 1,
+		CHECK(info->temporal_layer == 1 && info->frame_index % 2 == 0,
 		      "disposable frame %u: temporal layer %u", info->frame_index,
 		      info->temporal_layer);
 		/* Its own layer's reference: the anchor just before it. */
@@ -842,9 +842,10 @@ case_disposable_p(void)
 				      "ADU %u depends on disposable ADU %u",
 				      pps_adu_info(a.list.adu[j])->id, info->id);
 	}
-	/* Frames 1, 3, ..., 63 but the anchor windows' (21..29) and the P
-	 * before each IDR (31: the period, 47: the request), two layers each. */
-	CHECK(pd == 2 * (32 - 5 - 2), "%d disposable ADUs", pd);
+	/* The windows' last frames, 2, 4, ..., 62, but the anchor windows'
+	 * (22..30), the IDRs (32: the period; 46: the request) and the pictures
+	 * 16 after an IDR (16, 62: frame_num 0), two layers each. */
+	CHECK(pd == 2 * (31 - 5 - 2 - 2), "%d disposable ADUs", pd);
 
 	for (int drop = 0; drop < 2; drop++) {
 		anchor_out_t o = {.last_output = -1};

@@ -1026,19 +1026,20 @@ test_windower_early(void)
 
 /* One ADU of a stream whose droppable frames are disposable P frames
  * (windows of 2, two quality layers, no fillers: ids 2f + q in decode order,
- * which is display order; odd frames disposable, on the anchor before them). */
+ * which is display order; a window's last frame disposable, on the anchor
+ * just before it). */
 static pps_adu_t *
 disposable_adu(uint32_t f, unsigned q)
 {
-	uint32_t anchor = f % 2 ? f - 1 : f >= 2 ? f - 2 : 0;
+	uint32_t anchor = f % 2 == 0 || f == 1 ? f - 1 : f - 2;
 	pps_adu_info_t info = {.id = 2 * f + q,
 	                       .frame_index = f,
 	                       .capture_us = 1000000 + (int64_t)f * FRAME_US,
 	                       .decode_order = f,
 	                       .frame_type = f == 0       ? PPS_ADU_FRAME_IDR
-	                                     : f % 2 == 1 ? PPS_ADU_FRAME_PD
+	                                     : f % 2 == 0 ? PPS_ADU_FRAME_PD
 	                                                  : PPS_ADU_FRAME_P,
-	                       .temporal_layer = (uint8_t)(f % 2),
+	                       .temporal_layer = (uint8_t)(f > 0 && f % 2 == 0),
 	                       .quality_layer = (uint8_t)q};
 	uint8_t data[64] = {0};
 	pps_adu_t *adu;
@@ -1052,10 +1053,10 @@ disposable_adu(uint32_t f, unsigned q)
 	return adu;
 }
 
-/* Windows that open with a disposable P frame go out as anchor windows do:
- * the disposable frame's base publishes the window with both frames' ADUs
- * announced, and each ADU is appended as it comes; a B frame (which only
- * comes after its anchor) still may not be appended to an anchor window. */
+/* Windows that close with a disposable P frame go out as anchor windows do:
+ * the first frame's base publishes the window with both frames' ADUs
+ * announced, and each ADU, the disposable frame's too, is appended as it
+ * comes; a B frame still may not be appended to an anchor window. */
 static void
 test_windower_disposable_p(void)
 {
