@@ -643,13 +643,9 @@ anchor_frame_cb(const pps_decoded_frame_t *f, void *user)
 	}
 }
 
-/* Windows of 2 with B frames, switched to anchor windows and back in one
- * x264 session (an IDR request in between): a frame of an anchor window comes
- * out of the encoder in the call that inputs it, as one temporal layer, and
- * out of the decoder once those ADUs are pushed; the windows with B frames
- * keep their droppable layer; every frame decodes whole. */
-static int
-case_anchor_windows(void)
+/* Two quality layers in windows of 2, the encoder of the two cases below. */
+static pps_encoder_t *
+open_windows_of_2(bool anchor_windows, bool disposable_p)
 {
 	pps_encoder_params_t p = {
 	    .width = W,
@@ -664,9 +660,27 @@ case_anchor_windows(void)
 	    .threads = 1,
 	    .base_crf = 30,
 	    .enhancement_crf = 26,
-	    .anchor_windows = true,
+	    .anchor_windows = anchor_windows,
+	    .disposable_p = disposable_p,
 	};
 	pps_encoder_t *e = pps_encoder_new(&p);
+
+	if (!e) {
+		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
+		exit(1);
+	}
+	return e;
+}
+
+/* Windows of 2 with B frames, switched to anchor windows and back in one
+ * x264 session (an IDR request in between): a frame of an anchor window comes
+ * out of the encoder in the call that inputs it, as one temporal layer, and
+ * out of the decoder once those ADUs are pushed; the windows with B frames
+ * keep their droppable layer; every frame decodes whole. */
+static int
+case_anchor_windows(void)
+{
+	pps_encoder_t *e = open_windows_of_2(true, false);
 	anchor_adus_t a = {.list.count = 0};
 	anchor_out_t o = {.last_output = -1};
 	bool anchors[ANCHOR_FRAMES];
@@ -675,10 +689,6 @@ case_anchor_windows(void)
 	pps_stream_params_t sp;
 	pps_decoder_t *d;
 
-	if (!e) {
-		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
-		exit(1);
-	}
 	for (int n = 0; n < ANCHOR_FRAMES; n++) {
 		/* Asked for in mid-window: taken at the next window (frames 21, 41). */
 		if (n == 20)
@@ -763,22 +773,7 @@ case_anchor_windows(void)
 static int
 case_disposable_p(void)
 {
-	pps_encoder_params_t p = {
-	    .width = W,
-	    .height = H,
-	    .fps = 30,
-	    .temporal_layers = 2,
-	    .quality_layers = 2,
-	    .base_scale = 2,
-	    .gop_frames = 32,
-	    .window_frames = 2,
-	    .preset = "veryfast",
-	    .threads = 1,
-	    .base_crf = 30,
-	    .enhancement_crf = 26,
-	    .disposable_p = true,
-	};
-	pps_encoder_t *e = pps_encoder_new(&p);
+	pps_encoder_t *e = open_windows_of_2(false, true);
 	anchor_adus_t a = {.list.count = 0};
 	bool disposable[ANCHOR_FRAMES] = {false};
 	int pd = 0;
@@ -786,10 +781,6 @@ case_disposable_p(void)
 	pps_stream_params_t sp;
 	pps_frame_t *pictures[ANCHOR_FRAMES];
 
-	if (!e) {
-		fprintf(stderr, "pps_encoder_new: %s\n", strerror(errno));
-		exit(1);
-	}
 	for (int n = 0; n < ANCHOR_FRAMES; n++) {
 		if (n == 20)
 			pps_encoder_set_anchor_windows(e, true);
