@@ -365,6 +365,8 @@ export class LayeredDecoder {
         // mini-GOP. Only the latter, once a later mini-GOP began, is flushed;
         // the layer then waits for its next IDR (codec/pps-decoder.c).
         if (first.frame_index > this.laterThrough) return;
+        // Disposable P frames: nothing is held back for reordering.
+        if (this.noReorder) return;
         const s = this.minigop;
         const anchor = s > 1 ? Math.ceil(first.frame_index / s) * s : first.frame_index;
         const missing = first.expect & ~first.got;
