@@ -365,14 +365,17 @@ export class LayeredDecoder {
         // mini-GOP. Only the latter, once a later mini-GOP began, is flushed;
         // the layer then waits for its next IDR (codec/pps-decoder.c).
         if (first.frame_index > this.laterThrough) return;
-        // Disposable P frames: nothing is held back for reordering.
+        // Disposable P frames: nothing is held back for reordering (nor in a
+        // layer that never had a filler ADU: a stream with B frames has one
+        // after its first picture).
         if (this.noReorder) return;
         const s = this.minigop;
         const anchor = s > 1 ? Math.ceil(first.frame_index / s) * s : first.frame_index;
         const missing = first.expect & ~first.got;
         let held = 0;
         for (let q = 0; q < this.layers; q++)
-          if ((missing & (1 << q)) && s > 1 && this.fillerThrough[q] < anchor) held |= 1 << q;
+          if ((missing & (1 << q)) && s > 1 && this.fillerThrough[q] >= 0 &&
+              this.fillerThrough[q] < anchor) held |= 1 << q;
         if (!first.flushed) {
           if (held !== missing) return; // on its way
           // flush() outputs what the layer holds, then wants a key chunk.

@@ -307,6 +307,19 @@ def test_browser_stream_early(build, workdir, keep=None):
     print("server: %d of %d windows early" % (st["windows_early"], st["windows"]))
 
 
+def test_browser_stream_disposable(build, workdir, keep=None):
+    """The same with disposable P frames in every window (pps.droppable =
+    p-frames, pps.b_frames = always): the page takes ADU frame type 4,
+    releases each frame on its top layer and shows what pps-client shows, bit
+    for bit."""
+    server = test_browser_stream(build, workdir, keep,
+                                 ("pps.droppable=p-frames", "pps.b_frames=always"))
+    st = server.stats()
+    check(st["windows"] >= 100 and st["windows_anchors"] == 0,
+          "server: %d windows, %d of anchors alone" % (st["windows"], st["windows_anchors"]))
+    print("server: %d windows, each with a disposable frame" % st["windows"])
+
+
 # The audio test: the test source's ticks, one a second (codec/pps-capture.c),
 # and the flash on the frame of each (a frame starts within a frame period
 # after the tick's onset), at 320x240 so that the page's video keeps up.
@@ -1066,6 +1079,7 @@ def test_browser_relay(build, workdir, keep=None):
 
 
 TESTS = {"browser_stream": test_browser_stream, "browser_stream_early": test_browser_stream_early,
+         "browser_stream_disposable": test_browser_stream_disposable,
          "browser_http": test_browser_http, "browser_audio": test_browser_audio,
          "browser_audio_window": test_browser_audio_window, "browser_jitter": test_browser_jitter,
          "browser_audio_unmute": test_browser_audio_unmute,
