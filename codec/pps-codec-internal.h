@@ -43,7 +43,8 @@ pps_adu_frame_type_t pps_gop_frame_type(const pps_gop_t *gop, uint32_t frame_ind
 uint8_t pps_gop_temporal_layer(const pps_gop_t *gop, uint32_t frame_index);
 /*
  * The frames whose same-layer ADUs frame @n needs (see pps-encoder.c for why a
- * B frame's references live in its next anchor's ADU). Returns the count.
+ * B frame's references live in its next anchor's ADU). Returns the count. Not
+ * for a GOP of disposable P frames (the encoder knows their one reference).
  */
 int pps_gop_ref_frames(const pps_gop_t *gop, uint32_t n, uint32_t refs[2]);
 

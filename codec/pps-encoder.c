@@ -637,7 +637,9 @@ static int
 emit_adu(pps_encoder_t *e, slot_t *s, int q, pps_encoder_adu_cb cb, void *user)
 {
 	uint32_t refs[2];
-	int nrefs = pps_gop_ref_frames(&e->gop, s->frame_index, refs);
+	/* Disposable P frames: rounds of one frame and one reference, x264's:
+	 * the last picture it did not forget, the last anchor coded. */
+	int nrefs = e->gop.disposable_p ? 0 : pps_gop_ref_frames(&e->gop, s->frame_index, refs);
 	pps_adu_info_t info = {0};
 	pps_adu_t *adu;
 
@@ -648,13 +650,8 @@ emit_adu(pps_encoder_t *e, slot_t *s, int q, pps_encoder_adu_cb cb, void *user)
 	info.frame_type = (uint8_t)s->type;
 	info.temporal_layer = pps_gop_temporal_layer(&e->gop, s->frame_index);
 	info.quality_layer = (uint8_t)q;
-	if (e->gop.disposable_p) {
-		/* Rounds of one frame and one reference: x264's, the last
-		 * picture it did not forget, which is the last anchor coded. */
-		if (s->type != PPS_ADU_FRAME_IDR && e->have_anchor)
-			info.deps[info.dep_count++] = e->chain_id[q];
-		nrefs = 0;
-	}
+	if (e->gop.disposable_p && s->type != PPS_ADU_FRAME_IDR && e->have_anchor)
+		info.deps[info.dep_count++] = e->chain_id[q];
 	for (int r = 0; r < nrefs; r++) {
 		uint32_t f = refs[r];
 

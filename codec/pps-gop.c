@@ -91,7 +91,6 @@ pps_gop_ref_frames(const pps_gop_t *gop, uint32_t n, uint32_t refs[2])
 	case PPS_ADU_FRAME_IDR:
 		return 0;
 	case PPS_ADU_FRAME_P:
-	case PPS_ADU_FRAME_PD:
 		/* The previous I/P picture (n - S, or n - 1 in a forced-P run). */
 		refs[0] = n - 1;
 		while (pps_gop_frame_type(gop, refs[0]) >= PPS_ADU_FRAME_BREF)

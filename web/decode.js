@@ -365,10 +365,9 @@ export class LayeredDecoder {
         // mini-GOP. Only the latter, once a later mini-GOP began, is flushed;
         // the layer then waits for its next IDR (codec/pps-decoder.c).
         if (first.frame_index > this.laterThrough) return;
-        // Disposable P frames: nothing is held back for reordering (nor in a
-        // layer that never had a filler ADU: a stream with B frames has one
-        // after its first picture).
-        if (this.noReorder) return;
+        // Only a layer that had filler ADUs holds pictures back: a stream
+        // with B frames has one after its first picture, one with disposable
+        // P frames never.
         const s = this.minigop;
         const anchor = s > 1 ? Math.ceil(first.frame_index / s) * s : first.frame_index;
         const missing = first.expect & ~first.got;
