@@ -269,6 +269,9 @@ typedef struct {
 	uint64_t decode_errors;    /* libavcodec refused an ADU */
 } pps_receiver_stats_t;
 
+/* Connections a stream may arrive on at once: its own and its copies. */
+#define PPS_RECEIVER_MAX_COPIES 4
+
 /* All callbacks required. @clock_cb stamps received/decoded times. NULL + errno. */
 pps_receiver_t *pps_receiver_new(const pps_receiver_callbacks_t *callbacks,
                                  pps_client_clock_cb clock_cb, void *user);
@@ -282,6 +285,20 @@ const pps_wire_stream_info_t *pps_receiver_info(const pps_receiver_t *receiver);
  * (also for windows faster than PPS_RECEIVER_RATE_FACTOR allows). */
 int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *record, char *err,
                         size_t err_size);
+/*
+ * The same from copy @copy of the stream (1 .. PPS_RECEIVER_MAX_COPIES - 1; 0 is
+ * pps_receiver_record): another connection of this client to the same stream,
+ * whose windows carry the same ids and ADUs. Each copy is reassembled on its
+ * own; each ADU is decoded from the first copy that has it whole, each window
+ * closed by the first copy that ends it, and what the others bring later is
+ * dropped. A loss then holds up only the connection it happened on. A copy's
+ * protocol error returns as the stream's would; the caller closes that copy
+ * and calls pps_receiver_drop_copy().
+ */
+int pps_receiver_record_copy(pps_receiver_t *receiver, unsigned copy,
+                             const pps_wire_record_t *record, char *err, size_t err_size);
+/* Copy @copy has ended: forget its half-received window. */
+void pps_receiver_drop_copy(pps_receiver_t *receiver, unsigned copy);
 /* End of the stream: the decoder outputs every frame it still holds. */
 void pps_receiver_finish(pps_receiver_t *receiver);
 /* A new connection: forget the stream (the next one starts with STREAM_INFO). */
@@ -742,6 +759,9 @@ typedef struct {
 	FILE *log;            /* JSON Lines; may be NULL; the caller closes it after free */
 	const char *program;  /* for the log's start record; NULL: "pps_player" */
 	/* The audio track: asked for (HELLO), played and measured. */
+	/* Connections the stream's windows arrive on, 1..PPS_RECEIVER_MAX_COPIES
+	 * (0 counts as 1): more are copies (pps_receiver_record_copy). */
+	unsigned copies;
 	bool audio;
 	pps_audio_params_t audio_params;
 	/* Audio samples as they are played (see pps_audio_callbacks_t); optional. */

@@ -52,6 +52,11 @@ static const pps_config_key_t keys[] = {
     PPS_CONFIG_INT(
         "client", "reconnect_attempts", "10", 1, 1000000,
         "reconnect: give up (exit 1) after this many connections in a row without a stream"),
+    PPS_CONFIG_INT("client", "copies", "1", 1, PPS_RECEIVER_MAX_COPIES,
+                   "connections the video arrives on: 2 or more open copies of the stream (each "
+                   "a viewer at the server, video only, every window on each); the first to "
+                   "bring a piece decides, so a loss holds up only its own connection, at "
+                   "that many times the bytes on the path"),
     PPS_CONFIG_INT("client", "handshake_timeout_ms", "5000", 100, 600000,
                    "fail a connection that brings no STREAM_INFO within this time of connecting"),
     PPS_CONFIG_INT(
@@ -183,6 +188,7 @@ pps_client_settings_from_config(const pps_config_t *c, pps_client_settings_t *s,
 	conn->tls = pps_config_get_bool(c, "client", "tls");
 	conn->tls_ca = pps_config_get_string(c, "client", "tls_ca");
 	conn->tls_server_name = pps_config_get_string(c, "client", "tls_server_name");
+	p->copies = (unsigned)pps_config_get_int(c, "client", "copies");
 	p->audio = pps_config_get_bool(c, "audio", "enabled");
 	p->audio_params.output = (pps_audio_output_t)pps_config_get_enum(c, "audio", "output");
 	p->audio_params.wav_path = pps_config_get_string(c, "audio", "wav");

@@ -84,6 +84,10 @@ usage(FILE *out)
 	    "                           opens (auto), on it or fail (sdl), measured but not heard\n"
 	    "                           (none), or not asked for (off); default auto\n"
 	    "  --audio-wav FILE.wav     write the audio played to a WAV file\n"
+	    "  --copies N               the stream on N connections (1-4, default 1): each brings\n"
+	    "                           every window, the first to bring a piece decides, so a\n"
+	    "                           loss holds up only its own connection; N times the bytes\n"
+	    "                           (same as --set client.copies=N)\n"
 	    "  --reconnect              reconnect with backoff when the connection ends; gives up\n"
 	    "                           after client.reconnect_attempts tries in a row without a "
 	    "stream\n"
@@ -366,6 +370,7 @@ main(int argc, char **argv)
 	    {"tolerance", required_argument, NULL, 'T'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"reconnect", no_argument, NULL, 'r'},
+	    {"copies", required_argument, NULL, 'C'},
 	    {"audio", required_argument, NULL, 'A'},
 	    {"audio-wav", required_argument, NULL, 'W'},
 	    {"quiet", no_argument, NULL, 'q'},
@@ -443,6 +448,9 @@ main(int argc, char **argv)
 			break;
 		case 'r':
 			ret = set_key(&c, "client", "reconnect", "true", "--reconnect ");
+			break;
+		case 'C':
+			ret = set_key(&c, "client", "copies", optarg, "--copies ");
 			break;
 		case 'A':
 			ret = strcmp(optarg, "off") == 0

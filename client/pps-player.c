@@ -30,6 +30,13 @@ typedef struct {
 	bool ended;
 } audio_link_t;
 
+/* One more connection to the same stream, carrying every window again. */
+typedef struct {
+	pps_player_t *player;
+	pps_connection_t *connection;
+	unsigned copy; /* the receiver's copy index, 1.. */
+} video_link_t;
+
 struct pps_player {
 	pps_player_callbacks_t callbacks;
 	void *user;
@@ -53,6 +60,11 @@ struct pps_player {
 	bool audio_lip_sync; /* [audio] lip_sync: decides, by default, whether to pool */
 	int audio_pool;      /* PPS_AUDIO_POOL_* */
 	int64_t window_us;   /* the stream's window length, from its STREAM_INFO */
+
+	/* [client] copies: the stream's windows arrive on this many
+	 * connections; links to the copies beyond the first. */
+	unsigned video_copies;
+	video_link_t video_links[PPS_RECEIVER_MAX_COPIES - 1];
 };
 
 static uint32_t
@@ -347,6 +359,123 @@ start_audio_connections(pps_player_t *p, const pps_wire_stream_info_t *info, cha
 	return 0;
 }
 
+/* ---- copies of the stream --------------------------------------------------- */
+
+static int
+copy_record_cb(const pps_wire_record_t *r, char *err, size_t size, void *user)
+{
+	video_link_t *l = user;
+	pps_player_t *p = l->player;
+	const pps_wire_stream_info_t *own = pps_receiver_info(p->receiver);
+
+	switch (r->kind) {
+	case PPS_WIRE_STREAM_INFO: {
+		const pps_wire_stream_info_t *info = &r->u.stream_info;
+
+		/* Another server behind the same address would number its
+		 * windows its own way. */
+		if (!own || info->width != own->width || info->height != own->height ||
+		    info->fps_num != own->fps_num || info->fps_den != own->fps_den ||
+		    info->window_frames != own->window_frames ||
+		    info->quality_layers != own->quality_layers ||
+		    info->temporal_layers != own->temporal_layers) {
+			snprintf(err, size, "copy %u: STREAM_INFO differs from the stream's",
+			         l->copy);
+			return -EPROTO;
+		}
+		pps_connection_stream_started(l->connection, p->window_us);
+		return 0;
+	}
+	case PPS_WIRE_WINDOW_BEGIN:
+	case PPS_WIRE_ADU_FRAGMENT:
+	case PPS_WIRE_WINDOW_END:
+		return pps_receiver_record_copy(p->receiver, l->copy, r, err, size);
+	case PPS_WIRE_CLOCK_PONG:
+		(void)pps_clock_pong(p->clock, &r->u.clock_pong, pps_time_realtime_us());
+		return 0;
+	default:
+		snprintf(err, size, "%s on a copy of the stream", pps_wire_kind_name(r->kind));
+		return -EPROTO;
+	}
+}
+
+static void
+copy_bytes_cb(size_t bytes, void *user)
+{
+	video_link_t *l = user;
+
+	pps_stats_bytes(l->player->stats, bytes, pps_time_realtime_us());
+}
+
+static void
+copy_closed_cb(const pps_connection_end_t *end, void *user)
+{
+	video_link_t *l = user;
+	pps_player_t *p = l->player;
+	char event[320];
+
+	/* The stream goes on over its own connection and the other copies. */
+	snprintf(event, sizeof(event),
+	         "\"type\":\"copy_connection_ended\",\"copy\":%u,\"why\":\"%s\"", l->copy,
+	         end->why ? end->why : "");
+	pps_stats_event(p->stats, event);
+	pps_receiver_drop_copy(p->receiver, l->copy);
+}
+
+static void
+stop_copies(pps_player_t *p)
+{
+	for (unsigned i = 0; i + 1 < PPS_RECEIVER_MAX_COPIES; i++) {
+		video_link_t *l = &p->video_links[i];
+
+		if (!l->connection)
+			continue;
+		pps_connection_stop(l->connection);
+		pps_connection_free(l->connection);
+		l->connection = NULL;
+		pps_receiver_drop_copy(p->receiver, l->copy);
+	}
+}
+
+/*
+ * More connections to the stream ([client] copies), each a viewer of its
+ * own at the server, video only: every window arrives on each, and the first
+ * to bring an ADU or end a window decides (pps_receiver_record_copy). TCP
+ * delivers in order, so a loss holds up what follows it on its own
+ * connection only.
+ */
+static int
+start_copies(pps_player_t *p, char *err, size_t size)
+{
+	/* The copies' bytes count in the received rate: what the stream takes
+	 * of the path. */
+	static const pps_connection_callbacks_t callbacks = {
+	    .record_cb = copy_record_cb,
+	    .bytes_cb = copy_bytes_cb,
+	    .closed_cb = copy_closed_cb,
+	};
+	pps_connection_params_t cp = p->connection_params;
+
+	stop_copies(p);
+	cp.hello_flags &= (uint16_t)~PPS_WIRE_HELLO_AUDIO;
+	cp.reconnect = false;
+	cp.audio_pool = 0;
+	for (unsigned i = 0; i + 1 < p->video_copies && i + 1 < PPS_RECEIVER_MAX_COPIES; i++) {
+		video_link_t *l = &p->video_links[i];
+
+		l->player = p;
+		l->copy = i + 1;
+		l->connection = pps_connection_new(p->base, &cp, &callbacks, l);
+		if (!l->connection) {
+			snprintf(err, size, "cannot open copy %u of the stream: %s", l->copy,
+			         strerror(errno));
+			return -errno;
+		}
+		pps_connection_start(l->connection);
+	}
+	return 0;
+}
+
 static int
 handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *err, size_t size)
 {
@@ -364,6 +493,8 @@ handle_stream_info(pps_player_t *p, const pps_wire_stream_info_t *info, char *er
 		    (ret = start_audio_connections(p, info, err, size)) < 0)
 			return ret;
 	}
+	if (p->video_copies > 1 && (ret = start_copies(p, err, size)) < 0)
+		return ret;
 	pps_playout_set_stream(p->playout, (int64_t)info->latency_budget_ms * 1000, p->window_us);
 	p->ever_streamed = true;
 	pps_connection_stream_started(p->connection, p->window_us);
@@ -442,6 +573,7 @@ connection_closed_cb(const pps_connection_end_t *end, void *user)
 	 * display time still get it. */
 	pps_receiver_finish(p->receiver);
 	stop_audio_connections(p);
+	stop_copies(p);
 	if (p->audio)
 		pps_audio_player_reset(p->audio);
 	if (end->retry_in_us > 0) {
@@ -485,6 +617,7 @@ pps_player_new(struct event_base *base, const pps_player_params_t *params,
 	p->audio_connections = params->audio_params.connections; /* 0: the default */
 	p->audio_lip_sync = params->audio_params.lip_sync;
 	p->audio_pool = params->audio_params.pool;
+	p->video_copies = params->copies;
 	if (p->audio_connections > PPS_AUDIO_MAX_CONNECTIONS)
 		p->audio_connections = PPS_AUDIO_MAX_CONNECTIONS;
 	if (params->audio)
@@ -535,6 +668,7 @@ pps_player_free(pps_player_t *p)
 	if (!p)
 		return;
 	stop_audio_connections(p);
+	stop_copies(p);
 	pps_audio_player_free(p->audio);
 	pps_connection_free(p->connection);
 	pps_receiver_free(p->receiver);
@@ -559,6 +693,7 @@ pps_player_stop(pps_player_t *p)
 		return;
 	pps_connection_stop(p->connection);
 	stop_audio_connections(p);
+	stop_copies(p);
 	if (p->audio)
 		pps_audio_player_reset(p->audio);
 	/* The decoder's last frames come out: shown if due already (asap), as

@@ -52,7 +52,10 @@ struct pps_receiver {
 	bool have_info;
 	pps_wire_stream_info_t info;
 	int64_t frame_interval_us;
-	pps_reasm_t *reasm;
+	/* One reassembler per connection the stream arrives on: [0] the
+	 * stream's own, [1..] its copies (pps_receiver_record_copy). */
+	pps_reasm_t *reasm[PPS_RECEIVER_MAX_COPIES];
+	int64_t begun_window; /* the last window begun on any of them; -1 */
 	pps_decoder_t *decoder;
 
 	/* decode-order cursor: the last ADU id given to the decoder */
@@ -117,11 +120,19 @@ pps_receiver_new(const pps_receiver_callbacks_t *callbacks, pps_client_clock_cb 
 	return r;
 }
 
+static void
+free_reasms(pps_receiver_t *r)
+{
+	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++) {
+		pps_reasm_free(r->reasm[k]);
+		r->reasm[k] = NULL;
+	}
+}
+
 void
 pps_receiver_reset(pps_receiver_t *r)
 {
-	pps_reasm_free(r->reasm);
-	r->reasm = NULL;
+	free_reasms(r);
 	pps_decoder_free(r->decoder);
 	r->decoder = NULL;
 	r->have_info = false;
@@ -129,6 +140,7 @@ pps_receiver_reset(pps_receiver_t *r)
 	/* A new server numbers frames and windows from its own start. */
 	r->next_frame = -1;
 	r->last_window = -1;
+	r->begun_window = -1;
 	r->ref_frame = -1;
 	r->open_first = r->open_last = -1;
 	r->started = false;
@@ -140,7 +152,7 @@ pps_receiver_free(pps_receiver_t *r)
 {
 	if (!r)
 		return;
-	pps_reasm_free(r->reasm);
+	free_reasms(r);
 	pps_decoder_free(r->decoder);
 	free(r);
 }
@@ -284,9 +296,9 @@ pps_receiver_stream_info(pps_receiver_t *r, const pps_wire_stream_info_t *info, 
 	}
 	pps_decoder_free(r->decoder);
 	r->decoder = pps_decoder_new(&params, decoder_frame_cb, r);
-	pps_reasm_free(r->reasm);
-	r->reasm = pps_reasm_new(info->window_frames);
-	if (!r->decoder || !r->reasm) {
+	free_reasms(r);
+	r->reasm[0] = pps_reasm_new(info->window_frames);
+	if (!r->decoder || !r->reasm[0]) {
 		snprintf(err, err_size, "cannot create a decoder for %ux%u: %s", info->width,
 		         info->height, strerror(errno));
 		return -EIO;
@@ -366,11 +378,22 @@ push(pps_receiver_t *r, pps_adu_t *adu)
 static void
 push_ready(pps_receiver_t *r)
 {
-	pps_adu_t *adu;
+	bool more = r->have_pushed;
 
-	while (r->have_pushed &&
-	       (adu = pps_reasm_take_next(r->reasm, r->last_pushed_id + 1)) != NULL)
-		push(r, adu);
+	/* ADU ids are the stream's, the same on every copy: the next one
+	 * comes from whichever connection has it whole first. */
+	while (more) {
+		more = false;
+		for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES && !more; k++) {
+			pps_adu_t *adu;
+
+			if (r->reasm[k] &&
+			    (adu = pps_reasm_take_next(r->reasm[k], r->last_pushed_id + 1))) {
+				push(r, adu);
+				more = true;
+			}
+		}
+	}
 }
 
 /*
@@ -418,7 +441,7 @@ account_gap(pps_receiver_t *r, uint32_t id, int64_t now, char *err, size_t err_s
 }
 
 static void
-window_end(pps_receiver_t *r, int64_t now)
+window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
 {
 	pps_reasm_window_t w;
 	pps_adu_t **adus;
@@ -427,7 +450,7 @@ window_end(pps_receiver_t *r, int64_t now)
 	pps_receiver_window_t out;
 	bool join = false;
 
-	pps_reasm_take(r->reasm, &w, &adus, &n);
+	pps_reasm_take(reasm, &w, &adus, &n);
 	last = last_frame_of(w.window_id, r->info.window_frames);
 	/* Until a window brings something, dropped windows are the ones in
 	 * flight when this client joined (begun before its IDR, so nothing of
@@ -438,8 +461,14 @@ window_end(pps_receiver_t *r, int64_t now)
 	} else {
 		r->started = true;
 	}
-	for (size_t i = 0; i < n; i++)
-		push(r, adus[i]);
+	for (size_t i = 0; i < n; i++) {
+		/* Decoded already from another copy of the stream. */
+		if (r->have_pushed && w.begun && r->begun_window == (int64_t)w.window_id &&
+		    pps_adu_info(adus[i])->id <= r->last_pushed_id)
+			pps_adu_unref(adus[i]);
+		else
+			push(r, adus[i]);
+	}
 	free(adus);
 	/* Every ADU of this window the decoder will ever get has been pushed. */
 	if (w.begun) {
@@ -470,13 +499,49 @@ window_end(pps_receiver_t *r, int64_t now)
 	if (!join)
 		account_missing(r, last, w.dropped ? PPS_FRAME_DROPPED : PPS_FRAME_LOST);
 	r->last_window = w.window_id;
+	if (r->begun_window < r->last_window)
+		r->begun_window = r->last_window;
+	r->last_window_us = now;
+	r->open_first = r->open_last = -1;
+}
+
+/* A copy closed a window another copy had not: its ADUs are not wanted. */
+static void
+discard_window(pps_reasm_t *reasm)
+{
+	pps_reasm_window_t w;
+	pps_adu_t **adus;
+	size_t n;
+
+	pps_reasm_take(reasm, &w, &adus, &n);
+	for (size_t i = 0; i < n; i++)
+		pps_adu_unref(adus[i]);
+	free(adus);
+}
+
+/*
+ * A copy moved past the window another one has open (its sender dropped that
+ * window for it): the open window's frames that did not come out are lost,
+ * and the copies go on from the later window.
+ */
+static void
+abandon_open_window(pps_receiver_t *r, int64_t now)
+{
+	if (r->begun_window <= r->last_window)
+		return;
+	if (r->open_last >= 0)
+		account_missing(r, r->open_last, PPS_FRAME_LOST);
+	r->last_window = r->begun_window;
 	r->last_window_us = now;
 	r->open_first = r->open_last = -1;
 }
 
 int
-pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *err, size_t err_size)
+pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record_t *record,
+                         char *err, size_t err_size)
 {
+	pps_reasm_t *reasm;
+	bool lead = true; /* the record is the stream's, not a later copy's */
 	int64_t now;
 	int ret;
 
@@ -484,17 +549,32 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 		snprintf(err, err_size, "%s before STREAM_INFO", pps_wire_kind_name(record->kind));
 		return -EPROTO;
 	}
+	if (copy >= PPS_RECEIVER_MAX_COPIES) {
+		snprintf(err, err_size, "copy %u of the stream: at most %u", copy,
+		         PPS_RECEIVER_MAX_COPIES);
+		return -EINVAL;
+	}
+	if (!r->reasm[copy] && !(r->reasm[copy] = pps_reasm_new(r->info.window_frames))) {
+		snprintf(err, err_size, "cannot reassemble a copy of the stream: %s",
+		         strerror(errno));
+		return -ENOMEM;
+	}
+	reasm = r->reasm[copy];
 	now = r->clock_cb(r->user);
 	r->push_us = now;
 	if (record->kind == PPS_WIRE_WINDOW_BEGIN ||
-	    (record->kind == PPS_WIRE_WINDOW_END && !pps_reasm_in_window(r->reasm))) {
+	    (record->kind == PPS_WIRE_WINDOW_END && !pps_reasm_in_window(reasm))) {
 		uint32_t id = record->kind == PPS_WIRE_WINDOW_BEGIN
 		                  ? record->u.window_begin.window_id
 		                  : record->u.window_end.window_id;
 
+		/* Every copy brings every window, in order; the first to
+		 * begin or drop one leads it. */
+		lead = (int64_t)id > r->begun_window;
 		/* The reassembler refuses ids that do not increase; check that
 		 * first, so the gap below is never negative. */
-		if ((int64_t)id > r->last_window) {
+		if (lead) {
+			abandon_open_window(r, now);
 			ret = take_window_credit(r, now, err, err_size);
 			if (ret < 0)
 				return ret;
@@ -502,16 +582,21 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 			if (ret < 0)
 				return ret;
 		}
+	} else if (record->kind == PPS_WIRE_WINDOW_END) {
+		lead = (int64_t)record->u.window_end.window_id > r->last_window;
 	}
-	ret = pps_reasm_record(r->reasm, record, err, err_size);
+	ret = pps_reasm_record(reasm, record, err, err_size);
 	if (ret < 0)
 		return ret;
 	switch (record->kind) {
 	case PPS_WIRE_WINDOW_BEGIN: {
 		const pps_wire_window_begin_t *b = &record->u.window_begin;
 
+		if (!lead)
+			break;
 		/* Earlier windows are all pushed: this one's first ADU is the next
 		 * in decode order. */
+		r->begun_window = b->window_id;
 		r->have_pushed = true;
 		r->last_pushed_id = b->first_adu_id - 1;
 		if (r->next_frame < 0)
@@ -523,15 +608,34 @@ pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *er
 		break;
 	}
 	case PPS_WIRE_ADU_FRAGMENT:
-		push_ready(r);
+		if (r->begun_window > r->last_window)
+			push_ready(r);
 		break;
 	case PPS_WIRE_WINDOW_END: /* accepted: its window is complete */
-		window_end(r, now);
+		if (lead)
+			window_end(r, reasm, now);
+		else
+			discard_window(reasm);
 		break;
 	default:
 		break;
 	}
 	return 0;
+}
+
+int
+pps_receiver_record(pps_receiver_t *r, const pps_wire_record_t *record, char *err, size_t err_size)
+{
+	return pps_receiver_record_copy(r, 0, record, err, err_size);
+}
+
+void
+pps_receiver_drop_copy(pps_receiver_t *r, unsigned copy)
+{
+	if (copy == 0 || copy >= PPS_RECEIVER_MAX_COPIES)
+		return;
+	pps_reasm_free(r->reasm[copy]);
+	r->reasm[copy] = NULL;
 }
 
 void

@@ -120,6 +120,39 @@ def two_clients(build, workdir):
         check(s["frames_shown_pct"] >= 90, "%.1f%% shown" % s["frames_shown_pct"])
 
 
+def copies(build, workdir):
+    """client.copies = 3: three viewers at the server, every window sent on
+    each, each frame accounted once at the client, as many shown as with one
+    connection, and the received rate counts every copy's bytes."""
+    srv = Server(build, workdir, "source.pattern=smpte")
+    try:
+        c = Client(build, workdir, srv.address, "playout.policy=asap", "client.copies=3", duration=6)
+        rc = c.wait()
+        check(rc == 0, "client exit %d: %s" % (rc, c.stderr))
+    finally:
+        srv.stop()
+    s = c.summary()
+    frames = [e for e in c.events("frame") if e.get("reason") != "stopped"]
+    numbers = [e["frame"] for e in frames]
+    check(len(numbers) == len(set(numbers)), "a frame accounted twice")
+    check(numbers == sorted(numbers), "frames out of order")
+    check(s["frames_shown_pct"] >= 95, "%.1f%% shown" % s["frames_shown_pct"])
+    check(s["frames_undecodable"] == 0, "%d frames undecodable" % s["frames_undecodable"])
+    viewers = [v for v in srv.stats()["clients"] if not v.get("audio_only")]
+    check(len(viewers) == 3, "%d video viewers at the server, want 3" % len(viewers))
+    check(all(v["windows_complete"] >= 60 for v in viewers),
+          "a copy without the stream: %s" % [v["windows_complete"] for v in viewers])
+    windows = [w for w in c.events("window") if w.get("complete_us")]
+    span_s = (windows[-1]["complete_us"] - windows[0]["complete_us"]) / 1e6
+    decoded_bps = 8 * sum(w["bytes"] for w in windows) / span_s
+    check(s["received_bps"] > 2.5 * decoded_bps,
+          "received %.0f bit/s for %.0f bit/s of windows: the copies' bytes are not counted"
+          % (s["received_bps"], decoded_bps))
+    print("copies: %d frames shown (%.1f%%), p50 %.1f ms, %.2f Mbit/s received for %.2f decoded"
+          % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"],
+             s["received_bps"] / 1e6, decoded_bps / 1e6))
+
+
 def session_windows(log, session_id):
     """The last (complete, partial, dropped) windows count of session
     #@session_id in the server's status lines, or None before its first."""
@@ -666,7 +699,7 @@ def soak(build, workdir):
           "viewer: %d frames during the attack, longest gap %.0f ms" % (len(during), longest_ms))
 
 
-TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, stalled_reader, bad_peers,
+TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, copies, stalled_reader, bad_peers,
                                  max_clients, no_server, reconnect, bad_server, config_errors,
                                  bad_source, source_failure_reported, access_token,
                                  beyond_loopback_warning, silent_connections, slow_reader_evicted,

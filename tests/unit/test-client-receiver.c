@@ -5,7 +5,8 @@
  * exactly once on every path (shown, dropped window, gap of windows, frames a
  * window came without, join, the window open when the stream stops), a
  * window's frames come out by its WINDOW_END, and untrusted STREAM_INFO,
- * window ids and frame numbers are refused. Time is the test's own (an
+ * window ids and frame numbers are refused; the same windows over two
+ * connections (copies) decode once, from whichever brings them first. Time is the test's own (an
  * injected clock), never slept on.
  */
 #include "pps-client-internal.h"
@@ -137,11 +138,42 @@ stream_info(void)
 	return info;
 }
 
+/* While set, send_window() records what it would feed here (the copies'
+ * test replays it on two connections). */
+#define MAX_RECORDS 2048
+static struct {
+	bool on;
+	pps_wire_record_t rec[MAX_RECORDS];
+	uint32_t window[MAX_RECORDS];
+	size_t n;
+} tape;
+
+static uint32_t
+record_window(const pps_wire_record_t *rec)
+{
+	switch (rec->kind) {
+	case PPS_WIRE_WINDOW_BEGIN:
+		return rec->u.window_begin.window_id;
+	case PPS_WIRE_WINDOW_END:
+		return rec->u.window_end.window_id;
+	default:
+		return rec->u.adu_fragment.window_id;
+	}
+}
+
 static int
 feed(pps_receiver_t *r, pps_wire_record_t rec)
 {
 	char err[256] = "";
-	int ret = pps_receiver_record(r, &rec, err, sizeof(err));
+	int ret;
+
+	if (tape.on) {
+		REQUIRE(tape.n < MAX_RECORDS);
+		tape.window[tape.n] = record_window(&rec);
+		tape.rec[tape.n++] = rec;
+		return 0;
+	}
+	ret = pps_receiver_record(r, &rec, err, sizeof(err));
 
 	if (ret < 0)
 		fprintf(stderr, "  receiver: %s\n", err);
@@ -253,7 +285,7 @@ send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 	}
 	/* Without B frames a frame is out once its top layer is decoded: no
 	 * wait for WINDOW_END, let alone for the next window. */
-	if (check_before_end && plan == SEND_ALL)
+	if (check_before_end && plan == SEND_ALL && !tape.on)
 		CHECK_EQ_INT(s->last_output, (int64_t)id * W);
 	if (plan == SEND_ANCHOR_OPEN || plan == SEND_BEGIN_OPEN)
 		return;
@@ -267,7 +299,8 @@ send_window(pps_receiver_t *r, sink_t *s, uint32_t id, plan_t plan)
 		CHECK_EQ_INT(feed(r, end), 0);
 	}
 	/* No hold: by its WINDOW_END every frame of the window is accounted. */
-	CHECK_EQ_INT(s->last_output, (int64_t)id * W);
+	if (!tape.on)
+		CHECK_EQ_INT(s->last_output, (int64_t)id * W);
 }
 
 static pps_receiver_t *
@@ -607,6 +640,75 @@ test_one_frame_windows(void)
 	pps_receiver_free(r);
 }
 
+static int
+feed_copy(pps_receiver_t *r, unsigned copy, size_t i)
+{
+	char err[256] = "";
+	int ret = pps_receiver_record_copy(r, copy, &tape.rec[i], err, sizeof(err));
+
+	if (ret < 0)
+		fprintf(stderr, "  receiver, copy %u: %s\n", copy, err);
+	return ret;
+}
+
+/* Two connections carry the same windows: copy 1 runs ahead while copy 0 is
+ * held up in the middle of window 3 (a loss on its connection); the stream
+ * goes on from copy 1 at once, copy 0's late records are dropped when they
+ * come, and every frame is decoded and accounted exactly once. */
+static void
+test_copies(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	size_t i0 = 0, i1 = 0, held;
+
+	tape.on = true;
+	tape.n = 0;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, SEND_ALL);
+	tape.on = false;
+	/* Windows 0..2 on both, copy 0 first. */
+	while (i0 < tape.n && tape.window[i0] <= 2) {
+		CHECK_EQ_INT(feed_copy(r, 0, i0++), 0);
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	}
+	CHECK_EQ_INT(s.last_output, 2 * (int64_t)W);
+	/* Copy 0 brings WINDOW_BEGIN and one fragment of window 3, then waits. */
+	CHECK_EQ_INT(feed_copy(r, 0, i0++), 0);
+	CHECK_EQ_INT(feed_copy(r, 0, i0++), 0);
+	held = i0;
+	/* Copy 1 brings windows 3..5: they come out without copy 0. */
+	while (i1 < tape.n && tape.window[i1] <= 5)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(s.last_output, 5 * (int64_t)W);
+	/* Copy 0 catches up through window 8, ahead of copy 1 from window 6. */
+	while (i0 < tape.n && tape.window[i0] <= 8)
+		CHECK_EQ_INT(feed_copy(r, 0, i0++), 0);
+	CHECK(i0 > held);
+	CHECK_EQ_INT(s.last_output, 8 * (int64_t)W);
+	/* Copy 1 ends (its connection closed) in the middle of window 7. */
+	while (i1 < tape.n && tape.window[i1] <= 6)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	pps_receiver_drop_copy(r, 1);
+	while (i0 < tape.n)
+		CHECK_EQ_INT(feed_copy(r, 0, i0++), 0);
+	pps_receiver_finish(r);
+	check_once(&s, 0, 24);
+	for (int i = 0; i <= 24; i++)
+		CHECK_EQ_INT(s.shown[i], 1);
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	/* A copy index out of range is refused. */
+	{
+		char err[128] = "";
+
+		CHECK(pps_receiver_record_copy(r, PPS_RECEIVER_MAX_COPIES, &tape.rec[0], err,
+		                               sizeof(err)) == -EINVAL);
+		CHECK(strstr(err, "copy") != NULL);
+	}
+	pps_receiver_free(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -619,6 +721,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_cut_at_stop);
 	PPS_TEST_RUN(test_untrusted);
 	PPS_TEST_RUN(test_window_rate);
+	PPS_TEST_RUN(test_copies);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);

@@ -359,6 +359,7 @@ def run_figures(celldir, cell, cfg, times, mean_elephant):
         "freezes_over_500ms_after_step": run["freezes_over_500ms_after_step"],
         "received_bps": run["received_bps"],
         "throughput_share": run["throughput_share"],
+        "wire_share": run.get("wire_share"),
         "psnr_y_mean": run.get("psnr_y_mean"),
         "ssim_y_mean": run.get("ssim_y_mean"),
         "server_log": run.get("server_log"),

@@ -536,6 +536,11 @@ def run_metrics(client_jsonl, server_jsonl=None, step_downs_us=(), scores_tsv=No
     # Throughput share against cross traffic: the stream's received bytes/s over
     # the mean elephant's, both from the same run (004 section 6.2's F).
     m["throughput_share"] = m["received_bps"] / elephant_mean_bps if elephant_mean_bps and m["received_bps"] else None
+    # The same with every byte the client's video connections brought (its
+    # summary's received_bps): what the stream took of the path, copies
+    # (client.copies) included.
+    wire = (client_summary(client_jsonl) or {}).get("received_bps")
+    m["wire_share"] = wire / elephant_mean_bps if elephant_mean_bps and wire else None
     if server_jsonl and os.path.exists(server_jsonl):
         m.update(server_log_metrics(server_log(server_jsonl)))
     else:

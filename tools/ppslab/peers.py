@@ -78,6 +78,10 @@ SYSTEMS = {
     # The default row's stream through pps-relay (publisher and relay on the
     # sender's side, a loopback hop): what a relay adds on the same path.
     "ppstream-relay": ("ppstream through pps-relay, default settings", "ppstream", {"mode": "minbuf", "policy": None, "relay": 1}),
+    # The default row with the stream on two or three connections of the
+    # client (client.copies): its Mbit/s and share count every copy's bytes.
+    "ppstream-copies2": ("ppstream, default settings, 2 copies", "ppstream", {"mode": "minbuf", "policy": None, "copies": 2}),
+    "ppstream-copies3": ("ppstream, default settings, 3 copies", "ppstream", {"mode": "minbuf", "policy": None, "copies": 3}),
     "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
     "srt": ("SRT 120 ms (x264 zerolatency)", "peer", {"transport": "srt"}),
     # Two headless Chromiums, browser defaults (VP8, GCC, NACK/RTX): its own rate, no --peer-kbps.
@@ -189,6 +193,8 @@ def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
     client_sets = {"client.clock": "shared", "display.output_timing": "every"}
     if settings.get("tolerance_ms"):
         client_sets["playout.tolerance_ms"] = settings["tolerance_ms"]
+    if settings.get("copies"):
+        client_sets["client.copies"] = settings["copies"]
     return wrappers.get("ppstream")(build, rdir, sets=sets, port=PORT, server_extra_s=30, policy=settings["policy"],
                                     client_sets=client_sets, output=True, stop_signal=signal.SIGINT,
                                     relay=settings.get("relay", 0))

@@ -429,7 +429,7 @@ def fanout_latency(out, runinfo, rows):
 
 
 PEER_STYLES = {"ppstream-minbuf": ("C0", "-"), "ppstream-tcp": ("C1", "-"), "ppstream-minbuf-fixed": ("C0", ":"),
-               "ppstream-default": ("C4", "-"), "gst-tcp": ("C3", "--"), "srt": ("C2", "--"), "webrtc": ("C1", "-.")}
+               "ppstream-default": ("C4", "-"), "ppstream-copies2": ("C5", "-"), "ppstream-copies3": ("C6", "-"), "gst-tcp": ("C3", "--"), "srt": ("C2", "--"), "webrtc": ("C1", "-.")}
 PEER_SCENARIO_TITLES = {"paper": "paper: 10 Mbit/s, 50 ms RTT, 20 cubic flows, drop-tail 1 BDP",
                         "idle": "idle: 10 Mbit/s, 50 ms RTT, no cross traffic",
                         "steps": "steps: 8/2/0.8/4 Mbit/s x 10 s, 60-pkt drop-tail, 50 ms RTT"}

@@ -783,6 +783,17 @@ def runs_table(folder, labels=None):
         ("PSNR-Y dB", "psnr_y_mean", lambda v: f"{v:.2f}"),
         ("Mbit/s", "received_bps", lambda v: f"{v / 1e6:.2f}"),
     )
+    rows = [r for g in groups.values() for r in g]
+
+    def num(r, k):
+        try:
+            return float(r.get(k) or "nan")
+        except ValueError:
+            return float("nan")
+    # Runs whose connections brought far more than their windows (copies of
+    # the stream): what they took of the path is a column of its own.
+    if any(num(r, "wire_share") > 1.25 * num(r, "throughput_share") for r in rows):
+        columns = columns[:5] + (("share on the wire", "wire_share", lambda v: f"{v:.2f}"),) + columns[5:]
 
     def cell_text(runs, i):
         _, column, fmt = columns[i]

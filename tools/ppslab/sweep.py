@@ -259,15 +259,26 @@ def server_sets(cell, cfg):
     if cell.get("pattern"):
         sets["source.pattern"] = cell["pattern"]
     if cell.get("server_set") and cell["server_set"] != "default":
-        sets.update(cfg.get("server_sets", {})[cell["server_set"]])
+        sets.update({k: v for k, v in cfg.get("server_sets", {})[cell["server_set"]].items()
+                     if not k.startswith(CLIENT_KEY_PREFIX)})
     return sets
 
 
-def client_sets(cfg, build):
-    """The client's --set keys of every cell: [client], and, for a client with
-    an audio track, audio.output = none unless [client] says otherwise (the lab
-    has no sound card: the audio is played on the clock and measured)."""
+# A [server_set NAME] key with this prefix is the client's (client/client.copies = 2):
+# one axis value can set both programs.
+CLIENT_KEY_PREFIX = "client/"
+
+
+def client_sets(cfg, build, cell=None):
+    """The client's --set keys of a cell: [client], then its server_set
+    section's client/ keys; and, for a client with an audio track,
+    audio.output = none unless those say otherwise (the lab has no sound
+    card: the audio is played on the clock and measured)."""
     sets = dict(cfg["client_set"])
+    if cell and cell.get("server_set") and cell["server_set"] != "default":
+        sets.update({k[len(CLIENT_KEY_PREFIX):]: v
+                     for k, v in cfg.get("server_sets", {})[cell["server_set"]].items()
+                     if k.startswith(CLIENT_KEY_PREFIX)})
     if "audio.output" not in sets:
         with contextlib.suppress(UsageError):
             if "none" in programs.config_choices(build, "client", "audio", "output"):
@@ -325,7 +336,7 @@ def run_cell(ctx, cell, celldir):
         sets = server_sets(cell, cfg)
         result["server_set"] = sets
         result["congestion"] = flow_congestion(cell, sets)
-        result["client_set"] = client_sets(cfg, ctx.builds[cell.get("build", "")])
+        result["client_set"] = client_sets(cfg, ctx.builds[cell.get("build", "")], cell)
         psnr = cfg.get("psnr") and cell_pattern(cell, cfg) in PSNR_PATTERNS and ctx.score is not None
         # The server ends the run at its --duration; the client's bound is only a backstop.
         system = Ppstream(ctx.builds[cell.get("build", "")], celldir, sets=sets, server_log=True,
