@@ -24,6 +24,8 @@
  * (no noise square; the next buffers differ from a buffer by only 33, 29,
  * 27 dB) a poor first picture, such as a starved first IDR, can be nearer
  * n + 2 than n, and every picture after it is then scored two buffers off.
+ * The capture queue rarely drops raw frames, so frame_index itself wins
+ * unless another candidate beats it by ANCHOR_PRIOR_DB on the mean.
  * Every 30th picture is also compared with n - 1 and n + 1, and ref_check
  * says whether n won: the proof that the mapping held; ref_best says which
  * of the three did (-1, 0, 1). When most checks name a neighbour, the
@@ -63,6 +65,7 @@
 #define ANCHOR_PICTURES 8
 #define ANCHOR_SPAN     48 /* frames: ANCHOR_SPAN + SEARCH_FRAMES must fit the ring */
 #define PSNR_MAX_DB     100.0
+#define ANCHOR_PRIOR_DB 1.0 /* mean PSNR a candidate must gain over the frame index's */
 
 typedef struct {
 	GstElement *pipeline;
@@ -241,7 +244,7 @@ anchor(reference_t *ref, FILE *in, size_t picture_bytes, double period_us, int64
 	int count = 0, status = -ENOENT;
 	uint32_t first_index = 0;
 	char line[64];
-	double best = -1;
+	double best = -1, own = 0;
 
 	while (count < ANCHOR_PICTURES && fgets(line, sizeof(line), in)) {
 		uint32_t index;
@@ -276,11 +279,20 @@ anchor(reference_t *ref, FILE *in, size_t picture_bytes, double period_us, int64
 
 			sum += cand ? psnr_y(ref, cand, pictures[i]) : 0;
 		}
+		if (c == first_index)
+			own = sum;
 		if (sum > best) {
 			best = sum;
 			*n_first = c;
 		}
 	}
+	/* Without dropped raw frames the buffer is the frame index itself: a
+	 * later candidate must show it by a clear margin, not by the noise of
+	 * pictures that match no buffer well (a starved or broken first
+	 * picture once anchored a ball stream 14 buffers late, every picture
+	 * then scored at 22 dB). */
+	if (count && (best - own) / count < ANCHOR_PRIOR_DB)
+		*n_first = first_index;
 	status = count ? 0 : -ENOENT;
 out:
 	for (int i = 0; i < ANCHOR_PICTURES; i++)

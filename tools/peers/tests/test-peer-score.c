@@ -8,7 +8,9 @@
  * own buffer. Then a shown.y4m whose first eight pictures show the buffer
  * after their own (the anchor's pictures, all misleading): the scorer anchors
  * a buffer late, its reference checks name n - 1 (ref_best), and --shift -1
- * scores every later picture against its own buffer again.
+ * scores every later picture against its own buffer again. Last, first
+ * pictures that match no buffer (flat grey) leave the anchor at the frame
+ * index.
  * Usage: test-peer-score PPS-PEER-SCORE DIR.
  */
 #include <gst/app/gstappsink.h>
@@ -167,6 +169,44 @@ main(int argc, char **argv)
 		CHECK(checked >= 3 && named == checked, "shift %d: %d of %d checks as expected",
 		      shift, named, checked);
 	}
+	/* First pictures that match no buffer (flat grey: a broken start):
+	 * the frame index holds, every later picture is its own buffer. */
+	out = fopen(path, "wb");
+	if (!out)
+		return 1;
+	fprintf(out, "YUV4MPEG2 W%d H%d F30:1 Ip A1:1 C420jpeg\n", W, H);
+	for (int n = FIRST; n <= LAST; n++) {
+		static uint8_t pic[W * H * 3 / 2];
+
+		if (n < FIRST + 8)
+			memset(pic, 100 + 3 * (n - FIRST), fs);
+		else
+			memcpy(pic, frames[n], fs);
+		pps_timecode_stamp(pic, W, W, H, (uint32_t)n,
+		                   1700000000000000LL + (int64_t)n * 1000000 / 30);
+		fprintf(out, "FRAME\n");
+		fwrite(pic, 1, fs, out);
+	}
+	fclose(out);
+	rows = 0;
+	snprintf(cmd, sizeof(cmd), "'%s' --pattern ball '%s'", argv[1], path);
+	scores = popen(cmd, "r");
+	if (!scores)
+		return 1;
+	while (fgets(line, sizeof(line), scores)) {
+		long ordinal, ok, index, ref;
+		long long capture;
+
+		if (sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld", &ordinal, &ok, &index, &capture,
+		           &ref) != 5)
+			continue;
+		rows++;
+		CHECK(ok == 1 && ref == index,
+		      "grey start: picture %ld (timecode %ld) scored against %ld", ordinal, index,
+		      ref);
+	}
+	CHECK(pclose(scores) == 0, "pps-peer-score failed");
+	CHECK(rows == LAST - FIRST + 1, "%d rows", rows);
 	snprintf(cmd, sizeof(cmd), "'%s' --shift 99 '%s' >/dev/null 2>&1", argv[1], path);
 	CHECK(system(cmd) != 0, "--shift 99 accepted");
 	remove(path);
