@@ -291,9 +291,10 @@ int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *recor
  * whose windows carry the same ids and ADUs. Each copy is reassembled on its
  * own; each ADU is decoded from the first copy that has it whole, each window
  * closed by the first copy that ends it, and what the others bring later is
- * dropped. A loss then holds up only the connection it happened on. A copy's
- * protocol error returns as the stream's would; the caller closes that copy
- * and calls pps_receiver_drop_copy().
+ * dropped. A window one copy's sender dropped whole is dropped only once every
+ * copy still streaming has dropped it too (each viewer has its own regulator). A loss then holds up
+ * only the connection it happened on. A copy's protocol error returns as the stream's would; the
+ * caller closes that copy and calls pps_receiver_drop_copy().
  */
 int pps_receiver_record_copy(pps_receiver_t *receiver, unsigned copy,
                              const pps_wire_record_t *record, char *err, size_t err_size);

@@ -56,6 +56,8 @@ struct pps_receiver {
 	 * stream's own, [1..] its copies (pps_receiver_record_copy). */
 	pps_reasm_t *reasm[PPS_RECEIVER_MAX_COPIES];
 	int64_t begun_window; /* the last window begun on any of them; -1 */
+	/* The last window each dropped whole (a dropped WINDOW_END); -1. */
+	int64_t dropped_window[PPS_RECEIVER_MAX_COPIES];
 	pps_decoder_t *decoder;
 
 	/* decode-order cursor: the last ADU id given to the decoder */
@@ -126,7 +128,25 @@ free_reasms(pps_receiver_t *r)
 	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++) {
 		pps_reasm_free(r->reasm[k]);
 		r->reasm[k] = NULL;
+		r->dropped_window[k] = -1;
 	}
+}
+
+/*
+ * A copy's sender dropped window @id whole: each viewer has its own
+ * regulator, and another copy may still bring it. The window is dropped only
+ * once every copy still streaming has dropped it or gone past it.
+ */
+static bool
+dropped_by_all(const pps_receiver_t *r, unsigned copy, int64_t id)
+{
+	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++) {
+		if (k == copy || !r->reasm[k])
+			continue;
+		if (r->dropped_window[k] < id && pps_reasm_last_window(r->reasm[k]) < id)
+			return false;
+	}
+	return true;
 }
 
 void
@@ -542,6 +562,8 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 {
 	pps_reasm_t *reasm;
 	bool lead = true; /* the record is the stream's, not a later copy's */
+	bool dropped = record->kind == PPS_WIRE_WINDOW_END &&
+	               (record->u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED);
 	int64_t now;
 	int ret;
 
@@ -569,8 +591,9 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		                  : record->u.window_end.window_id;
 
 		/* Every copy brings every window, in order; the first to
-		 * begin or drop one leads it. */
-		lead = (int64_t)id > r->begun_window;
+		 * begin one leads it, and a drop leads once every copy has
+		 * dropped it. */
+		lead = (int64_t)id > r->begun_window && (!dropped || dropped_by_all(r, copy, id));
 		/* The reassembler refuses ids that do not increase; check that
 		 * first, so the gap below is never negative. */
 		if (lead) {
@@ -583,11 +606,15 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 				return ret;
 		}
 	} else if (record->kind == PPS_WIRE_WINDOW_END) {
-		lead = (int64_t)record->u.window_end.window_id > r->last_window;
+		int64_t id = record->u.window_end.window_id;
+
+		lead = id > r->last_window && (!dropped || dropped_by_all(r, copy, id));
 	}
 	ret = pps_reasm_record(reasm, record, err, err_size);
 	if (ret < 0)
 		return ret;
+	if (dropped)
+		r->dropped_window[copy] = record->u.window_end.window_id;
 	switch (record->kind) {
 	case PPS_WIRE_WINDOW_BEGIN: {
 		const pps_wire_window_begin_t *b = &record->u.window_begin;
@@ -636,6 +663,7 @@ pps_receiver_drop_copy(pps_receiver_t *r, unsigned copy)
 		return;
 	pps_reasm_free(r->reasm[copy]);
 	r->reasm[copy] = NULL;
+	r->dropped_window[copy] = -1;
 }
 
 void

@@ -709,6 +709,81 @@ test_copies(void)
 	pps_receiver_free(r);
 }
 
+/* Each viewer has its own regulator: a copy may drop a window the other
+ * brings. Copy 1 drops window 5 before copy 0 brings it: window 5 is still
+ * shown. Both drop window 7: it is dropped, once. */
+static void
+test_copies_dropped(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	static pps_wire_record_t a[MAX_RECORDS];
+	static uint32_t aw[MAX_RECORDS];
+	size_t na, i0 = 0, i1 = 0;
+
+	tape.on = true;
+	tape.n = 0;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, w == 7 ? SEND_NONE_DROPPED : SEND_ALL);
+	memcpy(a, tape.rec, tape.n * sizeof(a[0]));
+	memcpy(aw, tape.window, tape.n * sizeof(aw[0]));
+	na = tape.n;
+	tape.n = 0;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, w == 5 || w == 7 ? SEND_NONE_DROPPED : SEND_ALL);
+	tape.on = false;
+	/* Windows 0..4 on both. */
+	while (i0 < na && aw[i0] <= 4) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	while (i1 < tape.n && tape.window[i1] <= 4)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	/* Copy 1's dropped window 5 first, then copy 0's whole one. */
+	while (i1 < tape.n && tape.window[i1] <= 5)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	while (i0 < na && aw[i0] <= 6) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	CHECK_EQ_INT(s.last_output, 6 * (int64_t)W);
+	/* Window 7: copy 1 brings 6 and drops 7, nothing closes yet; copy 0's
+	 * drop closes it. */
+	while (i1 < tape.n && tape.window[i1] <= 7)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(s.windows_dropped, 0);
+	while (i0 < na && aw[i0] <= 7) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	CHECK_EQ_INT(s.windows_dropped, 1);
+	while (i0 < na) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	while (i1 < tape.n)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	pps_receiver_finish(r);
+	check_once(&s, 0, 24);
+	for (int i = 0; i <= 24; i++) {
+		/* Window 7 (frames 13, 14) and frame 15, which references it
+		 * (the next IDR is frame 16). */
+		unsigned want = i >= 13 && i <= 15 ? 0 : 1;
+
+		if (s.shown[i] != want)
+			fprintf(stderr, "  frame %d shown %u (%s)\n", i, s.shown[i],
+			        s.reason[i] ? s.reason[i] : "");
+		CHECK_EQ_INT(s.shown[i], want);
+	}
+	CHECK_EQ_INT(s.windows_dropped, 1);
+	pps_receiver_free(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -722,6 +797,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_untrusted);
 	PPS_TEST_RUN(test_window_rate);
 	PPS_TEST_RUN(test_copies);
+	PPS_TEST_RUN(test_copies_dropped);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
