@@ -227,6 +227,23 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 
 /* ---- connection -> receiver / clock ---------------------------------------- */
 
+/* @src as the inside of a JSON string (a server's BYE text may hold quotes),
+ * cut to fit @size. */
+static void
+json_text(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+
+	for (; src && *src && n + 3 < size; src++) {
+		unsigned char c = (unsigned char)*src;
+
+		if (c == '"' || c == '\\')
+			dst[n++] = '\\';
+		dst[n++] = c < 0x20 ? ' ' : (char)c;
+	}
+	dst[n] = '\0';
+}
+
 /* ---- the audio connections ------------------------------------------------- */
 
 static int
@@ -266,13 +283,13 @@ audio_closed_cb(const pps_connection_end_t *end, void *user)
 {
 	audio_link_t *l = user;
 	pps_player_t *p = l->player;
-	char event[320];
+	char event[320], why[256];
 	bool any = false;
 
 	/* The video goes on; the audio goes on while another of its
 	 * connections does, else it is over until the next stream. */
-	snprintf(event, sizeof(event), "\"type\":\"audio_connection_ended\",\"why\":\"%s\"",
-	         end->why ? end->why : "");
+	json_text(why, sizeof(why), end->why);
+	snprintf(event, sizeof(event), "\"type\":\"audio_connection_ended\",\"why\":\"%s\"", why);
 	pps_stats_event(p->stats, event);
 	l->ended = true;
 	for (unsigned i = 0; i < p->n_audio_links; i++)
@@ -412,12 +429,12 @@ copy_closed_cb(const pps_connection_end_t *end, void *user)
 {
 	video_link_t *l = user;
 	pps_player_t *p = l->player;
-	char event[320];
+	char event[320], why[256];
 
 	/* The stream goes on over its own connection and the other copies. */
+	json_text(why, sizeof(why), end->why);
 	snprintf(event, sizeof(event),
-	         "\"type\":\"copy_connection_ended\",\"copy\":%u,\"why\":\"%s\"", l->copy,
-	         end->why ? end->why : "");
+	         "\"type\":\"copy_connection_ended\",\"copy\":%u,\"why\":\"%s\"", l->copy, why);
 	pps_stats_event(p->stats, event);
 	pps_receiver_drop_copy(p->receiver, l->copy);
 }

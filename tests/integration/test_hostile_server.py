@@ -5,6 +5,7 @@ it with valid, tiny windows: a clear error and a non-zero exit (or, with
 --reconnect, a new connection), and a log that stays small. The hostile
 server is a raw socket in this process; every wait is for an event (an
 accepted connection, a HELLO, the client's exit), never a fixed sleep."""
+import json
 import os
 import re
 import socket
@@ -141,8 +142,44 @@ def refusing_reconnects(build, workdir):
     check(said < connections, "%d of %d ends said" % (said, connections))
 
 
+def copy_bye_quoted(build, workdir):
+    """client.copies = 2 against a server that ends the copy with a BYE whose
+    text holds quotes and a backslash: the copy ends alone (the stream's own
+    connection goes on to its own BYE), and the log stays JSON, the text in
+    the copy_connection_ended event."""
+    lsock, address = listener()
+    c = Client(build, workdir, address, "client.copies=2", duration=30)
+    text = b'say "no" \\ now'
+    try:
+        own, _ = accept_hello(lsock, 30)
+        own.sendall(stream_info())
+        copy, _ = accept_hello(lsock, 30)
+        copy.sendall(stream_info() + bye(4, text))
+        # The client closes the copy once it has read the BYE: then the
+        # stream's own connection ends.
+        while copy.recv(4096):
+            pass
+        copy.close()
+        own.sendall(bye(0, b"done"))
+        own.close()
+        c.wait(timeout=30)
+    finally:
+        lsock.close()
+        if c.proc.poll() is None:
+            c.proc.kill()
+    with open(c.log_path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                json.loads(line)
+            except ValueError:
+                check(False, "log line %d is not JSON: %r" % (n, line))
+    ended = c.events("copy_connection_ended")
+    check(len(ended) == 1 and ended[0]["copy"] == 1, "copy ends: %r" % ended)
+    check(text.decode() in ended[0]["why"], "why: %r" % ended[0]["why"])
+
+
 TESTS = {f.__name__: f for f in [silent_after_stream_info, silent_reconnects, window_flood,
-                                 refusing_reconnects]}
+                                 refusing_reconnects, copy_bye_quoted]}
 
 if __name__ == "__main__":
     sys.exit(run(TESTS, sys.argv))
