@@ -304,6 +304,9 @@ void pps_session_audio_state(const pps_session_t *session, int64_t now_us,
 uint32_t pps_session_audio_pool(const pps_session_t *session);
 /* The connection carries the audio track only (HELLO's audio-only flag). */
 bool pps_session_audio_only(const pps_session_t *session);
+/* Its HELLO said it is one more copy of a stream the client views on another
+ * connection (PPS_WIRE_HELLO_COPY): no path estimate for the encoder. */
+bool pps_session_copy(const pps_session_t *session);
 /* BYE with @reason and @text, then the session closes (closed_cb). A peer
  * that has sent nothing gets no BYE: it may not speak the wire (a browser's
  * spare connection), and it asked nothing. */
@@ -373,8 +376,8 @@ void pps_session_get_path(const pps_session_t *session, pps_path_estimate_t *est
  * PPS_SESSION_REPORT_FRESH_US old and names subscribers, its slowest and
  * fastest subscriber's path behind the relay's own (2 entries: each rate no
  * more than the relay's path takes, the round trips added). 0 before the
- * path has an estimate. *@subscribers: the viewers counted (1 for a viewer,
- * the report's count for a relay).
+ * path has an estimate, and for a copy (pps_session_copy). *@subscribers: the viewers counted (1
+ * for a viewer, the report's count for a relay).
  */
 #define PPS_SESSION_REPORT_FRESH_US 3000000
 size_t pps_session_path_span(const pps_session_t *session, pps_ratealloc_client_t out[2],

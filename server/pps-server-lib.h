@@ -364,6 +364,7 @@ typedef struct {
 	char address[64];                       /* "addr:port" */
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* the HELLO's, "" without */
 	bool audio_only;
+	bool copy;                  /* one more copy of another connection's stream (HELLO flag) */
 	bool connected;             /* still streaming when the figures were read */
 	int64_t joined_us, left_us; /* real time; left_us 0 while connected */
 	pps_sched_stats_t sched;    /* windows, ADUs, audio */

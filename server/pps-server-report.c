@@ -192,6 +192,7 @@ read_client(pps_session_t *session, pps_server_client_t *c)
 	snprintf(c->address, sizeof(c->address), "%s", pps_session_address(session));
 	snprintf(c->name, sizeof(c->name), "%s", pps_session_name(session));
 	c->audio_only = pps_session_audio_only(session);
+	c->copy = pps_session_copy(session);
 	c->connected = true;
 	c->joined_us = pps_session_joined_us(session);
 	pps_session_get_sched_stats(session, &c->sched);
@@ -370,6 +371,8 @@ client_object(const pps_server_client_t *c)
 		json_object_set_int_member(o, "left_us", c->left_us);
 	if (c->audio_only)
 		json_object_set_boolean_member(o, "audio_only", TRUE);
+	if (c->copy)
+		json_object_set_boolean_member(o, "copy", TRUE);
 	if (st->audio_sent || st->audio_late || st->audio_overflow || st->audio_refused) {
 		json_object_set_int_member(o, "audio_sent", (gint64)st->audio_sent);
 		json_object_set_int_member(o, "audio_late", (gint64)st->audio_late);

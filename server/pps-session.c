@@ -974,6 +974,12 @@ pps_session_audio_pool(const pps_session_t *s)
 }
 
 bool
+pps_session_copy(const pps_session_t *s)
+{
+	return (s->hello_flags & PPS_WIRE_HELLO_COPY) != 0;
+}
+
+bool
 pps_session_audio_only(const pps_session_t *s)
 {
 	/* Known from HELLO on, so that admission can tell. */
@@ -1188,7 +1194,8 @@ pps_session_path_span(const pps_session_t *s, pps_ratealloc_client_t out[2], uin
 
 	*subscribers = 0;
 	pps_path_get_estimate(s->path, &e);
-	if (!e.valid)
+	/* A copy of another connection's stream: that one speaks for the path. */
+	if (!e.valid || pps_session_copy(s))
 		return 0;
 	out[0] = (pps_ratealloc_client_t){.estimate_bps = e.estimate_bps,
 	                                  .min_rtt_us = e.min_rtt_us,

@@ -78,6 +78,10 @@ typedef enum {
  * (PROTOCOL.md, "Audio connections in a pool"). A client sends it only to
  * such a server. */
 #define PPS_WIRE_HELLO_AUDIO_POOL 0x0020
+/* This connection is one more copy of a stream the client views on another
+ * connection (its client.copies): a viewer like any other, left out of the
+ * encoder's sizing, which the client's own connection decides. */
+#define PPS_WIRE_HELLO_COPY 0x0040
 /* Longest stream name (the HELLO's stream field). */
 #define PPS_WIRE_MAX_STREAM_BYTES 64
 

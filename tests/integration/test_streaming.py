@@ -140,6 +140,7 @@ def copies(build, workdir):
     check(s["frames_undecodable"] == 0, "%d frames undecodable" % s["frames_undecodable"])
     viewers = [v for v in srv.stats()["clients"] if not v.get("audio_only")]
     check(len(viewers) == 3, "%d video viewers at the server, want 3" % len(viewers))
+    check(sum(1 for v in viewers if v.get("copy")) == 2, "copies flagged: %s" % [v.get("copy") for v in viewers])
     check(all(v["windows_complete"] >= 60 for v in viewers),
           "a copy without the stream: %s" % [v["windows_complete"] for v in viewers])
     windows = [w for w in c.events("window") if w.get("complete_us")]
