@@ -28,6 +28,35 @@
 #define FIRST 40
 #define LAST  159
 
+/* Scores @path with @scorer: every picture against its own buffer (the
+ * timecode's frame index), a row for each. -1 if the scorer cannot run. */
+static int
+check_own_buffers(const char *scorer, const char *path, const char *what)
+{
+	char cmd[8400], line[512];
+	FILE *scores;
+	int rows = 0;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --pattern ball '%s'", scorer, path);
+	scores = popen(cmd, "r");
+	if (!scores)
+		return -1;
+	while (fgets(line, sizeof(line), scores)) {
+		long ordinal, ok, index, ref;
+		long long capture;
+
+		if (sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld", &ordinal, &ok, &index, &capture,
+		           &ref) != 5)
+			continue; /* the header */
+		rows++;
+		CHECK(ok == 1 && ref == index, "%s: picture %ld (timecode %ld) scored against %ld",
+		      what, ordinal, index, ref);
+	}
+	CHECK(pclose(scores) == 0, "pps-peer-score failed");
+	CHECK(rows == LAST - FIRST + 1, "%s: %d rows", what, rows);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -106,23 +135,8 @@ main(int argc, char **argv)
 	}
 	fclose(out);
 
-	snprintf(cmd, sizeof(cmd), "'%s' --pattern ball '%s'", argv[1], path);
-	scores = popen(cmd, "r");
-	if (!scores)
+	if (check_own_buffers(argv[1], path, "noisy start") < 0)
 		return 1;
-	while (fgets(line, sizeof(line), scores)) {
-		long ordinal, ok, index, ref;
-		long long capture;
-
-		if (sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld", &ordinal, &ok, &index, &capture,
-		           &ref) != 5)
-			continue; /* the header */
-		rows++;
-		CHECK(ok == 1 && ref == index,
-		      "picture %ld (timecode %ld) scored against buffer %ld", ordinal, index, ref);
-	}
-	CHECK(pclose(scores) == 0, "pps-peer-score failed");
-	CHECK(rows == LAST - FIRST + 1, "%d rows", rows);
 
 	out = fopen(path, "wb");
 	if (!out)
@@ -188,25 +202,8 @@ main(int argc, char **argv)
 		fwrite(pic, 1, fs, out);
 	}
 	fclose(out);
-	rows = 0;
-	snprintf(cmd, sizeof(cmd), "'%s' --pattern ball '%s'", argv[1], path);
-	scores = popen(cmd, "r");
-	if (!scores)
+	if (check_own_buffers(argv[1], path, "grey start") < 0)
 		return 1;
-	while (fgets(line, sizeof(line), scores)) {
-		long ordinal, ok, index, ref;
-		long long capture;
-
-		if (sscanf(line, "%ld\t%ld\t%ld\t%lld\t%ld", &ordinal, &ok, &index, &capture,
-		           &ref) != 5)
-			continue;
-		rows++;
-		CHECK(ok == 1 && ref == index,
-		      "grey start: picture %ld (timecode %ld) scored against %ld", ordinal, index,
-		      ref);
-	}
-	CHECK(pclose(scores) == 0, "pps-peer-score failed");
-	CHECK(rows == LAST - FIRST + 1, "%d rows", rows);
 	snprintf(cmd, sizeof(cmd), "'%s' --shift 99 '%s' >/dev/null 2>&1", argv[1], path);
 	CHECK(system(cmd) != 0, "--shift 99 accepted");
 	remove(path);
