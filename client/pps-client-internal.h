@@ -292,9 +292,10 @@ int pps_receiver_record(pps_receiver_t *receiver, const pps_wire_record_t *recor
  * own; each ADU is decoded from the first copy that has it whole, each window
  * closed by the first copy that ends it, and what the others bring later is
  * dropped. A window one copy's sender dropped whole is dropped only once every
- * copy still streaming has dropped it too (each viewer has its own regulator). A loss then holds up
- * only the connection it happened on. A copy's protocol error returns as the stream's would; the
- * caller closes that copy and calls pps_receiver_drop_copy().
+ * copy still streaming has closed it too (each viewer has its own regulator).
+ * A loss then holds up only the connection it happened on. A copy's protocol
+ * error returns as the stream's would; the caller closes that copy and calls
+ * pps_receiver_drop_copy().
  */
 int pps_receiver_record_copy(pps_receiver_t *receiver, unsigned copy,
                              const pps_wire_record_t *record, char *err, size_t err_size);
@@ -475,6 +476,10 @@ void pps_stats_bytes(pps_stats_t *stats, size_t bytes, int64_t now_us);
  * ending), so they go through a peer log (PPS_PEER_LOG_JSON_*): past its
  * limit they are counted, and the count is logged. */
 void pps_stats_event(pps_stats_t *stats, const char *json_fields);
+/* @text (NULL: "") as the inside of a JSON string for pps_stats_event's
+ * fields (a server's BYE text may hold quotes), whole characters only, cut
+ * to fit @size. */
+void pps_stats_json_text(char *dst, size_t size, const char *text);
 
 typedef struct {
 	uint64_t windows_total, windows_transmitted, windows_dropped, windows_late;
@@ -759,10 +764,10 @@ typedef struct {
 	int64_t tolerance_us; /* fixed policy; 0 = from the stream */
 	FILE *log;            /* JSON Lines; may be NULL; the caller closes it after free */
 	const char *program;  /* for the log's start record; NULL: "pps_player" */
-	/* The audio track: asked for (HELLO), played and measured. */
 	/* Connections the stream's windows arrive on, 1..PPS_RECEIVER_MAX_COPIES
 	 * (0 counts as 1): more are copies (pps_receiver_record_copy). */
 	unsigned copies;
+	/* The audio track: asked for (HELLO), played and measured. */
 	bool audio;
 	pps_audio_params_t audio_params;
 	/* Audio samples as they are played (see pps_audio_callbacks_t); optional. */

@@ -227,23 +227,6 @@ receiver_window_cb(const pps_receiver_window_t *w, void *user)
 
 /* ---- connection -> receiver / clock ---------------------------------------- */
 
-/* @src as the inside of a JSON string (a server's BYE text may hold quotes),
- * cut to fit @size. */
-static void
-json_text(char *dst, size_t size, const char *src)
-{
-	size_t n = 0;
-
-	for (; src && *src && n + 3 < size; src++) {
-		unsigned char c = (unsigned char)*src;
-
-		if (c == '"' || c == '\\')
-			dst[n++] = '\\';
-		dst[n++] = c < 0x20 ? ' ' : (char)c;
-	}
-	dst[n] = '\0';
-}
-
 /* ---- the audio connections ------------------------------------------------- */
 
 static int
@@ -288,7 +271,7 @@ audio_closed_cb(const pps_connection_end_t *end, void *user)
 
 	/* The video goes on; the audio goes on while another of its
 	 * connections does, else it is over until the next stream. */
-	json_text(why, sizeof(why), end->why);
+	pps_stats_json_text(why, sizeof(why), end->why);
 	snprintf(event, sizeof(event), "\"type\":\"audio_connection_ended\",\"why\":\"%s\"", why);
 	pps_stats_event(p->stats, event);
 	l->ended = true;
@@ -432,7 +415,7 @@ copy_closed_cb(const pps_connection_end_t *end, void *user)
 	char event[320], why[256];
 
 	/* The stream goes on over its own connection and the other copies. */
-	json_text(why, sizeof(why), end->why);
+	pps_stats_json_text(why, sizeof(why), end->why);
 	snprintf(event, sizeof(event),
 	         "\"type\":\"copy_connection_ended\",\"copy\":%u,\"why\":\"%s\"", l->copy, why);
 	pps_stats_event(p->stats, event);
@@ -485,9 +468,11 @@ start_copies(pps_player_t *p, char *err, size_t size)
 		l->copy = i + 1;
 		l->connection = pps_connection_new(p->base, &cp, &callbacks, l);
 		if (!l->connection) {
+			int e = errno;
+
 			snprintf(err, size, "cannot open copy %u of the stream: %s", l->copy,
-			         strerror(errno));
-			return -errno;
+			         strerror(e));
+			return -e;
 		}
 		pps_connection_start(l->connection);
 	}

@@ -56,8 +56,6 @@ struct pps_receiver {
 	 * stream's own, [1..] its copies (pps_receiver_record_copy). */
 	pps_reasm_t *reasm[PPS_RECEIVER_MAX_COPIES];
 	int64_t begun_window; /* the last window begun on any of them; -1 */
-	/* The last window each dropped whole (a dropped WINDOW_END); -1. */
-	int64_t dropped_window[PPS_RECEIVER_MAX_COPIES];
 	pps_decoder_t *decoder;
 
 	/* decode-order cursor: the last ADU id given to the decoder */
@@ -128,24 +126,21 @@ free_reasms(pps_receiver_t *r)
 	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++) {
 		pps_reasm_free(r->reasm[k]);
 		r->reasm[k] = NULL;
-		r->dropped_window[k] = -1;
 	}
 }
 
 /*
- * A copy's sender dropped window @id whole: each viewer has its own
+ * @copy's sender dropped window @id whole: each viewer has its own
  * regulator, and another copy may still bring it. The window is dropped only
- * once every copy still streaming has dropped it or gone past it.
+ * once every other copy still streaming has closed it too (a copy that
+ * brought it whole closed it in the receiver already).
  */
 static bool
-dropped_by_all(const pps_receiver_t *r, unsigned copy, int64_t id)
+closed_by_all(const pps_receiver_t *r, unsigned copy, int64_t id)
 {
-	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++) {
-		if (k == copy || !r->reasm[k])
-			continue;
-		if (r->dropped_window[k] < id && pps_reasm_last_window(r->reasm[k]) < id)
+	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++)
+		if (k != copy && r->reasm[k] && pps_reasm_last_window(r->reasm[k]) < id)
 			return false;
-	}
 	return true;
 }
 
@@ -483,8 +478,7 @@ window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
 	}
 	for (size_t i = 0; i < n; i++) {
 		/* Decoded already from another copy of the stream. */
-		if (r->have_pushed && w.begun && r->begun_window == (int64_t)w.window_id &&
-		    pps_adu_info(adus[i])->id <= r->last_pushed_id)
+		if (r->have_pushed && pps_adu_info(adus[i])->id <= r->last_pushed_id)
 			pps_adu_unref(adus[i]);
 		else
 			push(r, adus[i]);
@@ -593,7 +587,7 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		/* Every copy brings every window, in order; the first to
 		 * begin one leads it, and a drop leads once every copy has
 		 * dropped it. */
-		lead = (int64_t)id > r->begun_window && (!dropped || dropped_by_all(r, copy, id));
+		lead = (int64_t)id > r->begun_window && (!dropped || closed_by_all(r, copy, id));
 		/* The reassembler refuses ids that do not increase; check that
 		 * first, so the gap below is never negative. */
 		if (lead) {
@@ -608,13 +602,11 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 	} else if (record->kind == PPS_WIRE_WINDOW_END) {
 		int64_t id = record->u.window_end.window_id;
 
-		lead = id > r->last_window && (!dropped || dropped_by_all(r, copy, id));
+		lead = id > r->last_window && (!dropped || closed_by_all(r, copy, id));
 	}
 	ret = pps_reasm_record(reasm, record, err, err_size);
 	if (ret < 0)
 		return ret;
-	if (dropped)
-		r->dropped_window[copy] = record->u.window_end.window_id;
 	switch (record->kind) {
 	case PPS_WIRE_WINDOW_BEGIN: {
 		const pps_wire_window_begin_t *b = &record->u.window_begin;
@@ -663,7 +655,6 @@ pps_receiver_drop_copy(pps_receiver_t *r, unsigned copy)
 		return;
 	pps_reasm_free(r->reasm[copy]);
 	r->reasm[copy] = NULL;
-	r->dropped_window[copy] = -1;
 }
 
 void

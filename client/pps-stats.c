@@ -462,21 +462,51 @@ pps_stats_event(pps_stats_t *s, const char *json_fields)
 	pps_peer_log_printf(s->peer_log, pps_time_realtime_us(), "{%s}\n", json_fields);
 }
 
-/* A JSON string of text we hold (names, addresses): quote, backslash and
- * control characters escaped. */
+/* @c as it stands inside a JSON string: quote, backslash and control
+ * characters escaped. Returns its length in @out (at most 6). */
+static int
+json_char(unsigned char c, char out[8])
+{
+	if (c == '"' || c == '\\')
+		return snprintf(out, 8, "\\%c", c);
+	if (c < 0x20)
+		return snprintf(out, 8, "\\u%04x", c);
+	out[0] = (char)c;
+	out[1] = '\0';
+	return 1;
+}
+
+/* A JSON string of text we hold (names, addresses). */
 static void
 json_string(FILE *f, const char *text)
 {
+	char e[8];
+
 	fputc('"', f);
 	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
+		json_char(*c, e);
+		fputs(e, f);
 	}
 	fputc('"', f);
+}
+
+void
+pps_stats_json_text(char *dst, size_t size, const char *text)
+{
+	size_t n = 0;
+	char e[8];
+
+	if (size == 0)
+		return;
+	for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
+		size_t len = (size_t)json_char(*c, e);
+
+		if (n + len >= size)
+			break;
+		memcpy(dst + n, e, len);
+		n += len;
+	}
+	dst[n] = '\0';
 }
 
 /* "2024-05-01T12:00:00.123456Z" */

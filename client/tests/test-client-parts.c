@@ -2,8 +2,8 @@
 /*
  * The client's small contracts: its policy names and back, its constructors'
  * NULL + errno on bad arguments, the receiver->stats window mapping, the
- * peer log's limit and count (an injected clock), and the picture latency
- * lip sync waits for.
+ * peer log's limit and count (an injected clock), the picture latency lip
+ * sync waits for, and a server's text escaped for the log.
  */
 #include "pps-client-internal.h"
 #include "pps-test.h"
@@ -282,6 +282,23 @@ test_overlay_layers(void)
 	pps_stats_free(s);
 }
 
+/* A server's text inside a log event: quotes, backslashes and control
+ * characters escaped, cut only between whole escapes. */
+static void
+test_json_text(void)
+{
+	char out[64];
+
+	pps_stats_json_text(out, sizeof(out), "say \"no\" \\ now\n");
+	CHECK(strcmp(out, "say \\\"no\\\" \\\\ now\\u000a") == 0, "%s", out);
+	pps_stats_json_text(out, 6, "ab\"cd");
+	CHECK(strcmp(out, "ab\\\"c") == 0, "%s", out);
+	pps_stats_json_text(out, 4, "ab\"");
+	CHECK(strcmp(out, "ab") == 0, "%s", out);
+	pps_stats_json_text(out, sizeof(out), NULL);
+	CHECK(out[0] == '\0', "%s", out);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -292,5 +309,6 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_peer_log);
 	PPS_TEST_RUN(test_lip_sync_latency);
 	PPS_TEST_RUN(test_overlay_layers);
+	PPS_TEST_RUN(test_json_text);
 	return pps_test_result();
 }
