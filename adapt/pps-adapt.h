@@ -127,6 +127,10 @@ typedef struct {
 	uint32_t cwnd_pkts;
 	uint32_t inflight_cap_pkts; /* 0 = no cap */
 	pps_path_cap_state_t cap_state;
+	/* A test of the cap failed since the state was last SELF: others hold
+	 * the queue, not a moment of the stream's own (a loss at a capacity
+	 * step down also leaves SELF, and the next test brings it back). */
+	bool others_confirmed;
 	uint64_t fair_rate_bps; /* tcp-friendly rate cap in force (then the estimate); 0 = none */
 	uint64_t loss_events;   /* round trips with a retransmission (the AIMD's decreases) */
 	/* Times the estimate (and the tcp-friendly rate) came down to what was

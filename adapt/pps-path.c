@@ -161,8 +161,9 @@ struct pps_path {
 	pps_path_cap_state_t cap_state;
 	int64_t cap_state_since_us;
 	int64_t test_until_us;
-	int64_t retest_us;   /* time in COMPETING before the next test */
-	bool self_from_test; /* SELF was entered by a test, not at the start */
+	int64_t retest_us;     /* time in COMPETING before the next test */
+	bool self_from_test;   /* SELF was entered by a test, not at the start */
+	bool others_confirmed; /* a test failed since the state was last SELF */
 	/* tcp-friendly rate */
 	uint64_t fair_bps; /* 0 = not started */
 	/* the most acked_bps per CREDIT_SLOT_US slot (slot number + 1; 0 unused) */
@@ -346,6 +347,7 @@ update_cap_state(pps_path_t *p, int64_t now)
 			p->cap_state = PPS_PATH_CAP_SELF;
 			p->cap_state_since_us = now;
 			p->self_from_test = false;
+			p->others_confirmed = false;
 		}
 		break;
 	case PPS_PATH_CAP_SELF:
@@ -389,8 +391,10 @@ update_cap_state(pps_path_t *p, int64_t now)
 			p->cap_state = PPS_PATH_CAP_SELF;
 			p->cap_state_since_us = now;
 			p->self_from_test = true;
+			p->others_confirmed = false;
 		} else if (now >= p->test_until_us) {
 			retest_backoff(p);
+			p->others_confirmed = true;
 			p->cap_state = PPS_PATH_CAP_COMPETING;
 			p->cap_state_since_us = now;
 		}
@@ -669,6 +673,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->cwnd_pkts = s->cwnd_pkts;
 	out->inflight_cap_pkts = pps_path_inflight_cap_pkts(p);
 	out->cap_state = p->cap_state;
+	out->others_confirmed = p->others_confirmed;
 }
 
 uint32_t

@@ -311,6 +311,7 @@ typedef struct {
 	uint64_t windows_partial;   /* some sent, some dropped */
 	uint64_t windows_dropped;   /* nothing sent (deadline passed first) */
 	uint64_t windows_overflow;  /* dropped because max_windows were queued */
+	uint64_t windows_rested;    /* a copy's, at rest (pps_sched_rest_window) */
 	/* Dropped or partial (overflowed ones included) once a window was
 	 * complete: the regulator dropped to keep up, not because the client
 	 * joined in the middle of a GOP. */
@@ -350,6 +351,15 @@ void pps_sched_free(pps_sched_t *sched);
  * window is dropped and counted (windows_overflow) to make room.
  */
 void pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
+
+/*
+ * A copy of the stream at rest (the client views it on another connection,
+ * which carries it): the window is queued as a lone dropped WINDOW_END, its
+ * ids only, counted in windows_rested and nowhere else, and its ADUs count
+ * as the client's for what depends on them (the other connection brought
+ * them), so that the copy is of use from the next window it carries.
+ */
+void pps_sched_rest_window(pps_sched_t *sched, pps_window_t *window);
 
 /*
  * Queues a control record (CLOCK_PONG, BYE, STREAM_INFO) to go out before

@@ -445,6 +445,26 @@ pps_sched_push_window(pps_sched_t *s, pps_window_t *window)
 	s->count++;
 }
 
+void
+pps_sched_rest_window(pps_sched_t *s, pps_window_t *window)
+{
+	uint32_t first = pps_window_first_adu_id(window);
+	size_t total = pps_window_adu_total(window);
+	entry_t *e;
+
+	pps_sched_push_window(s, window);
+	e = entry_at(s, s->count - 1);
+	/* Ids are the stream's, consecutive within a window: those still
+	 * being encoded count too. */
+	for (size_t i = 0; i < total; i++)
+		ring_set(s, first + (uint32_t)i, ADU_SENT);
+	e->adus_dropped = (uint16_t)total;
+	e->state = ENTRY_ENDED;
+	pps_window_unref(e->window);
+	e->window = NULL;
+	s->stats.windows_rested++;
+}
+
 int
 pps_sched_push_control(pps_sched_t *s, const pps_wire_record_t *record)
 {

@@ -58,6 +58,15 @@ typedef struct link {
 	 * (audio_withheld, on the others). */
 	bool audio_copies_off;
 	bool audio_withheld;
+	/* A copy of the stream: its place among the copies from its address
+	 * (1 the first; 0 not known yet), what its windows wait. */
+	unsigned copy_rank;
+	/* A copy at rest or not (copy_rest): the retransmissions of the
+	 * stream's own connection at the last window, and until when the copy
+	 * carries the windows (monotonic; 0: at rest). */
+	bool copy_retrans_read;
+	uint64_t copy_retrans;
+	int64_t copy_awake_until_us;
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -878,6 +887,91 @@ note_fanout(pps_listener_t *l, pps_window_t *window, int64_t t0)
 	        (long long)(l->guard.interval_us / 1000));
 }
 
+static int link_host_cmp(const link_t *x, const link_t *y);
+
+/* The most copies a client opens besides its own connection (client.copies
+ * is at most 4): a later one waits as long as the third. */
+#define PPS_LISTENER_COPY_RANK_MAX 3
+
+/* How long a window waits before it goes to @k: a copy of the stream waits
+ * copy_spacing for each copy from its address accepted before it, itself
+ * included. The rank is taken once, when the copy's first window comes. */
+static int64_t
+copy_delay_us(pps_listener_t *l, link_t *k)
+{
+	int64_t spacing = l->params.session.copy_spacing_us;
+
+	if (spacing <= 0 || !pps_session_copy(k->session))
+		return 0;
+	if (!k->copy_rank) {
+		unsigned rank = 1;
+
+		for (link_t *o = l->sessions; o; o = o->next)
+			if (o != k && o->seq < k->seq && pps_session_copy(o->session) &&
+			    !link_host_cmp(o, k))
+				rank++;
+		k->copy_rank =
+		    rank < PPS_LISTENER_COPY_RANK_MAX ? rank : PPS_LISTENER_COPY_RANK_MAX;
+	}
+	return spacing * k->copy_rank;
+}
+
+/* How long a copy carries the windows after the last sign that it helps. */
+#define PPS_LISTENER_COPY_AWAKE_US 10000000
+/* A retransmission with less queueing than this on the stream's own
+ * connection is a loss of the path (random, a radio), not of a queue the
+ * stream fills itself. */
+#define PPS_LISTENER_COPY_CALM_QUEUE_US 10000
+
+/* The stream's own connection a copy belongs to: the latest one from its
+ * address accepted before it that is neither a copy nor audio only. */
+static link_t *
+copy_owner(pps_listener_t *l, const link_t *k)
+{
+	link_t *best = NULL;
+
+	for (link_t *o = l->sessions; o; o = o->next)
+		if (o->seq < k->seq && (!best || o->seq > best->seq) &&
+		    pps_session_state(o->session) == PPS_SESSION_STREAMING &&
+		    !pps_session_copy(o->session) && !pps_session_audio_only(o->session) &&
+		    !link_host_cmp(o, k))
+			best = o;
+	return best;
+}
+
+/*
+ * Whether copy @k carries this window (copy_rest). A copy helps where a loss
+ * on one connection is not on the others: while the stream's own connection
+ * shares its queue with other flows (its latency cap confirmed that by a
+ * failed test), or after it retransmitted with no queue of its own (a lossy
+ * path); for PPS_LISTENER_COPY_AWAKE_US after the last sign. Elsewhere (a
+ * clean path, or one whose capacity the stream fills alone) a copy only
+ * halves what each connection gets, and rests.
+ */
+static bool
+copy_awake(pps_listener_t *l, link_t *k, int64_t now)
+{
+	pps_path_estimate_t e;
+	link_t *own;
+
+	if (!l->params.session.copy_rest || !pps_session_copy(k->session))
+		return true;
+	own = copy_owner(l, k);
+	if (!own)
+		return true; /* nothing speaks for the path: the copy does its job */
+	pps_session_get_path(own->session, &e);
+	if (!e.valid)
+		return now < k->copy_awake_until_us;
+	if (e.others_confirmed)
+		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
+	if (k->copy_retrans_read && e.retrans_pkts != k->copy_retrans &&
+	    e.queue_delay_us < PPS_LISTENER_COPY_CALM_QUEUE_US)
+		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
+	k->copy_retrans_read = true;
+	k->copy_retrans = e.retrans_pkts;
+	return now < k->copy_awake_until_us;
+}
+
 void
 pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 {
@@ -887,7 +981,12 @@ pps_listener_push_window(pps_listener_t *l, pps_window_t *window)
 		count_recovery(l, window);
 	for (link_t *k = l->sessions, *next; k; k = next) {
 		next = k->next; /* a push may close (and unlink) this session */
-		pps_session_push_window(k->session, window);
+		if (pps_session_state(k->session) != PPS_SESSION_STREAMING)
+			continue;
+		if (copy_awake(l, k, t0))
+			pps_session_push_window_later(k->session, window, copy_delay_us(l, k));
+		else
+			pps_session_rest_window(k->session, window);
 	}
 	note_fanout(l, window, t0);
 }

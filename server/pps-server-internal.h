@@ -235,6 +235,15 @@ typedef struct {
 	 * the first, the third twice as long...), so that one burst of drops
 	 * at a full queue does not take them all. */
 	int64_t audio_copy_spacing_us;
+	/* A copy of the stream (HELLO's copy flag) gets each window this long
+	 * after the connection before it (the first copy once, the second
+	 * twice...), for the same reason: copies written together meet one
+	 * burst of drops together. 0: at once. */
+	int64_t copy_spacing_us;
+	/* A copy rests (its windows as lone dropped WINDOW_ENDs) while the
+	 * stream's own connection from its address neither competes for its
+	 * queue nor lost a packet on a calm path lately; false: always sends. */
+	bool copy_rest;
 	/* A client's audio connections outside a pool: its first one's
 	 * retransmissions per frame above which the others carry no copies
 	 * (again below half of it); 0: they always do. */
@@ -287,6 +296,12 @@ void pps_session_window_grew(pps_session_t *session);
 /* An audio frame, for a client that takes audio on this connection (copied;
  * a no-op for the others). */
 void pps_session_push_audio(pps_session_t *session, const pps_wire_audio_frame_t *frame);
+/* The same @window @delay_us from now (a later copy of the stream; its own
+ * reference meanwhile); at once for <= 0. */
+void pps_session_push_window_later(pps_session_t *session, pps_window_t *window, int64_t delay_us);
+/* A copy at rest: the window's ids only (pps_sched_rest_window), after
+ * whatever still waits for its spacing. */
+void pps_session_rest_window(pps_session_t *session, pps_window_t *window);
 /* The same @delay_us from now (a pool's later copy); at once for <= 0. */
 void pps_session_push_audio_later(pps_session_t *session, const pps_wire_audio_frame_t *frame,
                                   int64_t delay_us);
@@ -307,6 +322,9 @@ bool pps_session_audio_only(const pps_session_t *session);
 /* Its HELLO said it is one more copy of a stream the client views on another
  * connection (PPS_WIRE_HELLO_COPY): no path estimate for the encoder. */
 bool pps_session_copy(const pps_session_t *session);
+/* What its windows wait before they go to the scheduler (a copy's
+ * spacing), as of the last window. */
+int64_t pps_session_window_delay_us(const pps_session_t *session);
 /* BYE with @reason and @text, then the session closes (closed_cb). A peer
  * that has sent nothing gets no BYE: it may not speak the wire (a browser's
  * spare connection), and it asked nothing. */

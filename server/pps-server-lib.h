@@ -365,6 +365,7 @@ typedef struct {
 	char name[PPS_WIRE_MAX_NAME_BYTES + 1]; /* the HELLO's, "" without */
 	bool audio_only;
 	bool copy;                  /* one more copy of another connection's stream (HELLO flag) */
+	int64_t copy_delay_us;      /* a copy: what each window waits before it is sent */
 	bool connected;             /* still streaming when the figures were read */
 	int64_t joined_us, left_us; /* real time; left_us 0 while connected */
 	pps_sched_stats_t sched;    /* windows, ADUs, audio */

@@ -193,6 +193,7 @@ read_client(pps_session_t *session, pps_server_client_t *c)
 	snprintf(c->name, sizeof(c->name), "%s", pps_session_name(session));
 	c->audio_only = pps_session_audio_only(session);
 	c->copy = pps_session_copy(session);
+	c->copy_delay_us = pps_session_window_delay_us(session);
 	c->connected = true;
 	c->joined_us = pps_session_joined_us(session);
 	pps_session_get_sched_stats(session, &c->sched);
@@ -371,8 +372,11 @@ client_object(const pps_server_client_t *c)
 		json_object_set_int_member(o, "left_us", c->left_us);
 	if (c->audio_only)
 		json_object_set_boolean_member(o, "audio_only", TRUE);
-	if (c->copy)
+	if (c->copy) {
 		json_object_set_boolean_member(o, "copy", TRUE);
+		json_object_set_double_member(o, "copy_delay_ms",
+		                              (double)c->copy_delay_us / 1000.0);
+	}
 	if (st->audio_sent || st->audio_late || st->audio_overflow || st->audio_refused) {
 		json_object_set_int_member(o, "audio_sent", (gint64)st->audio_sent);
 		json_object_set_int_member(o, "audio_late", (gint64)st->audio_late);
@@ -383,6 +387,8 @@ client_object(const pps_server_client_t *c)
 	json_object_set_int_member(o, "windows_partial", (gint64)st->windows_partial);
 	json_object_set_int_member(o, "windows_dropped", (gint64)st->windows_dropped);
 	json_object_set_int_member(o, "windows_overflow", (gint64)st->windows_overflow);
+	if (c->copy)
+		json_object_set_int_member(o, "windows_rested", (gint64)st->windows_rested);
 	json_object_set_int_member(o, "adus_undecodable", (gint64)st->adus_undecodable);
 	json_object_set_int_member(o, "adus_predicted", (gint64)st->adus_predicted);
 	json_object_set_int_member(o, "adus_restart_skipped", (gint64)st->adus_restart_skipped);

@@ -327,6 +327,17 @@ static const pps_config_key_t keys[] = {
         "congestion: the congestion control alone sets the sending rate; tcp-friendly (minbuf "
         "mode): while other flows hold the queue, the kernel paces each connection at most at "
         "an AIMD rate on its losses (a loss-based TCP's share), best with congestion = bbr"),
+    PPS_CONFIG_INT("transport", "copy_spacing_ms", "12", 0, 40,
+                   "a client viewing the stream on more than one connection (client.copies): "
+                   "each copy gets every window this much later than the connection before it, "
+                   "so that one burst of drops at a full queue does not take every copy's "
+                   "packets; 0 = all at once"),
+    PPS_CONFIG_BOOL("transport", "copy_rest", "true",
+                    "a copy of the stream (client.copies) carries the windows only while the "
+                    "client's own connection shares its queue with other flows or lost a packet "
+                    "without a queue of its own in the last 10 s; else each window reaches it "
+                    "as a lone dropped WINDOW_END (the copies cost nothing on a clean path of "
+                    "the stream's own); false = always"),
     PPS_CONFIG_INT(
         "transport", "pacing_gain_pct", "200", 100, 400,
         "tcp-friendly rate control: the pacing rate as a share of the AIMD rate; what is held in "
@@ -438,6 +449,8 @@ listener_params(const pps_config_t *c, pps_listener_params_t *lp, char *err, siz
 	sp->sched.restart_backoff_max = (unsigned)pps_config_get_int(c, "pps", "restart_backoff");
 	sp->sched.restart_fit_pct = (unsigned)pps_config_get_int(c, "pps", "restart_fit_pct");
 	sp->sched.max_windows = (unsigned)pps_config_get_int(c, "pps", "max_windows");
+	sp->copy_spacing_us = pps_config_get_int(c, "transport", "copy_spacing_ms") * 1000;
+	sp->copy_rest = pps_config_get_bool(c, "transport", "copy_rest");
 	minbuf_params(c, &sp->transport);
 	if (sp->transport.rto_min_us == 1000) {
 		snprintf(err, err_size,

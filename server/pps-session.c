@@ -38,6 +38,16 @@
  * backlog: enough to rank its connection busy, not idle. */
 #define PPS_SESSION_DELAYED_BYTES 64
 
+/* Windows one session holds back for a later copy at once (a few ms each,
+ * windows 33-67 ms apart: one waits at a time; more only with spacings
+ * far longer than a window). */
+#define PPS_SESSION_DELAYED_WINDOWS 4
+
+struct delayed_window {
+	int64_t due_us; /* monotonic */
+	pps_window_t *window;
+};
+
 struct delayed_audio {
 	int64_t due_us; /* monotonic */
 	pps_wire_audio_frame_t frame;
@@ -107,6 +117,10 @@ struct pps_session {
 	struct delayed_audio *delayed;
 	unsigned delayed_head, delayed_count;
 	struct event *delay_timer;
+	struct delayed_window delayed_windows[PPS_SESSION_DELAYED_WINDOWS];
+	unsigned window_head, window_count;
+	struct event *window_timer;
+	int64_t window_delay_us; /* the last pps_session_push_window_later()'s */
 	struct event_base *base;
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 };
@@ -142,6 +156,8 @@ session_close(pps_session_t *s)
 	pps_transport_stop(s->transport);
 	event_del(s->deadline_timer);
 	event_del(s->hello_timer);
+	if (s->window_timer)
+		event_del(s->window_timer);
 	s->closed_cb(s, s->user);
 }
 
@@ -821,6 +837,12 @@ pps_session_free(pps_session_t *s)
 	if (s->delay_timer)
 		event_free(s->delay_timer);
 	free(s->delayed);
+	if (s->window_timer)
+		event_free(s->window_timer);
+	for (; s->window_count > 0; s->window_count--) {
+		pps_window_unref(s->delayed_windows[s->window_head].window);
+		s->window_head = (s->window_head + 1) % PPS_SESSION_DELAYED_WINDOWS;
+	}
 	pps_sched_free(s->sched);
 	pps_path_free(s->path);
 	pps_wire_parser_free(s->parser);
@@ -844,6 +866,87 @@ pps_session_push_window(pps_session_t *s, pps_window_t *window)
 	pps_transport_kick(s->transport);
 	if (!s->closing)
 		arm_deadline_timer(s);
+}
+
+/* The oldest held window goes to the scheduler now. */
+static void
+release_window(pps_session_t *s)
+{
+	pps_window_t *w = s->delayed_windows[s->window_head].window;
+
+	s->window_head = (s->window_head + 1) % PPS_SESSION_DELAYED_WINDOWS;
+	s->window_count--;
+	pps_session_push_window(s, w);
+	pps_window_unref(w);
+}
+
+static void
+window_delay_cb(evutil_socket_t fd, short what, void *user)
+{
+	pps_session_t *s = user;
+	int64_t now = pps_time_monotonic_us();
+
+	(void)fd;
+	(void)what;
+	while (s->window_count > 0 && s->delayed_windows[s->window_head].due_us <= now)
+		release_window(s);
+	if (s->window_count > 0) {
+		struct timeval tv =
+		    pps_time_us_to_timeval(s->delayed_windows[s->window_head].due_us - now);
+
+		event_add(s->window_timer, &tv);
+	}
+}
+
+void
+pps_session_rest_window(pps_session_t *s, pps_window_t *window)
+{
+	if (s->state != PPS_SESSION_STREAMING || s->closing || pps_session_audio_only(s))
+		return;
+	/* In order: what still waits for its spacing goes first. */
+	while (s->window_count > 0 && !s->closing)
+		release_window(s);
+	if (s->closing)
+		return;
+	pps_sched_rest_window(s->sched, window);
+	pps_transport_kick(s->transport);
+}
+
+void
+pps_session_push_window_later(pps_session_t *s, pps_window_t *window, int64_t delay_us)
+{
+	struct delayed_window *d;
+
+	if (s->state != PPS_SESSION_STREAMING || s->closing || pps_session_audio_only(s))
+		return;
+	s->window_delay_us = delay_us > 0 ? delay_us : 0;
+	if (delay_us <= 0) {
+		pps_session_push_window(s, window);
+		return;
+	}
+	if (!s->window_timer) {
+		s->window_timer = evtimer_new(s->base, window_delay_cb, s);
+		if (!s->window_timer) {
+			/* Without a timer, the copy goes now. */
+			pps_session_push_window(s, window);
+			return;
+		}
+	}
+	if (s->window_count == PPS_SESSION_DELAYED_WINDOWS) {
+		/* Full (a spacing far longer than a window): the oldest goes now. */
+		release_window(s);
+		if (s->closing)
+			return;
+	}
+	d = &s->delayed_windows[(s->window_head + s->window_count) % PPS_SESSION_DELAYED_WINDOWS];
+	d->due_us = pps_time_monotonic_us() + delay_us;
+	d->window = pps_window_ref(window);
+	s->window_count++;
+	if (s->window_count == 1) {
+		struct timeval tv = pps_time_us_to_timeval(delay_us);
+
+		event_add(s->window_timer, &tv);
+	}
 }
 
 void
@@ -971,6 +1074,12 @@ uint32_t
 pps_session_audio_pool(const pps_session_t *s)
 {
 	return s->audio_pool;
+}
+
+int64_t
+pps_session_window_delay_us(const pps_session_t *s)
+{
+	return s->window_delay_us;
 }
 
 bool

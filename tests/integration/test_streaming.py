@@ -121,10 +121,11 @@ def two_clients(build, workdir):
 
 
 def copies(build, workdir):
-    """client.copies = 3: three viewers at the server, every window sent on
-    each, each frame accounted once at the client, as many shown as with one
+    """client.copies = 3, the copies never at rest: three viewers at the
+    server, every window sent on each (the copies 12 and 24 ms later), each
+    frame accounted once at the client, as many shown as with one
     connection, and the received rate counts every copy's bytes."""
-    srv = Server(build, workdir, "source.pattern=smpte")
+    srv = Server(build, workdir, "source.pattern=smpte", "transport.copy_rest=false")
     try:
         c = Client(build, workdir, srv.address, "playout.policy=asap", "client.copies=3", duration=6)
         rc = c.wait()
@@ -141,6 +142,9 @@ def copies(build, workdir):
     viewers = [v for v in srv.stats()["clients"] if not v.get("audio_only")]
     check(len(viewers) == 3, "%d video viewers at the server, want 3" % len(viewers))
     check(sum(1 for v in viewers if v.get("copy")) == 2, "copies flagged: %s" % [v.get("copy") for v in viewers])
+    # transport.copy_spacing_ms (12 by default): the first copy waits 12 ms, the second 24.
+    delays = sorted(v.get("copy_delay_ms", 0) for v in viewers)
+    check(delays == [0, 12, 24], "windows' wait per viewer: %s, want 0, 12 and 24 ms" % delays)
     check(all(v["windows_complete"] >= 60 for v in viewers),
           "a copy without the stream: %s" % [v["windows_complete"] for v in viewers])
     windows = [w for w in c.events("window") if w.get("complete_us")]
@@ -151,6 +155,40 @@ def copies(build, workdir):
           % (s["received_bps"], decoded_bps))
     print("copies: %d frames shown (%.1f%%), p50 %.1f ms, %.2f Mbit/s received for %.2f decoded"
           % (s["frames_shown"], s["frames_shown_pct"], s["frame_latency_p50_ms"],
+             s["received_bps"] / 1e6, decoded_bps / 1e6))
+
+
+def copies_rest(build, workdir):
+    """client.copies = 2 on a clean path of its own (loopback), the server's
+    defaults: the copy rests, each window reaching it as a lone dropped
+    WINDOW_END, the stream shown whole from the client's own connection, and
+    the copy's bytes a small part of what the client receives."""
+    srv = Server(build, workdir, "source.pattern=smpte")
+    try:
+        c = Client(build, workdir, srv.address, "playout.policy=asap", "client.copies=2", duration=6)
+        rc = c.wait()
+        check(rc == 0, "client exit %d: %s" % (rc, c.stderr))
+    finally:
+        srv.stop()
+    s = c.summary()
+    check(s["frames_shown_pct"] >= 95, "%.1f%% shown" % s["frames_shown_pct"])
+    check(s["frames_undecodable"] + s["frames_dropped"] == 0,
+          "%d undecodable, %d dropped" % (s["frames_undecodable"], s["frames_dropped"]))
+    viewers = [v for v in srv.stats()["clients"] if not v.get("audio_only")]
+    copy = [v for v in viewers if v.get("copy")]
+    check(len(viewers) == 2 and len(copy) == 1, "viewers: %s" % viewers)
+    own = [v for v in viewers if not v.get("copy")][0]
+    check(own["windows_complete"] >= 60, "the stream's own connection: %d windows" % own["windows_complete"])
+    check(copy[0]["windows_rested"] >= 60 and copy[0]["windows_complete"] * 10 <= copy[0]["windows_rested"],
+          "the copy: %d windows rested, %d sent whole" % (copy[0]["windows_rested"], copy[0]["windows_complete"]))
+    windows = [w for w in c.events("window") if w.get("complete_us")]
+    span_s = (windows[-1]["complete_us"] - windows[0]["complete_us"]) / 1e6
+    decoded_bps = 8 * sum(w["bytes"] for w in windows) / span_s
+    check(s["received_bps"] < 1.3 * decoded_bps,
+          "received %.0f bit/s for %.0f bit/s of windows: the resting copy carried the stream"
+          % (s["received_bps"], decoded_bps))
+    print("copies_rest: %d frames shown (%.1f%%), the copy rested %d windows, %.2f Mbit/s received for %.2f decoded"
+          % (s["frames_shown"], s["frames_shown_pct"], copy[0]["windows_rested"],
              s["received_bps"] / 1e6, decoded_bps / 1e6))
 
 
@@ -700,9 +738,9 @@ def soak(build, workdir):
           "viewer: %d frames during the attack, longest gap %.0f ms" % (len(during), longest_ms))
 
 
-TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, copies, stalled_reader, bad_peers,
-                                 max_clients, no_server, reconnect, bad_server, config_errors,
-                                 bad_source, source_failure_reported, access_token,
+TESTS = {f.__name__: f for f in [stream_10s, early_windows, two_clients, copies, copies_rest,
+                                 stalled_reader, bad_peers, max_clients, no_server, reconnect,
+                                 bad_server, config_errors, bad_source, source_failure_reported, access_token,
                                  beyond_loopback_warning, silent_connections, slow_reader_evicted,
                                  server_unwritable_outputs, soak]}
 

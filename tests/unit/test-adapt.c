@@ -150,12 +150,14 @@ test_yields_to_cross_traffic_and_retests(void)
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_COMPETING);
 	CHECK_EQ_INT(e.inflight_cap_pkts, 0);
 	CHECK(pps_path_shared(p));
+	CHECK(!e.others_confirmed); /* no test yet: it may be a moment of its own */
 	/* While they do, retests (every 4 s) find the queue still full: shared
 	 * throughout, a test included (no congestion control switch per test). */
 	run_loop(p, &m, 9.0, 2000000, 50000, 400000, 60);
 	pps_path_get_estimate(p, &e);
 	CHECK(e.cap_state == PPS_PATH_CAP_COMPETING || e.cap_state == PPS_PATH_CAP_TEST);
 	CHECK(pps_path_shared(p));
+	CHECK(e.others_confirmed);
 	/* They leave: a later retest (failed ones back off up to 32 s) finds
 	 * the queue drained and caps again. */
 	run_loop(p, &m, 33.0, 2000000, 50000, 0, 60);
@@ -163,6 +165,7 @@ test_yields_to_cross_traffic_and_retests(void)
 	CHECK_EQ_INT(e.cap_state, PPS_PATH_CAP_SELF);
 	CHECK(e.inflight_cap_pkts > 0);
 	CHECK(!pps_path_shared(p));
+	CHECK(!e.others_confirmed);
 	pps_path_free(p);
 }
 

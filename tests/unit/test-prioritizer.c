@@ -536,6 +536,49 @@ test_sched_complete(void)
 	receiver_free(&rx);
 }
 
+/* A copy at rest: its first windows go as lone dropped WINDOW_ENDs, counted
+ * as rested only, and the windows after them are sent whole although their
+ * ADUs depend on the rested ones (the client has those from its own
+ * connection): without that they would wait for the next IDR. */
+static void
+test_sched_rest(void)
+{
+	window_list_t list;
+	pps_sched_t *s = new_sched(1000000, 64);
+	receiver_t rx;
+	uint8_t buf[1500];
+	size_t len;
+	bool push;
+	pps_sched_stats_t st;
+
+	memset(&rx, 0, sizeof(rx));
+	make_windows(&list, 21, 4, 3, 2, 20, PPS_PRIORITY_TEMPORAL_FIRST, 7, 1.0);
+	REQUIRE(list.n >= 4);
+	pps_sched_rest_window(s, list.windows[0]);
+	pps_sched_rest_window(s, list.windows[1]);
+	for (size_t i = 2; i < list.n; i++)
+		pps_sched_push_window(s, list.windows[i]);
+	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1)
+		receive_packet(&rx, buf, len, 1000000);
+	CHECK_EQ_INT(rx.begins, list.n - 2);
+	CHECK_EQ_INT(rx.ends, list.n);
+	CHECK_EQ_INT(rx.dropped_windows, 2);
+	pps_sched_get_stats(s, &st);
+	CHECK_EQ_INT(st.windows_rested, 2);
+	CHECK_EQ_INT(st.windows_complete, list.n - 2);
+	CHECK_EQ_INT(st.windows_dropped + st.windows_partial + st.adus_undecodable, 0);
+	for (size_t i = 0; i < 2; i++)
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
+			CHECK(!rx.got[pps_adu_info(pps_window_adu(list.windows[i], a))->id % 4096]);
+	for (size_t i = 2; i < list.n; i++)
+		for (size_t a = 0; a < pps_window_adu_count(list.windows[i]); a++)
+			CHECK(
+			    adu_intact(&rx, pps_adu_info(pps_window_adu(list.windows[i], a))->id));
+	free_windows(&list);
+	pps_sched_free(s);
+	receiver_free(&rx);
+}
+
 /* How long pictures wait in the sender: the oldest window with ADUs unsent,
  * then the next one once the first is sent, then none. */
 static void
@@ -2087,6 +2130,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_priority_policies);
 	PPS_TEST_RUN(test_sched_unsent_since);
 	PPS_TEST_RUN(test_sched_complete);
+	PPS_TEST_RUN(test_sched_rest);
 	PPS_TEST_RUN(test_sched_mss_changes);
 	PPS_TEST_RUN(test_sched_record_limit);
 	PPS_TEST_RUN(test_sched_deadline);

@@ -859,7 +859,8 @@ def cell_tail(celldir):
     if fwd.get("arrived_pkts"):
         out["bottleneck_drop_pct"] = 100.0 * fwd.get("dropped_queue_pkts", 0) / fwd["arrived_pkts"]
     server = read_json(os.path.join(celldir, "server.json")) or {}
-    video = [c for c in server.get("clients") or [] if not c.get("audio_only")]
+    # The stream's own connection: not an audio-only one, not a copy.
+    video = [c for c in server.get("clients") or [] if not c.get("audio_only") and not c.get("copy")]
     duration = server.get("duration_s")
     if video and duration:
         out["video_retrans_per_s"] = video[0].get("retrans_pkts", 0) / duration
