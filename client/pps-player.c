@@ -458,7 +458,7 @@ start_copies(pps_player_t *p, char *err, size_t size)
 
 	stop_copies(p);
 	cp.hello_flags &= (uint16_t)~PPS_WIRE_HELLO_AUDIO;
-	cp.hello_flags |= PPS_WIRE_HELLO_COPY;
+	cp.hello_flags |= PPS_WIRE_HELLO_COPY | PPS_WIRE_HELLO_COPY_REST;
 	cp.reconnect = false;
 	cp.audio_pool = 0;
 	for (unsigned i = 0; i + 1 < p->video_copies && i + 1 < PPS_RECEIVER_MAX_COPIES; i++) {

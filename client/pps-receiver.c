@@ -56,6 +56,9 @@ struct pps_receiver {
 	 * stream's own, [1..] its copies (pps_receiver_record_copy). */
 	pps_reasm_t *reasm[PPS_RECEIVER_MAX_COPIES];
 	int64_t begun_window; /* the last window begun on any of them; -1 */
+	/* Per connection: the last window it said it rests through (a copy at
+	 * rest, PPS_WIRE_WINDOW_END_RESTED: another connection brings it); -1. */
+	int64_t rested_through[PPS_RECEIVER_MAX_COPIES];
 	pps_decoder_t *decoder;
 
 	/* decode-order cursor: the last ADU id given to the decoder */
@@ -156,6 +159,8 @@ pps_receiver_reset(pps_receiver_t *r)
 	r->next_frame = -1;
 	r->last_window = -1;
 	r->begun_window = -1;
+	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++)
+		r->rested_through[k] = -1;
 	r->ref_frame = -1;
 	r->open_first = r->open_last = -1;
 	r->started = false;
@@ -558,6 +563,8 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 	bool lead = true; /* the record is the stream's, not a later copy's */
 	bool dropped = record->kind == PPS_WIRE_WINDOW_END &&
 	               (record->u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED);
+	bool rested = record->kind == PPS_WIRE_WINDOW_END &&
+	              (record->u.window_end.flags & PPS_WIRE_WINDOW_END_RESTED);
 	int64_t now;
 	int ret;
 
@@ -588,6 +595,16 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		 * begin one leads it, and a drop leads once every copy has
 		 * dropped it. */
 		lead = (int64_t)id > r->begun_window && (!dropped || closed_by_all(r, copy, id));
+		/* A copy back from rest begins a later window while another
+		 * connection still brings the open one, which this copy rested
+		 * through: it has not moved past that window, it never carried
+		 * it. The open window goes on; the later one begins when its
+		 * own turn comes (push_ready() takes what this copy brought). */
+		if (lead && record->kind == PPS_WIRE_WINDOW_BEGIN &&
+		    r->begun_window > r->last_window && r->rested_through[copy] >= r->begun_window)
+			lead = false;
+		if (rested && (int64_t)id > r->rested_through[copy])
+			r->rested_through[copy] = id;
 		/* The reassembler refuses ids that do not increase; check that
 		 * first, so the gap below is never negative. */
 		if (lead) {
@@ -602,7 +619,10 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 	} else if (record->kind == PPS_WIRE_WINDOW_END) {
 		int64_t id = record->u.window_end.window_id;
 
-		lead = id > r->last_window && (!dropped || closed_by_all(r, copy, id));
+		/* Only a window begun: a copy's window whose beginning
+		 * waited (above) is not the stream's yet. */
+		lead = id > r->last_window && id <= r->begun_window &&
+		       (!dropped || closed_by_all(r, copy, id));
 	}
 	ret = pps_reasm_record(reasm, record, err, err_size);
 	if (ret < 0)
@@ -655,6 +675,7 @@ pps_receiver_drop_copy(pps_receiver_t *r, unsigned copy)
 		return;
 	pps_reasm_free(r->reasm[copy]);
 	r->reasm[copy] = NULL;
+	r->rested_through[copy] = -1;
 }
 
 void

@@ -70,6 +70,7 @@ typedef struct {
 	int64_t late_end_us; /* while late: when the base grace ends */
 	entry_state_t state;
 	bool begin_sent;
+	bool rested;          /* pps_sched_rest_window(): its WINDOW_END says so */
 	bool late;            /* past its deadline: only base anchors still go out */
 	bool extended;        /* sent data after deadline_us (counted once) */
 	size_t next_adu;      /* index in send order of the ADU being sent */
@@ -459,6 +460,7 @@ pps_sched_rest_window(pps_sched_t *s, pps_window_t *window)
 	for (size_t i = 0; i < total; i++)
 		ring_set(s, first + (uint32_t)i, ADU_SENT);
 	e->adus_dropped = (uint16_t)total;
+	e->rested = true;
 	e->state = ENTRY_ENDED;
 	pps_window_unref(e->window);
 	e->window = NULL;
@@ -948,6 +950,8 @@ pps_sched_next_packet(pps_sched_t *s, int64_t now_us, size_t mss, uint8_t *buf, 
 		r.u.window_end.bytes_sent = e->bytes_sent;
 		r.u.window_end.bytes_dropped = e->bytes_dropped;
 		r.u.window_end.flags = e->adus_sent ? 0 : PPS_WIRE_WINDOW_END_DROPPED;
+		if (e->rested)
+			r.u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
 		if (!append(buf, mss, &pos, &r)) {
 			full = true;
 			break;

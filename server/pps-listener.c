@@ -35,6 +35,11 @@
 
 #define PPS_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 
+/* A copy's view of its stream's own connection's losses: seconds counted,
+ * and the retransmissions in them that wake it (copy_awake()). */
+#define PPS_LISTENER_COPY_LOSS_SLOTS 5
+#define PPS_LISTENER_COPY_LOSS_WAKE  8
+
 typedef struct link {
 	pps_session_t *session;
 	struct link *next;
@@ -67,6 +72,9 @@ typedef struct link {
 	bool copy_retrans_read;
 	uint64_t copy_retrans;
 	int64_t copy_awake_until_us;
+	/* Its retransmissions per second of the last few (slot: the second). */
+	uint32_t copy_loss[PPS_LISTENER_COPY_LOSS_SLOTS];
+	int64_t copy_loss_slot[PPS_LISTENER_COPY_LOSS_SLOTS];
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -939,13 +947,37 @@ copy_owner(pps_listener_t *l, const link_t *k)
 	return best;
 }
 
+/* Adds @delta retransmissions at @now to @k's count; the count of the last
+ * PPS_LISTENER_COPY_LOSS_SLOTS seconds. */
+static uint32_t
+copy_losses(link_t *k, uint64_t delta, int64_t now)
+{
+	int64_t slot = now / 1000000;
+	unsigned i = (unsigned)(slot % PPS_LISTENER_COPY_LOSS_SLOTS);
+	uint32_t sum = 0;
+
+	if (k->copy_loss_slot[i] != slot) {
+		k->copy_loss_slot[i] = slot;
+		k->copy_loss[i] = 0;
+	}
+	k->copy_loss[i] += delta < UINT32_MAX / 2 ? (uint32_t)delta : UINT32_MAX / 2;
+	for (unsigned j = 0; j < PPS_LISTENER_COPY_LOSS_SLOTS; j++)
+		if (k->copy_loss_slot[j] > slot - PPS_LISTENER_COPY_LOSS_SLOTS &&
+		    sum < UINT32_MAX / 2)
+			sum += k->copy_loss[j];
+	return sum;
+}
+
 /*
  * Whether copy @k carries this window (copy_rest). A copy helps where a loss
- * on one connection is not on the others: while the stream's own connection
- * shares its queue with other flows (its latency cap confirmed that by a
- * failed test), or after it retransmitted with no queue of its own (a lossy
- * path); for PPS_LISTENER_COPY_AWAKE_US after the last sign. Elsewhere (a
- * clean path, or one whose capacity the stream fills alone) a copy only
+ * on one connection is not on the others and comes again and again: after
+ * the stream's own connection retransmitted with no queue of its own (a
+ * lossy path), while it retransmits PPS_LISTENER_COPY_LOSS_WAKE packets in
+ * PPS_LISTENER_COPY_LOSS_SLOTS seconds (a queue shared with loss-based flows
+ * drops its packets 2-4 times a second; a capacity step down costs the
+ * stream alone a few, and then its own queue is what a copy would share),
+ * or while its latency cap's test found the queue held by others; for
+ * PPS_LISTENER_COPY_AWAKE_US after the last sign. Elsewhere a copy only
  * halves what each connection gets, and rests.
  */
 static bool
@@ -954,7 +986,7 @@ copy_awake(pps_listener_t *l, link_t *k, int64_t now)
 	pps_path_estimate_t e;
 	link_t *own;
 
-	if (!l->params.session.copy_rest || !pps_session_copy(k->session))
+	if (!l->params.session.copy_rest || !pps_session_copy_may_rest(k->session))
 		return true;
 	own = copy_owner(l, k);
 	if (!own)
@@ -964,8 +996,9 @@ copy_awake(pps_listener_t *l, link_t *k, int64_t now)
 		return now < k->copy_awake_until_us;
 	if (e.others_confirmed)
 		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
-	if (k->copy_retrans_read && e.retrans_pkts != k->copy_retrans &&
-	    e.queue_delay_us < PPS_LISTENER_COPY_CALM_QUEUE_US)
+	if (k->copy_retrans_read && e.retrans_pkts > k->copy_retrans &&
+	    (e.queue_delay_us < PPS_LISTENER_COPY_CALM_QUEUE_US ||
+	     copy_losses(k, e.retrans_pkts - k->copy_retrans, now) >= PPS_LISTENER_COPY_LOSS_WAKE))
 		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
 	k->copy_retrans_read = true;
 	k->copy_retrans = e.retrans_pkts;

@@ -1076,6 +1076,12 @@ pps_session_audio_pool(const pps_session_t *s)
 	return s->audio_pool;
 }
 
+bool
+pps_session_copy_may_rest(const pps_session_t *s)
+{
+	return pps_session_copy(s) && (s->hello_flags & PPS_WIRE_HELLO_COPY_REST) != 0;
+}
+
 int64_t
 pps_session_window_delay_us(const pps_session_t *s)
 {

@@ -118,7 +118,9 @@ export function decodeBody(kind, body) {
         adus_dropped: v.getUint16(6), bytes_sent: v.getUint32(8),
         bytes_dropped: v.getUint32(12), flags: v.getUint8(16),
       };
-      need((r.flags & ~1) === 0, 'WINDOW_END: flags');
+      // 1 dropped, 2 rested (with 1: a copy at rest; the viewer opens no copies).
+      need((r.flags & ~3) === 0, 'WINDOW_END: flags');
+      need(!(r.flags & 2) || (r.flags & 1), 'WINDOW_END: rested but not dropped');
       need(!(r.flags & 1) || r.adus_sent === 0, 'WINDOW_END: dropped window with ADUs sent');
       return r;
     }

@@ -751,9 +751,13 @@ decode_body(pps_wire_parser_t *p, unsigned kind, reader_t *r, pps_wire_record_t 
 		ret = check_length(p, r, name);
 		if (ret < 0)
 			return ret;
-		if (e->flags & ~PPS_WIRE_WINDOW_END_DROPPED)
+		if (e->flags & ~(PPS_WIRE_WINDOW_END_DROPPED | PPS_WIRE_WINDOW_END_RESTED))
 			return fail(p, PPS_WIRE_ERR_FIELD, "WINDOW_END: unknown flags 0x%02x",
 			            e->flags);
+		if ((e->flags & PPS_WIRE_WINDOW_END_RESTED) &&
+		    !(e->flags & PPS_WIRE_WINDOW_END_DROPPED))
+			return fail(p, PPS_WIRE_ERR_FIELD,
+			            "WINDOW_END: window marked rested but not dropped");
 		if ((e->flags & PPS_WIRE_WINDOW_END_DROPPED) && e->adus_sent)
 			return fail(p, PPS_WIRE_ERR_FIELD,
 			            "WINDOW_END: window marked dropped but adus_sent %u",

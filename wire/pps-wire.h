@@ -82,6 +82,9 @@ typedef enum {
  * connection (its client.copies): a viewer like any other, left out of the
  * encoder's sizing, which the client's own connection decides. */
 #define PPS_WIRE_HELLO_COPY 0x0040
+/* With the copy flag: the client reads a rested WINDOW_END, and the server may
+ * let this copy rest where it cannot help (PPS_WIRE_WINDOW_END_RESTED). */
+#define PPS_WIRE_HELLO_COPY_REST 0x0080
 /* Longest stream name (the HELLO's stream field). */
 #define PPS_WIRE_MAX_STREAM_BYTES 64
 
@@ -198,6 +201,10 @@ typedef struct {
 } pps_wire_adu_fragment_t;
 
 #define PPS_WIRE_WINDOW_END_DROPPED 0x01 /* nothing of the window was sent */
+/* With DROPPED, to a copy whose HELLO has PPS_WIRE_HELLO_COPY_REST: nothing of
+ * the window comes on this connection because another of the client's brings
+ * it (the copy is at rest), not because its deadline passed. */
+#define PPS_WIRE_WINDOW_END_RESTED 0x02
 
 typedef struct {
 	uint32_t window_id;

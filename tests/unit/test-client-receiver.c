@@ -784,6 +784,77 @@ test_copies_dropped(void)
 	pps_receiver_free(r);
 }
 
+/* A copy at rest: copy 1 rests through windows 3 and 4 (lone dropped
+ * WINDOW_ENDs with the rested flag), then, back from rest, brings windows
+ * 5 and 6 while copy 0 is held up in the middle of window 4. Window 4 is
+ * not given up (copy 1 never carried it), window 5 begins when copy 0 has
+ * closed 4, and every frame is shown. */
+static void
+test_copies_rest(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	static pps_wire_record_t a[MAX_RECORDS];
+	static uint32_t aw[MAX_RECORDS];
+	size_t na, i0 = 0, i1 = 0;
+
+	tape.on = true;
+	tape.n = 0;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, SEND_ALL);
+	memcpy(a, tape.rec, tape.n * sizeof(a[0]));
+	memcpy(aw, tape.window, tape.n * sizeof(aw[0]));
+	na = tape.n;
+	tape.n = 0;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, &s, w, w == 3 || w == 4 ? SEND_NONE_DROPPED : SEND_ALL);
+	tape.on = false;
+	for (size_t i = 0; i < tape.n; i++)
+		if (tape.window[i] == 3 || tape.window[i] == 4)
+			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
+	/* Windows 0..2 on both, then copy 1 rests through 3 and 4. */
+	while (i0 < na && aw[i0] <= 2) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	while (i1 < tape.n && tape.window[i1] <= 4)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	/* Copy 0: window 3, then WINDOW_BEGIN and one fragment of window 4. */
+	while (i0 < na && aw[i0] <= 3) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	for (int k = 0; k < 2; k++) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	CHECK_EQ_INT(s.last_output, 3 * (int64_t)W);
+	/* Copy 1, back from rest, brings windows 5 and 6: nothing is given up. */
+	while (i1 < tape.n && tape.window[i1] <= 6)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	while (i0 < na) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	while (i1 < tape.n)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	pps_receiver_finish(r);
+	check_once(&s, 0, 24);
+	for (int i = 0; i <= 24; i++) {
+		if (s.shown[i] != 1)
+			fprintf(stderr, "  frame %d shown %u (%s)\n", i, s.shown[i],
+			        s.reason[i] ? s.reason[i] : "");
+		CHECK_EQ_INT(s.shown[i], 1);
+	}
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	pps_receiver_free(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -798,6 +869,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_window_rate);
 	PPS_TEST_RUN(test_copies);
 	PPS_TEST_RUN(test_copies_dropped);
+	PPS_TEST_RUN(test_copies_rest);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);

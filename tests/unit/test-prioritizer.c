@@ -556,6 +556,10 @@ test_sched_rest(void)
 	REQUIRE(list.n >= 4);
 	pps_sched_rest_window(s, list.windows[0]);
 	pps_sched_rest_window(s, list.windows[1]);
+	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1)
+		receive_packet(&rx, buf, len, 1000000);
+	CHECK_EQ_INT(rx.last_end.window_id, pps_window_id(list.windows[1]));
+	CHECK_EQ_INT(rx.last_end.flags, PPS_WIRE_WINDOW_END_DROPPED | PPS_WIRE_WINDOW_END_RESTED);
 	for (size_t i = 2; i < list.n; i++)
 		pps_sched_push_window(s, list.windows[i]);
 	while (pps_sched_next_packet(s, 1000000, 1448, buf, &len, &push) == 1)

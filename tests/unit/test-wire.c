@@ -515,6 +515,15 @@ test_rejections(void)
 	r[4].u.window_end.flags = 0x80;
 	n = encode_into(&r[4], buf);
 	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	/* Rested: only with dropped (and so no ADU sent). */
+	r[4].u.window_end.adus_sent = 0;
+	r[4].u.window_end.flags = PPS_WIRE_WINDOW_END_RESTED;
+	n = encode_into(&r[4], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_ERR_FIELD);
+	CHECK(strstr(msg, "rested but not dropped") != NULL);
+	r[4].u.window_end.flags = PPS_WIRE_WINDOW_END_DROPPED | PPS_WIRE_WINDOW_END_RESTED;
+	n = encode_into(&r[4], buf);
+	CHECK_EQ_INT(parse_one(buf, (size_t)n, 4096, msg, sizeof(msg)), PPS_WIRE_OK);
 
 	/* STREAM_INFO with a zero frame rate or window. */
 	r[1].u.stream_info.fps_den = 0;
