@@ -623,6 +623,10 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		 * waited (above) is not the stream's yet. */
 		lead = id > r->last_window && id <= r->begun_window &&
 		       (!dropped || closed_by_all(r, copy, id));
+		/* That window is discarded here: this copy does not bring it,
+		 * as if it had rested through it (its next one waits too). */
+		if (id > r->begun_window && id > r->rested_through[copy])
+			r->rested_through[copy] = id;
 	}
 	ret = pps_reasm_record(reasm, record, err, err_size);
 	if (ret < 0)

@@ -787,8 +787,10 @@ test_copies_dropped(void)
 /* A copy at rest: copy 1 rests through windows 3 and 4 (lone dropped
  * WINDOW_ENDs with the rested flag), then, back from rest, brings windows
  * 5 and 6 while copy 0 is held up in the middle of window 4. Window 4 is
- * not given up (copy 1 never carried it), window 5 begins when copy 0 has
- * closed 4, and every frame is shown. */
+ * not given up (copy 1 never carried it), and copy 1's windows 5 and 6,
+ * begun before their turn, are not the stream's: when copy 0 is held up
+ * again in window 5, copy 1's window 7 does not give 5 up either. Every
+ * frame is shown. */
 static void
 test_copies_rest(void)
 {
@@ -834,6 +836,22 @@ test_copies_rest(void)
 	CHECK_EQ_INT(s.last_output, 3 * (int64_t)W);
 	/* Copy 1, back from rest, brings windows 5 and 6: nothing is given up. */
 	while (i1 < tape.n && tape.window[i1] <= 6)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	/* Copy 0: the rest of window 4, then window 5's WINDOW_BEGIN and one
+	 * fragment; copy 1 brings 7. */
+	while (i0 < na && aw[i0] <= 4) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	for (int k = 0; k < 2; k++) {
+		char err[256] = "";
+
+		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
+	}
+	CHECK_EQ_INT(s.last_output, 4 * (int64_t)W);
+	while (i1 < tape.n && tape.window[i1] <= 7)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	while (i0 < na) {
