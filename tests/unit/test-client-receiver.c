@@ -641,14 +641,20 @@ test_one_frame_windows(void)
 }
 
 static int
-feed_copy(pps_receiver_t *r, unsigned copy, size_t i)
+feed_rec(pps_receiver_t *r, unsigned copy, const pps_wire_record_t *rec)
 {
 	char err[256] = "";
-	int ret = pps_receiver_record_copy(r, copy, &tape.rec[i], err, sizeof(err));
+	int ret = pps_receiver_record_copy(r, copy, rec, err, sizeof(err));
 
 	if (ret < 0)
 		fprintf(stderr, "  receiver, copy %u: %s\n", copy, err);
 	return ret;
+}
+
+static int
+feed_copy(pps_receiver_t *r, unsigned copy, size_t i)
+{
+	return feed_rec(r, copy, &tape.rec[i]);
 }
 
 /* Two connections carry the same windows: copy 1 runs ahead while copy 0 is
@@ -733,39 +739,27 @@ test_copies_dropped(void)
 		send_window(r, &s, w, w == 5 || w == 7 ? SEND_NONE_DROPPED : SEND_ALL);
 	tape.on = false;
 	/* Windows 0..4 on both. */
-	while (i0 < na && aw[i0] <= 4) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na && aw[i0] <= 4)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	while (i1 < tape.n && tape.window[i1] <= 4)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	/* Copy 1's dropped window 5 first, then copy 0's whole one. */
 	while (i1 < tape.n && tape.window[i1] <= 5)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	while (i0 < na && aw[i0] <= 6) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na && aw[i0] <= 6)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	CHECK_EQ_INT(s.last_output, 6 * (int64_t)W);
 	/* Window 7: copy 1 brings 6 and drops 7, nothing closes yet; copy 0's
 	 * drop closes it. */
 	while (i1 < tape.n && tape.window[i1] <= 7)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	CHECK_EQ_INT(s.windows_dropped, 0);
-	while (i0 < na && aw[i0] <= 7) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na && aw[i0] <= 7)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	CHECK_EQ_INT(s.windows_dropped, 1);
-	while (i0 < na) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	while (i1 < tape.n)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	pps_receiver_finish(r);
@@ -815,24 +809,15 @@ test_copies_rest(void)
 		if (tape.window[i] == 3 || tape.window[i] == 4)
 			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
 	/* Windows 0..2 on both, then copy 1 rests through 3 and 4. */
-	while (i0 < na && aw[i0] <= 2) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na && aw[i0] <= 2)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	while (i1 < tape.n && tape.window[i1] <= 4)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	/* Copy 0: window 3, then WINDOW_BEGIN and one fragment of window 4. */
-	while (i0 < na && aw[i0] <= 3) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
-	for (int k = 0; k < 2; k++) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na && aw[i0] <= 3)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	for (int k = 0; k < 2; k++)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	CHECK_EQ_INT(s.last_output, 3 * (int64_t)W);
 	/* Copy 1, back from rest, brings windows 5 and 6: nothing is given up. */
 	while (i1 < tape.n && tape.window[i1] <= 6)
@@ -840,25 +825,16 @@ test_copies_rest(void)
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	/* Copy 0: the rest of window 4, then window 5's WINDOW_BEGIN and one
 	 * fragment; copy 1 brings 7. */
-	while (i0 < na && aw[i0] <= 4) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
-	for (int k = 0; k < 2; k++) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na && aw[i0] <= 4)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	for (int k = 0; k < 2; k++)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	CHECK_EQ_INT(s.last_output, 4 * (int64_t)W);
 	while (i1 < tape.n && tape.window[i1] <= 7)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	while (i0 < na) {
-		char err[256] = "";
-
-		CHECK_EQ_INT(pps_receiver_record_copy(r, 0, &a[i0++], err, sizeof(err)), 0);
-	}
+	while (i0 < na)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	while (i1 < tape.n)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	pps_receiver_finish(r);
