@@ -355,9 +355,10 @@ void pps_sched_push_window(pps_sched_t *sched, pps_window_t *window);
 /*
  * A copy of the stream at rest (the client views it on another connection,
  * which carries it): the window is queued as a lone dropped WINDOW_END with
- * the rested flag (PPS_WIRE_WINDOW_END_RESTED), its ids only, counted in windows_rested and nowhere else, and its ADUs count
- * as the client's for what depends on them (the other connection brought
- * them), so that the copy is of use from the next window it carries.
+ * the rested flag (PPS_WIRE_WINDOW_END_RESTED), its ids only, counted in
+ * windows_rested and nowhere else, and its ADUs count as the client's for
+ * what depends on them (the other connection brought them), so that the copy
+ * is of use from the next window it carries.
  */
 void pps_sched_rest_window(pps_sched_t *sched, pps_window_t *window);
 
