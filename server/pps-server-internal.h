@@ -240,9 +240,10 @@ typedef struct {
 	 * twice...), for the same reason: copies written together meet one
 	 * burst of drops together. 0: at once. */
 	int64_t copy_spacing_us;
-	/* A copy rests (its windows as lone dropped WINDOW_ENDs) while the
-	 * stream's own connection from its address neither competes for its
-	 * queue nor lost a packet on a calm path lately; false: always sends. */
+	/* A copy whose HELLO allows it rests (its windows as lone rested
+	 * WINDOW_ENDs) unless, in the last 10 s, the stream's own connection
+	 * from its address lost a packet with no queue of its own, lost 8 in
+	 * 5 s, or failed a test of its latency cap; false: always sends. */
 	bool copy_rest;
 	/* A client's audio connections outside a pool: its first one's
 	 * retransmissions per frame above which the others carry no copies

@@ -715,6 +715,27 @@ test_copies(void)
 	pps_receiver_free(r);
 }
 
+/* Windows 0..12 on the tape, those in @dropped (a bit per window) as lone
+ * dropped WINDOW_ENDs. */
+static void
+record_tape(pps_receiver_t *r, sink_t *s, uint32_t dropped)
+{
+	tape.on = true;
+	tape.n = 0;
+	for (uint32_t w = 0; w <= 12; w++)
+		send_window(r, s, w, (dropped >> w) & 1 ? SEND_NONE_DROPPED : SEND_ALL);
+	tape.on = false;
+}
+
+/* The tape kept for another copy; returns its length. */
+static size_t
+save_tape(pps_wire_record_t *rec, uint32_t *window)
+{
+	memcpy(rec, tape.rec, tape.n * sizeof(rec[0]));
+	memcpy(window, tape.window, tape.n * sizeof(window[0]));
+	return tape.n;
+}
+
 /* Each viewer has its own regulator: a copy may drop a window the other
  * brings. Copy 1 drops window 5 before copy 0 brings it: window 5 is still
  * shown. Both drop window 7: it is dropped, once. */
@@ -727,17 +748,9 @@ test_copies_dropped(void)
 	static uint32_t aw[MAX_RECORDS];
 	size_t na, i0 = 0, i1 = 0;
 
-	tape.on = true;
-	tape.n = 0;
-	for (uint32_t w = 0; w <= 12; w++)
-		send_window(r, &s, w, w == 7 ? SEND_NONE_DROPPED : SEND_ALL);
-	memcpy(a, tape.rec, tape.n * sizeof(a[0]));
-	memcpy(aw, tape.window, tape.n * sizeof(aw[0]));
-	na = tape.n;
-	tape.n = 0;
-	for (uint32_t w = 0; w <= 12; w++)
-		send_window(r, &s, w, w == 5 || w == 7 ? SEND_NONE_DROPPED : SEND_ALL);
-	tape.on = false;
+	record_tape(r, &s, 1u << 7);
+	na = save_tape(a, aw);
+	record_tape(r, &s, 1u << 5 | 1u << 7);
 	/* Windows 0..4 on both. */
 	while (i0 < na && aw[i0] <= 4)
 		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
@@ -794,17 +807,9 @@ test_copies_rest(void)
 	static uint32_t aw[MAX_RECORDS];
 	size_t na, i0 = 0, i1 = 0;
 
-	tape.on = true;
-	tape.n = 0;
-	for (uint32_t w = 0; w <= 12; w++)
-		send_window(r, &s, w, SEND_ALL);
-	memcpy(a, tape.rec, tape.n * sizeof(a[0]));
-	memcpy(aw, tape.window, tape.n * sizeof(aw[0]));
-	na = tape.n;
-	tape.n = 0;
-	for (uint32_t w = 0; w <= 12; w++)
-		send_window(r, &s, w, w == 3 || w == 4 ? SEND_NONE_DROPPED : SEND_ALL);
-	tape.on = false;
+	record_tape(r, &s, 0);
+	na = save_tape(a, aw);
+	record_tape(r, &s, 1u << 3 | 1u << 4);
 	for (size_t i = 0; i < tape.n; i++)
 		if (tape.window[i] == 3 || tape.window[i] == 4)
 			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
