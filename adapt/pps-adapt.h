@@ -98,6 +98,9 @@ const char *pps_path_cap_state_name(pps_path_cap_state_t state);
 /* A yielding cap is tried again after this long without it (doubling, up to
  * 8x, while each try fails within this time). */
 #define PPS_PATH_RETEST_US 4000000
+/* The span, in seconds, over which the estimate counts the seconds that
+ * had a retransmission (retrans_seconds). */
+#define PPS_PATH_RETRANS_SECONDS 5
 
 typedef struct {
 	pps_latency_cap_policy_t cap_policy;
@@ -121,9 +124,14 @@ typedef struct {
 	uint32_t srtt_us;
 	uint32_t queue_delay_us; /* srtt - min RTT: queueing on the path */
 	uint64_t retrans_pkts;   /* retransmissions since the first sample */
-	uint32_t lost_pkts;      /* currently marked lost */
-	bool app_limited;        /* the last delivery sample was application-limited */
-	bool congested;          /* queue over the target, or a retransmission, just now */
+	/* Of the last PPS_PATH_RETRANS_SECONDS whole seconds of the monotonic
+	 * clock and the current one, those in which retransmissions grew: a
+	 * queue shared with loss-based flows drops a packet or more nearly
+	 * every second, a capacity step down costs a burst in one or two. */
+	uint32_t retrans_seconds;
+	uint32_t lost_pkts; /* currently marked lost */
+	bool app_limited;   /* the last delivery sample was application-limited */
+	bool congested;     /* queue over the target, or a retransmission, just now */
 	uint32_t cwnd_pkts;
 	uint32_t inflight_cap_pkts; /* 0 = no cap */
 	pps_path_cap_state_t cap_state;

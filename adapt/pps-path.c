@@ -148,6 +148,10 @@ struct pps_path {
 	pps_path_sample_t last;
 	uint32_t first_retrans;
 	int64_t last_retrans_us; /* when total_retrans last grew; 0 never */
+	/* The seconds (now_us / 1 s) in which it grew, newest at
+	 * [retrans_sec_head]; 0 unused. */
+	int64_t retrans_sec[PPS_PATH_RETRANS_SECONDS + 1];
+	int retrans_sec_head;
 	window_t max_rate;
 	window_t min_queue;
 	struct {
@@ -505,6 +509,33 @@ behind_update(pps_path_t *p, const pps_path_sample_t *s, int64_t span)
 		p->behind_competing = true;
 }
 
+/* Keeps the second of @now among those with a retransmission. */
+static void
+note_retrans_second(pps_path_t *p, int64_t now)
+{
+	int64_t sec = now / 1000000 + 1; /* + 1: 0 marks an unused slot */
+
+	if (p->retrans_sec[p->retrans_sec_head] == sec)
+		return;
+	p->retrans_sec_head = (p->retrans_sec_head + 1) % (PPS_PATH_RETRANS_SECONDS + 1);
+	p->retrans_sec[p->retrans_sec_head] = sec;
+}
+
+/* The seconds with a retransmission among the current one and the
+ * PPS_PATH_RETRANS_SECONDS before it, at @now. */
+static uint32_t
+retrans_seconds(const pps_path_t *p, int64_t now)
+{
+	int64_t sec = now / 1000000 + 1;
+	uint32_t n = 0;
+
+	for (int i = 0; i <= PPS_PATH_RETRANS_SECONDS; i++)
+		if (p->retrans_sec[i] && p->retrans_sec[i] <= sec &&
+		    p->retrans_sec[i] >= sec - PPS_PATH_RETRANS_SECONDS)
+			n++;
+	return n;
+}
+
 void
 pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 {
@@ -524,6 +555,7 @@ pps_path_add_sample(pps_path_t *p, const pps_path_sample_t *s)
 	} else if (s->total_retrans_pkts > p->last.total_retrans_pkts) {
 		p->last_retrans_us = now;
 		new_loss = true;
+		note_retrans_second(p, now);
 	}
 	queue_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;
 	window_add(&p->min_queue, now, queue_us, false);
@@ -667,6 +699,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->srtt_us = s->srtt_us;
 	out->queue_delay_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;
 	out->retrans_pkts = s->total_retrans_pkts - p->first_retrans;
+	out->retrans_seconds = retrans_seconds(p, p->last_us);
 	out->lost_pkts = s->lost_pkts;
 	out->app_limited = s->delivery_app_limited;
 	out->congested = p->congested;

@@ -595,13 +595,14 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		 * begin one leads it, and a drop leads once every copy has
 		 * dropped it. */
 		lead = (int64_t)id > r->begun_window && (!dropped || closed_by_all(r, copy, id));
-		/* A copy back from rest begins a later window while another
-		 * connection still brings the open one, which this copy rested
-		 * through: it has not moved past that window, it never carried
-		 * it. The open window goes on; the later one begins when its
-		 * own turn comes (push_ready() takes what this copy brought). */
+		/* A copy back from rest begins a later window before the
+		 * windows it rested through are closed (another connection
+		 * brings the open one, or has not begun the next yet): it has
+		 * not moved past them, it never carried them. They go on; the
+		 * later one begins when its own turn comes (push_ready() takes
+		 * what this copy brought). */
 		if (lead && record->kind == PPS_WIRE_WINDOW_BEGIN &&
-		    r->begun_window > r->last_window && r->rested_through[copy] >= r->begun_window)
+		    r->rested_through[copy] > r->last_window)
 			lead = false;
 		if (rested && (int64_t)id > r->rested_through[copy])
 			r->rested_through[copy] = id;

@@ -35,11 +35,6 @@
 
 #define PPS_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 
-/* A copy's view of its stream's own connection's losses: seconds counted,
- * and the retransmissions in them that wake it (copy_awake()). */
-#define PPS_LISTENER_COPY_LOSS_SLOTS 5
-#define PPS_LISTENER_COPY_LOSS_WAKE  8
-
 typedef struct link {
 	pps_session_t *session;
 	struct link *next;
@@ -72,9 +67,6 @@ typedef struct link {
 	bool copy_retrans_read;
 	uint64_t copy_retrans;
 	int64_t copy_awake_until_us;
-	/* Its retransmissions per second of the last few (slot: the second). */
-	uint32_t copy_loss[PPS_LISTENER_COPY_LOSS_SLOTS];
-	int64_t copy_loss_slot[PPS_LISTENER_COPY_LOSS_SLOTS];
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -930,6 +922,10 @@ copy_delay_us(pps_listener_t *l, link_t *k)
  * connection is a loss of the path (random, a radio), not of a queue the
  * stream fills itself. */
 #define PPS_LISTENER_COPY_CALM_QUEUE_US 10000
+/* Seconds with a retransmission on the stream's own connection, of the
+ * path estimate's last few (PPS_PATH_RETRANS_SECONDS), that say its queue
+ * is shared. */
+#define PPS_LISTENER_COPY_LOSS_SECONDS 3
 
 /* The stream's own connection a copy belongs to: the latest one from its
  * address accepted before it that is neither a copy nor audio only. */
@@ -947,35 +943,14 @@ copy_owner(pps_listener_t *l, const link_t *k)
 	return best;
 }
 
-/* Adds @delta retransmissions at @now to @k's count; the count of the last
- * PPS_LISTENER_COPY_LOSS_SLOTS seconds. */
-static uint32_t
-copy_losses(link_t *k, uint64_t delta, int64_t now)
-{
-	int64_t slot = now / 1000000;
-	unsigned i = (unsigned)(slot % PPS_LISTENER_COPY_LOSS_SLOTS);
-	uint32_t sum = 0;
-
-	if (k->copy_loss_slot[i] != slot) {
-		k->copy_loss_slot[i] = slot;
-		k->copy_loss[i] = 0;
-	}
-	k->copy_loss[i] += delta < UINT32_MAX / 2 ? (uint32_t)delta : UINT32_MAX / 2;
-	for (unsigned j = 0; j < PPS_LISTENER_COPY_LOSS_SLOTS; j++)
-		if (k->copy_loss_slot[j] > slot - PPS_LISTENER_COPY_LOSS_SLOTS &&
-		    sum < UINT32_MAX / 2)
-			sum += k->copy_loss[j];
-	return sum;
-}
-
 /*
  * Whether copy @k carries this window (copy_rest). A copy helps where a loss
  * on one connection is not on the others and comes again and again: after
  * the stream's own connection retransmitted with no queue of its own (a
- * lossy path), while it retransmits PPS_LISTENER_COPY_LOSS_WAKE packets in
- * PPS_LISTENER_COPY_LOSS_SLOTS seconds (a queue shared with loss-based flows
- * drops its packets 2-4 times a second; a capacity step down costs the
- * stream alone a few, and then its own queue is what a copy would share),
+ * lossy path), while it retransmits in PPS_LISTENER_COPY_LOSS_SECONDS of the
+ * last few seconds (a queue shared with loss-based flows drops its packets
+ * 2-4 times a second; a capacity step down costs the stream alone a burst
+ * in a second or two, and then its own queue is what a copy would share),
  * or while its latency cap's test found the queue held by others; for
  * PPS_LISTENER_COPY_AWAKE_US after the last sign. Elsewhere a copy only
  * halves what each connection gets, and rests.
@@ -998,7 +973,7 @@ copy_awake(pps_listener_t *l, link_t *k, int64_t now)
 		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
 	if (k->copy_retrans_read && e.retrans_pkts > k->copy_retrans &&
 	    (e.queue_delay_us < PPS_LISTENER_COPY_CALM_QUEUE_US ||
-	     copy_losses(k, e.retrans_pkts - k->copy_retrans, now) >= PPS_LISTENER_COPY_LOSS_WAKE))
+	     e.retrans_seconds >= PPS_LISTENER_COPY_LOSS_SECONDS))
 		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
 	k->copy_retrans_read = true;
 	k->copy_retrans = e.retrans_pkts;

@@ -229,7 +229,9 @@ step_cb(evutil_socket_t fd, short what, void *user)
 	steer_audio(a);
 }
 
-/* The least wait of the video viewers that read (-1: none), at now_us. */
+/* The least wait of the video viewers that read and carry the windows (a
+ * copy at rest has nothing waiting, whatever its stream's queue; -1: none),
+ * at now_us. */
 typedef struct {
 	int64_t now_us;
 	int64_t least_wait_us;
@@ -243,7 +245,8 @@ backlog_cb(pps_session_t *session, void *user)
 	int64_t wait;
 
 	if (pps_session_state(session) != PPS_SESSION_STREAMING ||
-	    pps_session_audio_only(session) || pps_session_stalled_us(session) > DRAIN_READER_US)
+	    pps_session_audio_only(session) || pps_session_resting(session) ||
+	    pps_session_stalled_us(session) > DRAIN_READER_US)
 		return;
 	wait = since == INT64_MAX ? 0 : b->now_us - since;
 	if (b->least_wait_us < 0 || wait < b->least_wait_us)

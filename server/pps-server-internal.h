@@ -326,6 +326,9 @@ bool pps_session_copy(const pps_session_t *session);
 /* A copy whose HELLO says it reads a rested WINDOW_END
  * (PPS_WIRE_HELLO_COPY_REST). */
 bool pps_session_copy_may_rest(const pps_session_t *session);
+/* A copy whose last window was rested (pps_session_rest_window()): it
+ * carries nothing now. */
+bool pps_session_resting(const pps_session_t *session);
 /* What its windows wait before they go to the scheduler (a copy's
  * spacing), as of the last window. */
 int64_t pps_session_window_delay_us(const pps_session_t *session);

@@ -121,6 +121,7 @@ struct pps_session {
 	unsigned window_head, window_count;
 	struct event *window_timer;
 	int64_t window_delay_us; /* the last pps_session_push_window_later()'s */
+	bool resting;            /* a copy whose last window was rested */
 	struct event_base *base;
 	uint8_t nonce[PPS_WIRE_NONCE_BYTES]; /* of our CHALLENGE */
 };
@@ -908,6 +909,7 @@ pps_session_rest_window(pps_session_t *s, pps_window_t *window)
 		release_window(s);
 	if (s->closing)
 		return;
+	s->resting = true;
 	pps_sched_rest_window(s->sched, window);
 	pps_transport_kick(s->transport);
 }
@@ -919,6 +921,7 @@ pps_session_push_window_later(pps_session_t *s, pps_window_t *window, int64_t de
 
 	if (s->state != PPS_SESSION_STREAMING || s->closing || pps_session_audio_only(s))
 		return;
+	s->resting = false;
 	s->window_delay_us = delay_us > 0 ? delay_us : 0;
 	if (delay_us <= 0) {
 		pps_session_push_window(s, window);
@@ -1080,6 +1083,12 @@ bool
 pps_session_copy_may_rest(const pps_session_t *s)
 {
 	return pps_session_copy(s) && (s->hello_flags & PPS_WIRE_HELLO_COPY_REST) != 0;
+}
+
+bool
+pps_session_resting(const pps_session_t *s)
+{
+	return s->resting;
 }
 
 int64_t

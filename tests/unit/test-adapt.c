@@ -199,6 +199,48 @@ test_policies_off_and_always(void)
 	pps_path_free(b);
 }
 
+/* The seconds with a retransmission: a burst (a capacity step down) counts
+ * once and ages out; losses second after second count each. */
+static void
+test_retrans_seconds(void)
+{
+	pps_path_t *p = new_yielding_path();
+	pps_path_estimate_t e;
+	pps_path_sample_t s = {.now_us = 1000000,
+	                       .min_rtt_us = 50000,
+	                       .srtt_us = 60000,
+	                       .mss_bytes = MSS,
+	                       .cwnd_pkts = 10};
+
+	REQUIRE(p);
+	for (int i = 0; i < 200; i++) { /* 20 s, a sample every 100 ms */
+		int64_t t = i * 100000;
+
+		s.now_us += 100000;
+		s.bytes_acked += 25000;
+		s.delivery_rate_bps = 2000000;
+		if (t >= 2000000 && t < 2400000)
+			s.total_retrans_pkts += 5; /* 20 packets within 0.4 s */
+		if (t >= 10000000 && t % 1000000 == 500000)
+			s.total_retrans_pkts++; /* one a second from 10.5 s */
+		pps_path_add_sample(p, &s);
+		pps_path_get_estimate(p, &e);
+		if (t == 3000000)
+			CHECK_EQ_INT(e.retrans_seconds, 1);
+		if (t == 9000000)
+			CHECK_EQ_INT(e.retrans_seconds, 0); /* the burst aged out */
+		if (t == 11600000)
+			CHECK_EQ_INT(e.retrans_seconds, 2);
+		if (t == 12600000)
+			CHECK_EQ_INT(e.retrans_seconds, 3);
+		if (t >= 16000000) /* + 1 once the current second had its own */
+			CHECK(e.retrans_seconds == PPS_PATH_RETRANS_SECONDS ||
+			      e.retrans_seconds == PPS_PATH_RETRANS_SECONDS + 1);
+	}
+	CHECK_EQ_INT(e.retrans_pkts, 20 + 10);
+	pps_path_free(p);
+}
+
 /* A stream that sends at its tcp-friendly rate over a path of @srtt_us that
  * loses one packet in every @loss_every (none when 0); returns the mean rate
  * over the last @seconds - 10 s. */
@@ -1167,6 +1209,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_yields_to_cross_traffic_and_retests);
 	PPS_TEST_RUN(test_policies_off_and_always);
 	PPS_TEST_RUN(test_retransmission_and_order);
+	PPS_TEST_RUN(test_retrans_seconds);
 	PPS_TEST_RUN(test_tcp_friendly_rate);
 	PPS_TEST_RUN(test_behind_sender_takes_acked_rate);
 	PPS_TEST_RUN(test_retest_waits_for_the_drain);

@@ -854,6 +854,50 @@ test_copies_rest(void)
 	pps_receiver_free(r);
 }
 
+/* A copy back from rest begins a later window while no window is open: the
+ * stream's own connection closed the one before the windows the copy
+ * rested through and has not begun the next. Those are not a gap. */
+static void
+test_copies_rest_between(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	static pps_wire_record_t a[MAX_RECORDS];
+	static uint32_t aw[MAX_RECORDS];
+	size_t na, i0 = 0, i1 = 0;
+
+	record_tape(r, &s, 0);
+	na = save_tape(a, aw);
+	record_tape(r, &s, 1u << 3 | 1u << 4);
+	for (size_t i = 0; i < tape.n; i++)
+		if (tape.window[i] == 3 || tape.window[i] == 4)
+			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
+	/* Windows 0..2 on both: nothing open. */
+	while (i0 < na && aw[i0] <= 2)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	while (i1 < tape.n && tape.window[i1] <= 2)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	/* Copy 1 rests through 3 and 4 and brings 5 and 6 before copy 0 begins 3. */
+	while (i1 < tape.n && tape.window[i1] <= 6)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	CHECK(s.last_output < 3 * (int64_t)W); /* nothing of window 3 on yet */
+	while (i0 < na)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	while (i1 < tape.n)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	pps_receiver_finish(r);
+	check_once(&s, 0, 24);
+	for (int i = 0; i <= 24; i++) {
+		if (s.shown[i] != 1)
+			fprintf(stderr, "  frame %d shown %u (%s)\n", i, s.shown[i],
+			        s.reason[i] ? s.reason[i] : "");
+		CHECK_EQ_INT(s.shown[i], 1);
+	}
+	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
+	pps_receiver_free(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -869,6 +913,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_copies);
 	PPS_TEST_RUN(test_copies_dropped);
 	PPS_TEST_RUN(test_copies_rest);
+	PPS_TEST_RUN(test_copies_rest_between);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
