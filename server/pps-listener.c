@@ -366,6 +366,8 @@ session_auth_result_cb(pps_session_t *session, bool ok, void *user)
 		b->tries += 1.0; /* a right token costs nothing */
 }
 
+static link_t *copy_owner(pps_listener_t *l, const link_t *k);
+
 static void
 arm_recovery_timer(pps_listener_t *l, int64_t when_us)
 {
@@ -411,6 +413,11 @@ session_ready_cb(pps_session_t *session, void *user)
 	k->joined = true;
 	if (join && l->callbacks.joined_cb)
 		l->callbacks.joined_cb(session, l->user);
+	/* A copy of a stream its client decodes from another connection: that
+	 * connection's IDR is this one's too, and what a copy misses, the
+	 * stream's own connection brings (it asks for itself). */
+	if (pps_session_copy(session) && copy_owner(l, k))
+		return;
 	/* A relay asks for its viewers, each held to the relay's own bound per
 	 * viewer: its requests are heard as joins, held only in time and in
 	 * bits. Two viewers joining within 2 s of each other behind one relay

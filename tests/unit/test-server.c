@@ -254,6 +254,42 @@ test_handshake_ok(void)
 	fixture_free(&f);
 }
 
+/* A copy of a stream its client already decodes asks no IDR of its own; a
+ * copy with no stream of its client's beside it does. */
+static void
+test_copy_join_no_idr(void)
+{
+	pps_listener_params_t params;
+	pps_wire_record_t r = {.kind = PPS_WIRE_HELLO};
+	fixture_t f;
+	peer_t own, copy, lone;
+
+	default_params(&params);
+	fixture_new(&f, &params);
+	r.u.hello.protocol_version = PPS_WIRE_VERSION;
+	CHECK_EQ_INT(connect_peer(&f, &own, "10.0.0.1", true), 0);
+	peer_hello(&own, false);
+	run_loop(f.base);
+	CHECK_EQ_INT(idr_count, 1);
+	fake_now_us += 10000000; /* past the recovery's bounds */
+	r.u.hello.flags = PPS_WIRE_HELLO_COPY | PPS_WIRE_HELLO_COPY_REST;
+	CHECK_EQ_INT(connect_peer(&f, &copy, "10.0.0.1", true), 0);
+	peer_send(&copy, &r);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 2);
+	CHECK_EQ_INT(idr_count, 1);
+	fake_now_us += 10000000;
+	CHECK_EQ_INT(connect_peer(&f, &lone, "10.0.0.2", true), 0);
+	peer_send(&lone, &r);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 3);
+	CHECK_EQ_INT(idr_count, 2);
+	peer_close(&own);
+	peer_close(&copy);
+	peer_close(&lone);
+	fixture_free(&f);
+}
+
 static void
 test_handshake_timeout(void)
 {
@@ -1220,6 +1256,7 @@ main(int argc, char **argv)
 	pps_test_init(&argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	PPS_TEST_RUN(test_handshake_ok);
+	PPS_TEST_RUN(test_copy_join_no_idr);
 	PPS_TEST_RUN(test_handshake_timeout);
 	PPS_TEST_RUN(test_garbage_counted);
 	PPS_TEST_RUN(test_access_token);
