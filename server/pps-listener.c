@@ -3,9 +3,12 @@
  * The listening socket and the clients behind it: admission, the sessions,
  * the fan-out of windows, and IDR requests routed through the recovery bounds.
  *
- * Admission: max_clients counts admitted (streaming) clients only. Connections
- * still in their handshake are bounded apart (max_pending), as a pool that a
- * connect flood must not be able to flush: at the bound, the connection that
+ * Admission: max_clients counts admitted (streaming) clients only; their
+ * audio connections and copies of their stream have bounds of their own per
+ * client slot, and an address with a client streaming is not turned away as
+ * full before its HELLO says which it is. Connections still in their
+ * handshake are bounded apart (max_pending), as a pool that a connect flood
+ * must not be able to flush: at the bound, the connection that
  * goes is one of the address holding most of the pool, of those the one that
  * has made least progress (nothing received < bytes received < HELLO in,
  * waiting for AUTH), of those the oldest. A newcomer is such a candidate too
@@ -130,17 +133,20 @@ static void PPS_PRINTF(2, 3) log_refusal(pps_listener_t *l, const char *fmt, ...
 	va_end(ap);
 }
 
-/* Sessions streaming video, streaming audio only, and still in their handshake. */
+/* Sessions streaming video (a client's own connection), copies of a stream,
+ * streaming audio only, and still in their handshake. */
 static void
-count_sessions_by_kind(const pps_listener_t *l, unsigned *streaming, unsigned *audio_only,
-                       unsigned *pending)
+count_sessions_by_kind(const pps_listener_t *l, unsigned *streaming, unsigned *copies,
+                       unsigned *audio_only, unsigned *pending)
 {
-	*streaming = *audio_only = *pending = 0;
+	*streaming = *copies = *audio_only = *pending = 0;
 	for (const link_t *k = l->sessions; k; k = k->next) {
 		if (pps_session_state(k->session) != PPS_SESSION_STREAMING)
 			(*pending)++;
 		else if (pps_session_audio_only(k->session))
 			(*audio_only)++;
+		else if (pps_session_copy(k->session))
+			(*copies)++;
 		else
 			(*streaming)++;
 	}
@@ -149,10 +155,10 @@ count_sessions_by_kind(const pps_listener_t *l, unsigned *streaming, unsigned *a
 static void
 count_sessions(const pps_listener_t *l, unsigned *streaming, unsigned *pending)
 {
-	unsigned audio_only;
+	unsigned copies, audio_only;
 
-	count_sessions_by_kind(l, streaming, &audio_only, pending);
-	*streaming += audio_only;
+	count_sessions_by_kind(l, streaming, &copies, &audio_only, pending);
+	*streaming += copies + audio_only;
 }
 
 static link_t *
@@ -255,16 +261,27 @@ static bool
 session_admit_cb(pps_session_t *session, void *user)
 {
 	pps_listener_t *l = user;
-	unsigned streaming, audio_only, pending;
+	unsigned streaming, copies, audio_only, pending;
 	pps_session_t *stalled;
 
-	count_sessions_by_kind(l, &streaming, &audio_only, &pending);
+	count_sessions_by_kind(l, &streaming, &copies, &audio_only, &pending);
 	/* A client's audio connections are not clients: they have a bound of
 	 * their own, PPS_LISTENER_AUDIO_PER_CLIENT per client slot. */
 	if (pps_session_audio_only(session)) {
 		if (audio_only >= l->params.max_clients * PPS_LISTENER_AUDIO_PER_CLIENT)
 			return false;
 		l->stats.audio_connections_total++;
+		return true;
+	}
+	/* Nor are the copies of a stream, PPS_LISTENER_COPIES_PER_CLIENT per
+	 * slot (a copy refused leaves its client the stream's own connection). */
+	if (pps_session_copy(session)) {
+		if (copies >= l->params.max_clients * PPS_LISTENER_COPIES_PER_CLIENT) {
+			log_refusal(l, "refused copy %s: %u copies (max_clients %u x %u)",
+			            pps_session_peer(session), copies, l->params.max_clients,
+			            PPS_LISTENER_COPIES_PER_CLIENT);
+			return false;
+		}
 		return true;
 	}
 	if (pps_fanout_guard_busy(&l->guard, listener_now(l))) {
@@ -574,7 +591,7 @@ pps_listener_add_routed(pps_listener_t *l, int fd, const struct sockaddr *addr, 
 	pps_session_t *session;
 	char host[NI_MAXHOST], port[NI_MAXSERV], why[128];
 	unsigned streaming = 0, pending = 0, same_host = 0;
-	bool full;
+	bool full, host_streams = false;
 	unsigned max_pending =
 	    l->params.max_pending ? l->params.max_pending : l->params.max_clients;
 
@@ -584,17 +601,22 @@ pps_listener_add_routed(pps_listener_t *l, int fd, const struct sockaddr *addr, 
 	format_host(addr, addr_len, host, sizeof(host), port, sizeof(port));
 	for (k = l->sessions; k; k = k->next) {
 		if (pps_session_state(k->session) == PPS_SESSION_STREAMING) {
-			/* Audio connections have their own bound, at HELLO. */
-			if (!pps_session_audio_only(k->session))
+			/* Audio connections and copies have their own bounds, at HELLO. */
+			if (!pps_session_audio_only(k->session) && !pps_session_copy(k->session)) {
 				streaming++;
+				if (strcmp(k->host, host) == 0)
+					host_streams = true;
+			}
 		} else {
 			pending++;
 		}
 		if (strcmp(k->host, host) == 0)
 			same_host++;
 	}
-	/* Full, unless a stalled client can make room at HELLO (most_stalled). */
-	full = streaming >= l->params.max_clients && !most_stalled(l);
+	/* Full, unless a stalled client can make room at HELLO (most_stalled),
+	 * or this address has a client streaming: its audio connections and
+	 * copies come from there, and HELLO tells them from another client. */
+	full = streaming >= l->params.max_clients && !most_stalled(l) && !host_streams;
 	if (full || same_host >= l->params.max_per_address) {
 		pps_wire_record_t bye = {.kind = PPS_WIRE_BYE};
 
@@ -1343,10 +1365,12 @@ bool
 pps_listener_raise_fd_limit(const pps_listener_params_t *params, char *why, size_t why_size)
 {
 	unsigned long pending = params->max_pending ? params->max_pending : params->max_clients;
-	/* Every admitted client with its audio connections, the handshakes, and
-	 * a margin for the rest of the process. */
+	/* Every admitted client with its audio connections and copies, the
+	 * handshakes, and a margin for the rest of the process. */
 	unsigned long need =
-	    (unsigned long)params->max_clients * (1 + PPS_LISTENER_AUDIO_PER_CLIENT) + pending + 64;
+	    (unsigned long)params->max_clients *
+	        (1 + PPS_LISTENER_AUDIO_PER_CLIENT + PPS_LISTENER_COPIES_PER_CLIENT) +
+	    pending + 64;
 	unsigned long have = pps_socket_raise_fd_limit();
 
 	if (have >= need)

@@ -43,6 +43,10 @@
 /* Audio-only connections admitted per max_clients slot (a client may carry
  * its audio on a pool of up to twelve, beside its video). */
 #define PPS_LISTENER_AUDIO_PER_CLIENT 12
+/* Copies of a stream (HELLO's copy flag) admitted per max_clients slot: a
+ * client views its stream on up to four connections, the copies beside its
+ * own; they do not take client slots. */
+#define PPS_LISTENER_COPIES_PER_CLIENT 3
 
 typedef struct {
 	int64_t min_interval_us;    /* between two forced IDRs */

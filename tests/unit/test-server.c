@@ -290,6 +290,50 @@ test_copy_join_no_idr(void)
 	fixture_free(&f);
 }
 
+/* Copies do not take client slots: a server of one client admits its copies
+ * (up to PPS_LISTENER_COPIES_PER_CLIENT) and still refuses a second client. */
+static void
+test_copies_take_no_slot(void)
+{
+	pps_listener_params_t params;
+	pps_wire_record_t r = {.kind = PPS_WIRE_HELLO};
+	fixture_t f;
+	peer_t own, copy[PPS_LISTENER_COPIES_PER_CLIENT + 1], other;
+
+	default_params(&params);
+	params.max_clients = 1;
+	params.max_per_address = 8;
+	fixture_new(&f, &params);
+	r.u.hello.protocol_version = PPS_WIRE_VERSION;
+	r.u.hello.flags = PPS_WIRE_HELLO_COPY;
+	CHECK_EQ_INT(connect_peer(&f, &own, "10.0.0.1", true), 0);
+	peer_hello(&own, false);
+	run_loop(f.base);
+	for (int i = 0; i <= PPS_LISTENER_COPIES_PER_CLIENT; i++) {
+		CHECK_EQ_INT(connect_peer(&f, &copy[i], "10.0.0.1", true), 0);
+		peer_send(&copy[i], &r);
+		run_loop(f.base);
+		peer_read(&copy[i]);
+		/* The last one is one too many. */
+		CHECK(copy[i].got_stream_info == (i < PPS_LISTENER_COPIES_PER_CLIENT));
+	}
+	CHECK_EQ_INT(stats_of(&f).streaming, 1 + PPS_LISTENER_COPIES_PER_CLIENT);
+	CHECK_EQ_INT(connect_peer(&f, &other, "10.0.0.2", true), -EBUSY);
+	peer_close(&other);
+	/* From the client's own address, a second client is refused at HELLO. */
+	CHECK_EQ_INT(connect_peer(&f, &other, "10.0.0.1", true), 0);
+	peer_hello(&other, false);
+	run_loop(f.base);
+	peer_read(&other);
+	CHECK(!other.got_stream_info && other.got_bye);
+	CHECK_EQ_INT(stats_of(&f).streaming, 1 + PPS_LISTENER_COPIES_PER_CLIENT);
+	peer_close(&own);
+	for (int i = 0; i <= PPS_LISTENER_COPIES_PER_CLIENT; i++)
+		peer_close(&copy[i]);
+	peer_close(&other);
+	fixture_free(&f);
+}
+
 static void
 test_handshake_timeout(void)
 {
@@ -1257,6 +1301,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	PPS_TEST_RUN(test_handshake_ok);
 	PPS_TEST_RUN(test_copy_join_no_idr);
+	PPS_TEST_RUN(test_copies_take_no_slot);
 	PPS_TEST_RUN(test_handshake_timeout);
 	PPS_TEST_RUN(test_garbage_counted);
 	PPS_TEST_RUN(test_access_token);
