@@ -430,10 +430,13 @@ session_ready_cb(pps_session_t *session, void *user)
 	k->joined = true;
 	if (join && l->callbacks.joined_cb)
 		l->callbacks.joined_cb(session, l->user);
-	/* A copy of a stream its client decodes from another connection: that
-	 * connection's IDR is this one's too, and what a copy misses, the
-	 * stream's own connection brings (it asks for itself). */
-	if (pps_session_copy(session) && copy_owner(l, k))
+	/* A copy that rests, of a stream its client decodes from another
+	 * connection: its scheduler learns the stream's ADUs from the windows it
+	 * rests through, that connection's IDR is this one's too, and what the
+	 * copy misses, the stream's own connection brings (it asks for itself).
+	 * A copy that carries every window from its join still starts from an
+	 * IDR of its own: without one the client lost the first GOP's frames. */
+	if (l->params.session.copy_rest && pps_session_copy_may_rest(session) && copy_owner(l, k))
 		return;
 	/* A relay asks for its viewers, each held to the relay's own bound per
 	 * viewer: its requests are heard as joins, held only in time and in

@@ -121,6 +121,7 @@ path_line_cb(pps_session_t *session, void *user)
 	json_object_set_int_member(o, "srtt_us", e.srtt_us);
 	json_object_set_int_member(o, "queue_delay_us", e.queue_delay_us);
 	json_object_set_int_member(o, "retrans_pkts", (gint64)e.retrans_pkts);
+	json_object_set_int_member(o, "retrans_seconds", e.retrans_seconds);
 	json_object_set_int_member(o, "lost_pkts", e.lost_pkts);
 	json_object_set_boolean_member(o, "app_limited", e.app_limited);
 	json_object_set_boolean_member(o, "congested", e.congested);

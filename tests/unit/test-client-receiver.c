@@ -791,6 +791,44 @@ test_copies_dropped(void)
 	pps_receiver_free(r);
 }
 
+/* The stream's own connection's tape into @a (its windows in @aw), and in
+ * `tape` copy 1's, which rests through windows 3 and 4; returns @a's count. */
+static size_t
+rest_tapes(pps_receiver_t *r, sink_t *s, pps_wire_record_t *a, uint32_t *aw)
+{
+	size_t na;
+
+	record_tape(r, s, 0);
+	na = save_tape(a, aw);
+	record_tape(r, s, 1u << 3 | 1u << 4);
+	for (size_t i = 0; i < tape.n; i++)
+		if (tape.window[i] == 3 || tape.window[i] == 4)
+			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
+	return na;
+}
+
+/* The rest of both tapes from @i0 and @i1: every frame shown once, no
+ * window dropped or a gap; frees @r. */
+static void
+feed_rest_all_shown(pps_receiver_t *r, sink_t *s, const pps_wire_record_t *a, size_t na, size_t i0,
+                    size_t i1)
+{
+	while (i0 < na)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	while (i1 < tape.n)
+		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	pps_receiver_finish(r);
+	check_once(s, 0, 24);
+	for (int i = 0; i <= 24; i++) {
+		if (s->shown[i] != 1)
+			fprintf(stderr, "  frame %d shown %u (%s)\n", i, s->shown[i],
+			        s->reason[i] ? s->reason[i] : "");
+		CHECK_EQ_INT(s->shown[i], 1);
+	}
+	CHECK_EQ_INT(s->windows_dropped + s->windows_gap, 0);
+	pps_receiver_free(r);
+}
+
 /* A copy at rest: copy 1 rests through windows 3 and 4 (lone dropped
  * WINDOW_ENDs with the rested flag), then, back from rest, brings windows
  * 5 and 6 while copy 0 is held up in the middle of window 4. Window 4 is
@@ -807,12 +845,7 @@ test_copies_rest(void)
 	static uint32_t aw[MAX_RECORDS];
 	size_t na, i0 = 0, i1 = 0;
 
-	record_tape(r, &s, 0);
-	na = save_tape(a, aw);
-	record_tape(r, &s, 1u << 3 | 1u << 4);
-	for (size_t i = 0; i < tape.n; i++)
-		if (tape.window[i] == 3 || tape.window[i] == 4)
-			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
+	na = rest_tapes(r, &s, a, aw);
 	/* Windows 0..2 on both, then copy 1 rests through 3 and 4. */
 	while (i0 < na && aw[i0] <= 2)
 		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
@@ -838,20 +871,7 @@ test_copies_rest(void)
 	while (i1 < tape.n && tape.window[i1] <= 7)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	while (i0 < na)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
-	pps_receiver_finish(r);
-	check_once(&s, 0, 24);
-	for (int i = 0; i <= 24; i++) {
-		if (s.shown[i] != 1)
-			fprintf(stderr, "  frame %d shown %u (%s)\n", i, s.shown[i],
-			        s.reason[i] ? s.reason[i] : "");
-		CHECK_EQ_INT(s.shown[i], 1);
-	}
-	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	pps_receiver_free(r);
+	feed_rest_all_shown(r, &s, a, na, i0, i1);
 }
 
 /* A copy back from rest begins a later window while no window is open: the
@@ -866,12 +886,7 @@ test_copies_rest_between(void)
 	static uint32_t aw[MAX_RECORDS];
 	size_t na, i0 = 0, i1 = 0;
 
-	record_tape(r, &s, 0);
-	na = save_tape(a, aw);
-	record_tape(r, &s, 1u << 3 | 1u << 4);
-	for (size_t i = 0; i < tape.n; i++)
-		if (tape.window[i] == 3 || tape.window[i] == 4)
-			tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
+	na = rest_tapes(r, &s, a, aw);
 	/* Windows 0..2 on both: nothing open. */
 	while (i0 < na && aw[i0] <= 2)
 		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
@@ -882,20 +897,7 @@ test_copies_rest_between(void)
 		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	CHECK(s.last_output < 3 * (int64_t)W); /* nothing of window 3 on yet */
-	while (i0 < na)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
-	pps_receiver_finish(r);
-	check_once(&s, 0, 24);
-	for (int i = 0; i <= 24; i++) {
-		if (s.shown[i] != 1)
-			fprintf(stderr, "  frame %d shown %u (%s)\n", i, s.shown[i],
-			        s.reason[i] ? s.reason[i] : "");
-		CHECK_EQ_INT(s.shown[i], 1);
-	}
-	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	pps_receiver_free(r);
+	feed_rest_all_shown(r, &s, a, na, i0, i1);
 }
 
 int

@@ -254,17 +254,19 @@ test_handshake_ok(void)
 	fixture_free(&f);
 }
 
-/* A copy of a stream its client already decodes asks no IDR of its own; a
- * copy with no stream of its client's beside it does. */
+/* A copy that rests, of a stream its client already decodes, asks no IDR of
+ * its own; a copy with no stream of its client's beside it does, and so does
+ * one that carries every window (no copy-rest bit). */
 static void
 test_copy_join_no_idr(void)
 {
 	pps_listener_params_t params;
 	pps_wire_record_t r = {.kind = PPS_WIRE_HELLO};
 	fixture_t f;
-	peer_t own, copy, lone;
+	peer_t own, copy, lone, always;
 
 	default_params(&params);
+	params.session.copy_rest = true;
 	fixture_new(&f, &params);
 	r.u.hello.protocol_version = PPS_WIRE_VERSION;
 	CHECK_EQ_INT(connect_peer(&f, &own, "10.0.0.1", true), 0);
@@ -284,9 +286,17 @@ test_copy_join_no_idr(void)
 	run_loop(f.base);
 	CHECK_EQ_INT(stats_of(&f).streaming, 3);
 	CHECK_EQ_INT(idr_count, 2);
+	fake_now_us += 10000000;
+	r.u.hello.flags = PPS_WIRE_HELLO_COPY;
+	CHECK_EQ_INT(connect_peer(&f, &always, "10.0.0.1", true), 0);
+	peer_send(&always, &r);
+	run_loop(f.base);
+	CHECK_EQ_INT(stats_of(&f).streaming, 4);
+	CHECK_EQ_INT(idr_count, 3);
 	peer_close(&own);
 	peer_close(&copy);
 	peer_close(&lone);
+	peer_close(&always);
 	fixture_free(&f);
 }
 
