@@ -807,6 +807,24 @@ rest_tapes(pps_receiver_t *r, sink_t *s, pps_wire_record_t *a, uint32_t *aw)
 	return na;
 }
 
+/* Feeds the stream's own connection's tape @a (windows @aw) from *@i up to
+ * the end of window @last. */
+static void
+feed_own_through(pps_receiver_t *r, const pps_wire_record_t *a, const uint32_t *aw, size_t na,
+                 size_t *i, uint32_t last)
+{
+	while (*i < na && aw[*i] <= last)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[(*i)++]), 0);
+}
+
+/* Feeds copy 1's tape from *@i up to the end of window @last. */
+static void
+feed_copy_through(pps_receiver_t *r, size_t *i, uint32_t last)
+{
+	while (*i < tape.n && tape.window[*i] <= last)
+		CHECK_EQ_INT(feed_copy(r, 1, (*i)++), 0);
+}
+
 /* The rest of both tapes from @i0 and @i1: every frame shown once, no
  * window dropped or a gap; frees @r. */
 static void
@@ -847,29 +865,23 @@ test_copies_rest(void)
 
 	na = rest_tapes(r, &s, a, aw);
 	/* Windows 0..2 on both, then copy 1 rests through 3 and 4. */
-	while (i0 < na && aw[i0] <= 2)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n && tape.window[i1] <= 4)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_own_through(r, a, aw, na, &i0, 2);
+	feed_copy_through(r, &i1, 4);
 	/* Copy 0: window 3, then WINDOW_BEGIN and one fragment of window 4. */
-	while (i0 < na && aw[i0] <= 3)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	feed_own_through(r, a, aw, na, &i0, 3);
 	for (int k = 0; k < 2; k++)
 		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	CHECK_EQ_INT(s.last_output, 3 * (int64_t)W);
 	/* Copy 1, back from rest, brings windows 5 and 6: nothing is given up. */
-	while (i1 < tape.n && tape.window[i1] <= 6)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_copy_through(r, &i1, 6);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	/* Copy 0: the rest of window 4, then window 5's WINDOW_BEGIN and one
 	 * fragment; copy 1 brings 7. */
-	while (i0 < na && aw[i0] <= 4)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	feed_own_through(r, a, aw, na, &i0, 4);
 	for (int k = 0; k < 2; k++)
 		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
 	CHECK_EQ_INT(s.last_output, 4 * (int64_t)W);
-	while (i1 < tape.n && tape.window[i1] <= 7)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_copy_through(r, &i1, 7);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	feed_rest_all_shown(r, &s, a, na, i0, i1);
 }
@@ -888,13 +900,10 @@ test_copies_rest_between(void)
 
 	na = rest_tapes(r, &s, a, aw);
 	/* Windows 0..2 on both: nothing open. */
-	while (i0 < na && aw[i0] <= 2)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n && tape.window[i1] <= 2)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_own_through(r, a, aw, na, &i0, 2);
+	feed_copy_through(r, &i1, 2);
 	/* Copy 1 rests through 3 and 4 and brings 5 and 6 before copy 0 begins 3. */
-	while (i1 < tape.n && tape.window[i1] <= 6)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_copy_through(r, &i1, 6);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	CHECK(s.last_output < 3 * (int64_t)W); /* nothing of window 3 on yet */
 	feed_rest_all_shown(r, &s, a, na, i0, i1);
