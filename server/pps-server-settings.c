@@ -334,10 +334,10 @@ static const pps_config_key_t keys[] = {
                    "packets; 0 = all at once"),
     PPS_CONFIG_BOOL("transport", "copy_rest", "true",
                     "a copy of the stream (client.copies) carries the windows only while the "
-                    "client's own connection loses packets again and again (8 retransmitted in "
-                    "5 s), or one with no queue of its own, in the last 10 s; else each window "
-                    "reaches it as a lone rested WINDOW_END (a copy costs nothing on a clean "
-                    "path of the stream's own); false = always"),
+                    "client's own connection loses packets again and again (retransmissions in "
+                    "3 of the last 6 seconds), or one with no queue of its own, in the last "
+                    "10 s; else each window reaches it as a lone rested WINDOW_END (a copy "
+                    "costs nothing on a clean path of the stream's own); false = always"),
     PPS_CONFIG_INT(
         "transport", "pacing_gain_pct", "200", 100, 400,
         "tcp-friendly rate control: the pacing rate as a share of the AIMD rate; what is held in "
