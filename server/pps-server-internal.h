@@ -242,8 +242,9 @@ typedef struct {
 	int64_t copy_spacing_us;
 	/* A copy whose HELLO allows it rests (its windows as lone rested
 	 * WINDOW_ENDs) unless, in the last 10 s, the stream's own connection
-	 * from its address lost a packet with no queue of its own, lost 8 in
-	 * 5 s, or failed a test of its latency cap; false: always sends. */
+	 * from its address lost a packet with no queue of its own, lost packets
+	 * in 3 of the last 6 seconds, or failed a test of its latency cap;
+	 * false: always sends. */
 	bool copy_rest;
 	/* A client's audio connections outside a pool: its first one's
 	 * retransmissions per frame above which the others carry no copies

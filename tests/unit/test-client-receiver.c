@@ -736,6 +736,24 @@ save_tape(pps_wire_record_t *rec, uint32_t *window)
 	return tape.n;
 }
 
+/* Feeds the stream's own connection's tape @a (windows @aw) from *@i up to
+ * the end of window @last. */
+static void
+feed_own_through(pps_receiver_t *r, const pps_wire_record_t *a, const uint32_t *aw, size_t na,
+                 size_t *i, uint32_t last)
+{
+	while (*i < na && aw[*i] <= last)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[(*i)++]), 0);
+}
+
+/* Feeds copy 1's tape from *@i up to the end of window @last. */
+static void
+feed_copy_through(pps_receiver_t *r, size_t *i, uint32_t last)
+{
+	while (*i < tape.n && tape.window[*i] <= last)
+		CHECK_EQ_INT(feed_copy(r, 1, (*i)++), 0);
+}
+
 /* Each viewer has its own regulator: a copy may drop a window the other
  * brings. Copy 1 drops window 5 before copy 0 brings it: window 5 is still
  * shown. Both drop window 7: it is dropped, once. */
@@ -752,29 +770,21 @@ test_copies_dropped(void)
 	na = save_tape(a, aw);
 	record_tape(r, &s, 1u << 5 | 1u << 7);
 	/* Windows 0..4 on both. */
-	while (i0 < na && aw[i0] <= 4)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n && tape.window[i1] <= 4)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_own_through(r, a, aw, na, &i0, 4);
+	feed_copy_through(r, &i1, 4);
 	/* Copy 1's dropped window 5 first, then copy 0's whole one. */
-	while (i1 < tape.n && tape.window[i1] <= 5)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_copy_through(r, &i1, 5);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	while (i0 < na && aw[i0] <= 6)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	feed_own_through(r, a, aw, na, &i0, 6);
 	CHECK_EQ_INT(s.last_output, 6 * (int64_t)W);
 	/* Window 7: copy 1 brings 6 and drops 7, nothing closes yet; copy 0's
 	 * drop closes it. */
-	while (i1 < tape.n && tape.window[i1] <= 7)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_copy_through(r, &i1, 7);
 	CHECK_EQ_INT(s.windows_dropped, 0);
-	while (i0 < na && aw[i0] <= 7)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	feed_own_through(r, a, aw, na, &i0, 7);
 	CHECK_EQ_INT(s.windows_dropped, 1);
-	while (i0 < na)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_own_through(r, a, aw, na, &i0, UINT32_MAX);
+	feed_copy_through(r, &i1, UINT32_MAX);
 	pps_receiver_finish(r);
 	check_once(&s, 0, 24);
 	for (int i = 0; i <= 24; i++) {
@@ -807,34 +817,14 @@ rest_tapes(pps_receiver_t *r, sink_t *s, pps_wire_record_t *a, uint32_t *aw)
 	return na;
 }
 
-/* Feeds the stream's own connection's tape @a (windows @aw) from *@i up to
- * the end of window @last. */
-static void
-feed_own_through(pps_receiver_t *r, const pps_wire_record_t *a, const uint32_t *aw, size_t na,
-                 size_t *i, uint32_t last)
-{
-	while (*i < na && aw[*i] <= last)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[(*i)++]), 0);
-}
-
-/* Feeds copy 1's tape from *@i up to the end of window @last. */
-static void
-feed_copy_through(pps_receiver_t *r, size_t *i, uint32_t last)
-{
-	while (*i < tape.n && tape.window[*i] <= last)
-		CHECK_EQ_INT(feed_copy(r, 1, (*i)++), 0);
-}
-
-/* The rest of both tapes from @i0 and @i1: every frame shown once, no
+/* The rest of both tapes from @i0 and @i1 (@a's windows in @aw): every frame shown once, no
  * window dropped or a gap; frees @r. */
 static void
-feed_rest_all_shown(pps_receiver_t *r, sink_t *s, const pps_wire_record_t *a, size_t na, size_t i0,
-                    size_t i1)
+feed_rest_all_shown(pps_receiver_t *r, sink_t *s, const pps_wire_record_t *a, const uint32_t *aw,
+                    size_t na, size_t i0, size_t i1)
 {
-	while (i0 < na)
-		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	while (i1 < tape.n)
-		CHECK_EQ_INT(feed_copy(r, 1, i1++), 0);
+	feed_own_through(r, a, aw, na, &i0, UINT32_MAX);
+	feed_copy_through(r, &i1, UINT32_MAX);
 	pps_receiver_finish(r);
 	check_once(s, 0, 24);
 	for (int i = 0; i <= 24; i++) {
@@ -883,7 +873,7 @@ test_copies_rest(void)
 	CHECK_EQ_INT(s.last_output, 4 * (int64_t)W);
 	feed_copy_through(r, &i1, 7);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	feed_rest_all_shown(r, &s, a, na, i0, i1);
+	feed_rest_all_shown(r, &s, a, aw, na, i0, i1);
 }
 
 /* A copy back from rest begins a later window while no window is open: the
@@ -906,7 +896,7 @@ test_copies_rest_between(void)
 	feed_copy_through(r, &i1, 6);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	CHECK(s.last_output < 3 * (int64_t)W); /* nothing of window 3 on yet */
-	feed_rest_all_shown(r, &s, a, na, i0, i1);
+	feed_rest_all_shown(r, &s, a, aw, na, i0, i1);
 }
 
 int
