@@ -120,6 +120,7 @@ typedef struct {
 	uint64_t acked_bps;         /* bytes acknowledged per second, last ~0.5 s */
 	uint64_t bytes_acked;       /* acknowledged so far, at the last reading */
 	uint64_t inflight_bytes;    /* unacknowledged then (packets x MSS: at most that) */
+	uint32_t mss_bytes;         /* the connection's MSS at the last reading */
 	uint32_t min_rtt_us;
 	uint32_t srtt_us;
 	uint32_t queue_delay_us; /* srtt - min RTT: queueing on the path */

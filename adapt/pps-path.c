@@ -695,6 +695,7 @@ pps_path_get_estimate(const pps_path_t *p, pps_path_estimate_t *out)
 	out->acked_bps = p->acked_bps;
 	out->bytes_acked = s->bytes_acked;
 	out->inflight_bytes = (uint64_t)s->unacked_pkts * s->mss_bytes;
+	out->mss_bytes = s->mss_bytes;
 	out->min_rtt_us = s->min_rtt_us;
 	out->srtt_us = s->srtt_us;
 	out->queue_delay_us = s->srtt_us > s->min_rtt_us ? s->srtt_us - s->min_rtt_us : 0;

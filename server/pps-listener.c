@@ -70,6 +70,17 @@ typedef struct link {
 	bool copy_retrans_read;
 	uint64_t copy_retrans;
 	int64_t copy_awake_until_us;
+	/* What the stream's own connection (and the copy, awake) had retransmitted
+	 * and delivered when the current check began (0: none begun); after a
+	 * failed check, until when the copy rests whatever the path says, and
+	 * for how long it rested last (copy_self_check()). */
+	int64_t copy_check_us;
+	bool copy_check_awake;
+	bool copy_check_passed; /* at rest, since the last failure: it may wake */
+	uint64_t copy_check_retrans;
+	uint64_t copy_check_bytes;
+	int64_t copy_held_until_us;
+	int64_t copy_hold_us;
 	pps_recovery_client_t recovery;
 } link_t;
 
@@ -950,10 +961,6 @@ copy_delay_us(pps_listener_t *l, link_t *k)
 
 /* How long a copy carries the windows after the last sign that it helps. */
 #define PPS_LISTENER_COPY_AWAKE_US 10000000
-/* A retransmission with less queueing than this on the stream's own
- * connection is a loss of the path (random, a radio), not of a queue the
- * stream fills itself. */
-#define PPS_LISTENER_COPY_CALM_QUEUE_US 10000
 /* Seconds with a retransmission on the stream's own connection, of the
  * path estimate's last few (PPS_PATH_RETRANS_SECONDS), that say its queue
  * is shared. */
@@ -976,6 +983,93 @@ copy_owner(pps_listener_t *l, const link_t *k)
 }
 
 /*
+ * Whether copy @k would make, or makes, the losses it is woken for: each
+ * PPS_LISTENER_COPY_CHECK_US is judged by pps_listener_copy_check(), at rest
+ * on the stream's own connection alone, awake on it and the copy together.
+ * A copy wakes only once a check at rest passed since its join or its last
+ * failure; a copy that fails rests for a hold that doubles each time it
+ * fails again after one (pps_listener_copy_next_hold_us()); a check it
+ * passes awake clears the hold.
+ */
+static void
+copy_self_check(pps_listener_t *l, link_t *k, const pps_path_estimate_t *own, bool awake,
+                int64_t now)
+{
+	pps_path_estimate_t c;
+	uint64_t retrans = own->retrans_pkts, bytes = own->bytes_acked, dr, db;
+	uint32_t mss = own->mss_bytes ? own->mss_bytes : 1448;
+
+	if (awake) {
+		pps_session_get_path(k->session, &c);
+		if (!c.valid) {
+			k->copy_check_us = 0; /* the copy's reading joins the next check */
+			return;
+		}
+		retrans += c.retrans_pkts;
+		bytes += c.bytes_acked;
+	}
+	if (!k->copy_check_us || awake != k->copy_check_awake || retrans < k->copy_check_retrans ||
+	    bytes < k->copy_check_bytes) {
+		k->copy_check_us = now;
+		k->copy_check_awake = awake;
+		k->copy_check_retrans = retrans;
+		k->copy_check_bytes = bytes;
+		return;
+	}
+	if (now - k->copy_check_us < PPS_LISTENER_COPY_CHECK_US)
+		return;
+	dr = retrans - k->copy_check_retrans;
+	db = bytes - k->copy_check_bytes;
+	k->copy_check_us = now;
+	k->copy_check_retrans = retrans;
+	k->copy_check_bytes = bytes;
+	switch (pps_listener_copy_check(dr, db, mss, own->queue_delay_us)) {
+	case PPS_COPY_CHECK_UNDECIDED:
+		return;
+	case PPS_COPY_CHECK_PASSED:
+		if (awake)
+			k->copy_hold_us = 0;
+		else
+			k->copy_check_passed = true;
+		return;
+	case PPS_COPY_CHECK_FAILED:
+		break;
+	}
+	k->copy_hold_us = pps_listener_copy_next_hold_us(k->copy_hold_us);
+	k->copy_held_until_us = now + k->copy_hold_us;
+	k->copy_awake_until_us = 0;
+	k->copy_check_us = 0;
+	k->copy_check_passed = false;
+	pps_log(&l->peer_log, PPS_LOG_INFO,
+	        "client %s: a copy of the stream rests for %" PRId64
+	        " s (%.0f%% of the bytes retransmitted %s: the stream fills the path's queue "
+	        "itself)",
+	        k->host, k->copy_hold_us / 1000000, 100.0 * (double)(dr * mss) / (double)db,
+	        awake ? "with the copy awake" : "on its own connection");
+}
+
+pps_copy_check_t
+pps_listener_copy_check(uint64_t retrans_pkts, uint64_t bytes, uint32_t mss,
+                        uint32_t queue_delay_us)
+{
+	if (bytes < (uint64_t)PPS_LISTENER_COPY_CHECK_MIN_PKTS * mss)
+		return PPS_COPY_CHECK_UNDECIDED;
+	if (retrans_pkts * mss * 100 > bytes * PPS_LISTENER_COPY_SELF_LOSS_PCT &&
+	    queue_delay_us >= PPS_LISTENER_COPY_CALM_QUEUE_US)
+		return PPS_COPY_CHECK_FAILED;
+	return PPS_COPY_CHECK_PASSED;
+}
+
+int64_t
+pps_listener_copy_next_hold_us(int64_t hold_us)
+{
+	if (hold_us <= 0)
+		return PPS_LISTENER_COPY_HOLD_US;
+	return hold_us < PPS_LISTENER_COPY_HOLD_MAX_US / 2 ? 2 * hold_us
+	                                                   : PPS_LISTENER_COPY_HOLD_MAX_US;
+}
+
+/*
  * Whether copy @k carries this window (copy_rest). A copy helps where a loss
  * on one connection is not on the others and comes again and again: after
  * the stream's own connection retransmitted with no queue of its own (a
@@ -984,8 +1078,10 @@ copy_owner(pps_listener_t *l, const link_t *k)
  * 2-4 times a second; a capacity step down costs the stream alone a burst
  * in a second or two, and then its own queue is what a copy would share),
  * or while its latency cap's test found the queue held by others; for
- * PPS_LISTENER_COPY_AWAKE_US after the last sign. Elsewhere a copy only
- * halves what each connection gets, and rests.
+ * PPS_LISTENER_COPY_AWAKE_US after the last sign, once and while
+ * copy_self_check() finds neither the stream's own connection alone nor the
+ * two together making the losses themselves. Elsewhere a copy only halves
+ * what each connection gets, and rests.
  */
 static bool
 copy_awake(pps_listener_t *l, link_t *k, int64_t now)
@@ -1001,12 +1097,15 @@ copy_awake(pps_listener_t *l, link_t *k, int64_t now)
 	pps_session_get_path(own->session, &e);
 	if (!e.valid)
 		return now < k->copy_awake_until_us;
-	if (e.others_confirmed)
-		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
-	if (k->copy_retrans_read && e.retrans_pkts > k->copy_retrans &&
-	    (e.queue_delay_us < PPS_LISTENER_COPY_CALM_QUEUE_US ||
-	     e.retrans_seconds >= PPS_LISTENER_COPY_LOSS_SECONDS))
-		k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
+	copy_self_check(l, k, &e, now < k->copy_awake_until_us, now);
+	if (k->copy_check_passed && now >= k->copy_held_until_us) {
+		if (e.others_confirmed)
+			k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
+		if (k->copy_retrans_read && e.retrans_pkts > k->copy_retrans &&
+		    (e.queue_delay_us < PPS_LISTENER_COPY_CALM_QUEUE_US ||
+		     e.retrans_seconds >= PPS_LISTENER_COPY_LOSS_SECONDS))
+			k->copy_awake_until_us = now + PPS_LISTENER_COPY_AWAKE_US;
+	}
 	k->copy_retrans_read = true;
 	k->copy_retrans = e.retrans_pkts;
 	return now < k->copy_awake_until_us;
@@ -1126,8 +1225,8 @@ audio_peer_cmp(const void *a, const void *b)
 
 /*
  * Every PPS_LISTENER_POOL_LOSS_FRAMES frames: for each address with one
- * client (one video connection) and two or more audio connections outside
- * a pool, whether the later ones carry copies. The first one's
+ * client (one video connection, its copies aside) and two or more audio
+ * connections outside a pool, whether the later ones carry copies. The first one's
  * retransmissions per frame decide: above audio_copies_off_loss the copies
  * stop (a queue so short in packets that the audio's own copies fill it:
  * measured, a 0.5 Mbit/s path with a 3-packet queue retransmitted 10-13%
@@ -1145,8 +1244,9 @@ copies_off_review(pps_listener_t *l)
 
 	for (link_t *k = l->sessions; k; k = k->next) {
 		k->audio_withheld = false;
+		/* A copy of the stream is the same client's video: not counted. */
 		if (off <= 0 || pps_session_state(k->session) != PPS_SESSION_STREAMING ||
-		    pps_session_audio_pool(k->session))
+		    pps_session_audio_pool(k->session) || pps_session_copy(k->session))
 			continue;
 		if (n == l->peers_size) {
 			size_t size = l->peers_size ? 2 * l->peers_size : 16;

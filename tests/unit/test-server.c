@@ -300,6 +300,33 @@ test_copy_join_no_idr(void)
 	fixture_free(&f);
 }
 
+/* An awake copy's check: a quarter of the delivered bytes retransmitted
+ * with a queue fails it, the same without a queue (a lossy path) or below
+ * the quarter passes, too little delivered decides nothing; the rest after
+ * a failure doubles to its bound. */
+static void
+test_copy_check(void)
+{
+	const uint32_t mss = 1448, queue = PPS_LISTENER_COPY_CALM_QUEUE_US;
+	const uint64_t bytes = 100 * 1448;
+
+	CHECK_EQ_INT(pps_listener_copy_check(40, bytes, mss, 30000), PPS_COPY_CHECK_FAILED);
+	CHECK_EQ_INT(pps_listener_copy_check(26, bytes, mss, queue), PPS_COPY_CHECK_FAILED);
+	CHECK_EQ_INT(pps_listener_copy_check(25, bytes, mss, 30000), PPS_COPY_CHECK_PASSED);
+	CHECK_EQ_INT(pps_listener_copy_check(10, bytes, mss, 30000), PPS_COPY_CHECK_PASSED);
+	CHECK_EQ_INT(pps_listener_copy_check(40, bytes, mss, queue - 1), PPS_COPY_CHECK_PASSED);
+	CHECK_EQ_INT(pps_listener_copy_check(0, bytes, mss, 0), PPS_COPY_CHECK_PASSED);
+	CHECK_EQ_INT(pps_listener_copy_check(15, 15 * 1448, mss, 30000), PPS_COPY_CHECK_UNDECIDED);
+	CHECK_EQ_INT(pps_listener_copy_check(15, 16 * 1448, mss, 30000), PPS_COPY_CHECK_FAILED);
+	CHECK(pps_listener_copy_next_hold_us(0) == PPS_LISTENER_COPY_HOLD_US);
+	CHECK(pps_listener_copy_next_hold_us(PPS_LISTENER_COPY_HOLD_US) ==
+	      2 * PPS_LISTENER_COPY_HOLD_US);
+	int64_t hold = 0;
+	for (int i = 0; i < 20; i++)
+		hold = pps_listener_copy_next_hold_us(hold);
+	CHECK(hold == PPS_LISTENER_COPY_HOLD_MAX_US);
+}
+
 /* Copies do not take client slots: a server of one client admits its copies
  * (up to PPS_LISTENER_COPIES_PER_CLIENT) and still refuses a second client. */
 static void
@@ -1312,6 +1339,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_handshake_ok);
 	PPS_TEST_RUN(test_copy_join_no_idr);
 	PPS_TEST_RUN(test_copies_take_no_slot);
+	PPS_TEST_RUN(test_copy_check);
 	PPS_TEST_RUN(test_handshake_timeout);
 	PPS_TEST_RUN(test_garbage_counted);
 	PPS_TEST_RUN(test_access_token);
