@@ -67,7 +67,8 @@ def silent_reconnects(build, workdir):
     """The same with --reconnect: the client connects again by itself (the
     server sees a second HELLO) and says why."""
     lsock, address = listener()
-    c = Client(build, workdir, address, duration=30, extra=["--reconnect"])
+    # One connection: the second HELLO is then the reconnection, not a copy's.
+    c = Client(build, workdir, address, "client.copies=1", duration=30, extra=["--reconnect"])
     try:
         first, _ = accept_hello(lsock, 30)
         first.sendall(stream_info())
@@ -123,8 +124,9 @@ def refusing_reconnects(build, workdir):
     holds back the rest and says how many it held back (here at exit)."""
     connections = 24
     lsock, address = listener()
-    c = Client(build, workdir, address, "client.reconnect_attempts=100", duration=60,
-               extra=["--reconnect"])
+    # One connection: every HELLO is a reconnection, not a copy's.
+    c = Client(build, workdir, address, "client.reconnect_attempts=100", "client.copies=1",
+               duration=60, extra=["--reconnect"])
     try:
         for _ in range(connections):
             conn, _ = accept_hello(lsock, 30)

@@ -57,8 +57,10 @@ def server_with_log(build, workdir, *settings, tag="server"):
 
 
 def client(build, workdir, srv, name, duration=2, extra=()):
+    """One connection per client (no copies of the stream), so that the
+    server lists each client once."""
     stats = os.path.join(workdir, "client-%d.json" % time.monotonic_ns())
-    c = Client(build, workdir, srv.address, duration=duration, name=name,
+    c = Client(build, workdir, srv.address, "client.copies=1", duration=duration, name=name,
                extra=["--stats-json", stats] + list(extra))
     return c, c.log_path, stats
 

@@ -206,9 +206,10 @@ def stalled_reader(build, workdir):
     does not grow with the stalled client's backlog."""
     srv = Server(build, workdir)
     try:
-        # Video only: each client one session, so that their numbers are known.
+        # Video only on one connection: each client one session, so that their
+        # numbers are known.
         base = Client(build, workdir, srv.address, "playout.policy=asap", "audio.enabled=false",
-                      duration=6, name="baseline")
+                      "client.copies=1", duration=6, name="baseline")
         check(base.wait() == 0, base.stderr)
         stall = socket.create_connection(("127.0.0.1", srv.port))
         stall.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -220,7 +221,7 @@ def stalled_reader(build, workdir):
                    + srv.log()[-2000:], timeout_s=20, proc=srv.proc)
         rss_before = srv.rss_kib()
         other = Client(build, workdir, srv.address, "playout.policy=asap", "audio.enabled=false",
-                       duration=6, name="other")
+                       "client.copies=1", duration=6, name="other")
         check(other.wait() == 0, other.stderr)
         rss_after = srv.rss_kib()
         stats = srv.log()

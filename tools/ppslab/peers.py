@@ -79,7 +79,8 @@ SYSTEMS = {
     # sender's side, a loopback hop): what a relay adds on the same path.
     "ppstream-relay": ("ppstream through pps-relay, default settings", "ppstream", {"mode": "minbuf", "policy": None, "relay": 1}),
     # The default row with the stream on two or three connections of the
-    # client (client.copies): its Mbit/s and share count every copy's bytes.
+    # client (client.copies): the table gives the stream's Mbit/s and share,
+    # and what every copy brought on the wire beside them.
     "ppstream-copies2": ("ppstream, default settings, 2 copies", "ppstream", {"mode": "minbuf", "policy": None, "copies": 2}),
     "ppstream-copies3": ("ppstream, default settings, 3 copies", "ppstream", {"mode": "minbuf", "policy": None, "copies": 3}),
     "gst-tcp": ("GStreamer TCP (x264 zerolatency)", "peer", {"transport": "tcp"}),
@@ -371,6 +372,10 @@ def result_of(build, rdir, out=None):
     result["label"] = SYSTEMS[run["system"]][0]
     own = system.results()
     result["bits_per_second"] = own["bits_per_second"]
+    # The stream's own rate (ppstream: its windows' bytes once, whatever
+    # its copies brought besides): what --peer-kbps auto gives the peers and
+    # what the share and PSNR items hold it to.
+    result["stream_bits_per_second"] = own.get("stream_bits_per_second") or own["bits_per_second"]
     if run["kind"] == "webrtc":
         # WebRTC lowers its frame rate and size instead of dropping: its getStats.
         result["received_fps"], result["received_sizes"] = own["received_fps"], own["received_sizes"]
@@ -380,7 +385,9 @@ def result_of(build, rdir, out=None):
         window_s = (result["window_us"][1] - result["window_us"][0]) / 1e6
         result["received_fps"] = result["frames_shown"] / window_s if window_s > 0 else None
         result["received_sizes"] = {SOURCE_SIZE: 1}
-    result["elephant_mean_bps"], result["throughput_share"] = throughput_share(rdir, result)
+    result["elephant_mean_bps"], result["wire_share"] = throughput_share(rdir, result)
+    result["throughput_share"] = (result["stream_bits_per_second"] / result["elephant_mean_bps"]
+                                  if result["elephant_mean_bps"] and result["stream_bits_per_second"] else None)
     with open(os.path.join(rdir, "result.json"), "w") as f:
         json.dump(result, f, indent=2)
     return result
@@ -435,7 +442,14 @@ def matrix_table(results):
     lines = [MATRIX_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lat = r["latency_ms"]
-        rate = f"{r['bits_per_second'] / 1e6:.2f}" if r["bits_per_second"] else DASH
+        stream = r.get("stream_bits_per_second") or r["bits_per_second"]
+        rate = f"{stream / 1e6:.2f}" if stream else DASH
+        share = fmt(r.get("throughput_share"), ".2f", DASH)
+        # ppstream's copies: what they brought besides the stream, on the wire.
+        if stream and r["bits_per_second"] and r["bits_per_second"] > 1.05 * stream:
+            rate += f" ({r['bits_per_second'] / 1e6:.2f} on the wire)"
+            if r.get("wire_share"):
+                share += f" ({r['wire_share']:.2f})"
         if r["kind"] == "peer":
             rate += f" (x264 {r['peer_kbps']} kbit/s)"
         elif r["kind"] == "webrtc":
@@ -446,7 +460,7 @@ def matrix_table(results):
         lines.append(
             f"| {r['scenario']} | {r.get('pattern') or DASH} | {r['label']} | {r['frames_shown_pct']:.1f}% | {seen_text(r)} | "
             f"{fmt(lat['p50'], '.0f', DASH)} / {fmt(lat['p95'], '.0f', DASH)} / {fmt(lat['p99'], '.0f', DASH)} | {freeze} | "
-            f"{fmt(r['psnr_y_mean'], '.2f', DASH)} | {rate} | {fmt(r.get('throughput_share'), '.2f', DASH)} | "
+            f"{fmt(r['psnr_y_mean'], '.2f', DASH)} | {rate} | {share} | "
             f"{fmt(r.get('received_fps'), '.1f', DASH)} | {sizes_text(r.get('received_sizes'))} |")
     return "\n".join(lines) + "\n"
 
@@ -540,15 +554,18 @@ def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
                     "met" if p50 <= bar else "missed")
         if me.get("elephants"):
             share = me.get("throughput_share")
+            wire = ""
+            if me.get("wire_share") and share and me["wire_share"] > 1.05 * share:
+                wire = f"; {me['wire_share']:.2f} on the wire with its copies"
             row(f"throughput share >= {SHARE_MIN:g} of the mean elephant's",
-                f"{fmt(share, '.2f', DASH)} ({fmt((me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} vs {fmt((me.get('elephant_mean_bps') or 0) / 1e6, '.2f', DASH)} Mbit/s)",
+                f"{fmt(share, '.2f', DASH)} ({fmt((me.get('stream_bits_per_second') or me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} vs {fmt((me.get('elephant_mean_bps') or 0) / 1e6, '.2f', DASH)} Mbit/s{wire})",
                 "not measured" if share is None else ("met" if share >= SHARE_MIN else "missed"))
             srt = cell.get("srt")
             if srt is None or me["psnr_y_mean"] is None or srt["psnr_y_mean"] is None:
                 row("PSNR-Y >= SRT's at SRT's rate", f"{fmt(me['psnr_y_mean'], '.2f', DASH)} dB vs SRT {fmt(srt['psnr_y_mean'] if srt else None, '.2f', DASH)}", "not measured")
             else:
                 row("PSNR-Y >= SRT's at SRT's rate",
-                    f"{me['psnr_y_mean']:.2f} dB at {fmt((me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} Mbit/s vs SRT {srt['psnr_y_mean']:.2f} dB (x264 {srt['peer_kbps']} kbit/s)",
+                    f"{me['psnr_y_mean']:.2f} dB at {fmt((me.get('stream_bits_per_second') or me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} Mbit/s vs SRT {srt['psnr_y_mean']:.2f} dB (x264 {srt['peer_kbps']} kbit/s)",
                     "met" if me["psnr_y_mean"] >= srt["psnr_y_mean"] else "missed")
     return out
 
@@ -685,8 +702,8 @@ def run_all(build, args, systems, scenarios, patterns=None, durations=None):
                     log(f"{scenario}, {pattern or 'default pattern'}: {system} failed: {e}")
                     status = 1
                     continue
-                if system == source and args.peer_kbps == "auto" and r["bits_per_second"]:
-                    kbps = max(300, int(round(r["bits_per_second"] / 1000 / 50)) * 50)
+                if system == source and args.peer_kbps == "auto" and r["stream_bits_per_second"]:
+                    kbps = max(300, int(round(r["stream_bits_per_second"] / 1000 / 50)) * 50)
             for extra in args.extra_peer_kbps:
                 for system in (s for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer"):
                     try:

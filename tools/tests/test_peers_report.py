@@ -128,6 +128,12 @@ check(" | 100.0% | 97.5% | " in peers.matrix_table([seen]).splitlines()[2], "pps
 check(" | – | " in peers.matrix_table([dict(seen, kind="peer", peer_kbps=400)]).splitlines()[2], "no on-screen share for a GStreamer peer")
 web = [line for line in matrix if "WebRTC" in line and "paper" in line][0]
 check("(GCC)" in web and "480x360 60%, 320x240 30%" in web and "| – |" in web, f"WebRTC's row: rate by GCC, sizes, no PSNR: {web}")
+# a copy of the stream: its row gives the stream's rate and share, the wire's beside them
+copies = dict(results[4], bits_per_second=800e3, stream_bits_per_second=400e3, wire_share=1.8)
+row = peers.matrix_table([copies]).splitlines()[2]
+check("| 0.40 (0.80 on the wire) | 1.10 (1.80) |" in row, f"the stream's rate and share, then the wire's: {row}")
+share = [x for x in peers.verdicts([copies] + results[5:8]) if x["item"].startswith("throughput")][0]
+check("1.10 (0.40 vs 0.45 Mbit/s; 1.80 on the wire with its copies)" in share["measured"], f"share item: {share}")
 steps = [line for line in matrix if line.startswith("| steps | snow | ppstream")][0]
 check("| 100 (90) |" in steps, f"steps rows carry the freeze outside the steps: {steps}")
 table = peers.verdict_table(v)

@@ -103,12 +103,24 @@ class Ppstream(Wrapper):
         return {}
 
     def results(self, tag=None):
-        summary = metrics.client_summary(self.path("client", "jsonl", tag)) or {}
+        """bits_per_second: every byte the client's video connections
+        brought (its copies' too); stream_bits_per_second: the stream's own,
+        its windows' bytes once, over the same span."""
+        path = self.path("client", "jsonl", tag)
+        summary = metrics.client_summary(path) or {}
+        wire = summary.get("received_bps")
+        stream = wire
+        if wire and summary.get("duration_s"):
+            _, windows = metrics.client_events(path)
+            got = 8.0 * sum(w.get("bytes", 0) for w in windows)
+            total = wire * summary["duration_s"]
+            if 0 < got < total:
+                stream = wire * got / total
         return {"summary": summary, "frames_shown_pct": summary.get("frames_shown_pct"),
                 "frame_latency_p50_ms": summary.get("frame_latency_p50_ms"),
                 "frame_latency_p95_ms": summary.get("frame_latency_p95_ms"),
                 "longest_freeze_ms": summary.get("freeze_longest_ms"),
-                "bits_per_second": summary.get("received_bps")}
+                "bits_per_second": wire, "stream_bits_per_second": stream}
 
     def display_times(self, scores, tag=None):
         """The client's `frame` events with shown=true, matched to each picture
