@@ -995,7 +995,7 @@ copy_self_check(pps_listener_t *l, link_t *k, const pps_path_estimate_t *own, in
 {
 	pps_path_estimate_t c;
 	uint64_t retrans, bytes, dr, db;
-	uint32_t mss = own->mss_bytes ? own->mss_bytes : 1448;
+	uint32_t mss = own->mss_bytes; /* set with every valid estimate */
 
 	pps_session_get_path(k->session, &c);
 	if (!c.valid) {

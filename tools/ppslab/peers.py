@@ -100,6 +100,9 @@ P95_PEER_SHOWN_MIN_PCT = 90.0
 IDLE_P50_ABOVE_OWD_MS = 15.0
 IDLE_P50_PATTERNS = ("ball", "smpte")
 SHARE_MIN = 0.8
+# ppstream's wire bytes are given beside its stream's where they are this
+# much more (its copies; the records' framing).
+WIRE_ABOVE_STREAM = 1.05
 
 
 def parse_patterns(text, systems=()):
@@ -445,8 +448,7 @@ def matrix_table(results):
         stream = r.get("stream_bits_per_second") or r["bits_per_second"]
         rate = f"{stream / 1e6:.2f}" if stream else DASH
         share = fmt(r.get("throughput_share"), ".2f", DASH)
-        # ppstream's copies: what they brought besides the stream, on the wire.
-        if stream and r["bits_per_second"] and r["bits_per_second"] > 1.05 * stream:
+        if stream and r["bits_per_second"] and r["bits_per_second"] > WIRE_ABOVE_STREAM * stream:
             rate += f" ({r['bits_per_second'] / 1e6:.2f} on the wire)"
             if r.get("wire_share"):
                 share += f" ({r['wire_share']:.2f})"
@@ -555,8 +557,8 @@ def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
         if me.get("elephants"):
             share = me.get("throughput_share")
             wire = ""
-            if me.get("wire_share") and share and me["wire_share"] > 1.05 * share:
-                wire = f"; {me['wire_share']:.2f} on the wire with its copies"
+            if me.get("wire_share") and share and me["wire_share"] > WIRE_ABOVE_STREAM * share:
+                wire = f"; {me['wire_share']:.2f} on the wire"
             row(f"throughput share >= {SHARE_MIN:g} of the mean elephant's",
                 f"{fmt(share, '.2f', DASH)} ({fmt((me.get('stream_bits_per_second') or me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} vs {fmt((me.get('elephant_mean_bps') or 0) / 1e6, '.2f', DASH)} Mbit/s{wire})",
                 "not measured" if share is None else ("met" if share >= SHARE_MIN else "missed"))
