@@ -267,6 +267,7 @@ typedef struct {
 typedef struct {
 	uint64_t frames_duplicate; /* output by the decoder after being accounted */
 	uint64_t decode_errors;    /* libavcodec refused an ADU */
+	uint64_t adus_decoded;     /* given to the decoder (each ADU id once) */
 } pps_receiver_stats_t;
 
 /* Connections a stream may arrive on at once: its own and its copies. */
@@ -303,6 +304,7 @@ int pps_receiver_record_copy(pps_receiver_t *receiver, unsigned copy,
 void pps_receiver_drop_copy(pps_receiver_t *receiver, unsigned copy);
 /* End of the stream: the decoder outputs every frame it still holds. */
 void pps_receiver_finish(pps_receiver_t *receiver);
+void pps_receiver_get_stats(const pps_receiver_t *receiver, pps_receiver_stats_t *out);
 /* A new connection: forget the stream (the next one starts with STREAM_INFO). */
 void pps_receiver_reset(pps_receiver_t *receiver);
 

@@ -372,11 +372,36 @@ take_window_credit(pps_receiver_t *r, int64_t now, char *err, size_t err_size)
 	return 0;
 }
 
+/* ADU ids in serial order (they wrap at 2^32): @a comes after @b. */
+static bool
+id_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* Moves the decode cursor to @id if that is ahead of it: a window that ends
+ * or begins on one connection must not take it back over ADUs another
+ * connection already brought to the decoder. */
+static void
+cursor_to(pps_receiver_t *r, uint32_t id)
+{
+	if (!r->have_pushed || id_after(id, r->last_pushed_id))
+		r->last_pushed_id = id;
+	r->have_pushed = true;
+}
+
 static void
 push(pps_receiver_t *r, pps_adu_t *adu)
 {
 	const pps_adu_info_t *info = pps_adu_info(adu);
 	int ret;
+
+	/* Each ADU reaches the decoder once: a picture decoded twice would
+	 * break its reference state until the next IDR. */
+	if (r->have_pushed && !id_after(info->id, r->last_pushed_id)) {
+		pps_adu_unref(adu);
+		return;
+	}
 
 	/* This client's first IDR, before any frame of its stream was
 	 * reported: the frames before it in its window reference pictures this
@@ -387,6 +412,7 @@ push(pps_receiver_t *r, pps_adu_t *adu)
 		r->next_frame = info->frame_index;
 	ret = pps_decoder_push(r->decoder, adu);
 
+	r->stats.adus_decoded++;
 	if (ret < 0)
 		r->stats.decode_errors++;
 	r->have_pushed = true;
@@ -483,17 +509,12 @@ window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
 	}
 	for (size_t i = 0; i < n; i++) {
 		/* Decoded already from another copy of the stream. */
-		if (r->have_pushed && pps_adu_info(adus[i])->id <= r->last_pushed_id)
-			pps_adu_unref(adus[i]);
-		else
-			push(r, adus[i]);
+		push(r, adus[i]);
 	}
 	free(adus);
 	/* Every ADU of this window the decoder will ever get has been pushed. */
-	if (w.begun) {
-		r->have_pushed = true;
-		r->last_pushed_id = w.first_adu_id + w.adus_total - 1;
-	}
+	if (w.begun)
+		cursor_to(r, w.first_adu_id + w.adus_total - 1);
 	if (r->decoder && w.begun)
 		pps_decoder_settle(r->decoder, (uint32_t)last);
 	if (w.begun)
@@ -641,8 +662,7 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		/* Earlier windows are all pushed: this one's first ADU is the next
 		 * in decode order. */
 		r->begun_window = b->window_id;
-		r->have_pushed = true;
-		r->last_pushed_id = b->first_adu_id - 1;
+		cursor_to(r, b->first_adu_id - 1);
 		if (r->next_frame < 0)
 			r->next_frame = first_frame_of(b->window_id, r->info.window_frames);
 		r->ref_frame = first_frame_of(b->window_id, r->info.window_frames);
@@ -681,6 +701,12 @@ pps_receiver_drop_copy(pps_receiver_t *r, unsigned copy)
 	pps_reasm_free(r->reasm[copy]);
 	r->reasm[copy] = NULL;
 	r->rested_through[copy] = -1;
+}
+
+void
+pps_receiver_get_stats(const pps_receiver_t *r, pps_receiver_stats_t *out)
+{
+	*out = r->stats;
 }
 
 void

@@ -899,6 +899,53 @@ test_copies_rest_between(void)
 	feed_rest_all_shown(r, &s, a, aw, na, i0, i1);
 }
 
+/* The encoded stream's ADUs in windows 0 .. @last. */
+static uint64_t
+adus_in_windows(uint32_t last)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < n_adus; i++)
+		if (pps_window_index_of_frame(pps_adu_info(adus[i])->frame_index, W) <= last)
+			n++;
+	return n;
+}
+
+/* A copy back from rest brings a later window whole while the stream's own
+ * connection has brought every ADU of the window before it but not yet its
+ * WINDOW_END: the copy's ADUs are next in decode order and decoded at once.
+ * The own connection's WINDOW_END and its copy of that later window must not
+ * take the decode cursor back: each ADU reaches the decoder once, and every
+ * frame is shown. */
+static void
+test_copies_rest_ahead_of_end(void)
+{
+	sink_t s;
+	pps_receiver_t *r = new_receiver(&s);
+	static pps_wire_record_t a[MAX_RECORDS];
+	static uint32_t aw[MAX_RECORDS];
+	size_t na, i0 = 0, i1 = 0;
+	pps_receiver_stats_t st;
+
+	na = rest_tapes(r, &s, a, aw);
+	feed_own_through(r, a, aw, na, &i0, 2);
+	feed_copy_through(r, &i1, 4);
+	/* Own: window 3, then window 4 but its WINDOW_END. */
+	feed_own_through(r, a, aw, na, &i0, 3);
+	while (i0 + 1 < na && aw[i0 + 1] == 4)
+		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
+	REQUIRE(a[i0].kind == PPS_WIRE_WINDOW_END && aw[i0] == 4);
+	/* Copy 1 brings window 5 whole: its frames come out from it. */
+	feed_copy_through(r, &i1, 5);
+	CHECK_EQ_INT(s.last_output, 5 * (int64_t)W);
+	feed_own_through(r, a, aw, na, &i0, UINT32_MAX);
+	feed_copy_through(r, &i1, UINT32_MAX);
+	pps_receiver_get_stats(r, &st);
+	CHECK_EQ_INT(st.adus_decoded, adus_in_windows(12));
+	CHECK_EQ_INT(st.decode_errors, 0);
+	feed_rest_all_shown(r, &s, a, aw, na, i0, i1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -915,6 +962,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_copies_dropped);
 	PPS_TEST_RUN(test_copies_rest);
 	PPS_TEST_RUN(test_copies_rest_between);
+	PPS_TEST_RUN(test_copies_rest_ahead_of_end);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
