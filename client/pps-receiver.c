@@ -44,6 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Windows a copy may bring ahead of their turn and keep (parked): about
+ * half a second of 2-frame windows, longer than a stall the copy covers for. */
+#define PARKED_WINDOWS 8
+
 struct pps_receiver {
 	pps_receiver_callbacks_t callbacks;
 	pps_client_clock_cb clock_cb;
@@ -59,6 +63,15 @@ struct pps_receiver {
 	/* Per connection: the last window it said it rests through (a copy at
 	 * rest, PPS_WIRE_WINDOW_END_RESTED: another connection brings it); -1. */
 	int64_t rested_through[PPS_RECEIVER_MAX_COPIES];
+	/* Windows a copy back from rest brought whole before their turn (the
+	 * stream was still in a window that copy rested through), in id order:
+	 * they become the stream's when the windows before them are closed. */
+	struct {
+		pps_reasm_window_t window;
+		pps_adu_t **adus;
+		size_t n;
+	} parked[PARKED_WINDOWS];
+	size_t n_parked;
 	pps_decoder_t *decoder;
 
 	/* decode-order cursor: the last ADU id given to the decoder */
@@ -124,11 +137,31 @@ pps_receiver_new(const pps_receiver_callbacks_t *callbacks, pps_client_clock_cb 
 }
 
 static void
+free_adus(pps_adu_t **adus, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pps_adu_unref(adus[i]);
+	free(adus);
+}
+
+/* Forgets the oldest parked window. */
+static void
+unpark_first(pps_receiver_t *r)
+{
+	memmove(&r->parked[0], &r->parked[1], (r->n_parked - 1) * sizeof(r->parked[0]));
+	r->n_parked--;
+}
+
+static void
 free_reasms(pps_receiver_t *r)
 {
 	for (unsigned k = 0; k < PPS_RECEIVER_MAX_COPIES; k++) {
 		pps_reasm_free(r->reasm[k]);
 		r->reasm[k] = NULL;
+	}
+	while (r->n_parked > 0) {
+		free_adus(r->parked[0].adus, r->parked[0].n);
+		unpark_first(r);
 	}
 }
 
@@ -486,17 +519,31 @@ account_gap(pps_receiver_t *r, uint32_t id, int64_t now, char *err, size_t err_s
 	return 0;
 }
 
+/* Window @id, which starts with ADU @first_adu_id and frame @first_capture_us,
+ * is the stream's open window now. */
 static void
-window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
+begin_window(pps_receiver_t *r, uint32_t id, uint32_t first_adu_id, int64_t first_capture_us)
 {
-	pps_reasm_window_t w;
-	pps_adu_t **adus;
-	size_t n;
+	/* Earlier windows are all pushed: this one's first ADU is the next in
+	 * decode order. */
+	r->begun_window = id;
+	cursor_to(r, first_adu_id - 1);
+	if (r->next_frame < 0)
+		r->next_frame = first_frame_of(id, r->info.window_frames);
+	r->ref_frame = first_frame_of(id, r->info.window_frames);
+	r->ref_capture_us = first_capture_us;
+	r->open_first = r->ref_frame;
+	r->open_last = last_frame_of(id, r->info.window_frames);
+}
+
+/* Closes the stream's window @w (taken from a reassembler) with its ADUs. */
+static void
+close_window(pps_receiver_t *r, pps_reasm_window_t w, pps_adu_t **adus, size_t n, int64_t now)
+{
 	int64_t last;
 	pps_receiver_window_t out;
 	bool join = false;
 
-	pps_reasm_take(reasm, &w, &adus, &n);
 	last = last_frame_of(w.window_id, r->info.window_frames);
 	/* Until a window brings something, dropped windows are the ones in
 	 * flight when this client joined (begun before its IDR, so nothing of
@@ -545,6 +592,79 @@ window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
 	r->open_first = r->open_last = -1;
 }
 
+/* The parked windows whose turn came (the windows before them are closed)
+ * become the stream's, in order; those closed meanwhile from another
+ * connection are forgotten. */
+static void
+run_parked(pps_receiver_t *r, int64_t now)
+{
+	while (r->n_parked > 0) {
+		pps_reasm_window_t w = r->parked[0].window;
+		pps_adu_t **adus = r->parked[0].adus;
+		size_t n = r->parked[0].n;
+
+		if ((int64_t)w.window_id > r->last_window + 1 || r->begun_window > r->last_window)
+			return;
+		unpark_first(r);
+		if ((int64_t)w.window_id <= r->last_window) {
+			free_adus(adus, n);
+			continue;
+		}
+		begin_window(r, w.window_id, w.first_adu_id, w.first_capture_us);
+		close_window(r, w, adus, n, now);
+	}
+}
+
+/* Closes the stream's window from @reasm, then what was parked behind it. */
+static void
+window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
+{
+	pps_reasm_window_t w;
+	pps_adu_t **adus;
+	size_t n;
+
+	pps_reasm_take(reasm, &w, &adus, &n);
+	close_window(r, w, adus, n, now);
+	run_parked(r, now);
+}
+
+/* A copy's window begun before its turn, closed when its turn had come: the
+ * stream's, begun and closed now. */
+static void
+window_end_late_begun(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
+{
+	pps_reasm_window_t w;
+	pps_adu_t **adus;
+	size_t n;
+
+	pps_reasm_take(reasm, &w, &adus, &n);
+	begin_window(r, w.window_id, w.first_adu_id, w.first_capture_us);
+	close_window(r, w, adus, n, now);
+	run_parked(r, now);
+}
+
+/*
+ * A copy back from rest closed @reasm's window whole before its turn: it is
+ * kept for its turn (run_parked), unless as many are kept already. Returns
+ * whether it was kept.
+ */
+static bool
+park_window(pps_receiver_t *r, pps_reasm_t *reasm)
+{
+	pps_reasm_window_t w;
+	pps_adu_t **adus;
+	size_t n;
+
+	if (r->n_parked == PARKED_WINDOWS)
+		return false;
+	pps_reasm_take(reasm, &w, &adus, &n);
+	r->parked[r->n_parked].window = w;
+	r->parked[r->n_parked].adus = adus;
+	r->parked[r->n_parked].n = n;
+	r->n_parked++;
+	return true;
+}
+
 /* A copy closed a window another copy had not: its ADUs are not wanted. */
 static void
 discard_window(pps_reasm_t *reasm)
@@ -554,9 +674,7 @@ discard_window(pps_reasm_t *reasm)
 	size_t n;
 
 	pps_reasm_take(reasm, &w, &adus, &n);
-	for (size_t i = 0; i < n; i++)
-		pps_adu_unref(adus[i]);
-	free(adus);
+	free_adus(adus, n);
 }
 
 /*
@@ -581,7 +699,8 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
                          char *err, size_t err_size)
 {
 	pps_reasm_t *reasm;
-	bool lead = true; /* the record is the stream's, not a later copy's */
+	bool lead = true;                 /* the record is the stream's, not a later copy's */
+	bool early = false, turn = false; /* a copy's window begun before its turn */
 	bool dropped = record->kind == PPS_WIRE_WINDOW_END &&
 	               (record->u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED);
 	bool rested = record->kind == PPS_WIRE_WINDOW_END &&
@@ -645,9 +764,14 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		 * waited (above) is not the stream's yet. */
 		lead = id > r->last_window && id <= r->begun_window &&
 		       (!dropped || closed_by_all(r, copy, id));
-		/* That window is discarded here: this copy does not bring it,
-		 * as if it had rested through it (its next one waits too). */
-		if (id > r->begun_window && id > r->rested_through[copy])
+		/* Such a window, come whole: if the windows before it are
+		 * closed now, it is the stream's; if not, it is kept for its
+		 * turn (park_window). Otherwise it is discarded here, as if
+		 * this copy had rested through it. Either way its next one
+		 * waits too. */
+		early = id > r->begun_window && !dropped && record->u.window_end.adus_dropped == 0;
+		turn = early && id == r->last_window + 1 && r->begun_window <= r->last_window;
+		if (id > r->begun_window && !turn && id > r->rested_through[copy])
 			r->rested_through[copy] = id;
 	}
 	ret = pps_reasm_record(reasm, record, err, err_size);
@@ -657,18 +781,8 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 	case PPS_WIRE_WINDOW_BEGIN: {
 		const pps_wire_window_begin_t *b = &record->u.window_begin;
 
-		if (!lead)
-			break;
-		/* Earlier windows are all pushed: this one's first ADU is the next
-		 * in decode order. */
-		r->begun_window = b->window_id;
-		cursor_to(r, b->first_adu_id - 1);
-		if (r->next_frame < 0)
-			r->next_frame = first_frame_of(b->window_id, r->info.window_frames);
-		r->ref_frame = first_frame_of(b->window_id, r->info.window_frames);
-		r->ref_capture_us = b->first_capture_us;
-		r->open_first = r->ref_frame;
-		r->open_last = last_frame_of(b->window_id, r->info.window_frames);
+		if (lead)
+			begin_window(r, b->window_id, b->first_adu_id, b->first_capture_us);
 		break;
 	}
 	case PPS_WIRE_ADU_FRAGMENT:
@@ -676,10 +790,16 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 			push_ready(r);
 		break;
 	case PPS_WIRE_WINDOW_END: /* accepted: its window is complete */
-		if (lead)
+		if (lead) {
 			window_end(r, reasm, now);
-		else
+		} else if (turn) {
+			ret = take_window_credit(r, now, err, err_size);
+			if (ret < 0)
+				return ret;
+			window_end_late_begun(r, reasm, now);
+		} else if (!early || !park_window(r, reasm)) {
 			discard_window(reasm);
+		}
 		break;
 	default:
 		break;

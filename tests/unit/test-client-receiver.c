@@ -840,10 +840,10 @@ feed_rest_all_shown(pps_receiver_t *r, sink_t *s, const pps_wire_record_t *a, co
 /* A copy at rest: copy 1 rests through windows 3 and 4 (lone dropped
  * WINDOW_ENDs with the rested flag), then, back from rest, brings windows
  * 5 and 6 while copy 0 is held up in the middle of window 4. Window 4 is
- * not given up (copy 1 never carried it), and copy 1's windows 5 and 6,
- * begun before their turn, are not the stream's: when copy 0 is held up
- * again in window 5, copy 1's window 7 does not give 5 up either. Every
- * frame is shown. */
+ * not given up (copy 1 never carried it); copy 1's windows 5 and 6, begun
+ * before their turn, are kept and come out the moment copy 0 closes 4; copy
+ * 0's own window 5, coming after that, is not the stream's, and copy 1's
+ * window 7 goes on from there. Every frame is shown. */
 static void
 test_copies_rest(void)
 {
@@ -865,13 +865,15 @@ test_copies_rest(void)
 	/* Copy 1, back from rest, brings windows 5 and 6: nothing is given up. */
 	feed_copy_through(r, &i1, 6);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
-	/* Copy 0: the rest of window 4, then window 5's WINDOW_BEGIN and one
-	 * fragment; copy 1 brings 7. */
+	CHECK_EQ_INT(s.last_output, 3 * (int64_t)W);
+	/* Copy 0: the rest of window 4; copy 1's 5 and 6 follow it out. */
 	feed_own_through(r, a, aw, na, &i0, 4);
+	CHECK_EQ_INT(s.last_output, 6 * (int64_t)W);
+	/* Copy 0's window 5's WINDOW_BEGIN and one fragment; copy 1 brings 7. */
 	for (int k = 0; k < 2; k++)
 		CHECK_EQ_INT(feed_rec(r, 0, &a[i0++]), 0);
-	CHECK_EQ_INT(s.last_output, 4 * (int64_t)W);
 	feed_copy_through(r, &i1, 7);
+	CHECK_EQ_INT(s.last_output, 7 * (int64_t)W);
 	CHECK_EQ_INT(s.windows_dropped + s.windows_gap, 0);
 	feed_rest_all_shown(r, &s, a, aw, na, i0, i1);
 }
@@ -946,6 +948,123 @@ test_copies_rest_ahead_of_end(void)
 	feed_rest_all_shown(r, &s, a, aw, na, i0, i1);
 }
 
+/* A small deterministic generator for the interleavings below. */
+static uint32_t
+next_random(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return (uint32_t)(*state >> 32);
+}
+
+/* A lone dropped WINDOW_END. */
+static bool
+dropped_at(const pps_wire_record_t *rec)
+{
+	return rec->kind == PPS_WIRE_WINDOW_END &&
+	       (rec->u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED);
+}
+
+/* Two connections' records in every kind of order: the copy rests through a
+ * run of windows (or none), either connection's sender may drop a window
+ * (every third round), and the two tapes are fed in a random interleaving,
+ * each in its own order, as two TCP connections deliver them. Whatever the
+ * order, every frame is accounted exactly once, each ADU reaches the decoder
+ * at most once and the decoder refuses none; a window is dropped only if
+ * neither connection brought it, and while each window came on one of them
+ * every frame is shown. */
+static void
+test_copies_interleavings(void)
+{
+	static pps_wire_record_t a[MAX_RECORDS];
+	static uint32_t aw[MAX_RECORDS];
+	uint64_t state = 0x9e3779b97f4a7c15ull;
+	unsigned failed = 0;
+
+	for (unsigned round = 0; round < 300 && failed < 3; round++) {
+		sink_t s;
+		pps_receiver_t *r = new_receiver(&s);
+		uint32_t rest_first = 1 + next_random(&state) % 8;
+		uint32_t rest_len = next_random(&state) % 6; /* 0: the copy never rests */
+		uint32_t rested = 0;
+		unsigned bias = 1 + next_random(&state) % 7; /* of 8: how often the own goes */
+		uint32_t own_drop = 0, copy_drop = 0, lost;
+		size_t na, i0 = 0, i1 = 0;
+		pps_receiver_stats_t st;
+		bool ok = true;
+
+		for (uint32_t w = rest_first; w < rest_first + rest_len && w <= 11; w++)
+			rested |= 1u << w;
+		for (uint32_t w = 1; w <= 12 && round % 3 == 2; w++) {
+			if (next_random(&state) % 6 == 0)
+				own_drop |= 1u << w;
+			if (!((rested >> w) & 1) && next_random(&state) % 6 == 0)
+				copy_drop |= 1u << w;
+		}
+		lost = own_drop & (copy_drop | rested);
+		record_tape(r, &s, own_drop);
+		na = save_tape(a, aw);
+		record_tape(r, &s, rested | copy_drop);
+		for (size_t i = 0; i < tape.n; i++)
+			if ((rested >> tape.window[i]) & 1)
+				tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
+		while (i0 < na || i1 < tape.n) {
+			bool own = i1 == tape.n || (i0 < na && next_random(&state) % 8 < bias);
+
+			/* Neither connection runs more than six windows (200 ms)
+			 * ahead of the other: a longer stall passes the deadline,
+			 * and its sender drops what it holds. */
+			if (own && i1 < tape.n && aw[i0] > tape.window[i1] + 6)
+				own = false;
+			else if (!own && i0 < na && tape.window[i1] > aw[i0] + 6)
+				own = true;
+			/* A sender drops a window at its deadline, long after the
+			 * other connection's sender wrote it: that one's records of
+			 * the window are on their way first. */
+			if (own && i1 < tape.n && dropped_at(&a[i0]) && tape.window[i1] <= aw[i0])
+				own = false;
+			else if (!own && i0 < na && dropped_at(&tape.rec[i1]) &&
+			         !(tape.rec[i1].u.window_end.flags & PPS_WIRE_WINDOW_END_RESTED) &&
+			         aw[i0] <= tape.window[i1])
+				own = true;
+
+			if (own)
+				ok = ok && feed_rec(r, 0, &a[i0++]) == 0;
+			else
+				ok = ok && feed_copy(r, 1, i1++) == 0;
+		}
+		pps_receiver_finish(r);
+		pps_receiver_get_stats(r, &st);
+		ok = ok && st.adus_decoded <= adus_in_windows(12) && st.decode_errors == 0;
+		if (!lost)
+			ok = ok && st.adus_decoded == adus_in_windows(12);
+		for (int i = 0; i <= 24; i++)
+			ok = ok && s.shown[i] + s.missing[i] == 1 && (lost || s.shown[i] == 1);
+		/* A window both dropped: closed as dropped, or passed over as a
+		 * gap when a later window began before the second drop came. */
+		ok = ok && s.windows_dropped + s.windows_gap == (unsigned)__builtin_popcount(lost);
+		if (!ok) {
+			failed++;
+			fprintf(stderr,
+			        "  round %u: rest %u..%u, drops own %#x copy %#x, own bias %u/8: "
+			        "%llu ADUs decoded of %llu, %llu refused, %u dropped, %u gaps\n",
+			        round, rest_first, rest_first + rest_len - 1, own_drop, copy_drop,
+			        bias, (unsigned long long)st.adus_decoded,
+			        (unsigned long long)adus_in_windows(12),
+			        (unsigned long long)st.decode_errors, s.windows_dropped,
+			        s.windows_gap);
+			for (int i = 0; i <= 24; i++)
+				if (s.shown[i] + s.missing[i] != 1 || (!lost && s.shown[i] != 1))
+					fprintf(stderr, "    frame %d shown %u missing %u (%s)\n",
+					        i, s.shown[i], s.missing[i],
+					        s.reason[i] ? s.reason[i] : "");
+		}
+		pps_receiver_free(r);
+	}
+	CHECK_EQ_INT(failed, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -963,6 +1082,7 @@ main(int argc, char **argv)
 	PPS_TEST_RUN(test_copies_rest);
 	PPS_TEST_RUN(test_copies_rest_between);
 	PPS_TEST_RUN(test_copies_rest_ahead_of_end);
+	PPS_TEST_RUN(test_copies_interleavings);
 	PPS_TEST_RUN(test_one_frame_windows);
 	for (size_t i = 0; i < n_adus; i++)
 		pps_adu_unref(adus[i]);
