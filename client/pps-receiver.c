@@ -64,7 +64,8 @@ struct pps_receiver {
 	 * rest, PPS_WIRE_WINDOW_END_RESTED: another connection brings it); -1. */
 	int64_t rested_through[PPS_RECEIVER_MAX_COPIES];
 	/* Windows a copy back from rest brought whole before their turn (the
-	 * stream was still in a window that copy rested through), in id order:
+	 * stream was still in a window that copy rested through), in id order,
+	 * each once:
 	 * they become the stream's when the windows before them are closed. */
 	struct {
 		pps_reasm_window_t window;
@@ -655,12 +656,22 @@ park_window(pps_receiver_t *r, pps_reasm_t *reasm)
 	pps_adu_t **adus;
 	size_t n;
 
+	size_t at = r->n_parked;
+
 	if (r->n_parked == PARKED_WINDOWS)
 		return false;
 	pps_reasm_take(reasm, &w, &adus, &n);
-	r->parked[r->n_parked].window = w;
-	r->parked[r->n_parked].adus = adus;
-	r->parked[r->n_parked].n = n;
+	/* In id order: copies back from rest may bring theirs in any order. */
+	while (at > 0 && r->parked[at - 1].window.window_id >= w.window_id)
+		at--;
+	if (at < r->n_parked && r->parked[at].window.window_id == w.window_id) {
+		free_adus(adus, n); /* another copy's is kept already */
+		return true;
+	}
+	memmove(&r->parked[at + 1], &r->parked[at], (r->n_parked - at) * sizeof(r->parked[0]));
+	r->parked[at].window = w;
+	r->parked[at].adus = adus;
+	r->parked[at].n = n;
 	r->n_parked++;
 	return true;
 }

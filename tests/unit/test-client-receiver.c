@@ -958,81 +958,97 @@ next_random(uint64_t *state)
 	return (uint32_t)(*state >> 32);
 }
 
-/* A lone dropped WINDOW_END. */
+/* A lone dropped WINDOW_END that is not a copy's rest: its sender dropped the
+ * window at its deadline. */
 static bool
-dropped_at(const pps_wire_record_t *rec)
+sender_dropped(const pps_wire_record_t *rec)
 {
 	return rec->kind == PPS_WIRE_WINDOW_END &&
-	       (rec->u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED);
+	       (rec->u.window_end.flags & PPS_WIRE_WINDOW_END_DROPPED) &&
+	       !(rec->u.window_end.flags & PPS_WIRE_WINDOW_END_RESTED);
 }
 
-/* Two connections' records in every kind of order: the copy rests through a
- * run of windows (or none), either connection's sender may drop a window
- * (every third round), and the two tapes are fed in a random interleaving,
- * each in its own order, as two TCP connections deliver them. Whatever the
- * order, every frame is accounted exactly once, each ADU reaches the decoder
- * at most once and the decoder refuses none; a window is dropped only if
- * neither connection brought it, and while each window came on one of them
- * every frame is shown. */
+/* Two to four connections' records in every kind of order: each copy rests
+ * through a run of windows (or none), any connection's sender may drop a
+ * window (every third round), and the tapes are fed in a random
+ * interleaving, each in its own order, as TCP connections deliver them.
+ * Whatever the order, every frame is accounted exactly once, each ADU reaches
+ * the decoder at most once and the decoder refuses none; a window is dropped
+ * only if no connection brought it, and while each window came on one of
+ * them every frame is shown. */
+#define MAX_CONNS PPS_RECEIVER_MAX_COPIES
 static void
 test_copies_interleavings(void)
 {
-	static pps_wire_record_t a[MAX_RECORDS];
-	static uint32_t aw[MAX_RECORDS];
+	static pps_wire_record_t recs[MAX_CONNS][MAX_RECORDS];
+	static uint32_t wins[MAX_CONNS][MAX_RECORDS];
 	uint64_t state = 0x9e3779b97f4a7c15ull;
 	unsigned failed = 0;
 
-	for (unsigned round = 0; round < 300 && failed < 3; round++) {
+	for (unsigned round = 0; round < 600 && failed < 3; round++) {
 		sink_t s;
 		pps_receiver_t *r = new_receiver(&s);
-		uint32_t rest_first = 1 + next_random(&state) % 8;
-		uint32_t rest_len = next_random(&state) % 6; /* 0: the copy never rests */
-		uint32_t rested = 0;
-		unsigned bias = 1 + next_random(&state) % 7; /* of 8: how often the own goes */
-		uint32_t own_drop = 0, copy_drop = 0, lost;
-		size_t na, i0 = 0, i1 = 0;
+		unsigned conns = 2 + round % 3;
+		uint32_t rested[MAX_CONNS] = {0}, dropped[MAX_CONNS] = {0}, lost = 0x1ffe;
+		unsigned weight[MAX_CONNS];
+		size_t n[MAX_CONNS], at[MAX_CONNS] = {0};
 		pps_receiver_stats_t st;
 		bool ok = true;
 
-		for (uint32_t w = rest_first; w < rest_first + rest_len && w <= 11; w++)
-			rested |= 1u << w;
-		for (uint32_t w = 1; w <= 12 && round % 3 == 2; w++) {
-			if (next_random(&state) % 6 == 0)
-				own_drop |= 1u << w;
-			if (!((rested >> w) & 1) && next_random(&state) % 6 == 0)
-				copy_drop |= 1u << w;
+		for (unsigned c = 0; c < conns; c++) {
+			uint32_t first = 1 + next_random(&state) % 8;
+			uint32_t len = c ? next_random(&state) % 6 : 0; /* 0: never rests */
+
+			weight[c] = 1 + next_random(&state) % 7;
+			for (uint32_t w = first; w < first + len && w <= 11; w++)
+				rested[c] |= 1u << w;
+			for (uint32_t w = 1; w <= 12 && round % 3 == 2; w++)
+				if (!((rested[c] >> w) & 1) && next_random(&state) % 6 == 0)
+					dropped[c] |= 1u << w;
+			lost &= rested[c] | dropped[c];
+			record_tape(r, &s, rested[c] | dropped[c]);
+			for (size_t i = 0; i < tape.n; i++)
+				if ((rested[c] >> tape.window[i]) & 1)
+					tape.rec[i].u.window_end.flags |=
+					    PPS_WIRE_WINDOW_END_RESTED;
+			n[c] = save_tape(recs[c], wins[c]);
 		}
-		lost = own_drop & (copy_drop | rested);
-		record_tape(r, &s, own_drop);
-		na = save_tape(a, aw);
-		record_tape(r, &s, rested | copy_drop);
-		for (size_t i = 0; i < tape.n; i++)
-			if ((rested >> tape.window[i]) & 1)
-				tape.rec[i].u.window_end.flags |= PPS_WIRE_WINDOW_END_RESTED;
-		while (i0 < na || i1 < tape.n) {
-			bool own = i1 == tape.n || (i0 < na && next_random(&state) % 8 < bias);
+		for (;;) {
+			unsigned total = 0, pick, c;
 
-			/* Neither connection runs more than six windows (200 ms)
-			 * ahead of the other: a longer stall passes the deadline,
-			 * and its sender drops what it holds. */
-			if (own && i1 < tape.n && aw[i0] > tape.window[i1] + 6)
-				own = false;
-			else if (!own && i0 < na && tape.window[i1] > aw[i0] + 6)
-				own = true;
-			/* A sender drops a window at its deadline, long after the
-			 * other connection's sender wrote it: that one's records of
-			 * the window are on their way first. */
-			if (own && i1 < tape.n && dropped_at(&a[i0]) && tape.window[i1] <= aw[i0])
-				own = false;
-			else if (!own && i0 < na && dropped_at(&tape.rec[i1]) &&
-			         !(tape.rec[i1].u.window_end.flags & PPS_WIRE_WINDOW_END_RESTED) &&
-			         aw[i0] <= tape.window[i1])
-				own = true;
+			for (c = 0; c < conns; c++)
+				total += at[c] < n[c] ? weight[c] : 0;
+			if (total == 0)
+				break;
+			pick = next_random(&state) % total;
+			for (c = 0; c < conns; c++) {
+				unsigned w = at[c] < n[c] ? weight[c] : 0;
 
-			if (own)
-				ok = ok && feed_rec(r, 0, &a[i0++]) == 0;
-			else
-				ok = ok && feed_copy(r, 1, i1++) == 0;
+				if (pick < w)
+					break;
+				pick -= w;
+			}
+			/* No connection runs more than six windows (200 ms) ahead of
+			 * another: a longer stall passes the deadline, and its sender
+			 * drops what it holds. A sender drops a window at its
+			 * deadline, long after another connection's sender wrote it:
+			 * that one's records of the window come first. */
+			for (unsigned turn = 0; turn < conns; turn++) {
+				unsigned o;
+
+				for (o = 0; o < conns; o++)
+					if (o != c && at[o] < n[o] &&
+					    (wins[c][at[c]] > wins[o][at[o]] + 6 ||
+					     (sender_dropped(&recs[c][at[c]]) &&
+					      wins[o][at[o]] <= wins[c][at[c]] &&
+					      !(sender_dropped(&recs[o][at[o]]) &&
+					        wins[o][at[o]] == wins[c][at[c]]))))
+						break;
+				if (o == conns)
+					break;
+				c = o;
+			}
+			ok = ok && feed_rec(r, c, &recs[c][at[c]++]) == 0;
 		}
 		pps_receiver_finish(r);
 		pps_receiver_get_stats(r, &st);
@@ -1041,19 +1057,21 @@ test_copies_interleavings(void)
 			ok = ok && st.adus_decoded == adus_in_windows(12);
 		for (int i = 0; i <= 24; i++)
 			ok = ok && s.shown[i] + s.missing[i] == 1 && (lost || s.shown[i] == 1);
-		/* A window both dropped: closed as dropped, or passed over as a
-		 * gap when a later window began before the second drop came. */
+		/* A window every connection dropped: closed as dropped, or passed
+		 * over as a gap when a later window began before the last drop. */
 		ok = ok && s.windows_dropped + s.windows_gap == (unsigned)__builtin_popcount(lost);
 		if (!ok) {
 			failed++;
 			fprintf(stderr,
-			        "  round %u: rest %u..%u, drops own %#x copy %#x, own bias %u/8: "
-			        "%llu ADUs decoded of %llu, %llu refused, %u dropped, %u gaps\n",
-			        round, rest_first, rest_first + rest_len - 1, own_drop, copy_drop,
-			        bias, (unsigned long long)st.adus_decoded,
+			        "  round %u: %llu ADUs decoded of %llu, %llu refused, %u dropped, "
+			        "%u gaps\n",
+			        round, (unsigned long long)st.adus_decoded,
 			        (unsigned long long)adus_in_windows(12),
 			        (unsigned long long)st.decode_errors, s.windows_dropped,
 			        s.windows_gap);
+			for (unsigned c = 0; c < conns; c++)
+				fprintf(stderr, "    connection %u: rested %#x, dropped %#x\n", c,
+				        rested[c], dropped[c]);
 			for (int i = 0; i <= 24; i++)
 				if (s.shown[i] + s.missing[i] != 1 || (!lost && s.shown[i] != 1))
 					fprintf(stderr, "    frame %d shown %u missing %u (%s)\n",
