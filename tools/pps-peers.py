@@ -9,7 +9,11 @@ method is in docs/PEERS.md).
 Each scenario runs with each pattern (--pattern: a comma-separated list;
 default: the scenario's own, smpte, snow for steps), each system in turn;
 a run's files go to DIR/SCENARIO/PATTERN/SYSTEM, so runs of other
-scenarios and patterns stay. --dry-run prints the runs and a rough length.
+scenarios and patterns stay. --runs N runs each scenario x pattern N times,
+every system once per round (run K > 1 in DIR/SCENARIO/PATTERN/SYSTEM-runK,
+its rows and verdicts marked "run K"; runs numbered above N that an earlier
+invocation left for those systems are removed). --dry-run prints the runs and
+a rough length.
 
 steps (the capacity-steps scenario): the bottleneck's capacity steps 8 -> 2 -> 0.8 -> 4 Mbit/s,
 10 s each (the mahimahi trace is written into each run's folder from the same
@@ -71,6 +75,7 @@ def main():
     ap.add_argument("--systems", default=",".join(peers.SYSTEM_ORDER), help="comma-separated subset of " + ",".join(peers.SYSTEM_ORDER))
     ap.add_argument("--peer-kbps", default="auto", help="x264 bitrate of the GStreamer peers (WebRTC sets its own): N, or auto = what ppstream minbuf(1,3) averaged in the same scenario (default)")
     ap.add_argument("--extra-peer-kbps", type=int, action="append", default=[], help="run both peers again at this bitrate too (results in SYSTEM-Nk folders); repeatable; with --systems \"\" only these runs")
+    ap.add_argument("--runs", type=int, default=1, help="run each scenario x pattern this many times, every system once per round (rows and verdicts per run; default 1)")
     ap.add_argument("--warmup", type=int, default=5, help="seconds of cross traffic before the stream starts (default 5)")
     ap.add_argument("--keep-video", action="store_true", help="keep the shown.y4m files (about 14 MB per second)")
     ap.add_argument("--report-only", action="store_true", help="rebuild results.json, the table and the plot from DIR")
@@ -83,6 +88,8 @@ def main():
     systems = [s for s in args.systems.split(",") if s]
     if any(s not in peers.SYSTEMS for s in systems) or args.duration < 5 or (args.steps_duration or 5) < 5:
         ap.error("--systems: unknown name, or --duration / --steps-duration under 5 s")
+    if not 1 <= args.runs <= 20:
+        ap.error("--runs: 1 to 20")
     scenarios = []
     for name in (n.strip() for n in args.scenario.split(",")):
         # all = idle and paper, as in the first version; steps runs when named.
@@ -110,8 +117,9 @@ def main():
         for scenario in scenarios:
             for pattern in patterns or [peers.SCENARIOS[scenario].get("pattern", peers.PATTERN)]:
                 print(f"{scenario} {pattern} {durations.get(scenario, args.duration)} s: {' '.join(peers.run_order(systems))}"
+                      + (f", {args.runs} times" if args.runs > 1 else "")
                       + "".join(f" (+ peers at {k} kbit/s)" for k in args.extra_peer_kbps))
-        est = peers.estimate_s(scenarios, patterns, systems, args.duration, args.warmup, durations, len(args.extra_peer_kbps))
+        est = peers.estimate_s(scenarios, patterns, systems, args.duration, args.warmup, durations, len(args.extra_peer_kbps), args.runs)
         print(f"about {est / 60:.0f} minutes ({peers.PER_RUN_OVERHEAD_S} s per run besides its duration, warm-up and cross traffic's tail)")
         return 0
     reason = peers.check_permissions()

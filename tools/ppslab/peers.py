@@ -136,6 +136,18 @@ def one_way_delay_ms(scenario):
     return float(value[:-2]) if value.endswith("ms") else float(value.rstrip("s")) * 1000.0
 
 
+def run_variant(system, run):
+    """The folder name of @system's run number @run (1, 2, ...): the
+    system's name for the first, SYSTEM-runK for the others (--runs)."""
+    return system if run == 1 else f"{system}-run{run}"
+
+
+def is_main_variant(r):
+    """@r is one of its system's runs (any --runs index), not an
+    --extra-peer-kbps variant."""
+    return r.get("variant", r["system"]) in (r["system"], run_variant(r["system"], r.get("run") or 1))
+
+
 def run_dir(out, scenario, pattern, variant):
     """A run's folder: OUT/SCENARIO/PATTERN/VARIANT (a folder per pattern, so
     that runs of different patterns keep each other's results)."""
@@ -204,7 +216,7 @@ def wrapper_of(build, system, rdir, kbps=None, pattern=PATTERN):
                                     relay=settings.get("relay", 0))
 
 
-def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None, pattern=None):
+def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video, variant=None, pattern=None, run_index=1):
     label, kind, settings = SYSTEMS[system]
     sc = dict(SCENARIOS[scenario])
     pattern = pattern or sc.get("pattern", PATTERN)
@@ -221,7 +233,7 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
     sc["up"] = sc["up"] + ["--stats", os.path.join(rdir, "linkem.json")]
     name = f"peers{os.getpid() % 10000}"
     lab_bound_s = warmup_s + duration_s + 90
-    log(f"{scenario}, {pattern}: {system} ({label}){f' at {kbps} kbit/s' if kind == 'peer' else ''}")
+    log(f"{scenario}, {pattern}{f', run {run_index}' if run_index > 1 else ''}: {system} ({label}){f' at {kbps} kbit/s' if kind == 'peer' else ''}")
     run_ = wrapper_of(build, system, rdir, kbps, pattern)
     with Lab(build.netlab, name, sc["up"], lab_bound_s) as lab:
         with open(os.path.join(rdir, "lab.json"), "w") as f:
@@ -255,7 +267,7 @@ def run_one(build, scenario, system, out, duration_s, warmup_s, kbps, keep_video
         run_.scores()  # the page read the timecodes; the pictures stay in it
     else:
         score(build, rdir, pattern)
-    run = {"scenario": scenario, "system": system, "variant": variant or system, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": run_.start_us, "end_us": run_.end_us,
+    run = {"scenario": scenario, "system": system, "variant": variant or system, "run": run_index, "kind": kind, "settings": settings, "peer_kbps": kbps if kind == "peer" else None, "duration_s": duration_s, "start_us": run_.start_us, "end_us": run_.end_us,
            "pattern": pattern, "steps": sc.get("steps"), "trace_lead_s": lead_s, "traffic_start_us": traffic_start_us,
            "one_way_delay_ms": one_way_delay_ms(scenario), "elephants": sc["elephants"]}
     with open(os.path.join(rdir, "run.json"), "w") as f:
@@ -372,7 +384,8 @@ def result_of(build, rdir, out=None):
     if result.get("elephants") is None:
         result["elephants"] = SCENARIOS.get(run["scenario"], {}).get("elephants", 0)
     result["rundir"] = os.path.relpath(rdir, out) if out else rdir
-    result["label"] = SYSTEMS[run["system"]][0]
+    result["run"] = run.get("run") or 1
+    result["label"] = SYSTEMS[run["system"]][0] + (f", run {result['run']}" if result["run"] > 1 else "")
     own = system.results()
     result["bits_per_second"] = own["bits_per_second"]
     # The stream's own rate (ppstream: its windows' bytes once, whatever
@@ -428,7 +441,7 @@ def run_step_downs(rdir, run):
 
 def result_order(r):
     return (SCENARIO_ORDER.index(r["scenario"]) if r["scenario"] in SCENARIO_ORDER else len(SCENARIO_ORDER),
-            pattern_key(r.get("pattern")), SYSTEM_ORDER.index(r["system"]), r.get("peer_kbps") or 0)
+            pattern_key(r.get("pattern")), SYSTEM_ORDER.index(r["system"]), r.get("peer_kbps") or 0, r.get("run") or 1)
 
 
 def collect(build, out):
@@ -506,19 +519,22 @@ def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
     - idle p50 (no cross traffic, no steps; ball and smpte): p50 <= the
       path's one-way delay + IDLE_P50_ABOVE_OWD_MS;
     - share (cross traffic): its throughput share >= SHARE_MIN of the mean elephant's;
-    - PSNR (cross traffic): its PSNR-Y >= SRT's, at the rate SRT was given."""
+    - PSNR (cross traffic): its PSNR-Y >= SRT's, at the rate SRT was given.
+
+    With --runs, each run number is a cell of its own (the systems' runs of
+    the same number ran one after another), its rows carrying "run"."""
     cells = {}
     for r in results:
-        if r.get("variant", r["system"]) == r["system"]:
-            cells.setdefault((r["scenario"], r.get("pattern")), {})[r["system"]] = r
+        if is_main_variant(r):
+            cells.setdefault((r["scenario"], r.get("pattern"), r.get("run") or 1), {})[r["system"]] = r
     out = []
-    for (scenario, pattern) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]))):
-        cell = cells[(scenario, pattern)]
+    for (scenario, pattern, run) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]), k[2])):
+        cell = cells[(scenario, pattern, run)]
         me = cell.get(subject)
         missing = [short(p) for p in peers if p not in cell]
 
         def row(item, measured, verdict):
-            out.append({"scenario": scenario, "pattern": pattern, "item": item, "measured": measured, "verdict": verdict})
+            out.append({"scenario": scenario, "pattern": pattern, "run": run, "item": item, "measured": measured, "verdict": verdict})
 
         if me is None:
             row("all", f"no {short(subject)} run", "not measured")
@@ -586,17 +602,17 @@ def relay_verdicts(results, direct=SUBJECT, relayed="ppstream-relay"):
     verdicts() rows."""
     cells = {}
     for r in results:
-        if r.get("variant", r["system"]) == r["system"] and r["system"] in (direct, relayed):
-            cells.setdefault((r["scenario"], r.get("pattern")), {})[r["system"]] = r
+        if is_main_variant(r) and r["system"] in (direct, relayed):
+            cells.setdefault((r["scenario"], r.get("pattern"), r.get("run") or 1), {})[r["system"]] = r
     out = []
-    for (scenario, pattern) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]))):
-        cell = cells[(scenario, pattern)]
+    for (scenario, pattern, run) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]), k[2])):
+        cell = cells[(scenario, pattern, run)]
         d, r = cell.get(direct), cell.get(relayed)
         if d is None or r is None:
             continue
 
         def row(item, measured, verdict):
-            out.append({"scenario": scenario, "pattern": pattern, "item": item, "measured": measured, "verdict": verdict})
+            out.append({"scenario": scenario, "pattern": pattern, "run": run, "item": item, "measured": measured, "verdict": verdict})
 
         ds, rs = d["frames_shown_pct"], r["frames_shown_pct"]
         row(f"relay: frames shown within {RELAY_SHOWN_POINTS:g} point of direct",
@@ -617,7 +633,8 @@ def verdict_table(rows, what="ppstream, default settings, vs peers"):
     lines = [f"| scenario | pattern | must-show item | measured ({what}) | verdict |", "|---|---|---|---|---|"]
     for v in rows:
         mark = "**missed**" if v["verdict"] == "missed" else v["verdict"]
-        lines.append(f"| {v['scenario']} | {v['pattern'] or DASH} | {v['item']} | {v['measured']} | {mark} |")
+        scenario = v["scenario"] + (f", run {v['run']}" if (v.get("run") or 1) > 1 else "")
+        lines.append(f"| {scenario} | {v['pattern'] or DASH} | {v['item']} | {v['measured']} | {mark} |")
     counts = {}
     for v in rows:
         counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
@@ -687,25 +704,42 @@ def run_order(systems):
     return sorted(systems, key=lambda s: s != first)
 
 
+def stale_runs(out, scenario, pattern, system, runs):
+    """Removes @system's runs numbered above @runs in @scenario x @pattern
+    (left by an earlier --runs), so that the report does not mix builds."""
+    pdir = os.path.dirname(run_dir(out, scenario, pattern or SCENARIOS[scenario].get("pattern", PATTERN), system))
+    prefix = system + "-run"
+    for name in os.listdir(pdir) if os.path.isdir(pdir) else []:
+        if name.startswith(prefix) and name[len(prefix):].isdigit() and int(name[len(prefix):]) > runs:
+            shutil.rmtree(os.path.join(pdir, name), ignore_errors=True)
+
+
 def run_all(build, args, systems, scenarios, patterns=None, durations=None):
     """The runs of each scenario x pattern (None: the scenario's own) with
     each system, then the extra peer rates; 1 if a run failed. @durations:
     seconds per run by scenario (default args.duration)."""
     status = 0
     source = rate_source(systems)
+    runs = getattr(args, "runs", 1) or 1
     for scenario in scenarios:
         duration_s = (durations or {}).get(scenario, args.duration)
         for pattern in patterns or [None]:
-            kbps = DEFAULT_PEER_KBPS if args.peer_kbps == "auto" else int(args.peer_kbps)
-            for system in run_order(systems):
-                try:
-                    r = run_one(build, scenario, system, args.out, duration_s, args.warmup, kbps, args.keep_video, pattern=pattern)
-                except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
-                    log(f"{scenario}, {pattern or 'default pattern'}: {system} failed: {e}")
-                    status = 1
-                    continue
-                if system == source and args.peer_kbps == "auto" and r["stream_bits_per_second"]:
-                    kbps = max(300, int(round(r["stream_bits_per_second"] / 1000 / 50)) * 50)
+            # --runs: every system once, then again, so that run K of each
+            # system meets the machine and the time of day the others' run K did.
+            for system in systems:
+                stale_runs(args.out, scenario, pattern, system, runs)
+            for k in range(1, runs + 1):
+                kbps = DEFAULT_PEER_KBPS if args.peer_kbps == "auto" else int(args.peer_kbps)
+                for system in run_order(systems):
+                    try:
+                        r = run_one(build, scenario, system, args.out, duration_s, args.warmup, kbps, args.keep_video,
+                                    run_variant(system, k), pattern=pattern, run_index=k)
+                    except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError) as e:
+                        log(f"{scenario}, {pattern or 'default pattern'}, run {k}: {system} failed: {e}")
+                        status = 1
+                        continue
+                    if system == source and args.peer_kbps == "auto" and r["stream_bits_per_second"]:
+                        kbps = max(300, int(round(r["stream_bits_per_second"] / 1000 / 50)) * 50)
             for extra in args.extra_peer_kbps:
                 for system in (s for s in SYSTEM_ORDER if SYSTEMS[s][1] == "peer"):
                     try:
@@ -716,7 +750,7 @@ def run_all(build, args, systems, scenarios, patterns=None, durations=None):
     return status
 
 
-def estimate_s(scenarios, patterns, systems, duration_s, warmup_s, durations=None, extra_rates=0):
+def estimate_s(scenarios, patterns, systems, duration_s, warmup_s, durations=None, extra_rates=0, runs=1):
     """A rough length of run_all in seconds: per run its duration, the
     warm-up and the cross traffic's tail where there is cross traffic, and
     PER_RUN_OVERHEAD_S of lab, start-up and scoring."""
@@ -725,5 +759,5 @@ def estimate_s(scenarios, patterns, systems, duration_s, warmup_s, durations=Non
     for scenario in scenarios:
         d = (durations or {}).get(scenario, duration_s)
         per = d + PER_RUN_OVERHEAD_S + (warmup_s + TRAFFIC_TAIL_S if SCENARIOS[scenario]["elephants"] else 0)
-        total += per * len(patterns or [None]) * (len(systems) + extra_rates * peers_n)
+        total += per * len(patterns or [None]) * (len(systems) * runs + extra_rates * peers_n)
     return total

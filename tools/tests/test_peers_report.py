@@ -3,7 +3,8 @@
 """pps-peers' matrix and verdicts (suite unit, no network): --pattern's
 list, the run folders per scenario x pattern (and the older layout without
 a pattern folder), the matrix table's rows and the must-show verdicts made
-from made-up results: met, missed and not measured, each where it should be."""
+from made-up results: met, missed and not measured, each where it should be;
+with --runs, a cell per run."""
 import os
 import sys
 import tempfile
@@ -53,10 +54,13 @@ with tempfile.TemporaryDirectory() as out:
     check(found == ["idle/ball/srt", "idle/smpte/srt", "paper/gst-tcp"], f"runs found {found}")
 
 
-def result(scenario, pattern, system, shown, p50, p95, psnr=None, share=None, bps=400e3, kbps=None, variant=None):
+def result(scenario, pattern, system, shown, p50, p95, psnr=None, share=None, bps=400e3, kbps=None, variant=None, run=1):
     label, kind, _ = peers.SYSTEMS[system]
     sc = peers.SCENARIOS[scenario]
-    return {"scenario": scenario, "pattern": pattern, "system": system, "variant": variant or system, "label": label,
+    if run > 1:
+        label += f", run {run}"
+    return {"scenario": scenario, "pattern": pattern, "system": system, "run": run,
+            "variant": variant or peers.run_variant(system, run), "label": label,
             "kind": kind, "frames_shown_pct": shown, "latency_ms": {"p50": p50, "p95": p95, "p99": p95 and p95 + 10},
             "longest_freeze_ms": 100.0, "longest_freeze_outside_steps_ms": 90.0, "steps": sc.get("steps"),
             "psnr_y_mean": psnr, "bits_per_second": bps, "peer_kbps": kbps, "throughput_share": share,
@@ -141,6 +145,30 @@ check("**missed**" in table and table.rstrip().endswith(f"of {len(v)} items."), 
 check(sorted(results, key=peers.result_order)[0]["system"] == "ppstream-default", "order: scenario, pattern, system")
 check(peers.run_order(["gst-tcp", "webrtc", "ppstream-default"])[0] == "ppstream-default", "the default server runs first without minbuf (auto rate)")
 check(peers.rate_source(["ppstream-default", "ppstream-minbuf"]) == "ppstream-minbuf", "minbuf sets the auto rate when it runs")
+
+# --runs: run K of each system is a cell of its own, with its own verdicts
+runs = [result("steps", "ball", "ppstream-default", 100.0, 39, 64), result("steps", "ball", "webrtc", 98.5, 50, 66),
+        result("steps", "ball", "ppstream-default", 100.0, 38, 65, run=2), result("steps", "ball", "webrtc", 98.7, 56, 60, run=2),
+        result("steps", "ball", "ppstream-default", 100.0, 39, 62, run=3), result("steps", "ball", "webrtc", 84.8, 41, 73, run=3)]
+vr = [x for x in peers.verdicts(runs) if x["item"].startswith("p95")]
+check([(x["run"], x["verdict"]) for x in vr] == [(1, "not measured"), (2, "missed"), (3, "not measured")],
+      f"a p95 verdict per run: met by WebRTC's own run only ({[(x['run'], x['verdict']) for x in vr]})")
+check("66" in vr[0]["measured"] and "60" in vr[1]["measured"], "each run's verdict holds it against the same run's peer")
+check("| steps, run 2 | ball | p95" in peers.verdict_table(vr), "the verdict table names the run")
+rows = peers.matrix_table(sorted(runs, key=peers.result_order)).splitlines()[2:]
+check([r.split(" | ")[2] for r in rows[:3]] == ["ppstream, default settings", "ppstream, default settings, run 2",
+                                               "ppstream, default settings, run 3"], f"a system's runs side by side: {rows[:3]}")
+check(peers.is_main_variant(runs[2]) and not peers.is_main_variant(dict(runs[2], variant="srt-1950k")),
+      "a run's folder is its system's; an --extra-peer-kbps one is not")
+check(peers.run_variant("srt", 1) == "srt" and peers.run_variant("srt", 3) == "srt-run3", "run folders: SYSTEM, SYSTEM-runK")
+with tempfile.TemporaryDirectory() as out:
+    for name in ("webrtc", "webrtc-run2", "webrtc-run3", "webrtc-run12", "srt-run3"):
+        os.makedirs(peers.run_dir(out, "steps", "ball", name))
+    peers.stale_runs(out, "steps", "ball", "webrtc", 2)
+    left = sorted(os.listdir(os.path.join(out, "steps", "ball")))
+    check(left == ["srt-run3", "webrtc", "webrtc-run2"], f"runs above --runs removed, the system's only: {left}")
+check(peers.estimate_s(["idle"], None, ["srt"], 30, 5, runs=3) == 3 * peers.estimate_s(["idle"], None, ["srt"], 30, 5),
+      "the estimate counts the runs")
 
 # through the relay against served directly: shown within 1 point, p50 within 5 ms
 relayed = [result("idle", "ball", "ppstream-default", 100.0, 39, 43), result("idle", "ball", "ppstream-relay", 99.5, 43, 47),
