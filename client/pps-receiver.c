@@ -555,10 +555,9 @@ close_window(pps_receiver_t *r, pps_reasm_window_t w, pps_adu_t **adus, size_t n
 	} else {
 		r->started = true;
 	}
-	for (size_t i = 0; i < n; i++) {
-		/* Decoded already from another copy of the stream. */
+	/* push() passes over those another copy of the stream brought first. */
+	for (size_t i = 0; i < n; i++)
 		push(r, adus[i]);
-	}
 	free(adus);
 	/* Every ADU of this window the decoder will ever get has been pushed. */
 	if (w.begun)
@@ -654,9 +653,7 @@ park_window(pps_receiver_t *r, pps_reasm_t *reasm)
 {
 	pps_reasm_window_t w;
 	pps_adu_t **adus;
-	size_t n;
-
-	size_t at = r->n_parked;
+	size_t n, at = r->n_parked;
 
 	if (r->n_parked == PARKED_WINDOWS)
 		return false;
