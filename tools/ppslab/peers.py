@@ -643,9 +643,30 @@ def verdict_table(rows, what="ppstream, default settings, vs peers"):
     return "\n".join(lines) + "\n"
 
 
+def verdict_tally(rows):
+    """With --runs: per scenario x pattern x item, how many runs met it,
+    missed it, did not measure it (a markdown table); "" with one run."""
+    if all((v.get("run") or 1) == 1 for v in rows):
+        return ""
+    tally = {}
+    for v in rows:
+        counts = tally.setdefault((v["scenario"], v["pattern"], v["item"]), {})
+        counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
+    lines = ["| scenario | pattern | must-show item | runs: met / missed / not measured |", "|---|---|---|---|"]
+    for (scenario, pattern, item), counts in tally.items():
+        lines.append(f"| {scenario} | {pattern or DASH} | {item} | "
+                     f"{counts.get('met', 0)} / {counts.get('missed', 0)} / {counts.get('not measured', 0)} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_table(out, results):
-    """OUT/peers.md: the matrix, then the verdicts; its text."""
-    text = matrix_table(results) + "\n" + verdict_table(verdicts(results))
+    """OUT/peers.md: the matrix, then the verdicts (with --runs, their tally
+    per item); its text."""
+    rows = verdicts(results)
+    text = matrix_table(results) + "\n" + verdict_table(rows)
+    tally = verdict_tally(rows)
+    if tally:
+        text += "\nPer item over the runs:\n\n" + tally
     relayed = relay_verdicts(results)
     if relayed:
         text += "\nThrough pps-relay (publisher and relay on the sender's side):\n\n" + \

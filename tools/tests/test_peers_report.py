@@ -155,6 +155,9 @@ check([(x["run"], x["verdict"]) for x in vr] == [(1, "not measured"), (2, "misse
       f"a p95 verdict per run: met by WebRTC's own run only ({[(x['run'], x['verdict']) for x in vr]})")
 check("66" in vr[0]["measured"] and "60" in vr[1]["measured"], "each run's verdict holds it against the same run's peer")
 check("| steps, run 2 | ball | p95" in peers.verdict_table(vr), "the verdict table names the run")
+tally = peers.verdict_tally(peers.verdicts(runs))
+check("| steps | ball | p95 <= every peer's showing >= 90% | 0 / 1 / 2 |" in tally, f"the tally per item over the runs: {tally}")
+check(peers.verdict_tally(v) == "", "no tally with one run")
 rows = peers.matrix_table(sorted(runs, key=peers.result_order)).splitlines()[2:]
 check([r.split(" | ")[2] for r in rows[:3]] == ["ppstream, default settings", "ppstream, default settings, run 2",
                                                "ppstream, default settings, run 3"], f"a system's runs side by side: {rows[:3]}")
