@@ -615,30 +615,19 @@ run_parked(pps_receiver_t *r, int64_t now)
 	}
 }
 
-/* Closes the stream's window from @reasm, then what was parked behind it. */
+/* Closes the stream's window from @reasm, then what was parked behind it.
+ * @begin: a copy's window begun before its turn and closed when its turn had
+ * come, the stream's from now. */
 static void
-window_end(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
+window_end(pps_receiver_t *r, pps_reasm_t *reasm, bool begin, int64_t now)
 {
 	pps_reasm_window_t w;
 	pps_adu_t **adus;
 	size_t n;
 
 	pps_reasm_take(reasm, &w, &adus, &n);
-	close_window(r, w, adus, n, now);
-	run_parked(r, now);
-}
-
-/* A copy's window begun before its turn, closed when its turn had come: the
- * stream's, begun and closed now. */
-static void
-window_end_late_begun(pps_receiver_t *r, pps_reasm_t *reasm, int64_t now)
-{
-	pps_reasm_window_t w;
-	pps_adu_t **adus;
-	size_t n;
-
-	pps_reasm_take(reasm, &w, &adus, &n);
-	begin_window(r, w.window_id, w.first_adu_id, w.first_capture_us);
+	if (begin)
+		begin_window(r, w.window_id, w.first_adu_id, w.first_capture_us);
 	close_window(r, w, adus, n, now);
 	run_parked(r, now);
 }
@@ -799,12 +788,12 @@ pps_receiver_record_copy(pps_receiver_t *r, unsigned copy, const pps_wire_record
 		break;
 	case PPS_WIRE_WINDOW_END: /* accepted: its window is complete */
 		if (lead) {
-			window_end(r, reasm, now);
+			window_end(r, reasm, false, now);
 		} else if (turn) {
 			ret = take_window_credit(r, now, err, err_size);
 			if (ret < 0)
 				return ret;
-			window_end_late_begun(r, reasm, now);
+			window_end(r, reasm, true, now);
 		} else if (!early || !park_window(r, reasm)) {
 			discard_window(reasm);
 		}
