@@ -148,6 +148,24 @@ def is_main_variant(r):
     return r.get("variant", r["system"]) in (r["system"], run_variant(r["system"], r.get("run") or 1))
 
 
+def stream_bps(r):
+    """@r's stream rate: ppstream's windows' bytes once (result_of()), else
+    every byte received (older results and the peers)."""
+    return r.get("stream_bits_per_second") or r["bits_per_second"]
+
+
+def cells_by_run(results, systems=None):
+    """(scenario, pattern, run, {system: result}) for each cell of @results
+    (its systems' own runs, not the --extra-peer-kbps variants; only
+    @systems if given), in scenario, pattern and run order."""
+    cells = {}
+    for r in results:
+        if is_main_variant(r) and (systems is None or r["system"] in systems):
+            cells.setdefault((r["scenario"], r.get("pattern"), r.get("run") or 1), {})[r["system"]] = r
+    order = sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]), k[2]))
+    return [k + (cells[k],) for k in order]
+
+
 def run_dir(out, scenario, pattern, variant):
     """A run's folder: OUT/SCENARIO/PATTERN/VARIANT (a folder per pattern, so
     that runs of different patterns keep each other's results)."""
@@ -458,7 +476,7 @@ def matrix_table(results):
     lines = [MATRIX_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lat = r["latency_ms"]
-        stream = r.get("stream_bits_per_second") or r["bits_per_second"]
+        stream = stream_bps(r)
         rate = f"{stream / 1e6:.2f}" if stream else DASH
         share = fmt(r.get("throughput_share"), ".2f", DASH)
         if stream and r["bits_per_second"] and r["bits_per_second"] > WIRE_ABOVE_STREAM * stream:
@@ -523,13 +541,8 @@ def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
 
     With --runs, each run number is a cell of its own (the systems' runs of
     the same number ran one after another), its rows carrying "run"."""
-    cells = {}
-    for r in results:
-        if is_main_variant(r):
-            cells.setdefault((r["scenario"], r.get("pattern"), r.get("run") or 1), {})[r["system"]] = r
     out = []
-    for (scenario, pattern, run) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]), k[2])):
-        cell = cells[(scenario, pattern, run)]
+    for scenario, pattern, run, cell in cells_by_run(results):
         me = cell.get(subject)
         missing = [short(p) for p in peers if p not in cell]
 
@@ -576,14 +589,14 @@ def verdicts(results, subject=SUBJECT, peers=VERDICT_PEERS):
             if me.get("wire_share") and share and me["wire_share"] > WIRE_ABOVE_STREAM * share:
                 wire = f"; {me['wire_share']:.2f} on the wire"
             row(f"throughput share >= {SHARE_MIN:g} of the mean elephant's",
-                f"{fmt(share, '.2f', DASH)} ({fmt((me.get('stream_bits_per_second') or me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} vs {fmt((me.get('elephant_mean_bps') or 0) / 1e6, '.2f', DASH)} Mbit/s{wire})",
+                f"{fmt(share, '.2f', DASH)} ({fmt((stream_bps(me) or 0) / 1e6, '.2f', DASH)} vs {fmt((me.get('elephant_mean_bps') or 0) / 1e6, '.2f', DASH)} Mbit/s{wire})",
                 "not measured" if share is None else ("met" if share >= SHARE_MIN else "missed"))
             srt = cell.get("srt")
             if srt is None or me["psnr_y_mean"] is None or srt["psnr_y_mean"] is None:
                 row("PSNR-Y >= SRT's at SRT's rate", f"{fmt(me['psnr_y_mean'], '.2f', DASH)} dB vs SRT {fmt(srt['psnr_y_mean'] if srt else None, '.2f', DASH)}", "not measured")
             else:
                 row("PSNR-Y >= SRT's at SRT's rate",
-                    f"{me['psnr_y_mean']:.2f} dB at {fmt((me.get('stream_bits_per_second') or me['bits_per_second'] or 0) / 1e6, '.2f', DASH)} Mbit/s vs SRT {srt['psnr_y_mean']:.2f} dB (x264 {srt['peer_kbps']} kbit/s)",
+                    f"{me['psnr_y_mean']:.2f} dB at {fmt((stream_bps(me) or 0) / 1e6, '.2f', DASH)} Mbit/s vs SRT {srt['psnr_y_mean']:.2f} dB (x264 {srt['peer_kbps']} kbit/s)",
                     "met" if me["psnr_y_mean"] >= srt["psnr_y_mean"] else "missed")
     return out
 
@@ -600,13 +613,8 @@ def relay_verdicts(results, direct=SUBJECT, relayed="ppstream-relay"):
     """Per scenario x pattern cell where both ran: the stream through the
     relay against the same stream served directly (frames shown, p50), as
     verdicts() rows."""
-    cells = {}
-    for r in results:
-        if is_main_variant(r) and r["system"] in (direct, relayed):
-            cells.setdefault((r["scenario"], r.get("pattern"), r.get("run") or 1), {})[r["system"]] = r
     out = []
-    for (scenario, pattern, run) in sorted(cells, key=lambda k: (SCENARIO_ORDER.index(k[0]) if k[0] in SCENARIO_ORDER else 99, pattern_key(k[1]), k[2])):
-        cell = cells[(scenario, pattern, run)]
+    for scenario, pattern, run, cell in cells_by_run(results, (direct, relayed)):
         d, r = cell.get(direct), cell.get(relayed)
         if d is None or r is None:
             continue
